@@ -1,0 +1,95 @@
+import { execFile } from "node:child_process";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
+import { PrismaClient } from "../generated/prisma/client.js";
+
+export type Db = PrismaClient;
+
+const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export function createPrisma(databaseUrl: string, opts: { max?: number } = {}): Db {
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 }) });
+}
+
+/** Failure of a start-up step that names the variable at fault. */
+export class StartupError extends Error {
+  override readonly name = "StartupError";
+}
+
+function describeDbTarget(databaseUrl: string): string {
+  const u = new URL(databaseUrl);
+  return `${u.hostname}:${u.port || 5432}/${decodeURIComponent(u.pathname.slice(1))}`;
+}
+
+/**
+ * Creates the database when missing and the role may (CONTRACT: "created if missing when the
+ * role may"). Throws StartupError naming DATABASE_URL when the server cannot be reached.
+ */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const u = new URL(databaseUrl);
+  const dbName = decodeURIComponent(u.pathname.slice(1));
+  if (!dbName) throw new StartupError("DATABASE_URL: no database name in the URL");
+  const admin = new URL(databaseUrl);
+  admin.pathname = "/postgres";
+  const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+  } catch (e) {
+    // the maintenance database may be forbidden: try the target itself
+    const direct = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
+    try {
+      await direct.connect();
+      await direct.end();
+      return;
+    } catch (e2) {
+      throw new StartupError(
+        `DATABASE_URL: cannot connect to ${describeDbTarget(databaseUrl)} (${errText(e2) || errText(e)})`,
+      );
+    }
+  }
+  try {
+    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [dbName]);
+    if (found.rowCount === 0) {
+      try {
+        await client.query(`CREATE DATABASE "${dbName.replaceAll('"', '""')}"`);
+      } catch (e) {
+        // a concurrent creator wins; anything else is fatal
+        if ((e as { code?: string }).code !== "42P04") {
+          throw new StartupError(`DATABASE_URL: database ${dbName} does not exist and cannot be created (${errText(e)})`);
+        }
+      }
+    }
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function errText(e: unknown): string {
+  if (e instanceof AggregateError) return e.errors.map(errText).join("; ");
+  const err = e as { code?: string; message?: string };
+  return [err.code, err.message].filter(Boolean).join(" ") || String(e);
+}
+
+/** Applies pending migrations with the Prisma CLI (offline JS engine; see prisma.config.ts). */
+export async function runMigrations(databaseUrl: string): Promise<void> {
+  const require = createRequire(import.meta.url);
+  const cli = require.resolve("prisma/build/index.js");
+  await new Promise<void>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [cli, "migrate", "deploy"],
+      { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, PRISMA_HIDE_UPDATE_MESSAGE: "1" } },
+      (err, _stdout, stderr) => {
+        if (err) {
+          const line = stderr
+            .split("\n")
+            .find((l) => /Error|error:/.test(l))
+            ?.trim();
+          reject(new StartupError(`DATABASE_URL: migrations failed (${line ?? err.message})`));
+        } else resolve();
+      },
+    );
+  });
+}

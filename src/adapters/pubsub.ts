@@ -1,0 +1,101 @@
+import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
+import { createPubSub } from "graphql-yoga";
+import type { Redis } from "ioredis";
+import { logger } from "../lib/logger.js";
+
+/**
+ * Real-time events, fanned out to every process through Redis pub/sub (GraphQL subscriptions
+ * over SSE). Topic payloads are plain JSON data; bigints travel tagged and come back as bigints.
+ * Topics with an id are per-account channels (`balanceChanged:<accountId>`).
+ */
+export interface CapacityChangedEvent {
+  generatedAt: string;
+  cheapestPostedCents: number | null;
+  routableMicroDiem: bigint;
+  reason: string;
+}
+
+export interface ClearRecordedEvent {
+  at: string;
+  model: string;
+  modality: string;
+  priceCentsPerDollar: number;
+  burnMicroDiem: bigint;
+  grossMicroUsdc: bigint;
+}
+
+export interface AccountEvent {
+  accountId: string;
+  kind: string;
+  at: string;
+}
+
+export type Topics = {
+  capacityChanged: [CapacityChangedEvent];
+  clearRecorded: [ClearRecordedEvent];
+  balanceChanged: [accountId: string, event: AccountEvent];
+  paymentConfirmed: [accountId: string, event: AccountEvent];
+  offerUpdated: [accountId: string, event: AccountEvent];
+  earningsChanged: [accountId: string, event: AccountEvent];
+};
+
+const BIGINT_TAG = "__bigint:";
+
+export const bigintJson = {
+  stringify(value: unknown): string {
+    return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? `${BIGINT_TAG}${v}` : v));
+  },
+  parse(text: string): unknown {
+    return JSON.parse(text, (_k, v) =>
+      typeof v === "string" && v.startsWith(BIGINT_TAG) ? BigInt(v.slice(BIGINT_TAG.length)) : v,
+    );
+  },
+};
+
+/**
+ * redis-event-target calls publish/subscribe/unsubscribe without `.catch` (STACK_NOTES gotcha 7):
+ * a broken connection would become an unhandledRejection. Route those promises through a logger.
+ */
+function guarded(client: Redis, methods: string[]): Redis {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof prop === "string" && methods.includes(prop) && typeof value === "function") {
+        return (...args: unknown[]) => {
+          const out = value.apply(target, args);
+          if (out && typeof (out as Promise<unknown>).catch === "function") {
+            (out as Promise<unknown>).catch((e: unknown) => logger.warn({ err: e, op: prop }, "redis pubsub call failed"));
+          }
+          return out;
+        };
+      }
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Prefixes channel names so deployments (and test files) sharing one Redis never cross. */
+function prefixedTarget(inner: ReturnType<typeof createRedisEventTarget>, prefix: string) {
+  const name = (topic: string) => `${prefix}:pubsub:${topic}`;
+  return {
+    addEventListener: (topic: string, cb: Parameters<typeof inner.addEventListener>[1]) =>
+      inner.addEventListener(name(topic), cb),
+    removeEventListener: (topic: string, cb: Parameters<typeof inner.removeEventListener>[1]) =>
+      inner.removeEventListener(name(topic), cb),
+    dispatchEvent: (event: Event & { detail?: unknown }) => {
+      const renamed = new CustomEvent(name(event.type), { detail: event.detail });
+      return inner.dispatchEvent(renamed);
+    },
+  };
+}
+
+export function createEventBus(opts: { publishClient: Redis; subscribeClient: Redis; prefix: string }) {
+  const target = createRedisEventTarget({
+    publishClient: guarded(opts.publishClient, ["publish"]),
+    subscribeClient: guarded(opts.subscribeClient, ["subscribe", "unsubscribe"]),
+    serializer: bigintJson,
+  });
+  return createPubSub<Topics>({ eventTarget: prefixedTarget(target, opts.prefix) as never });
+}
+
+export type EventBus = ReturnType<typeof createEventBus>;

@@ -1,0 +1,43 @@
+import { Queue } from "bullmq";
+import type { Redis } from "ioredis";
+
+/**
+ * Every BullMQ queue, declared once with its job names and payloads. Producers fail fast
+ * (connection with enableOfflineQueue: false); jobs carry deterministic ids where the event has a
+ * natural key, and completed jobs are trimmed.
+ */
+export const QUEUES = {
+  maintenance: "maintenance",
+  confirmations: "confirmations",
+  reconciliation: "reconciliation",
+  expiry: "expiry",
+  sync: "sync",
+  video: "video",
+  payouts: "payouts",
+} as const;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
+export interface JobPayloads {
+  maintenance: { "purge-expired": Record<string, never> };
+}
+
+export const DEFAULT_JOB_OPTIONS = {
+  removeOnComplete: 1000,
+  removeOnFail: 5000,
+  attempts: 5,
+  backoff: { type: "exponential", delay: 1000 },
+} as const;
+
+export type Queues = Record<QueueName, Queue>;
+
+export function createQueues(connection: Redis, prefix: string): Queues {
+  const entries = Object.values(QUEUES).map(
+    (name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS })] as const,
+  );
+  return Object.fromEntries(entries) as Queues;
+}
+
+export async function closeQueues(queues: Queues): Promise<void> {
+  await Promise.all(Object.values(queues).map((q) => q.close()));
+}

@@ -1,0 +1,38 @@
+/**
+ * Every Redis key and channel, declared once. All carry the deployment prefix (`svc` by default;
+ * tests use their own) so runs never collide. Never build a key string inline elsewhere.
+ */
+export interface RedisKeys {
+  readonly prefix: string;
+  /** pub/sub channel prefix for GraphQL subscription fan-out */
+  pubsubChannel(topic: string): string;
+  /** BullMQ prefix (queues live under `<prefix>:bull:<queue>`) */
+  bullPrefix(): string;
+  /** capacity response cache (30 s) */
+  capacityCache(maxPriceCents: number | "all"): string;
+  /** in-flight lease set of one buyer API key */
+  apiKeyInFlight(apiKeyId: string): string;
+  /** in-flight lease set of one supplier upstream key */
+  upstreamKeyInFlight(upstreamKeyId: string): string;
+  /** per-wallet image gate */
+  walletImageGate(accountId: string): string;
+  /** global signup fuse window counter */
+  signupFuse(windowStart: number): string;
+  /** one-shot locks for periodic jobs */
+  lock(name: string): string;
+}
+
+export function redisKeys(prefix: string): RedisKeys {
+  const p = prefix.replace(/:+$/, "");
+  return {
+    prefix: p,
+    pubsubChannel: (topic) => `${p}:pubsub:${topic}`,
+    bullPrefix: () => `${p}:bull`,
+    capacityCache: (maxPriceCents) => `${p}:capacity:${maxPriceCents}`,
+    apiKeyInFlight: (apiKeyId) => `${p}:inflight:apikey:${apiKeyId}`,
+    upstreamKeyInFlight: (upstreamKeyId) => `${p}:inflight:upstream:${upstreamKeyId}`,
+    walletImageGate: (accountId) => `${p}:gate:image:${accountId}`,
+    signupFuse: (windowStart) => `${p}:fuse:signup:${windowStart}`,
+    lock: (name) => `${p}:lock:${name}`,
+  };
+}

@@ -1,0 +1,291 @@
+import { z } from "zod";
+
+/**
+ * The only module that reads the environment. Mirrors ../shared/CONTRACT.md "Environment":
+ * every variable with its default, parsed once at boot. Problems come back as one line per
+ * variable (`PORT: expected an integer 1-65535, got "abc"`); main prints them and exits 1.
+ */
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const PRIVATE_KEY = /^0x[0-9a-fA-F]{64}$/;
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+export type Role = "all" | "api" | "worker";
+
+function unset(v: unknown): boolean {
+  return v === undefined || v === null || (typeof v === "string" && v.trim() === "");
+}
+
+/** Optional string: an empty value counts as unset. */
+const optionalString = z.preprocess((v) => (unset(v) ? undefined : v), z.string().optional());
+
+function withDefault<T extends z.ZodTypeAny>(schema: T, fallback: string) {
+  return z.preprocess((v) => (unset(v) ? fallback : v), schema);
+}
+
+function optional<T extends z.ZodTypeAny>(schema: T) {
+  return z.preprocess((v) => (unset(v) ? undefined : v), schema.optional());
+}
+
+function intIn(min: number, max: number) {
+  return z.string().superRefine((s, ctx) => {
+    const ok = /^-?\d+$/.test(s.trim()) && Number(s) >= min && Number(s) <= max;
+    if (!ok) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected an integer ${min}-${max}, got "${s}"` });
+  });
+}
+
+function url(protocols: string[]) {
+  return z.string().superRefine((s, ctx) => {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(s);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !protocols.includes(parsed.protocol)) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected a ${protocols.map((p) => p.replace(":", "")).join("/")} URL, got "${s}"`,
+      });
+    }
+  });
+}
+
+function pattern(re: RegExp, what: string) {
+  return z.string().superRefine((s, ctx) => {
+    if (!re.test(s)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what}` });
+  });
+}
+
+/** 32 bytes as 64 hex characters or base64. */
+function parseKey32(s: string): Buffer | undefined {
+  const t = s.trim();
+  if (/^(0x)?[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t.replace(/^0x/, ""), "hex");
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(t)) {
+    const b = Buffer.from(t.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+    if (b.length === 32) return b;
+  }
+  return undefined;
+}
+
+const envSchema = z.object({
+  PORT: withDefault(intIn(0, 65535), "8080"),
+  HOST: withDefault(z.string().min(1), "127.0.0.1"),
+  DATABASE_URL: withDefault(url(["postgresql:", "postgres:"]), "postgresql://postgres@127.0.0.1:5432/svc"),
+  REDIS_URL: withDefault(url(["redis:", "rediss:"]), "redis://127.0.0.1:6379"),
+  BASE_URL: optional(url(["http:", "https:"])),
+  MCP_URL: optional(url(["http:", "https:"])),
+  WEB_URL: optional(url(["http:", "https:"])),
+  DOCS_URL: optional(url(["http:", "https:"])),
+  UPSTREAM_BASE_URL: withDefault(url(["http:", "https:"]), "https://api.venice.ai/api/v1"),
+  CATALOG_SYNC_KEY: optionalString,
+  CHAIN_RPC_URL: withDefault(url(["http:", "https:", "ws:", "wss:"]), "https://mainnet.base.org"),
+  CHAIN_ID: withDefault(intIn(1, 2 ** 31 - 1), "8453"),
+  USDC_ADDRESS: withDefault(
+    pattern(ADDRESS, "an address (0x + 40 hex)"),
+    "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+  ),
+  USDC_EIP712_NAME: withDefault(z.string().min(1), "USD Coin"),
+  USDC_EIP712_VERSION: withDefault(z.string().min(1), "2"),
+  PAY_TO: optional(pattern(ADDRESS, "an address (0x + 40 hex)")),
+  CONFIRMATION_BLOCKS: withDefault(intIn(1, 10_000), "20"),
+  FACILITATOR_URL: withDefault(
+    z.string().superRefine((s, ctx) => {
+      if (s === "local") return;
+      try {
+        const u = new URL(s);
+        if (u.protocol === "http:" || u.protocol === "https:") return;
+      } catch {}
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected "local" or an http(s) URL, got "${s}"` });
+    }),
+    "https://api.cdp.coinbase.com/platform/v2/x402",
+  ),
+  CDP_API_KEY_ID: optionalString,
+  CDP_API_KEY_SECRET: optionalString,
+  FACILITATOR_PRIVATE_KEY: optional(pattern(PRIVATE_KEY, "a private key (0x + 64 hex)")),
+  IDP_APP_ID: optionalString,
+  IDP_ISSUER: withDefault(z.string().min(1), "privy.io"),
+  IDP_VERIFICATION_KEY: optional(
+    z.string().superRefine((s, ctx) => {
+      if (!s.includes("-----BEGIN PUBLIC KEY-----")) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: "expected an ES256 public key in PEM (SPKI) form" });
+      }
+    }),
+  ),
+  IDP_JWKS_URL: optional(url(["http:", "https:"])),
+  SESSION_SECRET: optional(
+    z.string().superRefine((s, ctx) => {
+      if (s.length < 32) ctx.addIssue({ code: z.ZodIssueCode.custom, message: "expected at least 32 characters" });
+    }),
+  ),
+  KEY_ENCRYPTION_KEY: optional(
+    z.string().superRefine((s, ctx) => {
+      if (!parseKey32(s)) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: "expected 32 bytes as 64 hex characters or base64" });
+      }
+    }),
+  ),
+  PLATFORM_FEE_BPS: withDefault(intIn(0, 10_000), "1000"),
+  SIGNUP_FUSE_MAX: withDefault(intIn(1, 1_000_000), "60"),
+  SIGNUP_FUSE_WINDOW_S: withDefault(intIn(1, 86_400), "60"),
+  KEY_MAX_IN_FLIGHT: withDefault(intIn(1, 10_000), "8"),
+  LOG_LEVEL: withDefault(
+    z.string().superRefine((s, ctx) => {
+      if (!(LOG_LEVELS as readonly string[]).includes(s)) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected one of ${LOG_LEVELS.join(", ")}, got "${s}"` });
+      }
+    }),
+    "info",
+  ),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config {
+  readonly mode: "production" | "local";
+  readonly role: Role;
+  readonly http: { readonly port: number; readonly host: string };
+  readonly urls: { readonly base: string; readonly mcp: string; readonly web: string; readonly docs: string };
+  readonly database: { readonly url: string };
+  readonly redis: { readonly url: string; readonly prefix: string };
+  readonly upstream: { readonly baseUrl: string; readonly catalogSyncKey: string | undefined };
+  readonly chain: {
+    readonly rpcUrl: string;
+    readonly id: number;
+    readonly usdcAddress: `0x${string}`;
+    readonly usdcName: string;
+    readonly usdcVersion: string;
+    readonly payTo: `0x${string}` | undefined;
+    readonly confirmationBlocks: number;
+  };
+  readonly facilitator: {
+    readonly url: string;
+    readonly local: boolean;
+    readonly privateKey: `0x${string}` | undefined;
+    readonly cdpKeyId: string | undefined;
+    readonly cdpKeySecret: string | undefined;
+  };
+  readonly idp: {
+    readonly appId: string | undefined;
+    readonly issuer: string;
+    readonly verificationKeyPem: string | undefined;
+    readonly jwksUrl: string | undefined;
+  };
+  readonly secrets: { readonly sessionSecret: string; readonly keyEncryptionKey: Buffer };
+  readonly fees: { readonly platformFeeBps: number };
+  readonly signupFuse: { readonly max: number; readonly windowSeconds: number };
+  readonly limits: { readonly keyMaxInFlight: number };
+  readonly logLevel: string;
+}
+
+export interface LoadOptions {
+  mode?: "production" | "local";
+  role?: Role;
+  /** Redis key and queue prefix; tests give each file its own. Not an environment variable. */
+  redisPrefix?: string;
+}
+
+export type LoadResult = { ok: true; config: Config } | { ok: false; errors: string[] };
+
+/** Development-only secrets used in local mode when none are given. Never valid in production. */
+export const LOCAL_SESSION_SECRET = "local-mode-session-secret-not-for-production-use";
+export const LOCAL_KEY_ENCRYPTION_KEY = "0000000000000000000000000000000000000000000000000000000000000001";
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === "object" && !Buffer.isBuffer(o)) {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}
+
+/** Parses and validates the environment. Pure: reads only the `env` record it is given. */
+export function loadConfig(env: Record<string, string | undefined>, opts: LoadOptions = {}): LoadResult {
+  const mode = opts.mode ?? "production";
+  const parsed = envSchema.safeParse(env);
+  const errors: string[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      errors.push(`${issue.path.join(".")}: ${issue.message}`);
+    }
+    return { ok: false, errors };
+  }
+  const e = parsed.data;
+  if (mode === "production") {
+    if (!e.PAY_TO) errors.push("PAY_TO: required in production (the x402 settlement address)");
+    if (!e.SESSION_SECRET) errors.push("SESSION_SECRET: required in production (signs svc_session)");
+    if (!e.KEY_ENCRYPTION_KEY) errors.push("KEY_ENCRYPTION_KEY: required in production (32 bytes, hex or base64)");
+    if (e.FACILITATOR_URL === "local" && !e.FACILITATOR_PRIVATE_KEY) {
+      errors.push('FACILITATOR_PRIVATE_KEY: required when FACILITATOR_URL is "local"');
+    }
+  }
+  if (e.IDP_VERIFICATION_KEY && e.IDP_JWKS_URL) {
+    errors.push("IDP_JWKS_URL: set either IDP_VERIFICATION_KEY or IDP_JWKS_URL, not both");
+  }
+  if ((e.CDP_API_KEY_ID === undefined) !== (e.CDP_API_KEY_SECRET === undefined)) {
+    errors.push("CDP_API_KEY_SECRET: CDP_API_KEY_ID and CDP_API_KEY_SECRET must be set together");
+  }
+  if (errors.length > 0) return { ok: false, errors };
+
+  const port = Number(e.PORT);
+  const base = stripSlash(e.BASE_URL ?? `http://${hostForUrl(e.HOST)}:${port}`);
+  const keyEncryptionKey = parseKey32(e.KEY_ENCRYPTION_KEY ?? LOCAL_KEY_ENCRYPTION_KEY);
+  if (!keyEncryptionKey) return { ok: false, errors: ["KEY_ENCRYPTION_KEY: expected 32 bytes"] };
+
+  const config: Config = {
+    mode,
+    role: opts.role ?? "all",
+    http: { port, host: e.HOST },
+    urls: {
+      base,
+      mcp: stripSlash(e.MCP_URL ?? base),
+      web: stripSlash(e.WEB_URL ?? base),
+      docs: stripSlash(e.DOCS_URL ?? base),
+    },
+    database: { url: e.DATABASE_URL },
+    redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? "svc" },
+    upstream: { baseUrl: stripSlash(e.UPSTREAM_BASE_URL), catalogSyncKey: e.CATALOG_SYNC_KEY },
+    chain: {
+      rpcUrl: e.CHAIN_RPC_URL,
+      id: Number(e.CHAIN_ID),
+      usdcAddress: e.USDC_ADDRESS as `0x${string}`,
+      usdcName: e.USDC_EIP712_NAME,
+      usdcVersion: e.USDC_EIP712_VERSION,
+      payTo: e.PAY_TO as `0x${string}` | undefined,
+      confirmationBlocks: Number(e.CONFIRMATION_BLOCKS),
+    },
+    facilitator: {
+      url: e.FACILITATOR_URL,
+      local: e.FACILITATOR_URL === "local",
+      privateKey: e.FACILITATOR_PRIVATE_KEY as `0x${string}` | undefined,
+      cdpKeyId: e.CDP_API_KEY_ID,
+      cdpKeySecret: e.CDP_API_KEY_SECRET,
+    },
+    idp: {
+      appId: e.IDP_APP_ID,
+      issuer: e.IDP_ISSUER,
+      verificationKeyPem: e.IDP_VERIFICATION_KEY,
+      jwksUrl: e.IDP_JWKS_URL,
+    },
+    secrets: { sessionSecret: e.SESSION_SECRET ?? LOCAL_SESSION_SECRET, keyEncryptionKey },
+    fees: { platformFeeBps: Number(e.PLATFORM_FEE_BPS) },
+    signupFuse: { max: Number(e.SIGNUP_FUSE_MAX), windowSeconds: Number(e.SIGNUP_FUSE_WINDOW_S) },
+    limits: { keyMaxInFlight: Number(e.KEY_MAX_IN_FLIGHT) },
+    logLevel: e.LOG_LEVEL,
+  };
+  return { ok: true, config: deepFreeze(config) };
+}
+
+function stripSlash(u: string): string {
+  return u.replace(/\/+$/, "");
+}
+
+function hostForUrl(host: string): string {
+  if (host === "0.0.0.0" || host === "::") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+/** The process environment, for main.ts only. */
+export function processEnv(): Record<string, string | undefined> {
+  return process.env;
+}

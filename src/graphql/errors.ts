@@ -1,0 +1,32 @@
+import { GraphQLError } from "graphql";
+import { isDomainError } from "../lib/errors.js";
+import { logger } from "../lib/logger.js";
+
+/**
+ * The only DomainError → GraphQL mapping (yoga `maskedErrors.maskError`): a DomainError keeps its
+ * message with `extensions.code` (the same string as REST), `extensions.status` and details;
+ * anything else is masked as `internal_error`.
+ */
+export function maskError(error: unknown, message: string): Error {
+  const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+  if (isDomainError(original)) {
+    const details = Object.fromEntries(
+      Object.entries(original.details).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]),
+    );
+    return new GraphQLError(original.message, {
+      nodes: error instanceof GraphQLError ? error.nodes : undefined,
+      path: error instanceof GraphQLError ? error.path : undefined,
+      extensions: { code: original.code, status: original.status, details },
+    });
+  }
+  // graphql validation/parse errors and scope-auth refusals are safe to show
+  if (error instanceof GraphQLError && !error.originalError) return error;
+  if (error instanceof GraphQLError && original instanceof GraphQLError && original !== error) return original;
+  if (original instanceof Error && original.name === "ForbiddenError") {
+    return new GraphQLError("Authentication failed: this field needs a different credential.", {
+      extensions: { code: "authentication_failed", status: 401 },
+    });
+  }
+  logger.error({ err: original }, "graphql resolver error");
+  return new GraphQLError(message, { extensions: { code: "internal_error", status: 500 } });
+}

@@ -1,0 +1,9 @@
+// Imports every type file, then builds. Nothing else lives here.
+import { builder } from "../builder.js";
+import "../scalars.js";
+import "./root.js";
+import "./market.js";
+
+export function buildSchema() {
+  return builder.toSchema({ sortSchema: true });
+}

@@ -1,0 +1,37 @@
+import { useGraphQLSSE } from "@graphql-yoga/plugin-graphql-sse";
+import type { Request, Response } from "express";
+import { createYoga } from "graphql-yoga";
+import type { GraphQLContext, Viewer } from "./context.js";
+import { maskError } from "./errors.js";
+import { buildSchema } from "./schema/index.js";
+
+export interface YogaDeps {
+  base: Omit<GraphQLContext, "viewer" | "requestId">;
+  graphiql: boolean;
+  /** resolves the caller from the Express request (session cookie or Bearer) */
+  resolveViewer: (req: Request) => Promise<Viewer | null>;
+}
+
+export type ServerContext = { req: Request; res: Response };
+
+/**
+ * graphql-yoga at /graphql. Subscriptions: SSE distinct-connections mode on /graphql itself and
+ * the graphql-sse single-connection mode at /graphql/stream. Errors masked by `maskError`.
+ */
+export function createGraphQL(deps: YogaDeps) {
+  const schema = buildSchema();
+  return createYoga<ServerContext, GraphQLContext>({
+    schema,
+    graphqlEndpoint: "/graphql",
+    graphiql: deps.graphiql,
+    landingPage: false,
+    logging: false,
+    maskedErrors: { maskError },
+    plugins: [useGraphQLSSE()],
+    context: async ({ req, res }) => ({
+      ...deps.base,
+      viewer: await deps.resolveViewer(req),
+      requestId: String(res.locals.requestId ?? ""),
+    }),
+  });
+}

@@ -1,0 +1,94 @@
+import type { NextFunction, Request, Response } from "express";
+import { ZodError } from "zod";
+import { DomainError, type ErrorDetails, isDomainError } from "../lib/errors.js";
+import { logger } from "../lib/logger.js";
+
+/**
+ * The only place a DomainError becomes HTTP: status, `{"error":{"code","message",...details}}`,
+ * `X-Svc-Error-Code` and the hint headers of SPEC "Errors" rule 1. Details are rendered inside
+ * `error` and mirrored at the top level of the body (docs/decisions.md "Error bodies").
+ */
+
+const HINT_HEADERS: [keyof ErrorDetails, string][] = [
+  ["buyerMaxCents", "X-Svc-Buyer-Max-Cents"],
+  ["cheapestPostedCents", "X-Svc-Cheapest-Posted-Cents"],
+  ["routableDiemAboveMax", "X-Svc-Routable-Diem-Above-Max"],
+  ["maxEligibleOfferDiem", "X-Svc-Max-Eligible-Offer-Diem"],
+  ["eligibleRoutableDiem", "X-Svc-Eligible-Routable-Diem"],
+  ["supportReference", "X-Svc-Support-Reference"],
+];
+
+/** Details that only drive headers and never appear in the body. */
+const HEADER_ONLY = new Set<string>(["retryAfterSeconds"]);
+
+export interface ErrorPayload {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+export function errorPayload(err: DomainError): ErrorPayload {
+  const headers: Record<string, string> = { "X-Svc-Error-Code": err.code };
+  for (const [key, header] of HINT_HEADERS) {
+    const v = err.details[key];
+    if (v !== undefined && v !== null) headers[header] = String(v);
+  }
+  if (err.details.retryAfterSeconds !== undefined) headers["Retry-After"] = String(err.details.retryAfterSeconds);
+  const details: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(err.details)) {
+    if (!HEADER_ONLY.has(k) && v !== undefined) details[k] = typeof v === "bigint" ? v.toString() : v;
+  }
+  return {
+    status: err.status,
+    headers,
+    body: { ...details, error: { code: err.code, message: err.message, ...details } },
+  };
+}
+
+/** The in-band SSE error object of a stream that already started (SPEC "Events"). */
+export function streamErrorObject(err: DomainError): Record<string, unknown> {
+  const { body } = errorPayload(err);
+  return { error: body.error };
+}
+
+export function sendError(res: Response, err: DomainError): void {
+  const p = errorPayload(err);
+  res.status(p.status).set(p.headers).json(p.body);
+}
+
+/** Converts anything thrown into a DomainError; unknown errors become a masked 500. */
+export function toDomainError(err: unknown, requestId?: string): DomainError {
+  if (isDomainError(err)) return err;
+  if (err instanceof ZodError) {
+    const issue = err.issues[0];
+    const field = issue?.path.join(".") || undefined;
+    const message = issue ? `${field ? `${field}: ` : ""}${issue.message}` : "Invalid request.";
+    return new DomainError("invalid_request", message, field ? { field } : {});
+  }
+  const e = err as { type?: string; status?: number; statusCode?: number; expose?: boolean };
+  // body-parser failures are client mistakes, never 500
+  if (e?.type === "entity.parse.failed") {
+    return new DomainError("invalid_request", "Malformed JSON body.");
+  }
+  if (e?.type === "entity.too.large") {
+    return new DomainError("payload_too_large", "Request body too large.");
+  }
+  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
+    return new DomainError("unsupported_media_type", "Unsupported body encoding.");
+  }
+  if (e?.expose && typeof (e.status ?? e.statusCode) === "number" && (e.status ?? e.statusCode ?? 500) < 500) {
+    return new DomainError("invalid_request", "Invalid request.");
+  }
+  logger.error({ err, requestId }, "unhandled error");
+  return new DomainError("internal_error", "Internal error.", requestId ? { requestId } : {});
+}
+
+/** Express error middleware: the last `app.use`. */
+export function errorMiddleware(err: unknown, req: Request, res: Response, _next: NextFunction): void {
+  const domain = toDomainError(err, res.locals.requestId as string | undefined);
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  sendError(res, domain);
+}

@@ -1,0 +1,111 @@
+/**
+ * The one set of domain errors, with the stable codes of SPEC "Errors". Services throw
+ * `DomainError`; transports map it in exactly one place each (http/error-response.ts,
+ * graphql/errors.ts). Adding a code = one row in ERROR_TABLE + a test.
+ */
+
+export const ERROR_TABLE = {
+  // 400
+  invalid_request: { status: 400, retryable: false },
+  model_not_live: { status: 400, retryable: false },
+  unsupported_modality: { status: 400, retryable: false },
+  // 401
+  authentication_failed: { status: 401, retryable: false },
+  // 402
+  insufficient_balance: { status: 402, retryable: false },
+  payment_required: { status: 402, retryable: false },
+  // 403
+  payer_mismatch: { status: 403, retryable: false },
+  csrf_rejected: { status: 403, retryable: false },
+  // 404
+  not_found: { status: 404, retryable: false },
+  model_not_found: { status: 404, retryable: false },
+  // 405, 413, 415
+  method_not_allowed: { status: 405, retryable: false },
+  payload_too_large: { status: 413, retryable: false },
+  unsupported_media_type: { status: 415, retryable: false },
+  // 409
+  payment_unfinished: { status: 409, retryable: false },
+  key_limit_reached: { status: 409, retryable: false },
+  conflict: { status: 409, retryable: false },
+  // 410
+  gone: { status: 410, retryable: false },
+  // 429
+  key_concurrency_limit: { status: 429, retryable: true },
+  buyer_concurrency_limit: { status: 429, retryable: true },
+  signup_fuse: { status: 429, retryable: true },
+  // 500
+  internal_error: { status: 500, retryable: true },
+  settle_failed: { status: 500, retryable: true },
+  // 502
+  upstream_error: { status: 502, retryable: true },
+  // 503
+  no_eligible_supply: { status: 503, retryable: false },
+  pool_empty: { status: 503, retryable: true },
+  insufficient_routable_at_price: { status: 503, retryable: true },
+  key_wait_timeout: { status: 503, retryable: true },
+  keys_busy: { status: 503, retryable: true },
+  not_configured: { status: 503, retryable: false },
+  // in-band only (streams)
+  stream_incomplete: { status: 200, retryable: false },
+} as const satisfies Record<string, { status: number; retryable: boolean }>;
+
+export type ErrorCode = keyof typeof ERROR_TABLE;
+
+export const ERROR_CODES = Object.keys(ERROR_TABLE) as ErrorCode[];
+
+/**
+ * Structured details. Known keys become hint headers (see http/error-response.ts); every key
+ * is rendered in the JSON body. Values are JSON-safe (bigints are rendered by the caller).
+ */
+export interface ErrorDetails {
+  /** field that failed validation */
+  field?: string;
+  buyerMaxCents?: number;
+  cheapestPostedCents?: number | null;
+  routableDiemAboveMax?: string;
+  eligibleRoutableDiem?: string;
+  maxEligibleOfferDiem?: string;
+  supportReference?: string;
+  retryAfterSeconds?: number;
+  transaction?: string;
+  reconciling?: boolean;
+  credited?: boolean;
+  [key: string]: unknown;
+}
+
+export class DomainError extends Error {
+  override readonly name = "DomainError";
+  readonly code: ErrorCode;
+  readonly details: ErrorDetails;
+  readonly status: number;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.details = details;
+    this.status = ERROR_TABLE[code].status;
+    this.retryable = ERROR_TABLE[code].retryable;
+  }
+}
+
+export function isDomainError(e: unknown): e is DomainError {
+  return e instanceof DomainError;
+}
+
+/** Shorthands for the common cases. */
+export const errors = {
+  invalid(message: string, field?: string): DomainError {
+    return new DomainError("invalid_request", message, field ? { field } : {});
+  },
+  unauthenticated(message = "Authentication failed: missing or invalid credential."): DomainError {
+    return new DomainError("authentication_failed", message);
+  },
+  notFound(what: string): DomainError {
+    return new DomainError("not_found", `${what} not found.`);
+  },
+  internal(message = "Internal error.", cause?: unknown): DomainError {
+    return new DomainError("internal_error", message, {}, { cause });
+  },
+};

@@ -1,0 +1,151 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { startWorkers, type Workers } from "../workers/index.js";
+import { ensureDatabase, runMigrations, StartupError } from "./adapters/db.js";
+import { type Config, loadConfig, processEnv, type Role } from "./config.js";
+import { createHttpApp, type HttpApp } from "./http/app.js";
+import { logger, setLogLevel } from "./lib/logger.js";
+import type { LocalWorld } from "./local/world.js";
+import { createRuntime, type Runtime } from "./runtime.js";
+
+/**
+ * Composition root: config → (local world) → database → clients → services → API and/or workers.
+ *   npm run dev           → --local: everything on this machine, API + workers in one process
+ *   npm start             → production: API + workers
+ *   npm run start:api     → --role=api
+ *   npm run start:worker  → --role=worker
+ */
+
+interface Args {
+  local: boolean;
+  role: Role;
+}
+
+function parseArgs(argv: string[]): Args {
+  let local = false;
+  let role: Role = "all";
+  for (const a of argv) {
+    if (a === "--local") local = true;
+    else if (a.startsWith("--role=")) {
+      const r = a.slice("--role=".length);
+      if (r !== "api" && r !== "worker" && r !== "all") fail(`--role: expected api, worker or all, got "${r}"`);
+      role = r as Role;
+    }
+  }
+  return { local, role };
+}
+
+function fail(line: string): never {
+  process.stderr.write(`${line}\n`);
+  process.exit(1);
+}
+
+/** Starts the listener; resolves with the bound address. */
+function listen(http: HttpApp, config: Config): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = http.app.listen(config.http.port, config.http.host);
+    server.once("listening", () => resolve(server));
+    server.once("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "EADDRINUSE") reject(new StartupError(`PORT: ${config.http.port} is already in use`));
+      else if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND")
+        reject(new StartupError(`HOST: cannot bind ${config.http.host} (${e.code})`));
+      else reject(e);
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const env = { ...processEnv() };
+  const first = loadConfig(env, { mode: args.local ? "local" : "production", role: args.role });
+  if (!first.ok) {
+    for (const e of first.errors) process.stderr.write(`${e}\n`);
+    process.exit(1);
+  }
+  setLogLevel(first.config.logLevel);
+
+  let world: LocalWorld | undefined;
+  let config = first.config;
+  if (args.local) {
+    // The local world supplies the outside services; explicit environment values still win
+    // for the service's own settings (PORT, DATABASE_URL, REDIS_URL…).
+    const { startLocalWorld } = await import("./local/world.js");
+    world = await startLocalWorld({ appId: env.IDP_APP_ID, env });
+    const second = loadConfig({ ...env, ...world.env }, { mode: "local", role: args.role });
+    if (!second.ok) {
+      await world.stop();
+      for (const e of second.errors) process.stderr.write(`${e}\n`);
+      process.exit(1);
+    }
+    config = second.config;
+  }
+
+  let runtime: Runtime | undefined;
+  let server: Server | undefined;
+  let http: HttpApp | undefined;
+  let workers: Workers | undefined;
+  let stopping = false;
+
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    const hard = setTimeout(() => {
+      logger.error("shutdown took too long; exiting");
+      process.exit(1);
+    }, 25_000);
+    hard.unref();
+    try {
+      if (server) {
+        const closed = new Promise<void>((r) => server?.close(() => r()));
+        server.closeIdleConnections();
+        await http?.inFlight.drained(15_000);
+        server.closeAllConnections();
+        await closed;
+      }
+      await workers?.close();
+      await runtime?.close();
+      await world?.stop();
+    } catch (e) {
+      logger.error({ err: e }, "error during shutdown");
+    }
+    clearTimeout(hard);
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+
+  try {
+    await ensureDatabase(config.database.url);
+    await runMigrations(config.database.url);
+    runtime = await createRuntime(config);
+    if (world) await world.seed(runtime);
+    if (config.role !== "worker") {
+      http = createHttpApp(runtime);
+      server = await listen(http, config);
+    }
+    if (config.role !== "api") workers = await startWorkers(runtime);
+  } catch (e) {
+    await workers?.close().catch(() => undefined);
+    await runtime?.close().catch(() => undefined);
+    await world?.stop().catch(() => undefined);
+    if (e instanceof StartupError || (e instanceof Error && /^[A-Z_]+: /.test(e.message))) fail(e.message);
+    throw e;
+  }
+
+  const addr = server?.address() as AddressInfo | null | undefined;
+  const base = config.urls.base;
+  logger.info(
+    { mode: config.mode, role: config.role, port: addr?.port, base },
+    `svc ${config.mode} ${config.role} ready${addr ? ` on ${base}` : ""}`,
+  );
+  if (world) process.stdout.write(world.banner(base));
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`fatal: ${(e as Error)?.stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,64 @@
+import type { Redis } from "ioredis";
+import { createPrisma, type Db } from "./adapters/db.js";
+import { createEventBus, type EventBus } from "./adapters/pubsub.js";
+import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
+import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
+import { type RedisKeys, redisKeys } from "./adapters/redis/keys.js";
+import type { Config } from "./config.js";
+import { type Clock, systemClock } from "./lib/clock.js";
+import { createServices, type Services } from "./services.js";
+
+/** The process-wide clients and services; built once by main (or a test harness). */
+export interface Runtime {
+  config: Config;
+  db: Db;
+  redis: { command: Redis; publish: Redis; subscribe: Redis; producer: Redis };
+  bus: EventBus;
+  keys: RedisKeys;
+  queues: Queues;
+  services: Services;
+  clock: Clock;
+  close(): Promise<void>;
+}
+
+export async function createRuntime(config: Config, opts: { clock?: Clock } = {}): Promise<Runtime> {
+  const clock = opts.clock ?? systemClock;
+  const keys = redisKeys(config.redis.prefix);
+  const db = createPrisma(config.database.url);
+  const redis = {
+    command: createRedis(config.redis.url, "command"),
+    publish: createRedis(config.redis.url, "command"),
+    subscribe: createRedis(config.redis.url, "subscriber"),
+    producer: createRedis(config.redis.url, "producer"),
+  };
+  try {
+    await Promise.all(Object.values(redis).map((c) => whenReady(c)));
+  } catch (e) {
+    for (const c of Object.values(redis)) c.disconnect();
+    await db.$disconnect();
+    throw new Error(`REDIS_URL: cannot connect (${(e as Error).message})`);
+  }
+  const bus = createEventBus({ publishClient: redis.publish, subscribeClient: redis.subscribe, prefix: keys.prefix });
+  const queues = createQueues(redis.producer, keys.bullPrefix());
+  const services = createServices({ config, db, bus, keys, clock });
+  let closed = false;
+  return {
+    config,
+    db,
+    redis,
+    bus,
+    keys,
+    queues,
+    services,
+    clock,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await closeQueues(queues).catch(() => undefined);
+      await db.$disconnect().catch(() => undefined);
+      // pub/sub clients last (STACK_NOTES gotcha 7)
+      await Promise.all([closeRedis(redis.command), closeRedis(redis.producer)]);
+      await Promise.all([closeRedis(redis.publish), closeRedis(redis.subscribe)]);
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import { randomUUID } from "node:crypto";
+import type { Server } from "node:http";
+import { createServer } from "node:net";
+import { startWorkers, type Workers } from "../../workers/index.js";
+import { type Config, loadConfig } from "../../src/config.js";
+import { createHttpApp, type HttpApp } from "../../src/http/app.js";
+import { setLogLevel } from "../../src/lib/logger.js";
+import { createRuntime, type Runtime } from "../../src/runtime.js";
+import { createTestDatabase, REDIS_URL } from "./db.js";
+
+setLogLevel("silent");
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A config for tests: local mode, its own database and Redis prefix, a free port. */
+export function testConfig(opts: { databaseUrl: string; prefix: string; port: number; env?: Record<string, string> }): Config {
+  const r = loadConfig(
+    {
+      DATABASE_URL: opts.databaseUrl,
+      REDIS_URL,
+      PORT: String(opts.port),
+      LOG_LEVEL: "silent",
+      ...opts.env,
+    },
+    { mode: "local", redisPrefix: opts.prefix },
+  );
+  if (!r.ok) throw new Error(r.errors.join("\n"));
+  return r.config;
+}
+
+export interface TestApp {
+  rt: Runtime;
+  http: HttpApp;
+  server: Server;
+  baseUrl: string;
+  workers?: Workers;
+  close(): Promise<void>;
+}
+
+/** Starts the real app (HTTP + optional workers) against a database and Redis prefix. */
+export async function startTestApp(opts: {
+  databaseUrl: string;
+  prefix: string;
+  env?: Record<string, string>;
+  workers?: boolean;
+}): Promise<TestApp> {
+  const port = await freePort();
+  const config = testConfig({ databaseUrl: opts.databaseUrl, prefix: opts.prefix, port, env: opts.env });
+  const rt = await createRuntime(config);
+  const http = createHttpApp(rt);
+  const server = await new Promise<Server>((resolve) => {
+    const s = http.app.listen(port, "127.0.0.1", () => resolve(s));
+  });
+  const workers = opts.workers ? await startWorkers(rt, { schedules: false }) : undefined;
+  return {
+    rt,
+    http,
+    server,
+    baseUrl: `http://127.0.0.1:${port}`,
+    workers,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await workers?.close();
+      await rt.close();
+    },
+  };
+}
+
+/** One isolated world per test file: its own database (cloned from the template) and prefix. */
+export async function isolatedWorld(): Promise<{ databaseUrl: string; prefix: string; drop: () => Promise<void> }> {
+  const db = await createTestDatabase();
+  return { databaseUrl: db.url, prefix: `test-${randomUUID().slice(0, 8)}`, drop: db.drop };
+}

@@ -1,0 +1,55 @@
+import { Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { QUEUES } from "../src/adapters/queues.js";
+import { closeRedis, createRedis } from "../src/adapters/redis/client.js";
+import { logger } from "../src/lib/logger.js";
+import type { Runtime } from "../src/runtime.js";
+import { maintenanceProcessor } from "./maintenance.worker.js";
+import { type Processor, withErrorPolicy } from "./processor.js";
+
+export interface Workers {
+  workers: Worker[];
+  close(): Promise<void>;
+}
+
+/** Periodic jobs: upserted on every start (idempotent across processes and restarts). */
+const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: string }[] = [
+  { queue: "maintenance", id: "purge-expired", every: 3600_000, job: "purge-expired" },
+];
+
+/**
+ * Starts one BullMQ worker per queue that has a processor. Runs in the API process
+ * (`npm run dev`, `npm start`) or alone (`npm run start:worker`). `close()` waits for active jobs.
+ */
+export async function startWorkers(rt: Runtime, opts: { schedules?: boolean } = {}): Promise<Workers> {
+  const processors: Partial<Record<keyof typeof QUEUES, { fn: Processor; concurrency: number }>> = {
+    maintenance: { fn: maintenanceProcessor(rt.services), concurrency: 1 },
+  };
+  const connections: Redis[] = [];
+  const workers: Worker[] = [];
+  for (const [queue, p] of Object.entries(processors)) {
+    if (!p) continue;
+    const connection = createRedis(rt.config.redis.url, "worker");
+    connections.push(connection);
+    const w = new Worker(QUEUES[queue as keyof typeof QUEUES], withErrorPolicy(queue, p.fn), {
+      connection,
+      prefix: rt.keys.bullPrefix(),
+      concurrency: p.concurrency,
+    });
+    w.on("error", (err) => logger.warn({ err, queue }, "worker error"));
+    workers.push(w);
+  }
+  if (opts.schedules !== false) {
+    for (const s of SCHEDULES) {
+      await rt.queues[QUEUES[s.queue]].upsertJobScheduler(s.id, { every: s.every }, { name: s.job, data: {} });
+    }
+  }
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  return {
+    workers,
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all(connections.map((c) => closeRedis(c)));
+    },
+  };
+}
