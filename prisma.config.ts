@@ -44,7 +44,10 @@ const main = new PrismaPg(cfg);
 // Postgres runs a multi-statement simple query atomically.
 type ScriptConn = { executeScript: (s: string) => Promise<void> };
 function wholeScripts<T extends ScriptConn>(conn: T): T {
-  const inner = conn as unknown as { client: { query: (s: string) => Promise<unknown> }; onError: (e: unknown) => never };
+  const inner = conn as unknown as {
+    client: { query: (s: string) => Promise<unknown> };
+    onError: (e: unknown) => never;
+  };
   conn.executeScript = async (script: string) => {
     try {
       await inner.client.query(script);

@@ -13,8 +13,24 @@ for (const [path, entry] of Object.entries(pkgs)) {
     const hoisted = `node_modules/${dep}`;
     if (pkgs[nested] || pkgs[hoisted]) continue;
     const version = String(range).replace(/^[\^~=]/, "");
-    const os = /darwin/.test(dep) ? ["darwin"] : /win32|windows/.test(dep) ? ["win32"] : /freebsd/.test(dep) ? ["freebsd"] : /android/.test(dep) ? ["android"] : /linux/.test(dep) ? ["linux"] : ["sunos"];
-    const cpu = /arm64|aarch64/.test(dep) ? ["arm64"] : /arm/.test(dep) ? ["arm"] : /ia32|x86/.test(dep) ? ["ia32"] : ["x64"];
+    const os = /darwin/.test(dep)
+      ? ["darwin"]
+      : /win32|windows/.test(dep)
+        ? ["win32"]
+        : /freebsd/.test(dep)
+          ? ["freebsd"]
+          : /android/.test(dep)
+            ? ["android"]
+            : /linux/.test(dep)
+              ? ["linux"]
+              : ["sunos"];
+    const cpu = /arm64|aarch64/.test(dep)
+      ? ["arm64"]
+      : /arm/.test(dep)
+        ? ["arm"]
+        : /ia32|x86/.test(dep)
+          ? ["ia32"]
+          : ["x64"];
     pkgs[hoisted] = { version, os, cpu, ...(/musl/.test(dep) ? { libc: ["musl"] } : {}), optional: true };
     added++;
     console.log(`stubbed ${hoisted}@${version} (${os}/${cpu})`);

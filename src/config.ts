@@ -81,10 +81,7 @@ const envSchema = z.object({
   CATALOG_SYNC_KEY: optionalString,
   CHAIN_RPC_URL: withDefault(url(["http:", "https:", "ws:", "wss:"]), "https://mainnet.base.org"),
   CHAIN_ID: withDefault(intIn(1, 2 ** 31 - 1), "8453"),
-  USDC_ADDRESS: withDefault(
-    pattern(ADDRESS, "an address (0x + 40 hex)"),
-    "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-  ),
+  USDC_ADDRESS: withDefault(pattern(ADDRESS, "an address (0x + 40 hex)"), "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"),
   USDC_EIP712_NAME: withDefault(z.string().min(1), "USD Coin"),
   USDC_EIP712_VERSION: withDefault(z.string().min(1), "2"),
   PAY_TO: optional(pattern(ADDRESS, "an address (0x + 40 hex)")),

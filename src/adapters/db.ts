@@ -9,8 +9,53 @@ export type Db = PrismaClient;
 
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
+type Released = (err?: Error | boolean) => void;
+interface PgTx {
+  client: { release: Released };
+  executeRaw(q: { sql: string }): Promise<number>;
+}
+interface PgAdapter {
+  startTransaction(isolation?: string): Promise<PgTx>;
+}
+
+/**
+ * Prisma 6.19's client engine sends COMMIT through `executeRaw` and releases the pool connection
+ * only when that succeeds: a COMMIT that fails (a deferred constraint such as the balanced-ledger
+ * trigger, a serialization failure) leaks the connection until the pool is exhausted. This adapter
+ * releases (and discards) the connection when COMMIT or ROLLBACK throws, and makes release idempotent.
+ */
+class LeakFreePrismaPg extends PrismaPg {
+  override async connect(): ReturnType<PrismaPg["connect"]> {
+    const adapter = await super.connect();
+    const a = adapter as unknown as PgAdapter;
+    const start = a.startTransaction.bind(a);
+    a.startTransaction = async (isolation) => {
+      const tx = await start(isolation);
+      const client = tx.client;
+      const release = client.release.bind(client);
+      let released = false;
+      client.release = (err) => {
+        if (released) return;
+        released = true;
+        release(err);
+      };
+      const exec = tx.executeRaw.bind(tx);
+      tx.executeRaw = async (q) => {
+        try {
+          return await exec(q);
+        } catch (e) {
+          if (/^\s*(COMMIT|ROLLBACK)\b/i.test(q.sql)) client.release(true);
+          throw e;
+        }
+      };
+      return tx;
+    };
+    return adapter;
+  }
+}
+
 export function createPrisma(databaseUrl: string, opts: { max?: number } = {}): Db {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 }) });
+  return new PrismaClient({ adapter: new LeakFreePrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 }) });
 }
 
 /** Failure of a start-up step that names the variable at fault. */
@@ -57,7 +102,9 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
       } catch (e) {
         // a concurrent creator wins; anything else is fatal
         if ((e as { code?: string }).code !== "42P04") {
-          throw new StartupError(`DATABASE_URL: database ${dbName} does not exist and cannot be created (${errText(e)})`);
+          throw new StartupError(
+            `DATABASE_URL: database ${dbName} does not exist and cannot be created (${errText(e)})`,
+          );
         }
       }
     }

@@ -64,7 +64,9 @@ function guarded(client: Redis, methods: string[]): Redis {
         return (...args: unknown[]) => {
           const out = value.apply(target, args);
           if (out && typeof (out as Promise<unknown>).catch === "function") {
-            (out as Promise<unknown>).catch((e: unknown) => logger.warn({ err: e, op: prop }, "redis pubsub call failed"));
+            (out as Promise<unknown>).catch((e: unknown) =>
+              logger.warn({ err: e, op: prop }, "redis pubsub call failed"),
+            );
           }
           return out;
         };

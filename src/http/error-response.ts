@@ -84,7 +84,7 @@ export function toDomainError(err: unknown, requestId?: string): DomainError {
 }
 
 /** Express error middleware: the last `app.use`. */
-export function errorMiddleware(err: unknown, req: Request, res: Response, _next: NextFunction): void {
+export function errorMiddleware(err: unknown, _req: Request, res: Response, _next: NextFunction): void {
   const domain = toDomainError(err, res.locals.requestId as string | undefined);
   if (res.headersSent) {
     res.end();

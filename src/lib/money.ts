@@ -92,7 +92,10 @@ export function computeCharge(burnMicroDiem: MicroDiem, priceCentsPerDollar: Pri
 }
 
 /** Split an already-known gross (e.g. a refund of a clear, or a video job priced up front). */
-export function splitGross(gross: MicroUsdc, feeBps: FeeBps): { feeMicroUsdc: MicroUsdc; supplierMicroUsdc: MicroUsdc } {
+export function splitGross(
+  gross: MicroUsdc,
+  feeBps: FeeBps,
+): { feeMicroUsdc: MicroUsdc; supplierMicroUsdc: MicroUsdc } {
   assertNonNegative("gross", gross);
   const fee = applyBpsFloor(gross, feeBps);
   return { feeMicroUsdc: fee, supplierMicroUsdc: gross - fee };

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import { createServer } from "node:net";
-import { startWorkers, type Workers } from "../../workers/index.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createHttpApp, type HttpApp } from "../../src/http/app.js";
 import { setLogLevel } from "../../src/lib/logger.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
+import { startWorkers, type Workers } from "../../workers/index.js";
 import { createTestDatabase, REDIS_URL } from "./db.js";
 
 setLogLevel("silent");
@@ -22,7 +22,12 @@ export function freePort(): Promise<number> {
 }
 
 /** A config for tests: local mode, its own database and Redis prefix, a free port. */
-export function testConfig(opts: { databaseUrl: string; prefix: string; port: number; env?: Record<string, string> }): Config {
+export function testConfig(opts: {
+  databaseUrl: string;
+  prefix: string;
+  port: number;
+  env?: Record<string, string>;
+}): Config {
   const r = loadConfig(
     {
       DATABASE_URL: opts.databaseUrl,

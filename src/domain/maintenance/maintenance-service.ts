@@ -26,7 +26,9 @@ export class MaintenanceService {
     const [nonces, sessions] = await this.db.$transaction([
       this.db.siweNonce.deleteMany({ where: { expiresAt: { lt: now } } }),
       this.db.session.deleteMany({
-        where: { OR: [{ absoluteExpiresAt: { lt: cutoff } }, { expiresAt: { lt: cutoff } }, { revokedAt: { lt: cutoff } }] },
+        where: {
+          OR: [{ absoluteExpiresAt: { lt: cutoff } }, { expiresAt: { lt: cutoff } }, { revokedAt: { lt: cutoff } }],
+        },
       }),
     ]);
     return { siweNonces: nonces.count, sessions: sessions.count };

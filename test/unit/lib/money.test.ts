@@ -16,11 +16,27 @@ import {
 describe("computeCharge: labelled edge cases (floor gross, floor fee, supplier = remainder)", () => {
   test.each([
     { label: "zero burn", burn: 0n, price: 50, bps: 1000, gross: 0n, fee: 0n, supplier: 0n },
-    { label: "1 DIEM at 50c", burn: 1_000_000n, price: 50, bps: 1000, gross: 500_000n, fee: 50_000n, supplier: 450_000n },
+    {
+      label: "1 DIEM at 50c",
+      burn: 1_000_000n,
+      price: 50,
+      bps: 1000,
+      gross: 500_000n,
+      fee: 50_000n,
+      supplier: 450_000n,
+    },
     { label: "1 micro-DIEM at 80c floors to 0", burn: 1n, price: 80, bps: 1000, gross: 0n, fee: 0n, supplier: 0n },
     { label: "2 micro-DIEM at 50c is exactly 1", burn: 2n, price: 50, bps: 1000, gross: 1n, fee: 0n, supplier: 1n },
     { label: "fee remainder goes to supplier", burn: 19n, price: 100, bps: 1000, gross: 19n, fee: 1n, supplier: 18n },
-    { label: "odd burn at 33c", burn: 1_234_567n, price: 33, bps: 1000, gross: 407_407n, fee: 40_740n, supplier: 366_667n },
+    {
+      label: "odd burn at 33c",
+      burn: 1_234_567n,
+      price: 33,
+      bps: 1000,
+      gross: 407_407n,
+      fee: 40_740n,
+      supplier: 366_667n,
+    },
     { label: "zero fee", burn: 1_000_000n, price: 30, bps: 0, gross: 300_000n, fee: 0n, supplier: 300_000n },
     { label: "full fee", burn: 1_000_000n, price: 30, bps: 10_000, gross: 300_000n, fee: 300_000n, supplier: 0n },
     { label: "1 cent price", burn: 99n, price: 1, bps: 1000, gross: 0n, fee: 0n, supplier: 0n },
@@ -133,7 +149,11 @@ describe("burnMicroDiem (usage × per-million rates, rounded up)", () => {
     // 612 × 1.54 + 146 × 4.84 = 942.48 + 706.64 = 1649.12 micro → 1650
     { label: "doc example rounds up", usage: { promptTokens: 612, completionTokens: 146 }, burn: 1650n },
     // (1000 − 400) × 1.54 + 400 × 0.286 = 924 + 114.4 → 1039
-    { label: "cached tokens at the cache rate", usage: { promptTokens: 1000, completionTokens: 0, cachedTokens: 400 }, burn: 1039n },
+    {
+      label: "cached tokens at the cache rate",
+      usage: { promptTokens: 1000, completionTokens: 0, cachedTokens: 400 },
+      burn: 1039n,
+    },
     { label: "one million output tokens", usage: { promptTokens: 0, completionTokens: 1_000_000 }, burn: 4_840_000n },
   ])("$label", ({ usage, burn }) => {
     expect(burnMicroDiem(glm, usage)).toBe(burn);
@@ -166,7 +186,9 @@ describe("burnMicroDiem (usage × per-million rates, rounded up)", () => {
         const b1 = burnMicroDiem(glm, { promptTokens: p, completionTokens: c });
         const b2 = burnMicroDiem(glm, { promptTokens: p + extra, completionTokens: c + extra });
         const exact = BigInt(p) * glm.inputMicroPerM + BigInt(c) * glm.outputMicroPerM;
-        return b2 >= b1 && b1 * 1_000_000n >= exact && (b1 - 1n) * 1_000_000n < exact + (exact === 0n ? 1_000_000n : 0n);
+        return (
+          b2 >= b1 && b1 * 1_000_000n >= exact && (b1 - 1n) * 1_000_000n < exact + (exact === 0n ? 1_000_000n : 0n)
+        );
       }),
     );
   });

@@ -1,0 +1,265 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createPrisma, type Db } from "../../../src/adapters/db.js";
+import { assertBooksBalance } from "../../support/books.js";
+import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
+import { isolatedWorld } from "../../support/harness.js";
+
+let db: Db;
+let drop: () => Promise<void>;
+let url: string;
+const dbUrlOf = (_db: Db) => url;
+
+beforeAll(async () => {
+  const w = await isolatedWorld();
+  drop = w.drop;
+  url = w.databaseUrl;
+  db = createPrisma(w.databaseUrl, { max: 30 });
+});
+afterAll(async () => {
+  await db.$disconnect();
+  await drop();
+});
+
+/** Writes one journal with the given entries in one transaction. */
+async function journal(
+  entries: {
+    book: "buyer_confirmed" | "buyer_pending" | "platform_fee" | "external";
+    accountId?: string;
+    amount: bigint;
+  }[],
+  key: string,
+) {
+  await db.$transaction(async (tx) => {
+    const t = await tx.ledgerTransaction.create({ data: { kind: "top_up", idempotencyKey: key } });
+    for (const e of entries) {
+      await tx.ledgerEntry.create({
+        data: {
+          transactionId: t.id,
+          accountId: e.accountId ?? null,
+          book: e.book,
+          kind: "top_up",
+          amountMicroUsdc: e.amount,
+        },
+      });
+    }
+  });
+}
+
+describe("database invariants", () => {
+  test("an unbalanced journal cannot commit; a balanced one can", async () => {
+    const a = await createAccount(db);
+    await expect(journal([{ book: "buyer_pending", accountId: a.id, amount: 5n }], "unbalanced")).rejects.toThrow(
+      /unbalanced/,
+    );
+    expect(await db.ledgerTransaction.count({ where: { idempotencyKey: "unbalanced" } })).toBe(0);
+
+    await db.$transaction(async (tx) => {
+      const t = await tx.ledgerTransaction.create({ data: { kind: "top_up", idempotencyKey: "balanced" } });
+      await tx.ledgerEntry.createMany({
+        data: [
+          { transactionId: t.id, accountId: a.id, book: "buyer_pending", kind: "top_up", amountMicroUsdc: 5n },
+          { transactionId: t.id, book: "external", kind: "top_up", amountMicroUsdc: -5n },
+        ],
+      });
+      await tx.account.update({ where: { id: a.id }, data: { pendingMicroUsdc: { increment: 5n } } });
+    });
+    await assertBooksBalance(db);
+  });
+
+  test("the ledger is append-only", async () => {
+    const e = await db.ledgerEntry.findFirstOrThrow();
+    await expect(db.ledgerEntry.update({ where: { id: e.id }, data: { amountMicroUsdc: 6n } })).rejects.toThrow();
+    await expect(db.ledgerEntry.delete({ where: { id: e.id } })).rejects.toThrow();
+  });
+
+  test("an idempotency key is used once", async () => {
+    await expect(
+      db.ledgerTransaction.create({ data: { kind: "top_up", idempotencyKey: "balanced" } }),
+    ).rejects.toThrow();
+  });
+
+  test("account entries need an account; platform entries must not have one", async () => {
+    const a = await createAccount(db);
+    await expect(
+      journal(
+        [
+          { book: "buyer_confirmed", amount: 1n },
+          { book: "external", amount: -1n },
+        ],
+        "no-account",
+      ),
+    ).rejects.toThrow();
+    await expect(
+      journal(
+        [
+          { book: "platform_fee", accountId: a.id, amount: 1n },
+          { book: "external", amount: -1n },
+        ],
+        "platform-with-account",
+      ),
+    ).rejects.toThrow();
+  });
+
+  test("balances cannot go negative and reserved cannot exceed confirmed", async () => {
+    const a = await createAccount(db);
+    await expect(db.account.update({ where: { id: a.id }, data: { confirmedMicroUsdc: -1n } })).rejects.toThrow();
+    await expect(db.account.update({ where: { id: a.id }, data: { pendingMicroUsdc: -1n } })).rejects.toThrow();
+    await expect(db.account.update({ where: { id: a.id }, data: { reservedMicroUsdc: 1n } })).rejects.toThrow();
+    await expect(db.account.update({ where: { id: a.id }, data: { maxPriceCentsPerDollar: 81 } })).rejects.toThrow();
+    await expect(db.account.update({ where: { id: a.id }, data: { maxPriceCentsPerDollar: 29 } })).rejects.toThrow();
+  });
+
+  test("wallets are stored lower-case and unique", async () => {
+    await expect(createAccount(db, { walletAddress: "0xABCDEFabcdefABCDEFabcdefABCDEFabcdefABCD" })).rejects.toThrow();
+    const a = await createAccount(db);
+    await expect(createAccount(db, { walletAddress: a.walletAddress })).rejects.toThrow();
+  });
+
+  test("offer bounds: price 1-80, quantity > 0, remaining within quantity", async () => {
+    const a = await createAccount(db);
+    const k = await createUpstreamKey(db, a.id);
+    await expect(
+      createOffer(db, { accountId: a.id, upstreamKeyId: k.id, priceCentsPerDollar: 81, quantityMicroDiem: 1n }),
+    ).rejects.toThrow();
+    await expect(
+      createOffer(db, { accountId: a.id, upstreamKeyId: k.id, priceCentsPerDollar: 0, quantityMicroDiem: 1n }),
+    ).rejects.toThrow();
+    await expect(
+      createOffer(db, { accountId: a.id, upstreamKeyId: k.id, priceCentsPerDollar: 50, quantityMicroDiem: 0n }),
+    ).rejects.toThrow();
+    const o = await createOffer(db, {
+      accountId: a.id,
+      upstreamKeyId: k.id,
+      priceCentsPerDollar: 50,
+      quantityMicroDiem: 10n,
+    });
+    await expect(db.offer.update({ where: { id: o.id }, data: { remainingMicroDiem: 11n } })).rejects.toThrow();
+    await expect(db.offer.update({ where: { id: o.id }, data: { reservedMicroDiem: 11n } })).rejects.toThrow();
+  });
+
+  test("one live offer per upstream key, even under 20 concurrent posts", async () => {
+    const a = await createAccount(db);
+    const k = await createUpstreamKey(db, a.id);
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) =>
+        createOffer(db, {
+          accountId: a.id,
+          upstreamKeyId: k.id,
+          priceCentsPerDollar: 40 + (i % 10),
+          quantityMicroDiem: 1_000_000n,
+          status: i % 2 ? "paused" : "active",
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    // a cancelled offer frees the slot
+    const live = await db.offer.findFirstOrThrow({ where: { upstreamKeyId: k.id } });
+    await db.offer.update({ where: { id: live.id }, data: { status: "cancelled", endedAt: new Date() } });
+    await expect(
+      createOffer(db, { accountId: a.id, upstreamKeyId: k.id, priceCentsPerDollar: 50, quantityMicroDiem: 1n }),
+    ).resolves.toBeTruthy();
+  });
+
+  test("a clear's split must add up and stay within the ceiling", async () => {
+    const buyer = await createAccount(db);
+    const supplier = await createAccount(db);
+    const k = await createUpstreamKey(db, supplier.id);
+    const o = await createOffer(db, {
+      accountId: supplier.id,
+      upstreamKeyId: k.id,
+      priceCentsPerDollar: 50,
+      quantityMicroDiem: 10_000_000n,
+    });
+    const req = await db.inferenceRequest.create({
+      data: {
+        id: crypto.randomUUID(),
+        supportReference: crypto.randomUUID(),
+        accountId: buyer.id,
+        route: "chat",
+        modality: "text",
+        model: "m",
+        maxPriceCents: 80,
+      },
+    });
+    const base = {
+      requestId: req.id,
+      buyerAccountId: buyer.id,
+      supplierAccountId: supplier.id,
+      offerId: o.id,
+      upstreamKeyId: k.id,
+      model: "m",
+      modality: "text" as const,
+      priceCentsPerDollar: 50,
+      ceilingCents: 80,
+      burnMicroDiem: 100n,
+    };
+    await expect(
+      db.clear.create({ data: { ...base, grossMicroUsdc: 50n, feeMicroUsdc: 5n, supplierMicroUsdc: 44n } }),
+    ).rejects.toThrow();
+    await expect(
+      db.clear.create({
+        data: { ...base, ceilingCents: 40, grossMicroUsdc: 50n, feeMicroUsdc: 5n, supplierMicroUsdc: 45n },
+      }),
+    ).rejects.toThrow();
+    await expect(
+      db.clear.create({ data: { ...base, grossMicroUsdc: 50n, feeMicroUsdc: 5n, supplierMicroUsdc: 45n } }),
+    ).resolves.toBeTruthy();
+    // one clear per request
+    await expect(
+      db.clear.create({ data: { ...base, grossMicroUsdc: 50n, feeMicroUsdc: 5n, supplierMicroUsdc: 45n } }),
+    ).rejects.toThrow();
+  });
+
+  test("payments are unique by authorization nonce and by settlement transaction", async () => {
+    const a = await createAccount(db);
+    const nonce = `0x${"1".repeat(64)}`;
+    const tx = `0x${"2".repeat(64)}`;
+    const p = {
+      accountId: a.id,
+      kind: "top_up" as const,
+      status: "pending" as const,
+      payerAddress: a.walletAddress,
+      payToAddress: a.walletAddress,
+      assetAddress: a.walletAddress,
+      amountMicroUsdc: 1_000_000n,
+    };
+    await db.payment.create({ data: { ...p, authorizationNonce: nonce, settlementTxHash: tx } });
+    await expect(
+      db.payment.create({ data: { ...p, authorizationNonce: nonce, settlementTxHash: `0x${"3".repeat(64)}` } }),
+    ).rejects.toThrow();
+    await expect(
+      db.payment.create({ data: { ...p, authorizationNonce: `0x${"4".repeat(64)}`, settlementTxHash: tx } }),
+    ).rejects.toThrow();
+    // a credited payment needs its settlement transaction
+    await expect(db.payment.create({ data: { ...p, authorizationNonce: `0x${"5".repeat(64)}` } })).rejects.toThrow();
+  });
+
+  test("API key names are 1-64 characters and key hashes are unique", async () => {
+    const a = await createAccount(db);
+    const k = { accountId: a.id, keyPrefix: "svc_abc", source: "session" as const };
+    await expect(db.apiKey.create({ data: { ...k, name: "", keyHash: "h1" } })).rejects.toThrow();
+    await expect(db.apiKey.create({ data: { ...k, name: "x".repeat(65), keyHash: "h2" } })).rejects.toThrow();
+    await db.apiKey.create({ data: { ...k, name: "ok", keyHash: "h3" } });
+    await expect(db.apiKey.create({ data: { ...k, name: "dup", keyHash: "h3" } })).rejects.toThrow();
+  });
+
+  test("a COMMIT that fails returns its connection to the pool (no leak)", async () => {
+    const small = createPrisma(dbUrlOf(db), { max: 2 });
+    try {
+      const a = await small.account.create({ data: { walletAddress: `0x${"c".repeat(40)}`, authProvider: "siwe" } });
+      for (let i = 0; i < 6; i++) {
+        const failed = small.$transaction(async (tx) => {
+          const t = await tx.ledgerTransaction.create({ data: { kind: "top_up", idempotencyKey: `leak-${i}` } });
+          await tx.ledgerEntry.create({
+            data: { transactionId: t.id, accountId: a.id, book: "buyer_pending", kind: "top_up", amountMicroUsdc: 1n },
+          });
+        });
+        await expect(failed).rejects.toThrow(/unbalanced/);
+      }
+      // with a pool of 2, a leak would hang here
+      await expect(small.account.count()).resolves.toBeGreaterThan(0);
+    } finally {
+      await small.$disconnect();
+    }
+  });
+});

@@ -1,0 +1,31 @@
+import { expect } from "vitest";
+import type { Db } from "../../src/adapters/db.js";
+
+/**
+ * The books balance: every journal sums to zero, and every account's balance columns equal the
+ * sum of its ledger entries in the matching book. Call at the end of every money scenario.
+ */
+export async function assertBooksBalance(db: Db): Promise<void> {
+  const unbalanced = await db.$queryRaw<{ id: string; total: bigint }[]>`
+    SELECT transaction_id AS id, SUM(amount_micro_usdc)::bigint AS total
+      FROM ledger_entries GROUP BY transaction_id HAVING SUM(amount_micro_usdc) <> 0`;
+  expect(unbalanced, "every journal sums to zero").toEqual([]);
+
+  const mismatched = await db.$queryRaw<{ id: string }[]>`
+    SELECT a.id
+      FROM accounts a
+      LEFT JOIN LATERAL (
+        SELECT COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'buyer_confirmed'), 0) AS confirmed,
+               COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'buyer_pending'), 0) AS pending,
+               COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'supplier_payable'), 0) AS payable
+          FROM ledger_entries e WHERE e.account_id = a.id) s ON true
+     WHERE a.confirmed_micro_usdc <> s.confirmed
+        OR a.pending_micro_usdc <> s.pending
+        OR a.supplier_payable_micro_usdc <> s.payable`;
+  expect(mismatched, "account balances equal their ledger books").toEqual([]);
+
+  const total = await db.$queryRaw<
+    { total: bigint }[]
+  >`SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS total FROM ledger_entries`;
+  expect(BigInt(total[0]?.total ?? 0n), "the whole ledger sums to zero").toBe(0n);
+}

@@ -1,0 +1,58 @@
+import { randomBytes } from "node:crypto";
+import type { Db } from "../../src/adapters/db.js";
+import { nextUtcMidnight } from "../../src/lib/clock.js";
+
+/** Builders for rows the foundation tests need before the domain services exist. */
+export function randomWallet(): string {
+  return `0x${randomBytes(20).toString("hex")}`;
+}
+
+export async function createAccount(db: Db, overrides: { walletAddress?: string } = {}) {
+  return db.account.create({
+    data: { walletAddress: overrides.walletAddress ?? randomWallet(), authProvider: "siwe" },
+  });
+}
+
+export async function createUpstreamKey(
+  db: Db,
+  accountId: string,
+  overrides: { lastBalanceMicroDiem?: bigint | null } = {},
+) {
+  return db.upstreamKey.create({
+    data: {
+      accountId,
+      label: "test key",
+      secretCiphertext: randomBytes(16),
+      secretIv: randomBytes(12),
+      secretTag: randomBytes(16),
+      encryptionKeyId: "test",
+      secretFingerprint: randomBytes(32).toString("hex"),
+      secretLast4: "abcd",
+      lastBalanceMicroDiem:
+        overrides.lastBalanceMicroDiem === undefined ? 100_000_000n : overrides.lastBalanceMicroDiem,
+    },
+  });
+}
+
+export async function createOffer(
+  db: Db,
+  args: {
+    accountId: string;
+    upstreamKeyId: string;
+    priceCentsPerDollar: number;
+    quantityMicroDiem: bigint;
+    status?: "active" | "paused";
+  },
+) {
+  return db.offer.create({
+    data: {
+      accountId: args.accountId,
+      upstreamKeyId: args.upstreamKeyId,
+      priceCentsPerDollar: args.priceCentsPerDollar,
+      quantityMicroDiem: args.quantityMicroDiem,
+      remainingMicroDiem: args.quantityMicroDiem,
+      status: args.status ?? "active",
+      expiresAt: nextUtcMidnight(new Date()),
+    },
+  });
+}

@@ -1,0 +1,127 @@
+import { describe, expect, test } from "vitest";
+import { loadConfig } from "../../src/config.js";
+
+const PROD = {
+  PAY_TO: "0x1111111111111111111111111111111111111111",
+  SESSION_SECRET: "s".repeat(40),
+  KEY_ENCRYPTION_KEY: "ab".repeat(32),
+};
+
+describe("loadConfig: defaults (CONTRACT Environment)", () => {
+  test("every default", () => {
+    const r = loadConfig({ ...PROD });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const c = r.config;
+    expect(c.http).toEqual({ port: 8080, host: "127.0.0.1" });
+    expect(c.database.url).toBe("postgresql://postgres@127.0.0.1:5432/svc");
+    expect(c.redis.url).toBe("redis://127.0.0.1:6379");
+    expect(c.urls).toEqual({
+      base: "http://127.0.0.1:8080",
+      mcp: "http://127.0.0.1:8080",
+      web: "http://127.0.0.1:8080",
+      docs: "http://127.0.0.1:8080",
+    });
+    expect(c.upstream.baseUrl).toBe("https://api.venice.ai/api/v1");
+    expect(c.chain).toMatchObject({
+      rpcUrl: "https://mainnet.base.org",
+      id: 8453,
+      usdcAddress: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      usdcName: "USD Coin",
+      usdcVersion: "2",
+      confirmationBlocks: 20,
+    });
+    expect(c.facilitator).toMatchObject({ url: "https://api.cdp.coinbase.com/platform/v2/x402", local: false });
+    expect(c.idp.issuer).toBe("privy.io");
+    expect(c.fees.platformFeeBps).toBe(1000);
+    expect(c.signupFuse).toEqual({ max: 60, windowSeconds: 60 });
+    expect(c.limits.keyMaxInFlight).toBe(8);
+    expect(c.logLevel).toBe("info");
+    expect(c.secrets.keyEncryptionKey.length).toBe(32);
+    expect(Object.isFrozen(c.chain)).toBe(true);
+  });
+
+  test("BASE_URL derives MCP/WEB/DOCS and follows PORT", () => {
+    const r = loadConfig({ ...PROD, PORT: "9000" });
+    expect(r.ok && r.config.urls.base).toBe("http://127.0.0.1:9000");
+    const r2 = loadConfig({ ...PROD, BASE_URL: "https://api.example.com/", DOCS_URL: "https://docs.example.com" });
+    expect(r2.ok && r2.config.urls).toEqual({
+      base: "https://api.example.com",
+      mcp: "https://api.example.com",
+      web: "https://api.example.com",
+      docs: "https://docs.example.com",
+    });
+  });
+
+  test("empty values count as unset", () => {
+    const r = loadConfig({ ...PROD, PORT: "", CATALOG_SYNC_KEY: "" });
+    expect(r.ok && r.config.http.port).toBe(8080);
+    expect(r.ok && r.config.upstream.catalogSyncKey).toBeUndefined();
+  });
+
+  test("KEY_ENCRYPTION_KEY accepts hex and base64", () => {
+    const b64 = Buffer.alloc(32, 7).toString("base64");
+    const r = loadConfig({ ...PROD, KEY_ENCRYPTION_KEY: b64 });
+    expect(r.ok && r.config.secrets.keyEncryptionKey.equals(Buffer.alloc(32, 7))).toBe(true);
+  });
+});
+
+describe("loadConfig: malformed values give one line naming the variable", () => {
+  test.each([
+    { v: "PORT", value: "abc" },
+    { v: "PORT", value: "70000" },
+    { v: "PORT", value: "80.5" },
+    { v: "DATABASE_URL", value: "not a url" },
+    { v: "DATABASE_URL", value: "mysql://x@y/z" },
+    { v: "REDIS_URL", value: "http://localhost" },
+    { v: "CHAIN_ID", value: "base" },
+    { v: "USDC_ADDRESS", value: "0x123" },
+    { v: "PAY_TO", value: "nope" },
+    { v: "CONFIRMATION_BLOCKS", value: "0" },
+    { v: "FACILITATOR_URL", value: "ftp://x" },
+    { v: "FACILITATOR_PRIVATE_KEY", value: "0xdead" },
+    { v: "IDP_VERIFICATION_KEY", value: "not a pem" },
+    { v: "SESSION_SECRET", value: "short" },
+    { v: "KEY_ENCRYPTION_KEY", value: "abcd" },
+    { v: "PLATFORM_FEE_BPS", value: "10001" },
+    { v: "SIGNUP_FUSE_MAX", value: "-1" },
+    { v: "SIGNUP_FUSE_WINDOW_S", value: "x" },
+    { v: "KEY_MAX_IN_FLIGHT", value: "0" },
+    { v: "LOG_LEVEL", value: "loud" },
+  ])("$v=$value", ({ v, value }) => {
+    const r = loadConfig({ ...PROD, [v]: value });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]).toMatch(new RegExp(`^${v}: `));
+  });
+});
+
+describe("loadConfig: production requirements", () => {
+  test("PAY_TO, SESSION_SECRET and KEY_ENCRYPTION_KEY are required in production", () => {
+    const r = loadConfig({});
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors.map((e) => e.split(":")[0])).toEqual(["PAY_TO", "SESSION_SECRET", "KEY_ENCRYPTION_KEY"]);
+  });
+
+  test("local mode needs none of them", () => {
+    expect(loadConfig({}, { mode: "local" }).ok).toBe(true);
+  });
+
+  test("FACILITATOR_URL=local needs FACILITATOR_PRIVATE_KEY in production", () => {
+    const r = loadConfig({ ...PROD, FACILITATOR_URL: "local" });
+    expect(!r.ok && r.errors[0]).toMatch(/^FACILITATOR_PRIVATE_KEY: /);
+  });
+
+  test("only one of IDP_VERIFICATION_KEY and IDP_JWKS_URL", () => {
+    const pem = "-----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----";
+    const r = loadConfig({ ...PROD, IDP_VERIFICATION_KEY: pem, IDP_JWKS_URL: "https://idp.example/jwks" });
+    expect(!r.ok && r.errors[0]).toMatch(/^IDP_JWKS_URL: /);
+  });
+
+  test("CDP credentials come in pairs", () => {
+    const r = loadConfig({ ...PROD, CDP_API_KEY_ID: "id" });
+    expect(!r.ok && r.errors[0]).toMatch(/^CDP_API_KEY_SECRET: /);
+  });
+});

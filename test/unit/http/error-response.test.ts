@@ -1,0 +1,108 @@
+import { describe, expect, test } from "vitest";
+import { ZodError, z } from "zod";
+import { errorPayload, toDomainError } from "../../../src/http/error-response.js";
+import { DomainError, ERROR_CODES, ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
+
+const EXPECTED_STATUS: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  model_not_live: 400,
+  unsupported_modality: 400,
+  authentication_failed: 401,
+  insufficient_balance: 402,
+  payment_required: 402,
+  payer_mismatch: 403,
+  csrf_rejected: 403,
+  not_found: 404,
+  model_not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  payment_unfinished: 409,
+  key_limit_reached: 409,
+  conflict: 409,
+  gone: 410,
+  key_concurrency_limit: 429,
+  buyer_concurrency_limit: 429,
+  signup_fuse: 429,
+  internal_error: 500,
+  settle_failed: 500,
+  upstream_error: 502,
+  no_eligible_supply: 503,
+  pool_empty: 503,
+  insufficient_routable_at_price: 503,
+  key_wait_timeout: 503,
+  keys_busy: 503,
+  not_configured: 503,
+  stream_incomplete: 200,
+};
+
+describe("ERROR_TABLE: every code has the spec's status", () => {
+  test.each(ERROR_CODES.map((code) => ({ code })))("$code", ({ code }) => {
+    expect(ERROR_TABLE[code].status).toBe(EXPECTED_STATUS[code]);
+    const p = errorPayload(new DomainError(code, "m"));
+    expect(p.status).toBe(EXPECTED_STATUS[code]);
+    expect(p.headers["X-Svc-Error-Code"]).toBe(code);
+    expect(p.body).toEqual({ error: { code, message: "m" } });
+  });
+});
+
+describe("errorPayload", () => {
+  test("no_eligible_supply carries body fields and hint headers", () => {
+    const p = errorPayload(
+      new DomainError("no_eligible_supply", "raise the ceiling", {
+        buyerMaxCents: 40,
+        cheapestPostedCents: 55,
+        routableDiemAboveMax: "12.000000",
+        supportReference: "7d1c1f7e-8a7e-4e0c-9a44-8e7c9b7b0b11",
+      }),
+    );
+    expect(p.status).toBe(503);
+    expect(p.headers).toMatchObject({
+      "X-Svc-Error-Code": "no_eligible_supply",
+      "X-Svc-Buyer-Max-Cents": "40",
+      "X-Svc-Cheapest-Posted-Cents": "55",
+      "X-Svc-Routable-Diem-Above-Max": "12.000000",
+      "X-Svc-Support-Reference": "7d1c1f7e-8a7e-4e0c-9a44-8e7c9b7b0b11",
+    });
+    expect(p.body.error).toMatchObject({ code: "no_eligible_supply", buyerMaxCents: 40, cheapestPostedCents: 55 });
+    expect(p.body.cheapestPostedCents).toBe(55);
+  });
+
+  test("retryAfterSeconds becomes Retry-After and stays out of the body", () => {
+    const p = errorPayload(new DomainError("key_concurrency_limit", "busy", { retryAfterSeconds: 1 }));
+    expect(p.headers["Retry-After"]).toBe("1");
+    expect(JSON.stringify(p.body)).not.toContain("retryAfter");
+  });
+
+  test("409 funding body has transaction and reconciling, never accepts", () => {
+    const p = errorPayload(
+      new DomainError("payment_unfinished", "settled, not recorded", { transaction: "0xabc", reconciling: true }),
+    );
+    expect(p.body).toMatchObject({ transaction: "0xabc", reconciling: true });
+    expect(p.body).not.toHaveProperty("accepts");
+  });
+});
+
+describe("toDomainError", () => {
+  test("malformed JSON from body-parser is 400 invalid_request", () => {
+    const e = toDomainError(Object.assign(new SyntaxError("Unexpected token"), { type: "entity.parse.failed" }));
+    expect(e.code).toBe("invalid_request");
+    expect(e.status).toBe(400);
+  });
+  test("too-large body is 413", () => {
+    expect(toDomainError({ type: "entity.too.large" }).status).toBe(413);
+  });
+  test("zod errors are 400 naming the field", () => {
+    const r = z.object({ amountMicroUsdc: z.number().int() }).safeParse({ amountMicroUsdc: "x" });
+    const e = toDomainError(r.success ? new Error() : r.error);
+    expect(e).toBeInstanceOf(DomainError);
+    expect(e.code).toBe("invalid_request");
+    expect(e.details.field).toBe("amountMicroUsdc");
+    expect(r.success ? undefined : r.error).toBeInstanceOf(ZodError);
+  });
+  test("anything else is a masked 500", () => {
+    const e = toDomainError(new Error("db password is hunter2"));
+    expect(e.code).toBe("internal_error");
+    expect(e.message).not.toContain("hunter2");
+  });
+});
