@@ -126,6 +126,8 @@ const envSchema = z.object({
   SIGNUP_FUSE_MAX: withDefault(intIn(1, 1_000_000), "60"),
   SIGNUP_FUSE_WINDOW_S: withDefault(intIn(1, 86_400), "60"),
   KEY_MAX_IN_FLIGHT: withDefault(intIn(1, 10_000), "8"),
+  /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
+  REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
   LOG_LEVEL: withDefault(
     z.string().superRefine((s, ctx) => {
       if (!(LOG_LEVELS as readonly string[]).includes(s)) {
@@ -240,7 +242,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       docs: stripSlash(e.DOCS_URL ?? base),
     },
     database: { url: e.DATABASE_URL },
-    redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? "svc" },
+    redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX },
     upstream: { baseUrl: stripSlash(e.UPSTREAM_BASE_URL), catalogSyncKey: e.CATALOG_SYNC_KEY },
     chain: {
       rpcUrl: e.CHAIN_RPC_URL,

@@ -6,10 +6,15 @@ import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes }
  * sha256(key), so it identifies the key without revealing it.
  */
 export interface SealedSecret {
-  ciphertext: Buffer;
-  iv: Buffer;
-  tag: Buffer;
+  ciphertext: Uint8Array<ArrayBuffer>;
+  iv: Uint8Array<ArrayBuffer>;
+  tag: Uint8Array<ArrayBuffer>;
   keyId: string;
+}
+
+/** A plain copy (Prisma's Bytes columns take Uint8Array<ArrayBuffer>, not pooled Buffers). */
+function bytes(b: Buffer): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(b);
 }
 
 export class SecretBox {
@@ -28,7 +33,7 @@ export class SecretBox {
     const cipher = createCipheriv("aes-256-gcm", this.key(this.keyId), iv);
     cipher.setAAD(Buffer.from(aad, "utf8"));
     const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-    return { ciphertext, iv, tag: cipher.getAuthTag(), keyId: this.keyId };
+    return { ciphertext: bytes(ciphertext), iv: bytes(iv), tag: bytes(cipher.getAuthTag()), keyId: this.keyId };
   }
 
   /** Throws when the ciphertext, tag or AAD was tampered with or the key is unknown. */

@@ -1,0 +1,63 @@
+import { nextUtcMidnight } from "../lib/clock.js";
+import { logger } from "../lib/logger.js";
+import { SecretBox } from "../lib/secret-box.js";
+import type { Runtime } from "../runtime.js";
+import { LOCAL_SUPPLIER_KEYS } from "./world.js";
+
+/**
+ * Local-mode seed data (idempotent, run at every `npm run dev` boot): one supplier with three
+ * registered upstream keys, each with one live offer at 40, 55 and 70 cents. Expired offers are
+ * replaced by fresh ones for today.
+ */
+export async function seedLocalData(rt: Runtime, opts: { supplierWallet: string }): Promise<void> {
+  const db = rt.db;
+  const now = rt.clock.now();
+  const box = new SecretBox(rt.config.secrets.keyEncryptionKey);
+  const wallet = opts.supplierWallet.toLowerCase();
+  const supplier = await db.account.upsert({
+    where: { walletAddress: wallet },
+    create: { walletAddress: wallet, authProvider: "siwe" },
+    update: {},
+  });
+  for (const k of LOCAL_SUPPLIER_KEYS) {
+    const fingerprint = box.fingerprint(k.secret);
+    let key = await db.upstreamKey.findFirst({ where: { secretFingerprint: fingerprint, status: { not: "revoked" } } });
+    if (!key) {
+      const sealed = box.seal(k.secret);
+      key = await db.upstreamKey.create({
+        data: {
+          accountId: supplier.id,
+          label: k.label,
+          secretCiphertext: sealed.ciphertext,
+          secretIv: sealed.iv,
+          secretTag: sealed.tag,
+          encryptionKeyId: sealed.keyId,
+          secretFingerprint: fingerprint,
+          secretLast4: k.secret.slice(-4),
+        },
+      });
+    }
+    await db.upstreamKey.update({
+      where: { id: key.id },
+      data: { status: "active", lastBalanceMicroDiem: k.diemMicro, lastBalanceAt: now, cooldownUntil: null },
+    });
+    await db.offer.updateMany({
+      where: { upstreamKeyId: key.id, status: { in: ["active", "paused"] }, expiresAt: { lte: now } },
+      data: { status: "expired", endedAt: now },
+    });
+    const live = await db.offer.findFirst({ where: { upstreamKeyId: key.id, status: { in: ["active", "paused"] } } });
+    if (!live) {
+      await db.offer.create({
+        data: {
+          accountId: supplier.id,
+          upstreamKeyId: key.id,
+          priceCentsPerDollar: k.priceCents,
+          quantityMicroDiem: 40_000_000n,
+          remainingMicroDiem: 40_000_000n,
+          expiresAt: nextUtcMidnight(now),
+        },
+      });
+    }
+  }
+  logger.info({ supplier: supplier.walletAddress, keys: LOCAL_SUPPLIER_KEYS.length }, "local seed data ready");
+}

@@ -1,0 +1,157 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Address } from "viem";
+import { logger } from "../lib/logger.js";
+import { formatUsdc } from "../lib/money.js";
+import type { Runtime } from "../runtime.js";
+import { type LocalChain, startLocalChain } from "./chain/index.js";
+import { createLocalIdp, importKeyPair, type LocalIdp } from "./idp/index.js";
+import { seedLocalData } from "./seed.js";
+import { startUpstreamSimulator, type UpstreamSimulator } from "./upstream-sim/index.js";
+
+/**
+ * Local mode (CONTRACT "Local mode"): every outside service on this machine, from real libraries —
+ * the upstream simulator, an anvil chain (id 8453) with an EIP-3009 USDC, the in-process
+ * facilitator settling on it, a local identity provider — plus seed data.
+ */
+export interface LocalWorld {
+  /** environment overrides that point the service at the local world */
+  env: Record<string, string>;
+  sim: UpstreamSimulator;
+  chain: LocalChain;
+  idp: LocalIdp;
+  /** dev wallets funded with USDC, for trying the funding flow */
+  buyers: { address: Address; privateKey: `0x${string}` }[];
+  seed(rt: Runtime): Promise<void>;
+  banner(baseUrl: string): string;
+  stop(): Promise<void>;
+}
+
+/** Upstream secrets of the seeded supplier's keys (simulator-only; meaningless elsewhere). */
+export const LOCAL_SUPPLIER_KEYS = [
+  { secret: "VENICE_INFERENCE_KEY_local_supplier_1", label: "local key 1", priceCents: 40, diemMicro: 50_000_000n },
+  { secret: "VENICE_INFERENCE_KEY_local_supplier_2", label: "local key 2", priceCents: 55, diemMicro: 50_000_000n },
+  { secret: "VENICE_INFERENCE_KEY_local_supplier_3", label: "local key 3", priceCents: 70, diemMicro: 50_000_000n },
+] as const;
+export const LOCAL_CATALOG_KEY = "VENICE_INFERENCE_KEY_local_catalog";
+/** USDC minted to each dev buyer wallet at boot. */
+export const LOCAL_BUYER_USDC_MICRO = 1_000_000_000n;
+
+const STATE_DIR = fileURLToPath(new URL("../../.dev-state/", import.meta.url));
+
+/** The dev IdP key survives restarts so tokens minted by `npm run local:tokens` stay valid. */
+function loadOrCreateIdp(appId: string, issuer: string): LocalIdp {
+  const file = join(STATE_DIR, "idp-key.json");
+  try {
+    const saved = JSON.parse(readFileSync(file, "utf8")) as { privateKeyPem: string };
+    return createLocalIdp({ appId, issuer, keyPair: importKeyPair(saved) });
+  } catch {
+    const idp = createLocalIdp({ appId, issuer });
+    try {
+      mkdirSync(STATE_DIR, { recursive: true });
+      writeFileSync(file, JSON.stringify(idp.exportKeyPair()), { mode: 0o600 });
+    } catch (e) {
+      logger.warn({ err: e }, "could not persist the local IdP key");
+    }
+    return idp;
+  }
+}
+
+export async function startLocalWorld(opts: {
+  appId?: string;
+  env: Record<string, string | undefined>;
+  /** mine one block per interval so confirmations progress (default 1000 ms; 0 = off) */
+  blockIntervalMs?: number;
+}): Promise<LocalWorld> {
+  const sim = await startUpstreamSimulator({
+    keys: [
+      ...LOCAL_SUPPLIER_KEYS.map((k) => ({ key: k.secret, diemMicro: k.diemMicro })),
+      { key: LOCAL_CATALOG_KEY, diemMicro: 0n },
+    ],
+  });
+  let chain: LocalChain;
+  try {
+    chain = await startLocalChain({
+      usdcName: opts.env.USDC_EIP712_NAME || "USD Coin",
+      usdcVersion: opts.env.USDC_EIP712_VERSION || "2",
+    });
+  } catch (e) {
+    await sim.close();
+    throw e;
+  }
+  const [deployer, facilitator, payTo, supplier, ...rest] = chain.devAccounts;
+  if (!deployer || !facilitator || !payTo || !supplier) throw new Error("anvil dev accounts missing");
+  const buyers = rest.slice(0, 4);
+  await Promise.all(buyers.map((b) => chain.mintUsdc(b.address, LOCAL_BUYER_USDC_MICRO)));
+
+  const appId = opts.appId || "svc-local-app";
+  const issuer = opts.env.IDP_ISSUER || "privy.io";
+  const idp = loadOrCreateIdp(appId, issuer);
+
+  // automine gives instant settlement; a steady block keeps confirmation depth moving
+  const interval = opts.blockIntervalMs ?? 1000;
+  const miner =
+    interval > 0
+      ? setInterval(() => {
+          chain.mine(1).catch(() => undefined);
+        }, interval)
+      : undefined;
+  miner?.unref();
+
+  const env: Record<string, string> = {
+    UPSTREAM_BASE_URL: sim.baseUrl,
+    CATALOG_SYNC_KEY: LOCAL_CATALOG_KEY,
+    CHAIN_RPC_URL: chain.rpcUrl,
+    CHAIN_ID: String(chain.chainId),
+    USDC_ADDRESS: chain.usdcAddress,
+    PAY_TO: payTo.address,
+    FACILITATOR_URL: "local",
+    FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
+    IDP_APP_ID: appId,
+    IDP_ISSUER: issuer,
+    IDP_VERIFICATION_KEY: idp.publicKeyPem,
+  };
+
+  let stopped = false;
+  return {
+    env,
+    sim,
+    chain,
+    idp,
+    buyers,
+    seed: (rt) => seedLocalData(rt, { supplierWallet: supplier.address }),
+    banner(baseUrl) {
+      const lines = [
+        "",
+        "svc is running in local mode — everything below is on this machine.",
+        "",
+        `  API          ${baseUrl}/v1   (OpenAI-compatible base URL)`,
+        `  GraphQL      ${baseUrl}/graphql   (GraphiQL in a browser)`,
+        `  Health       ${baseUrl}/healthz`,
+        `  Upstream     ${sim.baseUrl}   (simulator; admin at ${sim.adminUrl})`,
+        `  Chain RPC    ${chain.rpcUrl}   (anvil, chain id ${chain.chainId})`,
+        `  USDC         ${chain.usdcAddress}`,
+        `  PAY_TO       ${payTo.address}`,
+        "",
+        `  Dev buyer wallets (${formatUsdc(LOCAL_BUYER_USDC_MICRO)} USDC each; anvil's public test keys):`,
+        ...buyers.map((b) => `    ${b.address}  ${b.privateKey}`),
+        "",
+        "  Try:",
+        `    curl ${baseUrl}/healthz`,
+        `    curl -s ${baseUrl}/graphql -H 'content-type: application/json' \\`,
+        `      -d '{"query":"{ market { cheapestPostedCents routableDiem prices { priceCentsPerDollar routableDiem } } }"}'`,
+        "",
+        "  Ctrl-C stops the service, the chain and the simulator.",
+        "",
+      ];
+      return `${lines.join("\n")}\n`;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (miner) clearInterval(miner);
+      await Promise.allSettled([sim.close(), chain.stop()]);
+    },
+  };
+}
