@@ -1,0 +1,109 @@
+import { execFileSync } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { freePort, isolatedWorld } from "../../support/harness.js";
+import { spawnMain, waitFor, waitForExit } from "../../support/spawn.js";
+
+const PROD = {
+  PAY_TO: "0x1111111111111111111111111111111111111111",
+  SESSION_SECRET: "s".repeat(40),
+  KEY_ENCRYPTION_KEY: "ab".repeat(32),
+  LOG_LEVEL: "error",
+};
+
+describe("start-up refuses bad configuration with one clear line", () => {
+  test("malformed PORT", async () => {
+    const child = spawnMain([], { ...PROD, PORT: "eighty" });
+    expect(await waitForExit(child, 20_000)).toBe(1);
+    const lines = child.output().stderr.trim().split("\n");
+    expect(lines).toEqual(['PORT: expected an integer 0-65535, got "eighty"']);
+  });
+
+  test("a DATABASE_URL nobody answers", async () => {
+    const port = await freePort();
+    const child = spawnMain([], {
+      ...PROD,
+      PORT: String(await freePort()),
+      DATABASE_URL: `postgresql://postgres@127.0.0.1:${port}/svc`,
+    });
+    expect(await waitForExit(child, 30_000)).toBe(1);
+    const lines = child.output().stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^DATABASE_URL: cannot connect to 127\\.0\\.0\\.1:${port}/svc`));
+  });
+
+  test("a malformed DATABASE_URL", async () => {
+    const child = spawnMain([], { ...PROD, DATABASE_URL: "postgres//nope" });
+    expect(await waitForExit(child, 20_000)).toBe(1);
+    expect(child.output().stderr.trim().split("\n")).toEqual([
+      'DATABASE_URL: expected a postgresql/postgres URL, got "postgres//nope"',
+    ]);
+  });
+
+  test("missing production secrets are named", async () => {
+    const child = spawnMain([], { LOG_LEVEL: "error" });
+    expect(await waitForExit(child, 20_000)).toBe(1);
+    expect(
+      child
+        .output()
+        .stderr.trim()
+        .split("\n")
+        .map((l) => l.split(":")[0]),
+    ).toEqual(["PAY_TO", "SESSION_SECRET", "KEY_ENCRYPTION_KEY"]);
+  });
+});
+
+describe("npm run dev (local mode)", () => {
+  let databaseUrl: string;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    const w = await isolatedWorld();
+    databaseUrl = w.databaseUrl;
+    drop = w.drop;
+  });
+  afterAll(async () => {
+    await drop();
+  });
+
+  test("prints its URLs, answers /healthz and GraphQL, and Ctrl-C stops everything", async () => {
+    const port = await freePort();
+    const child = spawnMain(["--local"], {
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      REDIS_PREFIX: `test-dev-${port}`,
+    });
+    try {
+      await waitFor(() => child.output().stdout.includes("Ctrl-C stops"), 20_000, "the banner");
+      const out = child.output().stdout;
+      const base = `http://127.0.0.1:${port}`;
+      expect(out).toContain(`${base}/v1`);
+      expect(out).toContain(`${base}/graphql`);
+      expect(out).toContain(`${base}/healthz`);
+      const rpc = /Chain RPC\s+(http:\/\/127\.0\.0\.1:(\d+))/.exec(out);
+      expect(rpc).not.toBeNull();
+
+      const health = await fetch(`${base}/healthz`);
+      expect(health.status).toBe(200);
+      const gql = await fetch(`${base}/graphql`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ market { cheapestPostedCents prices { priceCentsPerDollar } } }" }),
+      });
+      const body = (await gql.json()) as {
+        data: { market: { cheapestPostedCents: number; prices: { priceCentsPerDollar: number }[] } };
+      };
+      // the seed data: one supplier, offers at 40, 55 and 70 cents
+      expect(body.data.market.cheapestPostedCents).toBe(40);
+      expect(body.data.market.prices.map((p) => p.priceCentsPerDollar)).toEqual([40, 55, 70]);
+
+      child.kill("SIGINT");
+      expect(await waitForExit(child, 20_000)).toBe(0);
+      // no orphans: the chain's RPC port is closed and no anvil listens on it
+      const rpcPort = rpc?.[2] ?? "";
+      await expect(fetch(`http://127.0.0.1:${rpcPort}`, { method: "POST", body: "{}" })).rejects.toThrow();
+      const ps = execFileSync("ps", ["-eo", "args"], { encoding: "utf8" });
+      expect(ps).not.toMatch(new RegExp(`anvil.*--port ${rpcPort}\\b`));
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import { QueueEvents } from "bullmq";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createRedis } from "../../../src/adapters/redis/client.js";
+import { SESSION_RETENTION_MS } from "../../../src/domain/maintenance/maintenance-service.js";
+import { createAccount } from "../../support/fixtures.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+
+let app: TestApp;
+let drop: () => Promise<void>;
+
+beforeAll(async () => {
+  const w = await isolatedWorld();
+  drop = w.drop;
+  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, workers: true });
+});
+afterAll(async () => {
+  await app.close();
+  await drop();
+});
+
+describe("workers (BullMQ)", () => {
+  test("the maintenance worker purges expired nonces and long-dead sessions, and keeps live ones", async () => {
+    const db = app.rt.db;
+    const now = Date.now();
+    const account = await createAccount(db);
+    await db.siweNonce.createMany({
+      data: [
+        { nonce: "expired", expiresAt: new Date(now - 1000) },
+        { nonce: "live", expiresAt: new Date(now + 600_000) },
+      ],
+    });
+    const old = new Date(now - SESSION_RETENTION_MS - 60_000);
+    const base = { accountId: account.id, authProvider: "siwe" as const };
+    await db.session.createMany({
+      data: [
+        { ...base, tokenHash: "dead", expiresAt: old, absoluteExpiresAt: old },
+        {
+          ...base,
+          tokenHash: "live",
+          expiresAt: new Date(now + 3600_000),
+          absoluteExpiresAt: new Date(now + 86_400_000),
+        },
+        {
+          ...base,
+          tokenHash: "recently-expired",
+          expiresAt: new Date(now - 1000),
+          absoluteExpiresAt: new Date(now + 86_400_000),
+        },
+      ],
+    });
+
+    const connection = createRedis(app.rt.config.redis.url, "worker");
+    const events = new QueueEvents("maintenance", { connection, prefix: app.rt.keys.bullPrefix() });
+    await events.waitUntilReady();
+    try {
+      const job = await app.rt.queues.maintenance.add("purge-expired", {});
+      const result = await job.waitUntilFinished(events, 10_000);
+      expect(result).toEqual({ siweNonces: 1, sessions: 1 });
+    } finally {
+      await events.close();
+      connection.disconnect();
+    }
+    expect((await db.siweNonce.findMany()).map((n) => n.nonce)).toEqual(["live"]);
+    expect((await db.session.findMany({ orderBy: { tokenHash: "asc" } })).map((s) => s.tokenHash)).toEqual([
+      "live",
+      "recently-expired",
+    ]);
+  });
+
+  test("queues live under the deployment's Redis prefix", async () => {
+    const keys = await app.rt.redis.command.keys(`${app.rt.keys.bullPrefix()}:maintenance:*`);
+    expect(keys.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,44 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** Runs `src/main.ts` the way the npm scripts do (`node --import tsx`), with exactly the given environment. */
+export function spawnMain(
+  args: string[],
+  env: Record<string, string>,
+): ChildProcess & { output: () => { stdout: string; stderr: string } } {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (d) => {
+    stdout += d;
+  });
+  child.stderr?.on("data", (d) => {
+    stderr += d;
+  });
+  return Object.assign(child, { output: () => ({ stdout, stderr }) });
+}
+
+export function waitForExit(child: ChildProcess, timeoutMs: number): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    const t = setTimeout(() => reject(new Error("process did not exit in time")), timeoutMs);
+    child.once("exit", (code) => {
+      clearTimeout(t);
+      resolve(code);
+    });
+  });
+}
+
+export async function waitFor(pred: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
