@@ -1,0 +1,219 @@
+import { type Address, getAddress, type Hex, isAddress, isHex } from "viem";
+import { z } from "zod";
+import { type CdpAuthHeaders, createCdpAuthHeaders } from "./cdp-auth.js";
+import {
+  evmPayloadOf,
+  type Facilitator,
+  type FacilitatorFailure,
+  type FacilitatorResult,
+  type PaymentPayload,
+  type PaymentRequirements,
+  type SettleOk,
+  type SettleResponse,
+  type SupportedOk,
+  type VerifyOk,
+} from "./types.js";
+
+export interface HttpFacilitatorOptions {
+  /** Base URL; `/verify`, `/settle` and `/supported` are appended. */
+  url: string;
+  /** CDP_API_KEY_ID / CDP_API_KEY_SECRET: when both are set, requests carry CDP JWT auth. */
+  cdpKeyId?: string;
+  cdpKeySecret?: string;
+  /** Per-request timeouts (defaults: verify/supported 10 s, settle 60 s — a settle waits for a block). */
+  verifyTimeoutMs?: number;
+  settleTimeoutMs?: number;
+  /** Injected for tests; defaults to global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface HttpFacilitator extends Facilitator {
+  readonly kind: "http";
+  readonly url: string;
+}
+
+// Lenient readers: facilitators differ in optional fields and in reason codes beyond x402's enum.
+const verifyBody = z.object({
+  isValid: z.boolean(),
+  invalidReason: z.string().nullish(),
+  payer: z.string().nullish(),
+});
+const settleBody = z.object({
+  success: z.boolean(),
+  errorReason: z.string().nullish(),
+  transaction: z.string().nullish(),
+  network: z.string().nullish(),
+  payer: z.string().nullish(),
+});
+const supportedBody = z.object({
+  kinds: z.array(
+    z.object({
+      x402Version: z.number(),
+      scheme: z.literal("exact"),
+      network: z.string(),
+      extra: z.record(z.unknown()).optional(),
+    }),
+  ),
+});
+
+/** Connection errors that prove the request never reached the facilitator. */
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+type Exchange = { ok: true; status: number; body: unknown; text: string } | { ok: false; failure: FacilitatorFailure };
+
+function errorCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    current = current.cause;
+  }
+  return undefined;
+}
+
+function payerOf(payload: PaymentPayload, reported?: string | null): Address | undefined {
+  if (reported && isAddress(reported)) return getAddress(reported);
+  const from = evmPayloadOf(payload)?.authorization.from;
+  return from !== undefined && isAddress(from) ? getAddress(from) : undefined;
+}
+
+/**
+ * Client for a standard x402 v1 facilitator (e.g. CDP's). Every outcome is data: connection
+ * problems are `unreachable` (or `timeout` for a settle whose request may have been processed),
+ * non-2xx or unreadable answers are `rejected`, `isValid: false` is `invalid`, `success: false`
+ * is `settle_failed`.
+ */
+export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilitator {
+  const base = opts.url.replace(/\/+$/, "");
+  const doFetch = opts.fetch ?? fetch;
+  const verifyTimeoutMs = opts.verifyTimeoutMs ?? 10_000;
+  const settleTimeoutMs = opts.settleTimeoutMs ?? 60_000;
+  const auth: CdpAuthHeaders | undefined =
+    opts.cdpKeyId && opts.cdpKeySecret ? createCdpAuthHeaders(opts.cdpKeyId, opts.cdpKeySecret) : undefined;
+
+  async function exchange(
+    method: "GET" | "POST",
+    path: "/verify" | "/settle" | "/supported",
+    body: unknown,
+    timeoutMs: number,
+  ): Promise<Exchange> {
+    const url = new URL(`${base}${path}`);
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (auth !== undefined) Object.assign(headers, await auth(method, url));
+    let response: Response;
+    let text: string;
+    try {
+      response = await doFetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      const code = errorCode(error);
+      const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
+      const message = timedOut
+        ? `facilitator ${path} timed out after ${timeoutMs} ms`
+        : `facilitator ${path} unreachable: ${code ?? (error instanceof Error ? error.message : String(error))}`;
+      // A settle that may have reached the facilitator has an unknown outcome.
+      const maybeProcessed = path === "/settle" && !(code !== undefined && NOT_SENT_CODES.has(code));
+      return { ok: false, failure: { kind: maybeProcessed ? "timeout" : "unreachable", message } };
+    }
+    let parsed: unknown;
+    try {
+      parsed = text.length > 0 ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { ok: true, status: response.status, body: parsed, text };
+  }
+
+  function rejected(path: string, status: number, text: string): { ok: false; failure: FacilitatorFailure } {
+    return {
+      ok: false,
+      failure: { kind: "rejected", status, message: `facilitator ${path} answered ${status}: ${text.slice(0, 300)}` },
+    };
+  }
+
+  const requestBody = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements) => ({
+    x402Version: 1,
+    paymentPayload,
+    paymentRequirements,
+  });
+
+  async function verify(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<FacilitatorResult<VerifyOk>> {
+    const res = await exchange("POST", "/verify", requestBody(payload, requirements), verifyTimeoutMs);
+    if (!res.ok) return res;
+    const parsed = verifyBody.safeParse(res.body);
+    // Some facilitators answer an invalid payment with 400 + a normal verify body.
+    if (!parsed.success || (res.status >= 300 && parsed.data.isValid)) return rejected("/verify", res.status, res.text);
+    const payer = payerOf(payload, parsed.data.payer);
+    if (!parsed.data.isValid) {
+      const reason = parsed.data.invalidReason ?? "invalid_payment";
+      return {
+        ok: false,
+        failure: { kind: "invalid", reason, message: `payment rejected: ${reason}`, ...(payer ? { payer } : {}) },
+      };
+    }
+    if (payer === undefined) return rejected("/verify", res.status, "valid answer without a payer address");
+    return { ok: true, value: { payer } };
+  }
+
+  async function settle(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+  ): Promise<FacilitatorResult<SettleOk>> {
+    const res = await exchange("POST", "/settle", requestBody(payload, requirements), settleTimeoutMs);
+    if (!res.ok) return res;
+    const parsed = settleBody.safeParse(res.body);
+    if (!parsed.success || (res.status >= 300 && parsed.data.success)) return rejected("/settle", res.status, res.text);
+    const data = parsed.data;
+    const payer = payerOf(payload, data.payer);
+    const transaction: Hex | undefined = data.transaction && isHex(data.transaction) ? data.transaction : undefined;
+    if (!data.success) {
+      const reason = data.errorReason ?? "unexpected_settle_error";
+      return {
+        ok: false,
+        failure: {
+          kind: "settle_failed",
+          reason,
+          message: `settlement failed: ${reason}`,
+          ...(payer ? { payer } : {}),
+          ...(transaction ? { transaction } : {}),
+        },
+      };
+    }
+    if (transaction === undefined || payer === undefined) {
+      // Success claimed without a transaction hash: we cannot prove or reconcile it.
+      return {
+        ok: false,
+        failure: { kind: "timeout", message: "facilitator reported success without a transaction hash or payer" },
+      };
+    }
+    const network = data.network ?? payload.network;
+    const response = { success: true, transaction, network, payer } as SettleResponse;
+    return { ok: true, value: { transaction, payer, network, response } };
+  }
+
+  async function supported(): Promise<FacilitatorResult<SupportedOk>> {
+    const res = await exchange("GET", "/supported", undefined, verifyTimeoutMs);
+    if (!res.ok) return res;
+    const parsed = supportedBody.safeParse(res.body);
+    if (res.status >= 300 || !parsed.success) return rejected("/supported", res.status, res.text);
+    return { ok: true, value: parsed.data };
+  }
+
+  return { kind: "http", url: base, verify, settle, supported };
+}

@@ -1,0 +1,85 @@
+import { createHash, randomUUID } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Hex } from "viem";
+
+const require = createRequire(import.meta.url);
+
+/** Repository root (this file lives in src/local/chain/). */
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const SOURCE_PATH = fileURLToPath(new URL("./Usdc.sol", import.meta.url));
+export const DEFAULT_COMPILE_CACHE_DIR = path.join(REPO_ROOT, ".cache", "local-chain");
+
+const SOLC_SETTINGS = {
+  optimizer: { enabled: true, runs: 200 },
+  // solc 0.8.37 defaults to osaka; anvil and Base run cancun-level EVMs.
+  evmVersion: "cancun",
+  outputSelection: { "*": { Usdc: ["abi", "evm.bytecode.object"] } },
+} as const;
+
+export interface UsdcArtifact {
+  /** Compiler ABI (untyped JSON). For typed calls use `localUsdcAbi`. */
+  abi: unknown[];
+  bytecode: Hex;
+  solcVersion: string;
+  /** sha256 over source + solc version + settings; the cache key. */
+  sourceHash: string;
+  fromCache: boolean;
+}
+
+interface SolcOutput {
+  errors?: { severity: string; formattedMessage: string }[];
+  contracts?: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
+}
+
+function solcPackageVersion(): string {
+  const pkg = require("solc/package.json") as { version: string };
+  return pkg.version;
+}
+
+/**
+ * Compiles src/local/chain/Usdc.sol with solc-js, caching the artifact under
+ * `<repo>/.cache/local-chain/usdc-<hash>.json`. The wasm compiler costs ~1-2 s to load, so it is only
+ * imported on a cache miss; a warm start reads one small JSON file.
+ */
+export async function compileUsdc(opts: { cacheDir?: string } = {}): Promise<UsdcArtifact> {
+  const cacheDir = opts.cacheDir ?? DEFAULT_COMPILE_CACHE_DIR;
+  const source = await readFile(SOURCE_PATH, "utf8");
+  const solcVersion = solcPackageVersion();
+  const sourceHash = createHash("sha256")
+    .update(JSON.stringify({ source, solcVersion, settings: SOLC_SETTINGS }))
+    .digest("hex");
+  const cacheFile = path.join(cacheDir, `usdc-${sourceHash.slice(0, 24)}.json`);
+
+  try {
+    const cached = JSON.parse(await readFile(cacheFile, "utf8")) as Omit<UsdcArtifact, "fromCache">;
+    if (cached.sourceHash === sourceHash && cached.bytecode.startsWith("0x")) return { ...cached, fromCache: true };
+  } catch {
+    // miss or unreadable: compile below
+  }
+
+  const solc = (await import("solc")).default;
+  const input = { language: "Solidity", sources: { "Usdc.sol": { content: source } }, settings: SOLC_SETTINGS };
+  const output = JSON.parse(solc.compile(JSON.stringify(input)) as string) as SolcOutput;
+  const errors = (output.errors ?? []).filter((e) => e.severity === "error");
+  if (errors.length > 0) {
+    throw new Error(`Usdc.sol failed to compile:\n${errors.map((e) => e.formattedMessage).join("\n")}`);
+  }
+  const contract = output.contracts?.["Usdc.sol"]?.Usdc;
+  if (contract === undefined) throw new Error("Usdc.sol: compiler output has no Usdc contract");
+
+  const artifact: Omit<UsdcArtifact, "fromCache"> = {
+    abi: contract.abi,
+    bytecode: `0x${contract.evm.bytecode.object}`,
+    solcVersion: solc.version() as string,
+    sourceHash,
+  };
+  // Write-then-rename: parallel test workers may compile at the same time; readers never see half a file.
+  await mkdir(cacheDir, { recursive: true });
+  const tmp = `${cacheFile}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(tmp, JSON.stringify(artifact));
+  await rename(tmp, cacheFile);
+  return { ...artifact, fromCache: false };
+}

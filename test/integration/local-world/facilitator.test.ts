@@ -1,0 +1,449 @@
+import { createPublicKey, generateKeyPairSync } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { jwtVerify } from "jose";
+import type { Address, Hex } from "viem";
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createPaymentHeader } from "x402/client";
+import { exact } from "x402/schemes";
+import { decodeXPaymentResponse } from "x402/shared";
+import { type PaymentPayload, type PaymentRequirements, settleResponseHeader } from "x402/types";
+import { wrapFetchWithPayment } from "x402-fetch";
+import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js";
+import { createCdpAuthHeaders } from "../../../src/adapters/facilitator/cdp-auth.js";
+import { createHttpFacilitator } from "../../../src/adapters/facilitator/http.js";
+import { createFacilitator } from "../../../src/adapters/facilitator/index.js";
+import { createLocalFacilitator, type LocalFacilitator } from "../../../src/adapters/facilitator/local.js";
+import type { Facilitator } from "../../../src/adapters/facilitator/types.js";
+import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
+import { closedPortUrl, readJson, sendJson, startTestServer, type TestServer, usdcRequirements } from "./helpers.js";
+
+let chain: LocalChain;
+let facilitator: LocalFacilitator;
+let payTo: Address;
+
+beforeAll(async () => {
+  chain = await startLocalChain();
+  const facilitatorKey = chain.devAccounts[1]?.privateKey;
+  const payToAccount = chain.devAccounts[2];
+  if (facilitatorKey === undefined || payToAccount === undefined) throw new Error("dev accounts missing");
+  payTo = payToAccount.address;
+  facilitator = createLocalFacilitator({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, privateKey: facilitatorKey });
+});
+
+afterAll(async () => {
+  await chain?.stop();
+});
+
+function gateway() {
+  return createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
+}
+
+async function balance(address: Address): Promise<bigint> {
+  const r = await gateway().getUsdcBalance(address);
+  if (!r.ok) throw new Error(r.failure.message);
+  return r.value;
+}
+
+/** A fresh buyer key holding `fundsMicro` USDC and no ETH (the facilitator pays gas). */
+async function newBuyer(fundsMicro: bigint): Promise<PrivateKeyAccount> {
+  const buyer = privateKeyToAccount(generatePrivateKey());
+  if (fundsMicro > 0n) await chain.mintUsdc(buyer.address, fundsMicro);
+  return buyer;
+}
+
+function requirements(amountMicro: bigint, to: Address = payTo): PaymentRequirements {
+  return usdcRequirements({ usdcAddress: chain.usdcAddress, payTo: to, amountMicro });
+}
+
+async function signPayment(buyer: PrivateKeyAccount, req: PaymentRequirements): Promise<PaymentPayload> {
+  return exact.evm.decodePayment(await createPaymentHeader(buyer, 1, req));
+}
+
+describe("local facilitator: success", () => {
+  test("verify → valid; settle → mined, balances move exactly, events on chain", async () => {
+    const buyer = await newBuyer(5_000_000n);
+    const req = requirements(1_250_000n);
+    const payload = await signPayment(buyer, req);
+    const payToBefore = await balance(payTo);
+
+    const verified = await facilitator.verify(payload, req);
+    expect(verified).toEqual({ ok: true, value: { payer: buyer.address } });
+
+    const settled = await facilitator.settle(payload, req);
+    if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
+    expect(settled.value.payer).toBe(buyer.address);
+    expect(settled.value.network).toBe("base");
+    expect(settled.value.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(settled.value.response).toMatchObject({ success: true, transaction: settled.value.transaction });
+
+    expect(await balance(buyer.address)).toBe(3_750_000n);
+    expect(await balance(payTo)).toBe(payToBefore + 1_250_000n);
+
+    const g = gateway();
+    const conf = await g.getConfirmations(settled.value.transaction);
+    expect(conf.ok && conf.value).toMatchObject({ status: "success", confirmations: 1 });
+    const transfers = await g.getUsdcTransfersInTx(settled.value.transaction);
+    expect(transfers.ok && transfers.value).toEqual([
+      expect.objectContaining({ from: buyer.address, to: payTo, valueMicroUsdc: 1_250_000n }),
+    ]);
+    await chain.mine(19);
+    const deep = await g.getConfirmations(settled.value.transaction);
+    expect(deep.ok && deep.value.confirmations).toBe(20);
+  });
+
+  test("a fresh facilitator key funded with setEthBalance settles", async () => {
+    const key = generatePrivateKey();
+    await chain.setEthBalance(privateKeyToAccount(key).address, 10n ** 18n);
+    const fresh = createLocalFacilitator({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, privateKey: key });
+    const buyer = await newBuyer(1_000_000n);
+    const req = requirements(1_000_000n);
+    const settled = await fresh.settle(await signPayment(buyer, req), req);
+    expect(settled.ok).toBe(true);
+    expect(await balance(buyer.address)).toBe(0n);
+  });
+
+  test("supported() lists exact/base", async () => {
+    expect(await facilitator.supported()).toEqual({
+      ok: true,
+      value: { kinds: [{ x402Version: 1, scheme: "exact", network: "base" }] },
+    });
+  });
+
+  test("distinct payments settled concurrently all land (one key, serialised nonces)", async () => {
+    const buyers = await Promise.all([newBuyer(1_000_000n), newBuyer(1_000_000n), newBuyer(1_000_000n)]);
+    const req = requirements(1_000_000n);
+    const payloads = await Promise.all(buyers.map((b) => signPayment(b, req)));
+    const before = await balance(payTo);
+    const results = await Promise.all(payloads.map((p) => facilitator.settle(p, req)));
+    expect(results.map((r) => r.ok)).toEqual([true, true, true]);
+    expect(await balance(payTo)).toBe(before + 3_000_000n);
+  });
+});
+
+describe("local facilitator: rejection (failures are data, never thrown)", () => {
+  test("replay: verify says nonce used, settle returns failure data", async () => {
+    const buyer = await newBuyer(2_000_000n);
+    const req = requirements(1_000_000n);
+    const payload = await signPayment(buyer, req);
+    const first = await facilitator.settle(payload, req);
+    expect(first.ok).toBe(true);
+
+    const again = await facilitator.verify(payload, req);
+    expect(again).toMatchObject({ ok: false, failure: { kind: "invalid", reason: "duplicate_settlement" } });
+    if (!again.ok) expect(again.failure.message).toMatch(/already used/);
+
+    const replay = await facilitator.settle(payload, req);
+    expect(replay).toMatchObject({ ok: false, failure: { kind: "invalid", reason: "duplicate_settlement" } });
+    expect(await balance(buyer.address)).toBe(1_000_000n);
+  });
+
+  test("the same payment settled twice at once: exactly one succeeds", async () => {
+    const buyer = await newBuyer(1_000_000n);
+    const req = requirements(1_000_000n);
+    const payload = await signPayment(buyer, req);
+    const before = await balance(payTo);
+    const results = await Promise.all([facilitator.settle(payload, req), facilitator.settle(payload, req)]);
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    const failed = results.find((r) => !r.ok);
+    expect(failed?.ok === false && ["invalid", "settle_failed"].includes(failed.failure.kind)).toBe(true);
+    expect(await balance(payTo)).toBe(before + 1_000_000n);
+  });
+
+  test.each([
+    ["amount lower than signed", 999_999n, undefined, "invalid_exact_evm_payload_authorization_value"],
+    ["amount higher than signed", 1_000_001n, undefined, "invalid_exact_evm_payload_authorization_value"],
+    [
+      "different payTo",
+      1_000_000n,
+      "0x000000000000000000000000000000000000dEaD",
+      "invalid_exact_evm_payload_recipient_mismatch",
+    ],
+  ] as const)("%s → invalid", async (_label, requiredMicro, otherPayTo, reason) => {
+    const buyer = await newBuyer(5_000_000n);
+    const payload = await signPayment(buyer, requirements(1_000_000n));
+    const req = requirements(requiredMicro, otherPayTo ?? payTo);
+    expect(await facilitator.verify(payload, req)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
+    expect(await facilitator.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
+    expect(await balance(buyer.address)).toBe(5_000_000n);
+  });
+
+  test("insufficient funds, tampered signature, wrong network → invalid", async () => {
+    const poor = await newBuyer(10n);
+    const req = requirements(1_000_000n);
+    expect(await facilitator.verify(await signPayment(poor, req), req)).toMatchObject({
+      ok: false,
+      failure: { kind: "invalid", reason: "insufficient_funds" },
+    });
+
+    const buyer = await newBuyer(2_000_000n);
+    const good = await signPayment(buyer, req);
+    const other = await signPayment(await newBuyer(0n), req);
+    const forged = {
+      ...good,
+      payload: { ...good.payload, signature: (other.payload as { signature: string }).signature },
+    };
+    const forgedResult = await facilitator.settle(forged as PaymentPayload, req);
+    expect(forgedResult).toMatchObject({
+      ok: false,
+      failure: { kind: "invalid", reason: "invalid_exact_evm_payload_signature" },
+    });
+
+    const sepolia: PaymentRequirements = { ...req, network: "base-sepolia" };
+    expect(await facilitator.verify({ ...good, network: "base-sepolia" }, sepolia)).toMatchObject({
+      ok: false,
+      failure: { kind: "invalid", reason: "invalid_network" },
+    });
+    expect(await balance(buyer.address)).toBe(2_000_000n);
+  });
+
+  test("RPC down → network failure", async () => {
+    const down = createLocalFacilitator({
+      rpcUrl: await closedPortUrl(),
+      chainId: 8453,
+      privateKey: generatePrivateKey(),
+    });
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    const req = requirements(1_000_000n);
+    const payload = await signPayment(buyer, req);
+    expect(await down.verify(payload, req)).toMatchObject({ ok: false, failure: { kind: "network" } });
+    expect(await down.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "network" } });
+  });
+
+  test("createFacilitator: local needs a key", () => {
+    expect(() => createFacilitator({ url: "local", rpcUrl: chain.rpcUrl, chainId: 8453 })).toThrow(
+      /FACILITATOR_PRIVATE_KEY/,
+    );
+    const local = createFacilitator({
+      url: "local",
+      rpcUrl: chain.rpcUrl,
+      chainId: 8453,
+      privateKey: chain.devAccounts[1]?.privateKey,
+    });
+    expect(local.kind).toBe("local");
+    expect(createFacilitator({ url: "http://127.0.0.1:1", rpcUrl: chain.rpcUrl, chainId: 8453 }).kind).toBe("http");
+  });
+});
+
+describe("x402-fetch buyer client end to end", () => {
+  test("402 challenge → signed retry → settled by the local facilitator → 200", async () => {
+    const buyer = await newBuyer(3_000_000n);
+    const payToBefore = await balance(payTo);
+    let settledTx: Hex | undefined;
+    const server = await startTestServer(async (req, res) => {
+      const resource = `http://${req.headers.host}${req.url}`;
+      const accepts = requirements(50_000n);
+      accepts.resource = resource;
+      const header = req.headers["x-payment"];
+      if (typeof header !== "string") {
+        sendJson(res, 402, { x402Version: 1, error: "X-PAYMENT header is required", accepts: [accepts] });
+        return;
+      }
+      const payload = exact.evm.decodePayment(header);
+      const verified = await facilitator.verify(payload, accepts);
+      if (!verified.ok) {
+        sendJson(res, 402, { x402Version: 1, error: verified.failure.reason, accepts: [accepts] });
+        return;
+      }
+      const settled = await facilitator.settle(payload, accepts);
+      if (!settled.ok) {
+        sendJson(res, 402, { x402Version: 1, error: settled.failure.reason, accepts: [accepts] });
+        return;
+      }
+      settledTx = settled.value.transaction;
+      sendJson(res, 200, { paid: true }, { "X-PAYMENT-RESPONSE": settleResponseHeader(settled.value.response) });
+    });
+    try {
+      const payingFetch = wrapFetchWithPayment(fetch, buyer, 100_000n);
+      const response = await payingFetch(`${server.url}/paid`, { method: "GET" });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ paid: true });
+      const receipt = decodeXPaymentResponse(response.headers.get("x-payment-response") ?? "");
+      expect(receipt).toMatchObject({ success: true, transaction: settledTx, network: "base", payer: buyer.address });
+      expect(await balance(buyer.address)).toBe(2_950_000n);
+      expect(await balance(payTo)).toBe(payToBefore + 50_000n);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+/** A standard x402 v1 facilitator HTTP surface in front of any Facilitator (here: the local one). */
+function facilitatorServer(inner: Facilitator, onRequest?: (req: IncomingMessage) => void | Promise<void>) {
+  return startTestServer(async (req: IncomingMessage, res: ServerResponse) => {
+    await onRequest?.(req);
+    if (req.method === "GET" && req.url?.endsWith("/supported")) {
+      const r = await inner.supported();
+      sendJson(res, r.ok ? 200 : 502, r.ok ? r.value : { error: r.failure.message });
+      return;
+    }
+    const body = (await readJson(req)) as { paymentPayload: PaymentPayload; paymentRequirements: PaymentRequirements };
+    if (req.url?.endsWith("/verify")) {
+      const r = await inner.verify(body.paymentPayload, body.paymentRequirements);
+      sendJson(
+        res,
+        200,
+        r.ok
+          ? { isValid: true, payer: r.value.payer }
+          : { isValid: false, invalidReason: r.failure.reason, payer: r.failure.payer },
+      );
+      return;
+    }
+    if (req.url?.endsWith("/settle")) {
+      const r = await inner.settle(body.paymentPayload, body.paymentRequirements);
+      sendJson(
+        res,
+        200,
+        r.ok
+          ? r.value.response
+          : {
+              success: false,
+              errorReason: r.failure.reason,
+              transaction: r.failure.transaction ?? "",
+              network: "base",
+              payer: r.failure.payer,
+            },
+      );
+      return;
+    }
+    sendJson(res, 404, { error: "not found" });
+  });
+}
+
+describe("http facilitator client", () => {
+  let server: TestServer;
+  const seen: { method?: string; url?: string; authorization?: string; body?: unknown }[] = [];
+
+  beforeAll(async () => {
+    server = await facilitatorServer(facilitator, (req) => {
+      seen.push({ method: req.method, url: req.url, authorization: req.headers.authorization });
+    });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  test("verify, settle, replay and supported through a standard facilitator", async () => {
+    const client = createHttpFacilitator({ url: `${server.url}/x402/` });
+    const buyer = await newBuyer(2_000_000n);
+    const req = requirements(1_500_000n);
+    const payload = await signPayment(buyer, req);
+    const before = await balance(payTo);
+
+    expect(await client.verify(payload, req)).toEqual({ ok: true, value: { payer: buyer.address } });
+    const settled = await client.settle(payload, req);
+    if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
+    expect(settled.value).toMatchObject({ payer: buyer.address, network: "base" });
+    expect(await balance(payTo)).toBe(before + 1_500_000n);
+
+    expect(await client.verify(payload, req)).toMatchObject({
+      ok: false,
+      failure: { kind: "invalid", reason: "duplicate_settlement", payer: buyer.address },
+    });
+    expect(await client.settle(payload, req)).toMatchObject({
+      ok: false,
+      failure: { kind: "settle_failed", reason: "duplicate_settlement" },
+    });
+    expect(await client.supported()).toEqual({
+      ok: true,
+      value: { kinds: [{ x402Version: 1, scheme: "exact", network: "base" }] },
+    });
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(
+      expect.arrayContaining(["POST /x402/verify", "POST /x402/settle", "GET /x402/supported"]),
+    );
+  });
+
+  test("closed port → unreachable (verify, settle, supported), no throw", async () => {
+    const client = createHttpFacilitator({ url: await closedPortUrl() });
+    const req = requirements(1_000_000n);
+    const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
+    for (const r of [await client.verify(payload, req), await client.settle(payload, req), await client.supported()]) {
+      expect(r).toMatchObject({ ok: false, failure: { kind: "unreachable" } });
+    }
+  });
+
+  test("non-2xx or unreadable answers → rejected; a silent /settle → timeout (outcome unknown)", async () => {
+    const broken = await startTestServer((req, res) => {
+      if (req.url === "/verify") {
+        res.writeHead(500, { "content-type": "text/plain" });
+        res.end("boom");
+      } else if (req.url === "/supported") {
+        sendJson(res, 200, { nope: true });
+      }
+      // /settle: never answers
+    });
+    try {
+      const client = createHttpFacilitator({ url: broken.url, settleTimeoutMs: 300, verifyTimeoutMs: 2_000 });
+      const req = requirements(1_000_000n);
+      const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
+      expect(await client.verify(payload, req)).toMatchObject({
+        ok: false,
+        failure: { kind: "rejected", status: 500 },
+      });
+      expect(await client.supported()).toMatchObject({ ok: false, failure: { kind: "rejected", status: 200 } });
+      expect(await client.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "timeout" } });
+    } finally {
+      await broken.close();
+    }
+  });
+
+  test("CDP auth: ES256 bearer JWT bound to method, host and path", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+    // CDP hands out SEC1 PEMs; env files often carry them with escaped newlines.
+    const secret = privateKey.export({ type: "sec1", format: "pem" }).toString().replaceAll("\n", "\\n");
+    const keyId = "organizations/org-1/apiKeys/key-1";
+    const tokens: string[] = [];
+    const authServer = await facilitatorServer(facilitator, (req) => {
+      tokens.push(req.headers.authorization ?? "");
+    });
+    try {
+      const client = createHttpFacilitator({
+        url: `${authServer.url}/platform/v2/x402`,
+        cdpKeyId: keyId,
+        cdpKeySecret: secret,
+      });
+      expect((await client.supported()).ok).toBe(true);
+      const buyer = await newBuyer(1_000_000n);
+      const req = requirements(1_000_000n);
+      expect((await client.verify(await signPayment(buyer, req), req)).ok).toBe(true);
+
+      const host = new URL(authServer.url).host;
+      const expectedUris = [`GET ${host}/platform/v2/x402/supported`, `POST ${host}/platform/v2/x402/verify`];
+      expect(tokens).toHaveLength(2);
+      for (const [i, header] of tokens.entries()) {
+        expect(header).toMatch(/^Bearer /);
+        const { payload, protectedHeader } = await jwtVerify(header.slice(7), publicKey, {
+          issuer: "cdp",
+          audience: "cdp_service",
+          subject: keyId,
+        });
+        expect(protectedHeader).toMatchObject({ alg: "ES256", kid: keyId, typ: "JWT" });
+        expect(protectedHeader.nonce).toMatch(/^[0-9a-f]{32}$/);
+        expect(payload.uris).toEqual([expectedUris[i]]);
+        expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(120);
+      }
+    } finally {
+      await authServer.close();
+    }
+  });
+
+  test("CDP auth: Ed25519 base64 secrets sign EdDSA; garbage secrets fail at construction", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const jwk = privateKey.export({ format: "jwk" });
+    const secret = Buffer.concat([
+      Buffer.from(jwk.d ?? "", "base64url"),
+      Buffer.from(jwk.x ?? "", "base64url"),
+    ]).toString("base64");
+    const headers = await createCdpAuthHeaders("key-ed", secret)(
+      "POST",
+      new URL("https://api.cdp.coinbase.com/platform/v2/x402/settle"),
+    );
+    const { payload, protectedHeader } = await jwtVerify(
+      (headers.Authorization ?? "").slice(7),
+      createPublicKey(publicKey.export({ type: "spki", format: "pem" })),
+    );
+    expect(protectedHeader.alg).toBe("EdDSA");
+    expect(payload.uris).toEqual(["POST api.cdp.coinbase.com/platform/v2/x402/settle"]);
+    expect(() => createCdpAuthHeaders("k", "not a key")).toThrow(/CDP_API_KEY_SECRET/);
+  });
+});
