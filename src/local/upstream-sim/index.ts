@@ -1,0 +1,48 @@
+/**
+ * Local simulator of the upstream provider (Venice AI) API. See README.md in this folder.
+ */
+export { computeBurnMicroDiem, type SimUsageInput, textPricingToMicro, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
+export { SIM_VENICE_VERSION } from "./context.js";
+export { imageUnitPriceMicro, quoteVideoMicro, SIM_MP4_BYTES } from "./media.js";
+export {
+  DEFAULT_SIM_MODELS,
+  type PriceUnit,
+  SIM_VIDEO_FALLBACK_PRICE,
+  SIM_VIDEO_PRICING,
+  type SimImageModel,
+  type SimModel,
+  type SimTextModel,
+  type SimTextPricing,
+  type SimVideoModel,
+  type SimVideoPrice,
+} from "./models.js";
+export { formatMicro, parseDecimalToMicro } from "./money.js";
+export {
+  API_ROUTES,
+  startUpstreamSimulator,
+  type UpstreamSimulator,
+  type UpstreamSimulatorOptions,
+} from "./server.js";
+export {
+  SIM_FAULT_KINDS,
+  type SimBalancePatch,
+  type SimFault,
+  type SimFaultEntry,
+  type SimFaultKind,
+  type SimKeyInit,
+  type SimKeySnapshot,
+  type SimRecordedUsage,
+  type SimRequestFilter,
+  type SimRequestRecord,
+  SimState,
+  type SimVideoJob,
+  type SimVideoOutcome,
+} from "./state.js";
+export {
+  countPromptTokens,
+  PER_MESSAGE_OVERHEAD_TOKENS,
+  parseDirectives,
+  planCompletion,
+  responsesInputToMessages,
+  type SimDirectives,
+} from "./tokens.js";
