@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { startWorkers, type Workers } from "../workers/index.js";
+import { createChainGateway } from "./adapters/chain/usdc-gateway.js";
 import { ensureDatabase, runMigrations, StartupError } from "./adapters/db.js";
 import { type Config, loadConfig, processEnv, type Role } from "./config.js";
 import { createHttpApp, type HttpApp } from "./http/app.js";
@@ -52,6 +53,29 @@ function listen(http: HttpApp, config: Config): Promise<Server> {
       else reject(e);
     });
   });
+}
+
+/**
+ * CONTRACT: CHAIN_ID must equal the RPC's chain id. A mismatch stops start-up; an RPC that does
+ * not answer is only a warning (inference must not depend on the chain being up).
+ */
+async function checkChainId(config: Config): Promise<void> {
+  const gateway = createChainGateway({
+    rpcUrl: config.chain.rpcUrl,
+    chainId: config.chain.id,
+    usdcAddress: config.chain.usdcAddress,
+  });
+  const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000).unref());
+  const result = await Promise.race([gateway.getChainId(), timeout]);
+  if (!result?.ok) {
+    logger.warn({ rpc: config.chain.rpcUrl, failure: result?.failure }, "CHAIN_RPC_URL did not answer; continuing");
+    return;
+  }
+  if (result.value !== config.chain.id) {
+    throw new StartupError(
+      `CHAIN_ID: the RPC at ${config.chain.rpcUrl} reports chain ${result.value}, expected ${config.chain.id}`,
+    );
+  }
 }
 
 async function main(): Promise<void> {
@@ -121,6 +145,7 @@ async function main(): Promise<void> {
   try {
     await ensureDatabase(config.database.url);
     await runMigrations(config.database.url);
+    await checkChainId(config);
     runtime = await createRuntime(config);
     if (world) await world.seed(runtime);
     if (config.role !== "worker") {

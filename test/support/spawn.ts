@@ -42,3 +42,18 @@ export async function waitFor(pred: () => boolean, timeoutMs: number, what: stri
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Polls a URL until it answers 200 (or the child exits). */
+export async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (child && child.exitCode !== null)
+      throw new Error(`process exited with ${child.exitCode} before ${url} answered`);
+    try {
+      const res = await fetch(url);
+      if (res.status === 200) return;
+    } catch {}
+    if (Date.now() > end) throw new Error(`timed out waiting for ${url}`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}

@@ -1,7 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
+import { createLocalIdp } from "../../../src/local/idp/index.js";
+import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { freePort, isolatedWorld } from "../../support/harness.js";
-import { spawnMain, waitFor, waitForExit } from "../../support/spawn.js";
+import { spawnMain, waitFor, waitForExit, waitForHttp } from "../../support/spawn.js";
 
 const PROD = {
   PAY_TO: "0x1111111111111111111111111111111111111111",
@@ -105,5 +108,73 @@ describe("npm run dev (local mode)", () => {
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
+  });
+});
+
+describe("npm start (production mode) against outside servers, as a black-box harness wires it", () => {
+  let chain: LocalChain;
+  let sim: UpstreamSimulator;
+  let databaseUrl: string;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    chain = await startLocalChain();
+    sim = await startUpstreamSimulator();
+    const w = await isolatedWorld();
+    databaseUrl = w.databaseUrl;
+    drop = w.drop;
+  });
+  afterAll(async () => {
+    await chain?.stop();
+    await sim?.close();
+    await drop?.();
+  });
+
+  function wiring(port: number): Record<string, string> {
+    const idp = createLocalIdp({ appId: "black-box-app" });
+    const [, facilitator, payTo] = chain.devAccounts;
+    return {
+      ...PROD,
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      REDIS_PREFIX: `test-prod-${port}`,
+      UPSTREAM_BASE_URL: sim.baseUrl,
+      CHAIN_RPC_URL: chain.rpcUrl,
+      CHAIN_ID: "8453",
+      USDC_ADDRESS: chain.usdcAddress,
+      PAY_TO: payTo?.address ?? "",
+      FACILITATOR_URL: "local",
+      FACILITATOR_PRIVATE_KEY: facilitator?.privateKey ?? "",
+      IDP_APP_ID: idp.appId,
+      IDP_ISSUER: idp.issuer,
+      IDP_VERIFICATION_KEY: idp.publicKeyPem,
+    };
+  }
+
+  test("starts, migrates a fresh database, serves /healthz, and stops on SIGTERM", async () => {
+    const port = await freePort();
+    const child = spawnMain([], wiring(port));
+    try {
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 20_000, child);
+      // the fresh database was migrated by start-up
+      const gql = await fetch(`http://127.0.0.1:${port}/graphql`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ market { cheapestPostedCents } }" }),
+      });
+      expect(await gql.json()).toEqual({ data: { market: { cheapestPostedCents: null } } });
+      child.kill("SIGTERM");
+      expect(await waitForExit(child, 20_000)).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+
+  test("a CHAIN_ID that differs from the RPC's stops start-up with one line", async () => {
+    const port = await freePort();
+    const child = spawnMain([], { ...wiring(port), CHAIN_ID: "1" });
+    expect(await waitForExit(child, 30_000)).toBe(1);
+    expect(child.output().stderr.trim().split("\n")).toEqual([
+      `CHAIN_ID: the RPC at ${chain.rpcUrl} reports chain 8453, expected 1`,
+    ]);
   });
 });
