@@ -9,6 +9,7 @@ export interface Viewer {
   /** how the caller authenticated: a session cookie or a Bearer API key */
   credential: "session" | "bearer";
   apiKeyId?: string;
+  sessionId?: string;
 }
 
 export interface GraphQLContext {

@@ -10,6 +10,8 @@ export interface YogaDeps {
   graphiql: boolean;
   /** resolves the caller from the Express request (session cookie or Bearer) */
   resolveViewer: (req: Request) => Promise<Viewer | null>;
+  /** browser origins allowed by CORS (credentials included) */
+  allowedOrigins: string[];
 }
 
 export type ServerContext = { req: Request; res: Response };
@@ -28,6 +30,7 @@ export function createGraphQL(deps: YogaDeps) {
     logging: false,
     maskedErrors: { maskError },
     plugins: [useGraphQLSSE()],
+    cors: { origin: deps.allowedOrigins, credentials: true },
     context: async ({ req, res }) => ({
       ...deps.base,
       viewer: await deps.resolveViewer(req),

@@ -1,10 +1,13 @@
 import express, { type Express, type Request, type Response } from "express";
-import type { Viewer } from "../graphql/context.js";
 import { createGraphQL } from "../graphql/yoga.js";
 import { DomainError } from "../lib/errors.js";
 import type { Runtime } from "../runtime.js";
 import { errorMiddleware, sendError } from "./error-response.js";
 import { InFlight, requestId } from "./middleware.js";
+import { readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
+import { accountRoutes } from "./routes/account.js";
+import { agentRoutes } from "./routes/agent.js";
+import { authRoutes } from "./routes/auth.js";
 import { healthRoutes } from "./routes/health.js";
 
 export interface HttpApp {
@@ -32,13 +35,21 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
 
   app.use(healthRoutes(rt));
+  app.use(authRoutes(rt));
+  app.use(accountRoutes(rt));
+  app.use(agentRoutes(rt));
 
-  const resolveViewer = async (_req: Request): Promise<Viewer | null> => null; // issue 3: sessions and API keys
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },
     graphiql: rt.config.mode === "local",
-    resolveViewer,
+    resolveViewer: (req: Request) => resolveViewer(rt.services, req),
+    allowedOrigins: [new URL(rt.config.urls.base).origin, new URL(rt.config.urls.web).origin],
   });
+  // cookie-authenticated GraphQL writes must come from our own origins (CSRF)
+  const sameOrigin = requireSameOrigin(rt.config);
+  app.use(yoga.graphqlEndpoint, (req, res, next) =>
+    readCookie(req, SESSION_COOKIE) !== undefined ? sameOrigin(req, res, next) : next(),
+  );
   app.use(yoga.graphqlEndpoint, yoga.requestListener as unknown as express.RequestHandler);
 
   app.use((req: Request, res: Response) => {

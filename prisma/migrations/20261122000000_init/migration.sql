@@ -399,7 +399,7 @@ CREATE TABLE "scheduled_runs" (
 CREATE UNIQUE INDEX "accounts_wallet_address_key" ON "accounts"("wallet_address");
 
 -- CreateIndex
-CREATE UNIQUE INDEX "accounts_idp_subject_key" ON "accounts"("idp_subject");
+CREATE INDEX "accounts_idp_subject_idx" ON "accounts"("idp_subject");
 
 -- CreateIndex
 CREATE UNIQUE INDEX "sessions_token_hash_key" ON "sessions"("token_hash");

@@ -3,6 +3,8 @@ import { builder } from "../builder.js";
 import "../scalars.js";
 import "./root.js";
 import "./market.js";
+import "./account.js";
+import "./api-keys.js";
 
 export function buildSchema() {
   return builder.toSchema({ sortSchema: true });

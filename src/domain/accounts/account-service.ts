@@ -1,0 +1,208 @@
+import type { Db } from "../../adapters/db.js";
+import type { EventBus } from "../../adapters/pubsub.js";
+import type { Clock } from "../../lib/clock.js";
+import { type CursorKey, DEFAULT_PAGE_SIZE, decodeCursor, encodeCursor, MAX_PAGE_SIZE, type Page } from "../../lib/cursor.js";
+import { DomainError } from "../../lib/errors.js";
+import type { AccountIdentity, AccountSummary, HistoryRow, LedgerLine, Savings } from "./account-types.js";
+
+/** SPEC "Limits": the buyer ceiling is an integer 30–80 cents per dollar of face. */
+export const MIN_CEILING_CENTS = 30;
+export const MAX_CEILING_CENTS = 80;
+export const RECENT_LEDGER_LINES = 20;
+
+export function assertCeiling(value: unknown, field = "maxPriceCentsPerDollar"): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < MIN_CEILING_CENTS || value > MAX_CEILING_CENTS) {
+    throw new DomainError(
+      "invalid_request",
+      `${field} must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}; nothing was changed.`,
+      { field },
+    );
+  }
+  return value;
+}
+
+export function pageSize(limit: number | undefined): number {
+  if (limit === undefined) return DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+    throw new DomainError("invalid_request", `limit must be an integer 1-${MAX_PAGE_SIZE}.`, { field: "limit" });
+  }
+  return limit;
+}
+
+/** Accounts: identity, balances, ceiling, buyer history and savings. Every method is scoped to one account. */
+export class AccountService {
+  constructor(
+    private readonly db: Db,
+    private readonly bus: EventBus,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Prisma `where` that scopes reads to the viewer's own account (GraphQL prismaField). */
+  scopeFor(viewer: { accountId: string }): { id: string } {
+    return { id: viewer.accountId };
+  }
+
+  /** @throws not_found when the account does not exist */
+  async getIdentity(accountId: string): Promise<AccountIdentity> {
+    const a = await this.db.account.findUnique({ where: { id: accountId } });
+    if (!a) throw new DomainError("not_found", "Account not found.");
+    return { accountId: a.id, walletAddress: a.walletAddress, authProvider: a.authProvider };
+  }
+
+  /** Balances, ceiling, funding flags and the most recent ledger lines. Reads only. */
+  async getSummary(accountId: string): Promise<AccountSummary> {
+    const [a, entries] = await Promise.all([
+      this.db.account.findUnique({ where: { id: accountId } }),
+      this.db.ledgerEntry.findMany({
+        where: { accountId },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        take: RECENT_LEDGER_LINES,
+        include: { transaction: { select: { kind: true } } },
+      }),
+    ]);
+    if (!a) throw new DomainError("not_found", "Account not found.");
+    const recentLedger: LedgerLine[] = entries.map((e) => ({
+      id: e.id,
+      kind: e.kind,
+      book: e.book,
+      amountMicroUsdc: e.amountMicroUsdc,
+      transactionId: e.transactionId,
+      transactionKind: e.transaction.kind,
+      createdAt: e.createdAt,
+    }));
+    return {
+      accountId: a.id,
+      walletAddress: a.walletAddress,
+      authProvider: a.authProvider,
+      maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
+      balances: {
+        confirmedMicroUsdc: a.confirmedMicroUsdc,
+        pendingMicroUsdc: a.pendingMicroUsdc,
+        reservedMicroUsdc: a.reservedMicroUsdc,
+        availableMicroUsdc: a.confirmedMicroUsdc - a.reservedMicroUsdc,
+        supplierPayableMicroUsdc: a.supplierPayableMicroUsdc,
+      },
+      hasEverFunded: a.hasEverFunded,
+      firstFundedAt: a.firstFundedAt,
+      createdAt: a.createdAt,
+      recentLedger,
+    };
+  }
+
+  /**
+   * Sets the buyer ceiling (30–80). Nothing is clamped: an out-of-range value is a 400 and
+   * nothing changes.
+   */
+  async setMaxPrice(input: { accountId: string; maxPriceCentsPerDollar: unknown }): Promise<{
+    walletAddress: string;
+    maxPriceCentsPerDollar: number;
+  }> {
+    const cents = assertCeiling(input.maxPriceCentsPerDollar);
+    const a = await this.db.account.update({
+      where: { id: input.accountId },
+      data: { maxPriceCentsPerDollar: cents },
+      select: { walletAddress: true, maxPriceCentsPerDollar: true },
+    });
+    this.bus.publish("balanceChanged", input.accountId, {
+      accountId: input.accountId,
+      kind: "max_price",
+      at: this.clock.now().toISOString(),
+    });
+    return a;
+  }
+
+  /** Buyer inference history, newest first, keyset-paginated. */
+  async inferenceHistory(input: { accountId: string; limit?: number; cursor?: string }): Promise<Page<HistoryRow>> {
+    const take = pageSize(input.limit);
+    const after: CursorKey | undefined = input.cursor ? decodeCursor(input.cursor) : undefined;
+    const rows = await this.db.inferenceRequest.findMany({
+      where: {
+        accountId: input.accountId,
+        ...(after
+          ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] }
+          : {}),
+      },
+      orderBy: [{ startedAt: "desc" }, { id: "desc" }],
+      take: take + 1,
+    });
+    const items = rows.slice(0, take).map(historyRow);
+    const last = items[items.length - 1];
+    return { items, nextCursor: rows.length > take && last ? encodeCursor({ at: last.startedAt, id: last.requestId }) : null };
+  }
+
+  /**
+   * One request of this account by support reference (GET /v1/agent/requests/{ref}).
+   * @throws not_found when the reference is not on this account
+   */
+  async requestDetail(input: { accountId: string; supportReference: string }): Promise<HistoryRow> {
+    const row = await this.db.inferenceRequest.findUnique({ where: { supportReference: input.supportReference } });
+    if (!row || row.accountId !== input.accountId) {
+      throw new DomainError("not_found", "No request with this support reference on this account.");
+    }
+    return historyRow(row);
+  }
+
+  /** What the buyer saved against face value and against their ceiling, over every clear. */
+  async savings(accountId: string): Promise<Savings> {
+    const [s] = await this.db.$queryRaw<
+      { clears: bigint; face: bigint; at_ceiling: bigint; paid: bigint }[]
+    >`SELECT COUNT(*)::bigint AS clears,
+             COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,
+             COALESCE(SUM((burn_micro_diem * ceiling_cents) / 100), 0)::bigint AS at_ceiling,
+             COALESCE(SUM(gross_micro_usdc), 0)::bigint AS paid
+        FROM clears WHERE buyer_account_id = ${accountId}::uuid AND refunded_at IS NULL`;
+    const face = BigInt(s?.face ?? 0n);
+    const atCeiling = BigInt(s?.at_ceiling ?? 0n);
+    const paid = BigInt(s?.paid ?? 0n);
+    return {
+      clears: Number(s?.clears ?? 0n),
+      faceMicroUsdc: face,
+      atCeilingMicroUsdc: atCeiling,
+      paidMicroUsdc: paid,
+      savedVsFaceMicroUsdc: face - paid,
+      savedVsCeilingMicroUsdc: atCeiling - paid,
+    };
+  }
+}
+
+function historyRow(r: {
+  id: string;
+  supportReference: string;
+  route: string;
+  modality: string;
+  model: string;
+  stream: boolean;
+  status: string;
+  errorCode: string | null;
+  maxPriceCents: number;
+  clearingPriceCents: number | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  burnMicroDiem: bigint | null;
+  costMicroUsdc: bigint | null;
+  attemptCount: number;
+  startedAt: Date;
+  firstByteAt: Date | null;
+  completedAt: Date | null;
+}): HistoryRow {
+  return {
+    requestId: r.id,
+    supportReference: r.supportReference,
+    route: r.route,
+    modality: r.modality,
+    model: r.model,
+    stream: r.stream,
+    status: r.status,
+    errorCode: r.errorCode,
+    maxPriceCents: r.maxPriceCents,
+    clearingPriceCents: r.clearingPriceCents,
+    promptTokens: r.promptTokens,
+    completionTokens: r.completionTokens,
+    burnMicroDiem: r.burnMicroDiem,
+    costMicroUsdc: r.costMicroUsdc,
+    attempts: r.attemptCount,
+    startedAt: r.startedAt,
+    firstByteAt: r.firstByteAt,
+    completedAt: r.completedAt,
+  };
+}

@@ -1,0 +1,72 @@
+import type { MicroDiem, MicroUsdc } from "../../lib/money.js";
+
+export type AuthProviderName = "idp" | "siwe" | "x402";
+
+export interface AccountIdentity {
+  accountId: string;
+  walletAddress: string;
+  authProvider: AuthProviderName;
+}
+
+export interface Balances {
+  confirmedMicroUsdc: MicroUsdc;
+  pendingMicroUsdc: MicroUsdc;
+  /** held by in-flight requests (part of confirmed) */
+  reservedMicroUsdc: MicroUsdc;
+  /** confirmed − reserved: what a new request can use */
+  availableMicroUsdc: MicroUsdc;
+  supplierPayableMicroUsdc: MicroUsdc;
+}
+
+export interface LedgerLine {
+  id: string;
+  /** what happened: top_up, confirmation, buyer_debit, supplier_credit, refund, payout… */
+  kind: string;
+  book: string;
+  /** signed change to the book */
+  amountMicroUsdc: MicroUsdc;
+  transactionId: string;
+  transactionKind: string;
+  createdAt: Date;
+}
+
+export interface AccountSummary extends AccountIdentity {
+  maxPriceCentsPerDollar: number;
+  balances: Balances;
+  hasEverFunded: boolean;
+  firstFundedAt: Date | null;
+  createdAt: Date;
+  recentLedger: LedgerLine[];
+}
+
+export interface HistoryRow {
+  requestId: string;
+  supportReference: string;
+  route: string;
+  modality: string;
+  model: string;
+  stream: boolean;
+  status: string;
+  errorCode: string | null;
+  maxPriceCents: number;
+  clearingPriceCents: number | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  burnMicroDiem: MicroDiem | null;
+  costMicroUsdc: MicroUsdc | null;
+  attempts: number;
+  startedAt: Date;
+  firstByteAt: Date | null;
+  completedAt: Date | null;
+}
+
+export interface Savings {
+  clears: number;
+  /** face value of the DIEM burned (1 DIEM = 1 USD) */
+  faceMicroUsdc: MicroUsdc;
+  /** what the burn would have cost at the buyer's ceiling at the time */
+  atCeilingMicroUsdc: MicroUsdc;
+  paidMicroUsdc: MicroUsdc;
+  savedVsFaceMicroUsdc: MicroUsdc;
+  savedVsCeilingMicroUsdc: MicroUsdc;
+}

@@ -1,0 +1,157 @@
+import { randomBytes } from "node:crypto";
+import type { Db } from "../../adapters/db.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { Clock } from "../../lib/clock.js";
+import { DomainError } from "../../lib/errors.js";
+import { sha256Hex } from "../../lib/secret-box.js";
+
+/** SPEC "Limits": at most 10 active keys per account, counted across every minting route. */
+export const MAX_ACTIVE_KEYS = 10;
+export const API_KEY_PREFIX = "svc_";
+/** Characters of the plaintext kept for display (`svc_` + 8). */
+export const KEY_PREFIX_LENGTH = 12;
+/** `lastUsedAt` is written at most this often per key (avoids a write per request). */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+export type KeySource = "session" | "agent" | "signup";
+
+export interface ApiKeyMetadata {
+  id: string;
+  name: string;
+  keyPrefix: string;
+  source: KeySource;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+export interface CreatedApiKey extends ApiKeyMetadata {
+  /** the plaintext, returned once and never stored */
+  apiKey: string;
+}
+
+export interface AuthenticatedKey {
+  apiKeyId: string;
+  accountId: string;
+  walletAddress: string;
+}
+
+type Tx = Prisma.TransactionClient;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Key names are 1-64 characters (SPEC "Limits"). */
+export function assertKeyName(name: unknown, field = "name"): asserts name is string {
+  if (typeof name !== "string" || name.length < 1 || name.length > 64) {
+    throw new DomainError("invalid_request", `${field} must be a string of 1-64 characters.`, { field });
+  }
+}
+
+/** `svc_` + 32 random bytes (base64url, 43 characters): 256 bits of entropy. */
+function newPlaintext(): string {
+  return `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+}
+
+function metadata(row: {
+  id: string;
+  name: string;
+  keyPrefix: string;
+  source: KeySource;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}): ApiKeyMetadata {
+  return {
+    id: row.id,
+    name: row.name,
+    keyPrefix: row.keyPrefix,
+    source: row.source,
+    createdAt: row.createdAt,
+    lastUsedAt: row.lastUsedAt,
+  };
+}
+
+/**
+ * Buyer API keys. Plaintext is returned once; only sha256 is stored. The 10-key cap is enforced
+ * under a row lock on the account, so concurrent creates across processes can never exceed it.
+ */
+export class ApiKeyService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Mints a key. Locks the account row (FOR UPDATE) for the count-then-insert.
+   * @throws DomainError key_limit_reached (409) at the cap; not_found if the account is gone.
+   */
+  async createKey(input: { accountId: string; name: string; source: KeySource }): Promise<CreatedApiKey> {
+    return this.db.$transaction((tx) => this.createKeyInTx(tx, input));
+  }
+
+  /** The same, inside a caller's transaction (x402 signup commits account, credit and key together). */
+  async createKeyInTx(tx: Tx, input: { accountId: string; name: string; source: KeySource }): Promise<CreatedApiKey> {
+    assertKeyName(input.name);
+    const locked = await tx.$queryRaw<{ id: string }[]>`
+      SELECT id FROM accounts WHERE id = ${input.accountId}::uuid FOR UPDATE`;
+    if (locked.length === 0) throw new DomainError("not_found", "Account not found.");
+    const active = await tx.apiKey.count({ where: { accountId: input.accountId, status: "active" } });
+    if (active >= MAX_ACTIVE_KEYS) {
+      throw new DomainError(
+        "key_limit_reached",
+        `This account already has ${MAX_ACTIVE_KEYS} active API keys; revoke one first.`,
+        { cap: MAX_ACTIVE_KEYS, active },
+      );
+    }
+    const apiKey = newPlaintext();
+    const row = await tx.apiKey.create({
+      data: {
+        accountId: input.accountId,
+        name: input.name,
+        keyPrefix: apiKey.slice(0, KEY_PREFIX_LENGTH),
+        keyHash: sha256Hex(apiKey),
+        source: input.source,
+      },
+    });
+    return { ...metadata(row), apiKey };
+  }
+
+  /** Active keys of an account, newest first (metadata only). */
+  async listActive(accountId: string): Promise<{ keys: ApiKeyMetadata[]; cap: number }> {
+    const rows = await this.db.apiKey.findMany({
+      where: { accountId, status: "active" },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    });
+    return { keys: rows.map(metadata), cap: MAX_ACTIVE_KEYS };
+  }
+
+  /**
+   * Revokes one of the account's active keys (the calling key included).
+   * @throws DomainError not_found when the key is not an active key of this account.
+   */
+  async revokeKey(input: { accountId: string; keyId: string }): Promise<void> {
+    if (!UUID.test(input.keyId)) throw new DomainError("invalid_request", "id must be a uuid.", { field: "id" });
+    const now = this.clock.now();
+    const r = await this.db.apiKey.updateMany({
+      where: { id: input.keyId, accountId: input.accountId, status: "active" },
+      data: { status: "revoked", revokedAt: now },
+    });
+    if (r.count === 0) throw new DomainError("not_found", "API key not found on this account.");
+  }
+
+  /**
+   * Resolves a Bearer plaintext to its active key and account, or null. Constant work per call
+   * (one indexed lookup by hash); `lastUsedAt` is refreshed at most once a minute.
+   */
+  async authenticate(plaintext: string): Promise<AuthenticatedKey | null> {
+    if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;
+    const row = await this.db.apiKey.findUnique({
+      where: { keyHash: sha256Hex(plaintext) },
+      select: { id: true, status: true, lastUsedAt: true, account: { select: { id: true, walletAddress: true } } },
+    });
+    if (!row || row.status !== "active") return null;
+    const now = this.clock.now();
+    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+      void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
+    }
+    return { apiKeyId: row.id, accountId: row.account.id, walletAddress: row.account.walletAddress };
+  }
+}

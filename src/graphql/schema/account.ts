@@ -1,0 +1,83 @@
+import { DomainError } from "../../lib/errors.js";
+import { builder } from "../builder.js";
+import type { GraphQLContext, Viewer } from "../context.js";
+
+/** The viewer, or a 401-equivalent error (scope-auth refuses anonymous callers first). */
+export function viewerOrThrow(ctx: GraphQLContext): Viewer {
+  if (!ctx.viewer) throw new DomainError("authentication_failed", "Authentication failed.");
+  return ctx.viewer;
+}
+
+export const AuthProviderEnum = builder.enumType("AuthProvider", {
+  values: { IDP: { value: "idp" }, SIWE: { value: "siwe" }, X402: { value: "x402" } } as const,
+});
+
+export const KeySourceEnum = builder.enumType("ApiKeySource", {
+  values: { SESSION: { value: "session" }, AGENT: { value: "agent" }, SIGNUP: { value: "signup" } } as const,
+});
+
+export const ApiKeyRef = builder.prismaObject("ApiKey", {
+  description: "API key metadata. The plaintext is returned once, by createApiKey, and never again.",
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    name: t.exposeString("name"),
+    keyPrefix: t.exposeString("keyPrefix"),
+    source: t.field({ type: KeySourceEnum, resolve: (k) => k.source }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    lastUsedAt: t.expose("lastUsedAt", { type: "DateTime", nullable: true }),
+  }),
+});
+
+export const LedgerEntryRef = builder.prismaNode("LedgerEntry", {
+  id: { field: "id" },
+  description: "One signed change to one of the account's books, in micro-USDC.",
+  fields: (t) => ({
+    kind: t.exposeString("kind"),
+    book: t.exposeString("book"),
+    amount: t.expose("amountMicroUsdc", { type: "MicroUsdc" }),
+    transactionId: t.exposeString("transactionId"),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+  }),
+});
+
+export const AccountRef = builder.prismaObject("Account", {
+  description: "The signed-in account (buyer and supplier roles share it).",
+  fields: (t) => ({
+    accountId: t.exposeID("id"),
+    walletAddress: t.exposeString("walletAddress"),
+    authProvider: t.field({ type: AuthProviderEnum, resolve: (a) => a.authProvider }),
+    maxPriceCentsPerDollar: t.exposeInt("maxPriceCentsPerDollar"),
+    confirmedUsdc: t.expose("confirmedMicroUsdc", { type: "MicroUsdc", description: "funds inference" }),
+    pendingUsdc: t.expose("pendingMicroUsdc", { type: "MicroUsdc", description: "awaiting confirmation depth; never funds inference" }),
+    reservedUsdc: t.expose("reservedMicroUsdc", { type: "MicroUsdc", description: "held by requests in flight" }),
+    availableUsdc: t.field({
+      type: "MicroUsdc",
+      description: "confirmed − reserved",
+      select: { confirmedMicroUsdc: true, reservedMicroUsdc: true },
+      resolve: (a) => a.confirmedMicroUsdc - a.reservedMicroUsdc,
+    }),
+    supplierPayableUsdc: t.expose("supplierPayableMicroUsdc", { type: "MicroUsdc", description: "supplier earnings not yet paid out" }),
+    hasEverFunded: t.exposeBoolean("hasEverFunded"),
+    firstFundedAt: t.expose("firstFundedAt", { type: "DateTime", nullable: true }),
+    createdAt: t.expose("createdAt", { type: "DateTime" }),
+    apiKeys: t.relation("apiKeys", {
+      description: "Active API keys, newest first (metadata only).",
+      query: { where: { status: "active" }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] },
+    }),
+    ledger: t.relatedConnection("ledgerEntries", {
+      description: "The account's ledger entries, newest first.",
+      cursor: "id",
+      query: { orderBy: [{ createdAt: "desc" }, { id: "desc" }] },
+    }),
+  }),
+});
+
+builder.queryField("viewer", (t) =>
+  t.prismaField({
+    type: AccountRef,
+    nullable: true,
+    description: "The caller's account (session cookie or Bearer API key); null when anonymous.",
+    resolve: (query, _root, _args, ctx) =>
+      ctx.viewer ? ctx.db.account.findUnique({ ...query, where: ctx.services.accounts.scopeFor(ctx.viewer) }) : null,
+  }),
+);

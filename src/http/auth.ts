@@ -1,0 +1,127 @@
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { Config } from "../config.js";
+import type { Viewer } from "../graphql/context.js";
+import { DomainError } from "../lib/errors.js";
+import type { Services } from "../services.js";
+
+/**
+ * Credentials (SPEC "Authentication"). One rule per route family:
+ *   session routes: the `svc_session` cookie, and no Authorization header (a Bearer → 401);
+ *   Bearer routes (inference, refill, agent): `Authorization: Bearer svc_…`, and no session
+ *   cookie (a cookie → 401). Missing or invalid → 401.
+ */
+export const SESSION_COOKIE = "svc_session";
+
+export function readCookie(req: Request, name: string): string | undefined {
+  const header = req.headers.cookie;
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq < 0) continue;
+    if (part.slice(0, eq).trim() === name) {
+      const raw = part.slice(eq + 1).trim();
+      try {
+        return decodeURIComponent(raw);
+      } catch {
+        return raw;
+      }
+    }
+  }
+  return undefined;
+}
+
+export function bearerToken(req: Request): string | undefined {
+  const h = req.headers.authorization;
+  if (!h) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m?.[1];
+}
+
+export function viewerOf(res: Response): Viewer {
+  const v = res.locals.viewer as Viewer | undefined;
+  if (!v) throw new DomainError("authentication_failed", "Authentication failed.");
+  return v;
+}
+
+export function sessionCookie(config: Config, value: string, maxAgeSeconds: number): string {
+  const parts = [`${SESSION_COOKIE}=${value}`, "Path=/", "HttpOnly", "SameSite=Lax", `Max-Age=${maxAgeSeconds}`];
+  if (config.mode !== "local") parts.push("Secure");
+  return parts.join("; ");
+}
+
+export function clearedSessionCookie(config: Config): string {
+  return sessionCookie(config, "", 0);
+}
+
+/** Resolves the caller of a request from either credential (GraphQL serves both). */
+export async function resolveViewer(services: Services, req: Request): Promise<Viewer | null> {
+  const token = bearerToken(req);
+  const cookie = readCookie(req, SESSION_COOKIE);
+  if (token && cookie) return null; // ambiguous: refuse both
+  if (token) {
+    const k = await services.apiKeys.authenticate(token);
+    return k ? { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId } : null;
+  }
+  if (cookie) {
+    const s = await services.identity.resolveSession(cookie);
+    return s ? { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId } : null;
+  }
+  return null;
+}
+
+export function requireSession(services: Services): RequestHandler {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      if (req.headers.authorization) {
+        throw new DomainError("authentication_failed", "This route takes a session cookie, not an Authorization header.");
+      }
+      const cookie = readCookie(req, SESSION_COOKIE);
+      if (!cookie) throw new DomainError("authentication_failed", "Sign in first: this route needs the svc_session cookie.");
+      const s = await services.identity.resolveSession(cookie);
+      if (!s) throw new DomainError("authentication_failed", "The session is invalid, expired or signed out.");
+      res.locals.viewer = { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId } satisfies Viewer;
+      next();
+    } catch (e) {
+      next(e);
+    }
+  };
+}
+
+export function requireBearer(services: Services): RequestHandler {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      if (readCookie(req, SESSION_COOKIE) !== undefined) {
+        throw new DomainError("authentication_failed", "This route takes a Bearer API key; a session cookie is not accepted.");
+      }
+      const token = bearerToken(req);
+      if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
+      const k = await services.apiKeys.authenticate(token);
+      if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+      res.locals.viewer = { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId } satisfies Viewer;
+      next();
+    } catch (e) {
+      next(e);
+    }
+  };
+}
+
+/**
+ * CSRF defence for cookie-authenticated writes, on top of SameSite=Lax and JSON-only bodies:
+ * a browser request that names a foreign Origin is refused.
+ */
+export function allowedOrigins(config: Config): Set<string> {
+  return new Set([new URL(config.urls.base).origin, new URL(config.urls.web).origin, new URL(config.urls.docs).origin]);
+}
+
+export function requireSameOrigin(config: Config): RequestHandler {
+  const allowed = allowedOrigins(config);
+  return (req, _res, next) => {
+    if (req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS") return next();
+    const origin = req.headers.origin;
+    if (origin && origin !== "null" && !allowed.has(origin)) {
+      return next(new DomainError("csrf_rejected", "Cross-origin request refused for a cookie-authenticated route."));
+    }
+    if (origin === "null") return next(new DomainError("csrf_rejected", "Opaque-origin request refused."));
+    next();
+  };
+}

@@ -1,0 +1,85 @@
+import type { AccountSummary, HistoryRow, Savings } from "../domain/accounts/account-types.js";
+import type { ApiKeyMetadata } from "../domain/keys/api-key-service.js";
+import { formatDecimal6 } from "../lib/money.js";
+
+/**
+ * REST output shapes. Amounts the spec calls USDC/DIEM amounts are six-decimal strings
+ * ("1.250000"); money never leaves as a JSON number.
+ */
+const usdc = formatDecimal6;
+const orNull = <T, R>(v: T | null | undefined, f: (x: T) => R): R | null => (v === null || v === undefined ? null : f(v));
+
+export function presentAccount(a: AccountSummary) {
+  return {
+    accountId: a.accountId,
+    walletAddress: a.walletAddress,
+    authProvider: a.authProvider,
+    maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
+    confirmedUsdc: usdc(a.balances.confirmedMicroUsdc),
+    pendingUsdc: usdc(a.balances.pendingMicroUsdc),
+    reservedUsdc: usdc(a.balances.reservedMicroUsdc),
+    availableUsdc: usdc(a.balances.availableMicroUsdc),
+    supplierPayableUsdc: usdc(a.balances.supplierPayableMicroUsdc),
+    hasEverFunded: a.hasEverFunded,
+    firstFundedAt: a.firstFundedAt?.toISOString() ?? null,
+    createdAt: a.createdAt.toISOString(),
+    recentLedger: a.recentLedger.map((l) => ({
+      id: l.id,
+      kind: l.kind,
+      book: l.book,
+      amountUsdc: usdc(l.amountMicroUsdc),
+      transactionId: l.transactionId,
+      transactionKind: l.transactionKind,
+      createdAt: l.createdAt.toISOString(),
+    })),
+  };
+}
+
+export function presentHistoryRow(r: HistoryRow) {
+  return {
+    requestId: r.requestId,
+    supportReference: r.supportReference,
+    route: r.route,
+    modality: r.modality,
+    model: r.model,
+    stream: r.stream,
+    status: r.status,
+    errorCode: r.errorCode,
+    maxPriceCents: r.maxPriceCents,
+    clearingPriceCents: r.clearingPriceCents,
+    costUsdc: orNull(r.costMicroUsdc, usdc),
+    burnDiem: orNull(r.burnMicroDiem, formatDecimal6),
+    usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens },
+    attempts: r.attempts,
+    timings: {
+      startedAt: r.startedAt.toISOString(),
+      firstByteAt: r.firstByteAt?.toISOString() ?? null,
+      completedAt: r.completedAt?.toISOString() ?? null,
+      durationMs: r.completedAt ? r.completedAt.getTime() - r.startedAt.getTime() : null,
+    },
+  };
+}
+
+export function presentSavings(s: Savings) {
+  return {
+    clears: s.clears,
+    faceValueUsdc: usdc(s.faceMicroUsdc),
+    atCeilingUsdc: usdc(s.atCeilingMicroUsdc),
+    paidUsdc: usdc(s.paidMicroUsdc),
+    savedVsFaceUsdc: usdc(s.savedVsFaceMicroUsdc),
+    savedVsCeilingUsdc: usdc(s.savedVsCeilingMicroUsdc),
+  };
+}
+
+export function presentKey(k: ApiKeyMetadata) {
+  return {
+    id: k.id,
+    name: k.name,
+    keyPrefix: k.keyPrefix,
+    source: k.source,
+    createdAt: k.createdAt.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+  };
+}
+
+export const STATUS_OK = { status: "ok" } as const;

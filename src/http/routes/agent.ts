@@ -1,0 +1,61 @@
+import { Router } from "express";
+import { z } from "zod";
+import type { Runtime } from "../../runtime.js";
+import { requireBearer, viewerOf } from "../auth.js";
+import { presentHistoryRow, presentKey, STATUS_OK } from "../present.js";
+import { keyName, parse, parseUuid } from "../validate.js";
+import { formatDecimal6 } from "../../lib/money.js";
+
+const maxPriceBody = z.object({ maxPriceCentsPerDollar: z.unknown() });
+const createKeyBody = z.object({ name: keyName(1) });
+
+/** SPEC "Agent self-service": Bearer only; a session cookie is refused. */
+export function agentRoutes(rt: Runtime): Router {
+  const r = Router();
+  const { accounts, apiKeys } = rt.services;
+  const bearer = requireBearer(rt.services);
+
+  r.get("/v1/agent/me", bearer, async (_req, res) => {
+    const a = await accounts.getSummary(viewerOf(res).accountId);
+    res.json({
+      accountId: a.accountId,
+      walletAddress: a.walletAddress,
+      confirmedUsdc: formatDecimal6(a.balances.confirmedMicroUsdc),
+      pendingUsdc: formatDecimal6(a.balances.pendingMicroUsdc),
+      availableUsdc: formatDecimal6(a.balances.availableMicroUsdc),
+      maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
+      confirmationBlocks: rt.config.chain.confirmationBlocks,
+      hasEverFunded: a.hasEverFunded,
+      firstFundedAt: a.firstFundedAt?.toISOString() ?? null,
+    });
+  });
+
+  // any walletAddress in the body is ignored: the key decides the account
+  r.patch("/v1/agent/max-price", bearer, async (req, res) => {
+    const body = parse(maxPriceBody, req.body);
+    res.json(await accounts.setMaxPrice({ accountId: viewerOf(res).accountId, maxPriceCentsPerDollar: body.maxPriceCentsPerDollar }));
+  });
+
+  r.post("/v1/agent/keys", bearer, async (req, res) => {
+    const body = parse(createKeyBody, req.body);
+    const k = await apiKeys.createKey({ accountId: viewerOf(res).accountId, name: body.name, source: "agent" });
+    res.status(201).json({ ...presentKey(k), apiKey: k.apiKey });
+  });
+
+  r.get("/v1/agent/keys", bearer, async (_req, res) => {
+    const { keys, cap } = await apiKeys.listActive(viewerOf(res).accountId);
+    res.json({ keys: keys.map(presentKey), cap, active: keys.length });
+  });
+
+  r.delete("/v1/agent/keys/:id", bearer, async (req, res) => {
+    const keyId = parseUuid(req.params.id, "id");
+    await apiKeys.revokeKey({ accountId: viewerOf(res).accountId, keyId });
+    res.json(STATUS_OK);
+  });
+
+  r.get("/v1/agent/requests/:ref", bearer, async (req, res) => {
+    const ref = parseUuid(req.params.ref, "support_reference");
+    res.json(presentHistoryRow(await accounts.requestDetail({ accountId: viewerOf(res).accountId, supportReference: ref })));
+  });
+  return r;
+}

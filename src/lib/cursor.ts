@@ -1,0 +1,34 @@
+import { DomainError } from "./errors.js";
+
+/**
+ * Opaque keyset cursors for "newest first" lists: base64url of `<ISO instant>|<uuid>`.
+ * A malformed cursor is a client mistake (400), never a 500.
+ */
+export interface CursorKey {
+  at: Date;
+  id: string;
+}
+
+export function encodeCursor(key: CursorKey): string {
+  return Buffer.from(`${key.at.toISOString()}|${key.id}`, "utf8").toString("base64url");
+}
+
+export function decodeCursor(cursor: string): CursorKey {
+  const text = Buffer.from(cursor, "base64url").toString("utf8");
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9a-f-]{36})$/.exec(text);
+  const at = m ? new Date(m[1] as string) : undefined;
+  if (!m || !at || Number.isNaN(at.getTime())) {
+    throw new DomainError("invalid_request", "cursor is not valid; pass the nextCursor of a previous page.", {
+      field: "cursor",
+    });
+  }
+  return { at, id: m[2] as string };
+}
+
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
