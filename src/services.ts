@@ -1,8 +1,8 @@
 import type { Db } from "./adapters/db.js";
+import { createIdpVerifier } from "./adapters/idp/verify.js";
 import type { EventBus } from "./adapters/pubsub.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
 import type { Config } from "./config.js";
-import { createIdpVerifier } from "./adapters/idp/verify.js";
 import { AccountService } from "./domain/accounts/account-service.js";
 import { IdentityService } from "./domain/identity/identity-service.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";

@@ -60,11 +60,15 @@ export async function resolveViewer(services: Services, req: Request): Promise<V
   if (token && cookie) return null; // ambiguous: refuse both
   if (token) {
     const k = await services.apiKeys.authenticate(token);
-    return k ? { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId } : null;
+    return k
+      ? { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId }
+      : null;
   }
   if (cookie) {
     const s = await services.identity.resolveSession(cookie);
-    return s ? { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId } : null;
+    return s
+      ? { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId }
+      : null;
   }
   return null;
 }
@@ -73,13 +77,22 @@ export function requireSession(services: Services): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       if (req.headers.authorization) {
-        throw new DomainError("authentication_failed", "This route takes a session cookie, not an Authorization header.");
+        throw new DomainError(
+          "authentication_failed",
+          "This route takes a session cookie, not an Authorization header.",
+        );
       }
       const cookie = readCookie(req, SESSION_COOKIE);
-      if (!cookie) throw new DomainError("authentication_failed", "Sign in first: this route needs the svc_session cookie.");
+      if (!cookie)
+        throw new DomainError("authentication_failed", "Sign in first: this route needs the svc_session cookie.");
       const s = await services.identity.resolveSession(cookie);
       if (!s) throw new DomainError("authentication_failed", "The session is invalid, expired or signed out.");
-      res.locals.viewer = { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId } satisfies Viewer;
+      res.locals.viewer = {
+        credential: "session",
+        accountId: s.accountId,
+        walletAddress: s.walletAddress,
+        sessionId: s.sessionId,
+      } satisfies Viewer;
       next();
     } catch (e) {
       next(e);
@@ -91,13 +104,21 @@ export function requireBearer(services: Services): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       if (readCookie(req, SESSION_COOKIE) !== undefined) {
-        throw new DomainError("authentication_failed", "This route takes a Bearer API key; a session cookie is not accepted.");
+        throw new DomainError(
+          "authentication_failed",
+          "This route takes a Bearer API key; a session cookie is not accepted.",
+        );
       }
       const token = bearerToken(req);
       if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
       const k = await services.apiKeys.authenticate(token);
       if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
-      res.locals.viewer = { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId } satisfies Viewer;
+      res.locals.viewer = {
+        credential: "bearer",
+        accountId: k.accountId,
+        walletAddress: k.walletAddress,
+        apiKeyId: k.apiKeyId,
+      } satisfies Viewer;
       next();
     } catch (e) {
       next(e);

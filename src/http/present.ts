@@ -7,7 +7,8 @@ import { formatDecimal6 } from "../lib/money.js";
  * ("1.250000"); money never leaves as a JSON number.
  */
 const usdc = formatDecimal6;
-const orNull = <T, R>(v: T | null | undefined, f: (x: T) => R): R | null => (v === null || v === undefined ? null : f(v));
+const orNull = <T, R>(v: T | null | undefined, f: (x: T) => R): R | null =>
+  v === null || v === undefined ? null : f(v);
 
 export function presentAccount(a: AccountSummary) {
   return {

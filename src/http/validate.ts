@@ -7,7 +7,11 @@ export function parse<T extends z.ZodTypeAny>(schema: T, value: unknown): z.infe
   if (r.success) return r.data;
   const issue = r.error.issues[0];
   const field = issue?.path.join(".") || undefined;
-  throw new DomainError("invalid_request", `${field ? `${field}: ` : ""}${issue?.message ?? "invalid request"}`, field ? { field } : {});
+  throw new DomainError(
+    "invalid_request",
+    `${field ? `${field}: ` : ""}${issue?.message ?? "invalid request"}`,
+    field ? { field } : {},
+  );
 }
 
 export const uuidParam = z.string().uuid({ message: "must be a uuid" });

@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createHttpApp, type HttpApp } from "../../src/http/app.js";
 import { setLogLevel } from "../../src/lib/logger.js";
+import { createLocalIdp, type LocalIdp } from "../../src/local/idp/index.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
 import { startWorkers, type Workers } from "../../workers/index.js";
 import { createTestDatabase, REDIS_URL } from "./db.js";
@@ -48,6 +49,8 @@ export interface TestApp {
   server: Server;
   baseUrl: string;
   workers?: Workers;
+  /** the local identity provider this app trusts (IDP_APP_ID / IDP_VERIFICATION_KEY) */
+  idp: LocalIdp;
   close(): Promise<void>;
 }
 
@@ -57,9 +60,16 @@ export async function startTestApp(opts: {
   prefix: string;
   env?: Record<string, string>;
   workers?: boolean;
+  idp?: LocalIdp;
 }): Promise<TestApp> {
   const port = await freePort();
-  const config = testConfig({ databaseUrl: opts.databaseUrl, prefix: opts.prefix, port, env: opts.env });
+  const idp = opts.idp ?? createLocalIdp({ appId: "svc-test-app" });
+  const config = testConfig({
+    databaseUrl: opts.databaseUrl,
+    prefix: opts.prefix,
+    port,
+    env: { IDP_APP_ID: idp.appId, IDP_ISSUER: idp.issuer, IDP_VERIFICATION_KEY: idp.publicKeyPem, ...opts.env },
+  });
   const rt = await createRuntime(config);
   const http = createHttpApp(rt);
   const server = await new Promise<Server>((resolve) => {
@@ -72,6 +82,7 @@ export async function startTestApp(opts: {
     server,
     baseUrl: `http://127.0.0.1:${port}`,
     workers,
+    idp,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

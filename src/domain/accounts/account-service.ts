@@ -1,7 +1,14 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
-import { type CursorKey, DEFAULT_PAGE_SIZE, decodeCursor, encodeCursor, MAX_PAGE_SIZE, type Page } from "../../lib/cursor.js";
+import {
+  type CursorKey,
+  DEFAULT_PAGE_SIZE,
+  decodeCursor,
+  encodeCursor,
+  MAX_PAGE_SIZE,
+  type Page,
+} from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import type { AccountIdentity, AccountSummary, HistoryRow, LedgerLine, Savings } from "./account-types.js";
 
@@ -118,16 +125,17 @@ export class AccountService {
     const rows = await this.db.inferenceRequest.findMany({
       where: {
         accountId: input.accountId,
-        ...(after
-          ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] }
-          : {}),
+        ...(after ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] } : {}),
       },
       orderBy: [{ startedAt: "desc" }, { id: "desc" }],
       take: take + 1,
     });
     const items = rows.slice(0, take).map(historyRow);
     const last = items[items.length - 1];
-    return { items, nextCursor: rows.length > take && last ? encodeCursor({ at: last.startedAt, id: last.requestId }) : null };
+    return {
+      items,
+      nextCursor: rows.length > take && last ? encodeCursor({ at: last.startedAt, id: last.requestId }) : null,
+    };
   }
 
   /**

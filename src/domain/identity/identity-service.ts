@@ -120,7 +120,13 @@ export class IdentityService {
     const nonce = generateSiweNonce();
     const expiresAt = new Date(now.getTime() + SIWE_NONCE_TTL_MS);
     await this.db.siweNonce.create({ data: { nonce, expiresAt } });
-    return { nonce, expiresAt, domain: this.cfg.siweDomains[0] ?? "", uri: this.cfg.siweUri, chainId: this.cfg.chainId };
+    return {
+      nonce,
+      expiresAt,
+      domain: this.cfg.siweDomains[0] ?? "",
+      uri: this.cfg.siweUri,
+      chainId: this.cfg.chainId,
+    };
   }
 
   /**
@@ -137,9 +143,7 @@ export class IdentityService {
       throw new DomainError("invalid_request", "signature must be 0x-prefixed hex.", { field: "signature" });
     }
     const now = this.clock.now();
-    const domainOk = this.cfg.siweDomains.some((domain) =>
-      validateSiweMessage({ message: parsed, domain, time: now }),
-    );
+    const domainOk = this.cfg.siweDomains.some((domain) => validateSiweMessage({ message: parsed, domain, time: now }));
     if (!domainOk) {
       throw new DomainError("authentication_failed", "SIWE message is for another domain, expired or not yet valid.");
     }

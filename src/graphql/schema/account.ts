@@ -48,7 +48,10 @@ export const AccountRef = builder.prismaObject("Account", {
     authProvider: t.field({ type: AuthProviderEnum, resolve: (a) => a.authProvider }),
     maxPriceCentsPerDollar: t.exposeInt("maxPriceCentsPerDollar"),
     confirmedUsdc: t.expose("confirmedMicroUsdc", { type: "MicroUsdc", description: "funds inference" }),
-    pendingUsdc: t.expose("pendingMicroUsdc", { type: "MicroUsdc", description: "awaiting confirmation depth; never funds inference" }),
+    pendingUsdc: t.expose("pendingMicroUsdc", {
+      type: "MicroUsdc",
+      description: "awaiting confirmation depth; never funds inference",
+    }),
     reservedUsdc: t.expose("reservedMicroUsdc", { type: "MicroUsdc", description: "held by requests in flight" }),
     availableUsdc: t.field({
       type: "MicroUsdc",
@@ -56,7 +59,10 @@ export const AccountRef = builder.prismaObject("Account", {
       select: { confirmedMicroUsdc: true, reservedMicroUsdc: true },
       resolve: (a) => a.confirmedMicroUsdc - a.reservedMicroUsdc,
     }),
-    supplierPayableUsdc: t.expose("supplierPayableMicroUsdc", { type: "MicroUsdc", description: "supplier earnings not yet paid out" }),
+    supplierPayableUsdc: t.expose("supplierPayableMicroUsdc", {
+      type: "MicroUsdc",
+      description: "supplier earnings not yet paid out",
+    }),
     hasEverFunded: t.exposeBoolean("hasEverFunded"),
     firstFundedAt: t.expose("firstFundedAt", { type: "DateTime", nullable: true }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),

@@ -26,7 +26,12 @@ export function accountRoutes(rt: Runtime): Router {
 
   r.patch("/v1/account/max-price", session, async (req, res) => {
     const body = parse(maxPriceBody, req.body);
-    res.json(await accounts.setMaxPrice({ accountId: viewerOf(res).accountId, maxPriceCentsPerDollar: body.maxPriceCentsPerDollar }));
+    res.json(
+      await accounts.setMaxPrice({
+        accountId: viewerOf(res).accountId,
+        maxPriceCentsPerDollar: body.maxPriceCentsPerDollar,
+      }),
+    );
   });
 
   r.get("/v1/account/api-keys", session, async (_req, res) => {
@@ -48,7 +53,11 @@ export function accountRoutes(rt: Runtime): Router {
 
   r.get("/v1/account/inference-history", session, async (req, res) => {
     const q = parse(pageQuery, req.query);
-    const page = await accounts.inferenceHistory({ accountId: viewerOf(res).accountId, limit: q.limit, cursor: q.cursor });
+    const page = await accounts.inferenceHistory({
+      accountId: viewerOf(res).accountId,
+      limit: q.limit,
+      cursor: q.cursor,
+    });
     res.json({ data: page.items.map(presentHistoryRow), nextCursor: page.nextCursor });
   });
 

@@ -1,10 +1,10 @@
 import { Router } from "express";
 import { z } from "zod";
+import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, viewerOf } from "../auth.js";
 import { presentHistoryRow, presentKey, STATUS_OK } from "../present.js";
 import { keyName, parse, parseUuid } from "../validate.js";
-import { formatDecimal6 } from "../../lib/money.js";
 
 const maxPriceBody = z.object({ maxPriceCentsPerDollar: z.unknown() });
 const createKeyBody = z.object({ name: keyName(1) });
@@ -33,7 +33,12 @@ export function agentRoutes(rt: Runtime): Router {
   // any walletAddress in the body is ignored: the key decides the account
   r.patch("/v1/agent/max-price", bearer, async (req, res) => {
     const body = parse(maxPriceBody, req.body);
-    res.json(await accounts.setMaxPrice({ accountId: viewerOf(res).accountId, maxPriceCentsPerDollar: body.maxPriceCentsPerDollar }));
+    res.json(
+      await accounts.setMaxPrice({
+        accountId: viewerOf(res).accountId,
+        maxPriceCentsPerDollar: body.maxPriceCentsPerDollar,
+      }),
+    );
   });
 
   r.post("/v1/agent/keys", bearer, async (req, res) => {
@@ -55,7 +60,9 @@ export function agentRoutes(rt: Runtime): Router {
 
   r.get("/v1/agent/requests/:ref", bearer, async (req, res) => {
     const ref = parseUuid(req.params.ref, "support_reference");
-    res.json(presentHistoryRow(await accounts.requestDetail({ accountId: viewerOf(res).accountId, supportReference: ref })));
+    res.json(
+      presentHistoryRow(await accounts.requestDetail({ accountId: viewerOf(res).accountId, supportReference: ref })),
+    );
   });
   return r;
 }

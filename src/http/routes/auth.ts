@@ -10,7 +10,9 @@ import { parse } from "../validate.js";
 const idpBody = z.object({
   accessToken: z.string({ required_error: "is required" }).min(1, { message: "is required" }).max(8192),
   identityToken: z.string({ required_error: "is required" }).min(1, { message: "is required" }).max(65536),
-  walletAddress: z.string({ required_error: "is required" }).regex(/^0x[0-9a-fA-F]{40}$/, { message: "must be 0x + 40 hex" }),
+  walletAddress: z
+    .string({ required_error: "is required" })
+    .regex(/^0x[0-9a-fA-F]{40}$/, { message: "must be 0x + 40 hex" }),
   idpLoginSurface: z.enum(LOGIN_SURFACES).optional(),
 });
 
@@ -47,7 +49,9 @@ export function authRoutes(rt: Runtime): Router {
 
   r.post("/auth/siwe/nonce", sameOrigin, async (_req, res) => {
     const n = await identity.createSiweNonce();
-    res.status(200).json({ nonce: n.nonce, expiresAt: n.expiresAt.toISOString(), domain: n.domain, uri: n.uri, chainId: n.chainId });
+    res
+      .status(200)
+      .json({ nonce: n.nonce, expiresAt: n.expiresAt.toISOString(), domain: n.domain, uri: n.uri, chainId: n.chainId });
   });
 
   r.post("/auth/siwe/verify", sameOrigin, async (req, res) => {
