@@ -1,5 +1,8 @@
 import type { Redis } from "ioredis";
+import { type ChainGateway, createChainGateway } from "./adapters/chain/usdc-gateway.js";
 import { createPrisma, type Db } from "./adapters/db.js";
+import { createFacilitator } from "./adapters/facilitator/index.js";
+import type { Facilitator } from "./adapters/facilitator/types.js";
 import { createEventBus, type EventBus } from "./adapters/pubsub.js";
 import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
 import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
@@ -18,6 +21,8 @@ export interface Runtime {
   queues: Queues;
   services: Services;
   clock: Clock;
+  chain: ChainGateway;
+  facilitator: Facilitator;
   close(): Promise<void>;
 }
 
@@ -40,7 +45,30 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
   }
   const bus = createEventBus({ publishClient: redis.publish, subscribeClient: redis.subscribe, prefix: keys.prefix });
   const queues = createQueues(redis.producer, keys.bullPrefix());
-  const services = createServices({ config, db, bus, keys, clock });
+  const chain = createChainGateway({
+    rpcUrl: config.chain.rpcUrl,
+    chainId: config.chain.id,
+    usdcAddress: config.chain.usdcAddress,
+  });
+  const facilitator = createFacilitator({
+    url: config.facilitator.url,
+    privateKey: config.facilitator.privateKey,
+    rpcUrl: config.chain.rpcUrl,
+    chainId: config.chain.id,
+    cdpKeyId: config.facilitator.cdpKeyId,
+    cdpKeySecret: config.facilitator.cdpKeySecret,
+  });
+  const services = createServices({
+    config,
+    db,
+    bus,
+    keys,
+    clock,
+    redis: redis.command,
+    queues,
+    chain,
+    facilitator,
+  });
   let closed = false;
   return {
     config,
@@ -51,6 +79,8 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
     queues,
     services,
     clock,
+    chain,
+    facilitator,
     async close() {
       if (closed) return;
       closed = true;

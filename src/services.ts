@@ -1,9 +1,15 @@
+import type { Redis } from "ioredis";
+import type { ChainGateway } from "./adapters/chain/usdc-gateway.js";
 import type { Db } from "./adapters/db.js";
+import type { Facilitator } from "./adapters/facilitator/types.js";
 import { createIdpVerifier } from "./adapters/idp/verify.js";
 import type { EventBus } from "./adapters/pubsub.js";
+import { type Queues, reconciliationProducer } from "./adapters/queues.js";
+import { createSignupFuse } from "./adapters/redis/fuse.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
 import type { Config } from "./config.js";
 import { AccountService } from "./domain/accounts/account-service.js";
+import { FundingService } from "./domain/funding/funding-service.js";
 import { IdentityService } from "./domain/identity/identity-service.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
@@ -17,6 +23,7 @@ export interface Services {
   accounts: AccountService;
   apiKeys: ApiKeyService;
   identity: IdentityService;
+  funding: FundingService;
 }
 
 export interface ServiceDeps {
@@ -25,6 +32,10 @@ export interface ServiceDeps {
   bus: EventBus;
   keys: RedisKeys;
   clock: Clock;
+  redis: Redis;
+  queues: Queues;
+  chain: ChainGateway;
+  facilitator: Facilitator;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -38,17 +49,29 @@ export function createServices(deps: ServiceDeps): Services {
           jwksUrl: config.idp.jwksUrl,
         })
       : null;
+  const apiKeys = new ApiKeyService(db, clock);
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   return {
     market: new MarketService(db, bus, clock),
     maintenance: new MaintenanceService(db, clock),
     accounts: new AccountService(db, bus, clock),
-    apiKeys: new ApiKeyService(db, clock),
+    apiKeys,
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,
       siweDomains: hosts,
       siweUri: config.urls.web,
       chainId: config.chain.id,
+    }),
+    funding: new FundingService({
+      db,
+      config,
+      clock,
+      bus,
+      facilitator: deps.facilitator,
+      chain: deps.chain,
+      apiKeys,
+      fuse: createSignupFuse(deps.redis, deps.keys, config.signupFuse.max, config.signupFuse.windowSeconds),
+      reconciliation: reconciliationProducer(deps.queues),
     }),
   };
 }

@@ -4,6 +4,7 @@ import { QUEUES } from "../src/adapters/queues.js";
 import { closeRedis, createRedis } from "../src/adapters/redis/client.js";
 import { logger } from "../src/lib/logger.js";
 import type { Runtime } from "../src/runtime.js";
+import { confirmationsProcessor, reconciliationProcessor } from "./funding.worker.js";
 import { maintenanceProcessor } from "./maintenance.worker.js";
 import { type Processor, withErrorPolicy } from "./processor.js";
 
@@ -15,6 +16,8 @@ export interface Workers {
 /** Periodic jobs: upserted on every start (idempotent across processes and restarts). */
 const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: string }[] = [
   { queue: "maintenance", id: "purge-expired", every: 3600_000, job: "purge-expired" },
+  { queue: "confirmations", id: "confirm-pending", every: 2_000, job: "confirm-pending" },
+  { queue: "reconciliation", id: "scan-chain", every: 60_000, job: "scan-chain" },
 ];
 
 /**
@@ -24,6 +27,8 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
 export async function startWorkers(rt: Runtime, opts: { schedules?: boolean } = {}): Promise<Workers> {
   const processors: Partial<Record<keyof typeof QUEUES, { fn: Processor; concurrency: number }>> = {
     maintenance: { fn: maintenanceProcessor(rt.services), concurrency: 1 },
+    confirmations: { fn: confirmationsProcessor(rt.services), concurrency: 1 },
+    reconciliation: { fn: reconciliationProcessor(rt.services), concurrency: 2 },
   };
   const connections: Redis[] = [];
   const workers: Worker[] = [];

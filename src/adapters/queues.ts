@@ -20,6 +20,8 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
 export interface JobPayloads {
   maintenance: { "purge-expired": Record<string, never> };
+  reconciliation: { "reconcile-payment": { paymentId: string }; "scan-chain": Record<string, never> };
+  confirmations: { "confirm-pending": Record<string, never> };
 }
 
 export const DEFAULT_JOB_OPTIONS = {
@@ -40,4 +42,20 @@ export function createQueues(connection: Redis, prefix: string): Queues {
 
 export async function closeQueues(queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map((q) => q.close()));
+}
+
+/**
+ * Producer used by the funding service: one job per payment, deduplicated by the payment id.
+ * Throws when Redis refuses (the caller reports `reconciling: false`).
+ */
+export function reconciliationProducer(queues: Queues) {
+  return {
+    async enqueue(paymentId: string): Promise<void> {
+      await queues.reconciliation.add(
+        "reconcile-payment",
+        { paymentId },
+        { jobId: `reconcile-${paymentId}`, attempts: 20, backoff: { type: "exponential", delay: 2000 } },
+      );
+    },
+  };
 }

@@ -8,6 +8,7 @@ import { InFlight, requestId } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
+import { fundingRoutes } from "./routes/funding.js";
 import { healthRoutes } from "./routes/health.js";
 
 export interface HttpApp {
@@ -38,6 +39,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(authRoutes(rt));
   app.use(accountRoutes(rt));
   app.use(agentRoutes(rt));
+  app.use(fundingRoutes(rt));
 
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },

@@ -19,7 +19,7 @@ const HINT_HEADERS: [keyof ErrorDetails, string][] = [
 ];
 
 /** Details that only drive headers and never appear in the body. */
-const HEADER_ONLY = new Set<string>(["retryAfterSeconds"]);
+const HEADER_ONLY = new Set<string>(["retryAfterSeconds", "paymentResponse"]);
 
 export interface ErrorPayload {
   status: number;
@@ -34,6 +34,7 @@ export function errorPayload(err: DomainError): ErrorPayload {
     if (v !== undefined && v !== null) headers[header] = String(v);
   }
   if (err.details.retryAfterSeconds !== undefined) headers["Retry-After"] = String(err.details.retryAfterSeconds);
+  if (err.details.paymentResponse) headers["X-PAYMENT-RESPONSE"] = err.details.paymentResponse;
   const details: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(err.details)) {
     if (!HEADER_ONLY.has(k) && v !== undefined) details[k] = typeof v === "bigint" ? v.toString() : v;

@@ -46,6 +46,7 @@ export const ERROR_TABLE = {
   key_wait_timeout: { status: 503, retryable: true },
   keys_busy: { status: 503, retryable: true },
   not_configured: { status: 503, retryable: false },
+  facilitator_unavailable: { status: 503, retryable: true },
   // in-band only (streams)
   stream_incomplete: { status: 200, retryable: false },
 } as const satisfies Record<string, { status: number; retryable: boolean }>;
@@ -68,9 +69,11 @@ export interface ErrorDetails {
   maxEligibleOfferDiem?: string;
   supportReference?: string;
   retryAfterSeconds?: number;
-  transaction?: string;
+  transaction?: string | null;
   reconciling?: boolean;
   credited?: boolean;
+  /** base64 x402 settlement receipt: becomes the X-PAYMENT-RESPONSE header */
+  paymentResponse?: string;
   [key: string]: unknown;
 }
 

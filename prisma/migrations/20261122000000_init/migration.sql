@@ -20,7 +20,7 @@ CREATE TYPE "offer_status" AS ENUM ('active', 'paused', 'depleted', 'expired', '
 CREATE TYPE "payment_kind" AS ENUM ('signup', 'top_up', 'refill', 'reconciled');
 
 -- CreateEnum
-CREATE TYPE "payment_status" AS ENUM ('pending', 'confirmed', 'reconciling', 'failed');
+CREATE TYPE "payment_status" AS ENUM ('settling', 'pending', 'confirmed', 'reconciling', 'failed');
 
 -- CreateEnum
 CREATE TYPE "ledger_transaction_kind" AS ENUM ('top_up', 'confirmation', 'reversal', 'clear', 'refund', 'payout', 'payout_reversal');
@@ -173,6 +173,8 @@ CREATE TABLE "payments" (
     "block_number" BIGINT,
     "log_index" INTEGER,
     "confirmations" INTEGER NOT NULL DEFAULT 0,
+    "valid_before" TIMESTAMPTZ(3),
+    "request_meta" JSONB,
     "api_key_id" UUID,
     "failure_reason" TEXT,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,

@@ -24,6 +24,16 @@ export interface TxConfirmations {
   status: "success" | "reverted";
 }
 
+/**
+ * An EIP-3009 settlement as the chain recorded it: the USDC Transfer of one transaction joined
+ * with the AuthorizationUsed event of the same transaction (the authorization nonce).
+ */
+export interface UsdcSettlement extends UsdcTransferLog {
+  /** lower-case bytes32 hex, or null for a plain transfer (no authorization) */
+  authorizationNonce: Hex | null;
+  authorizer: Address | null;
+}
+
 export interface UsdcTransferLogQuery {
   to?: Address;
   from?: Address;
@@ -49,6 +59,14 @@ export interface ChainGateway {
   /** USDC `Transfer` events emitted by one mined transaction (e.g. a settlement). */
   getUsdcTransfersInTx(txHash: Hex): Promise<ChainResult<UsdcTransferLog[]>>;
   getUsdcBalance(address: Address): Promise<ChainResult<bigint>>;
+  /** USDC transfers to `to` in a block range, each with the authorization nonce that moved it. */
+  getUsdcSettlements(query: {
+    to: Address;
+    fromBlock: bigint;
+    toBlock: bigint;
+  }): Promise<ChainResult<UsdcSettlement[]>>;
+  /** The settlements (transfer + authorization) in one mined transaction; `not_found` until mined. */
+  getUsdcSettlementsInTx(txHash: Hex): Promise<ChainResult<UsdcSettlement[]>>;
   /** EIP-3009: true when `nonce` was used or canceled by `authorizer`. */
   getAuthorizationState(authorizer: Address, nonce: Hex): Promise<ChainResult<boolean>>;
   /**
@@ -146,6 +164,86 @@ export function createChainGateway(opts: ChainGatewayOptions): ChainGateway {
         }));
       }),
 
+    getUsdcSettlements: (query) =>
+      attempt(async () => {
+        const [transfers, authorizations] = await Promise.all([
+          publicClient.getContractEvents({
+            address: usdcAddress,
+            abi: usdcAbi,
+            eventName: "Transfer",
+            args: { to: query.to },
+            fromBlock: query.fromBlock,
+            toBlock: query.toBlock,
+            strict: true,
+          }),
+          publicClient.getContractEvents({
+            address: usdcAddress,
+            abi: usdcAbi,
+            eventName: "AuthorizationUsed",
+            fromBlock: query.fromBlock,
+            toBlock: query.toBlock,
+            strict: true,
+          }),
+        ]);
+        return joinSettlements(
+          transfers.flatMap((l) =>
+            l.removed || l.transactionHash === null || l.blockNumber === null || l.logIndex === null
+              ? []
+              : [
+                  {
+                    from: l.args.from,
+                    to: l.args.to,
+                    valueMicroUsdc: l.args.value,
+                    txHash: l.transactionHash,
+                    blockNumber: l.blockNumber,
+                    logIndex: l.logIndex,
+                  },
+                ],
+          ),
+          authorizations.flatMap((l) =>
+            l.removed || l.transactionHash === null || l.logIndex === null
+              ? []
+              : [
+                  {
+                    txHash: l.transactionHash,
+                    authorizer: l.args.authorizer,
+                    nonce: l.args.nonce,
+                    logIndex: l.logIndex,
+                  },
+                ],
+          ),
+        );
+      }),
+
+    getUsdcSettlementsInTx: (txHash) =>
+      attempt(async () => {
+        const receipt = await publicClient.getTransactionReceipt({ hash: txHash });
+        if (receipt.status !== "success") return [];
+        const fromToken = receipt.logs.filter((log) => getAddress(log.address) === usdcAddress);
+        const transfers = parseEventLogs({ abi: usdcAbi, eventName: "Transfer", logs: fromToken, strict: true }).map(
+          (log) => ({
+            from: log.args.from,
+            to: log.args.to,
+            valueMicroUsdc: log.args.value,
+            txHash: log.transactionHash,
+            blockNumber: log.blockNumber,
+            logIndex: log.logIndex,
+          }),
+        );
+        const auths = parseEventLogs({
+          abi: usdcAbi,
+          eventName: "AuthorizationUsed",
+          logs: fromToken,
+          strict: true,
+        }).map((log) => ({
+          txHash: log.transactionHash,
+          authorizer: log.args.authorizer,
+          nonce: log.args.nonce,
+          logIndex: log.logIndex,
+        }));
+        return joinSettlements(transfers, auths);
+      }),
+
     getUsdcBalance: (address) =>
       attempt(() =>
         publicClient.readContract({ address: usdcAddress, abi: usdcAbi, functionName: "balanceOf", args: [address] }),
@@ -181,4 +279,29 @@ export function createChainGateway(opts: ChainGatewayOptions): ChainGateway {
       });
     },
   };
+}
+
+/**
+ * Pairs each Transfer with the AuthorizationUsed emitted just before it in the same transaction
+ * (EIP-3009 tokens emit AuthorizationUsed, then Transfer). Plain transfers get a null nonce.
+ */
+function joinSettlements(
+  transfers: UsdcTransferLog[],
+  auths: { txHash: Hex; authorizer: Address; nonce: Hex; logIndex: number }[],
+): UsdcSettlement[] {
+  const byTx = new Map<string, { authorizer: Address; nonce: Hex; logIndex: number }[]>();
+  for (const a of auths) {
+    const list = byTx.get(a.txHash) ?? [];
+    list.push(a);
+    byTx.set(a.txHash, list);
+  }
+  return transfers.map((t) => {
+    const candidates = (byTx.get(t.txHash) ?? []).filter((a) => a.logIndex < t.logIndex);
+    const auth = candidates.sort((x, y) => y.logIndex - x.logIndex)[0];
+    return {
+      ...t,
+      authorizationNonce: auth ? (auth.nonce.toLowerCase() as Hex) : null,
+      authorizer: auth ? auth.authorizer : null,
+    };
+  });
 }

@@ -33,6 +33,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   key_wait_timeout: 503,
   keys_busy: 503,
   not_configured: 503,
+  facilitator_unavailable: 503,
   stream_incomplete: 200,
 };
 

@@ -1,0 +1,665 @@
+import type { Hex } from "viem";
+import type { PaymentRequirements } from "x402/types";
+import type { ChainGateway } from "../../adapters/chain/usdc-gateway.js";
+import type { Db } from "../../adapters/db.js";
+import type { Facilitator } from "../../adapters/facilitator/types.js";
+import type { EventBus } from "../../adapters/pubsub.js";
+import type { Fuse } from "../../adapters/redis/fuse.js";
+import type { Config } from "../../config.js";
+import { Prisma } from "../../generated/prisma/client.js";
+import type { Clock } from "../../lib/clock.js";
+import { DomainError } from "../../lib/errors.js";
+import { logger } from "../../lib/logger.js";
+import { formatDecimal6 } from "../../lib/money.js";
+import { assertCeiling } from "../accounts/account-service.js";
+import type { ApiKeyService, CreatedApiKey } from "../keys/api-key-service.js";
+import { confirmTopUp, creditPendingTopUp, reverseTopUp } from "../ledger/ledger.js";
+import {
+  buildRequirements,
+  type DecodedPayment,
+  decodePaymentHeader,
+  mismatch,
+  paymentResponseHeader,
+} from "./x402.js";
+
+/** SPEC "Limits": 1 to 1000 USDC per payment. */
+export const MIN_PAYMENT_MICRO = 1_000_000n;
+export const MAX_PAYMENT_MICRO = 1_000_000_000n;
+export const DEFAULT_SIGNUP_KEY_NAME = "x402-signup";
+/** How long a duplicate submission waits for the in-flight one to finish before answering 409. */
+const DUPLICATE_WAIT_MS = 15_000;
+/** A `pending` settlement missing from the chain this long is treated as reorged out. */
+export const MISSING_TX_GRACE_MS = 10 * 60_000;
+
+export type FundingKind = "signup" | "top_up" | "refill";
+
+export interface FundingRequest {
+  kind: FundingKind;
+  /** the JSON body as received (validated here) */
+  body: unknown;
+  /** the `X-PAYMENT` header, if any */
+  paymentHeader: string | undefined;
+  /** absolute URL of the route (x402 `resource`) */
+  resource: string;
+  /** the caller: the session wallet (top-up) or the key's wallet (refill); none for signup */
+  caller?: { accountId: string; walletAddress: string };
+}
+
+export type FundingOutcome =
+  | { type: "challenge"; status: 402; body: Record<string, unknown> }
+  | { type: "funded"; status: 200; body: Record<string, unknown>; paymentResponse: string };
+
+interface ParsedBody {
+  amountMicroUsdc: bigint;
+  keyName: string;
+  maxPriceCentsPerDollar: number;
+}
+
+export interface ReconciliationQueue {
+  enqueue(paymentId: string): Promise<void>;
+}
+
+type PaymentRow = Prisma.PaymentGetPayload<{ include: { account: true } }>;
+
+const DESCRIPTIONS: Record<FundingKind, string> = {
+  signup: "Create an account and API key, prepaid with USDC",
+  top_up: "Add prepaid USDC to the signed-in account",
+  refill: "Add prepaid USDC to the account of this API key",
+};
+
+/**
+ * Prepaid funding through x402 `exact` (SPEC "Funding flow"). Money that moved on chain is credited
+ * exactly once: a write-ahead `settling` row (unique authorization nonce) precedes the settlement,
+ * the credit commits in one transaction with the settlement hash (unique), and reconciliation
+ * finishes whatever a crash or a database failure left behind.
+ */
+export class FundingService {
+  constructor(
+    private readonly deps: {
+      db: Db;
+      config: Config;
+      clock: Clock;
+      bus: EventBus;
+      facilitator: Facilitator;
+      chain: ChainGateway;
+      apiKeys: ApiKeyService;
+      fuse: Fuse;
+      reconciliation: ReconciliationQueue;
+    },
+  ) {}
+
+  /**
+   * One call of a funding route. Without `X-PAYMENT`: the 402 challenge (no facilitator call, no
+   * writes). With it: verify, settle, credit pending.
+   * @throws invalid_request (400), payer_mismatch (403), payment_unfinished (409), signup_fuse (429),
+   *   not_configured (503) when PAY_TO is unset; 402 challenges come back as outcomes.
+   */
+  async fund(req: FundingRequest): Promise<FundingOutcome> {
+    const body = this.parseBody(req.kind, req.body);
+    const payTo = this.deps.config.chain.payTo;
+    if (!payTo) throw new DomainError("not_configured", "Funding is not configured (PAY_TO is unset).");
+    const requirements = buildRequirements({
+      amountMicroUsdc: body.amountMicroUsdc,
+      resource: req.resource,
+      description: DESCRIPTIONS[req.kind],
+      payTo,
+      asset: this.deps.config.chain.usdcAddress,
+      usdcName: this.deps.config.chain.usdcName,
+      usdcVersion: this.deps.config.chain.usdcVersion,
+    });
+    const challenge = (error: string, code = "payment_required"): FundingOutcome => ({
+      type: "challenge",
+      status: 402,
+      body: {
+        x402Version: 1,
+        error: { code, message: error },
+        accepts: [requirements],
+        amountMicroUsdc: Number(body.amountMicroUsdc),
+      },
+    });
+    if (!req.paymentHeader)
+      return challenge("Payment required: sign the requirement in `accepts` and retry with X-PAYMENT.");
+
+    const decoded = decodePaymentHeader(req.paymentHeader);
+    if (!decoded) return challenge("X-PAYMENT is not a valid x402 exact payment payload.", "invalid_payment");
+    const wrong = mismatch(decoded, requirements);
+    if (wrong) return challenge(`X-PAYMENT does not match this challenge: ${wrong}.`, "invalid_payment");
+
+    // SPEC rule 5: the payer must be the caller's wallet, checked before settlement
+    if (req.caller && decoded.payer !== req.caller.walletAddress.toLowerCase()) {
+      throw new DomainError(
+        "payer_mismatch",
+        req.kind === "top_up"
+          ? "The payment is signed by another wallet than the signed-in one."
+          : "The payment is signed by another wallet than the one behind this API key.",
+      );
+    }
+
+    // a settlement already seen: answer from the record, never settle twice
+    const existing = await this.findPayment(decoded.nonce);
+    if (existing && existing.status !== "failed") {
+      return (
+        (await this.answerExisting(req.kind, existing, decoded)) ??
+        challenge("This payment failed; sign a new one.", "invalid_payment")
+      );
+    }
+
+    if (req.kind === "signup") {
+      const fuse = await this.deps.fuse.take(this.deps.clock.now());
+      if (!fuse.ok) {
+        throw new DomainError("signup_fuse", "Too many signups right now; retry after the window resets.", {
+          retryAfterSeconds: fuse.retryAfterSeconds,
+        });
+      }
+    }
+
+    const verified = await this.deps.facilitator.verify(decoded.payload, requirements);
+    if (!verified.ok) {
+      if (verified.failure.kind === "invalid" || verified.failure.kind === "rejected") {
+        return challenge(
+          `Payment verification failed: ${verified.failure.reason ?? verified.failure.message}.`,
+          "invalid_payment",
+        );
+      }
+      throw new DomainError("facilitator_unavailable", "The payment facilitator is unavailable; nothing was charged.", {
+        retryAfterSeconds: 5,
+      });
+    }
+
+    // write-ahead intent: the unique nonce makes concurrent duplicates wait for this one
+    const intent = await this.claimIntent(req, decoded, body);
+    if (!intent.claimed) {
+      return (
+        (await this.awaitDuplicate(req.kind, decoded)) ??
+        challenge("This payment failed; sign a new one.", "invalid_payment")
+      );
+    }
+
+    const settled = await this.deps.facilitator.settle(decoded.payload, requirements);
+    if (!settled.ok) {
+      if (settled.failure.kind === "timeout") {
+        // the outcome is unknown: money may have moved. Reconciliation decides from the chain.
+        const tx = settled.failure.transaction ?? null;
+        await this.markReconciling(intent.paymentId, tx).catch(() => undefined);
+        const reconciling = await this.enqueueReconciliation(intent.paymentId, tx);
+        throw new DomainError("payment_unfinished", "The settlement did not finish in time; do not pay again.", {
+          transaction: tx,
+          reconciling,
+        });
+      }
+      await this.deps.db.payment.update({
+        where: { id: intent.paymentId },
+        data: { status: "failed", failureReason: `${settled.failure.kind}: ${settled.failure.message}`.slice(0, 500) },
+      });
+      if (settled.failure.kind === "unreachable" || settled.failure.kind === "network") {
+        throw new DomainError(
+          "facilitator_unavailable",
+          "The payment facilitator is unavailable; nothing was charged.",
+          {
+            retryAfterSeconds: 5,
+          },
+        );
+      }
+      return challenge(
+        `Payment settlement failed: ${settled.failure.reason ?? settled.failure.message}.`,
+        "invalid_payment",
+      );
+    }
+
+    const txHash = settled.value.transaction.toLowerCase() as Hex;
+    const paymentResponse = paymentResponseHeader(txHash, decoded.payer);
+    let recorded: Recorded;
+    try {
+      recorded = await this.recordSettlement(intent.paymentId, txHash, { mintKey: req.kind === "signup" });
+    } catch (e) {
+      // settled but not recorded (SPEC rule 6): queue reconciliation; money must never be lost
+      logger.error({ err: e, paymentId: intent.paymentId, transaction: txHash }, "settled payment not recorded");
+      await this.markReconciling(intent.paymentId, txHash).catch(() => undefined);
+      const reconciling = await this.enqueueReconciliation(intent.paymentId, txHash);
+      throw new DomainError(
+        "payment_unfinished",
+        "The payment settled but could not be recorded; it will be credited from the chain. Do not pay again.",
+        { transaction: txHash, reconciling, paymentResponse },
+      );
+    }
+    return this.respond(req.kind, recorded, { paymentResponse, idempotent: false });
+  }
+
+  /**
+   * Credits a settled payment exactly once (request path and reconciliation). Conditional on the
+   * row still being uncredited; a second call is a no-op that returns the recorded state.
+   */
+  async recordSettlement(paymentId: string, txHash: Hex, opts: { mintKey: boolean }): Promise<Recorded> {
+    const now = this.deps.clock.now();
+    const result = await this.deps.db.$transaction(async (tx) => {
+      const p = await tx.payment.findUniqueOrThrow({ where: { id: paymentId } });
+      if (p.status === "pending" || p.status === "confirmed") {
+        return { payment: p, key: null as CreatedApiKey | null, keyCapReached: false, fresh: false };
+      }
+      let accountId = p.accountId;
+      if (!accountId) {
+        const meta = (p.requestMeta ?? {}) as { maxPriceCentsPerDollar?: number };
+        const account = await tx.account.upsert({
+          where: { walletAddress: p.payerAddress },
+          create: {
+            walletAddress: p.payerAddress,
+            authProvider: "x402",
+            maxPriceCentsPerDollar: meta.maxPriceCentsPerDollar ?? 80,
+          },
+          update: {},
+        });
+        accountId = account.id;
+      }
+      const claimed = await tx.payment.updateMany({
+        where: { id: paymentId, status: { in: ["settling", "reconciling", "failed"] } },
+        data: { status: "pending", settlementTxHash: txHash, settledAt: now, accountId },
+      });
+      if (claimed.count !== 1) throw new Error(`payment ${paymentId} changed concurrently`);
+      await creditPendingTopUp(tx, { accountId, paymentId, amountMicroUsdc: p.amountMicroUsdc });
+      let key: CreatedApiKey | null = null;
+      let keyCapReached = false;
+      if (opts.mintKey && p.kind === "signup") {
+        const meta = (p.requestMeta ?? {}) as { keyName?: string };
+        try {
+          key = await this.deps.apiKeys.createKeyInTx(tx, {
+            accountId,
+            name: meta.keyName ?? DEFAULT_SIGNUP_KEY_NAME,
+            source: "signup",
+          });
+          await tx.payment.update({ where: { id: paymentId }, data: { apiKeyId: key.id } });
+        } catch (e) {
+          if (!(e instanceof DomainError && e.code === "key_limit_reached")) throw e;
+          keyCapReached = true; // SPEC rule 9: credited, no key
+        }
+      }
+      const payment = await tx.payment.findUniqueOrThrow({ where: { id: paymentId } });
+      return { payment, key, keyCapReached, fresh: true };
+    });
+    const account = await this.deps.db.account.findUniqueOrThrow({ where: { id: result.payment.accountId ?? "" } });
+    if (result.fresh) {
+      this.deps.bus.publish("balanceChanged", account.id, {
+        accountId: account.id,
+        kind: "top_up_pending",
+        at: now.toISOString(),
+      });
+    }
+    return { ...result, account };
+  }
+
+  /**
+   * Confirmations (worker): every `pending` payment whose transfer is `CONFIRMATION_BLOCKS` deep
+   * in the canonical chain becomes confirmed and spendable. A transfer that is gone from the chain
+   * (or never moved the right amount) is reversed after a grace period. Idempotent.
+   */
+  async confirmPending(): Promise<{ confirmed: number; reversed: number; waiting: number }> {
+    const pending = await this.deps.db.payment.findMany({
+      where: { status: "pending" },
+      orderBy: { settledAt: "asc" },
+      take: 500,
+    });
+    let confirmed = 0;
+    let reversed = 0;
+    let waiting = 0;
+    const now = this.deps.clock.now();
+    for (const p of pending) {
+      if (!p.settlementTxHash || !p.accountId) continue;
+      const c = await this.deps.chain.getConfirmations(p.settlementTxHash as Hex);
+      if (!c.ok) {
+        if (
+          c.failure.kind === "not_found" &&
+          p.settledAt &&
+          now.getTime() - p.settledAt.getTime() > MISSING_TX_GRACE_MS
+        ) {
+          await this.reverse(p, "settlement transaction is no longer in the chain");
+          reversed++;
+        } else waiting++;
+        continue;
+      }
+      await this.deps.db.payment.updateMany({
+        where: { id: p.id, status: "pending" },
+        data: { confirmations: c.value.confirmations, blockNumber: c.value.blockNumber },
+      });
+      if (c.value.confirmations < this.deps.config.chain.confirmationBlocks) {
+        waiting++;
+        continue;
+      }
+      // the chain must show this exact transfer: payer → payTo, the amount, this authorization
+      const moved = await this.deps.chain.getUsdcSettlementsInTx(p.settlementTxHash as Hex);
+      if (!moved.ok) {
+        waiting++;
+        continue;
+      }
+      const match = moved.value.find(
+        (s) =>
+          s.authorizationNonce === p.authorizationNonce &&
+          s.from.toLowerCase() === p.payerAddress &&
+          s.to.toLowerCase() === p.payToAddress &&
+          s.valueMicroUsdc === p.amountMicroUsdc,
+      );
+      if (!match) {
+        await this.reverse(p, "settlement transaction does not carry the authorized transfer");
+        reversed++;
+        continue;
+      }
+      const done = await this.deps.db.$transaction(async (tx) => {
+        const claimed = await tx.payment.updateMany({
+          where: { id: p.id, status: "pending" },
+          data: { status: "confirmed", confirmedAt: now, logIndex: match.logIndex },
+        });
+        if (claimed.count !== 1) return false;
+        await confirmTopUp(tx, {
+          accountId: p.accountId as string,
+          paymentId: p.id,
+          amountMicroUsdc: p.amountMicroUsdc,
+          at: now,
+        });
+        return true;
+      });
+      if (done) {
+        confirmed++;
+        const event = { accountId: p.accountId, kind: "top_up_confirmed", at: now.toISOString() };
+        this.deps.bus.publish("balanceChanged", p.accountId, event);
+        this.deps.bus.publish("paymentConfirmed", p.accountId, { ...event, kind: `payment:${p.id}` });
+      }
+    }
+    return { confirmed, reversed, waiting };
+  }
+
+  /**
+   * Reconciliation of one payment (worker, queued by the 409 path): credits it when the chain shows
+   * its settlement, marks it failed when its authorization expired unused. Never credits twice.
+   */
+  async reconcilePayment(paymentId: string): Promise<"credited" | "already" | "failed" | "waiting"> {
+    const p = await this.deps.db.payment.findUnique({ where: { id: paymentId } });
+    if (!p) return "failed";
+    if (p.status === "pending" || p.status === "confirmed") return "already";
+    const settlement = await this.findSettlementOnChain(p);
+    if (settlement) {
+      await this.recordSettlement(p.id, settlement, { mintKey: false });
+      return "credited";
+    }
+    const now = this.deps.clock.now();
+    if (p.validBefore && p.validBefore.getTime() + 60_000 < now.getTime()) {
+      const used = await this.deps.chain.getAuthorizationState(p.payerAddress as Hex, p.authorizationNonce as Hex);
+      if (used.ok && !used.value) {
+        await this.deps.db.payment.updateMany({
+          where: { id: p.id, status: { in: ["settling", "reconciling"] } },
+          data: { status: "failed", failureReason: "authorization expired without settlement" },
+        });
+        return "failed";
+      }
+    }
+    return "waiting";
+  }
+
+  /**
+   * Chain scan (worker): every uncredited payment (`settling` older than a minute, or
+   * `reconciling`) is reconciled from the chain. Covers crashes between settle and write.
+   */
+  async reconcileOutstanding(): Promise<{ credited: number; failed: number; waiting: number }> {
+    const cutoff = new Date(this.deps.clock.now().getTime() - 60_000);
+    const rows = await this.deps.db.payment.findMany({
+      where: { OR: [{ status: "reconciling" }, { status: "settling", createdAt: { lt: cutoff } }] },
+      take: 200,
+    });
+    let credited = 0;
+    let failed = 0;
+    let waiting = 0;
+    for (const r of rows) {
+      const outcome = await this.reconcilePayment(r.id);
+      if (outcome === "credited") credited++;
+      else if (outcome === "failed") failed++;
+      else if (outcome === "waiting") waiting++;
+    }
+    return { credited, failed, waiting };
+  }
+
+  // ─────────────────────────────── internals ───────────────────────────────
+
+  private parseBody(kind: FundingKind, raw: unknown): ParsedBody {
+    const b = (raw ?? {}) as Record<string, unknown>;
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+      throw new DomainError("invalid_request", "Body must be a JSON object with amountMicroUsdc.");
+    }
+    const amount = b.amountMicroUsdc;
+    if (typeof amount !== "number" || !Number.isSafeInteger(amount)) {
+      throw new DomainError("invalid_request", "amountMicroUsdc must be an integer number of micro-USDC.", {
+        field: "amountMicroUsdc",
+      });
+    }
+    const amountMicroUsdc = BigInt(amount);
+    if (amountMicroUsdc < MIN_PAYMENT_MICRO || amountMicroUsdc > MAX_PAYMENT_MICRO) {
+      throw new DomainError("invalid_request", "amountMicroUsdc must be 1000000-1000000000 (1 to 1000 USDC).", {
+        field: "amountMicroUsdc",
+      });
+    }
+    let keyName = DEFAULT_SIGNUP_KEY_NAME;
+    let maxPriceCentsPerDollar = 80;
+    if (kind === "signup") {
+      if (b.keyName !== undefined) {
+        if (typeof b.keyName !== "string" || b.keyName.length > 64) {
+          throw new DomainError("invalid_request", "keyName must be a string of at most 64 characters.", {
+            field: "keyName",
+          });
+        }
+        if (b.keyName.length > 0) keyName = b.keyName;
+      }
+      if (b.maxPriceCentsPerDollar !== undefined) maxPriceCentsPerDollar = assertCeiling(b.maxPriceCentsPerDollar);
+    }
+    return { amountMicroUsdc, keyName, maxPriceCentsPerDollar };
+  }
+
+  private findPayment(nonce: string): Promise<PaymentRow | null> {
+    return this.deps.db.payment.findUnique({ where: { authorizationNonce: nonce }, include: { account: true } });
+  }
+
+  private async claimIntent(
+    req: FundingRequest,
+    d: DecodedPayment,
+    body: ParsedBody,
+  ): Promise<{ claimed: true; paymentId: string } | { claimed: false }> {
+    const data = {
+      kind: req.kind,
+      status: "settling" as const,
+      accountId: req.caller?.accountId ?? null,
+      payerAddress: d.payer,
+      payToAddress: d.payTo,
+      assetAddress: this.deps.config.chain.usdcAddress.toLowerCase(),
+      amountMicroUsdc: d.valueMicroUsdc,
+      authorizationNonce: d.nonce,
+      validBefore: d.validBefore,
+      requestMeta:
+        req.kind === "signup"
+          ? { keyName: body.keyName, maxPriceCentsPerDollar: body.maxPriceCentsPerDollar }
+          : Prisma.JsonNull,
+    };
+    try {
+      const p = await this.deps.db.payment.create({ data });
+      return { claimed: true, paymentId: p.id };
+    } catch (e) {
+      if (!(e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002")) throw e;
+    }
+    // a failed earlier attempt may be retried with the same authorization
+    const retried = await this.deps.db.payment.updateMany({
+      where: { authorizationNonce: d.nonce, status: "failed" },
+      data: { ...data, failureReason: null },
+    });
+    if (retried.count === 1) {
+      const p = await this.deps.db.payment.findUniqueOrThrow({ where: { authorizationNonce: d.nonce } });
+      return { claimed: true, paymentId: p.id };
+    }
+    return { claimed: false };
+  }
+
+  /**
+   * A concurrent duplicate: wait for the in-flight submission, then answer like a replay.
+   * `null` when that submission failed (no money moved: the caller answers 402).
+   */
+  private async awaitDuplicate(kind: FundingKind, d: DecodedPayment): Promise<FundingOutcome | null> {
+    const deadline = Date.now() + DUPLICATE_WAIT_MS;
+    for (;;) {
+      const p = await this.findPayment(d.nonce);
+      if (p && p.status !== "settling") return this.answerExisting(kind, p, d);
+      if (Date.now() > deadline) {
+        throw new DomainError("payment_unfinished", "This payment is still being settled; do not pay again.", {
+          transaction: p?.settlementTxHash ?? null,
+          reconciling: true,
+        });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  private async answerExisting(kind: FundingKind, p: PaymentRow, d: DecodedPayment): Promise<FundingOutcome | null> {
+    if (p.status === "settling" || p.status === "reconciling") {
+      if (p.status === "settling") return this.awaitDuplicate(kind, d);
+      throw new DomainError("payment_unfinished", "This payment settled and is being reconciled; do not pay again.", {
+        transaction: p.settlementTxHash,
+        reconciling: true,
+        ...(p.settlementTxHash ? { paymentResponse: paymentResponseHeader(p.settlementTxHash, p.payerAddress) } : {}),
+      });
+    }
+    if (p.status === "failed") return null;
+    if (p.kind !== kind) {
+      throw new DomainError("conflict", `This payment was already used for ${p.kind.replace("_", "-")}.`, {
+        transaction: p.settlementTxHash,
+      });
+    }
+    const account = p.account ?? (await this.deps.db.account.findUniqueOrThrow({ where: { id: p.accountId ?? "" } }));
+    const paymentResponse = paymentResponseHeader(p.settlementTxHash ?? "", p.payerAddress);
+    return this.respond(
+      kind,
+      { payment: p, account, key: null, keyCapReached: false, fresh: false },
+      { paymentResponse, idempotent: true },
+    );
+  }
+
+  private respond(kind: FundingKind, r: Recorded, o: { paymentResponse: string; idempotent: boolean }): FundingOutcome {
+    const a = r.account;
+    const transaction = r.payment.settlementTxHash;
+    if (kind === "signup") {
+      if (r.keyCapReached) {
+        throw new DomainError(
+          "payment_unfinished",
+          "Payment credited, but this wallet already holds 10 active API keys; no key was issued.",
+          { transaction, reconciling: false, credited: true, paymentResponse: o.paymentResponse },
+        );
+      }
+      const body: Record<string, unknown> = {
+        walletAddress: a.walletAddress,
+        accountId: a.id,
+        pendingUsdc: formatDecimal6(a.pendingMicroUsdc),
+        transaction,
+        confirmationBlocks: this.deps.config.chain.confirmationBlocks,
+      };
+      if (o.idempotent || !r.key) body.idempotent = true;
+      else {
+        body.apiKey = r.key.apiKey;
+        body.keyPrefix = r.key.keyPrefix;
+        body.keyName = r.key.name;
+      }
+      return { type: "funded", status: 200, body, paymentResponse: o.paymentResponse };
+    }
+    return {
+      type: "funded",
+      status: 200,
+      body: {
+        confirmedUsdc: formatDecimal6(a.confirmedMicroUsdc),
+        pendingUsdc: formatDecimal6(a.pendingMicroUsdc),
+        topUpAmountUsdc: formatDecimal6(r.payment.amountMicroUsdc),
+        walletAddress: a.walletAddress,
+        transaction,
+        confirmationBlocks: this.deps.config.chain.confirmationBlocks,
+        ...(o.idempotent ? { idempotent: true } : {}),
+      },
+      paymentResponse: o.paymentResponse,
+    };
+  }
+
+  private async markReconciling(paymentId: string, txHash: string | null): Promise<void> {
+    await this.deps.db.payment.updateMany({
+      where: { id: paymentId, status: "settling" },
+      data: { status: "reconciling", ...(txHash ? { settlementTxHash: txHash } : {}) },
+    });
+  }
+
+  /** Queues reconciliation; `false` (and an operator-facing error log) when even that fails. */
+  private async enqueueReconciliation(paymentId: string, txHash: string | null): Promise<boolean> {
+    try {
+      await this.deps.reconciliation.enqueue(paymentId);
+      return true;
+    } catch (e) {
+      logger.error(
+        { err: e, paymentId, transaction: txHash, action: "manual recovery: credit this settlement" },
+        "PAYMENT NEEDS MANUAL RECOVERY: settled on chain, not recorded, reconciliation could not be queued",
+      );
+      return false;
+    }
+  }
+
+  /** The settlement transaction of an uncredited payment, found by its authorization nonce. */
+  private async findSettlementOnChain(p: {
+    settlementTxHash: string | null;
+    authorizationNonce: string;
+    payerAddress: string;
+    payToAddress: string;
+    amountMicroUsdc: bigint;
+    createdAt: Date;
+  }): Promise<Hex | null> {
+    const matches = (s: { authorizationNonce: string | null; from: string; to: string; valueMicroUsdc: bigint }) =>
+      s.authorizationNonce === p.authorizationNonce &&
+      s.from.toLowerCase() === p.payerAddress &&
+      s.to.toLowerCase() === p.payToAddress &&
+      s.valueMicroUsdc === p.amountMicroUsdc;
+    if (p.settlementTxHash) {
+      const inTx = await this.deps.chain.getUsdcSettlementsInTx(p.settlementTxHash as Hex);
+      if (inTx.ok && inTx.value.some(matches)) return p.settlementTxHash as Hex;
+    }
+    const used = await this.deps.chain.getAuthorizationState(p.payerAddress as Hex, p.authorizationNonce as Hex);
+    if (!used.ok || !used.value) return null;
+    const head = await this.deps.chain.getBlockNumber();
+    if (!head.ok) return null;
+    // the authorization was used: find its transfer, scanning back from the head in windows
+    const window = 5_000n;
+    for (let to = head.value, scanned = 0n; to >= 0n && scanned < 200_000n; to -= window, scanned += window) {
+      const from = to >= window ? to - window + 1n : 0n;
+      const logs = await this.deps.chain.getUsdcSettlements({
+        to: p.payToAddress as Hex,
+        fromBlock: from,
+        toBlock: to,
+      });
+      if (!logs.ok) return null;
+      const hit = logs.value.find(matches);
+      if (hit) return hit.txHash;
+      if (from === 0n) break;
+    }
+    return null;
+  }
+
+  private async reverse(
+    p: { id: string; accountId: string | null; amountMicroUsdc: bigint },
+    reason: string,
+  ): Promise<void> {
+    if (!p.accountId) return;
+    const accountId = p.accountId;
+    await this.deps.db.$transaction(async (tx) => {
+      const claimed = await tx.payment.updateMany({
+        where: { id: p.id, status: "pending" },
+        data: { status: "failed", failureReason: reason },
+      });
+      if (claimed.count !== 1) return;
+      await reverseTopUp(tx, { accountId, paymentId: p.id, amountMicroUsdc: p.amountMicroUsdc });
+    });
+    logger.warn({ paymentId: p.id, reason }, "pending credit reversed");
+  }
+}
+
+export interface Recorded {
+  payment: { settlementTxHash: string | null; amountMicroUsdc: bigint; accountId: string | null };
+  account: { id: string; walletAddress: string; confirmedMicroUsdc: bigint; pendingMicroUsdc: bigint };
+  key: CreatedApiKey | null;
+  keyCapReached: boolean;
+  fresh: boolean;
+}
+
+export type { PaymentRequirements };

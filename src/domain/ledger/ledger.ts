@@ -1,0 +1,150 @@
+import type { Prisma } from "../../generated/prisma/client.js";
+import { DomainError } from "../../lib/errors.js";
+
+/**
+ * Double-entry postings (docs/decisions.md "Books"). Each function writes one balanced journal and
+ * the matching balance-column updates, inside the caller's transaction. Journals carry a natural
+ * idempotency key: posting the same event twice fails on the unique index instead of doubling.
+ * Balance updates are guarded in the write itself (never read-check-write).
+ */
+type Tx = Prisma.TransactionClient;
+
+export type Book = "buyer_confirmed" | "buyer_pending" | "supplier_payable" | "platform_fee" | "external";
+export type EntryKind =
+  | "top_up"
+  | "confirmation"
+  | "reversal"
+  | "buyer_debit"
+  | "supplier_credit"
+  | "platform_fee"
+  | "refund"
+  | "payout";
+export type JournalKind = "top_up" | "confirmation" | "reversal" | "clear" | "refund" | "payout" | "payout_reversal";
+
+export interface Posting {
+  book: Book;
+  accountId: string | null;
+  kind: EntryKind;
+  amountMicroUsdc: bigint;
+}
+
+/** Writes one journal; throws if its postings do not sum to zero (the database would refuse it too). */
+export async function postJournal(
+  tx: Tx,
+  input: {
+    kind: JournalKind;
+    idempotencyKey: string;
+    paymentId?: string;
+    clearId?: string;
+    payoutId?: string;
+    videoJobId?: string;
+    postings: Posting[];
+  },
+): Promise<string> {
+  const total = input.postings.reduce((a, p) => a + p.amountMicroUsdc, 0n);
+  if (total !== 0n) throw new Error(`unbalanced journal ${input.idempotencyKey}: ${total}`);
+  const journal = await tx.ledgerTransaction.create({
+    data: {
+      kind: input.kind,
+      idempotencyKey: input.idempotencyKey,
+      paymentId: input.paymentId ?? null,
+      clearId: input.clearId ?? null,
+      payoutId: input.payoutId ?? null,
+      videoJobId: input.videoJobId ?? null,
+    },
+  });
+  const postings = input.postings.filter((p) => p.amountMicroUsdc !== 0n);
+  if (postings.length > 0) {
+    await tx.ledgerEntry.createMany({
+      data: postings.map((p) => ({
+        transactionId: journal.id,
+        accountId: p.accountId,
+        book: p.book,
+        kind: p.kind,
+        amountMicroUsdc: p.amountMicroUsdc,
+      })),
+    });
+  }
+  return journal.id;
+}
+
+/** A settled top-up credited as pending: buyer_pending +x, external −x. */
+export async function creditPendingTopUp(
+  tx: Tx,
+  input: { accountId: string; paymentId: string; amountMicroUsdc: bigint },
+): Promise<void> {
+  await postJournal(tx, {
+    kind: "top_up",
+    idempotencyKey: `top_up:${input.paymentId}`,
+    paymentId: input.paymentId,
+    postings: [
+      { book: "buyer_pending", accountId: input.accountId, kind: "top_up", amountMicroUsdc: input.amountMicroUsdc },
+      { book: "external", accountId: null, kind: "top_up", amountMicroUsdc: -input.amountMicroUsdc },
+    ],
+  });
+  await tx.account.update({
+    where: { id: input.accountId },
+    data: { pendingMicroUsdc: { increment: input.amountMicroUsdc } },
+  });
+}
+
+/**
+ * Pending credit reached confirmation depth: buyer_pending −x, buyer_confirmed +x; sets
+ * hasEverFunded and firstFundedAt (first time only).
+ * @throws internal_error if the pending balance does not cover it (books would break)
+ */
+export async function confirmTopUp(
+  tx: Tx,
+  input: { accountId: string; paymentId: string; amountMicroUsdc: bigint; at: Date },
+): Promise<void> {
+  await postJournal(tx, {
+    kind: "confirmation",
+    idempotencyKey: `confirmation:${input.paymentId}`,
+    paymentId: input.paymentId,
+    postings: [
+      {
+        book: "buyer_pending",
+        accountId: input.accountId,
+        kind: "confirmation",
+        amountMicroUsdc: -input.amountMicroUsdc,
+      },
+      {
+        book: "buyer_confirmed",
+        accountId: input.accountId,
+        kind: "confirmation",
+        amountMicroUsdc: input.amountMicroUsdc,
+      },
+    ],
+  });
+  // one guarded write: both flags move together (CHECK accounts_first_funded)
+  const moved = await tx.$executeRaw`
+    UPDATE accounts
+       SET pending_micro_usdc = pending_micro_usdc - ${input.amountMicroUsdc},
+           confirmed_micro_usdc = confirmed_micro_usdc + ${input.amountMicroUsdc},
+           has_ever_funded = true,
+           first_funded_at = COALESCE(first_funded_at, ${input.at}),
+           updated_at = now()
+     WHERE id = ${input.accountId}::uuid AND pending_micro_usdc >= ${input.amountMicroUsdc}`;
+  if (moved !== 1) throw new DomainError("internal_error", "pending balance does not cover the confirmation");
+}
+
+/** A pending transfer left the canonical chain: buyer_pending −x, external +x. */
+export async function reverseTopUp(
+  tx: Tx,
+  input: { accountId: string; paymentId: string; amountMicroUsdc: bigint },
+): Promise<void> {
+  await postJournal(tx, {
+    kind: "reversal",
+    idempotencyKey: `reversal:${input.paymentId}`,
+    paymentId: input.paymentId,
+    postings: [
+      { book: "buyer_pending", accountId: input.accountId, kind: "reversal", amountMicroUsdc: -input.amountMicroUsdc },
+      { book: "external", accountId: null, kind: "reversal", amountMicroUsdc: input.amountMicroUsdc },
+    ],
+  });
+  const moved = await tx.account.updateMany({
+    where: { id: input.accountId, pendingMicroUsdc: { gte: input.amountMicroUsdc } },
+    data: { pendingMicroUsdc: { decrement: input.amountMicroUsdc } },
+  });
+  if (moved.count !== 1) throw new DomainError("internal_error", "pending balance does not cover the reversal");
+}

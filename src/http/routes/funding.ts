@@ -1,0 +1,39 @@
+import { type Request, type Response, Router } from "express";
+import type { FundingKind, FundingOutcome } from "../../domain/funding/funding-service.js";
+import type { Runtime } from "../../runtime.js";
+import { requireBearer, requireSameOrigin, requireSession, viewerOf } from "../auth.js";
+
+/**
+ * SPEC "Funding flow": x402 `exact` on Base. Signup is public (the settled payment is the only
+ * credential), top-up takes the session, refill the Bearer key.
+ */
+export function fundingRoutes(rt: Runtime): Router {
+  const r = Router();
+  const { funding } = rt.services;
+
+  const send = (res: Response, outcome: FundingOutcome) => {
+    if (outcome.type === "challenge") {
+      res.status(402).setHeader("X-Svc-Error-Code", "payment_required");
+      res.json(outcome.body);
+      return;
+    }
+    res.setHeader("X-PAYMENT-RESPONSE", outcome.paymentResponse);
+    res.status(200).json(outcome.body);
+  };
+  const handler = (kind: FundingKind) => async (req: Request, res: Response) => {
+    const viewer = kind === "signup" ? undefined : viewerOf(res);
+    const outcome = await funding.fund({
+      kind,
+      body: req.body,
+      paymentHeader: req.header("x-payment") || undefined,
+      resource: `${rt.config.urls.base}${req.path}`,
+      caller: viewer ? { accountId: viewer.accountId, walletAddress: viewer.walletAddress } : undefined,
+    });
+    send(res, outcome);
+  };
+
+  r.post("/v1/x402/signup", handler("signup"));
+  r.post("/v1/x402/top-up", requireSameOrigin(rt.config), requireSession(rt.services), handler("top_up"));
+  r.post("/v1/x402/refill", requireBearer(rt.services), handler("refill"));
+  return r;
+}

@@ -1,0 +1,385 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { call, createKey, type SignedInUser, signIn } from "../../support/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import {
+  activeKeyCount,
+  bearer,
+  cookieValueOf,
+  expectAuthFailed,
+  expireSession,
+  insertRequest,
+  maxPriceOf,
+  sha256Hex,
+} from "./helpers.js";
+
+/**
+ * SPEC "Authentication": session routes take only the `svc_session` cookie (a Bearer → 401), agent
+ * routes take only a Bearer key (a cookie → 401, even next to a valid Bearer). Every 401 is the JSON
+ * error envelope with `authentication_failed`, and a refused request changes nothing.
+ */
+
+let app: TestApp;
+let drop: () => Promise<void>;
+beforeAll(async () => {
+  const w = await isolatedWorld();
+  drop = w.drop;
+  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
+});
+afterAll(async () => {
+  await app?.close();
+  await drop?.();
+});
+
+/** A fresh signed-in user with one key, a second key to revoke, and one request of its own. */
+interface World {
+  user: SignedInUser;
+  key: { id: string; apiKey: string };
+  spareKeyId: string;
+  supportReference: string;
+}
+
+async function freshWorld(): Promise<World> {
+  const user = await signIn(app);
+  const key = await createKey(app, user, "caller");
+  const spare = await createKey(app, user, "spare");
+  const req = await insertRequest(app, user.accountId, { status: "succeeded" });
+  return { user, key, spareKeyId: spare.id, supportReference: req.supportReference };
+}
+
+type Family = "session" | "bearer";
+interface RouteCase {
+  name: string;
+  family: Family;
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: (w: World) => string;
+  body?: unknown;
+  /** status with the right credential */
+  ok: number;
+  /** checks the effect of a successful call */
+  verify?: (w: World, res: { body: unknown }) => Promise<void>;
+}
+
+const routes: RouteCase[] = [
+  {
+    name: "POST /auth/logout",
+    family: "session",
+    method: "POST",
+    path: () => "/auth/logout",
+    ok: 200,
+    verify: async (w, res) => {
+      expect(res.body).toEqual({ status: "ok" });
+      const s = await app.rt.db.session.findUniqueOrThrow({
+        where: { tokenHash: sha256Hex(cookieValueOf(w.user.cookie)) },
+      });
+      expect(s.revokedAt).not.toBeNull();
+    },
+  },
+  {
+    name: "GET /v1/me",
+    family: "session",
+    method: "GET",
+    path: () => "/v1/me",
+    ok: 200,
+    verify: async (w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
+  },
+  {
+    name: "GET /v1/account",
+    family: "session",
+    method: "GET",
+    path: () => "/v1/account",
+    ok: 200,
+    verify: async (w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
+  },
+  {
+    name: "PATCH /v1/account/max-price",
+    family: "session",
+    method: "PATCH",
+    path: () => "/v1/account/max-price",
+    body: { maxPriceCentsPerDollar: 55 },
+    ok: 200,
+    verify: async (w) => expect(await maxPriceOf(app, w.user.accountId)).toBe(55),
+  },
+  {
+    name: "POST /v1/account/api-keys",
+    family: "session",
+    method: "POST",
+    path: () => "/v1/account/api-keys",
+    body: { name: "matrix" },
+    ok: 201,
+    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(3),
+  },
+  {
+    name: "GET /v1/account/api-keys",
+    family: "session",
+    method: "GET",
+    path: () => "/v1/account/api-keys",
+    ok: 200,
+    verify: async (_w, res) => expect((res.body as { active: number }).active).toBe(2),
+  },
+  {
+    name: "DELETE /v1/account/api-keys/{id}",
+    family: "session",
+    method: "DELETE",
+    path: (w) => `/v1/account/api-keys/${w.spareKeyId}`,
+    ok: 200,
+    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(1),
+  },
+  {
+    name: "GET /v1/account/inference-history",
+    family: "session",
+    method: "GET",
+    path: () => "/v1/account/inference-history",
+    ok: 200,
+    verify: async (w, res) =>
+      expect((res.body as { data: { supportReference: string }[] }).data.map((r) => r.supportReference)).toEqual([
+        w.supportReference,
+      ]),
+  },
+  {
+    name: "GET /v1/account/savings",
+    family: "session",
+    method: "GET",
+    path: () => "/v1/account/savings",
+    ok: 200,
+    verify: async (_w, res) => expect((res.body as { clears: number }).clears).toBe(0),
+  },
+  {
+    name: "GET /v1/agent/me",
+    family: "bearer",
+    method: "GET",
+    path: () => "/v1/agent/me",
+    ok: 200,
+    verify: async (w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
+  },
+  {
+    name: "PATCH /v1/agent/max-price",
+    family: "bearer",
+    method: "PATCH",
+    path: () => "/v1/agent/max-price",
+    body: { maxPriceCentsPerDollar: 55 },
+    ok: 200,
+    verify: async (w) => expect(await maxPriceOf(app, w.user.accountId)).toBe(55),
+  },
+  {
+    name: "POST /v1/agent/keys",
+    family: "bearer",
+    method: "POST",
+    path: () => "/v1/agent/keys",
+    body: { name: "matrix" },
+    ok: 201,
+    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(3),
+  },
+  {
+    name: "GET /v1/agent/keys",
+    family: "bearer",
+    method: "GET",
+    path: () => "/v1/agent/keys",
+    ok: 200,
+    verify: async (_w, res) => expect((res.body as { active: number }).active).toBe(2),
+  },
+  {
+    name: "DELETE /v1/agent/keys/{id}",
+    family: "bearer",
+    method: "DELETE",
+    path: (w) => `/v1/agent/keys/${w.spareKeyId}`,
+    ok: 200,
+    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(1),
+  },
+  {
+    name: "GET /v1/agent/requests/{uuid}",
+    family: "bearer",
+    method: "GET",
+    path: (w) => `/v1/agent/requests/${w.supportReference}`,
+    ok: 200,
+    verify: async (w, res) =>
+      expect((res.body as { supportReference: string }).supportReference).toBe(w.supportReference),
+  },
+];
+
+type CredentialCase = "none" | "cookie" | "bearer" | "revokedBearer" | "expiredSession" | "cookieAndBearer";
+const credentials: CredentialCase[] = [
+  "none",
+  "cookie",
+  "bearer",
+  "revokedBearer",
+  "expiredSession",
+  "cookieAndBearer",
+];
+
+async function headersFor(c: CredentialCase, w: World): Promise<Record<string, string>> {
+  switch (c) {
+    case "none":
+      return {};
+    case "cookie":
+      return { cookie: w.user.cookie };
+    case "bearer":
+      return bearer(w.key.apiKey);
+    case "revokedBearer": {
+      const r = await call(app, {
+        method: "DELETE",
+        path: `/v1/account/api-keys/${w.key.id}`,
+        headers: { cookie: w.user.cookie },
+      });
+      expect(r.status).toBe(200);
+      return bearer(w.key.apiKey);
+    }
+    case "expiredSession":
+      await expireSession(app, w.user);
+      return { cookie: w.user.cookie };
+    case "cookieAndBearer":
+      return { cookie: w.user.cookie, ...bearer(w.key.apiKey) };
+  }
+}
+
+function expectedStatus(route: RouteCase, c: CredentialCase): number {
+  if (route.family === "session" && c === "cookie") return route.ok;
+  if (route.family === "bearer" && c === "bearer") return route.ok;
+  return 401;
+}
+
+async function snapshot(w: World) {
+  const session = await app.rt.db.session.findUniqueOrThrow({
+    where: { tokenHash: sha256Hex(cookieValueOf(w.user.cookie)) },
+  });
+  return {
+    maxPrice: await maxPriceOf(app, w.user.accountId),
+    activeKeys: await activeKeyCount(app, w.user.accountId),
+    sessionRevoked: session.revokedAt !== null,
+  };
+}
+
+const matrix = routes.flatMap((route) =>
+  credentials.map((credential) => ({ route, credential, expected: expectedStatus(route, credential) })),
+);
+
+describe("credential matrix: route × credential → status", () => {
+  test.concurrent.each(matrix.map((m) => [m.route.name, m.credential, m.expected, m] as const))(
+    "%s with %s → %i",
+    async (_name, credential, expected, { route }) => {
+      const w = await freshWorld();
+      const headers = await headersFor(credential, w);
+      const before = await snapshot(w);
+      const res = await call(app, { method: route.method, path: route.path(w), body: route.body, headers });
+      if (expected === 401) {
+        expectAuthFailed(res, `${route.name} / ${credential}`);
+        // a refused request changes nothing
+        expect(await snapshot(w)).toEqual(before);
+      } else {
+        expect(res.status, JSON.stringify(res.body)).toBe(expected);
+        await route.verify?.(w, res);
+      }
+    },
+  );
+
+  test("the matrix covers every route and credential (15 × 6)", () => {
+    expect(matrix).toHaveLength(90);
+    expect(matrix.filter((m) => m.expected !== 401)).toHaveLength(15);
+  });
+});
+
+describe("rejection: forged, tampered, revoked and expired cookies", () => {
+  const sessionPaths = ["/v1/me", "/v1/account", "/v1/account/api-keys"];
+
+  test("a forged cookie of the right shape (random secret, wrong HMAC) → 401", async () => {
+    const forged = `svc_session=${randomBytes(32).toString("base64url")}.${randomBytes(32).toString("base64url")}`;
+    for (const path of sessionPaths) {
+      expectAuthFailed(await call(app, { method: "GET", path, headers: { cookie: forged } }), path);
+    }
+    expectAuthFailed(await call(app, { method: "POST", path: "/auth/logout", headers: { cookie: forged } }));
+  });
+
+  test("a real cookie with a tampered signature → 401, and the untampered cookie still works", async () => {
+    const user = await signIn(app);
+    const value = cookieValueOf(user.cookie);
+    const last = value.at(-1) === "A" ? "B" : "A";
+    const tampered = `svc_session=${value.slice(0, -1)}${last}`;
+    for (const path of sessionPaths) {
+      expectAuthFailed(await call(app, { method: "GET", path, headers: { cookie: tampered } }), path);
+    }
+    expectAuthFailed(await call(app, { method: "POST", path: "/auth/logout", headers: { cookie: tampered } }));
+    const ok = await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } });
+    expect(ok.status).toBe(200);
+  });
+
+  test("a real cookie with a tampered secret (signature kept) → 401", async () => {
+    const user = await signIn(app);
+    const value = cookieValueOf(user.cookie);
+    const first = value[0] === "A" ? "B" : "A";
+    const res = await call(app, {
+      method: "GET",
+      path: "/v1/me",
+      headers: { cookie: `svc_session=${first}${value.slice(1)}` },
+    });
+    expectAuthFailed(res);
+  });
+
+  test("a cookie whose signature is valid but whose session was never stored → 401", async () => {
+    // the HMAC only proves we minted it; the database must still know it
+    const user = await signIn(app);
+    await app.rt.db.session.deleteMany({ where: { accountId: user.accountId } });
+    expectAuthFailed(await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } }));
+  });
+
+  test("malformed cookie values (no dot, empty, oversized) → 401", async () => {
+    for (const v of ["nodot", "", ".", `${"a".repeat(300)}.${"b".repeat(43)}`]) {
+      expectAuthFailed(
+        await call(app, { method: "GET", path: "/v1/me", headers: { cookie: `svc_session=${v}` } }),
+        JSON.stringify(v),
+      );
+    }
+  });
+
+  test("a session past its absolute expiry → 401 even though the sliding expiry is in the future", async () => {
+    const user = await signIn(app);
+    await app.rt.db.session.updateMany({
+      where: { accountId: user.accountId },
+      data: { absoluteExpiresAt: new Date(Date.now() - 1000) },
+    });
+    expectAuthFailed(await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } }));
+  });
+
+  test("a revoked session (revokedAt set) → 401", async () => {
+    const user = await signIn(app);
+    await app.rt.db.session.updateMany({ where: { accountId: user.accountId }, data: { revokedAt: new Date() } });
+    expectAuthFailed(await call(app, { method: "GET", path: "/v1/account", headers: { cookie: user.cookie } }));
+  });
+
+  test("an expired session is not revived by using it", async () => {
+    const user = await signIn(app);
+    await expireSession(app, user);
+    expectAuthFailed(await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } }));
+    const s = await app.rt.db.session.findFirstOrThrow({ where: { accountId: user.accountId } });
+    expect(s.expiresAt.getTime()).toBeLessThan(Date.now());
+    expectAuthFailed(await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } }));
+  });
+});
+
+describe("rejection: invalid Bearer shapes on agent routes", () => {
+  test("unknown svc_ key, non-svc token, wrong scheme, empty Bearer → 401", async () => {
+    const user = await signIn(app);
+    const key = await createKey(app, user);
+    const cases: Record<string, string> = {
+      unknown: `Bearer svc_${randomBytes(32).toString("base64url")}`,
+      notSvc: `Bearer ${randomBytes(32).toString("base64url")}`,
+      basic: `Basic ${Buffer.from(`x:${key.apiKey}`).toString("base64")}`,
+      tokenScheme: `Token ${key.apiKey}`,
+      empty: "Bearer ",
+      truncated: `Bearer ${key.apiKey.slice(0, -1)}`,
+      twoTokens: `Bearer ${key.apiKey} ${key.apiKey}`,
+    };
+    for (const [label, authorization] of Object.entries(cases)) {
+      expectAuthFailed(await call(app, { method: "GET", path: "/v1/agent/me", headers: { authorization } }), label);
+    }
+    // the real key still works (nothing above disturbed it)
+    const ok = await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(key.apiKey) });
+    expect(ok.status).toBe(200);
+  });
+
+  test("without a credential, 401 comes before 404 (unknown id) and 400 (non-uuid)", async () => {
+    const res = await call(app, { method: "DELETE", path: `/v1/agent/keys/${randomUUID()}` });
+    expectAuthFailed(res);
+    const res2 = await call(app, { method: "GET", path: "/v1/agent/requests/not-a-uuid" });
+    expectAuthFailed(res2);
+  });
+});

@@ -1,0 +1,76 @@
+import { type Account, privateKeyToAccount } from "viem/accounts";
+import { createPaymentHeader } from "x402/client";
+import type { PaymentRequirements } from "x402/types";
+import { type LocalChain, startLocalChain } from "../../src/local/chain/index.js";
+import type { TestApp } from "./harness.js";
+
+/** Environment that points a test app at a local chain with the in-process facilitator. */
+export function chainEnv(chain: LocalChain, extra: Record<string, string> = {}): Record<string, string> {
+  const [, facilitator, payTo] = chain.devAccounts;
+  if (!facilitator || !payTo) throw new Error("dev accounts missing");
+  return {
+    CHAIN_RPC_URL: chain.rpcUrl,
+    CHAIN_ID: "8453",
+    USDC_ADDRESS: chain.usdcAddress,
+    PAY_TO: payTo.address,
+    FACILITATOR_URL: "local",
+    FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
+    CONFIRMATION_BLOCKS: "5",
+    ...extra,
+  };
+}
+
+export { startLocalChain };
+
+/** A fresh buyer wallet holding `usdcMicro` USDC on the local chain. */
+export async function fundedBuyer(
+  chain: LocalChain,
+  usdcMicro: bigint,
+): Promise<Account & { privateKey: `0x${string}` }> {
+  const { generatePrivateKey } = await import("viem/accounts");
+  const privateKey = generatePrivateKey();
+  const account = privateKeyToAccount(privateKey);
+  if (usdcMicro > 0n) await chain.mintUsdc(account.address, usdcMicro);
+  return Object.assign(account, { privateKey });
+}
+
+export interface FundingCall {
+  path: "/v1/x402/signup" | "/v1/x402/top-up" | "/v1/x402/refill";
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
+
+export async function post(app: TestApp, c: FundingCall, payment?: string) {
+  const res = await fetch(`${app.baseUrl}${c.path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...c.headers, ...(payment ? { "x-payment": payment } : {}) },
+    body: JSON.stringify(c.body),
+  });
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {}
+  return { status: res.status, body, headers: res.headers };
+}
+
+/** Asks for the challenge, then signs its requirement as the buyer: returns the X-PAYMENT value. */
+export async function signedPayment(app: TestApp, buyer: Account, c: FundingCall): Promise<string> {
+  const challenge = await post(app, c);
+  if (challenge.status !== 402)
+    throw new Error(`expected a 402 challenge, got ${challenge.status} ${JSON.stringify(challenge.body)}`);
+  const req = (challenge.body.accepts as PaymentRequirements[])[0];
+  if (!req) throw new Error("no accepts");
+  return createPaymentHeader(buyer as never, 1, req);
+}
+
+export async function usdcBalance(chain: LocalChain, address: string): Promise<bigint> {
+  const { createPublicClient, http, erc20Abi } = await import("viem");
+  const client = createPublicClient({ transport: http(chain.rpcUrl) });
+  return client.readContract({
+    address: chain.usdcAddress,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [address as `0x${string}`],
+  });
+}

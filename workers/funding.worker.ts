@@ -1,0 +1,30 @@
+import type { Services } from "../src/services.js";
+import type { Processor } from "./processor.js";
+
+/** Queue `confirmations`: pending credit → confirmed at CONFIRMATION_BLOCKS depth. */
+export function confirmationsProcessor(services: Services): Processor {
+  return async (job) => {
+    if (job.name !== "confirm-pending") throw new Error(`unknown confirmations job ${job.name}`);
+    return services.funding.confirmPending();
+  };
+}
+
+/**
+ * Queue `reconciliation`: one payment (queued by the 409 path; retried with backoff until the chain
+ * decides), and the periodic scan of every uncredited payment.
+ */
+export function reconciliationProcessor(services: Services): Processor {
+  return async (job) => {
+    switch (job.name) {
+      case "reconcile-payment": {
+        const outcome = await services.funding.reconcilePayment(String(job.data.paymentId));
+        if (outcome === "waiting") throw new Error("settlement not visible on chain yet; retrying");
+        return outcome;
+      }
+      case "scan-chain":
+        return services.funding.reconcileOutstanding();
+      default:
+        throw new Error(`unknown reconciliation job ${job.name}`);
+    }
+  };
+}
