@@ -3,6 +3,7 @@ import type { Server } from "node:http";
 import { createServer } from "node:net";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createHttpApp, type HttpApp } from "../../src/http/app.js";
+import type { Clock } from "../../src/lib/clock.js";
 import { setLogLevel } from "../../src/lib/logger.js";
 import { createLocalIdp, type LocalIdp } from "../../src/local/idp/index.js";
 import { createRuntime, type Runtime } from "../../src/runtime.js";
@@ -61,6 +62,7 @@ export async function startTestApp(opts: {
   env?: Record<string, string>;
   workers?: boolean;
   idp?: LocalIdp;
+  clock?: Clock;
 }): Promise<TestApp> {
   const port = await freePort();
   const idp = opts.idp ?? createLocalIdp({ appId: "svc-test-app" });
@@ -70,7 +72,7 @@ export async function startTestApp(opts: {
     port,
     env: { IDP_APP_ID: idp.appId, IDP_ISSUER: idp.issuer, IDP_VERIFICATION_KEY: idp.publicKeyPem, ...opts.env },
   });
-  const rt = await createRuntime(config);
+  const rt = await createRuntime(config, { clock: opts.clock });
   const http = createHttpApp(rt);
   const server = await new Promise<Server>((resolve) => {
     const s = http.app.listen(port, "127.0.0.1", () => resolve(s));
@@ -96,4 +98,15 @@ export async function startTestApp(opts: {
 export async function isolatedWorld(): Promise<{ databaseUrl: string; prefix: string; drop: () => Promise<void> }> {
   const db = await createTestDatabase();
   return { databaseUrl: db.url, prefix: `test-${randomUUID().slice(0, 8)}`, drop: db.drop };
+}
+
+/** A clock tests can move forward. */
+export function movableClock(): Clock & { advance(ms: number): void } {
+  let offset = 0;
+  return {
+    now: () => new Date(Date.now() + offset),
+    advance(ms: number) {
+      offset += ms;
+    },
+  };
 }

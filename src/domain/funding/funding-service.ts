@@ -88,6 +88,11 @@ export class FundingService {
     },
   ) {}
 
+  /** CONFIRMATION_BLOCKS: depth before pending credit is confirmed. */
+  get confirmationBlocks(): number {
+    return this.deps.config.chain.confirmationBlocks;
+  }
+
   /**
    * One call of a funding route. Without `X-PAYMENT`: the 402 challenge (no facilitator call, no
    * writes). With it: verify, settle, credit pending.

@@ -5,6 +5,7 @@ import "./root.js";
 import "./market.js";
 import "./account.js";
 import "./api-keys.js";
+import "./payments.js";
 
 export function buildSchema() {
   return builder.toSchema({ sortSchema: true });

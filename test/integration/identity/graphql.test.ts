@@ -1,0 +1,479 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { createClient } from "graphql-sse";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { call, createKey, type SignedInUser, signIn } from "../../support/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { activeKeyCount, bearer, expectError, maxPriceOf, sha256Hex } from "./helpers.js";
+
+/**
+ * GraphQL at /graphql serves both credentials: `viewer`, key mutations and `setMaxPrice`, the
+ * CSRF rule for cookie-authenticated writes, and the owner-only `balanceChanged` subscription.
+ */
+
+let app: TestApp;
+let drop: () => Promise<void>;
+beforeAll(async () => {
+  const w = await isolatedWorld();
+  drop = w.drop;
+  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
+});
+afterAll(async () => {
+  await app?.close();
+  await drop?.();
+});
+
+interface GqlError {
+  message: string;
+  extensions?: { code?: string; status?: number };
+}
+interface GqlResult<T = Record<string, unknown>> {
+  status: number;
+  data?: T | null;
+  errors?: GqlError[];
+  headers: Headers;
+  raw: unknown;
+}
+
+async function gql<T = Record<string, unknown>>(
+  query: string,
+  opts: { headers?: Record<string, string>; variables?: Record<string, unknown> } = {},
+): Promise<GqlResult<T>> {
+  const res = await fetch(`${app.baseUrl}/graphql`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...opts.headers },
+    body: JSON.stringify({ query, variables: opts.variables }),
+  });
+  const text = await res.text();
+  let raw: unknown = text;
+  try {
+    raw = JSON.parse(text);
+  } catch {}
+  const body = raw as { data?: T | null; errors?: GqlError[] };
+  return { status: res.status, data: body?.data, errors: body?.errors, headers: res.headers, raw };
+}
+
+interface Actor {
+  user: SignedInUser;
+  key: { id: string; apiKey: string };
+}
+async function actor(): Promise<Actor> {
+  const user = await signIn(app);
+  return { user, key: await createKey(app, user, "gql") };
+}
+const asCookie = (a: Actor) => ({ cookie: a.user.cookie });
+const asBearer = (a: Actor) => bearer(a.key.apiKey);
+
+const VIEWER = `{ viewer { accountId walletAddress authProvider maxPriceCentsPerDollar confirmedUsdc pendingUsdc
+  apiKeys { id name keyPrefix } ledger(first: 5) { edges { node { id } } pageInfo { hasNextPage } } } }`;
+const CREATE = `mutation($name: String!) { createApiKey(input: { name: $name }) { apiKey key { id name keyPrefix source } } }`;
+const REVOKE = `mutation($id: ID!) { revokeApiKey(input: { id: $id }) { id status } }`;
+const SET_MAX = `mutation($v: Int!) { setMaxPrice(input: { maxPriceCentsPerDollar: $v }) { walletAddress maxPriceCentsPerDollar } }`;
+
+/** n balanced top-up journals on the account's pending book. */
+async function addLedgerLines(accountId: string, n: number) {
+  for (let i = 0; i < n; i++) {
+    const amount = BigInt(1_000_000 + i);
+    await app.rt.db.ledgerTransaction.create({
+      data: {
+        kind: "top_up",
+        idempotencyKey: `test:${randomUUID()}`,
+        entries: {
+          create: [
+            { accountId, book: "buyer_pending", kind: "top_up", amountMicroUsdc: amount },
+            { accountId: null, book: "external", kind: "top_up", amountMicroUsdc: -amount },
+          ],
+        },
+      },
+    });
+  }
+}
+
+type ViewerData = {
+  viewer: {
+    accountId: string;
+    walletAddress: string;
+    authProvider: string;
+    maxPriceCentsPerDollar: number;
+    confirmedUsdc: string;
+    pendingUsdc: string;
+    apiKeys: { id: string; name: string; keyPrefix: string }[];
+    ledger: { edges: { node: { id: string } }[]; pageInfo: { hasNextPage: boolean } };
+  } | null;
+};
+
+describe("success: viewer", () => {
+  test.each([
+    ["Bearer", asBearer],
+    ["session cookie", asCookie],
+  ])("viewer with a %s", async (_label, cred) => {
+    const a = await actor();
+    await addLedgerLines(a.user.accountId, 7);
+    await app.rt.db.account.update({
+      where: { id: a.user.accountId },
+      data: { pendingMicroUsdc: 7_000_021n, confirmedMicroUsdc: 1_234_567n, maxPriceCentsPerDollar: 63 },
+    });
+    const r = await gql<ViewerData>(VIEWER, { headers: cred(a) });
+    expect(r.status).toBe(200);
+    expect(r.errors).toBeUndefined();
+    const v = r.data?.viewer;
+    expect(v).toMatchObject({
+      accountId: a.user.accountId,
+      walletAddress: a.user.walletAddress.toLowerCase(),
+      authProvider: "IDP",
+      maxPriceCentsPerDollar: 63,
+      confirmedUsdc: "1234567",
+      pendingUsdc: "7000021",
+      apiKeys: [{ id: a.key.id, name: "gql", keyPrefix: a.key.apiKey.slice(0, 12) }],
+    });
+    expect(v?.ledger.edges).toHaveLength(5);
+    expect(v?.ledger.pageInfo.hasNextPage).toBe(true);
+    expect(new Set(v?.ledger.edges.map((e) => e.node.id)).size).toBe(5);
+    expect(JSON.stringify(r.raw)).not.toContain(a.key.apiKey);
+  });
+
+  test("anonymous → viewer null (no error); an invalid Bearer → viewer null", async () => {
+    const anon = await gql<ViewerData>(VIEWER);
+    expect(anon.status).toBe(200);
+    expect(anon.errors).toBeUndefined();
+    expect(anon.data?.viewer).toBeNull();
+    const bad = await gql<ViewerData>(VIEWER, { headers: bearer(`svc_${randomBytes(32).toString("base64url")}`) });
+    expect(bad.data?.viewer).toBeNull();
+  });
+
+  test("a session cookie AND a Bearer together are refused as ambiguous → viewer null", async () => {
+    const a = await actor();
+    const r = await gql<ViewerData>(VIEWER, { headers: { ...asCookie(a), ...asBearer(a) } });
+    expect(r.data?.viewer).toBeNull();
+    const m = await gql(SET_MAX, { headers: { ...asCookie(a), ...asBearer(a) }, variables: { v: 31 } });
+    expect(m.errors?.length).toBeGreaterThan(0);
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(80);
+  });
+
+  test("viewer.apiKeys lists only active keys of the viewer", async () => {
+    const a = await actor();
+    const b = await actor();
+    const revoked = await createKey(app, a.user, "gone");
+    await call(app, { method: "DELETE", path: `/v1/account/api-keys/${revoked.id}`, headers: asCookie(a) });
+    const r = await gql<ViewerData>(VIEWER, { headers: asBearer(a) });
+    expect(r.data?.viewer?.apiKeys.map((k) => k.id)).toEqual([a.key.id]);
+    expect(JSON.stringify(r.raw)).not.toContain(b.key.id);
+  });
+});
+
+describe("success: mutations with either credential", () => {
+  test.each([
+    ["Bearer", asBearer, "AGENT"],
+    ["session cookie", asCookie, "SESSION"],
+  ])("createApiKey / revokeApiKey / setMaxPrice with a %s", async (_label, cred, source) => {
+    const a = await actor();
+    const created = await gql<{ createApiKey: { apiKey: string; key: Record<string, string> } }>(CREATE, {
+      headers: cred(a),
+      variables: { name: "from-gql" },
+    });
+    expect(created.errors).toBeUndefined();
+    const payload = created.data?.createApiKey;
+    expect(payload?.apiKey).toMatch(/^svc_[A-Za-z0-9_-]{43}$/);
+    expect(payload?.key).toEqual({
+      id: expect.any(String),
+      name: "from-gql",
+      keyPrefix: payload?.apiKey.slice(0, 12),
+      source,
+    });
+    const row = await app.rt.db.apiKey.findUniqueOrThrow({ where: { id: payload?.key.id } });
+    expect(row.keyHash).toBe(sha256Hex(payload?.apiKey ?? ""));
+    expect((await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(payload?.apiKey ?? "") })).status).toBe(
+      200,
+    );
+
+    const revoked = await gql<{ revokeApiKey: { id: string; status: string } }>(REVOKE, {
+      headers: cred(a),
+      variables: { id: payload?.key.id },
+    });
+    expect(revoked.errors).toBeUndefined();
+    expect(revoked.data?.revokeApiKey).toEqual({ id: payload?.key.id, status: "revoked" });
+    expect((await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(payload?.apiKey ?? "") })).status).toBe(
+      401,
+    );
+
+    const set = await gql<{ setMaxPrice: { walletAddress: string; maxPriceCentsPerDollar: number } }>(SET_MAX, {
+      headers: cred(a),
+      variables: { v: 30 },
+    });
+    expect(set.errors).toBeUndefined();
+    expect(set.data?.setMaxPrice).toEqual({ walletAddress: a.user.walletAddress.toLowerCase(), maxPriceCentsPerDollar: 30 });
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(30);
+  });
+
+  test("revokeApiKey may revoke the calling key", async () => {
+    const a = await actor();
+    const r = await gql(REVOKE, { headers: asBearer(a), variables: { id: a.key.id } });
+    expect(r.errors).toBeUndefined();
+    expect((await call(app, { method: "GET", path: "/v1/agent/me", headers: asBearer(a) })).status).toBe(401);
+  });
+});
+
+describe("rejection", () => {
+  test("anonymous mutations are refused and change nothing", async () => {
+    const a = await actor();
+    const keysBefore = await app.rt.db.apiKey.count();
+    for (const [query, variables] of [
+      [CREATE, { name: "anon" }],
+      [REVOKE, { id: a.key.id }],
+      [SET_MAX, { v: 40 }],
+    ] as const) {
+      const r = await gql(query, { variables });
+      expect(r.data ?? null).toBeNull();
+      expect(r.errors?.length).toBeGreaterThan(0);
+    }
+    expect(await app.rt.db.apiKey.count()).toBe(keysBefore);
+    expect((await app.rt.db.apiKey.findUniqueOrThrow({ where: { id: a.key.id } })).status).toBe("active");
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(80);
+  });
+
+  /**
+   * PRODUCT BUG (src/graphql/errors.ts, maskError): the Pothos scope-auth ForbiddenError extends
+   * GraphQLError, so the branch `error instanceof GraphQLError && original instanceof GraphQLError`
+   * returns it unchanged before the `original.name === "ForbiddenError"` branch can map it. An
+   * anonymous mutation answers "Not authorized to resolve Mutation.setMaxPrice" with NO
+   * `extensions.code`, instead of the stable `authentication_failed` that every other 401 carries
+   * (REST, and GraphQL's own `viewerOrThrow`).
+   */
+  test("anonymous mutations carry extensions.code authentication_failed", async () => {
+    for (const [query, variables] of [
+      [CREATE, { name: "anon" }],
+      [REVOKE, { id: randomUUID() }],
+      [SET_MAX, { v: 40 }],
+    ] as const) {
+      const r = await gql(query, { variables });
+      expect(r.errors?.[0]?.extensions?.code).toBe("authentication_failed");
+    }
+  });
+
+  test.each([
+    ["Bearer", asBearer],
+    ["session cookie", asCookie],
+  ])("setMaxPrice out of range with a %s → invalid_request, unchanged", async (_label, cred) => {
+    const a = await actor();
+    for (const v of [29, 81, 0, -1]) {
+      const r = await gql(SET_MAX, { headers: cred(a), variables: { v } });
+      expect(r.errors?.[0]?.extensions?.code, String(v)).toBe("invalid_request");
+    }
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(80);
+  });
+
+  test("createApiKey with a bad name → invalid_request; revokeApiKey of a non-uuid → invalid_request", async () => {
+    const a = await actor();
+    for (const name of ["", "n".repeat(65)]) {
+      const r = await gql(CREATE, { headers: asBearer(a), variables: { name } });
+      expect(r.errors?.[0]?.extensions?.code).toBe("invalid_request");
+    }
+    const r = await gql(REVOKE, { headers: asBearer(a), variables: { id: "nope" } });
+    expect(r.errors?.[0]?.extensions?.code).toBe("invalid_request");
+    expect(await activeKeyCount(app, a.user.accountId)).toBe(1);
+  });
+
+  test("revokeApiKey of another account's key → not_found, and the key keeps working", async () => {
+    const a = await actor();
+    const victim = await actor();
+    const r = await gql(REVOKE, { headers: asBearer(a), variables: { id: victim.key.id } });
+    expect(r.errors?.[0]?.extensions?.code).toBe("not_found");
+    expect((await call(app, { method: "GET", path: "/v1/agent/me", headers: asBearer(victim) })).status).toBe(200);
+  });
+
+  test("the 10-key cap applies through GraphQL (key_limit_reached), counting REST-minted keys", async () => {
+    const a = await actor();
+    for (let i = 0; i < 8; i++) await createKey(app, a.user, `rest-${i}`);
+    const ok = await gql(CREATE, { headers: asBearer(a), variables: { name: "tenth" } });
+    expect(ok.errors).toBeUndefined();
+    const over = await gql(CREATE, { headers: asCookie(a), variables: { name: "eleventh" } });
+    expect(over.errors?.[0]?.extensions?.code).toBe("key_limit_reached");
+    expect(over.errors?.[0]?.extensions?.status).toBe(409);
+    expect(await activeKeyCount(app, a.user.accountId)).toBe(10);
+  });
+
+  test("concurrent GraphQL creates never exceed the cap", async () => {
+    const a = await actor();
+    const results = await Promise.all(
+      Array.from({ length: 14 }, (_, i) => gql(CREATE, { headers: asBearer(a), variables: { name: `c${i}` } })),
+    );
+    const ok = results.filter((r) => !r.errors);
+    const capped = results.filter((r) => r.errors?.[0]?.extensions?.code === "key_limit_reached");
+    expect(ok).toHaveLength(9);
+    expect(capped).toHaveLength(5);
+    expect(await activeKeyCount(app, a.user.accountId)).toBe(10);
+  });
+});
+
+describe("authorisation: Relay node lookups", () => {
+  /**
+   * PRODUCT BUG (src/graphql/schema/account.ts, `LedgerEntryRef = builder.prismaNode("LedgerEntry")`
+   * with no authScopes and no owner check): `Query.node(id)` / `Query.nodes(ids)` resolve ANY ledger
+   * entry by its global id, for an anonymous caller or another account, exposing amount, book, kind
+   * and transactionId of someone else's money movements. Expected: null (or an error) unless the
+   * entry belongs to the viewer, as `viewer` itself is scoped with `scopeFor`.
+   */
+  test("another account or an anonymous caller cannot read a ledger entry via node(id)", async () => {
+    const owner = await actor();
+    const stranger = await actor();
+    await addLedgerLines(owner.user.accountId, 1);
+    const mine = await gql<ViewerData>(VIEWER, { headers: asBearer(owner) });
+    const id = mine.data?.viewer?.ledger.edges[0]?.node.id;
+    expect(id).toEqual(expect.any(String));
+    const q = `query($id: ID!) { node(id: $id) { id ... on LedgerEntry { amount book kind transactionId } } }`;
+    const asStranger = await gql<{ node: unknown }>(q, { headers: asBearer(stranger), variables: { id } });
+    const asAnon = await gql<{ node: unknown }>(q, { variables: { id } });
+    expect(asStranger.data?.node ?? null).toBeNull();
+    expect(asAnon.data?.node ?? null).toBeNull();
+  });
+
+  test("the owner can read their own ledger entry via node(id)", async () => {
+    const owner = await actor();
+    await addLedgerLines(owner.user.accountId, 1);
+    const mine = await gql<ViewerData>(VIEWER, { headers: asBearer(owner) });
+    const id = mine.data?.viewer?.ledger.edges[0]?.node.id;
+    const r = await gql<{ node: { id: string; amount: string; book: string } }>(
+      `query($id: ID!) { node(id: $id) { id ... on LedgerEntry { amount book } } }`,
+      { headers: asBearer(owner), variables: { id } },
+    );
+    expect(r.data?.node).toEqual({ id, amount: "1000000", book: "buyer_pending" });
+  });
+});
+
+describe("CSRF: cookie-authenticated writes from a foreign origin", () => {
+  test("POST /graphql with a cookie and Origin https://evil.example → 403 csrf_rejected, nothing changed", async () => {
+    const a = await actor();
+    const keysBefore = await activeKeyCount(app, a.user.accountId);
+    for (const [query, variables] of [
+      [SET_MAX, { v: 31 }],
+      [CREATE, { name: "csrf" }],
+      [REVOKE, { id: a.key.id }],
+    ] as const) {
+      const r = await gql(query, { headers: { ...asCookie(a), origin: "https://evil.example" }, variables });
+      expectError({ status: r.status, body: r.raw, headers: r.headers }, 403, "csrf_rejected");
+    }
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(80);
+    expect(await activeKeyCount(app, a.user.accountId)).toBe(keysBefore);
+  });
+
+  test("PATCH /v1/account/max-price with a cookie and a foreign or opaque Origin → 403, nothing changed", async () => {
+    const a = await actor();
+    for (const origin of ["https://evil.example", "null", `${app.baseUrl}.evil.example`, "http://127.0.0.1:1"]) {
+      const r = await call(app, {
+        method: "PATCH",
+        path: "/v1/account/max-price",
+        body: { maxPriceCentsPerDollar: 31 },
+        headers: { ...asCookie(a), origin },
+      });
+      expectError(r, 403, "csrf_rejected", origin);
+    }
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(80);
+    const key = await call(app, {
+      method: "POST",
+      path: "/v1/account/api-keys",
+      body: { name: "csrf" },
+      headers: { ...asCookie(a), origin: "https://evil.example" },
+    });
+    expectError(key, 403, "csrf_rejected");
+    const logout = await call(app, { method: "POST", path: "/auth/logout", headers: { ...asCookie(a), origin: "https://evil.example" } });
+    expectError(logout, 403, "csrf_rejected");
+    expect((await call(app, { method: "GET", path: "/v1/me", headers: asCookie(a) })).status).toBe(200);
+  });
+
+  test("the same writes with Origin equal to the app's base URL succeed", async () => {
+    const a = await actor();
+    const origin = new URL(app.baseUrl).origin;
+    const g = await gql(SET_MAX, { headers: { ...asCookie(a), origin }, variables: { v: 33 } });
+    expect(g.status).toBe(200);
+    expect(g.errors).toBeUndefined();
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(33);
+    const p = await call(app, {
+      method: "PATCH",
+      path: "/v1/account/max-price",
+      body: { maxPriceCentsPerDollar: 34 },
+      headers: { ...asCookie(a), origin },
+    });
+    expect(p.status).toBe(200);
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(34);
+  });
+
+  test("a mutation over GET is refused (405) even with a cookie, and changes nothing", async () => {
+    const a = await actor();
+    const url = `${app.baseUrl}/graphql?query=${encodeURIComponent("mutation { setMaxPrice(input: { maxPriceCentsPerDollar: 31 }) { maxPriceCentsPerDollar } }")}`;
+    const res = await fetch(url, { headers: { ...asCookie(a), origin: "https://evil.example" } });
+    expect(res.status).toBe(405);
+    expect(await maxPriceOf(app, a.user.accountId)).toBe(80);
+  });
+});
+
+describe("balanceChanged subscription", () => {
+  type Event = { balanceChanged: { kind: string; at: string } };
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const setMaxRest = (a: Actor, v: number) =>
+    call(app, { method: "PATCH", path: "/v1/agent/max-price", body: { maxPriceCentsPerDollar: v }, headers: asBearer(a) });
+
+  test("delivers the viewer's own max_price changes and never another account's", async () => {
+    const a = await actor();
+    const b = await actor();
+    const client = createClient({ url: `${app.baseUrl}/graphql`, headers: asBearer(a), retryAttempts: 0 });
+    const received: Event[] = [];
+    const errors: unknown[] = [];
+    const it = client.iterate<Event>({ query: "subscription { balanceChanged { kind at } }" });
+    const reader = (async () => {
+      try {
+        for await (const r of it) {
+          if (r.data) received.push(r.data);
+          if (r.errors) errors.push(r.errors);
+        }
+      } catch (e) {
+        errors.push(e);
+      }
+    })();
+    try {
+      // no acknowledgement: publish until the first event arrives (bounded)
+      for (let i = 0; i < 100 && received.length === 0; i++) {
+        expect((await setMaxRest(a, 30 + (i % 50))).status).toBe(200);
+        await sleep(50);
+      }
+      expect(received.length).toBeGreaterThan(0);
+      const first = received[0]?.balanceChanged;
+      expect(first?.kind).toBe("max_price");
+      expect(Math.abs(Date.parse(first?.at ?? "") - Date.now())).toBeLessThan(30_000);
+
+      // let in-flight events land, then B changes: none may reach A
+      await sleep(300);
+      const settled = received.length;
+      for (let i = 0; i < 5; i++) expect((await setMaxRest(b, 40 + i)).status).toBe(200);
+      await sleep(400);
+      expect(received.length).toBe(settled);
+
+      // A's next change is still delivered (the stream is live)
+      expect((await setMaxRest(a, 77)).status).toBe(200);
+      for (let i = 0; i < 40 && received.length === settled; i++) await sleep(50);
+      expect(received.length).toBe(settled + 1);
+      expect(received.at(-1)?.balanceChanged.kind).toBe("max_price");
+      expect(errors).toEqual([]);
+    } finally {
+      await it.return?.();
+      client.dispose();
+      await Promise.race([reader, sleep(1000)]);
+    }
+  });
+
+  test("an anonymous subscription is refused with authentication_failed", async () => {
+    const client = createClient({ url: `${app.baseUrl}/graphql`, retryAttempts: 0 });
+    const results: { errors?: readonly { extensions?: Record<string, unknown> }[] }[] = [];
+    const it = client.iterate({ query: "subscription { balanceChanged { kind at } }" });
+    const reader = (async () => {
+      try {
+        for await (const r of it) results.push(r as (typeof results)[number]);
+      } catch (e) {
+        results.push({ errors: [{ extensions: { thrown: String(e) } }] });
+      }
+    })();
+    await Promise.race([reader, sleep(3000)]);
+    await it.return?.();
+    client.dispose();
+    expect(results).toHaveLength(1);
+    expect(results[0]?.errors?.[0]?.extensions?.code).toBe("authentication_failed");
+  });
+});
