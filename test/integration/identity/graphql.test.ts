@@ -181,9 +181,9 @@ describe("success: mutations with either credential", () => {
     });
     const row = await app.rt.db.apiKey.findUniqueOrThrow({ where: { id: payload?.key.id } });
     expect(row.keyHash).toBe(sha256Hex(payload?.apiKey ?? ""));
-    expect((await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(payload?.apiKey ?? "") })).status).toBe(
-      200,
-    );
+    expect(
+      (await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(payload?.apiKey ?? "") })).status,
+    ).toBe(200);
 
     const revoked = await gql<{ revokeApiKey: { id: string; status: string } }>(REVOKE, {
       headers: cred(a),
@@ -191,16 +191,19 @@ describe("success: mutations with either credential", () => {
     });
     expect(revoked.errors).toBeUndefined();
     expect(revoked.data?.revokeApiKey).toEqual({ id: payload?.key.id, status: "revoked" });
-    expect((await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(payload?.apiKey ?? "") })).status).toBe(
-      401,
-    );
+    expect(
+      (await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(payload?.apiKey ?? "") })).status,
+    ).toBe(401);
 
     const set = await gql<{ setMaxPrice: { walletAddress: string; maxPriceCentsPerDollar: number } }>(SET_MAX, {
       headers: cred(a),
       variables: { v: 30 },
     });
     expect(set.errors).toBeUndefined();
-    expect(set.data?.setMaxPrice).toEqual({ walletAddress: a.user.walletAddress.toLowerCase(), maxPriceCentsPerDollar: 30 });
+    expect(set.data?.setMaxPrice).toEqual({
+      walletAddress: a.user.walletAddress.toLowerCase(),
+      maxPriceCentsPerDollar: 30,
+    });
     expect(await maxPriceOf(app, a.user.accountId)).toBe(30);
   });
 
@@ -374,7 +377,11 @@ describe("CSRF: cookie-authenticated writes from a foreign origin", () => {
       headers: { ...asCookie(a), origin: "https://evil.example" },
     });
     expectError(key, 403, "csrf_rejected");
-    const logout = await call(app, { method: "POST", path: "/auth/logout", headers: { ...asCookie(a), origin: "https://evil.example" } });
+    const logout = await call(app, {
+      method: "POST",
+      path: "/auth/logout",
+      headers: { ...asCookie(a), origin: "https://evil.example" },
+    });
     expectError(logout, 403, "csrf_rejected");
     expect((await call(app, { method: "GET", path: "/v1/me", headers: asCookie(a) })).status).toBe(200);
   });
@@ -409,7 +416,12 @@ describe("balanceChanged subscription", () => {
   type Event = { balanceChanged: { kind: string; at: string } };
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const setMaxRest = (a: Actor, v: number) =>
-    call(app, { method: "PATCH", path: "/v1/agent/max-price", body: { maxPriceCentsPerDollar: v }, headers: asBearer(a) });
+    call(app, {
+      method: "PATCH",
+      path: "/v1/agent/max-price",
+      body: { maxPriceCentsPerDollar: v },
+      headers: asBearer(a),
+    });
 
   test("delivers the viewer's own max_price changes and never another account's", async () => {
     const a = await actor();

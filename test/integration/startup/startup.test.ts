@@ -1,5 +1,8 @@
 import { execFileSync } from "node:child_process";
+import { createPublicClient, erc20Abi, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { wrapFetchWithPayment } from "x402-fetch";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
 import { createLocalIdp } from "../../../src/local/idp/index.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
@@ -97,6 +100,25 @@ describe("npm run dev (local mode)", () => {
       // the seed data: one supplier, offers at 40, 55 and 70 cents
       expect(body.data.market.cheapestPostedCents).toBe(40);
       expect(body.data.market.prices.map((p) => p.priceCentsPerDollar)).toEqual([40, 55, 70]);
+
+      // a real x402 buyer client signs up with a dev wallet: the USDC moves on the local chain
+      const buyerKey = /\n\s+(0x[0-9a-fA-F]{40})\s+(0x[0-9a-f]{64})/.exec(out);
+      expect(buyerKey).not.toBeNull();
+      const buyer = privateKeyToAccount((buyerKey?.[2] ?? "0x") as `0x${string}`);
+      const usdc = /USDC\s+(0x[0-9a-fA-F]{40})/.exec(out)?.[1] as `0x${string}`;
+      const chainClient = createPublicClient({ transport: http(rpc?.[1]) });
+      const balance = () =>
+        chainClient.readContract({ address: usdc, abi: erc20Abi, functionName: "balanceOf", args: [buyer.address] });
+      const before = await balance();
+      const pay = wrapFetchWithPayment(fetch, buyer as never, 10_000_000n);
+      const signup = await pay(`${base}/v1/x402/signup`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ amountMicroUsdc: 2_000_000 }),
+      });
+      expect(signup.status).toBe(200);
+      expect(((await signup.json()) as { apiKey: string }).apiKey).toMatch(/^svc_/);
+      expect(await balance()).toBe(before - 2_000_000n);
 
       child.kill("SIGINT");
       expect(await waitForExit(child, 20_000)).toBe(0);
