@@ -126,6 +126,8 @@ const envSchema = z.object({
   SIGNUP_FUSE_MAX: withDefault(intIn(1, 1_000_000), "60"),
   SIGNUP_FUSE_WINDOW_S: withDefault(intIn(1, 86_400), "60"),
   KEY_MAX_IN_FLIGHT: withDefault(intIn(1, 10_000), "8"),
+  /** not in CONTRACT: the treasury key (normally PAY_TO's) that sends supplier payouts; unset = payouts are not sent */
+  PAYOUT_PRIVATE_KEY: optional(pattern(PRIVATE_KEY, "a private key (0x + 64 hex)")),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
   REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
   LOG_LEVEL: withDefault(
@@ -155,6 +157,7 @@ export interface Config {
     readonly usdcName: string;
     readonly usdcVersion: string;
     readonly payTo: `0x${string}` | undefined;
+    readonly payoutPrivateKey: `0x${string}` | undefined;
     readonly confirmationBlocks: number;
   };
   readonly facilitator: {
@@ -251,6 +254,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       usdcName: e.USDC_EIP712_NAME,
       usdcVersion: e.USDC_EIP712_VERSION,
       payTo: e.PAY_TO as `0x${string}` | undefined,
+      payoutPrivateKey: e.PAYOUT_PRIVATE_KEY as `0x${string}` | undefined,
       confirmationBlocks: Number(e.CONFIRMATION_BLOCKS),
     },
     facilitator: {

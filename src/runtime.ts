@@ -7,6 +7,7 @@ import { createEventBus, type EventBus } from "./adapters/pubsub.js";
 import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
 import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
 import { type RedisKeys, redisKeys } from "./adapters/redis/keys.js";
+import { UpstreamClient } from "./adapters/upstream/client.js";
 import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { createServices, type Services } from "./services.js";
@@ -22,7 +23,10 @@ export interface Runtime {
   services: Services;
   clock: Clock;
   chain: ChainGateway;
+  /** the treasury side of the chain (payouts); undefined when PAYOUT_PRIVATE_KEY is unset */
+  payoutChain: ChainGateway | undefined;
   facilitator: Facilitator;
+  upstream: UpstreamClient;
   close(): Promise<void>;
 }
 
@@ -50,6 +54,15 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
     chainId: config.chain.id,
     usdcAddress: config.chain.usdcAddress,
   });
+  const payoutChain = config.chain.payoutPrivateKey
+    ? createChainGateway({
+        rpcUrl: config.chain.rpcUrl,
+        chainId: config.chain.id,
+        usdcAddress: config.chain.usdcAddress,
+        privateKey: config.chain.payoutPrivateKey,
+      })
+    : undefined;
+  const upstream = new UpstreamClient({ baseUrl: config.upstream.baseUrl });
   const facilitator = createFacilitator({
     url: config.facilitator.url,
     privateKey: config.facilitator.privateKey,
@@ -67,7 +80,9 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
     redis: redis.command,
     queues,
     chain,
+    payoutChain,
     facilitator,
+    upstream,
   });
   let closed = false;
   return {
@@ -80,7 +95,9 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
     services,
     clock,
     chain,
+    payoutChain,
     facilitator,
+    upstream,
     async close() {
       if (closed) return;
       closed = true;

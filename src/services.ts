@@ -7,14 +7,18 @@ import type { EventBus } from "./adapters/pubsub.js";
 import { type Queues, reconciliationProducer } from "./adapters/queues.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
+import type { UpstreamClient } from "./adapters/upstream/client.js";
 import type { Config } from "./config.js";
 import { AccountService } from "./domain/accounts/account-service.js";
+import { CatalogService } from "./domain/catalog/catalog-service.js";
 import { FundingService } from "./domain/funding/funding-service.js";
 import { IdentityService } from "./domain/identity/identity-service.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
 import { MarketService } from "./domain/market/market-service.js";
+import { SupplyService } from "./domain/supply/supply-service.js";
 import type { Clock } from "./lib/clock.js";
+import { SecretBox } from "./lib/secret-box.js";
 
 /** Every domain service, built once per process and shared by REST, GraphQL, MCP and workers. */
 export interface Services {
@@ -24,6 +28,8 @@ export interface Services {
   apiKeys: ApiKeyService;
   identity: IdentityService;
   funding: FundingService;
+  supply: SupplyService;
+  catalog: CatalogService;
 }
 
 export interface ServiceDeps {
@@ -35,7 +41,9 @@ export interface ServiceDeps {
   redis: Redis;
   queues: Queues;
   chain: ChainGateway;
+  payoutChain: ChainGateway | undefined;
   facilitator: Facilitator;
+  upstream: UpstreamClient;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -50,9 +58,11 @@ export function createServices(deps: ServiceDeps): Services {
         })
       : null;
   const apiKeys = new ApiKeyService(db, clock);
+  const market = new MarketService(db, bus, clock);
+  const secrets = new SecretBox(config.secrets.keyEncryptionKey);
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   return {
-    market: new MarketService(db, bus, clock),
+    market,
     maintenance: new MaintenanceService(db, clock),
     accounts: new AccountService(db, bus, clock),
     apiKeys,
@@ -73,5 +83,16 @@ export function createServices(deps: ServiceDeps): Services {
       fuse: createSignupFuse(deps.redis, deps.keys, config.signupFuse.max, config.signupFuse.windowSeconds),
       reconciliation: reconciliationProducer(deps.queues),
     }),
+    supply: new SupplyService({
+      db,
+      config,
+      clock,
+      bus,
+      upstream: deps.upstream,
+      secrets,
+      market,
+      payoutChain: deps.payoutChain,
+    }),
+    catalog: new CatalogService({ db, config, clock, upstream: deps.upstream, secrets }),
   };
 }

@@ -7,6 +7,7 @@ import type { Runtime } from "../src/runtime.js";
 import { confirmationsProcessor, reconciliationProcessor } from "./funding.worker.js";
 import { maintenanceProcessor } from "./maintenance.worker.js";
 import { type Processor, withErrorPolicy } from "./processor.js";
+import { expiryProcessor, payoutsProcessor, syncProcessor } from "./supply.worker.js";
 
 export interface Workers {
   workers: Worker[];
@@ -18,6 +19,11 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
   { queue: "maintenance", id: "purge-expired", every: 3600_000, job: "purge-expired" },
   { queue: "confirmations", id: "confirm-pending", every: 2_000, job: "confirm-pending" },
   { queue: "reconciliation", id: "scan-chain", every: 60_000, job: "scan-chain" },
+  // expiry runs every minute; the service expires what is due exactly once (UTC midnight)
+  { queue: "expiry", id: "expire-offers", every: 60_000, job: "expire-offers" },
+  { queue: "sync", id: "sync-key-balances", every: 30_000, job: "sync-key-balances" },
+  { queue: "sync", id: "sync-catalog", every: 600_000, job: "sync-catalog" },
+  { queue: "payouts", id: "daily-payouts", every: 3600_000, job: "daily-payouts" },
 ];
 
 /**
@@ -29,6 +35,9 @@ export async function startWorkers(rt: Runtime, opts: { schedules?: boolean } = 
     maintenance: { fn: maintenanceProcessor(rt.services), concurrency: 1 },
     confirmations: { fn: confirmationsProcessor(rt.services), concurrency: 1 },
     reconciliation: { fn: reconciliationProcessor(rt.services), concurrency: 2 },
+    expiry: { fn: expiryProcessor(rt.services), concurrency: 1 },
+    sync: { fn: syncProcessor(rt.services), concurrency: 2 },
+    payouts: { fn: payoutsProcessor(rt.services), concurrency: 1 },
   };
   const connections: Redis[] = [];
   const workers: Worker[] = [];

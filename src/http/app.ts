@@ -8,8 +8,11 @@ import { InFlight, requestId } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
+import { catalogRoutes } from "./routes/catalog.js";
 import { fundingRoutes } from "./routes/funding.js";
 import { healthRoutes } from "./routes/health.js";
+import { marketRoutes } from "./routes/market.js";
+import { supplyRoutes } from "./routes/supply.js";
 
 export interface HttpApp {
   app: Express;
@@ -40,6 +43,9 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(accountRoutes(rt));
   app.use(agentRoutes(rt));
   app.use(fundingRoutes(rt));
+  app.use(catalogRoutes(rt));
+  app.use(marketRoutes(rt));
+  app.use(supplyRoutes(rt));
 
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },

@@ -106,6 +106,7 @@ export async function startLocalWorld(opts: {
     CHAIN_ID: String(chain.chainId),
     USDC_ADDRESS: chain.usdcAddress,
     PAY_TO: payTo.address,
+    PAYOUT_PRIVATE_KEY: payTo.privateKey,
     FACILITATOR_URL: "local",
     FACILITATOR_PRIVATE_KEY: facilitator.privateKey,
     IDP_APP_ID: appId,

@@ -6,6 +6,8 @@ import "./market.js";
 import "./account.js";
 import "./api-keys.js";
 import "./payments.js";
+import "./supply.js";
+import "./catalog.js";
 
 export function buildSchema() {
   return builder.toSchema({ sortSchema: true });

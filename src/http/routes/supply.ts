@@ -1,0 +1,8 @@
+import { Router } from "express";
+import type { Runtime } from "../../runtime.js";
+
+/** Routes of issue 5 (supply). */
+export function supplyRoutes(_rt: Runtime): Router {
+  const r = Router();
+  return r;
+}

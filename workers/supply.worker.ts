@@ -1,0 +1,32 @@
+import type { Services } from "../src/services.js";
+import type { Processor } from "./processor.js";
+
+/** Queue `expiry`: DIEM expires at UTC midnight; offers expire exactly once across processes. */
+export function expiryProcessor(services: Services): Processor {
+  return async (job) => {
+    if (job.name !== "expire-offers") throw new Error(`unknown expiry job ${job.name}`);
+    return services.supply.expireDue();
+  };
+}
+
+/** Queue `sync`: upstream key balances and the model catalog. */
+export function syncProcessor(services: Services): Processor {
+  return async (job) => {
+    switch (job.name) {
+      case "sync-key-balances":
+        return services.supply.syncKeyBalances();
+      case "sync-catalog":
+        return services.catalog.sync();
+      default:
+        throw new Error(`unknown sync job ${job.name}`);
+    }
+  };
+}
+
+/** Queue `payouts`: the daily supplier payout run. */
+export function payoutsProcessor(services: Services): Processor {
+  return async (job) => {
+    if (job.name !== "daily-payouts") throw new Error(`unknown payouts job ${job.name}`);
+    return services.supply.runDailyPayouts();
+  };
+}
