@@ -5,6 +5,7 @@ import type { Facilitator } from "./adapters/facilitator/types.js";
 import { createIdpVerifier } from "./adapters/idp/verify.js";
 import type { EventBus } from "./adapters/pubsub.js";
 import { type Queues, reconciliationProducer } from "./adapters/queues.js";
+import { createSharedCache } from "./adapters/redis/cache.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
 import type { UpstreamClient } from "./adapters/upstream/client.js";
@@ -58,7 +59,7 @@ export function createServices(deps: ServiceDeps): Services {
         })
       : null;
   const apiKeys = new ApiKeyService(db, clock);
-  const market = new MarketService(db, bus, clock);
+  const market = new MarketService(db, bus, clock, { store: createSharedCache(deps.redis), keys: deps.keys });
   const secrets = new SecretBox(config.secrets.keyEncryptionKey);
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   return {

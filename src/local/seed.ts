@@ -23,7 +23,7 @@ export async function seedLocalData(rt: Runtime, opts: { supplierWallet: string 
     const fingerprint = box.fingerprint(k.secret);
     let key = await db.upstreamKey.findFirst({ where: { secretFingerprint: fingerprint, status: { not: "revoked" } } });
     if (!key) {
-      const sealed = box.seal(k.secret);
+      const sealed = box.seal(k.secret, supplier.id); // AAD: the owning account
       key = await db.upstreamKey.create({
         data: {
           accountId: supplier.id,

@@ -1,65 +1,134 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import type { SharedCache } from "../../adapters/redis/cache.js";
+import type { RedisKeys } from "../../adapters/redis/keys.js";
 import type { Clock } from "../../lib/clock.js";
+import { utcDay } from "../../lib/clock.js";
+import { DomainError } from "../../lib/errors.js";
 import { usdcForDiem } from "../../lib/money.js";
-import type { MarketLadder, PriceLevel } from "./market-types.js";
+import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../accounts/account-service.js";
+import { eligibleOffers } from "./eligibility.js";
+import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "./market-types.js";
 
-/** Corridor bounds of the buyer ceiling (SPEC "Limits"). */
-export const MIN_CEILING_CENTS = 30;
-export const MAX_CEILING_CENTS = 80;
-
-interface LevelRow {
-  price: number;
-  routable: bigint;
-  offers: bigint;
-}
+/** SPEC "Capacity" rule 4: the whole response is cached for 30 seconds (shared by all processes). */
+export const CAPACITY_CACHE_SECONDS = 30;
+/** The highest price any offer may post (SPEC "Limits"). */
+export const MAX_OFFER_CENTS = 80;
 
 /**
- * Market depth read from Postgres. The routable DIEM of an offer is what the router could clear
- * right now: min(remaining − reserved, the key's last known balance), for active offers on active
- * keys that are not cooling down. This is the one eligibility rule (capacity uses it too).
+ * Public market data. Depth comes from `eligibleOffers`, the router's own eligibility rule, so
+ * capacity can never promise what the router would not clear. No supplier identity leaves here.
  */
 export class MarketService {
   constructor(
     private readonly db: Db,
     private readonly bus: EventBus,
     private readonly clock: Clock,
+    private readonly cache?: { store: SharedCache; keys: RedisKeys },
   ) {}
 
-  /**
-   * The routable ladder at or below `maxPriceCents` (default: the whole 1–80 book), cheapest first.
-   * Reads only; locks nothing.
-   */
-  async getLadder(maxPriceCents = MAX_CEILING_CENTS): Promise<MarketLadder> {
+  /** The routable ladder at or below `maxPriceCents` (default: every price up to 80), cheapest first. */
+  async getLadder(maxPriceCents = MAX_OFFER_CENTS): Promise<MarketLadder> {
     const now = this.clock.now();
-    const rows = await this.db.$queryRaw<LevelRow[]>`
-      SELECT o.price_cents_per_dollar AS price,
-             SUM(LEAST(o.remaining_micro_diem - o.reserved_micro_diem,
-                       COALESCE(k.last_balance_micro_diem, o.remaining_micro_diem - o.reserved_micro_diem)))::bigint AS routable,
-             COUNT(*)::bigint AS offers
-        FROM offers o
-        JOIN upstream_keys k ON k.id = o.upstream_key_id
-       WHERE o.status = 'active'
-         AND k.status = 'active'
-         AND (k.cooldown_until IS NULL OR k.cooldown_until <= ${now})
-         AND o.expires_at > ${now}
-         AND o.price_cents_per_dollar <= ${maxPriceCents}
-         AND o.remaining_micro_diem - o.reserved_micro_diem > 0
-         AND COALESCE(k.last_balance_micro_diem, 1) > 0
-       GROUP BY o.price_cents_per_dollar
-       ORDER BY o.price_cents_per_dollar ASC`;
-    const prices: PriceLevel[] = rows.map((r) => ({
-      priceCentsPerDollar: Number(r.price),
-      routableMicroDiem: BigInt(r.routable),
-      usdcToBuyAllMicro: usdcForDiem(BigInt(r.routable), Number(r.price)),
-      offers: Number(r.offers),
-    }));
+    const offers = await eligibleOffers(this.db, { now, maxPriceCents });
+    const byPrice = new Map<number, bigint>();
+    for (const o of offers)
+      byPrice.set(o.priceCentsPerDollar, (byPrice.get(o.priceCentsPerDollar) ?? 0n) + o.routableMicroDiem);
+    const prices: PriceLevel[] = [...byPrice.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([price, routable]) => ({
+        priceCentsPerDollar: price,
+        routableMicroDiem: routable,
+        usdcToBuyAllMicro: usdcForDiem(routable, price),
+      }));
     return {
       generatedAt: now,
       prices,
       routableMicroDiem: prices.reduce((a, p) => a + p.routableMicroDiem, 0n),
       usdcToBuyAllMicro: prices.reduce((a, p) => a + p.usdcToBuyAllMicro, 0n),
       cheapestPostedCents: prices[0]?.priceCentsPerDollar ?? null,
+    };
+  }
+
+  /**
+   * GET /v1/capacity. Without a filter: every eligible price up to the top of the corridor (80).
+   * With `maxPriceCents` (integer 30–80, else 400, never clamped): the ladder and the totals narrow
+   * to prices at or below it. Cached 30 s in Redis, per filter value.
+   */
+  async capacity(maxPriceCents?: number): Promise<Capacity> {
+    if (
+      maxPriceCents !== undefined &&
+      (!Number.isInteger(maxPriceCents) || maxPriceCents < MIN_CEILING_CENTS || maxPriceCents > MAX_CEILING_CENTS)
+    ) {
+      throw new DomainError(
+        "invalid_request",
+        `maxPriceCents must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}.`,
+        {
+          field: "maxPriceCents",
+        },
+      );
+    }
+    const key = this.cache?.keys.capacityCache(maxPriceCents ?? "all");
+    if (key && this.cache) {
+      const hit = await this.cache.store.get<Capacity & { generatedAt: string }>(key);
+      if (hit) return { ...hit, generatedAt: new Date(hit.generatedAt) };
+    }
+    const [ladder, live] = await Promise.all([
+      this.getLadder(maxPriceCents ?? MAX_CEILING_CENTS),
+      this.liveModelCounts(),
+    ]);
+    const depth = ladder.routableMicroDiem > 0n;
+    const modality = (m: "text" | "image" | "video") => ({
+      available: depth && (live[m] ?? 0) > 0,
+      liveModels: live[m] ?? 0,
+    });
+    const capacity: Capacity = {
+      ...ladder,
+      modalities: { text: modality("text"), image: modality("image"), video: modality("video") },
+    };
+    if (key && this.cache) await this.cache.store.set(key, capacity, CAPACITY_CACHE_SECONDS);
+    return capacity;
+  }
+
+  /** GET /v1/market/stats: corridor depth, buyer savings, today's clears (aggregates only). */
+  async stats(): Promise<MarketStats> {
+    const now = this.clock.now();
+    const day = utcDay(now);
+    const dayStart = new Date(`${day}T00:00:00.000Z`);
+    const [corridor, savingsRows, todayRows] = await Promise.all([
+      this.getLadder(MAX_CEILING_CENTS),
+      this.db.$queryRaw<{ clears: bigint; face: bigint; paid: bigint }[]>`
+        SELECT COUNT(*)::bigint AS clears, COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,
+               COALESCE(SUM(gross_micro_usdc), 0)::bigint AS paid
+          FROM clears WHERE refunded_at IS NULL`,
+      this.db.$queryRaw<{ clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]>`
+        SELECT COUNT(*)::bigint AS clears, COALESCE(SUM(burn_micro_diem), 0)::bigint AS burn,
+               COALESCE(SUM(gross_micro_usdc), 0)::bigint AS gross,
+               COALESCE(SUM(burn_micro_diem * price_cents_per_dollar), 0)::bigint AS weighted
+          FROM clears WHERE refunded_at IS NULL AND created_at >= ${dayStart}`,
+    ]);
+    const s = savingsRows[0];
+    const t = todayRows[0];
+    const face = BigInt(s?.face ?? 0n);
+    const paid = BigInt(s?.paid ?? 0n);
+    const burn = BigInt(t?.burn ?? 0n);
+    return {
+      generatedAt: now,
+      corridor: { ...corridor, minCents: MIN_CEILING_CENTS, maxCents: MAX_CEILING_CENTS },
+      savings: {
+        clears: Number(s?.clears ?? 0n),
+        faceMicroUsdc: face,
+        paidMicroUsdc: paid,
+        savedMicroUsdc: face - paid,
+        paidOfFaceBps: face > 0n ? Number((paid * 10_000n) / face) : null,
+      },
+      today: {
+        day,
+        clears: Number(t?.clears ?? 0n),
+        burnMicroDiem: burn,
+        grossMicroUsdc: BigInt(t?.gross ?? 0n),
+        averageClearingPriceCents: burn > 0n ? Number(BigInt(t?.weighted ?? 0n) / burn) : null,
+      },
     };
   }
 
@@ -72,5 +141,14 @@ export class MarketService {
       routableMicroDiem: ladder.routableMicroDiem,
       reason,
     });
+  }
+
+  private async liveModelCounts(): Promise<Partial<Record<"text" | "image" | "video", number>>> {
+    const rows = await this.db.catalogModel.groupBy({
+      by: ["modality"],
+      where: { status: "live", listed: true, disabled: false },
+      _count: { _all: true },
+    });
+    return Object.fromEntries(rows.map((r) => [r.modality, r._count._all]));
   }
 }

@@ -6,7 +6,6 @@ export interface PriceLevel {
   routableMicroDiem: MicroDiem;
   /** cost of clearing this whole level at its price */
   usdcToBuyAllMicro: MicroUsdc;
-  offers: number;
 }
 
 export interface MarketLadder {
@@ -16,4 +15,35 @@ export interface MarketLadder {
   routableMicroDiem: MicroDiem;
   usdcToBuyAllMicro: MicroUsdc;
   cheapestPostedCents: number | null;
+}
+
+export interface ModalityAvailability {
+  available: boolean;
+  liveModels: number;
+}
+
+/** SPEC "Capacity". */
+export interface Capacity extends MarketLadder {
+  modalities: { text: ModalityAvailability; image: ModalityAvailability; video: ModalityAvailability };
+}
+
+export interface MarketStats {
+  generatedAt: Date;
+  corridor: MarketLadder & { minCents: number; maxCents: number };
+  savings: {
+    clears: number;
+    faceMicroUsdc: MicroUsdc;
+    paidMicroUsdc: MicroUsdc;
+    savedMicroUsdc: MicroUsdc;
+    /** paid ÷ face in basis points (e.g. 4500 = paid 45% of face); null without clears */
+    paidOfFaceBps: number | null;
+  };
+  today: {
+    day: string;
+    clears: number;
+    burnMicroDiem: MicroDiem;
+    grossMicroUsdc: MicroUsdc;
+    /** burn-weighted average clearing price, cents, rounded down; null without clears */
+    averageClearingPriceCents: number | null;
+  };
 }

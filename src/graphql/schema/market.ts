@@ -1,5 +1,5 @@
 import type { CapacityChangedEvent } from "../../adapters/pubsub.js";
-import type { MarketLadder, PriceLevel } from "../../domain/market/market-types.js";
+import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
 
@@ -54,5 +54,57 @@ builder.subscriptionField("capacityChanged", (t) =>
     description: "Public: fires when routable supply changes, from any process.",
     subscribe: (_root, _args, ctx) => ctx.bus.subscribe("capacityChanged"),
     resolve: (event) => event,
+  }),
+);
+
+const ModalityRef = builder.objectRef<{ available: boolean; liveModels: number }>("ModalityAvailability").implement({
+  fields: (t) => ({ available: t.exposeBoolean("available"), liveModels: t.exposeInt("liveModels") }),
+});
+
+const CapacityRef = builder.objectRef<Capacity>("Capacity").implement({
+  description: "SPEC Capacity: a pre-flight view of routable supply (cached 30 s), not a reservation.",
+  fields: (t) => ({
+    generatedAt: t.field({ type: "DateTime", resolve: (c) => c.generatedAt }),
+    cheapestPostedCents: t.int({ nullable: true, resolve: (c) => c.cheapestPostedCents }),
+    routableDiem: t.field({ type: "MicroDiem", resolve: (c) => c.routableMicroDiem }),
+    usdcToBuyAll: t.field({ type: "MicroUsdc", resolve: (c) => c.usdcToBuyAllMicro }),
+    prices: t.field({ type: [PriceLevelRef], resolve: (c) => c.prices }),
+    text: t.field({ type: ModalityRef, resolve: (c) => c.modalities.text }),
+    image: t.field({ type: ModalityRef, resolve: (c) => c.modalities.image }),
+    video: t.field({ type: ModalityRef, resolve: (c) => c.modalities.video }),
+  }),
+});
+
+builder.queryField("capacity", (t) =>
+  t.field({
+    type: CapacityRef,
+    description: "Public capacity; `maxPriceCents` (30-80) narrows the ladder and the totals.",
+    args: { maxPriceCents: t.arg.int({ required: false }) },
+    resolve: (_root, args, ctx) => ctx.services.market.capacity(args.maxPriceCents ?? undefined),
+  }),
+);
+
+const MarketStatsRef = builder.objectRef<MarketStats>("MarketStats").implement({
+  description: "Corridor depth, buyer savings and today's clears. Aggregates only.",
+  fields: (t) => ({
+    generatedAt: t.field({ type: "DateTime", resolve: (s) => s.generatedAt }),
+    corridor: t.field({ type: MarketRef, resolve: (s) => s.corridor }),
+    clears: t.int({ resolve: (s) => s.savings.clears }),
+    faceValue: t.field({ type: "MicroUsdc", resolve: (s) => s.savings.faceMicroUsdc }),
+    paid: t.field({ type: "MicroUsdc", resolve: (s) => s.savings.paidMicroUsdc }),
+    saved: t.field({ type: "MicroUsdc", resolve: (s) => s.savings.savedMicroUsdc }),
+    paidOfFaceBps: t.int({ nullable: true, resolve: (s) => s.savings.paidOfFaceBps }),
+    todayClears: t.int({ resolve: (s) => s.today.clears }),
+    todayBurn: t.field({ type: "MicroDiem", resolve: (s) => s.today.burnMicroDiem }),
+    todayGross: t.field({ type: "MicroUsdc", resolve: (s) => s.today.grossMicroUsdc }),
+    todayAverageClearingPriceCents: t.int({ nullable: true, resolve: (s) => s.today.averageClearingPriceCents }),
+  }),
+});
+
+builder.queryField("marketStats", (t) =>
+  t.field({
+    type: MarketStatsRef,
+    description: "Public market statistics.",
+    resolve: (_r, _a, ctx) => ctx.services.market.stats(),
   }),
 );

@@ -1,8 +1,77 @@
 import { Router } from "express";
+import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
+import { DomainError } from "../../lib/errors.js";
+import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 
-/** Routes of issue 5 (market). */
-export function marketRoutes(_rt: Runtime): Router {
+const dec = formatDecimal6;
+
+function level(p: PriceLevel) {
+  return {
+    priceCentsPerDollar: p.priceCentsPerDollar,
+    routableDiem: dec(p.routableMicroDiem),
+    usdcToBuyAll: dec(p.usdcToBuyAllMicro),
+  };
+}
+
+function ladder(l: MarketLadder) {
+  return {
+    routableDiem: dec(l.routableMicroDiem),
+    usdcToBuyAll: dec(l.usdcToBuyAllMicro),
+    cheapestPostedCents: l.cheapestPostedCents,
+    prices: l.prices.map(level),
+  };
+}
+
+export function presentCapacity(c: Capacity) {
+  return { generatedAt: c.generatedAt.toISOString(), ...ladder(c), modalities: c.modalities };
+}
+
+export function presentMarketStats(s: MarketStats) {
+  return {
+    generatedAt: s.generatedAt.toISOString(),
+    corridor: { minCents: s.corridor.minCents, maxCents: s.corridor.maxCents, ...ladder(s.corridor) },
+    savings: {
+      clears: s.savings.clears,
+      faceValueUsdc: dec(s.savings.faceMicroUsdc),
+      paidUsdc: dec(s.savings.paidMicroUsdc),
+      savedUsdc: dec(s.savings.savedMicroUsdc),
+      paidOfFaceBps: s.savings.paidOfFaceBps,
+    },
+    today: {
+      day: s.today.day,
+      clears: s.today.clears,
+      burnDiem: dec(s.today.burnMicroDiem),
+      grossUsdc: dec(s.today.grossMicroUsdc),
+      averageClearingPriceCents: s.today.averageClearingPriceCents,
+    },
+  };
+}
+
+/** Public market data (SPEC "Public"): capacity, pool summary, market statistics. No identities. */
+export function marketRoutes(rt: Runtime): Router {
   const r = Router();
+  const { market } = rt.services;
+
+  r.get("/v1/capacity", async (req, res) => {
+    const raw = req.query.maxPriceCents;
+    let max: number | undefined;
+    if (raw !== undefined) {
+      if (typeof raw !== "string" || !/^\d+$/.test(raw)) {
+        throw new DomainError("invalid_request", "maxPriceCents must be an integer 30-80.", { field: "maxPriceCents" });
+      }
+      max = Number(raw);
+    }
+    res.json(presentCapacity(await market.capacity(max)));
+  });
+
+  r.get("/v1/supply/pool/summary", async (_req, res) => {
+    const l = await market.getLadder();
+    res.json({ generatedAt: l.generatedAt.toISOString(), prices: l.prices.map(level) });
+  });
+
+  r.get("/v1/market/stats", async (_req, res) => {
+    res.json(presentMarketStats(await market.stats()));
+  });
   return r;
 }
