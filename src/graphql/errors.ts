@@ -19,14 +19,21 @@ export function maskError(error: unknown, message: string): Error {
       extensions: { code: original.code, status: original.status, details },
     });
   }
-  // graphql validation/parse errors and scope-auth refusals are safe to show
-  if (error instanceof GraphQLError && !error.originalError) return error;
-  if (error instanceof GraphQLError && original instanceof GraphQLError && original !== error) return original;
-  if (original instanceof Error && original.name === "ForbiddenError") {
+  // scope-auth refusals (Pothos ForbiddenError is itself a GraphQLError)
+  if (isForbidden(original) || isForbidden(error)) {
     return new GraphQLError("Authentication failed: this field needs a different credential.", {
+      nodes: error instanceof GraphQLError ? error.nodes : undefined,
+      path: error instanceof GraphQLError ? error.path : undefined,
       extensions: { code: "authentication_failed", status: 401 },
     });
   }
+  // graphql validation/parse errors are safe to show
+  if (error instanceof GraphQLError && !error.originalError) return error;
+  if (error instanceof GraphQLError && original instanceof GraphQLError && original !== error) return original;
   logger.error({ err: original }, "graphql resolver error");
   return new GraphQLError(message, { extensions: { code: "internal_error", status: 500 } });
+}
+
+function isForbidden(e: unknown): boolean {
+  return e instanceof Error && (e.name === "ForbiddenError" || e.constructor?.name === "ForbiddenError");
 }

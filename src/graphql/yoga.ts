@@ -30,7 +30,11 @@ export function createGraphQL(deps: YogaDeps) {
     logging: false,
     maskedErrors: { maskError },
     plugins: [useGraphQLSSE()],
-    cors: { origin: deps.allowedOrigins, credentials: true },
+    // only our own origins get CORS headers; anything else (including "null") gets none
+    cors: (request) => {
+      const origin = request.headers.get("origin");
+      return origin && deps.allowedOrigins.includes(origin) ? { origin, credentials: true } : false;
+    },
     context: async ({ req, res }) => ({
       ...deps.base,
       viewer: await deps.resolveViewer(req),

@@ -15,9 +15,12 @@ export function encodeCursor(key: CursorKey): string {
 
 export function decodeCursor(cursor: string): CursorKey {
   const text = Buffer.from(cursor, "base64url").toString("utf8");
-  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9a-f-]{36})$/.exec(text);
+  const m =
+    /^((?:19|2\d)\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(
+      text,
+    );
   const at = m ? new Date(m[1] as string) : undefined;
-  if (!m || !at || Number.isNaN(at.getTime())) {
+  if (!m || !at || Number.isNaN(at.getTime()) || at.toISOString() !== m[1]) {
     throw new DomainError("invalid_request", "cursor is not valid; pass the nextCursor of a previous page.", {
       field: "cursor",
     });

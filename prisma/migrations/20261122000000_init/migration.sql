@@ -292,9 +292,9 @@ CREATE TABLE "clears" (
 CREATE TABLE "reservations" (
     "id" UUID NOT NULL,
     "account_id" UUID NOT NULL,
-    "offer_id" UUID NOT NULL,
     "max_charge_micro_usdc" BIGINT NOT NULL,
-    "max_burn_micro_diem" BIGINT NOT NULL,
+    "offer_id" UUID,
+    "max_burn_micro_diem" BIGINT NOT NULL DEFAULT 0,
     "expires_at" TIMESTAMPTZ(3) NOT NULL,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 

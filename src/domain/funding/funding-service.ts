@@ -12,6 +12,7 @@ import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { assertCeiling } from "../accounts/account-service.js";
+import { upsertAccountByWallet } from "../accounts/account-upsert.js";
 import type { ApiKeyService, CreatedApiKey } from "../keys/api-key-service.js";
 import { confirmTopUp, creditPendingTopUp, reverseTopUp } from "../ledger/ledger.js";
 import {
@@ -244,14 +245,10 @@ export class FundingService {
       let accountId = p.accountId;
       if (!accountId) {
         const meta = (p.requestMeta ?? {}) as { maxPriceCentsPerDollar?: number };
-        const account = await tx.account.upsert({
-          where: { walletAddress: p.payerAddress },
-          create: {
-            walletAddress: p.payerAddress,
-            authProvider: "x402",
-            maxPriceCentsPerDollar: meta.maxPriceCentsPerDollar ?? 80,
-          },
-          update: {},
+        const account = await upsertAccountByWallet(tx, {
+          walletAddress: p.payerAddress,
+          provider: "x402",
+          maxPriceCentsPerDollar: meta.maxPriceCentsPerDollar,
         });
         accountId = account.id;
       }

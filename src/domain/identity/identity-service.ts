@@ -8,6 +8,7 @@ import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { sha256Hex } from "../../lib/secret-box.js";
 import type { AuthProviderName } from "../accounts/account-types.js";
+import { upsertAccountByWallet } from "../accounts/account-upsert.js";
 
 /**
  * Session lifetime (docs/decisions.md "Sessions"): sliding 7 days of inactivity, at most 30 days
@@ -89,17 +90,12 @@ export class IdentityService {
         reason: result.failure.reason,
       });
     }
-    const wallet = input.walletAddress.toLowerCase();
     return this.db.$transaction(async (tx) => {
-      const existing = await tx.account.findUnique({ where: { walletAddress: wallet } });
-      const account = existing
-        ? await tx.account.update({
-            where: { id: existing.id },
-            data: { authProvider: "idp", idpSubject: result.value.subject },
-          })
-        : await tx.account.create({
-            data: { walletAddress: wallet, authProvider: "idp", idpSubject: result.value.subject },
-          });
+      const account = await upsertAccountByWallet(tx, {
+        walletAddress: input.walletAddress,
+        provider: "idp",
+        idpSubject: result.value.subject,
+      });
       const s = await this.openSession(tx, {
         accountId: account.id,
         authProvider: "idp",
@@ -109,7 +105,7 @@ export class IdentityService {
       return {
         identity: { ...s.identity, walletAddress: account.walletAddress, authProvider: account.authProvider },
         cookieValue: s.cookieValue,
-        createdAccount: !existing,
+        createdAccount: account.created,
       };
     });
   }
@@ -147,6 +143,15 @@ export class IdentityService {
     if (!domainOk) {
       throw new DomainError("authentication_failed", "SIWE message is for another domain, expired or not yet valid.");
     }
+    let uriHost: string | undefined;
+    try {
+      uriHost = new URL(parsed.uri).host;
+    } catch {
+      uriHost = undefined;
+    }
+    if (!uriHost || !this.cfg.siweDomains.includes(uriHost) || parsed.chainId !== this.cfg.chainId) {
+      throw new DomainError("authentication_failed", "SIWE message names another URI or chain.");
+    }
     let signatureOk = false;
     try {
       signatureOk = await verifyMessage({
@@ -167,17 +172,12 @@ export class IdentityService {
         data: { usedAt: now },
       });
       if (used.count !== 1) throw new DomainError("authentication_failed", "SIWE nonce is unknown, used or expired.");
-      const existing = await tx.account.findUnique({ where: { walletAddress: wallet } });
-      const account = existing
-        ? existing.authProvider === "x402"
-          ? await tx.account.update({ where: { id: existing.id }, data: { authProvider: "siwe" } })
-          : existing
-        : await tx.account.create({ data: { walletAddress: wallet, authProvider: "siwe" } });
+      const account = await upsertAccountByWallet(tx, { walletAddress: wallet, provider: "siwe" });
       const s = await this.openSession(tx, { accountId: account.id, authProvider: "siwe", userAgent: input.userAgent });
       return {
         identity: { ...s.identity, walletAddress: account.walletAddress, authProvider: account.authProvider },
         cookieValue: s.cookieValue,
-        createdAccount: !existing,
+        createdAccount: account.created,
       };
     });
   }

@@ -28,10 +28,11 @@ export const ApiKeyRef = builder.prismaObject("ApiKey", {
   }),
 });
 
-export const LedgerEntryRef = builder.prismaNode("LedgerEntry", {
-  id: { field: "id" },
+export const LedgerEntryRef = builder.prismaObject("LedgerEntry", {
+  // not a Relay node: reachable only through the viewer's own connection
   description: "One signed change to one of the account's books, in micro-USDC.",
   fields: (t) => ({
+    id: t.exposeID("id"),
     kind: t.exposeString("kind"),
     book: t.exposeString("book"),
     amount: t.expose("amountMicroUsdc", { type: "MicroUsdc" }),

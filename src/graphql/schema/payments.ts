@@ -22,10 +22,11 @@ const PaymentKindEnum = builder.enumType("PaymentKind", {
   } as const,
 });
 
-export const PaymentRef = builder.prismaNode("Payment", {
-  id: { field: "id" },
+export const PaymentRef = builder.prismaObject("Payment", {
+  // not a Relay node: reachable only through the viewer's own connection
   description: "An x402 payment that funded the account.",
   fields: (t) => ({
+    id: t.exposeID("id"),
     kind: t.field({ type: PaymentKindEnum, resolve: (p) => p.kind }),
     status: t.field({ type: PaymentStatusEnum, resolve: (p) => p.status }),
     amount: t.expose("amountMicroUsdc", { type: "MicroUsdc" }),

@@ -39,11 +39,22 @@ interface World {
   supportReference: string;
 }
 
+/** An active key stored as the service stores it (sha256 only); the matrix needs many, fast. */
+async function insertKey(accountId: string, name: string): Promise<{ id: string; apiKey: string }> {
+  const apiKey = `svc_${randomBytes(32).toString("base64url")}`;
+  const row = await app.rt.db.apiKey.create({
+    data: { accountId, name, keyPrefix: apiKey.slice(0, 12), keyHash: sha256Hex(apiKey), source: "session" },
+  });
+  return { id: row.id, apiKey };
+}
+
 async function freshWorld(): Promise<World> {
   const user = await signIn(app);
-  const key = await createKey(app, user, "caller");
-  const spare = await createKey(app, user, "spare");
-  const req = await insertRequest(app, user.accountId, { status: "succeeded" });
+  const [key, spare, req] = await Promise.all([
+    insertKey(user.accountId, "caller"),
+    insertKey(user.accountId, "spare"),
+    insertRequest(app, user.accountId, { status: "succeeded" }),
+  ]);
   return { user, key, spareKeyId: spare.id, supportReference: req.supportReference };
 }
 
@@ -374,6 +385,31 @@ describe("rejection: invalid Bearer shapes on agent routes", () => {
     // the real key still works (nothing above disturbed it)
     const ok = await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(key.apiKey) });
     expect(ok.status).toBe(200);
+  });
+
+  test("unrelated cookies do not disturb either credential", async () => {
+    const user = await signIn(app);
+    const key = await insertKey(user.accountId, "k");
+    const agent = await call(app, {
+      method: "GET",
+      path: "/v1/agent/me",
+      headers: { cookie: "theme=dark; _ga=GA1.2.3", ...bearer(key.apiKey) },
+    });
+    expect(agent.status).toBe(200);
+    const session = await call(app, {
+      method: "GET",
+      path: "/v1/me",
+      headers: { cookie: `theme=dark; ${user.cookie}; other=1` },
+    });
+    expect(session.status).toBe(200);
+    // but an empty svc_session next to a Bearer is still a session cookie on an agent route
+    expectAuthFailed(
+      await call(app, {
+        method: "GET",
+        path: "/v1/agent/me",
+        headers: { cookie: "svc_session=", ...bearer(key.apiKey) },
+      }),
+    );
   });
 
   test("without a credential, 401 comes before 404 (unknown id) and 400 (non-uuid)", async () => {

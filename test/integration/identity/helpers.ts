@@ -76,7 +76,7 @@ export async function maxPriceOf(app: TestApp, accountId: string): Promise<numbe
   return a.maxPriceCentsPerDollar;
 }
 
-/** Moves every session of the user into the past (sliding and absolute expiry untouched → sliding). */
+/** Puts the user's session past its sliding expiry (`expires_at` one minute ago). */
 export async function expireSession(app: TestApp, user: SignedInUser): Promise<void> {
   const s = await app.rt.db.session.findUniqueOrThrow({ where: { tokenHash: sha256Hex(cookieValueOf(user.cookie)) } });
   await app.rt.db.session.update({ where: { id: s.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });

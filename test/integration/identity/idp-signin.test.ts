@@ -350,14 +350,8 @@ describe("concurrency", () => {
     );
   });
 
-  /**
-   * PRODUCT BUG (src/domain/identity/identity-service.ts, signInWithIdp ~l.93-102): the "upsert" is
-   * findUnique-then-create inside a READ COMMITTED transaction, so two first sign-ins of one wallet
-   * race and all but one hit P2002 on accounts_wallet_address_key, surfacing as 500 internal_error.
-   * The spec allows only 200/400/401 here and says the account is upserted: every request should
-   * be 200 with one accountId. Remove `.fails` once the upsert is race-free.
-   */
-  test.fails("concurrent FIRST sign-ins of one new wallet all succeed with a single account", async () => {
+  // regression: fixed bug in src/domain/identity/identity-service.ts
+  test("concurrent FIRST sign-ins of one new wallet all succeed with a single account", async () => {
     for (let round = 0; round < 3; round++) {
       const wallet = newWallet();
       const bodies = await Promise.all(

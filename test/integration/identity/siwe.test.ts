@@ -270,14 +270,8 @@ describe("rejection → 400, nothing created", () => {
 });
 
 describe("concurrency", () => {
-  /**
-   * PRODUCT BUG (src/domain/identity/identity-service.ts, signInWithSiwe ~l.166-171): same
-   * findUnique-then-create race as the IdP path. Two SIWE sign-ins of one new wallet, each with its
-   * own valid nonce, submitted together: the loser's account insert fails with P2002
-   * (accounts_wallet_address_key) and the client gets 500 internal_error instead of 200 on the
-   * same account. Remove `.fails` once the upsert is race-free.
-   */
-  test.fails("concurrent first SIWE sign-ins of one wallet (distinct nonces) all succeed on one account", async () => {
+  // regression: fixed bug in src/domain/identity/identity-service.ts
+  test("concurrent first SIWE sign-ins of one wallet (distinct nonces) all succeed on one account", async () => {
     for (let round = 0; round < 3; round++) {
       const wallet = newWallet();
       const msgs = await Promise.all(Array.from({ length: 5 }, () => signedMessage({ wallet })));
