@@ -7,6 +7,7 @@ import type { EventBus } from "./adapters/pubsub.js";
 import { type Queues, reconciliationProducer } from "./adapters/queues.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
+import { createGate } from "./adapters/redis/gates.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
 import type { UpstreamClient } from "./adapters/upstream/client.js";
 import type { Config } from "./config.js";
@@ -17,6 +18,9 @@ import { IdentityService } from "./domain/identity/identity-service.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
 import { MarketService } from "./domain/market/market-service.js";
+import { ChatService } from "./domain/routing/chat-service.js";
+import { createModelResolver } from "./domain/routing/model-resolver.js";
+import { RouterService } from "./domain/routing/router-service.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import type { Clock } from "./lib/clock.js";
 import { SecretBox } from "./lib/secret-box.js";
@@ -31,6 +35,8 @@ export interface Services {
   funding: FundingService;
   supply: SupplyService;
   catalog: CatalogService;
+  router: RouterService;
+  chat: ChatService;
 }
 
 export interface ServiceDeps {
@@ -61,6 +67,17 @@ export function createServices(deps: ServiceDeps): Services {
   const apiKeys = new ApiKeyService(db, clock);
   const market = new MarketService(db, bus, clock, { store: createSharedCache(deps.redis), keys: deps.keys });
   const secrets = new SecretBox(config.secrets.keyEncryptionKey);
+  const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
+  const router = new RouterService({
+    db,
+    config,
+    clock,
+    bus,
+    gate: createGate(deps.redis),
+    keys: deps.keys,
+    secrets,
+    resolveModel: createModelResolver(catalog),
+  });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   return {
     market,
@@ -94,6 +111,8 @@ export function createServices(deps: ServiceDeps): Services {
       market,
       payoutChain: deps.payoutChain,
     }),
-    catalog: new CatalogService({ db, config, clock, upstream: deps.upstream, secrets }),
+    catalog,
+    router,
+    chat: new ChatService(router, deps.upstream),
   };
 }

@@ -7,6 +7,8 @@ export function maintenanceProcessor(services: Services): Processor {
     switch (job.name) {
       case "purge-expired":
         return services.maintenance.purgeExpired();
+      case "release-expired-holds":
+        return services.router.releaseExpiredHolds();
       default:
         throw new Error(`unknown maintenance job ${job.name}`);
     }

@@ -11,6 +11,7 @@ import { authRoutes } from "./routes/auth.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { fundingRoutes } from "./routes/funding.js";
 import { healthRoutes } from "./routes/health.js";
+import { inferenceRoutes } from "./routes/inference.js";
 import { marketRoutes } from "./routes/market.js";
 import { supplyRoutes } from "./routes/supply.js";
 
@@ -43,6 +44,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(accountRoutes(rt));
   app.use(agentRoutes(rt));
   app.use(fundingRoutes(rt));
+  app.use(inferenceRoutes(rt));
   app.use(catalogRoutes(rt));
   app.use(marketRoutes(rt));
   app.use(supplyRoutes(rt));

@@ -1,0 +1,484 @@
+import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
+import { readSse } from "../../http/openai/sse.js";
+import { DomainError } from "../../lib/errors.js";
+import { logger } from "../../lib/logger.js";
+import { formatDecimal6 } from "../../lib/money.js";
+import { estimatePromptTokens } from "./admission.js";
+import { bareModelId } from "./model-resolver.js";
+import type { AttemptFailure, RouterService, RoutingSession, Settled, Usage } from "./router-service.js";
+
+/** Buffered upstream calls give up after this long (then fall forward). */
+export const UPSTREAM_TIMEOUT_MS = 120_000;
+/** A stream that sends no first content within this long is a failed attempt. */
+export const FIRST_CONTENT_TIMEOUT_MS = 60_000;
+/** A started stream silent this long is treated as truncated. */
+export const STREAM_IDLE_TIMEOUT_MS = 120_000;
+
+export interface Caller {
+  accountId: string;
+  apiKeyId: string;
+}
+
+/** Where a streamed response goes (the transport provides it; the domain writes SSE text). */
+export interface StreamSink {
+  /** sends status 200 and the stream headers; called once, before the first frame */
+  start(headers: Record<string, string>): void;
+  write(text: string): void;
+  end(): void;
+  /** true once the buyer went away */
+  readonly closed: boolean;
+  /** aborts when the buyer goes away */
+  readonly signal: AbortSignal;
+}
+
+export interface BufferedResult {
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+type Json = Record<string, unknown>;
+
+/** Fields the buyer may not send: they bill beyond published pricing (SPEC 12). */
+function refusePaidAddOns(body: Json): void {
+  const vp = body.venice_parameters as Json | undefined;
+  const on = (v: unknown) => v !== undefined && v !== false && v !== "off";
+  if (vp && (on(vp.enable_web_search) || on(vp.enable_web_scraping) || on(vp.enable_x_search))) {
+    throw new DomainError(
+      "invalid_request",
+      "Web search, scraping and X search are refused: they bill beyond published pricing.",
+      {
+        field: "venice_parameters",
+      },
+    );
+  }
+  if (on(body.web_search))
+    throw new DomainError("invalid_request", "web_search is refused: it bills beyond published pricing.", {
+      field: "web_search",
+    });
+}
+
+function positiveInt(v: unknown, field: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1) {
+    throw new DomainError("invalid_request", `${field} must be a positive integer.`, { field });
+  }
+  return v;
+}
+
+/** Validates a chat body; returns what routing needs. Nothing is changed on failure. */
+export function parseChatBody(raw: unknown): {
+  body: Json;
+  model: string;
+  stream: boolean;
+  maxTokens: number | undefined;
+  messages: unknown[];
+} {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new DomainError("invalid_request", "Body must be a JSON object with model and messages.");
+  }
+  const body = raw as Json;
+  if (typeof body.model !== "string" || body.model.length === 0 || body.model.length > 200) {
+    throw new DomainError("invalid_request", "model is required (a live id from /v1/models).", { field: "model" });
+  }
+  if (body.model.includes(":")) {
+    throw new DomainError("invalid_request", "model suffixes (`model:option=…`) are not accepted.", { field: "model" });
+  }
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    throw new DomainError("invalid_request", "messages must be a non-empty array.", { field: "messages" });
+  }
+  if (body.stream !== undefined && typeof body.stream !== "boolean") {
+    throw new DomainError("invalid_request", "stream must be a boolean.", { field: "stream" });
+  }
+  if (body.n !== undefined && body.n !== 1) {
+    throw new DomainError("invalid_request", "n must be 1 (one choice per request).", { field: "n" });
+  }
+  refusePaidAddOns(body);
+  const maxTokens =
+    positiveInt(body.max_completion_tokens, "max_completion_tokens") ?? positiveInt(body.max_tokens, "max_tokens");
+  return { body, model: body.model, stream: body.stream === true, maxTokens, messages: body.messages };
+}
+
+/** Maps an upstream failure to fall-forward data, or to the buyer's own error (no other key is burned). */
+export function classifyFailure(f: UpstreamFailure): AttemptFailure | DomainError {
+  const detail = `${f.kind}${f.status ? ` ${f.status}` : ""}: ${f.message}`.slice(0, 200);
+  switch (f.kind) {
+    case "auth":
+      return { kind: "supplier_auth", status: f.status, detail };
+    case "payment":
+      return { kind: "supplier_exhausted", status: f.status, detail };
+    case "request":
+      if (f.status === 404)
+        return new DomainError("model_not_found", `The upstream does not know this model: ${f.message}`);
+      if (f.status === 413) return new DomainError("payload_too_large", f.message);
+      return new DomainError("invalid_request", `The request was refused: ${f.message}`, { upstreamStatus: f.status });
+    default:
+      return { kind: "retryable", status: f.status, detail };
+  }
+}
+
+function usageOf(u: unknown): Usage | undefined {
+  if (typeof u !== "object" || u === null) return undefined;
+  const x = u as Json;
+  const prompt = x.prompt_tokens ?? x.input_tokens;
+  const completion = x.completion_tokens ?? x.output_tokens;
+  if (typeof prompt !== "number" || typeof completion !== "number") return undefined;
+  const details = (x.prompt_tokens_details ?? x.input_tokens_details) as Json | null | undefined;
+  const cached = typeof details?.cached_tokens === "number" ? details.cached_tokens : 0;
+  return { promptTokens: prompt, completionTokens: completion, cachedTokens: Math.min(cached, prompt) };
+}
+
+/** A rough upstream-like prompt count for billing a stream that ended without usage. */
+function approxPromptTokens(messages: unknown[]): number {
+  let t = 0;
+  for (const m of messages) t += 4 + Math.ceil(JSON.stringify((m as Json)?.content ?? "").length / 4);
+  return t;
+}
+
+export function costHeaders(s: Settled): Record<string, string> {
+  return {
+    "X-Svc-Request-Id": s.requestId,
+    "X-Svc-Support-Reference": s.supportReference,
+    "X-Svc-Cost-Usdc": formatDecimal6(s.costMicroUsdc),
+    "X-Svc-Clearing-Price-Cents": String(s.clearingPriceCents),
+    "X-Balance-Remaining": formatDecimal6(s.balanceRemainingMicroUsdc),
+  };
+}
+
+/**
+ * Chat completions over the router: the OpenAI-compatible request goes upstream with the admitted
+ * completion cap and stream usage always on; failures fall forward before anything reaches the
+ * buyer; the completion is settled before the buyer sees its cost.
+ */
+export class ChatService {
+  constructor(
+    private readonly router: RouterService,
+    private readonly upstream: UpstreamClient,
+  ) {}
+
+  private upstreamBody(body: Json, session: RoutingSession, stream: boolean): Json {
+    const {
+      model: _m,
+      max_tokens: _mt,
+      max_completion_tokens: _mct,
+      stream_options,
+      user: _u,
+      store: _s,
+      metadata: _md,
+      ...rest
+    } = body;
+    const out: Json = {
+      ...rest,
+      model: session.model.id,
+      max_completion_tokens: session.plan.admittedMaxTokens,
+      stream,
+    };
+    if (stream) out.stream_options = { ...((stream_options as Json | undefined) ?? {}), include_usage: true };
+    out.venice_parameters = {
+      include_venice_system_prompt: false,
+      ...((rest.venice_parameters as Json | undefined) ?? {}),
+    };
+    return out;
+  }
+
+  /** Buffered chat: settles, then returns the completion and the cost headers. */
+  async buffered(caller: Caller, raw: unknown, signal: AbortSignal): Promise<BufferedResult> {
+    const req = parseChatBody(raw);
+    const session = await this.router.open({
+      ...caller,
+      route: "chat",
+      model: bareModelId(req.model),
+      stream: false,
+      promptEstimate: estimatePromptTokens(req.messages, req.messages.length),
+      requestedMaxTokens: req.maxTokens,
+    });
+    try {
+      for (;;) {
+        const attempt = session.attempt;
+        if (!attempt) throw new DomainError("internal_error", "no attempt");
+        const res = await this.upstream.post(
+          "/chat/completions",
+          attempt.secret,
+          this.upstreamBody(req.body, session, false),
+          {
+            signal: AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
+          },
+        );
+        if (signal.aborted) {
+          await this.router.abort(session, "client_closed");
+          throw new DomainError("invalid_request", "client closed the request");
+        }
+        if (!res.ok) {
+          const c = classifyFailure(res.failure);
+          if (c instanceof DomainError) {
+            await this.router.abort(session, c.code, "request_rejected");
+            c.details.supportReference = session.supportReference;
+            throw c;
+          }
+          await this.router.fallForward(session, c);
+          continue;
+        }
+        let json: Json;
+        try {
+          json = (await res.value.json()) as Json;
+        } catch {
+          await this.router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
+          continue;
+        }
+        const usage = usageOf(json.usage);
+        if (!usage) {
+          await this.router.fallForward(session, { kind: "retryable", detail: "upstream answer without usage" });
+          continue;
+        }
+        this.router.markFirstByte(session);
+        const settled = await this.router.settle(session, usage);
+        const { cost: _c, venice_parameters: _vp, prompt_logprobs: _pl, ...body } = json;
+        return { body, headers: costHeaders(settled) };
+      }
+    } catch (e) {
+      if (!session.done) await this.router.abort(session, e instanceof DomainError ? e.code : "internal_error");
+      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+      throw e;
+    }
+  }
+
+  /**
+   * Streaming chat (SPEC "Events" / Chat SSE): content is relayed as it arrives; the final usage chunk
+   * and [DONE] are withheld until settlement commits, with the `svc.cost` frame between them. A stream
+   * that ends without usage (truncation or the buyer leaving) is billed on estimated usage, capped at
+   * the admitted max_tokens and the supplier's pre-call balance, then `stream_incomplete`, no [DONE].
+   * Errors before the stream starts are thrown (the transport answers with JSON).
+   */
+  async stream(caller: Caller, raw: unknown, sink: StreamSink): Promise<void> {
+    const req = parseChatBody(raw);
+    const session = await this.router.open({
+      ...caller,
+      route: "chat",
+      model: bareModelId(req.model),
+      stream: true,
+      promptEstimate: estimatePromptTokens(req.messages, req.messages.length),
+      requestedMaxTokens: req.maxTokens,
+    });
+    let started = false;
+    try {
+      for (;;) {
+        const attempt = session.attempt;
+        if (!attempt) throw new DomainError("internal_error", "no attempt");
+        const upstreamAbort = new AbortController();
+        const onBuyerGone = () => upstreamAbort.abort();
+        sink.signal.addEventListener("abort", onBuyerGone, { once: true });
+        const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
+        try {
+          const res = await this.upstream.post(
+            "/chat/completions",
+            attempt.secret,
+            this.upstreamBody(req.body, session, true),
+            {
+              signal: upstreamAbort.signal,
+            },
+          );
+          if (sink.closed) {
+            await this.router.abort(session, "client_closed");
+            return;
+          }
+          if (!res.ok) {
+            const c = classifyFailure(res.failure);
+            if (c instanceof DomainError) {
+              await this.router.abort(session, c.code, "request_rejected");
+              c.details.supportReference = session.supportReference;
+              throw c;
+            }
+            await this.router.fallForward(session, c);
+            continue;
+          }
+          const body = res.value.body;
+          if (!body) {
+            await this.router.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
+            continue;
+          }
+          const outcome = await this.relay(session, req.messages, body, sink, upstreamAbort, firstTimer, () => {
+            started = true;
+          });
+          if (outcome === "retry") continue;
+          return;
+        } finally {
+          clearTimeout(firstTimer);
+          sink.signal.removeEventListener("abort", onBuyerGone);
+        }
+      }
+    } catch (e) {
+      if (!session.done) await this.router.abort(session, e instanceof DomainError ? e.code : "internal_error");
+      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+      if (!started) throw e;
+      logger.error({ err: e, requestId: session.requestId }, "stream failed after start");
+      if (!sink.closed) {
+        sink.write(
+          `data: ${JSON.stringify({ error: { code: e instanceof DomainError ? e.code : "internal_error", message: (e as Error).message } })}\n\n`,
+        );
+        sink.end();
+      }
+    }
+  }
+
+  /**
+   * Relays one upstream stream. Returns "retry" when it failed before any content (fall forward),
+   * "done" when the buyer's stream was finished (settled, incomplete, or settlement failure in-band).
+   */
+  private async relay(
+    session: RoutingSession,
+    messages: unknown[],
+    body: ReadableStream<Uint8Array>,
+    sink: StreamSink,
+    upstreamAbort: AbortController,
+    firstTimer: NodeJS.Timeout,
+    onStart: () => void,
+  ): Promise<"retry" | "done"> {
+    const pending: string[] = [];
+    let committed = false;
+    let usageChunk: Json | undefined;
+    let done = false;
+    let relayedChars = 0;
+    let lastChunk: Json | undefined;
+    let idle: NodeJS.Timeout | undefined;
+    const armIdle = () => {
+      if (idle) clearTimeout(idle);
+      idle = setTimeout(() => upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
+    };
+    const commit = () => {
+      if (committed) return;
+      committed = true;
+      clearTimeout(firstTimer);
+      sink.start({ "X-Svc-Request-Id": session.requestId, "X-Svc-Support-Reference": session.supportReference });
+      onStart();
+      this.router.markFirstByte(session);
+      for (const f of pending.splice(0)) sink.write(f);
+    };
+    try {
+      for await (const frame of readSse(body)) {
+        if (committed) armIdle();
+        if (frame.data === "[DONE]") {
+          done = true;
+          break;
+        }
+        let chunk: Json;
+        try {
+          chunk = JSON.parse(frame.data) as Json;
+        } catch {
+          continue;
+        }
+        if (chunk.error !== undefined) {
+          if (!committed) {
+            upstreamAbort.abort();
+            await this.router.fallForward(session, {
+              kind: "retryable",
+              detail: `in-band upstream error before content`,
+            });
+            return "retry";
+          }
+          break; // after content: treated as a truncated stream
+        }
+        const choices = Array.isArray(chunk.choices) ? (chunk.choices as Json[]) : [];
+        if (chunk.usage && choices.length === 0) {
+          usageChunk = chunk;
+          continue;
+        }
+        lastChunk = chunk;
+        const { cost: _c, venice_parameters: _v, ...clean } = chunk;
+        const text = `data: ${JSON.stringify(clean)}\n\n`;
+        const delta = (choices[0]?.delta ?? {}) as Json;
+        const hasContent =
+          (typeof delta.content === "string" && delta.content.length > 0) ||
+          (typeof delta.reasoning_content === "string" && delta.reasoning_content.length > 0) ||
+          Array.isArray(delta.tool_calls) ||
+          (choices[0]?.finish_reason !== null && choices[0]?.finish_reason !== undefined);
+        relayedChars +=
+          (typeof delta.content === "string" ? delta.content.length : 0) +
+          (typeof delta.reasoning_content === "string" ? delta.reasoning_content.length : 0);
+        if (!committed) {
+          pending.push(text);
+          if (hasContent) commit();
+        } else if (!sink.closed) {
+          sink.write(text);
+        }
+      }
+    } catch {
+      // reset, abort or idle timeout: handled below as an early close
+    } finally {
+      if (idle) clearTimeout(idle);
+    }
+
+    if (!committed) {
+      if (sink.closed) {
+        await this.router.abort(session, "client_closed");
+        return "done";
+      }
+      await this.router.fallForward(session, {
+        kind: "retryable",
+        detail: "upstream stream closed before its first content",
+      });
+      return "retry";
+    }
+
+    const usage = done && usageChunk ? usageOf(usageChunk.usage) : undefined;
+    if (usage) {
+      let settled: Settled;
+      try {
+        settled = await this.router.settle(session, usage);
+      } catch (e) {
+        const code = e instanceof DomainError ? e.code : "settle_failed";
+        if (!sink.closed) {
+          sink.write(
+            `data: ${JSON.stringify({ error: { code, message: (e as Error).message, supportReference: session.supportReference } })}\n\n`,
+          );
+          sink.end();
+        }
+        return "done";
+      }
+      if (!sink.closed) {
+        const { cost: _c, ...cleanUsage } = usageChunk ?? {};
+        sink.write(`data: ${JSON.stringify(cleanUsage)}\n\n`);
+        sink.write(`data: ${JSON.stringify(this.costFrame(lastChunk ?? usageChunk ?? {}, settled))}\n\n`);
+        sink.write("data: [DONE]\n\n");
+        sink.end();
+      }
+      return "done";
+    }
+
+    // truncated, errored after content, or the buyer left: bill the estimate (SPEC Events 6)
+    const estimated: Usage = {
+      promptTokens: Math.min(approxPromptTokens(messages), session.plan.promptEstimate),
+      completionTokens: Math.min(Math.ceil(relayedChars / 4), session.plan.admittedMaxTokens),
+    };
+    try {
+      const settled = await this.router.settle(session, estimated, { incomplete: true });
+      if (!sink.closed) {
+        sink.write(`data: ${JSON.stringify(this.costFrame(lastChunk ?? {}, settled))}\n\n`);
+        sink.write(
+          `data: ${JSON.stringify({ error: { code: "stream_incomplete", message: "The stream ended before its final usage chunk; billed on estimated usage.", supportReference: session.supportReference } })}\n\n`,
+        );
+        sink.end();
+      }
+    } catch (e) {
+      if (!sink.closed) {
+        sink.write(
+          `data: ${JSON.stringify({ error: { code: e instanceof DomainError ? e.code : "settle_failed", message: (e as Error).message, supportReference: session.supportReference } })}\n\n`,
+        );
+        sink.end();
+      }
+    }
+    return "done";
+  }
+
+  /** `svc.cost`: chunk-shaped (choices: []) so OpenAI SDKs pass it through. */
+  private costFrame(like: Json, s: Settled): Json {
+    return {
+      id: like.id ?? `chatcmpl-${s.requestId}`,
+      object: "svc.cost",
+      created: like.created ?? Math.floor(Date.now() / 1000),
+      model: like.model,
+      choices: [],
+      costUsdc: formatDecimal6(s.costMicroUsdc),
+      clearingPriceCents: s.clearingPriceCents,
+      supportReference: s.supportReference,
+    };
+  }
+}

@@ -1,0 +1,34 @@
+import { textPricingOf } from "../catalog/catalog-pricing.js";
+import type { CatalogService } from "../catalog/catalog-service.js";
+import type { RoutableModel } from "./router-service.js";
+
+export { bareModelId } from "../catalog/catalog-service.js";
+
+/** Catalog rows change on sync (minutes); the hot path reads them from memory for this long. */
+const CACHE_MS = 5_000;
+
+/**
+ * The router's view of a catalog row (the catalog is the one source of truth): integer text rates
+ * for metering. Unknown, disabled or unlisted → 404 `model_not_found` (from the catalog).
+ */
+export function createModelResolver(catalog: Pick<CatalogService, "getModel">): (id: string) => Promise<RoutableModel> {
+  const cache = new Map<string, { at: number; row: RoutableModel }>();
+  return async (id: string) => {
+    const hit = cache.get(id);
+    if (hit && Date.now() - hit.at < CACHE_MS) return hit.row;
+    const m = await catalog.getModel(id);
+    const row: RoutableModel = {
+      id: m.id,
+      modality: m.modality,
+      status: m.status,
+      tier: m.tier,
+      pricing:
+        m.modality === "text" && m.status === "live"
+          ? textPricingOf(m)
+          : { inputMicroPerM: 0n, outputMicroPerM: 0n, cacheMicroPerM: null, extended: null },
+      maxCompletionTokens: m.maxCompletionTokens,
+    };
+    cache.set(id, { at: Date.now(), row });
+    return row;
+  };
+}

@@ -1,0 +1,54 @@
+/** Server-sent events: a small incremental parser for upstream streams, and frame writers. */
+export interface SseFrame {
+  event?: string;
+  data: string;
+}
+
+/** Yields each complete frame of an SSE byte stream (`\n\n`-separated; `data:` lines joined). */
+export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {
+  const decoder = new TextDecoder();
+  let buf = "";
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+      let idx = buf.indexOf("\n\n");
+      while (idx >= 0) {
+        const block = buf.slice(0, idx);
+        buf = buf.slice(idx + 2);
+        const frame = parseBlock(block);
+        if (frame) yield frame;
+        idx = buf.indexOf("\n\n");
+      }
+    }
+    const tail = parseBlock(buf.trim());
+    if (tail) yield tail;
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+function parseBlock(block: string): SseFrame | undefined {
+  let event: string | undefined;
+  const data: string[] = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":") || line === "") continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+  }
+  if (data.length === 0) return undefined;
+  return { event, data: data.join("\n") };
+}
+
+export function dataFrame(payload: unknown): string {
+  return `data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`;
+}
+
+export function eventFrame(event: string, payload: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(payload)}\n\n`;
+}

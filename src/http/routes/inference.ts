@@ -1,0 +1,72 @@
+import { type Request, type Response, Router } from "express";
+import type { StreamSink } from "../../domain/routing/chat-service.js";
+import { DomainError } from "../../lib/errors.js";
+import type { Runtime } from "../../runtime.js";
+import { requireBearer, viewerOf } from "../auth.js";
+
+/** An SSE sink over an Express response; aborts when the buyer goes away. */
+export function sseSink(req: Request, res: Response): StreamSink {
+  const ac = new AbortController();
+  let closed = false;
+  res.on("close", () => {
+    if (!res.writableFinished) {
+      closed = true;
+      ac.abort();
+    }
+  });
+  req.socket.setNoDelay(true);
+  return {
+    start(headers) {
+      res.writeHead(200, {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-cache, no-transform",
+        Connection: "keep-alive",
+        "X-Accel-Buffering": "no",
+        ...headers,
+      });
+      res.flushHeaders();
+    },
+    write(text) {
+      if (!closed) res.write(text);
+    },
+    end() {
+      if (!closed) res.end();
+    },
+    get closed() {
+      return closed || res.destroyed;
+    },
+    signal: ac.signal,
+  };
+}
+
+function abortSignal(res: Response): AbortSignal {
+  const ac = new AbortController();
+  res.on("close", () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
+/** SPEC "Inference" (Bearer only): chat completions and the stateless Responses facade. */
+export function inferenceRoutes(rt: Runtime): Router {
+  const r = Router();
+  const bearer = requireBearer(rt.services);
+  const { chat } = rt.services;
+
+  r.post("/v1/chat/completions", bearer, async (req, res) => {
+    const v = viewerOf(res);
+    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
+    if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
+      await chat.stream(caller, req.body, sseSink(req, res));
+      return;
+    }
+    const out = await chat.buffered(caller, req.body, abortSignal(res));
+    res.set(out.headers).status(200).json(out.body);
+  });
+
+  // Responses is stateless: nothing is stored, so nothing can be read back
+  r.get(["/v1/responses", "/v1/responses/:id"], bearer, () => {
+    throw new DomainError("not_found", "Responses are not stored; there is nothing to retrieve.");
+  });
+  return r;
+}

@@ -1,0 +1,112 @@
+import { randomUUID } from "node:crypto";
+import { confirmTopUp, creditPendingTopUp } from "../../src/domain/ledger/ledger.js";
+import { nextUtcMidnight } from "../../src/lib/clock.js";
+import { SecretBox } from "../../src/lib/secret-box.js";
+import { startUpstreamSimulator, type UpstreamSimulator } from "../../src/local/upstream-sim/index.js";
+import { createKey, signIn } from "./actors.js";
+import type { TestApp } from "./harness.js";
+
+export const CATALOG_KEY = "VENICE_INFERENCE_KEY_test_catalog";
+
+/** The upstream simulator with a catalog key; pass `simEnv(sim)` to startTestApp. */
+export async function startSim(): Promise<UpstreamSimulator> {
+  return startUpstreamSimulator({ keys: [{ key: CATALOG_KEY, diemMicro: 0n }] });
+}
+
+export function simEnv(sim: UpstreamSimulator): Record<string, string> {
+  return { UPSTREAM_BASE_URL: sim.baseUrl, CATALOG_SYNC_KEY: CATALOG_KEY };
+}
+
+export interface SupplierKey {
+  secret: string;
+  upstreamKeyId: string;
+  offerId: string;
+  priceCents: number;
+}
+
+/**
+ * A supplier with one registered upstream key per offer (sealed like the service seals them), each
+ * key funded in the simulator, and one active offer per key.
+ */
+export async function addSupply(
+  app: TestApp,
+  sim: UpstreamSimulator,
+  offers: { priceCents: number; quantityMicroDiem: bigint; keyBalanceMicroDiem?: bigint }[],
+): Promise<{ supplierAccountId: string; supplierWallet: string; keys: SupplierKey[] }> {
+  const db = app.rt.db;
+  const box = new SecretBox(app.rt.config.secrets.keyEncryptionKey);
+  const wallet = `0x${randomUUID().replaceAll("-", "").padEnd(40, "0").slice(0, 40)}`;
+  const supplier = await db.account.create({ data: { walletAddress: wallet, authProvider: "siwe" } });
+  const keys: SupplierKey[] = [];
+  for (const o of offers) {
+    const secret = `VENICE_INFERENCE_KEY_${randomUUID().replaceAll("-", "")}`;
+    const balance = o.keyBalanceMicroDiem ?? 100_000_000n;
+    sim.state.addKey({ key: secret, diemMicro: balance });
+    const sealed = box.seal(secret, supplier.id);
+    const k = await db.upstreamKey.create({
+      data: {
+        accountId: supplier.id,
+        label: `key ${o.priceCents}`,
+        secretCiphertext: sealed.ciphertext,
+        secretIv: sealed.iv,
+        secretTag: sealed.tag,
+        encryptionKeyId: sealed.keyId,
+        secretFingerprint: box.fingerprint(secret),
+        secretLast4: secret.slice(-4),
+        lastBalanceMicroDiem: balance,
+        lastBalanceAt: new Date(),
+      },
+    });
+    const offer = await db.offer.create({
+      data: {
+        accountId: supplier.id,
+        upstreamKeyId: k.id,
+        priceCentsPerDollar: o.priceCents,
+        quantityMicroDiem: o.quantityMicroDiem,
+        remainingMicroDiem: o.quantityMicroDiem,
+        expiresAt: nextUtcMidnight(new Date()),
+      },
+    });
+    keys.push({ secret, upstreamKeyId: k.id, offerId: offer.id, priceCents: o.priceCents });
+  }
+  return { supplierAccountId: supplier.id, supplierWallet: wallet, keys };
+}
+
+/** Credits confirmed USDC through the books (a settled top-up, then its confirmation). */
+export async function fundConfirmed(app: TestApp, accountId: string, amountMicroUsdc: bigint): Promise<void> {
+  const paymentId = randomUUID();
+  await app.rt.db.$transaction(async (tx) => {
+    const nonce = `0x${randomUUID().replaceAll("-", "")}${randomUUID().replaceAll("-", "")}`;
+    const acct = await tx.account.findUniqueOrThrow({ where: { id: accountId } });
+    await tx.payment.create({
+      data: {
+        id: paymentId,
+        accountId,
+        kind: "top_up",
+        status: "confirmed",
+        payerAddress: acct.walletAddress,
+        payToAddress: acct.walletAddress,
+        assetAddress: acct.walletAddress,
+        amountMicroUsdc,
+        authorizationNonce: nonce,
+        settlementTxHash: `0x${randomUUID().replaceAll("-", "")}${randomUUID().replaceAll("-", "")}`,
+      },
+    });
+    await creditPendingTopUp(tx, { accountId, paymentId, amountMicroUsdc });
+    await confirmTopUp(tx, { accountId, paymentId, amountMicroUsdc, at: new Date() });
+  });
+}
+
+/** A signed-in buyer with an API key and `confirmedMicroUsdc` of spendable balance. */
+export async function fundedBuyerKey(app: TestApp, confirmedMicroUsdc: bigint, maxPrice?: number) {
+  const user = await signIn(app);
+  const key = await createKey(app, user);
+  if (confirmedMicroUsdc > 0n) await fundConfirmed(app, user.accountId, confirmedMicroUsdc);
+  if (maxPrice !== undefined)
+    await app.rt.db.account.update({ where: { id: user.accountId }, data: { maxPriceCentsPerDollar: maxPrice } });
+  return { user, apiKey: key.apiKey, accountId: user.accountId };
+}
+
+export async function confirmedOf(app: TestApp, accountId: string): Promise<bigint> {
+  return (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).confirmedMicroUsdc;
+}
