@@ -148,3 +148,57 @@ export async function reverseTopUp(
   });
   if (moved.count !== 1) throw new DomainError("internal_error", "pending balance does not cover the reversal");
 }
+
+/**
+ * A supplier payout recorded before its transfer is sent: supplier_payable −x, external +x, with
+ * the payable balance decremented by a guarded write (never below zero).
+ * @throws internal_error if the payable balance no longer covers the payout (the caller's
+ *   transaction must roll back: the payout row goes with it)
+ */
+export async function debitPayout(
+  tx: Tx,
+  input: { accountId: string; payoutId: string; amountMicroUsdc: bigint },
+): Promise<void> {
+  await postJournal(tx, {
+    kind: "payout",
+    idempotencyKey: `payout:${input.payoutId}`,
+    payoutId: input.payoutId,
+    postings: [
+      { book: "supplier_payable", accountId: input.accountId, kind: "payout", amountMicroUsdc: -input.amountMicroUsdc },
+      { book: "external", accountId: null, kind: "payout", amountMicroUsdc: input.amountMicroUsdc },
+    ],
+  });
+  const moved = await tx.account.updateMany({
+    where: { id: input.accountId, supplierPayableMicroUsdc: { gte: input.amountMicroUsdc } },
+    data: { supplierPayableMicroUsdc: { decrement: input.amountMicroUsdc } },
+  });
+  if (moved.count !== 1) throw new DomainError("internal_error", "supplier payable balance does not cover the payout");
+}
+
+/**
+ * A payout whose transfer failed before any USDC moved: the payout journal reversed
+ * (supplier_payable +x, external −x) and the amount returned to the payable balance.
+ */
+export async function reversePayout(
+  tx: Tx,
+  input: { accountId: string; payoutId: string; amountMicroUsdc: bigint },
+): Promise<void> {
+  await postJournal(tx, {
+    kind: "payout_reversal",
+    idempotencyKey: `payout_reversal:${input.payoutId}`,
+    payoutId: input.payoutId,
+    postings: [
+      {
+        book: "supplier_payable",
+        accountId: input.accountId,
+        kind: "reversal",
+        amountMicroUsdc: input.amountMicroUsdc,
+      },
+      { book: "external", accountId: null, kind: "reversal", amountMicroUsdc: -input.amountMicroUsdc },
+    ],
+  });
+  await tx.account.update({
+    where: { id: input.accountId },
+    data: { supplierPayableMicroUsdc: { increment: input.amountMicroUsdc } },
+  });
+}

@@ -1,0 +1,437 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { formatDecimal6 } from "../../../src/lib/money.js";
+import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
+import { call } from "../../support/actors.js";
+import { assertBooksBalance } from "../../support/books.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { addSupply, confirmedOf, fundedBuyerKey, simEnv, startSim } from "../../support/market.js";
+
+const MODEL = "zai-org-glm-5-1";
+let sim: UpstreamSimulator;
+let app: TestApp;
+let drop: () => Promise<void>;
+
+beforeAll(async () => {
+  sim = await startSim();
+  const w = await isolatedWorld();
+  drop = w.drop;
+  app = await startTestApp({
+    databaseUrl: w.databaseUrl,
+    prefix: w.prefix,
+    env: { ...simEnv(sim), KEY_MAX_IN_FLIGHT: "64" },
+  });
+  await app.rt.services.catalog.sync();
+});
+afterAll(async () => {
+  await app?.close();
+  await drop?.();
+  await sim?.close();
+});
+
+/** Each test starts from an empty book: earlier offers are cancelled. */
+beforeEach(async () => {
+  await app.rt.db.offer.updateMany({
+    where: { status: { in: ["active", "paused"] } },
+    data: { status: "cancelled", endedAt: new Date() },
+  });
+  sim.state.clearFaults();
+});
+
+function chat(apiKey: string, body: Record<string, unknown>) {
+  return call(app, {
+    method: "POST",
+    path: "/v1/chat/completions",
+    headers: { authorization: `Bearer ${apiKey}` },
+    body,
+  });
+}
+const MSG = (extra = "") => ({ model: MODEL, messages: [{ role: "user", content: `hello ${extra}` }] });
+
+async function attemptsOf(ref: string) {
+  const req = await app.rt.db.inferenceRequest.findUniqueOrThrow({
+    where: { supportReference: ref },
+    include: { attempts: { orderBy: { ordinal: "asc" } } },
+  });
+  return req;
+}
+
+async function holdsAreReleased(accountId: string) {
+  expect((await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
+  expect(await app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
+  expect(await app.rt.db.reservation.count()).toBe(0);
+}
+
+describe("fall-forward", () => {
+  test("a 5xx on the cheapest key falls forward to the next cheapest; the buyer pays that key's price", async () => {
+    const supply = await addSupply(app, sim, [
+      { priceCents: 35, quantityMicroDiem: 50_000_000n },
+      { priceCents: 50, quantityMicroDiem: 50_000_000n },
+    ]);
+    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-svc-clearing-price-cents")).toBe("50");
+    const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
+    expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
+      [35, "retryable_failure"],
+      [50, "succeeded"],
+    ]);
+    await holdsAreReleased(buyer.accountId);
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("at most five distinct keys: six failing keys → 502 upstream_error after exactly five attempts, nothing charged", async () => {
+    const supply = await addSupply(
+      app,
+      sim,
+      [30, 31, 32, 33, 34, 36].map((p) => ({ priceCents: p, quantityMicroDiem: 50_000_000n })),
+    );
+    for (const k of supply.keys) sim.state.injectFault(k.secret, { kind: "http_503" });
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const before = await confirmedOf(app, buyer.accountId);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(502);
+    expect((r.body as { error: { code: string } }).error.code).toBe("upstream_error");
+    const ref = r.headers.get("x-svc-support-reference") ?? "";
+    expect(ref).toMatch(/^[0-9a-f-]{36}$/);
+    const req = await attemptsOf(ref);
+    expect(req.attempts).toHaveLength(5);
+    expect(new Set(req.attempts.map((a) => a.upstreamKeyId)).size).toBe(5);
+    expect(req.attempts.map((a) => a.priceCents)).toEqual([30, 31, 32, 33, 34]);
+    expect(sim.state.listRequests({ key: supply.keys[5]?.secret })).toHaveLength(0);
+    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    await holdsAreReleased(buyer.accountId);
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("an upstream 402 (supplier out of DIEM) cools that key down and falls forward", async () => {
+    const supply = await addSupply(app, sim, [
+      { priceCents: 35, quantityMicroDiem: 50_000_000n },
+      { priceCents: 45, quantityMicroDiem: 50_000_000n },
+    ]);
+    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_402_balance" });
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-svc-clearing-price-cents")).toBe("45");
+    const key = await app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } });
+    expect(key.cooldownUntil?.getTime()).toBeGreaterThan(Date.now());
+    // while it cools down the next request goes straight to the 45-cent key
+    const r2 = await chat(buyer.apiKey, MSG());
+    expect((await attemptsOf(r2.headers.get("x-svc-support-reference") ?? "")).attempts).toHaveLength(1);
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("an upstream 401 marks the key auth_failed and falls forward", async () => {
+    const supply = await addSupply(app, sim, [
+      { priceCents: 35, quantityMicroDiem: 50_000_000n },
+      { priceCents: 45, quantityMicroDiem: 50_000_000n },
+    ]);
+    sim.state.revokeKey(supply.keys[0]?.secret ?? "");
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(200);
+    expect(
+      (await app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } })).status,
+    ).toBe("auth_failed");
+  });
+
+  test("a request the upstream refuses (400) goes back to the buyer without burning other keys", async () => {
+    await addSupply(app, sim, [
+      { priceCents: 35, quantityMicroDiem: 50_000_000n },
+      { priceCents: 45, quantityMicroDiem: 50_000_000n },
+    ]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const before = await confirmedOf(app, buyer.accountId);
+    const r = await chat(buyer.apiKey, { ...MSG(), not_a_field: true });
+    expect(r.status).toBe(400);
+    expect((r.body as { error: { code: string } }).error.code).toBe("invalid_request");
+    const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
+    expect(req.attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
+    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    await holdsAreReleased(buyer.accountId);
+  });
+});
+
+describe("streaming faults", () => {
+  test("a stream that closes before its first content falls forward invisibly", async () => {
+    const supply = await addSupply(app, sim, [
+      { priceCents: 35, quantityMicroDiem: 50_000_000n },
+      { priceCents: 45, quantityMicroDiem: 50_000_000n },
+    ]);
+    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "close_before_content" });
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const res = await fetch(`${app.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...MSG(), stream: true }),
+    });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(text.trim().endsWith("data: [DONE]")).toBe(true);
+    const cost = /"object":"svc.cost"[^\n]*"clearingPriceCents":(\d+)/.exec(text);
+    expect(cost?.[1]).toBe("45");
+  });
+
+  test("a truncated stream is billed on estimated usage: cost frame, stream_incomplete, no [DONE]", async () => {
+    const supply = await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "truncate_stream", afterChunks: 2 });
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const before = await confirmedOf(app, buyer.accountId);
+    const res = await fetch(`${app.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...MSG("[[sim:tokens=60]]"), stream: true, max_tokens: 100 }),
+    });
+    const frames = (await res.text()).split("\n\n").filter(Boolean);
+    expect(frames.at(-1)).toContain('"stream_incomplete"');
+    expect(frames.some((f) => f.includes("[DONE]"))).toBe(false);
+    const costFrame = frames.find((f) => f.includes('"svc.cost"')) ?? "";
+    const costUsdc = /"costUsdc":"([0-9.]+)"/.exec(costFrame)?.[1];
+    const after = await confirmedOf(app, buyer.accountId);
+    expect(costUsdc).toBe(formatDecimal6(before - after));
+    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    expect(req.status).toBe("incomplete");
+    expect(req.completionTokens).toBeLessThanOrEqual(100);
+    await holdsAreReleased(buyer.accountId);
+    await assertBooksBalance(app.rt.db);
+  });
+});
+
+describe("settlement failure", () => {
+  test("a settlement that does not commit: 500 settle_failed, nothing charged, holds released", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const before = await confirmedOf(app, buyer.accountId);
+    await app.rt.db.$executeRawUnsafe(
+      `CREATE FUNCTION test_fail_clear() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`,
+    );
+    await app.rt.db.$executeRawUnsafe(
+      `CREATE TRIGGER test_fail_clear BEFORE INSERT ON clears FOR EACH ROW EXECUTE FUNCTION test_fail_clear()`,
+    );
+    let r: Awaited<ReturnType<typeof chat>>;
+    try {
+      r = await chat(buyer.apiKey, MSG());
+    } finally {
+      await app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_clear ON clears");
+      await app.rt.db.$executeRawUnsafe("DROP FUNCTION test_fail_clear()");
+    }
+    expect(r.status).toBe(500);
+    expect((r.body as { error: { code: string } }).error.code).toBe("settle_failed");
+    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    expect(req.status).toBe("failed");
+    expect(req.errorCode).toBe("settle_failed");
+    await holdsAreReleased(buyer.accountId);
+    await assertBooksBalance(app.rt.db);
+  });
+});
+
+describe("money under concurrency", () => {
+  test("50 concurrent requests against a balance that covers 10: no overdraft, books balanced", async () => {
+    await addSupply(app, sim, [{ priceCents: 80, quantityMicroDiem: 500_000_000n }]);
+    // what one request may hold at most: ask the router's plan for the same request
+    const probe = await fundedBuyerKey(app, 1_000_000_000n);
+    const body = { ...MSG("[[sim:tokens=50]]"), max_tokens: 50 };
+    const one = await chat(probe.apiKey, body);
+    expect(one.status).toBe(200);
+    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: probe.accountId } });
+    const { planAdmission, estimatePromptTokens } = await import("../../../src/domain/routing/admission.js");
+    const model = await app.rt.services.catalog.getModel(MODEL);
+    const plan = planAdmission({
+      pricing: {
+        inputMicroPerM: model.inputMicroPerM ?? 0n,
+        outputMicroPerM: model.outputMicroPerM ?? 0n,
+        cacheMicroPerM: model.cacheMicroPerM,
+      },
+      promptEstimate: estimatePromptTokens(body.messages, 1),
+      requestedMaxTokens: 50,
+      modelMaxCompletionTokens: model.maxCompletionTokens,
+      ceilingCents: 80,
+      availableMicroUsdc: 10n ** 12n,
+    });
+    expect(req.admittedMaxTokens).toBe(50);
+    const hold = plan?.maxChargeMicroUsdc ?? 0n;
+    expect(hold).toBeGreaterThan(0n);
+
+    const buyer = await fundedBuyerKey(app, hold * 10n);
+    const results = await Promise.all(Array.from({ length: 50 }, () => chat(buyer.apiKey, body)));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 402);
+    expect(ok.length + refused.length).toBe(50);
+    expect(ok.length).toBeGreaterThanOrEqual(10);
+    const spent = ok.reduce((a, r) => a + BigInt((r.headers.get("x-svc-cost-usdc") ?? "0").replace(".", "")), 0n);
+    const after = await confirmedOf(app, buyer.accountId);
+    expect(after).toBe(hold * 10n - spent);
+    expect(after).toBeGreaterThanOrEqual(0n);
+    for (const r of refused) expect(r.body).not.toHaveProperty("accepts");
+    await holdsAreReleased(buyer.accountId);
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("KEY_MAX_IN_FLIGHT: a key over its in-flight limit gets 429 key_concurrency_limit with Retry-After: 1", async () => {
+    const w = await isolatedWorld();
+    const small = await startTestApp({
+      databaseUrl: w.databaseUrl,
+      prefix: w.prefix,
+      env: { ...simEnv(sim), KEY_MAX_IN_FLIGHT: "1" },
+    });
+    try {
+      await small.rt.services.catalog.sync();
+      await addSupply(small, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+      const buyer = await fundedBuyerKey(small, 5_000_000n);
+      const send = () =>
+        call(small, {
+          method: "POST",
+          path: "/v1/chat/completions",
+          headers: { authorization: `Bearer ${buyer.apiKey}` },
+          body: {
+            model: MODEL,
+            messages: [{ role: "user", content: "slow [[sim:chunk_delay_ms=300]]" }],
+            stream: false,
+          },
+        });
+      const [a, b] = await Promise.all([send(), new Promise((r) => setTimeout(r, 100)).then(send)]);
+      const statuses = [a.status, b.status].sort();
+      expect(statuses).toEqual([200, 429]);
+      const limited = a.status === 429 ? a : b;
+      expect(limited.headers.get("retry-after")).toBe("1");
+      expect((limited.body as { error: { code: string } }).error.code).toBe("key_concurrency_limit");
+    } finally {
+      await small.close();
+      await w.drop();
+    }
+  });
+});
+
+describe("supply errors (503) and balance errors (402)", () => {
+  test("pool_empty when nothing is posted", async () => {
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(503);
+    expect((r.body as { error: { code: string } }).error.code).toBe("pool_empty");
+    expect(r.headers.get("x-svc-support-reference")).toMatch(/^[0-9a-f-]{36}$/);
+    expect((r.body as { error: { supportReference: string } }).error.supportReference).toBe(
+      r.headers.get("x-svc-support-reference"),
+    );
+  });
+
+  test("no_eligible_supply with the remedy in the body and headers; raising the ceiling clears the same request", async () => {
+    await addSupply(app, sim, [{ priceCents: 60, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n, 40);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(503);
+    expect((r.body as { error: Record<string, unknown> }).error).toMatchObject({
+      code: "no_eligible_supply",
+      buyerMaxCents: 40,
+      cheapestPostedCents: 60,
+      routableDiemAboveMax: "50.000000",
+    });
+    expect(r.headers.get("x-svc-cheapest-posted-cents")).toBe("60");
+    expect(r.headers.get("x-svc-buyer-max-cents")).toBe("40");
+    const patched = await call(app, {
+      method: "PATCH",
+      path: "/v1/agent/max-price",
+      headers: { authorization: `Bearer ${buyer.apiKey}` },
+      body: { maxPriceCentsPerDollar: 60 },
+    });
+    expect(patched.status).toBe(200);
+    expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
+  });
+
+  test("insufficient_routable_at_price when offers at the ceiling are too thin for the request", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 10n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(503);
+    expect((r.body as { error: Record<string, unknown> }).error).toMatchObject({
+      code: "insufficient_routable_at_price",
+      eligibleRoutableDiem: "0.000010",
+      maxEligibleOfferDiem: "0.000010",
+    });
+  });
+
+  test("402 insufficient balance without accepts; pending credit does not count", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 0n);
+    await app.rt.db.$transaction(async (tx) => {
+      const { creditPendingTopUp } = await import("../../../src/domain/ledger/ledger.js");
+      const p = await tx.payment.create({
+        data: {
+          accountId: buyer.accountId,
+          kind: "top_up",
+          status: "pending",
+          payerAddress: buyer.user.walletAddress.toLowerCase(),
+          payToAddress: buyer.user.walletAddress.toLowerCase(),
+          assetAddress: "x",
+          amountMicroUsdc: 50_000_000n,
+          authorizationNonce: `0x${"ab".repeat(32)}`,
+          settlementTxHash: `0x${"cd".repeat(32)}`,
+        },
+      });
+      await creditPendingTopUp(tx, { accountId: buyer.accountId, paymentId: p.id, amountMicroUsdc: 50_000_000n });
+    });
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(402);
+    expect((r.body as { error: { code: string } }).error.code).toBe("insufficient_balance");
+    expect(r.body).not.toHaveProperty("accepts");
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test.each([
+    {
+      label: "unknown model",
+      body: { model: "nope-model", messages: [{ role: "user", content: "x" }] },
+      status: 404,
+      code: "model_not_found",
+    },
+    {
+      label: "coming_soon model",
+      body: { model: "svc-unpriced", messages: [{ role: "user", content: "x" }] },
+      status: 0,
+      code: "",
+    },
+    {
+      label: "image model through chat",
+      body: { model: "venice-sd35", messages: [{ role: "user", content: "x" }] },
+      status: 400,
+      code: "unsupported_modality",
+    },
+    { label: "no messages", body: { model: MODEL, messages: [] }, status: 400, code: "invalid_request" },
+    {
+      label: "web search",
+      body: {
+        model: MODEL,
+        messages: [{ role: "user", content: "x" }],
+        venice_parameters: { enable_web_search: "on" },
+      },
+      status: 400,
+      code: "invalid_request",
+    },
+  ])("$label", async ({ body, status, code }) => {
+    if (status === 0) {
+      const soon = await app.rt.db.catalogModel.findFirst({
+        where: { status: "coming_soon", modality: "text", listed: true },
+      });
+      if (!soon) throw new Error("the simulator should publish a coming_soon text model");
+      const buyer = await fundedBuyerKey(app, 5_000_000n);
+      const r = await chat(buyer.apiKey, { ...body, model: soon.id });
+      expect(r.status).toBe(400);
+      expect((r.body as { error: { code: string } }).error.code).toBe("model_not_live");
+      return;
+    }
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const r = await chat(buyer.apiKey, body);
+    expect(r.status).toBe(status);
+    expect((r.body as { error: { code: string } }).error.code).toBe(code);
+  });
+
+  test("GET /v1/responses and /v1/responses/{id} are 404", async () => {
+    const buyer = await fundedBuyerKey(app, 0n);
+    for (const path of ["/v1/responses", "/v1/responses/resp_123"]) {
+      const r = await call(app, { method: "GET", path, headers: { authorization: `Bearer ${buyer.apiKey}` } });
+      expect(r.status).toBe(404);
+    }
+  });
+});
