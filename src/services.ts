@@ -68,6 +68,16 @@ export function createServices(deps: ServiceDeps): Services {
   const market = new MarketService(db, bus, clock, { store: createSharedCache(deps.redis), keys: deps.keys });
   const secrets = new SecretBox(config.secrets.keyEncryptionKey);
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
+  const supply = new SupplyService({
+    db,
+    config,
+    clock,
+    bus,
+    upstream: deps.upstream,
+    secrets,
+    market,
+    payoutChain: deps.payoutChain,
+  });
   const router = new RouterService({
     db,
     config,
@@ -77,6 +87,10 @@ export function createServices(deps: ServiceDeps): Services {
     keys: deps.keys,
     secrets,
     resolveModel: createModelResolver(catalog),
+    // SPEC/issue 6: a key the upstream called out of capacity gets its balance refreshed
+    onKeyExhausted: async (upstreamKeyId) => {
+      await supply.refreshKeyBalance(upstreamKeyId);
+    },
   });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   return {
@@ -101,16 +115,7 @@ export function createServices(deps: ServiceDeps): Services {
       fuse: createSignupFuse(deps.redis, deps.keys, config.signupFuse.max, config.signupFuse.windowSeconds),
       reconciliation: reconciliationProducer(deps.queues),
     }),
-    supply: new SupplyService({
-      db,
-      config,
-      clock,
-      bus,
-      upstream: deps.upstream,
-      secrets,
-      market,
-      payoutChain: deps.payoutChain,
-    }),
+    supply,
     catalog,
     router,
     chat: new ChatService(router, deps.upstream),

@@ -1,4 +1,4 @@
-import type { CapacityChangedEvent } from "../../adapters/pubsub.js";
+import type { CapacityChangedEvent, ClearRecordedEvent } from "../../adapters/pubsub.js";
 import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
@@ -106,5 +106,26 @@ builder.queryField("marketStats", (t) =>
     type: MarketStatsRef,
     description: "Public market statistics.",
     resolve: (_r, _a, ctx) => ctx.services.market.stats(),
+  }),
+);
+
+const ClearRef = builder.objectRef<ClearRecordedEvent>("Clear").implement({
+  description: "Public and anonymised: one clear (no buyer, supplier, key or request identity).",
+  fields: (t) => ({
+    at: t.field({ type: "DateTime", resolve: (c) => new Date(c.at) }),
+    model: t.exposeString("model"),
+    modality: t.exposeString("modality"),
+    priceCentsPerDollar: t.exposeInt("priceCentsPerDollar"),
+    burnDiem: t.field({ type: "MicroDiem", resolve: (c) => c.burnMicroDiem }),
+    grossUsdc: t.field({ type: "MicroUsdc", resolve: (c) => c.grossMicroUsdc }),
+  }),
+});
+
+builder.subscriptionField("clears", (t) =>
+  t.field({
+    type: ClearRef,
+    description: "Public: every clear as it settles, from any process (for dashboards).",
+    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("clearRecorded"),
+    resolve: (c) => c,
   }),
 );

@@ -1,3 +1,4 @@
+import { createClient } from "graphql-sse";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
@@ -120,5 +121,49 @@ describe("buffered chat", () => {
     expect(costUsdc).toBe(formatDecimal6(before - after));
     expect(before - after).toBeGreaterThan(0n);
     await assertBooksBalance(app.rt.db);
+  });
+});
+
+describe("the public clears subscription", () => {
+  test("an anonymous dashboard receives each clear, with no identities", async () => {
+    const supply = await addSupply(app, sim, [{ priceCents: 42, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 10_000_000n);
+    const client = createClient({ url: `${app.baseUrl}/graphql`, retryAttempts: 0 });
+    const it = client.iterate<{ clears: Record<string, unknown> }>({
+      query: "subscription { clears { at model modality priceCentsPerDollar burnDiem grossUsdc } }",
+    });
+    const next = it.next();
+    await new Promise((r) => setTimeout(r, 300));
+    const r = await chat(buyer.apiKey, {
+      model: MODEL,
+      messages: [{ role: "user", content: "dash [[sim:tokens=10]]" }],
+    });
+    expect(r.status).toBe(200);
+    const ev = (await Promise.race([next, new Promise((res) => setTimeout(() => res(null), 5000))])) as {
+      value: { data: { clears: Record<string, unknown> } };
+    } | null;
+    expect(ev).not.toBeNull();
+    const clear = ev?.value.data.clears ?? {};
+    expect(clear).toMatchObject({
+      model: MODEL,
+      modality: "text",
+      priceCentsPerDollar: Number(r.headers.get("x-svc-clearing-price-cents")),
+    });
+    expect(String(clear.grossUsdc)).toBe(
+      String(r.headers.get("x-svc-cost-usdc"))
+        .replace(".", "")
+        .replace(/^0+(?=\d)/, ""),
+    );
+    const text = JSON.stringify(clear);
+    for (const id of [
+      buyer.accountId,
+      supply.supplierAccountId,
+      supply.keys[0]?.upstreamKeyId ?? "x",
+      supply.keys[0]?.offerId ?? "x",
+    ]) {
+      expect(text).not.toContain(id);
+    }
+    await it.return?.();
+    client.dispose();
   });
 });
