@@ -20,6 +20,7 @@ import { MaintenanceService } from "./domain/maintenance/maintenance-service.js"
 import { MarketService } from "./domain/market/market-service.js";
 import { ChatService } from "./domain/routing/chat-service.js";
 import { createModelResolver } from "./domain/routing/model-resolver.js";
+import { ResponsesService } from "./domain/routing/responses-service.js";
 import { RouterService } from "./domain/routing/router-service.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import type { Clock } from "./lib/clock.js";
@@ -37,6 +38,7 @@ export interface Services {
   catalog: CatalogService;
   router: RouterService;
   chat: ChatService;
+  responses: ResponsesService;
 }
 
 export interface ServiceDeps {
@@ -119,5 +121,6 @@ export function createServices(deps: ServiceDeps): Services {
     catalog,
     router,
     chat: new ChatService(router, deps.upstream),
+    responses: new ResponsesService(router, deps.upstream),
   };
 }

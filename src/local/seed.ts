@@ -59,5 +59,9 @@ export async function seedLocalData(rt: Runtime, opts: { supplierWallet: string 
       });
     }
   }
-  logger.info({ supplier: supplier.walletAddress, keys: LOCAL_SUPPLIER_KEYS.length }, "local seed data ready");
+  const catalog = await rt.services.catalog.sync().catch((e: unknown) => {
+    logger.warn({ err: e }, "local catalog sync failed");
+    return undefined;
+  });
+  logger.info({ supplier: supplier.walletAddress, keys: LOCAL_SUPPLIER_KEYS.length, catalog }, "local seed data ready");
 }

@@ -51,7 +51,7 @@ function abortSignal(res: Response): AbortSignal {
 export function inferenceRoutes(rt: Runtime): Router {
   const r = Router();
   const bearer = requireBearer(rt.services);
-  const { chat } = rt.services;
+  const { chat, responses } = rt.services;
 
   r.post("/v1/chat/completions", bearer, async (req, res) => {
     const v = viewerOf(res);
@@ -61,6 +61,17 @@ export function inferenceRoutes(rt: Runtime): Router {
       return;
     }
     const out = await chat.buffered(caller, req.body, abortSignal(res));
+    res.set(out.headers).status(200).json(out.body);
+  });
+
+  r.post("/v1/responses", bearer, async (req, res) => {
+    const v = viewerOf(res);
+    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
+    if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
+      await responses.stream(caller, req.body, sseSink(req, res));
+      return;
+    }
+    const out = await responses.buffered(caller, req.body, abortSignal(res));
     res.set(out.headers).status(200).json(out.body);
   });
 
