@@ -5,6 +5,7 @@ import { computeCharge } from "../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "../test/support/fixtures.js";
 import { setup as migrateTemplate } from "../test/support/global-setup.js";
 import { isolatedWorld, startTestApp } from "../test/support/harness.js";
+import { benchRouter } from "./router.js";
 
 function emit(figure: Record<string, unknown>): void {
   console.log(JSON.stringify(figure));
@@ -89,3 +90,4 @@ async function benchHttp(): Promise<void> {
 await migrateTemplate();
 await benchCharge();
 await benchHttp();
+await benchRouter(emit);

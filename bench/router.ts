@@ -1,0 +1,139 @@
+// The router figures of issue 6: the same buffered chat request straight to the simulator and
+// through the service (settlement included), side by side in one run; and streaming TTFB overhead.
+import { performance } from "node:perf_hooks";
+import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
+import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
+import { assertBooksBalance } from "../test/support/books.js";
+import { isolatedWorld, startTestApp } from "../test/support/harness.js";
+import { addSupply, CATALOG_KEY, fundedBuyerKey, simEnv } from "../test/support/market.js";
+
+const MODEL = "zai-org-glm-5-1";
+const BODY = {
+  model: MODEL,
+  messages: [{ role: "user", content: "Benchmark request [[sim:tokens=16]]" }],
+  max_tokens: 32,
+};
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+async function load(
+  total: number,
+  concurrency: number,
+  one: () => Promise<number>,
+): Promise<{ lat: number[]; wallMs: number }> {
+  const lat: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        next++;
+        lat.push(await one());
+      }
+    }),
+  );
+  const wallMs = performance.now() - t0;
+  lat.sort((a, b) => a - b);
+  return { lat, wallMs };
+}
+
+async function post(url: string, key: string, body: unknown, stream = false): Promise<number> {
+  const s = performance.now();
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(stream ? { ...(body as object), stream: true } : body),
+  });
+  if (!stream) {
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`status ${res.status}`);
+    return performance.now() - s;
+  }
+  // time to the first content byte of the stream
+  const reader = res.body?.getReader();
+  if (!reader) throw new Error("no body");
+  let ttfb = 0;
+  let buf = "";
+  const dec = new TextDecoder();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    if (!ttfb && buf.includes('"content":"') && /"content":"[^"]/.test(buf)) ttfb = performance.now() - s;
+  }
+  if (res.status !== 200) throw new Error(`stream status ${res.status}`);
+  return ttfb;
+}
+
+export async function benchRouter(emit: (f: Record<string, unknown>) => void): Promise<void> {
+  const sim: UpstreamSimulator = await startUpstreamSimulator({ keys: [{ key: CATALOG_KEY, diemMicro: 0n }] });
+  const world = await isolatedWorld();
+  const app = await startTestApp({
+    databaseUrl: world.databaseUrl,
+    prefix: world.prefix,
+    env: { ...simEnv(sim), KEY_MAX_IN_FLIGHT: "256", LOG_LEVEL: "silent" },
+  });
+  try {
+    await app.rt.services.catalog.sync();
+    const supply = await addSupply(
+      app,
+      sim,
+      [40, 40, 40, 40].map((p) => ({
+        priceCents: p,
+        quantityMicroDiem: 900_000_000n,
+        keyBalanceMicroDiem: 1_000_000_000n,
+      })),
+    );
+    const directKey = supply.keys[0]?.secret ?? "";
+    const buyer = await fundedBuyerKey(app, 900_000_000n);
+    const total = 2000;
+    const concurrency = 32;
+    // warm up both paths
+    await load(100, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
+    await load(100, 8, () => post(`${app.baseUrl}/v1/chat/completions`, buyer.apiKey, BODY));
+
+    const direct = await load(total, concurrency, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
+    const via = await load(total, concurrency, () => post(`${app.baseUrl}/v1/chat/completions`, buyer.apiKey, BODY));
+    emit({
+      bench: "router.buffered_chat",
+      requests: total,
+      concurrency,
+      directP50Ms: +pct(direct.lat, 50).toFixed(3),
+      directP99Ms: +pct(direct.lat, 99).toFixed(3),
+      serviceP50Ms: +pct(via.lat, 50).toFixed(3),
+      serviceP99Ms: +pct(via.lat, 99).toFixed(3),
+      addedP50Ms: +(pct(via.lat, 50) - pct(direct.lat, 50)).toFixed(3),
+      addedP99Ms: +(pct(via.lat, 99) - pct(direct.lat, 99)).toFixed(3),
+      clearsPerSecond: Math.round((total / via.wallMs) * 1000),
+      targets: { addedP50Ms: 2, addedP99Ms: 10, clearsPerSecond: 1000 },
+    });
+
+    const streams = 300;
+    const sd = await load(streams, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true));
+    const sv = await load(streams, 8, () => post(`${app.baseUrl}/v1/chat/completions`, buyer.apiKey, BODY, true));
+    emit({
+      bench: "router.streaming_ttfb",
+      requests: streams,
+      concurrency: 8,
+      directTtfbP50Ms: +pct(sd.lat, 50).toFixed(3),
+      serviceTtfbP50Ms: +pct(sv.lat, 50).toFixed(3),
+      ttfbOverheadP50Ms: +(pct(sv.lat, 50) - pct(sd.lat, 50)).toFixed(3),
+      targets: { ttfbOverheadP50Ms: 2 },
+    });
+
+    const clears = await app.rt.db.clear.count();
+    let balanced = true;
+    try {
+      await assertBooksBalance(app.rt.db);
+    } catch {
+      balanced = false;
+    }
+    emit({ bench: "router.books", clears, balanced });
+  } finally {
+    await app.close();
+    await world.drop();
+    await sim.close();
+  }
+}
