@@ -7,6 +7,7 @@ import { createEventBus, type EventBus } from "./adapters/pubsub.js";
 import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
 import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
 import { type RedisKeys, redisKeys } from "./adapters/redis/keys.js";
+import { createSql, type Sql } from "./adapters/sql.js";
 import { UpstreamClient } from "./adapters/upstream/client.js";
 import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./lib/clock.js";
@@ -16,6 +17,8 @@ import { createServices, type Services } from "./services.js";
 export interface Runtime {
   config: Config;
   db: Db;
+  /** pg pool for the router's hot path */
+  sql: Sql;
   redis: { command: Redis; publish: Redis; subscribe: Redis; producer: Redis };
   bus: EventBus;
   keys: RedisKeys;
@@ -34,6 +37,7 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
   const clock = opts.clock ?? systemClock;
   const keys = redisKeys(config.redis.prefix);
   const db = createPrisma(config.database.url);
+  const sql = createSql(config.database.url);
   const redis = {
     command: createRedis(config.redis.url, "command"),
     publish: createRedis(config.redis.url, "command"),
@@ -45,6 +49,7 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
   } catch (e) {
     for (const c of Object.values(redis)) c.disconnect();
     await db.$disconnect();
+    await sql.end();
     throw new Error(`REDIS_URL: cannot connect (${(e as Error).message})`);
   }
   const bus = createEventBus({ publishClient: redis.publish, subscribeClient: redis.subscribe, prefix: keys.prefix });
@@ -74,6 +79,7 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
   const services = createServices({
     config,
     db,
+    sql,
     bus,
     keys,
     clock,
@@ -88,6 +94,7 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
   return {
     config,
     db,
+    sql,
     redis,
     bus,
     keys,
@@ -103,6 +110,7 @@ export async function createRuntime(config: Config, opts: { clock?: Clock } = {}
       closed = true;
       await closeQueues(queues).catch(() => undefined);
       await db.$disconnect().catch(() => undefined);
+      await sql.end().catch(() => undefined);
       // pub/sub clients last (STACK_NOTES gotcha 7)
       await Promise.all([closeRedis(redis.command), closeRedis(redis.producer)]);
       await Promise.all([closeRedis(redis.publish), closeRedis(redis.subscribe)]);

@@ -9,6 +9,7 @@ import { createSharedCache } from "./adapters/redis/cache.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
 import { createGate } from "./adapters/redis/gates.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
+import { type Sql, sqlRunner } from "./adapters/sql.js";
 import type { UpstreamClient } from "./adapters/upstream/client.js";
 import type { Config } from "./config.js";
 import { AccountService } from "./domain/accounts/account-service.js";
@@ -44,6 +45,7 @@ export interface Services {
 export interface ServiceDeps {
   config: Config;
   db: Db;
+  sql: Sql;
   bus: EventBus;
   keys: RedisKeys;
   clock: Clock;
@@ -66,8 +68,11 @@ export function createServices(deps: ServiceDeps): Services {
           jwksUrl: config.idp.jwksUrl,
         })
       : null;
-  const apiKeys = new ApiKeyService(db, clock);
-  const market = new MarketService(db, bus, clock, { store: createSharedCache(deps.redis), keys: deps.keys });
+  const apiKeys = new ApiKeyService(db, clock, deps.sql);
+  const market = new MarketService(db, sqlRunner(deps.sql), bus, clock, {
+    store: createSharedCache(deps.redis),
+    keys: deps.keys,
+  });
   const secrets = new SecretBox(config.secrets.keyEncryptionKey);
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
   const supply = new SupplyService({
@@ -82,6 +87,7 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const router = new RouterService({
     db,
+    sql: deps.sql,
     config,
     clock,
     bus,

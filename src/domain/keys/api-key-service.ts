@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
+import type { Sql } from "../../adapters/sql.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
@@ -77,6 +78,8 @@ export class ApiKeyService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** pg pool: Bearer authentication is on every inference request's path */
+    private readonly sql?: Sql,
   ) {}
 
   /**
@@ -143,15 +146,46 @@ export class ApiKeyService {
    */
   async authenticate(plaintext: string): Promise<AuthenticatedKey | null> {
     if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;
-    const row = await this.db.apiKey.findUnique({
-      where: { keyHash: sha256Hex(plaintext) },
-      select: { id: true, status: true, lastUsedAt: true, account: { select: { id: true, walletAddress: true } } },
-    });
+    const hash = sha256Hex(plaintext);
+    const row = this.sql
+      ? (
+          await this.sql.query<{
+            id: string;
+            status: string;
+            last_used_at: Date | null;
+            account_id: string;
+            wallet: string;
+          }>(
+            `SELECT k.id, k.status, k.last_used_at, a.id AS account_id, a.wallet_address AS wallet
+               FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
+            [hash],
+          )
+        ).rows[0]
+      : await this.db.apiKey
+          .findUnique({
+            where: { keyHash: hash },
+            select: {
+              id: true,
+              status: true,
+              lastUsedAt: true,
+              account: { select: { id: true, walletAddress: true } },
+            },
+          })
+          .then(
+            (r) =>
+              r && {
+                id: r.id,
+                status: r.status,
+                last_used_at: r.lastUsedAt,
+                account_id: r.account.id,
+                wallet: r.account.walletAddress,
+              },
+          );
     if (!row || row.status !== "active") return null;
     const now = this.clock.now();
-    if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
     }
-    return { apiKeyId: row.id, accountId: row.account.id, walletAddress: row.account.walletAddress };
+    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet };
   }
 }

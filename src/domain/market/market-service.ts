@@ -2,6 +2,7 @@ import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { SharedCache } from "../../adapters/redis/cache.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
+import type { QueryRunner } from "../../adapters/sql.js";
 import type { Clock } from "../../lib/clock.js";
 import { utcDay } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
@@ -22,6 +23,7 @@ export const MAX_OFFER_CENTS = 80;
 export class MarketService {
   constructor(
     private readonly db: Db,
+    private readonly run: QueryRunner,
     private readonly bus: EventBus,
     private readonly clock: Clock,
     private readonly cache?: { store: SharedCache; keys: RedisKeys },
@@ -30,7 +32,7 @@ export class MarketService {
   /** The routable ladder at or below `maxPriceCents` (default: every price up to 80), cheapest first. */
   async getLadder(maxPriceCents = MAX_OFFER_CENTS): Promise<MarketLadder> {
     const now = this.clock.now();
-    const offers = await eligibleOffers(this.db, { now, maxPriceCents });
+    const offers = await eligibleOffers(this.run, { now, maxPriceCents });
     const byPrice = new Map<number, bigint>();
     for (const o of offers)
       byPrice.set(o.priceCentsPerDollar, (byPrice.get(o.priceCentsPerDollar) ?? 0n) + o.routableMicroDiem);

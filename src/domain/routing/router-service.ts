@@ -3,8 +3,8 @@ import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Gate } from "../../adapters/redis/gates.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
+import { type Sql, sqlRunner } from "../../adapters/sql.js";
 import type { Config } from "../../config.js";
-import { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
@@ -106,6 +106,8 @@ export interface Settled {
 
 export interface RouterDeps {
   db: Db;
+  /** pg pool for the hot path (stored functions; see migration router_functions) */
+  sql: Sql;
   config: Config;
   clock: Clock;
   bus: EventBus;
@@ -126,8 +128,11 @@ export interface RouterDeps {
  */
 export class RouterService {
   private readonly keyCache = new Map<string, { secret: string; at: number }>();
+  private readonly run;
 
-  constructor(private readonly deps: RouterDeps) {}
+  constructor(private readonly deps: RouterDeps) {
+    this.run = sqlRunner(deps.sql);
+  }
 
   /**
    * Admits a request: resolves the model (404/400), takes the buyer key's in-flight slot (429),
@@ -163,10 +168,17 @@ export class RouterService {
       });
     }
     try {
-      const account = await this.deps.db.account.findUniqueOrThrow({
-        where: { id: input.accountId },
-        select: { confirmedMicroUsdc: true, reservedMicroUsdc: true, maxPriceCentsPerDollar: true },
-      });
+      const rows = await this.deps.sql.query<{ confirmed: bigint; reserved: bigint; ceiling: number }>(
+        "SELECT confirmed_micro_usdc AS confirmed, reserved_micro_usdc AS reserved, max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
+        [input.accountId],
+      );
+      const row = rows.rows[0];
+      if (!row) throw new DomainError("authentication_failed", "Account not found.");
+      const account = {
+        confirmedMicroUsdc: row.confirmed,
+        reservedMicroUsdc: row.reserved,
+        maxPriceCentsPerDollar: row.ceiling,
+      };
       const session: RoutingSession = {
         requestId,
         supportReference: randomUUID(),
@@ -230,7 +242,7 @@ export class RouterService {
     const deadline = Date.now() + KEY_WAIT_MS;
     for (;;) {
       const now = this.deps.clock.now();
-      const candidates = await eligibleOffers(this.deps.db, {
+      const candidates = await eligibleOffers(this.run, {
         now,
         maxPriceCents: session.ceilingCents,
         minRoutableMicroDiem: session.plan.maxBurnMicroDiem,
@@ -310,85 +322,38 @@ export class RouterService {
     const charge = computeCharge(burn, attempt.priceCentsPerDollar, this.deps.config.fees.platformFeeBps);
     const now = this.deps.clock.now();
     const clearId = randomUUID();
-    const journalId = randomUUID();
     let balance: bigint;
     try {
-      balance = await this.deps.db.$transaction(async (tx) => {
-        // buyer: release the hold, debit the charge (guarded: confirmed funds only)
-        const buyer = await tx.$queryRaw<{ confirmed: bigint }[]>`
-          UPDATE accounts
-             SET reserved_micro_usdc = reserved_micro_usdc - ${session.plan.maxChargeMicroUsdc},
-                 confirmed_micro_usdc = confirmed_micro_usdc - ${charge.grossMicroUsdc},
-                 updated_at = ${now}
-           WHERE id = ${session.accountId}::uuid
-             AND reserved_micro_usdc >= ${session.plan.maxChargeMicroUsdc}
-             AND confirmed_micro_usdc - ${charge.grossMicroUsdc} >= reserved_micro_usdc - ${session.plan.maxChargeMicroUsdc}
-          RETURNING confirmed_micro_usdc AS confirmed`;
-        const b = buyer[0];
-        if (!b) throw new Error("buyer hold missing or balance short");
-        // offer: release the burn hold, consume the burn; depleted at zero
-        const offer = await tx.$executeRaw`
-          UPDATE offers
-             SET reserved_micro_diem = reserved_micro_diem - ${session.plan.maxBurnMicroDiem},
-                 remaining_micro_diem = remaining_micro_diem - ${burn},
-                 status = CASE WHEN remaining_micro_diem - ${burn} = 0 AND status IN ('active', 'paused') THEN 'depleted'::offer_status ELSE status END,
-                 ended_at = CASE WHEN remaining_micro_diem - ${burn} = 0 AND status IN ('active', 'paused') THEN ${now} ELSE ended_at END,
-                 updated_at = ${now}
-           WHERE id = ${attempt.offerId}::uuid
-             AND reserved_micro_diem >= ${session.plan.maxBurnMicroDiem}
-             AND remaining_micro_diem >= ${burn}`;
-        if (offer !== 1) throw new Error("offer hold missing");
-        await tx.$executeRaw`
-          UPDATE upstream_keys SET last_balance_micro_diem = GREATEST(last_balance_micro_diem - ${burn}, 0)
-           WHERE id = ${attempt.upstreamKeyId}::uuid AND last_balance_micro_diem IS NOT NULL`;
-        if (charge.supplierMicroUsdc > 0n) {
-          await tx.$executeRaw`
-            UPDATE accounts SET supplier_payable_micro_usdc = supplier_payable_micro_usdc + ${charge.supplierMicroUsdc}, updated_at = ${now}
-             WHERE id = ${attempt.supplierAccountId}::uuid`;
-        }
-        await tx.$executeRaw`
-          INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model, modality,
-                              price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc, fee_micro_usdc, supplier_micro_usdc, created_at)
-          VALUES (${clearId}::uuid, ${session.requestId}::uuid, ${session.accountId}::uuid, ${attempt.supplierAccountId}::uuid,
-                  ${attempt.offerId}::uuid, ${attempt.upstreamKeyId}::uuid, ${session.model.id}, 'text',
-                  ${attempt.priceCentsPerDollar}, ${session.ceilingCents}, ${burn}, ${charge.grossMicroUsdc},
-                  ${charge.feeMicroUsdc}, ${charge.supplierMicroUsdc}, ${now})`;
-        if (charge.grossMicroUsdc > 0n) {
-          await tx.$executeRaw`
-            INSERT INTO ledger_transactions (id, kind, clear_id, idempotency_key, created_at)
-            VALUES (${journalId}::uuid, 'clear', ${clearId}::uuid, ${`clear:${session.requestId}`}, ${now})`;
-          const entries = [
-            Prisma.sql`(gen_random_uuid(), ${journalId}::uuid, ${session.accountId}::uuid, 'buyer_confirmed', 'buyer_debit', ${-charge.grossMicroUsdc}, ${now})`,
-          ];
-          if (charge.supplierMicroUsdc > 0n) {
-            entries.push(
-              Prisma.sql`(gen_random_uuid(), ${journalId}::uuid, ${attempt.supplierAccountId}::uuid, 'supplier_payable', 'supplier_credit', ${charge.supplierMicroUsdc}, ${now})`,
-            );
-          }
-          if (charge.feeMicroUsdc > 0n) {
-            entries.push(
-              Prisma.sql`(gen_random_uuid(), ${journalId}::uuid, NULL, 'platform_fee', 'platform_fee', ${charge.feeMicroUsdc}, ${now})`,
-            );
-          }
-          await tx.$executeRaw`
-            INSERT INTO ledger_entries (id, transaction_id, account_id, book, kind, amount_micro_usdc, created_at)
-            VALUES ${Prisma.join(entries)}`;
-        }
-        await tx.$executeRaw`
-          UPDATE inference_requests
-             SET status = ${opts.incomplete ? "incomplete" : "succeeded"}::inference_status,
-                 clearing_price_cents = ${attempt.priceCentsPerDollar},
-                 prompt_tokens = ${usage.promptTokens}, completion_tokens = ${usage.completionTokens},
-                 cached_tokens = ${usage.cachedTokens ?? 0}, burn_micro_diem = ${burn}, cost_micro_usdc = ${charge.grossMicroUsdc},
-                 attempt_count = ${attempt.ordinal}, first_byte_at = ${session.firstByteAt}, completed_at = ${now},
-                 error_code = ${opts.incomplete ? "stream_incomplete" : null}
-           WHERE id = ${session.requestId}::uuid`;
-        await tx.$executeRaw`
-          UPDATE inference_attempts SET outcome = ${opts.incomplete ? "incomplete" : "succeeded"}::attempt_outcome, ended_at = ${now}
-           WHERE request_id = ${session.requestId}::uuid AND ordinal = ${attempt.ordinal}`;
-        await tx.$executeRaw`DELETE FROM reservations WHERE id = ${session.requestId}::uuid`;
-        return BigInt(b.confirmed);
-      });
+      const r = await this.deps.sql.query<{ confirmed: bigint }>(
+        `SELECT svc_settle($1::uuid, $2::uuid, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::uuid, $8::uuid, $9::uuid,
+                           $10::bigint, $11::bigint, $12::uuid, $13::text, $14::int, $15::int, $16::int, $17::int, $18::int,
+                           $19::boolean, $20::int, $21::timestamptz, $22::timestamptz) AS confirmed`,
+        [
+          session.requestId,
+          session.accountId,
+          session.plan.maxChargeMicroUsdc.toString(),
+          charge.grossMicroUsdc.toString(),
+          charge.feeMicroUsdc.toString(),
+          charge.supplierMicroUsdc.toString(),
+          attempt.offerId,
+          attempt.upstreamKeyId,
+          attempt.supplierAccountId,
+          session.plan.maxBurnMicroDiem.toString(),
+          burn.toString(),
+          clearId,
+          session.model.id,
+          attempt.priceCentsPerDollar,
+          session.ceilingCents,
+          usage.promptTokens,
+          usage.completionTokens,
+          usage.cachedTokens ?? 0,
+          opts.incomplete === true,
+          attempt.ordinal,
+          session.firstByteAt,
+          now,
+        ],
+      );
+      balance = BigInt(r.rows[0]?.confirmed ?? 0n);
     } catch (e) {
       logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
       throw await this.fail(
@@ -441,17 +406,18 @@ export class RouterService {
     session.done = true;
     const now = this.deps.clock.now();
     try {
-      await this.deps.db.$transaction(async (tx) => {
-        await this.releaseHolds(tx, session);
-        if (session.attempt) {
-          await tx.$executeRaw`
-            UPDATE inference_attempts SET outcome = ${outcome}::attempt_outcome, ended_at = ${now}
-             WHERE request_id = ${session.requestId}::uuid AND ordinal = ${session.attempt.ordinal}`;
-        }
-        await tx.$executeRaw`
-          UPDATE inference_requests SET status = 'failed', error_code = ${errorCode}, completed_at = ${now}, attempt_count = ${session.tried.length}
-           WHERE id = ${session.requestId}::uuid`;
-      });
+      await this.deps.sql.query(
+        "SELECT svc_abort($1::uuid, $2::uuid, $3::int, $4::attempt_outcome, $5::text, $6::int, $7::timestamptz)",
+        [
+          session.requestId,
+          session.accountId,
+          session.attempt?.ordinal ?? null,
+          outcome,
+          errorCode,
+          session.tried.length,
+          now,
+        ],
+      );
     } catch (e) {
       logger.error({ err: e, requestId: session.requestId }, "could not release holds; the sweeper will");
     }
@@ -506,46 +472,54 @@ export class RouterService {
   ): Promise<{ secret: string; balance: bigint | null } | null> {
     const now = this.deps.clock.now();
     const expires = new Date(now.getTime() + REQUEST_LEASE_MS);
-    const maxBurn = session.plan.maxBurnMicroDiem;
-    const ordinal = session.tried.length + 1;
-    const key = await this.deps.db.$transaction(async (tx) => {
-      if (!session.recorded) {
-        const held = await tx.$executeRaw`
-          UPDATE accounts SET reserved_micro_usdc = reserved_micro_usdc + ${session.plan.maxChargeMicroUsdc}
-           WHERE id = ${session.accountId}::uuid
-             AND confirmed_micro_usdc - reserved_micro_usdc >= ${session.plan.maxChargeMicroUsdc}`;
-        if (held !== 1) throw this.insufficientBalance(session);
-        await this.insertRequest(tx, session, "in_progress", null);
-        await tx.$executeRaw`
-          INSERT INTO reservations (id, account_id, max_charge_micro_usdc, offer_id, max_burn_micro_diem, expires_at)
-          VALUES (${session.requestId}::uuid, ${session.accountId}::uuid, ${session.plan.maxChargeMicroUsdc}, NULL, 0, ${expires})`;
-      }
-      const took = await tx.$queryRaw<{ balance: bigint | null }[]>`
-        UPDATE offers o SET reserved_micro_diem = o.reserved_micro_diem + ${maxBurn}
-          FROM upstream_keys k
-         WHERE o.id = ${offerId}::uuid AND k.id = o.upstream_key_id
-           AND o.status = 'active' AND k.status = 'active' AND o.expires_at > ${now}
-           AND (k.cooldown_until IS NULL OR k.cooldown_until <= ${now})
-           AND LEAST(o.remaining_micro_diem, COALESCE(k.last_balance_micro_diem, o.remaining_micro_diem)) - o.reserved_micro_diem >= ${maxBurn}
-        RETURNING k.last_balance_micro_diem AS balance`;
-      if (took.length !== 1) return null;
-      await tx.$executeRaw`
-        UPDATE reservations SET offer_id = ${offerId}::uuid, max_burn_micro_diem = ${maxBurn} WHERE id = ${session.requestId}::uuid`;
-      await tx.$executeRaw`
-        INSERT INTO inference_attempts (request_id, ordinal, upstream_key_id, offer_id, price_cents)
-        VALUES (${session.requestId}::uuid, ${ordinal}, ${upstreamKeyId}::uuid, ${offerId}::uuid, ${price})`;
-      const k = await tx.upstreamKey.findUniqueOrThrow({
-        where: { id: upstreamKeyId },
-        select: { accountId: true, secretCiphertext: true, secretIv: true, secretTag: true, encryptionKeyId: true },
-      });
-      return { k, balance: took[0]?.balance ?? null };
-    });
+    const r = await this.deps.sql.query<{
+      outcome: string;
+      key_balance: bigint | null;
+      key_account: string | null;
+      ciphertext: Buffer | null;
+      iv: Buffer | null;
+      tag: Buffer | null;
+      enc_key_id: string | null;
+    }>(
+      `SELECT * FROM svc_hold($1::boolean, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::inference_route, $7::text, $8::boolean,
+                              $9::int, $10::int, $11::bigint, $12::timestamptz, $13::timestamptz, $14::uuid, $15::uuid,
+                              $16::int, $17::bigint, $18::int, $19::timestamptz)`,
+      [
+        !session.recorded,
+        session.requestId,
+        session.supportReference,
+        session.accountId,
+        session.apiKeyId,
+        session.route,
+        session.model.id,
+        session.stream,
+        session.ceilingCents,
+        session.plan.admittedMaxTokens,
+        session.plan.maxChargeMicroUsdc.toString(),
+        session.startedAt,
+        expires,
+        offerId,
+        upstreamKeyId,
+        price,
+        session.plan.maxBurnMicroDiem.toString(),
+        session.tried.length + 1,
+        now,
+      ],
+    );
+    const row = r.rows[0];
+    if (!row) throw new DomainError("internal_error", "svc_hold returned nothing");
+    if (row.outcome === "insufficient_balance") throw this.insufficientBalance(session);
     session.recorded = true;
-    if (!key) return null;
-    return {
-      secret: this.openSecret(upstreamKeyId, key.k),
-      balance: key.balance === null ? null : BigInt(key.balance),
-    };
+    if (row.outcome !== "ok" || !row.key_account || !row.ciphertext || !row.iv || !row.tag || !row.enc_key_id)
+      return null;
+    const secret = this.openSecret(upstreamKeyId, {
+      accountId: row.key_account,
+      secretCiphertext: row.ciphertext,
+      secretIv: row.iv,
+      secretTag: row.tag,
+      encryptionKeyId: row.enc_key_id,
+    });
+    return { secret, balance: row.key_balance === null ? null : BigInt(row.key_balance) };
   }
 
   private openSecret(
@@ -573,23 +547,28 @@ export class RouterService {
     return secret;
   }
 
-  private async insertRequest(
-    tx: Prisma.TransactionClient,
-    s: RoutingSession,
-    status: "in_progress" | "failed",
-    errorCode: string | null,
-  ) {
-    await tx.$executeRaw`
-      INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status, error_code,
-                                      max_price_cents, admitted_max_tokens, started_at, completed_at)
-      VALUES (${s.requestId}::uuid, ${s.supportReference}::uuid, ${s.accountId}::uuid, ${s.apiKeyId}::uuid, ${s.route}::inference_route,
-              'text', ${s.model.id}, ${s.stream}, ${status}::inference_status, ${errorCode}, ${s.ceilingCents},
-              ${s.plan.admittedMaxTokens || null}, ${s.startedAt}, ${status === "failed" ? this.deps.clock.now() : null})`;
-  }
-
   /** A request refused before any hold: recorded so its support reference resolves. */
   private async recordRefusal(session: RoutingSession, errorCode: string): Promise<void> {
-    await this.deps.db.$transaction((tx) => this.insertRequest(tx, session, "failed", errorCode));
+    const now = this.deps.clock.now();
+    await this.deps.sql.query(
+      `INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
+                                       error_code, max_price_cents, admitted_max_tokens, started_at, completed_at)
+       VALUES ($1, $2, $3, $4, $5::inference_route, 'text', $6, $7, 'failed', $8, $9, $10, $11, $12)`,
+      [
+        session.requestId,
+        session.supportReference,
+        session.accountId,
+        session.apiKeyId,
+        session.route,
+        session.model.id,
+        session.stream,
+        errorCode,
+        session.ceilingCents,
+        session.plan.admittedMaxTokens || null,
+        session.startedAt,
+        now,
+      ],
+    );
     session.recorded = true;
     session.done = true;
   }
@@ -620,44 +599,28 @@ export class RouterService {
           : failure.kind === "supplier_exhausted"
             ? "supplier_exhausted"
             : "supplier_auth_failed";
-    await this.deps.db.$transaction(async (tx) => {
-      await tx.$executeRaw`
-        UPDATE offers SET reserved_micro_diem = reserved_micro_diem - ${session.plan.maxBurnMicroDiem}
-         WHERE id = ${a.offerId}::uuid AND reserved_micro_diem >= ${session.plan.maxBurnMicroDiem}`;
-      await tx.$executeRaw`UPDATE reservations SET offer_id = NULL, max_burn_micro_diem = 0 WHERE id = ${session.requestId}::uuid`;
-      await tx.$executeRaw`
-        UPDATE inference_attempts SET outcome = ${outcome}::attempt_outcome, upstream_status = ${failure?.status ?? null},
-               error_kind = ${failure ? failure.detail.slice(0, 200) : null}, ended_at = ${now}
-         WHERE request_id = ${session.requestId}::uuid AND ordinal = ${a.ordinal}`;
-      if (failure?.kind === "supplier_exhausted") {
-        await tx.$executeRaw`
-          UPDATE upstream_keys SET cooldown_until = ${new Date(now.getTime() + EXHAUSTED_COOLDOWN_MS)} WHERE id = ${a.upstreamKeyId}::uuid`;
-      }
-      if (failure?.kind === "supplier_auth") {
-        await tx.$executeRaw`
-          UPDATE upstream_keys SET status = 'auth_failed', auth_failed_at = ${now} WHERE id = ${a.upstreamKeyId}::uuid AND status = 'active'`;
-      }
-    });
+    await this.deps.sql.query(
+      `SELECT svc_end_attempt($1::uuid, $2::uuid, $3::bigint, $4::int, $5::attempt_outcome, $6::int, $7::text, $8::uuid,
+                              $9::timestamptz, $10::boolean, $11::timestamptz)`,
+      [
+        session.requestId,
+        a.offerId,
+        session.plan.maxBurnMicroDiem.toString(),
+        a.ordinal,
+        outcome,
+        failure?.status ?? null,
+        failure ? failure.detail.slice(0, 200) : null,
+        a.upstreamKeyId,
+        failure?.kind === "supplier_exhausted" ? new Date(now.getTime() + EXHAUSTED_COOLDOWN_MS) : null,
+        failure?.kind === "supplier_auth",
+        now,
+      ],
+    );
     await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(a.upstreamKeyId), a.leaseId).catch(() => undefined);
     if (failure?.kind === "supplier_exhausted" && this.deps.onKeyExhausted) {
       this.deps.onKeyExhausted(a.upstreamKeyId).catch(() => undefined);
     }
     if (failure?.kind === "supplier_auth") this.keyCache.delete(a.upstreamKeyId);
-  }
-
-  private async releaseHolds(tx: Prisma.TransactionClient, session: RoutingSession): Promise<void> {
-    if (!session.recorded) return;
-    const gone = await tx.$queryRaw<{ offer_id: string | null; max_burn: bigint; max_charge: bigint }[]>`
-      DELETE FROM reservations WHERE id = ${session.requestId}::uuid
-      RETURNING offer_id, max_burn_micro_diem AS max_burn, max_charge_micro_usdc AS max_charge`;
-    const r = gone[0];
-    if (!r) return; // already released (by settlement or the sweeper)
-    await tx.$executeRaw`
-      UPDATE accounts SET reserved_micro_usdc = reserved_micro_usdc - ${BigInt(r.max_charge)} WHERE id = ${session.accountId}::uuid`;
-    if (r.offer_id && BigInt(r.max_burn) > 0n) {
-      await tx.$executeRaw`
-        UPDATE offers SET reserved_micro_diem = reserved_micro_diem - ${BigInt(r.max_burn)} WHERE id = ${r.offer_id}::uuid`;
-    }
   }
 
   private async releaseSlots(session: RoutingSession): Promise<void> {
@@ -684,7 +647,7 @@ export class RouterService {
   /** Why nothing can clear this request (SPEC "Errors" 503 codes). */
   private async noSupply(session: RoutingSession): Promise<DomainError> {
     const now = this.deps.clock.now();
-    const atCeiling = await eligibleOffers(this.deps.db, { now, maxPriceCents: session.ceilingCents });
+    const atCeiling = await eligibleOffers(this.run, { now, maxPriceCents: session.ceilingCents });
     if (atCeiling.length > 0) {
       const total = atCeiling.reduce((a, o) => a + o.routableMicroDiem, 0n);
       const largest = atCeiling.reduce((a, o) => (o.routableMicroDiem > a ? o.routableMicroDiem : a), 0n);
@@ -701,7 +664,7 @@ export class RouterService {
         { eligibleRoutableDiem: formatDecimal6(total), maxEligibleOfferDiem: formatDecimal6(largest) },
       );
     }
-    const all = await eligibleOffers(this.deps.db, { now, maxPriceCents: 80 });
+    const all = await eligibleOffers(this.run, { now, maxPriceCents: 80 });
     if (all.length === 0)
       return new DomainError("pool_empty", "Nothing is posted at any price right now; retry later.", {
         retryAfterSeconds: 30,

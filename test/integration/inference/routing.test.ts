@@ -259,6 +259,8 @@ describe("money under concurrency", () => {
     const results = await Promise.all(Array.from({ length: 50 }, () => chat(buyer.apiKey, body)));
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status === 402);
+    const other = results.filter((r) => r.status !== 200 && r.status !== 402);
+    expect(other.map((r) => [r.status, JSON.stringify(r.body).slice(0, 200)])).toEqual([]);
     expect(ok.length + refused.length).toBe(50);
     expect(ok.length).toBeGreaterThanOrEqual(10);
     const spent = ok.reduce((a, r) => a + BigInt((r.headers.get("x-svc-cost-usdc") ?? "0").replace(".", "")), 0n);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { sqlRunner } from "../../../src/adapters/sql.js";
 import { eligibleOffers } from "../../../src/domain/market/eligibility.js";
 import { call } from "../../support/actors.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
@@ -121,7 +122,7 @@ describe("GET /v1/capacity", () => {
     });
 
     // capacity is the router's own function: the same offers, the same depth
-    const offers = await eligibleOffers(db, { now: new Date(), maxPriceCents: 50 });
+    const offers = await eligibleOffers(sqlRunner(a.rt.sql), { now: new Date(), maxPriceCents: 50 });
     expect(offers.reduce((x, o) => x + o.routableMicroDiem, 0n)).toBe(5_000_000n);
     expect(offers.map((o) => o.priceCentsPerDollar)).toEqual([20, 40, 40]);
   });

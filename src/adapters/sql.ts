@@ -1,0 +1,28 @@
+import pg from "pg";
+
+/**
+ * A plain `pg` pool for the router's hot path (stored functions, one round trip each): Prisma's
+ * interactive transactions cost ~10 ms each here, far above the latency budget. BIGINT comes back
+ * as `bigint`. Everything else uses Prisma.
+ */
+export type Sql = pg.Pool;
+
+const INT8 = 20;
+
+export function createSql(databaseUrl: string, max = 20): Sql {
+  return new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") =>
+        oid === INT8 ? (v: string) => BigInt(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+}
+
+/** A query runner over either client, so one SQL text serves both (e.g. the eligibility rule). */
+export type QueryRunner = <T>(text: string, params: unknown[]) => Promise<T[]>;
+
+export function sqlRunner(sql: Sql): QueryRunner {
+  return async <T>(text: string, params: unknown[]) => (await sql.query(text, params)).rows as T[];
+}
