@@ -4,7 +4,8 @@ import { performance } from "node:perf_hooks";
 import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { assertBooksBalance } from "../test/support/books.js";
-import { isolatedWorld, startTestApp } from "../test/support/harness.js";
+import { freePort, isolatedWorld, startTestApp } from "../test/support/harness.js";
+import { spawnMain, waitForExit, waitForHttp } from "../test/support/spawn.js";
 import { addSupply, CATALOG_KEY, fundedBuyerKey, simEnv } from "../test/support/market.js";
 
 const MODEL = "zai-org-glm-5-1";
@@ -88,41 +89,72 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
     );
     const directKey = supply.keys[0]?.secret ?? "";
     const buyer = await fundedBuyerKey(app, 900_000_000n);
-    const total = 2000;
-    const concurrency = 32;
-    // warm up both paths
-    await load(100, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
-    await load(100, 8, () => post(`${app.baseUrl}/v1/chat/completions`, buyer.apiKey, BODY));
-
-    const direct = await load(total, concurrency, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
-    const via = await load(total, concurrency, () => post(`${app.baseUrl}/v1/chat/completions`, buyer.apiKey, BODY));
-    emit({
-      bench: "router.buffered_chat",
-      requests: total,
-      concurrency,
-      directP50Ms: +pct(direct.lat, 50).toFixed(3),
-      directP99Ms: +pct(direct.lat, 99).toFixed(3),
-      serviceP50Ms: +pct(via.lat, 50).toFixed(3),
-      serviceP99Ms: +pct(via.lat, 99).toFixed(3),
-      addedP50Ms: +(pct(via.lat, 50) - pct(direct.lat, 50)).toFixed(3),
-      addedP99Ms: +(pct(via.lat, 99) - pct(direct.lat, 99)).toFixed(3),
-      clearsPerSecond: Math.round((total / via.wallMs) * 1000),
-      targets: { addedP50Ms: 2, addedP99Ms: 10, clearsPerSecond: 1000 },
+    // the service under test runs in its own process, exactly as `npm start` runs it
+    const port = await freePort();
+    const svc = spawnMain(["--role=api"], {
+      ...simEnv(sim),
+      PORT: String(port),
+      DATABASE_URL: world.databaseUrl,
+      REDIS_PREFIX: world.prefix,
+      KEY_MAX_IN_FLIGHT: "256",
+      LOG_LEVEL: "error",
+      PAY_TO: "0x1111111111111111111111111111111111111111",
+      SESSION_SECRET: "bench-session-secret-bench-session-secret",
+      KEY_ENCRYPTION_KEY: app.rt.config.secrets.keyEncryptionKey.toString("hex"),
+      CHAIN_RPC_URL: "http://127.0.0.1:9",
     });
+    const svcUrl = `http://127.0.0.1:${port}`;
+    try {
+      await waitForHttp(`${svcUrl}/healthz`, 30_000, svc);
+      const total = 2000;
+      const concurrency = 32;
+      // warm up both paths
+      await load(200, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
+      await load(200, 8, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
 
-    const streams = 300;
-    const sd = await load(streams, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true));
-    const sv = await load(streams, 8, () => post(`${app.baseUrl}/v1/chat/completions`, buyer.apiKey, BODY, true));
-    emit({
-      bench: "router.streaming_ttfb",
-      requests: streams,
-      concurrency: 8,
-      directTtfbP50Ms: +pct(sd.lat, 50).toFixed(3),
-      serviceTtfbP50Ms: +pct(sv.lat, 50).toFixed(3),
-      ttfbOverheadP50Ms: +(pct(sv.lat, 50) - pct(sd.lat, 50)).toFixed(3),
-      targets: { ttfbOverheadP50Ms: 2 },
-    });
+      const direct = await load(total, concurrency, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
+      const via = await load(total, concurrency, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
+      emit({
+        bench: "router.buffered_chat",
+        requests: total,
+        concurrency,
+        directP50Ms: +pct(direct.lat, 50).toFixed(3),
+        directP99Ms: +pct(direct.lat, 99).toFixed(3),
+        serviceP50Ms: +pct(via.lat, 50).toFixed(3),
+        serviceP99Ms: +pct(via.lat, 99).toFixed(3),
+        addedP50Ms: +(pct(via.lat, 50) - pct(direct.lat, 50)).toFixed(3),
+        addedP99Ms: +(pct(via.lat, 99) - pct(direct.lat, 99)).toFixed(3),
+        clearsPerSecond: Math.round((total / via.wallMs) * 1000),
+        targets: { addedP50Ms: 2, addedP99Ms: 10, clearsPerSecond: 1000 },
+      });
 
+      const serial = await load(300, 1, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
+      const serialDirect = await load(300, 1, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
+      emit({
+        bench: "router.buffered_chat_serial",
+        requests: 300,
+        concurrency: 1,
+        directP50Ms: +pct(serialDirect.lat, 50).toFixed(3),
+        serviceP50Ms: +pct(serial.lat, 50).toFixed(3),
+        addedP50Ms: +(pct(serial.lat, 50) - pct(serialDirect.lat, 50)).toFixed(3),
+      });
+
+      const streams = 300;
+      const sd = await load(streams, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true));
+      const sv = await load(streams, 8, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY, true));
+      emit({
+        bench: "router.streaming_ttfb",
+        requests: streams,
+        concurrency: 8,
+        directTtfbP50Ms: +pct(sd.lat, 50).toFixed(3),
+        serviceTtfbP50Ms: +pct(sv.lat, 50).toFixed(3),
+        ttfbOverheadP50Ms: +(pct(sv.lat, 50) - pct(sd.lat, 50)).toFixed(3),
+        targets: { ttfbOverheadP50Ms: 2 },
+      });
+    } finally {
+      svc.kill("SIGTERM");
+      await waitForExit(svc, 20_000).catch(() => svc.kill("SIGKILL"));
+    }
     const clears = await app.rt.db.clear.count();
     let balanced = true;
     try {
