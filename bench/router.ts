@@ -5,8 +5,8 @@ import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { assertBooksBalance } from "../test/support/books.js";
 import { freePort, isolatedWorld, startTestApp } from "../test/support/harness.js";
-import { spawnMain, waitForExit, waitForHttp } from "../test/support/spawn.js";
 import { addSupply, CATALOG_KEY, fundedBuyerKey, simEnv } from "../test/support/market.js";
+import { spawnMain, waitForExit, waitForHttp } from "../test/support/spawn.js";
 
 const MODEL = "zai-org-glm-5-1";
 const BODY = {
