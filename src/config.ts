@@ -128,6 +128,8 @@ const envSchema = z.object({
   KEY_MAX_IN_FLIGHT: withDefault(intIn(1, 10_000), "8"),
   /** not in CONTRACT: the treasury key (normally PAY_TO's) that sends supplier payouts; unset = payouts are not sent */
   PAYOUT_PRIVATE_KEY: optional(pattern(PRIVATE_KEY, "a private key (0x + 64 hex)")),
+  /** not in CONTRACT: global in-flight cap on small-tier models (0 = unthrottled); frontier models are never throttled */
+  SMALL_MODEL_MAX_IN_FLIGHT: withDefault(intIn(0, 1_000_000), "0"),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
   REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
   LOG_LEVEL: withDefault(
@@ -176,7 +178,7 @@ export interface Config {
   readonly secrets: { readonly sessionSecret: string; readonly keyEncryptionKey: Buffer };
   readonly fees: { readonly platformFeeBps: number };
   readonly signupFuse: { readonly max: number; readonly windowSeconds: number };
-  readonly limits: { readonly keyMaxInFlight: number };
+  readonly limits: { readonly keyMaxInFlight: number; readonly smallModelMaxInFlight: number };
   readonly logLevel: string;
 }
 
@@ -273,7 +275,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
     secrets: { sessionSecret: e.SESSION_SECRET ?? LOCAL_SESSION_SECRET, keyEncryptionKey },
     fees: { platformFeeBps: Number(e.PLATFORM_FEE_BPS) },
     signupFuse: { max: Number(e.SIGNUP_FUSE_MAX), windowSeconds: Number(e.SIGNUP_FUSE_WINDOW_S) },
-    limits: { keyMaxInFlight: Number(e.KEY_MAX_IN_FLIGHT) },
+    limits: { keyMaxInFlight: Number(e.KEY_MAX_IN_FLIGHT), smallModelMaxInFlight: Number(e.SMALL_MODEL_MAX_IN_FLIGHT) },
     logLevel: e.LOG_LEVEL,
   };
   return { ok: true, config: deepFreeze(config) };

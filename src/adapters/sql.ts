@@ -1,4 +1,5 @@
 import pg from "pg";
+import { logger } from "../lib/logger.js";
 
 /**
  * A plain `pg` pool for the router's hot path (stored functions, one round trip each): Prisma's
@@ -10,7 +11,7 @@ export type Sql = pg.Pool;
 const INT8 = 20;
 
 export function createSql(databaseUrl: string, max = 20): Sql {
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     types: {
@@ -18,6 +19,10 @@ export function createSql(databaseUrl: string, max = 20): Sql {
         oid === INT8 ? (v: string) => BigInt(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
+  // an idle connection the server dropped (restart, failover) must not crash the process: the pool
+  // discards it and opens a new one on the next query
+  pool.on("error", (err) => logger.warn({ err: err.message }, "postgres connection lost (idle); it will be replaced"));
+  return pool;
 }
 
 /** A query runner over either client, so one SQL text serves both (e.g. the eligibility rule). */

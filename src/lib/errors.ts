@@ -34,6 +34,7 @@ export const ERROR_TABLE = {
   key_concurrency_limit: { status: 429, retryable: true },
   buyer_concurrency_limit: { status: 429, retryable: true },
   signup_fuse: { status: 429, retryable: true },
+  model_throttled: { status: 429, retryable: true },
   // 500
   internal_error: { status: 500, retryable: true },
   settle_failed: { status: 500, retryable: true },

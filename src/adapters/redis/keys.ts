@@ -14,6 +14,8 @@ export interface RedisKeys {
   apiKeyInFlight(apiKeyId: string): string;
   /** in-flight lease set of one supplier upstream key */
   upstreamKeyInFlight(upstreamKeyId: string): string;
+  /** global in-flight gate of small-tier models (throttling) */
+  smallModelGate(): string;
   /** per-wallet image gate */
   walletImageGate(accountId: string): string;
   /** global signup fuse window counter */
@@ -31,6 +33,7 @@ export function redisKeys(prefix: string): RedisKeys {
     capacityCache: (maxPriceCents) => `${p}:capacity:${maxPriceCents}`,
     apiKeyInFlight: (apiKeyId) => `${p}:inflight:apikey:${apiKeyId}`,
     upstreamKeyInFlight: (upstreamKeyId) => `${p}:inflight:upstream:${upstreamKeyId}`,
+    smallModelGate: () => `${p}:gate:small-models`,
     walletImageGate: (accountId) => `${p}:gate:image:${accountId}`,
     signupFuse: (windowStart) => `${p}:fuse:signup:${windowStart}`,
     lock: (name) => `${p}:lock:${name}`,

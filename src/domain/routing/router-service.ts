@@ -167,6 +167,22 @@ export class RouterService {
         retryAfterSeconds: 1,
       });
     }
+    // SPEC 11: frontier models are the promoted tier; small-model volume may be throttled
+    const smallLimit = this.deps.config.limits.smallModelMaxInFlight;
+    const throttled = model.tier === "small" && smallLimit > 0;
+    if (
+      throttled &&
+      !(await this.deps.gate.tryAcquire(this.deps.keys.smallModelGate(), buyerLease, smallLimit, REQUEST_LEASE_MS))
+    ) {
+      await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
+      throw new DomainError(
+        "model_throttled",
+        `${model.id} is a small model and its volume is throttled right now; retry shortly or use a frontier model.`,
+        {
+          retryAfterSeconds: 1,
+        },
+      );
+    }
     try {
       const rows = await this.deps.sql.query<{ confirmed: bigint; reserved: bigint; ceiling: number }>(
         "SELECT confirmed_micro_usdc AS confirmed, reserved_micro_usdc AS reserved, max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
@@ -219,6 +235,7 @@ export class RouterService {
       return session;
     } catch (e) {
       await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
+      if (throttled) await this.deps.gate.release(this.deps.keys.smallModelGate(), buyerLease).catch(() => undefined);
       throw e;
     }
   }
@@ -625,6 +642,9 @@ export class RouterService {
 
   private async releaseSlots(session: RoutingSession): Promise<void> {
     const jobs = [this.deps.gate.release(this.deps.keys.apiKeyInFlight(session.apiKeyId), session.buyerLease)];
+    if (session.model.tier === "small" && this.deps.config.limits.smallModelMaxInFlight > 0) {
+      jobs.push(this.deps.gate.release(this.deps.keys.smallModelGate(), session.buyerLease));
+    }
     if (session.attempt) {
       jobs.push(
         this.deps.gate.release(

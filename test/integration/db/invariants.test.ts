@@ -262,4 +262,18 @@ describe("database invariants", () => {
       await small.$disconnect();
     }
   });
+
+  test("the hot-path pool survives the server dropping its idle connections", async () => {
+    const { createSql } = await import("../../../src/adapters/sql.js");
+    const sql = createSql(url, 2);
+    try {
+      const pid = (await sql.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid;
+      await db.$executeRawUnsafe(`SELECT pg_terminate_backend(${Number(pid)})`);
+      await new Promise((r) => setTimeout(r, 200));
+      const again = await sql.query<{ one: number }>("SELECT 1 AS one");
+      expect(again.rows[0]?.one).toBe(1);
+    } finally {
+      await sql.end();
+    }
+  });
 });

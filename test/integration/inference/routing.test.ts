@@ -307,6 +307,52 @@ describe("money under concurrency", () => {
   });
 });
 
+describe("small-model throttling (SMALL_MODEL_MAX_IN_FLIGHT)", () => {
+  test("small models beyond the global cap get 429 model_throttled; frontier models are never throttled", async () => {
+    const w = await isolatedWorld();
+    const t = await startTestApp({
+      databaseUrl: w.databaseUrl,
+      prefix: w.prefix,
+      env: { ...simEnv(sim), SMALL_MODEL_MAX_IN_FLIGHT: "1" },
+    });
+    try {
+      await t.rt.services.catalog.sync();
+      const small = await t.rt.db.catalogModel.findFirst({
+        where: { tier: "small", status: "live", modality: "text" },
+      });
+      if (!small) throw new Error("the simulator should publish a small live text model");
+      await addSupply(
+        t,
+        sim,
+        [40, 40].map((p) => ({ priceCents: p, quantityMicroDiem: 50_000_000n })),
+      );
+      const buyer = await fundedBuyerKey(t, 5_000_000n);
+      const send = (model: string) =>
+        call(t, {
+          method: "POST",
+          path: "/v1/chat/completions",
+          headers: { authorization: `Bearer ${buyer.apiKey}` },
+          body: { model, messages: [{ role: "user", content: "slow [[sim:chunk_delay_ms=300]]" }] },
+        });
+      const [a, b, frontier] = await Promise.all([
+        send(small.id),
+        new Promise((r) => setTimeout(r, 100)).then(() => send(small.id)),
+        new Promise((r) => setTimeout(r, 100)).then(() => send(MODEL)),
+      ]);
+      expect([a.status, b.status].sort()).toEqual([200, 429]);
+      const limited = a.status === 429 ? a : b;
+      expect((limited.body as { error: { code: string } }).error.code).toBe("model_throttled");
+      expect(limited.headers.get("retry-after")).toBe("1");
+      expect(frontier.status).toBe(200);
+      // the slot is released: the next small request goes through
+      expect((await send(small.id)).status).toBe(200);
+    } finally {
+      await t.close();
+      await w.drop();
+    }
+  });
+});
+
 describe("supply errors (503) and balance errors (402)", () => {
   test("pool_empty when nothing is posted", async () => {
     const buyer = await fundedBuyerKey(app, 5_000_000n);

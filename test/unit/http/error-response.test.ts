@@ -24,6 +24,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   key_concurrency_limit: 429,
   buyer_concurrency_limit: 429,
   signup_fuse: 429,
+  model_throttled: 429,
   internal_error: 500,
   settle_failed: 500,
   upstream_error: 502,
