@@ -118,6 +118,7 @@ export function requireBearer(services: Services): RequestHandler {
         accountId: k.accountId,
         walletAddress: k.walletAddress,
         apiKeyId: k.apiKeyId,
+        account: k.account,
       } satisfies Viewer;
       next();
     } catch (e) {

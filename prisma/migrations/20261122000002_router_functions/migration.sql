@@ -2,53 +2,6 @@
 -- release and settlement is one round trip and one short transaction, so hot rows (the buyer's
 -- account, the offer) are locked for microseconds, not for a client-side transaction.
 
--- Hold an offer for a request (and, on the first attempt, record the request and hold the buyer's
--- maximum charge). Outcomes: ok | insufficient_balance | offer_taken.
-CREATE FUNCTION svc_hold(
-  p_first boolean, p_request uuid, p_support uuid, p_account uuid, p_api_key uuid, p_route inference_route,
-  p_model text, p_stream boolean, p_ceiling integer, p_admitted integer, p_max_charge bigint,
-  p_started timestamptz, p_expires timestamptz, p_offer uuid, p_key uuid, p_price integer,
-  p_max_burn bigint, p_ordinal integer, p_now timestamptz)
-RETURNS TABLE (outcome text, key_balance bigint, key_account uuid, ciphertext bytea, iv bytea, tag bytea, enc_key_id text)
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_balance bigint;
-BEGIN
-  IF p_first THEN
-    UPDATE accounts SET reserved_micro_usdc = reserved_micro_usdc + p_max_charge
-     WHERE id = p_account AND confirmed_micro_usdc - reserved_micro_usdc >= p_max_charge;
-    IF NOT FOUND THEN
-      outcome := 'insufficient_balance';
-      RETURN NEXT;
-      RETURN;
-    END IF;
-    INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
-                                    max_price_cents, admitted_max_tokens, started_at)
-    VALUES (p_request, p_support, p_account, p_api_key, p_route, 'text', p_model, p_stream, 'in_progress',
-            p_ceiling, p_admitted, p_started);
-    INSERT INTO reservations (id, account_id, max_charge_micro_usdc, offer_id, max_burn_micro_diem, expires_at)
-    VALUES (p_request, p_account, p_max_charge, NULL, 0, p_expires);
-  END IF;
-  UPDATE offers o SET reserved_micro_diem = o.reserved_micro_diem + p_max_burn
-    FROM upstream_keys k
-   WHERE o.id = p_offer AND k.id = o.upstream_key_id
-     AND o.status = 'active' AND k.status = 'active' AND o.expires_at > p_now
-     AND (k.cooldown_until IS NULL OR k.cooldown_until <= p_now)
-     AND LEAST(o.remaining_micro_diem, COALESCE(k.last_balance_micro_diem, o.remaining_micro_diem)) - o.reserved_micro_diem >= p_max_burn
-  RETURNING k.last_balance_micro_diem INTO v_balance;
-  IF NOT FOUND THEN
-    outcome := 'offer_taken';
-    RETURN NEXT;
-    RETURN;
-  END IF;
-  UPDATE reservations SET offer_id = p_offer, max_burn_micro_diem = p_max_burn WHERE id = p_request;
-  INSERT INTO inference_attempts (request_id, ordinal, upstream_key_id, offer_id, price_cents, started_at)
-  VALUES (p_request, p_ordinal, p_key, p_offer, p_price, p_now);
-  RETURN QUERY
-    SELECT 'ok'::text, v_balance, k.account_id, k.secret_ciphertext, k.secret_iv, k.secret_tag, k.encryption_key_id
-      FROM upstream_keys k WHERE k.id = p_key;
-END $$;
-
 -- End one attempt without a charge: release the offer hold, record the outcome, act on the key.
 CREATE FUNCTION svc_end_attempt(
   p_request uuid, p_offer uuid, p_max_burn bigint, p_ordinal integer, p_outcome attempt_outcome,
@@ -93,7 +46,9 @@ BEGIN
 END $$;
 
 -- Lock order, everywhere: buyer account, then offer, then upstream key, then supplier account
--- (holds, settlements and releases never wait on each other in opposite orders).
+-- (holds, settlements and releases never wait on each other in opposite orders). Rows are locked
+-- FOR NO KEY UPDATE, never FOR UPDATE: foreign-key checks of concurrent inserts (clears, attempts)
+-- take KEY SHARE locks that FOR UPDATE would conflict with (a deadlock under load).
 
 -- Settle one completion: the clear, its balanced journal, the records, then the hot rows last. Any guard that fails raises, and the whole settlement rolls back.
 -- Returns the buyer's confirmed balance after the debit.
@@ -161,4 +116,71 @@ BEGIN
     UPDATE accounts SET supplier_payable_micro_usdc = supplier_payable_micro_usdc + p_share WHERE id = p_supplier;
   END IF;
   RETURN v_confirmed;
+END $$;
+
+-- Select and hold in one call: the cheapest eligible offer at or below the ceiling with at least
+-- p_max_burn routable, on a key not in p_exclude (same order and rule as eligibleOffers), locked
+-- and held. On the first attempt it also records the request and holds the buyer's maximum
+-- charge. Outcomes: ok | insufficient_balance | no_offer.
+CREATE FUNCTION svc_clear(
+  p_first boolean, p_request uuid, p_support uuid, p_account uuid, p_api_key uuid, p_route inference_route,
+  p_model text, p_stream boolean, p_ceiling integer, p_admitted integer, p_max_charge bigint,
+  p_started timestamptz, p_expires timestamptz, p_max_burn bigint, p_exclude uuid[], p_ordinal integer,
+  p_now timestamptz)
+RETURNS TABLE (outcome text, offer_id uuid, upstream_key_id uuid, supplier_id uuid, price integer, key_balance bigint,
+               ciphertext bytea, iv bytea, tag bytea, enc_key_id text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_offer uuid;
+  v_key uuid;
+  v_supplier uuid;
+  v_price integer;
+  v_balance bigint;
+  v_try integer := 0;
+BEGIN
+  IF p_first THEN
+    UPDATE accounts SET reserved_micro_usdc = reserved_micro_usdc + p_max_charge
+     WHERE id = p_account AND confirmed_micro_usdc - reserved_micro_usdc >= p_max_charge;
+    IF NOT FOUND THEN
+      outcome := 'insufficient_balance';
+      RETURN NEXT;
+      RETURN;
+    END IF;
+    INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
+                                    max_price_cents, admitted_max_tokens, started_at)
+    VALUES (p_request, p_support, p_account, p_api_key, p_route, 'text', p_model, p_stream, 'in_progress',
+            p_ceiling, p_admitted, p_started);
+    INSERT INTO reservations (id, account_id, max_charge_micro_usdc, offer_id, max_burn_micro_diem, expires_at)
+    VALUES (p_request, p_account, p_max_charge, NULL, 0, p_expires);
+  END IF;
+  LOOP
+    v_try := v_try + 1;
+    SELECT o.id, o.upstream_key_id, o.account_id, o.price_cents_per_dollar, k.last_balance_micro_diem
+      INTO v_offer, v_key, v_supplier, v_price, v_balance
+      FROM offers o JOIN upstream_keys k ON k.id = o.upstream_key_id
+     WHERE o.status = 'active' AND k.status = 'active' AND o.expires_at > p_now
+       AND (k.cooldown_until IS NULL OR k.cooldown_until <= p_now)
+       AND o.price_cents_per_dollar <= p_ceiling
+       AND LEAST(o.remaining_micro_diem, COALESCE(k.last_balance_micro_diem, o.remaining_micro_diem)) - o.reserved_micro_diem >= p_max_burn
+       AND (p_exclude IS NULL OR o.upstream_key_id <> ALL(p_exclude))
+     ORDER BY o.price_cents_per_dollar ASC, o.created_at ASC, o.id ASC
+     LIMIT 1
+     FOR NO KEY UPDATE OF o;
+    IF NOT FOUND THEN
+      -- the row we waited for may have stopped qualifying: look again a few times
+      IF v_try < 4 THEN CONTINUE; END IF;
+      outcome := 'no_offer';
+      RETURN NEXT;
+      RETURN;
+    END IF;
+    UPDATE offers SET reserved_micro_diem = reserved_micro_diem + p_max_burn WHERE id = v_offer;
+    EXIT;
+  END LOOP;
+  UPDATE reservations SET offer_id = v_offer, max_burn_micro_diem = p_max_burn WHERE id = p_request;
+  INSERT INTO inference_attempts (request_id, ordinal, upstream_key_id, offer_id, price_cents, started_at)
+  VALUES (p_request, p_ordinal, v_key, v_offer, v_price, p_now);
+  RETURN QUERY
+    SELECT 'ok'::text, v_offer, v_key, v_supplier, v_price, v_balance, k.secret_ciphertext, k.secret_iv, k.secret_tag,
+           k.encryption_key_id
+      FROM upstream_keys k WHERE k.id = v_key;
 END $$;

@@ -34,6 +34,14 @@ export interface AuthenticatedKey {
   apiKeyId: string;
   accountId: string;
   walletAddress: string;
+  /** the account's balances and ceiling as read with the key (saves a round trip on inference) */
+  account?: AccountSnapshot;
+}
+
+export interface AccountSnapshot {
+  confirmedMicroUsdc: bigint;
+  reservedMicroUsdc: bigint;
+  maxPriceCentsPerDollar: number;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -186,6 +194,15 @@ export class ApiKeyService {
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
     }
-    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet };
+    const r = row as { confirmed?: bigint | null; reserved?: bigint | null; ceiling?: number | null };
+    const account =
+      r.confirmed != null && r.reserved != null && r.ceiling != null
+        ? {
+            confirmedMicroUsdc: BigInt(r.confirmed),
+            reservedMicroUsdc: BigInt(r.reserved),
+            maxPriceCentsPerDollar: Number(r.ceiling),
+          }
+        : undefined;
+    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet, account };
   }
 }

@@ -3,6 +3,7 @@ import { readSse } from "../../http/openai/sse.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
+import type { AccountSnapshot } from "../keys/api-key-service.js";
 import { estimatePromptTokens } from "./admission.js";
 import { bareModelId } from "./model-resolver.js";
 import type { AttemptFailure, RouterService, RoutingSession, Settled, Usage } from "./router-service.js";
@@ -17,6 +18,8 @@ export const STREAM_IDLE_TIMEOUT_MS = 120_000;
 export interface Caller {
   accountId: string;
   apiKeyId: string;
+  /** balances and ceiling read with the key, if the transport has them */
+  account?: AccountSnapshot;
 }
 
 /** Where a streamed response goes (the transport provides it; the domain writes SSE text). */

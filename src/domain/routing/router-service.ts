@@ -10,6 +10,7 @@ import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { burnMicroDiem, computeCharge, formatDecimal6, type TextPricing } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
+import type { AccountSnapshot } from "../keys/api-key-service.js";
 import { eligibleOffers } from "../market/eligibility.js";
 import { type AdmissionPlan, planAdmission } from "./admission.js";
 
@@ -39,6 +40,8 @@ export interface RoutableModel {
 export interface OpenInput {
   accountId: string;
   apiKeyId: string;
+  /** balances and ceiling just read with the Bearer key; read here when absent */
+  account?: AccountSnapshot;
   route: RouteKind;
   /** the model as the buyer sent it (bare or `svc/`) */
   model: string;
@@ -73,6 +76,8 @@ export interface RoutingSession {
   plan: AdmissionPlan;
   /** supplier keys already tried (distinct keys for fall-forward) */
   tried: string[];
+  /** attempt rows written so far (a busy key's release counts) */
+  ordinals: number;
   attempt: Attempt | null;
   recorded: boolean;
   buyerLease: string;
@@ -184,17 +189,7 @@ export class RouterService {
       );
     }
     try {
-      const rows = await this.deps.sql.query<{ confirmed: bigint; reserved: bigint; ceiling: number }>(
-        "SELECT confirmed_micro_usdc AS confirmed, reserved_micro_usdc AS reserved, max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
-        [input.accountId],
-      );
-      const row = rows.rows[0];
-      if (!row) throw new DomainError("authentication_failed", "Account not found.");
-      const account = {
-        confirmedMicroUsdc: row.confirmed,
-        reservedMicroUsdc: row.reserved,
-        maxPriceCentsPerDollar: row.ceiling,
-      };
+      const account = input.account ?? (await this.readAccount(input.accountId));
       const session: RoutingSession = {
         requestId,
         supportReference: randomUUID(),
@@ -211,6 +206,7 @@ export class RouterService {
           maxChargeMicroUsdc: 0n,
         },
         tried: [],
+        ordinals: 0,
         attempt: null,
         recorded: false,
         buyerLease,
@@ -257,59 +253,54 @@ export class RouterService {
       );
     }
     const deadline = Date.now() + KEY_WAIT_MS;
+    let busy: string[] = [];
     for (;;) {
       const now = this.deps.clock.now();
-      const candidates = await eligibleOffers(this.run, {
-        now,
-        maxPriceCents: session.ceilingCents,
-        minRoutableMicroDiem: session.plan.maxBurnMicroDiem,
-        excludeKeyIds: session.tried,
-        limit: 10,
+      const ordinal = session.ordinals + 1;
+      const r = await this.clearOffer(session, [...session.tried, ...busy], ordinal, now);
+      if (r.outcome === "insufficient_balance") throw await this.fail(session, this.insufficientBalance(session));
+      if (r.outcome !== "ok" || !r.offer_id || !r.upstream_key_id || !r.supplier_id || r.price === null) {
+        if (busy.length === 0) throw await this.fail(session, await this.noSupply(session));
+        if (Date.now() > deadline) {
+          throw await this.fail(
+            session,
+            new DomainError("key_wait_timeout", "Timed out waiting for a free upstream key; retry.", {
+              retryAfterSeconds: 1,
+            }),
+          );
+        }
+        busy = [];
+        await new Promise((res) => setTimeout(res, 25));
+        continue;
+      }
+      session.ordinals = ordinal;
+      const leaseId = `${session.requestId}:${ordinal}`;
+      const keyGate = this.deps.keys.upstreamKeyInFlight(r.upstream_key_id);
+      if (!(await this.deps.gate.tryAcquire(keyGate, leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS))) {
+        // the key is at its in-flight limit: give the hold back and look at the next offer
+        await this.releaseAttemptRow(session, r.offer_id, r.upstream_key_id, ordinal, null, "key_busy");
+        busy.push(r.upstream_key_id);
+        continue;
+      }
+      const secret = this.openSecret(r.upstream_key_id, {
+        accountId: r.supplier_id,
+        secretCiphertext: r.ciphertext ?? new Uint8Array(),
+        secretIv: r.iv ?? new Uint8Array(),
+        secretTag: r.tag ?? new Uint8Array(),
+        encryptionKeyId: r.enc_key_id ?? "",
       });
-      if (candidates.length === 0) throw await this.fail(session, await this.noSupply(session));
-      let busy = 0;
-      for (const c of candidates) {
-        const leaseId = `${session.requestId}:${session.tried.length}`;
-        const keyGate = this.deps.keys.upstreamKeyInFlight(c.upstreamKeyId);
-        if (!(await this.deps.gate.tryAcquire(keyGate, leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS))) {
-          busy++;
-          continue;
-        }
-        let held: { secret: string; balance: bigint | null } | null = null;
-        try {
-          held = await this.holdOffer(session, c.offerId, c.upstreamKeyId, c.priceCentsPerDollar);
-        } catch (e) {
-          await this.deps.gate.release(keyGate, leaseId).catch(() => undefined);
-          throw e;
-        }
-        if (!held) {
-          await this.deps.gate.release(keyGate, leaseId).catch(() => undefined);
-          continue; // raced: another request took that depth
-        }
-        session.tried.push(c.upstreamKeyId);
-        session.attempt = {
-          ordinal: session.tried.length,
-          offerId: c.offerId,
-          upstreamKeyId: c.upstreamKeyId,
-          supplierAccountId: c.supplierAccountId,
-          priceCentsPerDollar: c.priceCentsPerDollar,
-          secret: held.secret,
-          keyBalanceMicroDiem: held.balance,
-          leaseId,
-        };
-        return session.attempt;
-      }
-      if (busy === 0 || Date.now() > deadline) {
-        throw await this.fail(
-          session,
-          busy > 0
-            ? new DomainError("key_wait_timeout", "Timed out waiting for a free upstream key; retry.", {
-                retryAfterSeconds: 1,
-              })
-            : await this.noSupply(session),
-        );
-      }
-      await new Promise((r) => setTimeout(r, 25));
+      session.tried.push(r.upstream_key_id);
+      session.attempt = {
+        ordinal,
+        offerId: r.offer_id,
+        upstreamKeyId: r.upstream_key_id,
+        supplierAccountId: r.supplier_id,
+        priceCentsPerDollar: Number(r.price),
+        secret,
+        keyBalanceMicroDiem: r.key_balance === null ? null : BigInt(r.key_balance),
+        leaseId,
+      };
+      return session.attempt;
     }
   }
 
@@ -381,7 +372,7 @@ export class RouterService {
       );
     }
     session.done = true;
-    await this.releaseSlots(session);
+    void this.releaseSlots(session); // leases expire anyway: never make the buyer wait on Redis
     this.deps.bus.publish("clearRecorded", {
       at: now.toISOString(),
       model: session.model.id,
@@ -441,6 +432,20 @@ export class RouterService {
     await this.releaseSlots(session);
   }
 
+  private async readAccount(accountId: string): Promise<AccountSnapshot> {
+    const rows = await this.deps.sql.query<{ confirmed: bigint; reserved: bigint; ceiling: number }>(
+      "SELECT confirmed_micro_usdc AS confirmed, reserved_micro_usdc AS reserved, max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
+      [accountId],
+    );
+    const row = rows.rows[0];
+    if (!row) throw new DomainError("authentication_failed", "Account not found.");
+    return {
+      confirmedMicroUsdc: BigInt(row.confirmed),
+      reservedMicroUsdc: BigInt(row.reserved),
+      maxPriceCentsPerDollar: Number(row.ceiling),
+    };
+  }
+
   /** Marks the first byte sent to the buyer (timings). */
   markFirstByte(session: RoutingSession): void {
     session.firstByteAt ??= this.deps.clock.now();
@@ -481,26 +486,28 @@ export class RouterService {
    * (guarded by the eligibility rule itself, so two processes can never oversell it); the attempt.
    * Returns null when the offer no longer has the depth (lost a race).
    */
-  private async holdOffer(
-    session: RoutingSession,
-    offerId: string,
-    upstreamKeyId: string,
-    price: number,
-  ): Promise<{ secret: string; balance: bigint | null } | null> {
-    const now = this.deps.clock.now();
+  /**
+   * One round trip (`svc_clear`): on the first attempt, record the request and hold the buyer's
+   * maximum charge; then select the cheapest eligible offer deep enough for this request on a key
+   * not excluded, lock it and hold its maximum burn; record the attempt.
+   */
+  private async clearOffer(session: RoutingSession, exclude: string[], ordinal: number, now: Date) {
     const expires = new Date(now.getTime() + REQUEST_LEASE_MS);
     const r = await this.deps.sql.query<{
       outcome: string;
+      offer_id: string | null;
+      upstream_key_id: string | null;
+      supplier_id: string | null;
+      price: number | null;
       key_balance: bigint | null;
-      key_account: string | null;
       ciphertext: Buffer | null;
       iv: Buffer | null;
       tag: Buffer | null;
       enc_key_id: string | null;
     }>(
-      `SELECT * FROM svc_hold($1::boolean, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::inference_route, $7::text, $8::boolean,
-                              $9::int, $10::int, $11::bigint, $12::timestamptz, $13::timestamptz, $14::uuid, $15::uuid,
-                              $16::int, $17::bigint, $18::int, $19::timestamptz)`,
+      `SELECT * FROM svc_clear($1::boolean, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::inference_route, $7::text, $8::boolean,
+                               $9::int, $10::int, $11::bigint, $12::timestamptz, $13::timestamptz, $14::bigint, $15::uuid[],
+                               $16::int, $17::timestamptz)`,
       [
         !session.recorded,
         session.requestId,
@@ -515,28 +522,16 @@ export class RouterService {
         session.plan.maxChargeMicroUsdc.toString(),
         session.startedAt,
         expires,
-        offerId,
-        upstreamKeyId,
-        price,
         session.plan.maxBurnMicroDiem.toString(),
-        session.tried.length + 1,
+        exclude.length > 0 ? exclude : null,
+        ordinal,
         now,
       ],
     );
     const row = r.rows[0];
-    if (!row) throw new DomainError("internal_error", "svc_hold returned nothing");
-    if (row.outcome === "insufficient_balance") throw this.insufficientBalance(session);
-    session.recorded = true;
-    if (row.outcome !== "ok" || !row.key_account || !row.ciphertext || !row.iv || !row.tag || !row.enc_key_id)
-      return null;
-    const secret = this.openSecret(upstreamKeyId, {
-      accountId: row.key_account,
-      secretCiphertext: row.ciphertext,
-      secretIv: row.iv,
-      secretTag: row.tag,
-      encryptionKeyId: row.enc_key_id,
-    });
-    return { secret, balance: row.key_balance === null ? null : BigInt(row.key_balance) };
+    if (!row) throw new DomainError("internal_error", "svc_clear returned nothing");
+    if (row.outcome !== "insufficient_balance") session.recorded = true;
+    return row;
   }
 
   private openSecret(
@@ -607,6 +602,23 @@ export class RouterService {
     const a = session.attempt;
     if (!a) return;
     session.attempt = null;
+    await this.releaseAttemptRow(session, a.offerId, a.upstreamKeyId, a.ordinal, failure, null);
+    await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(a.upstreamKeyId), a.leaseId).catch(() => undefined);
+    if (failure?.kind === "supplier_exhausted" && this.deps.onKeyExhausted) {
+      this.deps.onKeyExhausted(a.upstreamKeyId).catch(() => undefined);
+    }
+    if (failure?.kind === "supplier_auth") this.keyCache.delete(a.upstreamKeyId);
+  }
+
+  /** `svc_end_attempt`: the attempt's offer hold back, its outcome recorded, the key acted on. */
+  private async releaseAttemptRow(
+    session: RoutingSession,
+    offerId: string,
+    upstreamKeyId: string,
+    ordinal: number,
+    failure: AttemptFailure | null,
+    note: string | null,
+  ): Promise<void> {
     const now = this.deps.clock.now();
     const outcome =
       failure === null
@@ -621,23 +633,18 @@ export class RouterService {
                               $9::timestamptz, $10::boolean, $11::timestamptz)`,
       [
         session.requestId,
-        a.offerId,
+        offerId,
         session.plan.maxBurnMicroDiem.toString(),
-        a.ordinal,
+        ordinal,
         outcome,
         failure?.status ?? null,
-        failure ? failure.detail.slice(0, 200) : null,
-        a.upstreamKeyId,
+        failure ? failure.detail.slice(0, 200) : note,
+        upstreamKeyId,
         failure?.kind === "supplier_exhausted" ? new Date(now.getTime() + EXHAUSTED_COOLDOWN_MS) : null,
         failure?.kind === "supplier_auth",
         now,
       ],
     );
-    await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(a.upstreamKeyId), a.leaseId).catch(() => undefined);
-    if (failure?.kind === "supplier_exhausted" && this.deps.onKeyExhausted) {
-      this.deps.onKeyExhausted(a.upstreamKeyId).catch(() => undefined);
-    }
-    if (failure?.kind === "supplier_auth") this.keyCache.delete(a.upstreamKeyId);
   }
 
   private async releaseSlots(session: RoutingSession): Promise<void> {

@@ -55,7 +55,7 @@ export function inferenceRoutes(rt: Runtime): Router {
 
   r.post("/v1/chat/completions", bearer, async (req, res) => {
     const v = viewerOf(res);
-    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
+    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "", account: v.account };
     if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
       await chat.stream(caller, req.body, sseSink(req, res));
       return;
@@ -66,7 +66,7 @@ export function inferenceRoutes(rt: Runtime): Router {
 
   r.post("/v1/responses", bearer, async (req, res) => {
     const v = viewerOf(res);
-    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
+    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "", account: v.account };
     if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
       await responses.stream(caller, req.body, sseSink(req, res));
       return;
