@@ -91,18 +91,23 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
     const buyer = await fundedBuyerKey(app, 900_000_000n);
     // the service under test runs in its own process, exactly as `npm start` runs it
     const port = await freePort();
-    const svc = spawnMain(["--role=api"], {
-      ...simEnv(sim),
-      PORT: String(port),
-      DATABASE_URL: world.databaseUrl,
-      REDIS_PREFIX: world.prefix,
-      KEY_MAX_IN_FLIGHT: "256",
-      LOG_LEVEL: "error",
-      PAY_TO: "0x1111111111111111111111111111111111111111",
-      SESSION_SECRET: "bench-session-secret-bench-session-secret",
-      KEY_ENCRYPTION_KEY: app.rt.config.secrets.keyEncryptionKey.toString("hex"),
-      CHAIN_RPC_URL: "http://127.0.0.1:9",
-    });
+    const svc = spawnMain(
+      ["--role=api"],
+      {
+        ...simEnv(sim),
+        PORT: String(port),
+        DATABASE_URL: world.databaseUrl,
+        REDIS_PREFIX: world.prefix,
+        KEY_MAX_IN_FLIGHT: "256",
+        LOG_LEVEL: "error",
+        PAY_TO: "0x1111111111111111111111111111111111111111",
+        SESSION_SECRET: "bench-session-secret-bench-session-secret",
+        KEY_ENCRYPTION_KEY: app.rt.config.secrets.keyEncryptionKey.toString("hex"),
+        CHAIN_RPC_URL: "http://127.0.0.1:9",
+      },
+      // e.g. BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service
+      (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter(Boolean),
+    );
     const svcUrl = `http://127.0.0.1:${port}`;
     try {
       await waitForHttp(`${svcUrl}/healthz`, 30_000, svc);
@@ -152,6 +157,15 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         targets: { ttfbOverheadP50Ms: 2 },
       });
     } finally {
+      const out = svc.output();
+      if (out.stdout.length + out.stderr.length > 10_000) {
+        emit({
+          bench: "router.service_output",
+          stdoutBytes: out.stdout.length,
+          stderrBytes: out.stderr.length,
+          sample: (out.stdout || out.stderr).slice(0, 600),
+        });
+      }
       svc.kill("SIGTERM");
       await waitForExit(svc, 20_000).catch(() => svc.kill("SIGKILL"));
     }

@@ -7,8 +7,9 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export function spawnMain(
   args: string[],
   env: Record<string, string>,
+  nodeArgs: string[] = [],
 ): ChildProcess & { output: () => { stdout: string; stderr: string } } {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts", ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
     stdio: ["ignore", "pipe", "pipe"],
