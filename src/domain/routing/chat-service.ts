@@ -137,6 +137,33 @@ function approxPromptTokens(messages: unknown[]): number {
   return t;
 }
 
+/**
+ * One upstream call for the session's current attempt. Returns the OK response, or `null` after
+ * falling forward (the caller loops to the next attempt); throws the buyer's own error (4xx relayed,
+ * no other key burned) after releasing the request's holds.
+ */
+export async function callAttempt(
+  router: RouterService,
+  upstream: UpstreamClient,
+  session: RoutingSession,
+  path: string,
+  body: Json,
+  signal: AbortSignal,
+): Promise<Response | null> {
+  const attempt = session.attempt;
+  if (!attempt) throw new DomainError("internal_error", "no attempt");
+  const res = await upstream.post(path, attempt.secret, body, { signal });
+  if (res.ok) return res.value;
+  const c = classifyFailure(res.failure);
+  if (c instanceof DomainError) {
+    await router.abort(session, c.code, "request_rejected");
+    c.details.supportReference = session.supportReference;
+    throw c;
+  }
+  await router.fallForward(session, c);
+  return null;
+}
+
 export function costHeaders(s: Settled): Record<string, string> {
   return {
     "X-Svc-Request-Id": s.requestId,
@@ -196,33 +223,22 @@ export class ChatService {
     });
     try {
       for (;;) {
-        const attempt = session.attempt;
-        if (!attempt) throw new DomainError("internal_error", "no attempt");
-        const res = await this.upstream.post(
+        const value = await callAttempt(
+          this.router,
+          this.upstream,
+          session,
           "/chat/completions",
-          attempt.secret,
           this.upstreamBody(req.body, session, false),
-          {
-            signal: AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
-          },
+          AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
         );
         if (signal.aborted) {
           await this.router.abort(session, "client_closed");
           throw new DomainError("invalid_request", "client closed the request");
         }
-        if (!res.ok) {
-          const c = classifyFailure(res.failure);
-          if (c instanceof DomainError) {
-            await this.router.abort(session, c.code, "request_rejected");
-            c.details.supportReference = session.supportReference;
-            throw c;
-          }
-          await this.router.fallForward(session, c);
-          continue;
-        }
+        if (!value) continue;
         let json: Json;
         try {
-          json = (await res.value.json()) as Json;
+          json = (await value.json()) as Json;
         } catch {
           await this.router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
           continue;
@@ -264,36 +280,25 @@ export class ChatService {
     let started = false;
     try {
       for (;;) {
-        const attempt = session.attempt;
-        if (!attempt) throw new DomainError("internal_error", "no attempt");
         const upstreamAbort = new AbortController();
         const onBuyerGone = () => upstreamAbort.abort();
         sink.signal.addEventListener("abort", onBuyerGone, { once: true });
         const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
         try {
-          const res = await this.upstream.post(
+          const value = await callAttempt(
+            this.router,
+            this.upstream,
+            session,
             "/chat/completions",
-            attempt.secret,
             this.upstreamBody(req.body, session, true),
-            {
-              signal: upstreamAbort.signal,
-            },
+            upstreamAbort.signal,
           );
           if (sink.closed) {
             await this.router.abort(session, "client_closed");
             return;
           }
-          if (!res.ok) {
-            const c = classifyFailure(res.failure);
-            if (c instanceof DomainError) {
-              await this.router.abort(session, c.code, "request_rejected");
-              c.details.supportReference = session.supportReference;
-              throw c;
-            }
-            await this.router.fallForward(session, c);
-            continue;
-          }
-          const body = res.value.body;
+          if (!value) continue;
+          const body = value.body;
           if (!body) {
             await this.router.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
             continue;

@@ -7,7 +7,7 @@ import { estimatePromptTokens } from "./admission.js";
 import {
   type BufferedResult,
   type Caller,
-  classifyFailure,
+  callAttempt,
   costHeaders,
   FIRST_CONTENT_TIMEOUT_MS,
   STREAM_IDLE_TIMEOUT_MS,
@@ -282,33 +282,22 @@ export class ResponsesService {
     const session = await this.open(caller, req, false);
     try {
       for (;;) {
-        const attempt = session.attempt;
-        if (!attempt) throw new DomainError("internal_error", "no attempt");
-        const res = await this.upstream.post(
+        const value = await callAttempt(
+          this.router,
+          this.upstream,
+          session,
           "/responses",
-          attempt.secret,
           this.upstreamBody(req.body, session, false),
-          {
-            signal: AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
-          },
+          AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
         );
         if (signal.aborted) {
           await this.router.abort(session, "client_closed");
           throw new DomainError("invalid_request", "client closed the request");
         }
-        if (!res.ok) {
-          const c = classifyFailure(res.failure);
-          if (c instanceof DomainError) {
-            await this.router.abort(session, c.code, "request_rejected");
-            c.details.supportReference = session.supportReference;
-            throw c;
-          }
-          await this.router.fallForward(session, c);
-          continue;
-        }
+        if (!value) continue;
         let json: Json;
         try {
-          const parsed: unknown = await res.value.json();
+          const parsed: unknown = await value.json();
           if (!isObject(parsed)) throw new Error("not an object");
           json = parsed;
         } catch {
@@ -349,36 +338,25 @@ export class ResponsesService {
     const progress = { seq: 0 };
     try {
       for (;;) {
-        const attempt = session.attempt;
-        if (!attempt) throw new DomainError("internal_error", "no attempt");
         const upstreamAbort = new AbortController();
         const onBuyerGone = () => upstreamAbort.abort();
         sink.signal.addEventListener("abort", onBuyerGone, { once: true });
         const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
         try {
-          const res = await this.upstream.post(
+          const value = await callAttempt(
+            this.router,
+            this.upstream,
+            session,
             "/responses",
-            attempt.secret,
             this.upstreamBody(req.body, session, true),
-            {
-              signal: upstreamAbort.signal,
-            },
+            upstreamAbort.signal,
           );
           if (sink.closed) {
             await this.router.abort(session, "client_closed");
             return;
           }
-          if (!res.ok) {
-            const c = classifyFailure(res.failure);
-            if (c instanceof DomainError) {
-              await this.router.abort(session, c.code, "request_rejected");
-              c.details.supportReference = session.supportReference;
-              throw c;
-            }
-            await this.router.fallForward(session, c);
-            continue;
-          }
-          const body = res.value.body;
+          if (!value) continue;
+          const body = value.body;
           if (!body) {
             await this.router.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
             continue;

@@ -8,7 +8,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
-import { burnMicroDiem, computeCharge, formatDecimal6, type TextPricing } from "../../lib/money.js";
+import { burnMicroDiem, computeCharge, formatDecimal6, maxBig, type TextPricing } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { AccountSnapshot } from "../keys/api-key-service.js";
 import { eligibleOffers } from "../market/eligibility.js";
@@ -677,7 +677,7 @@ export class RouterService {
     const atCeiling = await eligibleOffers(this.run, { now, maxPriceCents: session.ceilingCents });
     if (atCeiling.length > 0) {
       const total = atCeiling.reduce((a, o) => a + o.routableMicroDiem, 0n);
-      const largest = atCeiling.reduce((a, o) => (o.routableMicroDiem > a ? o.routableMicroDiem : a), 0n);
+      const largest = maxBig(0n, ...atCeiling.map((o) => o.routableMicroDiem));
       const untried = atCeiling.filter((o) => !session.tried.includes(o.upstreamKeyId));
       if (session.tried.length > 0 && untried.every((o) => o.routableMicroDiem < session.plan.maxBurnMicroDiem)) {
         return new DomainError(
