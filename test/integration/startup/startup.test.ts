@@ -1,8 +1,10 @@
 import { execFileSync } from "node:child_process";
+import OpenAI from "openai";
 import { createPublicClient, erc20Abi, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { wrapFetchWithPayment } from "x402-fetch";
+import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
 import { createLocalIdp } from "../../../src/local/idp/index.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
@@ -117,8 +119,30 @@ describe("npm run dev (local mode)", () => {
         body: JSON.stringify({ amountMicroUsdc: 2_000_000 }),
       });
       expect(signup.status).toBe(200);
-      expect(((await signup.json()) as { apiKey: string }).apiKey).toMatch(/^svc_/);
+      const apiKey = ((await signup.json()) as { apiKey: string }).apiKey;
+      expect(apiKey).toMatch(/^svc_/);
       expect(await balance()).toBe(before - 2_000_000n);
+
+      // the credit confirms (2 blocks in this run; the dev chain mines one a second), then the
+      // official OpenAI SDK buys chat and Responses, and the cost it reports is the balance change
+      const agentMe = async () =>
+        (await (await fetch(`${base}/v1/agent/me`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as {
+          confirmedUsdc: string;
+        };
+      await waitForAsync(async () => (await agentMe()).confirmedUsdc === "2.000000", 20_000, "confirmation");
+      const client = new OpenAI({ baseURL: `${base}/v1`, apiKey });
+      const chat = await client.chat.completions
+        .create({ model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hi" }] })
+        .withResponse();
+      expect(chat.data.choices[0]?.message.content).toBeTruthy();
+      const afterChat = (await agentMe()).confirmedUsdc;
+      expect(chat.response.headers.get("x-svc-cost-usdc")).toBe(usdcDiff("2.000000", afterChat));
+      const stream = await client.responses.create({ model: "zai-org-glm-5-1", input: "hello", stream: true });
+      let cost: string | undefined;
+      for await (const ev of stream) {
+        if (ev.type === "response.completed") cost = (ev as unknown as { costUsdc: string }).costUsdc;
+      }
+      expect(cost).toBe(usdcDiff(afterChat, (await agentMe()).confirmedUsdc));
 
       child.kill("SIGINT");
       expect(await waitForExit(child, 20_000)).toBe(0);
@@ -130,7 +154,7 @@ describe("npm run dev (local mode)", () => {
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
-  });
+  }, 120_000);
 });
 
 describe("npm start (production mode) against outside servers, as a black-box harness wires it", () => {
@@ -200,3 +224,15 @@ describe("npm start (production mode) against outside servers, as a black-box ha
     ]);
   });
 });
+
+function usdcDiff(before: string, after: string): string {
+  return formatDecimal6((parseDecimal6(before) ?? 0n) - (parseDecimal6(after) ?? 0n));
+}
+
+async function waitForAsync(pred: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
