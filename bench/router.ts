@@ -1,5 +1,6 @@
 // The router figures of issue 6: the same buffered chat request straight to the simulator and
 // through the service (settlement included), side by side in one run; and streaming TTFB overhead.
+import http from "node:http";
 import { performance } from "node:perf_hooks";
 import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
@@ -40,32 +41,46 @@ async function load(
   return { lat, wallMs };
 }
 
-async function post(url: string, key: string, body: unknown, stream = false): Promise<number> {
-  const s = performance.now();
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(stream ? { ...(body as object), stream: true } : body),
+/** A lean keep-alive HTTP client (node:http): the load generator must not be the bottleneck. */
+const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+function post(url: string, key: string, body: unknown, stream = false): Promise<number> {
+  const payload = JSON.stringify(stream ? { ...(body as object), stream: true } : body);
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = performance.now();
+    let ttfb = 0;
+    const req = http.request(
+      {
+        agent,
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(payload),
+        },
+      },
+      (res) => {
+        let buf = "";
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => {
+          if (stream && !ttfb) {
+            buf += d;
+            if (/"content":"[^"]/.test(buf)) ttfb = performance.now() - s;
+          }
+        });
+        res.on("end", () => {
+          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
+          else resolve(stream ? ttfb : performance.now() - s);
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
   });
-  if (!stream) {
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`status ${res.status}`);
-    return performance.now() - s;
-  }
-  // time to the first content byte of the stream
-  const reader = res.body?.getReader();
-  if (!reader) throw new Error("no body");
-  let ttfb = 0;
-  let buf = "";
-  const dec = new TextDecoder();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += dec.decode(value, { stream: true });
-    if (!ttfb && buf.includes('"content":"') && /"content":"[^"]/.test(buf)) ttfb = performance.now() - s;
-  }
-  if (res.status !== 200) throw new Error(`stream status ${res.status}`);
-  return ttfb;
 }
 
 export async function benchRouter(emit: (f: Record<string, unknown>) => void): Promise<void> {
