@@ -391,7 +391,7 @@ export class ResponsesService {
   private async relay(
     session: RoutingSession,
     req: ResponsesRequest,
-    body: ReadableStream<Uint8Array>,
+    body: AsyncIterable<Uint8Array>,
     sink: StreamSink,
     upstreamAbort: AbortController,
     firstTimer: NodeJS.Timeout,
@@ -466,7 +466,7 @@ export class ResponsesService {
     } finally {
       if (idle) clearTimeout(idle);
     }
-    body.cancel().catch(() => undefined);
+    upstreamAbort.abort(); // stop reading the upstream (its socket is dropped)
 
     const usage = terminal ? usageOf(terminal.response.usage) : undefined;
     // a finished response with usage and no content (an empty answer) is still a result
