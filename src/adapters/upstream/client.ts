@@ -1,54 +1,4 @@
-import http, { type IncomingHttpHeaders, type IncomingMessage } from "node:http";
-import https from "node:https";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
-
-/** A successful upstream answer: its status, headers, and the body once (JSON, text or a byte stream). */
-export interface UpstreamBody {
-  status: number;
-  headers: IncomingHttpHeaders;
-  json(): Promise<unknown>;
-  text(): Promise<string>;
-  /** the raw bytes as they arrive (SSE) */
-  body: AsyncIterable<Uint8Array>;
-}
-
-function nodeBody(res: IncomingMessage): UpstreamBody {
-  // an aborted or reset stream errors: readers see it through iteration; never an uncaught event
-  res.on("error", () => undefined);
-  const text = async () => {
-    const chunks: Buffer[] = [];
-    for await (const c of res) chunks.push(c as Buffer);
-    return Buffer.concat(chunks).toString("utf8");
-  };
-  return {
-    status: res.statusCode ?? 0,
-    headers: res.headers,
-    text,
-    json: async () => JSON.parse(await text()) as unknown,
-    body: res,
-  };
-}
-
-function failureFromBody(status: number, text: string, retryAfter: string | string[] | undefined): UpstreamFailure {
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  const message =
-    typeof body === "object" && body !== null && "error" in body
-      ? typeof (body as { error: unknown }).error === "string"
-        ? String((body as { error: string }).error)
-        : String((body as { error: { message?: string } }).error?.message ?? `HTTP ${status}`)
-      : `HTTP ${status}`;
-  const ra = Number(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
-  return {
-    kind: classifyStatus(status),
-    status,
-    message,
-    retryAfter: Number.isFinite(ra) && ra >= 0 ? ra : undefined,
-    body,
-  };
-}
 
 /**
  * Client of the one upstream provider (Venice-compatible API, ../shared/upstream/VENICE_API.md).
@@ -150,8 +100,6 @@ async function failureFromResponse(res: Response): Promise<UpstreamFailure> {
 export class UpstreamClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
-  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 512 });
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 512 });
 
   constructor(opts: UpstreamClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
@@ -203,71 +151,29 @@ export class UpstreamClient {
     };
   }
 
-  /**
-   * A raw call (inference) over keep-alive node:http(s) — cheaper per request than `fetch`, which
-   * matters on the hot path. The caller owns the response body (JSON or an SSE byte stream).
-   */
+  /** A raw call (inference): the caller owns the response body. */
   async post(
     path: string,
     apiKey: string,
     body: unknown,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<UpstreamResult<UpstreamBody>> {
-    const payload = JSON.stringify(body);
-    const url = new URL(`${this.baseUrl}${path}`);
-    const mod = url.protocol === "https:" ? https : http;
-    const agent = url.protocol === "https:" ? this.httpsAgent : this.httpAgent;
-    return new Promise((resolve) => {
-      let settled = false;
-      const done = (r: UpstreamResult<UpstreamBody>) => {
-        if (!settled) {
-          settled = true;
-          resolve(r);
-        }
-      };
-      const req = mod.request(
-        {
-          agent,
-          protocol: url.protocol,
-          hostname: url.hostname,
-          port: url.port,
-          path: `${url.pathname}${url.search}`,
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${apiKey}`,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-            "content-length": Buffer.byteLength(payload),
-          },
+  ): Promise<UpstreamResult<Response>> {
+    try {
+      const res = await fetch(`${this.baseUrl}${path}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
         },
-        (res) => {
-          const status = res.statusCode ?? 0;
-          const wrapped = nodeBody(res);
-          if (status >= 200 && status < 300) return done({ ok: true, value: wrapped });
-          wrapped
-            .text()
-            .then((text) => done({ ok: false, failure: failureFromBody(status, text, res.headers["retry-after"]) }))
-            .catch((e) => done({ ok: false, failure: failureFromError(e) }));
-        },
-      );
-      const onAbort = () => {
-        // report the abort as data, then drop the socket (destroy without an error: nothing is emitted
-        // on a stream that may already be handed to a reader)
-        const reason = opts.signal?.reason as { name?: string } | undefined;
-        done({
-          ok: false,
-          failure: { kind: reason?.name === "TimeoutError" ? "timeout" : "network", message: "upstream call aborted" },
-        });
-        req.destroy();
-      };
-      if (opts.signal) {
-        if (opts.signal.aborted) onAbort();
-        else opts.signal.addEventListener("abort", onAbort, { once: true });
-        req.once("close", () => opts.signal?.removeEventListener("abort", onAbort));
-      }
-      req.on("error", (e) => done({ ok: false, failure: failureFromError(e) }));
-      req.end(payload);
-    });
+        body: JSON.stringify(body),
+        signal: opts.signal,
+      });
+      if (!res.ok) return { ok: false, failure: await failureFromResponse(res) };
+      return { ok: true, value: res };
+    } catch (e) {
+      return { ok: false, failure: failureFromError(e) };
+    }
   }
 
   private async getJson(path: string, apiKey?: string): Promise<UpstreamResult<unknown>> {

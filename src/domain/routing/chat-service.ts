@@ -1,4 +1,4 @@
-import type { UpstreamBody, UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
+import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
 import { readSse } from "../../http/openai/sse.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
@@ -149,7 +149,7 @@ export async function callAttempt(
   path: string,
   body: Json,
   signal: AbortSignal,
-): Promise<UpstreamBody | null> {
+): Promise<Response | null> {
   const attempt = session.attempt;
   if (!attempt) throw new DomainError("internal_error", "no attempt");
   const res = await upstream.post(path, attempt.secret, body, { signal });
@@ -334,7 +334,7 @@ export class ChatService {
   private async relay(
     session: RoutingSession,
     messages: unknown[],
-    body: AsyncIterable<Uint8Array>,
+    body: ReadableStream<Uint8Array>,
     sink: StreamSink,
     upstreamAbort: AbortController,
     firstTimer: NodeJS.Timeout,

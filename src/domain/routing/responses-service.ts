@@ -391,7 +391,7 @@ export class ResponsesService {
   private async relay(
     session: RoutingSession,
     req: ResponsesRequest,
-    body: AsyncIterable<Uint8Array>,
+    body: ReadableStream<Uint8Array>,
     sink: StreamSink,
     upstreamAbort: AbortController,
     firstTimer: NodeJS.Timeout,
@@ -466,7 +466,7 @@ export class ResponsesService {
     } finally {
       if (idle) clearTimeout(idle);
     }
-    upstreamAbort.abort(); // stop reading the upstream (its socket is dropped)
+    body.cancel().catch(() => undefined);
 
     const usage = terminal ? usageOf(terminal.response.usage) : undefined;
     // a finished response with usage and no content (an empty answer) is still a result
