@@ -33,10 +33,13 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export async function createRuntime(config: Config, opts: { clock?: Clock } = {}): Promise<Runtime> {
+export async function createRuntime(
+  config: Config,
+  opts: { clock?: Clock; onQuery?: (sql: string) => void } = {},
+): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const keys = redisKeys(config.redis.prefix);
-  const db = createPrisma(config.database.url);
+  const db = createPrisma(config.database.url, { onQuery: opts.onQuery });
   const sql = createSql(config.database.url);
   const redis = {
     command: createRedis(config.redis.url, "command"),

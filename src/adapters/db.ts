@@ -54,8 +54,16 @@ class LeakFreePrismaPg extends PrismaPg {
   }
 }
 
-export function createPrisma(databaseUrl: string, opts: { max?: number } = {}): Db {
-  return new PrismaClient({ adapter: new LeakFreePrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 }) });
+export function createPrisma(databaseUrl: string, opts: { max?: number; onQuery?: (sql: string) => void } = {}): Db {
+  const adapter = new LeakFreePrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 });
+  if (!opts.onQuery) return new PrismaClient({ adapter });
+  // query events (tests: N+1 guards); off by default
+  const db = new PrismaClient({ adapter, log: [{ emit: "event", level: "query" }] });
+  const onQuery = opts.onQuery;
+  (db as unknown as { $on: (e: "query", cb: (ev: { query: string }) => void) => void }).$on("query", (ev) =>
+    onQuery(ev.query),
+  );
+  return db;
 }
 
 /** Failure of a start-up step that names the variable at fault. */

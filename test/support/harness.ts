@@ -63,6 +63,8 @@ export async function startTestApp(opts: {
   workers?: boolean;
   idp?: LocalIdp;
   clock?: Clock;
+  /** every SQL statement Prisma sends (N+1 guards) */
+  onQuery?: (sql: string) => void;
 }): Promise<TestApp> {
   const port = await freePort();
   const idp = opts.idp ?? createLocalIdp({ appId: "svc-test-app" });
@@ -72,7 +74,7 @@ export async function startTestApp(opts: {
     port,
     env: { IDP_APP_ID: idp.appId, IDP_ISSUER: idp.issuer, IDP_VERIFICATION_KEY: idp.publicKeyPem, ...opts.env },
   });
-  const rt = await createRuntime(config, { clock: opts.clock });
+  const rt = await createRuntime(config, { clock: opts.clock, onQuery: opts.onQuery });
   const http = createHttpApp(rt);
   const server = await new Promise<Server>((resolve) => {
     const s = http.app.listen(port, "127.0.0.1", () => resolve(s));

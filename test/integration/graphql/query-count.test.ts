@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { call, createKey, signIn } from "../../support/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { fundConfirmed } from "../../support/market.js";
+
+/**
+ * N+1 guard (STYLE §6): the number of SQL statements a GraphQL list query issues does not grow with
+ * the number of rows it returns.
+ */
+let app: TestApp;
+let drop: () => Promise<void>;
+let queries: string[] = [];
+
+beforeAll(async () => {
+  const w = await isolatedWorld();
+  drop = w.drop;
+  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, onQuery: (q) => queries.push(q) });
+});
+afterAll(async () => {
+  await app?.close();
+  await drop?.();
+});
+
+const VIEWER = `{ viewer { accountId confirmedUsdc apiKeys { id name keyPrefix lastUsedAt }
+  ledger(first: 20) { edges { node { id amount kind } } }
+  payments(first: 20) { edges { node { id status amount } } } } }`;
+
+async function countFor(cookie: string): Promise<number> {
+  queries = [];
+  const r = await call(app, { method: "POST", path: "/graphql", headers: { cookie }, body: { query: VIEWER } });
+  expect((r.body as { errors?: unknown }).errors).toBeUndefined();
+  return queries.filter((q) => !/^\s*(BEGIN|COMMIT|ROLLBACK)/i.test(q) && !/sessions/i.test(q)).length;
+}
+
+describe("GraphQL query counts", () => {
+  test("viewer with its keys, ledger and payments: the same statements for 1 row or 8", async () => {
+    const small = await signIn(app);
+    await createKey(app, small, "k0");
+    await fundConfirmed(app, small.accountId, 1_000_000n);
+    const big = await signIn(app);
+    for (let i = 0; i < 8; i++) {
+      await createKey(app, big, `k${i}`);
+      await fundConfirmed(app, big.accountId, 1_000_000n);
+    }
+    const few = await countFor(small.cookie);
+    const many = await countFor(big.cookie);
+    expect(few).toBeGreaterThan(0);
+    expect(many).toBe(few);
+  });
+});
