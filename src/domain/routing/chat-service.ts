@@ -362,7 +362,10 @@ export class ChatService {
     };
     try {
       for await (const frame of readSse(body)) {
-        if (committed) armIdle();
+        if (committed) {
+          armIdle();
+          void this.router.renew(session).catch(() => undefined);
+        }
         if (frame.data === "[DONE]") {
           done = true;
           break;

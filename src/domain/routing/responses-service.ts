@@ -418,7 +418,10 @@ export class ResponsesService {
     };
     try {
       for await (const frame of readSse(body)) {
-        if (committed) armIdle();
+        if (committed) {
+          armIdle();
+          void this.router.renew(session).catch(() => undefined);
+        }
         if (frame.data === "[DONE]") break;
         let ev: Json;
         try {

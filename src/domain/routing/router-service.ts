@@ -22,6 +22,8 @@ export const SUPPLIER_KEY_MAX_IN_FLIGHT = 16;
 export const KEY_WAIT_MS = 5_000;
 /** Lease and reservation lifetime: a request that outlives it is presumed dead and its holds released. */
 export const REQUEST_LEASE_MS = 15 * 60_000;
+/** A long stream renews its holds and leases this often (so the sweeper never takes a live request's). */
+export const RENEW_EVERY_MS = 5 * 60_000;
 /** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
 const KEY_CACHE_MS = 60_000;
@@ -84,6 +86,8 @@ export interface RoutingSession {
   startedAt: Date;
   firstByteAt: Date | null;
   done: boolean;
+  /** when holds and leases were last renewed (epoch ms) */
+  renewedAt?: number;
 }
 
 export type AttemptFailure =
@@ -444,6 +448,26 @@ export class RouterService {
       reservedMicroUsdc: BigInt(row.reserved),
       maxPriceCentsPerDollar: Number(row.ceiling),
     };
+  }
+
+  /**
+   * Keeps a long-running request's holds and slots alive: pushes its reservation's expiry and its
+   * gate leases REQUEST_LEASE_MS ahead. Cheap to call often; does work at most every RENEW_EVERY_MS.
+   */
+  async renew(session: RoutingSession, force = false): Promise<void> {
+    const now = Date.now();
+    if (session.done || (!force && now - (session.renewedAt ?? session.startedAt.getTime()) < RENEW_EVERY_MS)) return;
+    session.renewedAt = now;
+    const expires = new Date(this.deps.clock.now().getTime() + REQUEST_LEASE_MS);
+    await this.deps.sql.query("UPDATE reservations SET expires_at = $2 WHERE id = $1", [session.requestId, expires]);
+    await this.deps.gate.renew(this.deps.keys.apiKeyInFlight(session.apiKeyId), session.buyerLease, REQUEST_LEASE_MS);
+    if (session.attempt) {
+      await this.deps.gate.renew(
+        this.deps.keys.upstreamKeyInFlight(session.attempt.upstreamKeyId),
+        session.attempt.leaseId,
+        REQUEST_LEASE_MS,
+      );
+    }
   }
 
   /** Marks the first byte sent to the buyer (timings). */

@@ -199,6 +199,65 @@ describe("streaming faults", () => {
   });
 });
 
+describe("long requests", () => {
+  test("renew pushes a live request's hold expiry forward, so the sweeper leaves it alone", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const router = app.rt.services.router;
+    const session = await router.open({
+      accountId: buyer.accountId,
+      apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
+      route: "chat",
+      model: MODEL,
+      stream: true,
+      promptEstimate: 50,
+      requestedMaxTokens: 20,
+    });
+    try {
+      // simulate a stream older than the lease: its hold would be swept…
+      await app.rt.db.reservation.update({
+        where: { id: session.requestId },
+        data: { expiresAt: new Date(Date.now() - 1000) },
+      });
+      await router.renew(session, true);
+      const r = await app.rt.db.reservation.findUniqueOrThrow({ where: { id: session.requestId } });
+      expect(r.expiresAt.getTime()).toBeGreaterThan(Date.now() + 60_000);
+      // …and after renewal the sweeper releases nothing
+      expect((await router.releaseExpiredHolds()).released).toBe(0);
+    } finally {
+      await router.abort(session, "test_done");
+    }
+    await holdsAreReleased(buyer.accountId);
+  });
+
+  test("the sweeper releases the holds of a request whose process died", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const router = app.rt.services.router;
+    const session = await router.open({
+      accountId: buyer.accountId,
+      apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
+      route: "chat",
+      model: MODEL,
+      stream: false,
+      promptEstimate: 50,
+      requestedMaxTokens: 20,
+    });
+    expect(
+      (await app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } })).reservedMicroUsdc,
+    ).toBeGreaterThan(0n);
+    await app.rt.db.reservation.update({
+      where: { id: session.requestId },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
+    expect((await router.releaseExpiredHolds()).released).toBe(1);
+    await holdsAreReleased(buyer.accountId);
+    const req = await app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { id: session.requestId } });
+    expect(req.status).toBe("failed");
+    await assertBooksBalance(app.rt.db);
+  });
+});
+
 describe("settlement failure", () => {
   test("a settlement that does not commit: 500 settle_failed, nothing charged, holds released", async () => {
     await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
