@@ -164,6 +164,69 @@ export async function callAttempt(
   return null;
 }
 
+/**
+ * The streaming attempt loop shared by chat and Responses: per attempt, an upstream call that the
+ * buyer leaving or a silent first-content timer aborts; fall-forward until a relay finishes; errors
+ * before the stream starts are thrown (the transport answers JSON), after it in-band.
+ */
+export async function runStream(
+  router: RouterService,
+  upstream: UpstreamClient,
+  session: RoutingSession,
+  sink: StreamSink,
+  o: {
+    path: string;
+    body: Json;
+    relay: (
+      body: ReadableStream<Uint8Array>,
+      upstreamAbort: AbortController,
+      firstTimer: NodeJS.Timeout,
+      onStart: () => void,
+    ) => Promise<"retry" | "done">;
+    /** the in-band frame for an error after the stream started */
+    errorFrame: (e: unknown) => string;
+  },
+): Promise<void> {
+  let started = false;
+  try {
+    for (;;) {
+      const upstreamAbort = new AbortController();
+      const onBuyerGone = () => upstreamAbort.abort();
+      sink.signal.addEventListener("abort", onBuyerGone, { once: true });
+      const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
+      try {
+        const value = await callAttempt(router, upstream, session, o.path, o.body, upstreamAbort.signal);
+        if (sink.closed) {
+          await router.abort(session, "client_closed");
+          return;
+        }
+        if (!value) continue;
+        if (!value.body) {
+          await router.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
+          continue;
+        }
+        const outcome = await o.relay(value.body, upstreamAbort, firstTimer, () => {
+          started = true;
+        });
+        if (outcome === "retry") continue;
+        return;
+      } finally {
+        clearTimeout(firstTimer);
+        sink.signal.removeEventListener("abort", onBuyerGone);
+      }
+    }
+  } catch (e) {
+    if (!session.done) await router.abort(session, e instanceof DomainError ? e.code : "internal_error");
+    if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+    if (!started) throw e;
+    logger.error({ err: e, requestId: session.requestId, path: o.path }, "stream failed after start");
+    if (!sink.closed) {
+      sink.write(o.errorFrame(e));
+      sink.end();
+    }
+  }
+}
+
 export function costHeaders(s: Settled): Record<string, string> {
   return {
     "X-Svc-Request-Id": s.requestId,
@@ -277,54 +340,14 @@ export class ChatService {
       promptEstimate: estimatePromptTokens(req.messages, req.messages.length),
       requestedMaxTokens: req.maxTokens,
     });
-    let started = false;
-    try {
-      for (;;) {
-        const upstreamAbort = new AbortController();
-        const onBuyerGone = () => upstreamAbort.abort();
-        sink.signal.addEventListener("abort", onBuyerGone, { once: true });
-        const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
-        try {
-          const value = await callAttempt(
-            this.router,
-            this.upstream,
-            session,
-            "/chat/completions",
-            this.upstreamBody(req.body, session, true),
-            upstreamAbort.signal,
-          );
-          if (sink.closed) {
-            await this.router.abort(session, "client_closed");
-            return;
-          }
-          if (!value) continue;
-          const body = value.body;
-          if (!body) {
-            await this.router.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
-            continue;
-          }
-          const outcome = await this.relay(session, req.messages, body, sink, upstreamAbort, firstTimer, () => {
-            started = true;
-          });
-          if (outcome === "retry") continue;
-          return;
-        } finally {
-          clearTimeout(firstTimer);
-          sink.signal.removeEventListener("abort", onBuyerGone);
-        }
-      }
-    } catch (e) {
-      if (!session.done) await this.router.abort(session, e instanceof DomainError ? e.code : "internal_error");
-      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
-      if (!started) throw e;
-      logger.error({ err: e, requestId: session.requestId }, "stream failed after start");
-      if (!sink.closed) {
-        sink.write(
-          `data: ${JSON.stringify({ error: { code: e instanceof DomainError ? e.code : "internal_error", message: (e as Error).message } })}\n\n`,
-        );
-        sink.end();
-      }
-    }
+    await runStream(this.router, this.upstream, session, sink, {
+      path: "/chat/completions",
+      body: this.upstreamBody(req.body, session, true),
+      relay: (body, upstreamAbort, firstTimer, onStart) =>
+        this.relay(session, req.messages, body, sink, upstreamAbort, firstTimer, onStart),
+      errorFrame: (e) =>
+        `data: ${JSON.stringify({ error: { code: e instanceof DomainError ? e.code : "internal_error", message: (e as Error).message } })}\n\n`,
+    });
   }
 
   /**

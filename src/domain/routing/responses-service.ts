@@ -1,7 +1,6 @@
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import { eventFrame, readSse } from "../../http/openai/sse.js";
 import { DomainError } from "../../lib/errors.js";
-import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { estimatePromptTokens } from "./admission.js";
 import {
@@ -9,7 +8,7 @@ import {
   type Caller,
   callAttempt,
   costHeaders,
-  FIRST_CONTENT_TIMEOUT_MS,
+  runStream,
   STREAM_IDLE_TIMEOUT_MS,
   type StreamSink,
   UPSTREAM_TIMEOUT_MS,
@@ -334,54 +333,16 @@ export class ResponsesService {
   async stream(caller: Caller, raw: unknown, sink: StreamSink): Promise<void> {
     const req = parseResponsesBody(raw);
     const session = await this.open(caller, req, true);
-    let started = false;
     const progress = { seq: 0 };
-    try {
-      for (;;) {
-        const upstreamAbort = new AbortController();
-        const onBuyerGone = () => upstreamAbort.abort();
-        sink.signal.addEventListener("abort", onBuyerGone, { once: true });
-        const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
-        try {
-          const value = await callAttempt(
-            this.router,
-            this.upstream,
-            session,
-            "/responses",
-            this.upstreamBody(req.body, session, true),
-            upstreamAbort.signal,
-          );
-          if (sink.closed) {
-            await this.router.abort(session, "client_closed");
-            return;
-          }
-          if (!value) continue;
-          const body = value.body;
-          if (!body) {
-            await this.router.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
-            continue;
-          }
-          progress.seq = 0;
-          const outcome = await this.relay(session, req, body, sink, upstreamAbort, firstTimer, progress, () => {
-            started = true;
-          });
-          if (outcome === "retry") continue;
-          return;
-        } finally {
-          clearTimeout(firstTimer);
-          sink.signal.removeEventListener("abort", onBuyerGone);
-        }
-      }
-    } catch (e) {
-      if (!session.done) await this.router.abort(session, e instanceof DomainError ? e.code : "internal_error");
-      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
-      if (!started) throw e;
-      logger.error({ err: e, requestId: session.requestId }, "responses stream failed after start");
-      if (!sink.closed) {
-        sink.write(this.failedFrame(session, undefined, progress.seq));
-        sink.end();
-      }
-    }
+    await runStream(this.router, this.upstream, session, sink, {
+      path: "/responses",
+      body: this.upstreamBody(req.body, session, true),
+      relay: (body, upstreamAbort, firstTimer, onStart) => {
+        progress.seq = 0;
+        return this.relay(session, req, body, sink, upstreamAbort, firstTimer, progress, onStart);
+      },
+      errorFrame: () => this.failedFrame(session, undefined, progress.seq),
+    });
   }
 
   /**

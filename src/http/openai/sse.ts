@@ -45,10 +45,6 @@ function parseBlock(block: string): SseFrame | undefined {
   return { event, data: data.join("\n") };
 }
 
-export function dataFrame(payload: unknown): string {
-  return `data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`;
-}
-
 export function eventFrame(event: string, payload: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(payload)}\n\n`;
 }
