@@ -1,6 +1,5 @@
 import type { Db } from "../adapters/db.js";
 import type { EventBus } from "../adapters/pubsub.js";
-import type { AccountSnapshot } from "../domain/keys/api-key-service.js";
 import type { Services } from "../services.js";
 
 /** Who is calling. Filled by the auth middleware (issue 3); `null` for anonymous callers. */
@@ -11,8 +10,6 @@ export interface Viewer {
   credential: "session" | "bearer";
   apiKeyId?: string;
   sessionId?: string;
-  /** balances and ceiling read together with a Bearer key (inference uses it as its snapshot) */
-  account?: AccountSnapshot;
 }
 
 export interface GraphQLContext {

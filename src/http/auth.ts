@@ -100,7 +100,8 @@ export function requireSession(services: Services): RequestHandler {
   };
 }
 
-export function requireBearer(services: Services): RequestHandler {
+/** `cached`: the inference routes, whose hold re-checks the key in its own transaction. */
+export function requireBearer(services: Services, opts: { cached?: boolean } = {}): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       if (readCookie(req, SESSION_COOKIE) !== undefined) {
@@ -111,14 +112,15 @@ export function requireBearer(services: Services): RequestHandler {
       }
       const token = bearerToken(req);
       if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
-      const k = await services.apiKeys.authenticate(token);
+      const k = opts.cached
+        ? await services.apiKeys.authenticateCached(token)
+        : await services.apiKeys.authenticate(token);
       if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
       res.locals.viewer = {
         credential: "bearer",
         accountId: k.accountId,
         walletAddress: k.walletAddress,
         apiKeyId: k.apiKeyId,
-        account: k.account,
       } satisfies Viewer;
       next();
     } catch (e) {

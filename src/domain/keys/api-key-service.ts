@@ -13,6 +13,13 @@ export const API_KEY_PREFIX = "svc_";
 export const KEY_PREFIX_LENGTH = 12;
 /** `lastUsedAt` is written at most this often per key (avoids a write per request). */
 const LAST_USED_RESOLUTION_MS = 60_000;
+/**
+ * How long a process trusts a Bearer key it has seen (the inference hot path only). Revocation is
+ * still immediate where it matters: the router's hold (`svc_clear`) refuses an inactive key, and the
+ * revoking process forgets the key at once.
+ */
+export const AUTH_CACHE_MS = 30_000;
+const AUTH_CACHE_MAX = 50_000;
 
 export type KeySource = "session" | "agent" | "signup";
 
@@ -34,8 +41,6 @@ export interface AuthenticatedKey {
   apiKeyId: string;
   accountId: string;
   walletAddress: string;
-  /** the account's balances and ceiling as read with the key (saves a round trip on inference) */
-  account?: AccountSnapshot;
 }
 
 export interface AccountSnapshot {
@@ -83,6 +88,9 @@ function metadata(row: {
  * under a row lock on the account, so concurrent creates across processes can never exceed it.
  */
 export class ApiKeyService {
+  /** sha256 → the key it authenticated, when, and when lastUsedAt was last written */
+  private readonly cache = new Map<string, { key: AuthenticatedKey; at: number; usedAt: number }>();
+
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
@@ -146,6 +154,41 @@ export class ApiKeyService {
       data: { status: "revoked", revokedAt: now },
     });
     if (r.count === 0) throw new DomainError("not_found", "API key not found on this account.");
+    this.forget(input.keyId);
+  }
+
+  /** Drops a key from this process's authentication cache. */
+  forget(apiKeyId: string): void {
+    for (const [hash, e] of this.cache) if (e.key.apiKeyId === apiKeyId) this.cache.delete(hash);
+  }
+
+  /**
+   * `authenticate` with a short in-process cache, for the inference routes only: their hold
+   * (`svc_clear`) re-checks in the same transaction that the key is still active, so a key revoked
+   * by another process is refused there (401), never billed.
+   */
+  async authenticateCached(plaintext: string): Promise<AuthenticatedKey | null> {
+    if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;
+    const hash = sha256Hex(plaintext);
+    const now = Date.now();
+    const hit = this.cache.get(hash);
+    if (hit && now - hit.at < AUTH_CACHE_MS) {
+      if (now - hit.usedAt > LAST_USED_RESOLUTION_MS) {
+        hit.usedAt = now;
+        void this.db.apiKey
+          .update({ where: { id: hit.key.apiKeyId }, data: { lastUsedAt: this.clock.now() } })
+          .catch(() => undefined);
+      }
+      return hit.key;
+    }
+    const key = await this.authenticate(plaintext);
+    if (!key) {
+      this.cache.delete(hash);
+      return null;
+    }
+    if (this.cache.size >= AUTH_CACHE_MAX) this.cache.clear();
+    this.cache.set(hash, { key, at: now, usedAt: now });
+    return key;
   }
 
   /**
@@ -194,15 +237,6 @@ export class ApiKeyService {
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
     }
-    const r = row as { confirmed?: bigint | null; reserved?: bigint | null; ceiling?: number | null };
-    const account =
-      r.confirmed != null && r.reserved != null && r.ceiling != null
-        ? {
-            confirmedMicroUsdc: BigInt(r.confirmed),
-            reservedMicroUsdc: BigInt(r.reserved),
-            maxPriceCentsPerDollar: Number(r.ceiling),
-          }
-        : undefined;
-    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet, account };
+    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet };
   }
 }

@@ -5,12 +5,12 @@ import type { Gate } from "../../adapters/redis/gates.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "../../adapters/sql.js";
 import type { Config } from "../../config.js";
+import { Batcher } from "../../lib/batcher.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { burnMicroDiem, computeCharge, formatDecimal6, maxBig, type TextPricing } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
-import type { AccountSnapshot } from "../keys/api-key-service.js";
 import { eligibleOffers } from "../market/eligibility.js";
 import { type AdmissionPlan, planAdmission } from "./admission.js";
 
@@ -27,6 +27,12 @@ export const RENEW_EVERY_MS = 5 * 60_000;
 /** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
 const KEY_CACHE_MS = 60_000;
+/** Holds and settlements per group commit (see Batcher). */
+const BATCH = { maxBatch: 64, maxInFlight: 1 };
+/** Plans per request: a stale cached ceiling or a balance too short for the uncapped plan re-plans. */
+const MAX_PLANS = 4;
+/** No balance known yet: plan as if unlimited (svc_clear checks the real one atomically). */
+const UNLIMITED = 1n << 62n;
 
 export type RouteKind = "chat" | "responses";
 
@@ -42,8 +48,6 @@ export interface RoutableModel {
 export interface OpenInput {
   accountId: string;
   apiKeyId: string;
-  /** balances and ceiling just read with the Bearer key; read here when absent */
-  account?: AccountSnapshot;
   route: RouteKind;
   /** the model as the buyer sent it (bare or `svc/`) */
   model: string;
@@ -88,6 +92,10 @@ export interface RoutingSession {
   done: boolean;
   /** when holds and leases were last renewed (epoch ms) */
   renewedAt?: number;
+  /** the buyer's own max_tokens (re-planning needs it) */
+  requestedMaxTokens?: number | undefined;
+  /** admission plans made so far */
+  plans?: number;
 }
 
 export type AttemptFailure =
@@ -137,10 +145,33 @@ export interface RouterDeps {
  */
 export class RouterService {
   private readonly keyCache = new Map<string, { secret: string; at: number }>();
+  /** each account's ceiling as last seen here (svc_clear refuses a stale one) */
+  private readonly ceilings = new Map<string, number>();
   private readonly run;
+  private readonly clears: Batcher<ClearItem, ClearRow>;
+  private readonly settlements: Batcher<SettleItem, bigint>;
 
   constructor(private readonly deps: RouterDeps) {
     this.run = sqlRunner(deps.sql);
+    const clearBatch = async (items: ClearItem[]) => {
+      const r = await deps.sql.query<ClearRow & { idx: number }>("SELECT * FROM svc_clear_batch($1::jsonb)", [
+        JSON.stringify(items),
+      ]);
+      return byIndex(r.rows, items.length);
+    };
+    this.clears = new Batcher(clearBatch, async (item) => (await clearBatch([item]))[0] as ClearRow, BATCH);
+    const settleBatch = async (items: SettleItem[]) => {
+      const r = await deps.sql.query<{ idx: number; confirmed: bigint }>("SELECT * FROM svc_settle_batch($1::jsonb)", [
+        JSON.stringify(items),
+      ]);
+      return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
+    };
+    this.settlements = new Batcher(settleBatch, async (item) => (await settleBatch([item]))[0] as bigint, BATCH);
+  }
+
+  /** Group-commit figures (batches, items, fallbacks) for holds and settlements. */
+  batchStats() {
+    return { clears: { ...this.clears.stats }, settlements: { ...this.settlements.stats } };
   }
 
   /**
@@ -193,7 +224,9 @@ export class RouterService {
       );
     }
     try {
-      const account = input.account ?? (await this.readAccount(input.accountId));
+      // the ceiling as last seen by this process (svc_clear verifies it); the balance is unknown,
+      // so the first plan is uncapped and svc_clear checks the real balance atomically
+      const ceiling = this.ceilings.get(input.accountId) ?? (await this.readCeiling(input.accountId));
       const session: RoutingSession = {
         requestId,
         supportReference: randomUUID(),
@@ -202,7 +235,7 @@ export class RouterService {
         route: input.route,
         model,
         stream: input.stream,
-        ceilingCents: account.maxPriceCentsPerDollar,
+        ceilingCents: ceiling,
         plan: {
           promptEstimate: input.promptEstimate,
           admittedMaxTokens: 0,
@@ -217,20 +250,10 @@ export class RouterService {
         startedAt: this.deps.clock.now(),
         firstByteAt: null,
         done: false,
-      };
-      const plan = planAdmission({
-        pricing: model.pricing,
-        promptEstimate: input.promptEstimate,
         requestedMaxTokens: input.requestedMaxTokens,
-        modelMaxCompletionTokens: model.maxCompletionTokens,
-        ceilingCents: account.maxPriceCentsPerDollar,
-        availableMicroUsdc: account.confirmedMicroUsdc - account.reservedMicroUsdc,
-      });
-      if (!plan) {
-        await this.recordRefusal(session, "insufficient_balance");
-        throw this.insufficientBalance(session);
-      }
-      session.plan = plan;
+        plans: 0,
+      };
+      this.plan(session, UNLIMITED);
       await this.nextAttempt(session);
       return session;
     } catch (e) {
@@ -262,7 +285,21 @@ export class RouterService {
       const now = this.deps.clock.now();
       const ordinal = session.ordinals + 1;
       const r = await this.clearOffer(session, [...session.tried, ...busy], ordinal, now);
-      if (r.outcome === "insufficient_balance") throw await this.fail(session, this.insufficientBalance(session));
+      if (r.outcome === "key_inactive") {
+        throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+      }
+      if (r.outcome === "stale_ceiling" || r.outcome === "insufficient_balance") {
+        // planned with a stale ceiling or more than the balance affords: plan again with the
+        // account's values as svc_clear just read them
+        if (r.ceiling !== null) {
+          this.ceilings.set(session.accountId, Number(r.ceiling));
+          session.ceilingCents = Number(r.ceiling);
+        }
+        if ((session.plans ?? 0) >= MAX_PLANS || !this.plan(session, BigInt(r.available ?? 0n))) {
+          throw await this.fail(session, this.insufficientBalance(session));
+        }
+        continue;
+      }
       if (r.outcome !== "ok" || !r.offer_id || !r.upstream_key_id || !r.supplier_id || r.price === null) {
         if (busy.length === 0) throw await this.fail(session, await this.noSupply(session));
         if (Date.now() > deadline) {
@@ -336,36 +373,30 @@ export class RouterService {
     const clearId = randomUUID();
     let balance: bigint;
     try {
-      const r = await this.deps.sql.query<{ confirmed: bigint }>(
-        `SELECT svc_settle($1::uuid, $2::uuid, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::uuid, $8::uuid, $9::uuid,
-                           $10::bigint, $11::bigint, $12::uuid, $13::text, $14::int, $15::int, $16::int, $17::int, $18::int,
-                           $19::boolean, $20::int, $21::timestamptz, $22::timestamptz) AS confirmed`,
-        [
-          session.requestId,
-          session.accountId,
-          session.plan.maxChargeMicroUsdc.toString(),
-          charge.grossMicroUsdc.toString(),
-          charge.feeMicroUsdc.toString(),
-          charge.supplierMicroUsdc.toString(),
-          attempt.offerId,
-          attempt.upstreamKeyId,
-          attempt.supplierAccountId,
-          session.plan.maxBurnMicroDiem.toString(),
-          burn.toString(),
-          clearId,
-          session.model.id,
-          attempt.priceCentsPerDollar,
-          session.ceilingCents,
-          usage.promptTokens,
-          usage.completionTokens,
-          usage.cachedTokens ?? 0,
-          opts.incomplete === true,
-          attempt.ordinal,
-          session.firstByteAt,
-          now,
-        ],
-      );
-      balance = BigInt(r.rows[0]?.confirmed ?? 0n);
+      balance = await this.settlements.submit({
+        request: session.requestId,
+        account: session.accountId,
+        maxCharge: session.plan.maxChargeMicroUsdc.toString(),
+        gross: charge.grossMicroUsdc.toString(),
+        fee: charge.feeMicroUsdc.toString(),
+        share: charge.supplierMicroUsdc.toString(),
+        offer: attempt.offerId,
+        key: attempt.upstreamKeyId,
+        supplier: attempt.supplierAccountId,
+        maxBurn: session.plan.maxBurnMicroDiem.toString(),
+        burn: burn.toString(),
+        clear: clearId,
+        model: session.model.id,
+        price: attempt.priceCentsPerDollar,
+        ceiling: session.ceilingCents,
+        prompt: usage.promptTokens,
+        completion: usage.completionTokens,
+        cached: usage.cachedTokens ?? 0,
+        incomplete: opts.incomplete === true,
+        ordinal: attempt.ordinal,
+        firstByte: session.firstByteAt?.toISOString() ?? null,
+        now: now.toISOString(),
+      });
     } catch (e) {
       logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
       throw await this.fail(
@@ -436,18 +467,32 @@ export class RouterService {
     await this.releaseSlots(session);
   }
 
-  private async readAccount(accountId: string): Promise<AccountSnapshot> {
-    const rows = await this.deps.sql.query<{ confirmed: bigint; reserved: bigint; ceiling: number }>(
-      "SELECT confirmed_micro_usdc AS confirmed, reserved_micro_usdc AS reserved, max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
+  private async readCeiling(accountId: string): Promise<number> {
+    const rows = await this.deps.sql.query<{ ceiling: number }>(
+      "SELECT max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
       [accountId],
     );
     const row = rows.rows[0];
     if (!row) throw new DomainError("authentication_failed", "Account not found.");
-    return {
-      confirmedMicroUsdc: BigInt(row.confirmed),
-      reservedMicroUsdc: BigInt(row.reserved),
-      maxPriceCentsPerDollar: Number(row.ceiling),
-    };
+    if (this.ceilings.size >= 100_000) this.ceilings.clear();
+    this.ceilings.set(accountId, Number(row.ceiling));
+    return Number(row.ceiling);
+  }
+
+  /** (Re-)plans the completion cap and the maximum charge; false when even the minimum is unaffordable. */
+  private plan(session: RoutingSession, availableMicroUsdc: bigint): boolean {
+    session.plans = (session.plans ?? 0) + 1;
+    const plan = planAdmission({
+      pricing: session.model.pricing,
+      promptEstimate: session.plan.promptEstimate,
+      requestedMaxTokens: session.requestedMaxTokens,
+      modelMaxCompletionTokens: session.model.maxCompletionTokens,
+      ceilingCents: session.ceilingCents,
+      availableMicroUsdc,
+    });
+    if (!plan) return false;
+    session.plan = plan;
+    return true;
   }
 
   /**
@@ -506,55 +551,32 @@ export class RouterService {
   // ─────────────────────────────── internals ───────────────────────────────
 
   /**
-   * One transaction: (first time) the request record and the buyer's hold; the offer's burn hold
-   * (guarded by the eligibility rule itself, so two processes can never oversell it); the attempt.
-   * Returns null when the offer no longer has the depth (lost a race).
+   * One hold (`svc_clear`, group-committed with the other requests waiting): on the first attempt,
+   * check the Bearer key is still active, record the request and hold the buyer's maximum charge;
+   * then select the cheapest eligible offer deep enough for this request on a key not excluded,
+   * lock it and hold its maximum burn; record the attempt.
    */
-  /**
-   * One round trip (`svc_clear`): on the first attempt, record the request and hold the buyer's
-   * maximum charge; then select the cheapest eligible offer deep enough for this request on a key
-   * not excluded, lock it and hold its maximum burn; record the attempt.
-   */
-  private async clearOffer(session: RoutingSession, exclude: string[], ordinal: number, now: Date) {
-    const expires = new Date(now.getTime() + REQUEST_LEASE_MS);
-    const r = await this.deps.sql.query<{
-      outcome: string;
-      offer_id: string | null;
-      upstream_key_id: string | null;
-      supplier_id: string | null;
-      price: number | null;
-      key_balance: bigint | null;
-      ciphertext: Buffer | null;
-      iv: Buffer | null;
-      tag: Buffer | null;
-      enc_key_id: string | null;
-    }>(
-      `SELECT * FROM svc_clear($1::boolean, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::inference_route, $7::text, $8::boolean,
-                               $9::int, $10::int, $11::bigint, $12::timestamptz, $13::timestamptz, $14::bigint, $15::uuid[],
-                               $16::int, $17::timestamptz)`,
-      [
-        !session.recorded,
-        session.requestId,
-        session.supportReference,
-        session.accountId,
-        session.apiKeyId,
-        session.route,
-        session.model.id,
-        session.stream,
-        session.ceilingCents,
-        session.plan.admittedMaxTokens,
-        session.plan.maxChargeMicroUsdc.toString(),
-        session.startedAt,
-        expires,
-        session.plan.maxBurnMicroDiem.toString(),
-        exclude.length > 0 ? exclude : null,
-        ordinal,
-        now,
-      ],
-    );
-    const row = r.rows[0];
-    if (!row) throw new DomainError("internal_error", "svc_clear returned nothing");
-    if (row.outcome !== "insufficient_balance") session.recorded = true;
+  private async clearOffer(session: RoutingSession, exclude: string[], ordinal: number, now: Date): Promise<ClearRow> {
+    const row = await this.clears.submit({
+      first: !session.recorded,
+      request: session.requestId,
+      support: session.supportReference,
+      account: session.accountId,
+      apiKey: session.apiKeyId,
+      route: session.route,
+      model: session.model.id,
+      stream: session.stream,
+      ceiling: session.ceilingCents,
+      admitted: session.plan.admittedMaxTokens,
+      maxCharge: session.plan.maxChargeMicroUsdc.toString(),
+      started: session.startedAt.toISOString(),
+      expires: new Date(now.getTime() + REQUEST_LEASE_MS).toISOString(),
+      maxBurn: session.plan.maxBurnMicroDiem.toString(),
+      exclude,
+      ordinal,
+      now: now.toISOString(),
+    });
+    if (row.outcome === "ok" || row.outcome === "no_offer") session.recorded = true;
     return row;
   }
 
@@ -732,4 +754,74 @@ export class RouterService {
       },
     );
   }
+}
+
+/** The arguments of one `svc_clear` (JSON: bigints as strings, times as ISO strings). */
+interface ClearItem {
+  first: boolean;
+  request: string;
+  support: string;
+  account: string;
+  apiKey: string;
+  route: RouteKind;
+  model: string;
+  stream: boolean;
+  ceiling: number;
+  admitted: number;
+  maxCharge: string;
+  started: string;
+  expires: string;
+  maxBurn: string;
+  exclude: string[];
+  ordinal: number;
+  now: string;
+}
+
+interface ClearRow {
+  outcome: "ok" | "insufficient_balance" | "stale_ceiling" | "key_inactive" | "no_offer";
+  offer_id: string | null;
+  upstream_key_id: string | null;
+  supplier_id: string | null;
+  price: number | null;
+  key_balance: bigint | null;
+  ciphertext: Buffer | null;
+  iv: Buffer | null;
+  tag: Buffer | null;
+  enc_key_id: string | null;
+  available: bigint | null;
+  ceiling: number | null;
+}
+
+/** The arguments of one `svc_settle`. */
+interface SettleItem {
+  request: string;
+  account: string;
+  maxCharge: string;
+  gross: string;
+  fee: string;
+  share: string;
+  offer: string;
+  key: string;
+  supplier: string;
+  maxBurn: string;
+  burn: string;
+  clear: string;
+  model: string;
+  price: number;
+  ceiling: number;
+  prompt: number;
+  completion: number;
+  cached: number;
+  incomplete: boolean;
+  ordinal: number;
+  firstByte: string | null;
+  now: string;
+}
+
+/** Batch rows back in item order; exactly one per item. */
+function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {
+  const out = new Array<T>(n);
+  for (const row of rows) out[Number(row.idx)] = row;
+  for (let i = 0; i < n; i++) if (!out[i]) throw new Error(`batch row ${i} missing`);
+  return out;
 }

@@ -50,12 +50,12 @@ function abortSignal(res: Response): AbortSignal {
 /** SPEC "Inference" (Bearer only): chat completions and the stateless Responses facade. */
 export function inferenceRoutes(rt: Runtime): Router {
   const r = Router();
-  const bearer = requireBearer(rt.services);
+  const bearer = requireBearer(rt.services, { cached: true });
   const { chat, responses } = rt.services;
 
   r.post("/v1/chat/completions", bearer, async (req, res) => {
     const v = viewerOf(res);
-    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "", account: v.account };
+    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
     if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
       await chat.stream(caller, req.body, sseSink(req, res));
       return;
@@ -66,7 +66,7 @@ export function inferenceRoutes(rt: Runtime): Router {
 
   r.post("/v1/responses", bearer, async (req, res) => {
     const v = viewerOf(res);
-    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "", account: v.account };
+    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
     if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
       await responses.stream(caller, req.body, sseSink(req, res));
       return;

@@ -542,3 +542,125 @@ describe("supply errors (503) and balance errors (402)", () => {
     }
   });
 });
+
+describe("group commit and the hot path's caches", () => {
+  async function openSession(accountId: string) {
+    return app.rt.services.router.open({
+      accountId,
+      apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
+      route: "chat",
+      model: MODEL,
+      stream: false,
+      promptEstimate: 40,
+      requestedMaxTokens: 20,
+    });
+  }
+
+  test("settlements sharing a batch: one that cannot commit fails alone, the others are charged exactly", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const router = app.rt.services.router;
+    const sessions = [];
+    for (let i = 0; i < 4; i++) sessions.push(await openSession(buyer.accountId));
+    // the sweeper takes one request's holds (its process was presumed dead)
+    const doomed = sessions[2];
+    if (!doomed) throw new Error("no session");
+    await app.rt.db.reservation.update({ where: { id: doomed.requestId }, data: { expiresAt: new Date(0) } });
+    expect((await router.releaseExpiredHolds()).released).toBe(1);
+    const before = router.batchStats().settlements;
+    const before$ = await confirmedOf(app, buyer.accountId);
+    // settled in the same tick: they leave in one batch, which rolls back and is retried one by one
+    const results = await Promise.allSettled(
+      sessions.map((s) => router.settle(s, { promptTokens: 30, completionTokens: 10 })),
+    );
+    const after = router.batchStats().settlements;
+    expect(after.largest).toBeGreaterThanOrEqual(sessions.length);
+    expect(after.fallbacks).toBe(before.fallbacks + 1);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    const failed = results[2] as PromiseRejectedResult;
+    expect(failed.reason).toMatchObject({ code: "settle_failed" });
+    const charged = results
+      .filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof router.settle>>> => r.status === "fulfilled")
+      .reduce((a, r) => a + r.value.costMicroUsdc, 0n);
+    expect(charged).toBeGreaterThan(0n);
+    expect(await confirmedOf(app, buyer.accountId)).toBe(before$ - charged);
+    expect(await app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(3);
+    await holdsAreReleased(buyer.accountId);
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("many buyers at once: holds and settlements ride shared batches; every buyer pays exactly its own", async () => {
+    await addSupply(app, sim, [
+      { priceCents: 40, quantityMicroDiem: 200_000_000n },
+      { priceCents: 45, quantityMicroDiem: 200_000_000n },
+    ]);
+    const buyers = await Promise.all([1, 2, 3].map(() => fundedBuyerKey(app, 20_000_000n)));
+    const before = app.rt.services.router.batchStats();
+    const results = await Promise.all(
+      buyers.flatMap((b) =>
+        Array.from({ length: 12 }, () => chat(b.apiKey, { ...MSG("[[sim:tokens=12]]"), max_tokens: 24 })),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
+    const after = app.rt.services.router.batchStats();
+    expect(after.clears.items - before.clears.items).toBeGreaterThanOrEqual(36);
+    expect(after.clears.largest).toBeGreaterThan(1);
+    expect(after.settlements.largest).toBeGreaterThan(1);
+    for (const [i, b] of buyers.entries()) {
+      const mine = results.slice(i * 12, i * 12 + 12);
+      const spent = mine.reduce((a, r) => a + BigInt((r.headers.get("x-svc-cost-usdc") ?? "0").replace(".", "")), 0n);
+      expect(spent).toBeGreaterThan(0n);
+      expect(await confirmedOf(app, b.accountId)).toBe(20_000_000n - spent);
+      await holdsAreReleased(b.accountId);
+    }
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("a key revoked behind this process's back (its cache still warm) is refused at the hold: 401, nothing held", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
+    // another process revokes it: this process never hears of it
+    await app.rt.db.apiKey.updateMany({
+      where: { accountId: buyer.accountId },
+      data: { status: "revoked", revokedAt: new Date() },
+    });
+    const requests = await app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } });
+    const before = await confirmedOf(app, buyer.accountId);
+    const r = await chat(buyer.apiKey, MSG());
+    expect(r.status).toBe(401);
+    expect((r.body as { error: { code: string } }).error.code).toBe("authentication_failed");
+    expect(await app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } })).toBe(requests);
+    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    await holdsAreReleased(buyer.accountId);
+  });
+
+  test("a key revoked through the API is refused at once, before anything else is looked at", async () => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
+    const keyId = (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
+    const revoked = await call(app, {
+      method: "DELETE",
+      path: `/v1/agent/keys/${keyId}`,
+      headers: { authorization: `Bearer ${buyer.apiKey}` },
+    });
+    expect(revoked.status).toBeLessThan(300);
+    // an unknown model would be 404 for a valid key: a revoked key is 401 first
+    const r = await chat(buyer.apiKey, { ...MSG(), model: "no-such-model" });
+    expect(r.status).toBe(401);
+  });
+
+  test("a balance that affords only part of max_tokens: the plan is capped from the hold's own reading", async () => {
+    await addSupply(app, sim, [{ priceCents: 80, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 3_000n);
+    const r = await chat(buyer.apiKey, { ...MSG("[[sim:tokens=5]]"), max_tokens: 100_000 });
+    expect(r.status).toBe(200);
+    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    expect(req.admittedMaxTokens).toBeGreaterThanOrEqual(16);
+    expect(req.admittedMaxTokens).toBeLessThan(1_000); // the model allows 24,000; the balance ~770
+    expect(await confirmedOf(app, buyer.accountId)).toBeGreaterThanOrEqual(0n);
+    await holdsAreReleased(buyer.accountId);
+    await assertBooksBalance(app.rt.db);
+  });
+});
