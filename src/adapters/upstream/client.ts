@@ -1,3 +1,6 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { type Dispatcher, Pool } from "undici";
+import type { SseFrame } from "../../http/openai/sse.js";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
 
 /**
@@ -65,25 +68,52 @@ export function classifyStatus(status: number): UpstreamFailureKind {
   return "request";
 }
 
+/** undici's own timeouts (connect, response headers, body idle): timeouts, not unreachability. */
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
+/**
+ * A thrown call → failure. An aborted signal rejects with its reason (`TimeoutError` from
+ * `AbortSignal.timeout`, `AbortError` from `AbortController.abort()` or undici's `RequestAbortedError`);
+ * other undici errors carry their code at the top (`UND_ERR_SOCKET`, `ECONNREFUSED`, …), fetch-style
+ * errors in `cause`.
+ */
 export function failureFromError(e: unknown): UpstreamFailure {
   const err = e as { name?: string; code?: string; cause?: { code?: string }; message?: string };
-  if (err?.name === "TimeoutError" || err?.name === "AbortError")
+  const code = err?.cause?.code ?? err?.code;
+  if (err?.name === "TimeoutError" || err?.name === "AbortError" || (code && TIMEOUT_CODES.has(code)))
     return { kind: "timeout", message: "upstream timed out" };
   return {
     kind: "network",
-    message: `upstream unreachable (${err?.cause?.code ?? err?.code ?? err?.message ?? "error"})`,
+    message: `upstream unreachable (${code ?? err?.message ?? "error"})`,
   };
 }
 
-function retryAfterOf(res: Response): number | undefined {
-  const v = res.headers.get("retry-after");
+/** An upstream response body: a Node Readable with `.text()`, `.json()` and `.dump()`. */
+export type UpstreamBody = Dispatcher.ResponseData["body"];
+
+/** A 2xx answer of `post()`: the caller owns `body` and must consume it or release it (`releaseBody`). */
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: UpstreamBody;
+}
+
+function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v.join(", ") : v;
+}
+
+function retryAfterOf(headers: IncomingHttpHeaders): number | undefined {
+  const v = headerOf(headers, "retry-after");
   if (!v) return undefined;
   const n = Number(v);
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
-async function failureFromResponse(res: Response): Promise<UpstreamFailure> {
-  const text = await res.text().catch(() => "");
+/** A non-2xx answer → failure; always consumes the body. */
+async function failureFromResponse(res: Dispatcher.ResponseData): Promise<UpstreamFailure> {
+  const status = res.statusCode;
+  const text = await res.body.text().catch(() => "");
   let body: unknown = text;
   try {
     body = JSON.parse(text);
@@ -93,17 +123,99 @@ async function failureFromResponse(res: Response): Promise<UpstreamFailure> {
       ? typeof (body as { error: unknown }).error === "string"
         ? String((body as { error: string }).error)
         : String((body as { error: { message?: string } }).error?.message ?? res.statusText)
-      : res.statusText || `HTTP ${res.status}`;
-  return { kind: classifyStatus(res.status), status: res.status, message, retryAfter: retryAfterOf(res), body };
+      : res.statusText || `HTTP ${status}`;
+  return { kind: classifyStatus(status), status, message, retryAfter: retryAfterOf(res.headers), body };
 }
 
+const isOk = (status: number) => status >= 200 && status < 300;
+/** what global fetch sent; some gateways refuse calls without a user agent */
+const USER_AGENT = "node";
+const noop = () => undefined;
+/** The most a finished body is drained for its connection to be reused; beyond it, it is closed. */
+const DRAIN_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * Frees a body that will not be read further. `finished`: the upstream already sent its last event
+ * (`[DONE]`, a terminal event, an empty answer), so the rest (usually just the end of the chunked
+ * encoding) is drained and the keep-alive connection goes back to the pool. Otherwise the body is
+ * destroyed, which closes the connection and stops the upstream. Idempotent; never throws.
+ */
+export function releaseBody(body: UpstreamBody, finished = false): void {
+  if (body.destroyed || body.readableEnded) return;
+  // undici's body emits `error` (RequestAbortedError) when destroyed before its end: nobody reads it now
+  body.on("error", noop);
+  if (!finished) {
+    body.destroy();
+    return;
+  }
+  let left = DRAIN_LIMIT_BYTES;
+  body.on("data", (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) body.destroy();
+  });
+  body.resume();
+}
+
+/**
+ * Yields each complete frame of an upstream SSE body (`\n\n`-separated; `data:` lines joined), the
+ * same parse as `readSse` (http/openai/sse.ts) over a Node stream instead of a web stream. Breaking
+ * out of the loop leaves the body open (release it with `releaseBody`); a read error destroys it.
+ */
+export async function* readUpstreamSse(body: UpstreamBody): AsyncGenerator<SseFrame> {
+  const decoder = new TextDecoder();
+  let buf = "";
+  for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    buf += decoder.decode(chunk, { stream: true }).replace(/\r\n/g, "\n");
+    let idx = buf.indexOf("\n\n");
+    while (idx >= 0) {
+      const block = buf.slice(0, idx);
+      buf = buf.slice(idx + 2);
+      const frame = parseSseBlock(block);
+      if (frame) yield frame;
+      idx = buf.indexOf("\n\n");
+    }
+  }
+  const tail = parseSseBlock(buf.trim());
+  if (tail) yield tail;
+}
+
+function parseSseBlock(block: string): SseFrame | undefined {
+  let event: string | undefined;
+  const data: string[] = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":") || line === "") continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+  }
+  if (data.length === 0) return undefined;
+  return { event, data: data.join("\n") };
+}
+
+/**
+ * Calls go through undici's `request()` on a keep-alive connection pool owned by the client (one
+ * origin); `close()` destroys it.
+ */
 export class UpstreamClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
+  private readonly pool: Pool;
+  /** the base URL's path (e.g. `/api/v1`), prefixed to every call's path */
+  private readonly basePath: string;
 
   constructor(opts: UpstreamClientOptions) {
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    const url = new URL(this.baseUrl);
+    this.basePath = url.pathname.replace(/\/+$/, "");
+    this.pool = new Pool(url.origin);
+  }
+
+  /** Closes the pool's connections (in-flight calls are aborted). */
+  async close(): Promise<void> {
+    if (!this.pool.destroyed) await this.pool.destroy();
   }
 
   /** GET /api_keys/rate_limits: validity, access and the DIEM balance of the calling key. */
@@ -151,26 +263,33 @@ export class UpstreamClient {
     };
   }
 
-  /** A raw call (inference): the caller owns the response body. */
+  /**
+   * A raw call (inference). On success the caller owns the response body: it must read it to the end
+   * or release it (`releaseBody`); aborting `signal` cancels the call and destroys the body. Failures
+   * have their body consumed here.
+   */
   async post(
     path: string,
     apiKey: string,
     body: unknown,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<UpstreamResult<Response>> {
+  ): Promise<UpstreamResult<UpstreamResponse>> {
     try {
-      const res = await fetch(`${this.baseUrl}${path}`, {
+      const res = await this.pool.request({
+        path: `${this.basePath}${path}`,
         method: "POST",
         headers: {
           authorization: `Bearer ${apiKey}`,
           "content-type": "application/json",
           accept: "application/json, text/event-stream",
+          "user-agent": USER_AGENT,
         },
+        // a string: sent with its content-length in one write
         body: JSON.stringify(body),
         signal: opts.signal,
       });
-      if (!res.ok) return { ok: false, failure: await failureFromResponse(res) };
-      return { ok: true, value: res };
+      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
+      return { ok: true, value: { status: res.statusCode, headers: res.headers, body: res.body } };
     } catch (e) {
       return { ok: false, failure: failureFromError(e) };
     }
@@ -178,17 +297,22 @@ export class UpstreamClient {
 
   private async getJson(path: string, apiKey?: string): Promise<UpstreamResult<unknown>> {
     try {
-      const res = await fetch(`${this.baseUrl}${path}`, {
-        headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+      const res = await this.pool.request({
+        path: `${this.basePath}${path}`,
+        method: "GET",
+        headers: apiKey
+          ? { authorization: `Bearer ${apiKey}`, "user-agent": USER_AGENT }
+          : { "user-agent": USER_AGENT },
         signal: AbortSignal.timeout(this.timeoutMs),
       });
-      if (!res.ok) return { ok: false, failure: await failureFromResponse(res) };
+      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
       try {
-        return { ok: true, value: await res.json() };
+        // json() reads the body to the end, or it is destroyed on error
+        return { ok: true, value: await res.body.json() };
       } catch {
         return {
           ok: false,
-          failure: { kind: "invalid_response", status: res.status, message: "invalid JSON from upstream" },
+          failure: { kind: "invalid_response", status: res.statusCode, message: "invalid JSON from upstream" },
         };
       }
     } catch (e) {

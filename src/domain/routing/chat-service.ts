@@ -1,5 +1,11 @@
-import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
-import { readSse } from "../../http/openai/sse.js";
+import {
+  readUpstreamSse,
+  releaseBody,
+  type UpstreamBody,
+  type UpstreamClient,
+  type UpstreamFailure,
+  type UpstreamResponse,
+} from "../../adapters/upstream/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
@@ -138,9 +144,10 @@ function approxPromptTokens(messages: unknown[]): number {
 }
 
 /**
- * One upstream call for the session's current attempt. Returns the OK response, or `null` after
- * falling forward (the caller loops to the next attempt); throws the buyer's own error (4xx relayed,
- * no other key burned) after releasing the request's holds.
+ * One upstream call for the session's current attempt. Returns the OK response (the caller owns its
+ * body: read it to the end or `releaseBody` it), or `null` after falling forward (the caller loops to
+ * the next attempt); throws the buyer's own error (4xx relayed, no other key burned) after releasing
+ * the request's holds.
  */
 export async function callAttempt(
   router: RouterService,
@@ -149,7 +156,7 @@ export async function callAttempt(
   path: string,
   body: Json,
   signal: AbortSignal,
-): Promise<Response | null> {
+): Promise<UpstreamResponse | null> {
   const attempt = session.attempt;
   if (!attempt) throw new DomainError("internal_error", "no attempt");
   const res = await upstream.post(path, attempt.secret, body, { signal });
@@ -177,8 +184,9 @@ export async function runStream(
   o: {
     path: string;
     body: Json;
+    /** reads the body and releases it (`releaseBody`) on every path */
     relay: (
-      body: ReadableStream<Uint8Array>,
+      body: UpstreamBody,
       upstreamAbort: AbortController,
       firstTimer: NodeJS.Timeout,
       onStart: () => void,
@@ -197,17 +205,26 @@ export async function runStream(
       try {
         const value = await callAttempt(router, upstream, session, o.path, o.body, upstreamAbort.signal);
         if (sink.closed) {
+          if (value) releaseBody(value.body);
           await router.abort(session, "client_closed");
           return;
         }
         if (!value) continue;
-        if (!value.body) {
+        if (value.status === 204 || value.status === 205) {
+          // null-body statuses (what fetch reported as no body)
+          releaseBody(value.body, true);
           await router.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
           continue;
         }
-        const outcome = await o.relay(value.body, upstreamAbort, firstTimer, () => {
-          started = true;
-        });
+        let outcome: "retry" | "done";
+        try {
+          outcome = await o.relay(value.body, upstreamAbort, firstTimer, () => {
+            started = true;
+          });
+        } catch (e) {
+          releaseBody(value.body); // backstop (no-op when the relay already read or released it)
+          throw e;
+        }
         if (outcome === "retry") continue;
         return;
       } finally {
@@ -295,13 +312,15 @@ export class ChatService {
           AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
         );
         if (signal.aborted) {
+          if (value) releaseBody(value.body);
           await this.router.abort(session, "client_closed");
           throw new DomainError("invalid_request", "client closed the request");
         }
         if (!value) continue;
         let json: Json;
         try {
-          json = (await value.json()) as Json;
+          // reads the body to the end, or it is destroyed on error
+          json = (await value.body.json()) as Json;
         } catch {
           await this.router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
           continue;
@@ -357,7 +376,7 @@ export class ChatService {
   private async relay(
     session: RoutingSession,
     messages: unknown[],
-    body: ReadableStream<Uint8Array>,
+    body: UpstreamBody,
     sink: StreamSink,
     upstreamAbort: AbortController,
     firstTimer: NodeJS.Timeout,
@@ -384,7 +403,7 @@ export class ChatService {
       for (const f of pending.splice(0)) sink.write(f);
     };
     try {
-      for await (const frame of readSse(body)) {
+      for await (const frame of readUpstreamSse(body)) {
         if (committed) {
           armIdle();
           void this.router.renew(session).catch(() => undefined);
@@ -438,6 +457,8 @@ export class ChatService {
       // reset, abort or idle timeout: handled below as an early close
     } finally {
       if (idle) clearTimeout(idle);
+      // after [DONE] the rest is drained (connection reused); otherwise the upstream call is cut
+      releaseBody(body, done);
     }
 
     if (!committed) {

@@ -1,5 +1,10 @@
-import type { UpstreamClient } from "../../adapters/upstream/client.js";
-import { eventFrame, readSse } from "../../http/openai/sse.js";
+import {
+  readUpstreamSse,
+  releaseBody,
+  type UpstreamBody,
+  type UpstreamClient,
+} from "../../adapters/upstream/client.js";
+import { eventFrame } from "../../http/openai/sse.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { estimatePromptTokens } from "./admission.js";
@@ -290,13 +295,15 @@ export class ResponsesService {
           AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
         );
         if (signal.aborted) {
+          if (value) releaseBody(value.body);
           await this.router.abort(session, "client_closed");
           throw new DomainError("invalid_request", "client closed the request");
         }
         if (!value) continue;
         let json: Json;
         try {
-          const parsed: unknown = await value.json();
+          // reads the body to the end, or it is destroyed on error
+          const parsed: unknown = await value.body.json();
           if (!isObject(parsed)) throw new Error("not an object");
           json = parsed;
         } catch {
@@ -352,7 +359,7 @@ export class ResponsesService {
   private async relay(
     session: RoutingSession,
     req: ResponsesRequest,
-    body: ReadableStream<Uint8Array>,
+    body: UpstreamBody,
     sink: StreamSink,
     upstreamAbort: AbortController,
     firstTimer: NodeJS.Timeout,
@@ -363,6 +370,8 @@ export class ResponsesService {
     const seen = new StreamedResponse();
     let committed = false;
     let terminal: { type: string; response: Json } | undefined;
+    /** the upstream sent its last event (`[DONE]` or a terminal event) */
+    let finished = false;
     let idle: NodeJS.Timeout | undefined;
     const armIdle = () => {
       if (idle) clearTimeout(idle);
@@ -378,12 +387,15 @@ export class ResponsesService {
       for (const f of pending.splice(0)) sink.write(f);
     };
     try {
-      for await (const frame of readSse(body)) {
+      for await (const frame of readUpstreamSse(body)) {
         if (committed) {
           armIdle();
           void this.router.renew(session).catch(() => undefined);
         }
-        if (frame.data === "[DONE]") break;
+        if (frame.data === "[DONE]") {
+          finished = true;
+          break;
+        }
         let ev: Json;
         try {
           const parsed: unknown = JSON.parse(frame.data);
@@ -411,6 +423,7 @@ export class ResponsesService {
         if (TERMINAL.has(type)) {
           terminal = { type, response: isObject(ev.response) ? withoutExtras(ev.response) : {} };
           seen.observe(type, ev);
+          finished = true;
           break; // withheld until settlement commits
         }
         if (!type.startsWith("response.")) continue; // not a Responses event: never relayed
@@ -429,8 +442,9 @@ export class ResponsesService {
       // reset, abort or idle timeout: handled below as an early close
     } finally {
       if (idle) clearTimeout(idle);
+      // after the last event the rest is drained (connection reused); otherwise the upstream call is cut
+      releaseBody(body, finished);
     }
-    body.cancel().catch(() => undefined);
 
     const usage = terminal ? usageOf(terminal.response.usage) : undefined;
     // a finished response with usage and no content (an empty answer) is still a result
