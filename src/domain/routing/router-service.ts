@@ -301,7 +301,9 @@ export class RouterService {
         continue;
       }
       if (r.outcome !== "ok" || !r.offer_id || !r.upstream_key_id || !r.supplier_id || r.price === null) {
-        if (busy.length === 0) throw await this.fail(session, await this.noSupply(session));
+        if (busy.length === 0 && r.outcome !== "keys_busy") {
+          throw await this.fail(session, await this.noSupply(session));
+        }
         if (Date.now() > deadline) {
           throw await this.fail(
             session,
@@ -376,16 +378,17 @@ export class RouterService {
       balance = await this.settlements.submit({
         request: session.requestId,
         account: session.accountId,
-        maxCharge: session.plan.maxChargeMicroUsdc.toString(),
+        max_charge: session.plan.maxChargeMicroUsdc.toString(),
         gross: charge.grossMicroUsdc.toString(),
         fee: charge.feeMicroUsdc.toString(),
         share: charge.supplierMicroUsdc.toString(),
         offer: attempt.offerId,
         key: attempt.upstreamKeyId,
         supplier: attempt.supplierAccountId,
-        maxBurn: session.plan.maxBurnMicroDiem.toString(),
+        max_burn: session.plan.maxBurnMicroDiem.toString(),
         burn: burn.toString(),
         clear: clearId,
+        journal: randomUUID(),
         model: session.model.id,
         price: attempt.priceCentsPerDollar,
         ceiling: session.ceilingCents,
@@ -394,7 +397,7 @@ export class RouterService {
         cached: usage.cachedTokens ?? 0,
         incomplete: opts.incomplete === true,
         ordinal: attempt.ordinal,
-        firstByte: session.firstByteAt?.toISOString() ?? null,
+        first_byte: session.firstByteAt?.toISOString() ?? null,
         now: now.toISOString(),
       });
     } catch (e) {
@@ -541,6 +544,10 @@ export class RouterService {
         await tx.$executeRaw`
           UPDATE inference_requests SET status = 'failed', error_code = 'aborted', completed_at = ${now}
            WHERE id = ${r.id}::uuid AND status = 'in_progress'`;
+        // its attempts no longer count against their keys' in-flight limits
+        await tx.$executeRaw`
+          UPDATE inference_attempts SET outcome = 'aborted', ended_at = ${now}
+           WHERE request_id = ${r.id}::uuid AND outcome = 'in_progress'`;
         return true;
       });
       if (done) released++;
@@ -575,8 +582,9 @@ export class RouterService {
       exclude,
       ordinal,
       now: now.toISOString(),
+      keyLimit: SUPPLIER_KEY_MAX_IN_FLIGHT,
     });
-    if (row.outcome === "ok" || row.outcome === "no_offer") session.recorded = true;
+    if (row.outcome === "ok" || row.outcome === "no_offer" || row.outcome === "keys_busy") session.recorded = true;
     return row;
   }
 
@@ -775,10 +783,11 @@ interface ClearItem {
   exclude: string[];
   ordinal: number;
   now: string;
+  keyLimit: number;
 }
 
 interface ClearRow {
-  outcome: "ok" | "insufficient_balance" | "stale_ceiling" | "key_inactive" | "no_offer";
+  outcome: "ok" | "insufficient_balance" | "stale_ceiling" | "key_inactive" | "keys_busy" | "no_offer";
   offer_id: string | null;
   upstream_key_id: string | null;
   supplier_id: string | null;
@@ -792,20 +801,21 @@ interface ClearRow {
   ceiling: number | null;
 }
 
-/** The arguments of one `svc_settle`. */
+/** One completion to settle (fields of the SQL type `svc_settle_item`). */
 interface SettleItem {
   request: string;
   account: string;
-  maxCharge: string;
+  max_charge: string;
   gross: string;
   fee: string;
   share: string;
   offer: string;
   key: string;
   supplier: string;
-  maxBurn: string;
+  max_burn: string;
   burn: string;
   clear: string;
+  journal: string;
   model: string;
   price: number;
   ceiling: number;
@@ -814,7 +824,7 @@ interface SettleItem {
   cached: number;
   incomplete: boolean;
   ordinal: number;
-  firstByte: string | null;
+  first_byte: string | null;
   now: string;
 }
 
