@@ -159,14 +159,77 @@ export class RouterService {
       ]);
       return byIndex(r.rows, items.length);
     };
-    this.clears = new Batcher(clearBatch, async (item) => (await clearBatch([item]))[0] as ClearRow, BATCH);
+    // alone, a request takes the plain functions (no batch wrapper to pay for)
+    const clearOne = async (i: ClearItem) => {
+      const r = await deps.sql.query<ClearRow>(
+        `SELECT * FROM svc_clear($1::boolean, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::inference_route, $7::text,
+                                 $8::boolean, $9::int, $10::int, $11::bigint, $12::timestamptz, $13::timestamptz,
+                                 $14::bigint, $15::uuid[], $16::int, $17::timestamptz, $18::int)`,
+        [
+          i.first,
+          i.request,
+          i.support,
+          i.account,
+          i.apiKey,
+          i.route,
+          i.model,
+          i.stream,
+          i.ceiling,
+          i.admitted,
+          i.maxCharge,
+          i.started,
+          i.expires,
+          i.maxBurn,
+          i.exclude.length > 0 ? i.exclude : null,
+          i.ordinal,
+          i.now,
+          i.keyLimit,
+        ],
+      );
+      const row = r.rows[0];
+      if (!row) throw new Error("svc_clear returned nothing");
+      return row;
+    };
+    this.clears = new Batcher(clearBatch, clearOne, BATCH);
     const settleBatch = async (items: SettleItem[]) => {
       const r = await deps.sql.query<{ idx: number; confirmed: bigint }>("SELECT * FROM svc_settle_batch($1::jsonb)", [
         JSON.stringify(items),
       ]);
       return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
     };
-    this.settlements = new Batcher(settleBatch, async (item) => (await settleBatch([item]))[0] as bigint, BATCH);
+    const settleOne = async (i: SettleItem) => {
+      const r = await deps.sql.query<{ confirmed: bigint }>(
+        `SELECT svc_settle($1::uuid, $2::uuid, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::uuid, $8::uuid,
+                           $9::uuid, $10::bigint, $11::bigint, $12::uuid, $13::text, $14::int, $15::int, $16::int,
+                           $17::int, $18::int, $19::boolean, $20::int, $21::timestamptz, $22::timestamptz) AS confirmed`,
+        [
+          i.request,
+          i.account,
+          i.max_charge,
+          i.gross,
+          i.fee,
+          i.share,
+          i.offer,
+          i.key,
+          i.supplier,
+          i.max_burn,
+          i.burn,
+          i.clear,
+          i.model,
+          i.price,
+          i.ceiling,
+          i.prompt,
+          i.completion,
+          i.cached,
+          i.incomplete,
+          i.ordinal,
+          i.first_byte,
+          i.now,
+        ],
+      );
+      return BigInt(r.rows[0]?.confirmed ?? 0n);
+    };
+    this.settlements = new Batcher(settleBatch, settleOne, BATCH);
   }
 
   /** Group-commit figures (batches, items, fallbacks) for holds and settlements. */
