@@ -43,11 +43,6 @@ export interface AuthenticatedKey {
   walletAddress: string;
 }
 
-export interface AccountSnapshot {
-  confirmedMicroUsdc: bigint;
-  reservedMicroUsdc: bigint;
-  maxPriceCentsPerDollar: number;
-}
 
 type Tx = Prisma.TransactionClient;
 

@@ -9,7 +9,6 @@ import {
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
-import type { AccountSnapshot } from "../keys/api-key-service.js";
 import { estimatePromptTokens } from "./admission.js";
 import { bareModelId } from "./model-resolver.js";
 import type { AttemptFailure, RouterService, RoutingSession, Settled, Usage } from "./router-service.js";
@@ -24,8 +23,6 @@ export const STREAM_IDLE_TIMEOUT_MS = 120_000;
 export interface Caller {
   accountId: string;
   apiKeyId: string;
-  /** balances and ceiling read with the key, if the transport has them */
-  account?: AccountSnapshot;
 }
 
 /** Where a streamed response goes (the transport provides it; the domain writes SSE text). */
