@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { type Dispatcher, Pool } from "undici";
-import type { SseFrame } from "../../http/openai/sse.js";
+import { readSse, type SseFrame } from "../../http/openai/sse.js";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
 
 /**
@@ -157,41 +157,11 @@ export function releaseBody(body: UpstreamBody, finished = false): void {
 }
 
 /**
- * Yields each complete frame of an upstream SSE body (`\n\n`-separated; `data:` lines joined), the
- * same parse as `readSse` (http/openai/sse.ts) over a Node stream instead of a web stream. Breaking
- * out of the loop leaves the body open (release it with `releaseBody`); a read error destroys it.
+ * Yields each complete frame of an upstream SSE body (`readSse` over the Node stream). Breaking out
+ * of the loop leaves the body open (release it with `releaseBody`); a read error destroys it.
  */
-export async function* readUpstreamSse(body: UpstreamBody): AsyncGenerator<SseFrame> {
-  const decoder = new TextDecoder();
-  let buf = "";
-  for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-    buf += decoder.decode(chunk, { stream: true }).replace(/\r\n/g, "\n");
-    let idx = buf.indexOf("\n\n");
-    while (idx >= 0) {
-      const block = buf.slice(0, idx);
-      buf = buf.slice(idx + 2);
-      const frame = parseSseBlock(block);
-      if (frame) yield frame;
-      idx = buf.indexOf("\n\n");
-    }
-  }
-  const tail = parseSseBlock(buf.trim());
-  if (tail) yield tail;
-}
-
-function parseSseBlock(block: string): SseFrame | undefined {
-  let event: string | undefined;
-  const data: string[] = [];
-  for (const line of block.split("\n")) {
-    if (line.startsWith(":") || line === "") continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-    if (field === "event") event = value;
-    else if (field === "data") data.push(value);
-  }
-  if (data.length === 0) return undefined;
-  return { event, data: data.join("\n") };
+export function readUpstreamSse(body: UpstreamBody): AsyncGenerator<SseFrame> {
+  return readSse(body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>);
 }
 
 /**

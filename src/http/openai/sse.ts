@@ -4,30 +4,26 @@ export interface SseFrame {
   data: string;
 }
 
-/** Yields each complete frame of an SSE byte stream (`\n\n`-separated; `data:` lines joined). */
-export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseFrame> {
+/**
+ * Yields each complete frame of an SSE byte stream (`\n\n`-separated; `data:` lines joined). Takes
+ * any async iterable of bytes: a web ReadableStream, or a Node stream's iterator.
+ */
+export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseFrame> {
   const decoder = new TextDecoder();
   let buf = "";
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
-      let idx = buf.indexOf("\n\n");
-      while (idx >= 0) {
-        const block = buf.slice(0, idx);
-        buf = buf.slice(idx + 2);
-        const frame = parseBlock(block);
-        if (frame) yield frame;
-        idx = buf.indexOf("\n\n");
-      }
+  for await (const chunk of body) {
+    buf += decoder.decode(chunk, { stream: true }).replace(/\r\n/g, "\n");
+    let idx = buf.indexOf("\n\n");
+    while (idx >= 0) {
+      const block = buf.slice(0, idx);
+      buf = buf.slice(idx + 2);
+      const frame = parseBlock(block);
+      if (frame) yield frame;
+      idx = buf.indexOf("\n\n");
     }
-    const tail = parseBlock(buf.trim());
-    if (tail) yield tail;
-  } finally {
-    reader.releaseLock();
   }
+  const tail = parseBlock(buf.trim());
+  if (tail) yield tail;
 }
 
 function parseBlock(block: string): SseFrame | undefined {
