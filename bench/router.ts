@@ -8,6 +8,7 @@ import { assertBooksBalance } from "../test/support/books.js";
 import { freePort, isolatedWorld, startTestApp } from "../test/support/harness.js";
 import { addSupply, CATALOG_KEY, fundedBuyerKey, simEnv } from "../test/support/market.js";
 import { spawnMain, waitForExit, waitForHttp } from "../test/support/spawn.js";
+import { cpuPerRequest, cpuSnapshot } from "./cpu.js";
 
 const MODEL = "zai-org-glm-5-1";
 const BODY = {
@@ -132,8 +133,14 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
       await load(200, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
       await load(200, 8, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
 
+      const pids = { bench: process.pid, service: svc.pid };
+      const c0 = cpuSnapshot(pids);
       const direct = await load(total, concurrency, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
+      const c1 = cpuSnapshot(pids);
       const via = await load(total, concurrency, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
+      const c2 = cpuSnapshot(pids);
+      const directCpu = cpuPerRequest(c0, c1, total);
+      const viaCpu = cpuPerRequest(c1, c2, total);
       emit({
         bench: "router.buffered_chat",
         requests: total,
@@ -146,6 +153,17 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         addedP99Ms: +(pct(via.lat, 99) - pct(direct.lat, 99)).toFixed(3),
         clearsPerSecond: Math.round((total / via.wallMs) * 1000),
         targets: { addedP50Ms: 2, addedP99Ms: 10, clearsPerSecond: 1000 },
+      });
+      // The load client and the simulator share the service's cores, so at c = 32 the run is CPU-bound:
+      // what each part costs per request, and what latency the same CPU mix allows at best
+      // (closed loop: p50 ≈ concurrency ÷ throughput, throughput ≤ cores ÷ CPU per request).
+      const bound = viaCpu.cpuBoundPerSecond;
+      emit({
+        bench: "router.buffered_chat_cpu",
+        concurrency,
+        direct: directCpu,
+        service: viaCpu,
+        bestAddedP50MsAtThisCpu: bound ? +((concurrency / bound) * 1000 - pct(direct.lat, 50)).toFixed(3) : null,
       });
 
       const serial = await load(300, 1, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));

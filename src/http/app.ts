@@ -39,12 +39,14 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(requestId);
   app.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
 
+  // the inference routes first: the hot path should not walk every other router's layers (all
+  // routers own disjoint paths, so the order changes nothing else)
+  app.use(inferenceRoutes(rt));
   app.use(healthRoutes(rt));
   app.use(authRoutes(rt));
   app.use(accountRoutes(rt));
   app.use(agentRoutes(rt));
   app.use(fundingRoutes(rt));
-  app.use(inferenceRoutes(rt));
   app.use(catalogRoutes(rt));
   app.use(marketRoutes(rt));
   app.use(supplyRoutes(rt));

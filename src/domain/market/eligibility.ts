@@ -1,20 +1,19 @@
 import type { QueryRunner } from "../../adapters/sql.js";
 
 /**
- * THE eligibility rule (SPEC "Capacity" rule 5: depth uses the same rule as the router). An offer is
- * eligible when it is `active`, its DIEM has not expired, and its upstream key is `active` and not
- * cooling down. Its routable DIEM is what could be cleared on it right now:
+ * THE eligibility rule (SPEC "Capacity" rule 5: depth uses the same rule as the router), defined
+ * once in SQL (migration `router_single_definitions`) and inlined by the planner wherever offers
+ * are selected:
  *
- *     routable = min(remaining, key's last known balance) − reserved
+ * - `svc_eligible(o, k, now)`: the offer is `active` and unexpired, its upstream key is `active`
+ *   and not cooling down;
+ * - `svc_routable(o, k)`: what could be cleared on it right now,
+ *   `min(remaining, key's last known balance) − reserved`, where `reserved` holds the maximum burn
+ *   of requests in flight on it (one live offer per key, so the offer's reservation is the key's).
  *
- * where `reserved` holds the maximum burn of requests in flight on it (one live offer per key, so
- * the offer's reservation is the key's). Capacity, pool summary, market stats and the router all
- * read offers through `eligibleOffers`; the stored function `svc_hold` re-checks the same
- * condition when it takes the hold.
+ * Capacity, pool summary and market stats read offers through `eligibleOffers`; the router's hold
+ * (`svc_clear`) selects with the same two functions.
  */
-export const ROUTABLE_SQL =
-  "(LEAST(o.remaining_micro_diem, COALESCE(k.last_balance_micro_diem, o.remaining_micro_diem)) - o.reserved_micro_diem)";
-
 export interface EligibleOffer {
   offerId: string;
   upstreamKeyId: string;
@@ -25,15 +24,12 @@ export interface EligibleOffer {
 
 const ELIGIBLE_SQL = `
   SELECT o.id AS offer_id, o.upstream_key_id, o.account_id, o.price_cents_per_dollar AS price,
-         ${ROUTABLE_SQL}::bigint AS routable
+         svc_routable(o, k) AS routable
     FROM offers o
     JOIN upstream_keys k ON k.id = o.upstream_key_id
-   WHERE o.status = 'active'
-     AND k.status = 'active'
-     AND (k.cooldown_until IS NULL OR k.cooldown_until <= $1)
-     AND o.expires_at > $1
+   WHERE svc_eligible(o, k, $1)
      AND o.price_cents_per_dollar <= $2
-     AND ${ROUTABLE_SQL} >= $3
+     AND svc_routable(o, k) >= $3
      AND ($4::uuid[] IS NULL OR o.upstream_key_id <> ALL($4::uuid[]))
    ORDER BY o.price_cents_per_dollar ASC, o.created_at ASC, o.id ASC
    LIMIT $5`;

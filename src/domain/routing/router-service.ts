@@ -27,6 +27,8 @@ export const RENEW_EVERY_MS = 5 * 60_000;
 /** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
 const KEY_CACHE_MS = 60_000;
+/** Expired holds the sweeper releases per pass. */
+const SWEEP_LIMIT = 500;
 /** Holds and settlements per group commit (see Batcher). */
 const BATCH = { maxBatch: 64, maxInFlight: 1 };
 /** Plans per request: a stale cached ceiling or a balance too short for the uncapped plan re-plans. */
@@ -591,31 +593,11 @@ export class RouterService {
    * marks those requests failed. Idempotent.
    */
   async releaseExpiredHolds(): Promise<{ released: number }> {
-    const now = this.deps.clock.now();
-    const expired = await this.deps.db.reservation.findMany({ where: { expiresAt: { lt: now } }, take: 500 });
-    let released = 0;
-    for (const r of expired) {
-      const done = await this.deps.db.$transaction(async (tx) => {
-        const gone = await tx.$executeRaw`DELETE FROM reservations WHERE id = ${r.id}::uuid AND expires_at < ${now}`;
-        if (gone !== 1) return false;
-        await tx.$executeRaw`
-          UPDATE accounts SET reserved_micro_usdc = reserved_micro_usdc - ${r.maxChargeMicroUsdc} WHERE id = ${r.accountId}::uuid`;
-        if (r.offerId && r.maxBurnMicroDiem > 0n) {
-          await tx.$executeRaw`
-            UPDATE offers SET reserved_micro_diem = reserved_micro_diem - ${r.maxBurnMicroDiem} WHERE id = ${r.offerId}::uuid`;
-        }
-        await tx.$executeRaw`
-          UPDATE inference_requests SET status = 'failed', error_code = 'aborted', completed_at = ${now}
-           WHERE id = ${r.id}::uuid AND status = 'in_progress'`;
-        // its attempts no longer count against their keys' in-flight limits
-        await tx.$executeRaw`
-          UPDATE inference_attempts SET outcome = 'aborted', ended_at = ${now}
-           WHERE request_id = ${r.id}::uuid AND outcome = 'in_progress'`;
-        return true;
-      });
-      if (done) released++;
-    }
-    return { released };
+    const r = await this.deps.sql.query<{ released: number }>(
+      "SELECT svc_release_expired($1::timestamptz, $2::int) AS released",
+      [this.deps.clock.now(), SWEEP_LIMIT],
+    );
+    return { released: Number(r.rows[0]?.released ?? 0) };
   }
 
   // ─────────────────────────────── internals ───────────────────────────────
