@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { beforeAll, describe, expect, test } from "vitest";
+import { useMarketWorld } from "../../support/market-world.js";
 import { createBuyers, createSupply, getJson, gql, insertClear, type Supply } from "./helpers.js";
 
 /**
@@ -22,13 +22,15 @@ interface StatsBody {
   models: { id: string; modality: string; rank: number; usageShare: number; daily: { day: string; share: number }[] }[];
 }
 
-let app: TestApp;
-let drop: () => Promise<void>;
+const world = useMarketWorld({ sim: false, clock: { now: () => NOW } });
 let supply: Supply;
 let buyers: string[];
 
 async function stats(window?: string) {
-  const r = await getJson<StatsBody>(app.baseUrl, `/v1/models/stats${window === undefined ? "" : `?window=${window}`}`);
+  const r = await getJson<StatsBody>(
+    world.app.baseUrl,
+    `/v1/models/stats${window === undefined ? "" : `?window=${window}`}`,
+  );
   expect(r.status).toBe(200);
   return r.body;
 }
@@ -51,15 +53,8 @@ function dailyOf(days: string[], shares: Record<string, number>) {
 }
 
 beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, clock: { now: () => NOW } });
-  supply = await createSupply(app.rt.db);
-  buyers = await createBuyers(app.rt.db, 4);
-});
-afterAll(async () => {
-  await app.close();
-  await drop();
+  supply = await createSupply(world.app.rt.db);
+  buyers = await createBuyers(world.app.rt.db, 4);
 });
 
 describe("privacy threshold", () => {
@@ -72,7 +67,7 @@ describe("privacy threshold", () => {
     const [b1, , , b4] = buyers as [string, string, string, string];
     // 30 clears 10 days ago, from two buyers only (in the 30d window, not in 7d or 24h)
     for (let i = 0; i < 30; i++) {
-      await insertClear(app.rt.db, supply, {
+      await insertClear(world.app.rt.db, supply, {
         buyerAccountId: i % 2 === 0 ? b1 : b4,
         model: Q,
         burnMicroDiem: 1000n,
@@ -93,7 +88,7 @@ describe("privacy threshold", () => {
     const next = () => three[n++ % 3] as string;
     // X: 10 × 0.6 DIEM an hour ago (day 2026-11-20)
     for (let i = 0; i < 10; i++)
-      await insertClear(app.rt.db, supply, {
+      await insertClear(world.app.rt.db, supply, {
         buyerAccountId: next(),
         model: X,
         burnMicroDiem: 600_000n,
@@ -101,7 +96,7 @@ describe("privacy threshold", () => {
       });
     // Y: 6 × 0.5 DIEM 14 hours ago (day 2026-11-19)
     for (let i = 0; i < 6; i++)
-      await insertClear(app.rt.db, supply, {
+      await insertClear(world.app.rt.db, supply, {
         buyerAccountId: next(),
         model: Y,
         burnMicroDiem: 500_000n,
@@ -109,7 +104,7 @@ describe("privacy threshold", () => {
       });
     // Z (image): 3 × 0.25 DIEM two hours ago
     for (let i = 0; i < 3; i++)
-      await insertClear(app.rt.db, supply, {
+      await insertClear(world.app.rt.db, supply, {
         buyerAccountId: next(),
         model: Z,
         modality: "image",
@@ -117,7 +112,7 @@ describe("privacy threshold", () => {
         at: hoursAgo(2),
       });
     // a large refunded clear: never counted
-    await insertClear(app.rt.db, supply, {
+    await insertClear(world.app.rt.db, supply, {
       buyerAccountId: b1,
       model: X,
       burnMicroDiem: 100_000_000n,
@@ -134,7 +129,7 @@ describe("ranks and shares", () => {
   test("24h: ranks by burn, shares of the window, daily shares of each UTC day", async () => {
     const [, b2] = buyers as [string, string, string, string];
     // the 20th unrefunded clear in 24h crosses the threshold
-    await insertClear(app.rt.db, supply, {
+    await insertClear(world.app.rt.db, supply, {
       buyerAccountId: b2,
       model: Z,
       modality: "image",
@@ -142,7 +137,12 @@ describe("ranks and shares", () => {
       at: hoursAgo(2),
     });
     // just outside 24h (in 7d): Y, 1 DIEM on 2026-11-19
-    await insertClear(app.rt.db, supply, { buyerAccountId: b2, model: Y, burnMicroDiem: 1_000_000n, at: hoursAgo(25) });
+    await insertClear(world.app.rt.db, supply, {
+      buyerAccountId: b2,
+      model: Y,
+      burnMicroDiem: 1_000_000n,
+      at: hoursAgo(25),
+    });
 
     const body = await stats("24h");
     expect(body.hasSufficientVolume).toBe(true);
@@ -171,12 +171,12 @@ describe("ranks and shares", () => {
   });
 
   test("30d: everything unrefunded; models an operator disabled are left out", async () => {
-    await app.rt.db.catalogModel.create({
+    await world.app.rt.db.catalogModel.create({
       data: { id: HIDDEN, modality: "text", status: "live", name: "Hidden", disabled: true, upstreamRow: {} },
     });
     const [b1, b2, b3] = buyers as [string, string, string, string];
     for (const b of [b1, b2, b3])
-      await insertClear(app.rt.db, supply, {
+      await insertClear(world.app.rt.db, supply, {
         buyerAccountId: b,
         model: HIDDEN,
         burnMicroDiem: 50_000_000n,
@@ -204,37 +204,40 @@ describe("ranks and shares", () => {
         models: { id: string; rank: number; usageShare: number; daily: { day: string; share: number }[] }[];
       };
     }>(
-      app.baseUrl,
+      world.app.baseUrl,
       `{ modelStats(window: "24h") { window hasSufficientVolume models { id rank usageShare daily { day share } } } }`,
     );
     expect(r.errors).toBeUndefined();
     const rest = await stats("24h");
     expect(r.data?.modelStats.window).toBe("24h");
     expect(r.data?.modelStats.models).toEqual(rest.models.map(({ modality: _m, ...m }) => m));
-    const def = await gql<{ modelStats: { window: string } }>(app.baseUrl, "{ modelStats { window } }");
+    const def = await gql<{ modelStats: { window: string } }>(world.app.baseUrl, "{ modelStats { window } }");
     expect(def.data?.modelStats.window).toBe("7d");
   });
 });
 
 describe("rejection", () => {
   test.each([["1d"], [""], ["7D"], ["7d&window=24h"], ["30"]])("window=%s is 400 invalid_request", async (w) => {
-    const r = await getJson<{ error: { code: string; field?: string } }>(app.baseUrl, `/v1/models/stats?window=${w}`);
+    const r = await getJson<{ error: { code: string; field?: string } }>(
+      world.app.baseUrl,
+      `/v1/models/stats?window=${w}`,
+    );
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("invalid_request");
     expect(r.headers.get("x-svc-error-code")).toBe("invalid_request");
   });
 
   test("GraphQL: an invalid window is invalid_request", async () => {
-    const r = await gql(app.baseUrl, `{ modelStats(window: "1d") { window } }`);
+    const r = await gql(world.app.baseUrl, `{ modelStats(window: "1d") { window } }`);
     expect(r.errors?.[0]?.extensions?.code).toBe("invalid_request");
   });
 });
 
 describe("privacy", () => {
   test("no stats response carries counts, tokens, wallets, keys, ids or support references", async () => {
-    const accounts = await app.rt.db.account.findMany({ select: { id: true, walletAddress: true } });
-    const requests = await app.rt.db.inferenceRequest.findMany({ select: { id: true, supportReference: true } });
-    const keys = await app.rt.db.upstreamKey.findMany({ select: { id: true } });
+    const accounts = await world.app.rt.db.account.findMany({ select: { id: true, walletAddress: true } });
+    const requests = await world.app.rt.db.inferenceRequest.findMany({ select: { id: true, supportReference: true } });
+    const keys = await world.app.rt.db.upstreamKey.findMany({ select: { id: true } });
     const secrets = new Set([
       ...accounts.flatMap((a) => [a.id, a.walletAddress]),
       ...requests.flatMap((r) => [r.id, r.supportReference]),

@@ -1,10 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import {
-  DEFAULT_SIM_MODELS,
-  startUpstreamSimulator,
-  type UpstreamSimulator,
-} from "../../../src/local/upstream-sim/index.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { describe, expect, test } from "vitest";
+import { DEFAULT_SIM_MODELS } from "../../../src/local/upstream-sim/index.js";
+import { useMarketWorld } from "../../support/market-world.js";
 import { getJson, gql } from "./helpers.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
@@ -35,30 +31,11 @@ const ROW_KEYS = new Set([
   "created",
 ]);
 
-let sim: UpstreamSimulator;
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  sim = await startUpstreamSimulator({ keys: [{ key: SYNC_KEY, diemMicro: 0n }] });
-  app = await startTestApp({
-    databaseUrl: w.databaseUrl,
-    prefix: w.prefix,
-    env: { UPSTREAM_BASE_URL: sim.baseUrl, CATALOG_SYNC_KEY: SYNC_KEY },
-  });
-  await app.rt.services.catalog.sync();
-});
-afterAll(async () => {
-  await app.close();
-  await sim.close();
-  await drop();
-});
+const world = useMarketWorld({ catalogSyncKey: SYNC_KEY, syncCatalog: true });
 
 describe("GET /v1/models (public)", () => {
   test("lists every listed row, live and coming_soon, in the public row shape", async () => {
-    const r = await getJson<{ object: string; data: PublicRow[] }>(app.baseUrl, "/v1/models");
+    const r = await getJson<{ object: string; data: PublicRow[] }>(world.app.baseUrl, "/v1/models");
     expect(r.status).toBe(200);
     expect(r.body.object).toBe("list");
     expect(r.body.data.map((m) => m.id).sort()).toEqual(DEFAULT_SIM_MODELS.map((m) => m.id).sort());
@@ -79,15 +56,15 @@ describe("GET /v1/models (public)", () => {
   });
 
   test("needs no credential and refuses nothing for anonymous callers", async () => {
-    const res = await fetch(`${app.baseUrl}/v1/models`, { headers: { authorization: "Bearer svc_garbage" } });
+    const res = await fetch(`${world.app.baseUrl}/v1/models`, { headers: { authorization: "Bearer svc_garbage" } });
     expect(res.status).toBe(200);
   });
 });
 
 describe("GET /v1/models/{id}", () => {
   test("a bare slug returns the same object as the list", async () => {
-    const list = await getJson<{ data: PublicRow[] }>(app.baseUrl, "/v1/models");
-    const one = await getJson<PublicRow>(app.baseUrl, "/v1/models/zai-org-glm-5-1");
+    const list = await getJson<{ data: PublicRow[] }>(world.app.baseUrl, "/v1/models");
+    const one = await getJson<PublicRow>(world.app.baseUrl, "/v1/models/zai-org-glm-5-1");
     expect(one.status).toBe(200);
     expect(one.body).toEqual(list.body.data.find((m) => m.id === "zai-org-glm-5-1"));
     expect(one.body).toMatchObject({
@@ -104,25 +81,25 @@ describe("GET /v1/models/{id}", () => {
 
   test("an svc/-prefixed id (as a path or percent-encoded) answers with the bare id", async () => {
     for (const path of ["/v1/models/svc/zai-org-glm-5-1", "/v1/models/svc%2Fzai-org-glm-5-1"]) {
-      const r = await getJson<PublicRow>(app.baseUrl, path);
+      const r = await getJson<PublicRow>(world.app.baseUrl, path);
       expect(r.status, path).toBe(200);
       expect(r.body.id).toBe("zai-org-glm-5-1");
     }
-    const dotted = await getJson<PublicRow>(app.baseUrl, "/v1/models/svc/wan-2.6-text-to-video");
+    const dotted = await getJson<PublicRow>(world.app.baseUrl, "/v1/models/svc/wan-2.6-text-to-video");
     expect(dotted.status).toBe(200);
     expect(dotted.body.id).toBe("wan-2.6-text-to-video");
   });
 
   test("a coming_soon row is 200 without pricing", async () => {
-    const r = await getJson<PublicRow>(app.baseUrl, "/v1/models/llama-3.2-3b");
+    const r = await getJson<PublicRow>(world.app.baseUrl, "/v1/models/llama-3.2-3b");
     expect(r.status).toBe(200);
     expect(r.body.status).toBe("coming_soon");
     expect(r.body).not.toHaveProperty("pricing");
   });
 
   test("unknown, disabled and unlisted ids are 404 model_not_found", async () => {
-    await app.rt.db.catalogModel.update({ where: { id: "claude-sonnet-4-6" }, data: { disabled: true } });
-    await app.rt.db.catalogModel.update({ where: { id: "llama-3.1-405b" }, data: { listed: false } });
+    await world.app.rt.db.catalogModel.update({ where: { id: "claude-sonnet-4-6" }, data: { disabled: true } });
+    await world.app.rt.db.catalogModel.update({ where: { id: "llama-3.1-405b" }, data: { listed: false } });
     try {
       for (const id of [
         "no-such-model",
@@ -132,26 +109,26 @@ describe("GET /v1/models/{id}", () => {
         "llama-3.1-405b",
         "svc",
       ]) {
-        const r = await getJson<{ error: { code: string } }>(app.baseUrl, `/v1/models/${id}`);
+        const r = await getJson<{ error: { code: string } }>(world.app.baseUrl, `/v1/models/${id}`);
         expect(r.status, id).toBe(404);
         expect(r.body.error.code, id).toBe("model_not_found");
         expect(r.headers.get("x-svc-error-code")).toBe("model_not_found");
       }
-      const list = await getJson<{ data: PublicRow[] }>(app.baseUrl, "/v1/models");
+      const list = await getJson<{ data: PublicRow[] }>(world.app.baseUrl, "/v1/models");
       const ids = list.body.data.map((m) => m.id);
       expect(ids).not.toContain("claude-sonnet-4-6");
       expect(ids).not.toContain("llama-3.1-405b");
-      await expect(app.rt.services.catalog.getModel("svc/claude-sonnet-4-6")).rejects.toMatchObject({
+      await expect(world.app.rt.services.catalog.getModel("svc/claude-sonnet-4-6")).rejects.toMatchObject({
         code: "model_not_found",
       });
     } finally {
-      await app.rt.db.catalogModel.update({ where: { id: "claude-sonnet-4-6" }, data: { disabled: false } });
-      await app.rt.db.catalogModel.update({ where: { id: "llama-3.1-405b" }, data: { listed: true } });
+      await world.app.rt.db.catalogModel.update({ where: { id: "claude-sonnet-4-6" }, data: { disabled: false } });
+      await world.app.rt.db.catalogModel.update({ where: { id: "llama-3.1-405b" }, data: { listed: true } });
     }
   });
 
   test("`stats` is never captured as a model id", async () => {
-    const r = await getJson<{ hasSufficientVolume: boolean }>(app.baseUrl, "/v1/models/stats");
+    const r = await getJson<{ hasSufficientVolume: boolean }>(world.app.baseUrl, "/v1/models/stats");
     expect(r.status).toBe(200);
     expect(r.body).toHaveProperty("hasSufficientVolume");
   });
@@ -159,7 +136,7 @@ describe("GET /v1/models/{id}", () => {
 
 describe("service reads for the router", () => {
   test("requireLiveModel: live row of the route's modality, else model_not_live / unsupported_modality", async () => {
-    const svc = app.rt.services.catalog;
+    const svc = world.app.rt.services.catalog;
     expect((await svc.requireLiveModel("svc/zai-org-glm-5-1", "text")).id).toBe("zai-org-glm-5-1");
     await expect(svc.requireLiveModel("llama-3.2-3b", "text")).rejects.toMatchObject({ code: "model_not_live" });
     await expect(svc.requireLiveModel("venice-sd35", "text")).rejects.toMatchObject({ code: "unsupported_modality" });
@@ -170,11 +147,11 @@ describe("service reads for the router", () => {
 describe("GraphQL catalog", () => {
   test("models and model(id) return the same rows as REST", async () => {
     const r = await gql<{ models: { id: string; status: string; pricing: unknown; constraints: unknown }[] }>(
-      app.baseUrl,
+      world.app.baseUrl,
       "{ models { id status modality tier name pricing constraints capabilities created } }",
     );
     expect(r.errors).toBeUndefined();
-    const rest = await getJson<{ data: PublicRow[] }>(app.baseUrl, "/v1/models");
+    const rest = await getJson<{ data: PublicRow[] }>(world.app.baseUrl, "/v1/models");
     expect(r.data?.models.map((m) => m.id)).toEqual(rest.body.data.map((m) => m.id));
     const glm = r.data?.models.find((m) => m.id === "zai-org-glm-5-1");
     expect(glm?.status).toBe("LIVE");
@@ -185,14 +162,14 @@ describe("GraphQL catalog", () => {
     expect(soon?.pricing).toBeNull();
 
     const one = await gql<{ model: { id: string; constraints: Record<string, unknown> } }>(
-      app.baseUrl,
+      world.app.baseUrl,
       `query($id: String!) { model(id: $id) { id constraints } }`,
       { id: "svc/vidu-q2-reference-to-video" },
     );
     expect(one.data?.model.id).toBe("vidu-q2-reference-to-video");
     expect(one.data?.model.constraints.model_type).toBe("reference-to-video");
 
-    const missing = await gql(app.baseUrl, `{ model(id: "nope") { id } }`);
+    const missing = await gql(world.app.baseUrl, `{ model(id: "nope") { id } }`);
     expect(missing.errors?.[0]?.extensions?.code).toBe("model_not_found");
   });
 });

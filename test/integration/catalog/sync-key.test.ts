@@ -1,19 +1,19 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { SecretBox } from "../../../src/lib/secret-box.js";
-import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { createAccount, createUpstreamKey } from "../../support/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { useMarketWorld } from "../../support/market-world.js";
 
 /** Without CATALOG_SYNC_KEY the sync reads the catalog with a registered supplier key. */
-let sim: UpstreamSimulator;
-let app: TestApp;
-let drop: () => Promise<void>;
+const world = useMarketWorld({
+  catalogSyncKey: false,
+  sim: { keys: [{ key: "VENICE_INFERENCE_KEY_supplier", diemMicro: 0n }] },
+});
 
 async function registerKey(secret: string, status: "active" | "revoked" = "active") {
-  const box = new SecretBox(app.rt.config.secrets.keyEncryptionKey);
-  const owner = await createAccount(app.rt.db);
+  const box = new SecretBox(world.app.rt.config.secrets.keyEncryptionKey);
+  const owner = await createAccount(world.app.rt.db);
   const sealed = box.seal(secret, owner.id);
-  return app.rt.db.upstreamKey.create({
+  return world.app.rt.db.upstreamKey.create({
     data: {
       accountId: owner.id,
       label: "supplier key",
@@ -29,37 +29,25 @@ async function registerKey(secret: string, status: "active" | "revoked" = "activ
   });
 }
 
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  sim = await startUpstreamSimulator({ keys: [{ key: "VENICE_INFERENCE_KEY_supplier", diemMicro: 0n }] });
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: { UPSTREAM_BASE_URL: sim.baseUrl } });
-});
-afterAll(async () => {
-  await app.close();
-  await sim.close();
-  await drop();
-});
-
 describe("catalog sync key", () => {
   test("no sync key and no supplier key: the catalog is read anonymously", async () => {
-    expect(app.rt.config.upstream.catalogSyncKey).toBeUndefined();
-    const r = await app.rt.services.catalog.sync();
+    expect(world.app.rt.config.upstream.catalogSyncKey).toBeUndefined();
+    const r = await world.app.rt.services.catalog.sync();
     expect(r.upserted).toBeGreaterThan(0);
   });
 
   test("the first active supplier key that decrypts is sent (an unknown key is refused upstream)", async () => {
     // undecryptable junk (wrong key material) and a revoked key are skipped
-    const owner = await createAccount(app.rt.db);
-    await createUpstreamKey(app.rt.db, owner.id);
+    const owner = await createAccount(world.app.rt.db);
+    await createUpstreamKey(world.app.rt.db, owner.id);
     await registerKey("VENICE_INFERENCE_KEY_revoked", "revoked");
     // a decryptable key the upstream does not know: the upstream answers 401, proving it was sent
     const unknown = await registerKey("VENICE_INFERENCE_KEY_unknown");
-    await expect(app.rt.services.catalog.sync()).rejects.toMatchObject({ code: "upstream_error" });
+    await expect(world.app.rt.services.catalog.sync()).rejects.toMatchObject({ code: "upstream_error" });
 
-    await app.rt.db.upstreamKey.update({ where: { id: unknown.id }, data: { status: "auth_failed" } });
+    await world.app.rt.db.upstreamKey.update({ where: { id: unknown.id }, data: { status: "auth_failed" } });
     await registerKey("VENICE_INFERENCE_KEY_supplier");
-    const r = await app.rt.services.catalog.sync();
+    const r = await world.app.rt.services.catalog.sync();
     expect(r.unlisted).toBe(0);
     expect(r.upserted).toBeGreaterThan(0);
   });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { UpstreamClient } from "../../../src/adapters/upstream/client.js";
 import { textPricingOf } from "../../../src/domain/catalog/catalog-pricing.js";
 import { CatalogService } from "../../../src/domain/catalog/catalog-service.js";
@@ -10,9 +10,8 @@ import {
   type SimModel,
   startUpstreamSimulator,
   textPricingToMicro,
-  type UpstreamSimulator,
 } from "../../../src/local/upstream-sim/index.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { useMarketWorld } from "../../support/market-world.js";
 import { getJson } from "./helpers.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
@@ -30,9 +29,7 @@ interface PublicRow {
   created?: number;
 }
 
-let sim: UpstreamSimulator;
-let app: TestApp;
-let drop: () => Promise<void>;
+const world = useMarketWorld({ catalogSyncKey: SYNC_KEY });
 
 const textModels = DEFAULT_SIM_MODELS.filter((m) => m.type === "text");
 const simModel = (id: string): SimModel => {
@@ -42,7 +39,7 @@ const simModel = (id: string): SimModel => {
 };
 
 async function publicRow(id: string): Promise<PublicRow> {
-  const r = await getJson<PublicRow>(app.baseUrl, `/v1/models/${id}`);
+  const r = await getJson<PublicRow>(world.app.baseUrl, `/v1/models/${id}`);
   expect(r.status, id).toBe(200);
   return r.body;
 }
@@ -50,40 +47,24 @@ async function publicRow(id: string): Promise<PublicRow> {
 /** A catalog service reading another simulator (same database, same config otherwise). */
 function serviceFor(upstreamBaseUrl: string, overrides: { catalogSyncKey?: string | undefined } = {}) {
   const config = {
-    ...app.rt.config,
-    upstream: { ...app.rt.config.upstream, baseUrl: upstreamBaseUrl, ...overrides },
+    ...world.app.rt.config,
+    upstream: { ...world.app.rt.config.upstream, baseUrl: upstreamBaseUrl, ...overrides },
   };
   return new CatalogService({
-    db: app.rt.db,
+    db: world.app.rt.db,
     config,
     clock: systemClock,
     upstream: new UpstreamClient({ baseUrl: upstreamBaseUrl }),
-    secrets: new SecretBox(app.rt.config.secrets.keyEncryptionKey),
+    secrets: new SecretBox(world.app.rt.config.secrets.keyEncryptionKey),
   });
 }
 
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  sim = await startUpstreamSimulator({ keys: [{ key: SYNC_KEY, diemMicro: 0n }] });
-  app = await startTestApp({
-    databaseUrl: w.databaseUrl,
-    prefix: w.prefix,
-    env: { UPSTREAM_BASE_URL: sim.baseUrl, CATALOG_SYNC_KEY: SYNC_KEY },
-  });
-});
-afterAll(async () => {
-  await app.close();
-  await sim.close();
-  await drop();
-});
-
 describe("catalog sync against the simulator", () => {
   test("first sync writes one row per upstream model; live vs coming_soon per row kind", async () => {
-    const r = await app.rt.services.catalog.sync();
+    const r = await world.app.rt.services.catalog.sync();
     expect(r).toEqual({ upserted: DEFAULT_SIM_MODELS.length, unlisted: 0, live: 16, comingSoon: 2 });
 
-    const rows = await app.rt.db.catalogModel.findMany();
+    const rows = await world.app.rt.db.catalogModel.findMany();
     expect(rows.map((x) => x.id).sort()).toEqual(DEFAULT_SIM_MODELS.map((m) => m.id).sort());
     const status = Object.fromEntries(rows.map((x) => [x.id, x.status]));
     // the text row without pricing, and the offline row, are listed but not callable
@@ -101,7 +82,7 @@ describe("catalog sync against the simulator", () => {
   });
 
   test("integer rates equal the simulator's published prices exactly (diem per 1M → micro-DIEM)", async () => {
-    const glm = await app.rt.db.catalogModel.findUniqueOrThrow({ where: { id: "zai-org-glm-5-1" } });
+    const glm = await world.app.rt.db.catalogModel.findUniqueOrThrow({ where: { id: "zai-org-glm-5-1" } });
     expect(glm.inputMicroPerM).toBe(1_540_000n);
     expect(glm.outputMicroPerM).toBe(4_840_000n);
     expect(glm.cacheMicroPerM).toBe(286_000n);
@@ -112,7 +93,7 @@ describe("catalog sync against the simulator", () => {
     for (const m of textModels) {
       if (m.type !== "text" || !m.model_spec.pricing) continue;
       const sim = textPricingToMicro(m.model_spec.pricing);
-      const row = await app.rt.db.catalogModel.findUniqueOrThrow({ where: { id: m.id } });
+      const row = await world.app.rt.db.catalogModel.findUniqueOrThrow({ where: { id: m.id } });
       expect(row.inputMicroPerM, m.id).toBe(sim.base.inputMicro);
       expect(row.outputMicroPerM, m.id).toBe(sim.base.outputMicro);
       expect(row.cacheMicroPerM, m.id).toBe(m.model_spec.pricing.cache_input ? sim.base.cacheInputMicro : null);
@@ -120,7 +101,7 @@ describe("catalog sync against the simulator", () => {
   });
 
   test("the extended long-context tier is stored and metered for the whole request", async () => {
-    const row = await app.rt.services.catalog.getModel("gemini-3-1-pro-preview");
+    const row = await world.app.rt.services.catalog.getModel("gemini-3-1-pro-preview");
     expect(row.extendedPricing).toEqual({
       thresholdTokens: 200_000,
       inputMicroPerM: 5_000_000n,
@@ -142,12 +123,12 @@ describe("catalog sync against the simulator", () => {
     // at the threshold: base rates; one token above: extended rates for the whole request
     expect(burnMicroDiem(pricing, { promptTokens: 200_000, completionTokens: 1000 })).toBe(515_000n);
     expect(burnMicroDiem(pricing, { promptTokens: 200_001, completionTokens: 1000 })).toBe(1_022_505n);
-    const glm = await app.rt.services.catalog.getModel("zai-org-glm-5-1");
+    const glm = await world.app.rt.services.catalog.getModel("zai-org-glm-5-1");
     expect(glm.extendedPricing).toBeNull();
   });
 
   test("tier heuristic: cheap or ≤10B text models are small, the rest frontier", async () => {
-    const rows = await app.rt.db.catalogModel.findMany({ select: { id: true, tier: true } });
+    const rows = await world.app.rt.db.catalogModel.findMany({ select: { id: true, tier: true } });
     const small = rows
       .filter((r) => r.tier === "small")
       .map((r) => r.id)
@@ -244,10 +225,10 @@ describe("catalog sync against the simulator", () => {
 
   test("a second sync is idempotent: same rows, nothing unlisted", async () => {
     const strip = (rows: Record<string, unknown>[]) => rows.map(({ syncedAt: _s, ...rest }) => rest);
-    const before = await app.rt.db.catalogModel.findMany({ orderBy: { id: "asc" } });
-    const r = await app.rt.services.catalog.sync();
+    const before = await world.app.rt.db.catalogModel.findMany({ orderBy: { id: "asc" } });
+    const r = await world.app.rt.services.catalog.sync();
     expect(r).toEqual({ upserted: DEFAULT_SIM_MODELS.length, unlisted: 0, live: 16, comingSoon: 2 });
-    const after = await app.rt.db.catalogModel.findMany({ orderBy: { id: "asc" } });
+    const after = await world.app.rt.db.catalogModel.findMany({ orderBy: { id: "asc" } });
     expect(strip(after)).toEqual(strip(before));
   });
 
@@ -259,16 +240,16 @@ describe("catalog sync against the simulator", () => {
     });
     try {
       // an operator's disabled flag survives syncs
-      await app.rt.db.catalogModel.update({ where: { id: "qwen3-4b" }, data: { disabled: true } });
+      await world.app.rt.db.catalogModel.update({ where: { id: "qwen3-4b" }, data: { disabled: true } });
       const r = await serviceFor(smaller.baseUrl).sync();
       expect(r.upserted).toBe(DEFAULT_SIM_MODELS.length - gone.size);
       expect(r.unlisted).toBe(gone.size);
       for (const id of gone) {
-        const res = await getJson<{ error: { code: string } }>(app.baseUrl, `/v1/models/${id}`);
+        const res = await getJson<{ error: { code: string } }>(world.app.baseUrl, `/v1/models/${id}`);
         expect(res.status, id).toBe(404);
         expect(res.body.error.code).toBe("model_not_found");
       }
-      const list = await getJson<{ data: PublicRow[] }>(app.baseUrl, "/v1/models");
+      const list = await getJson<{ data: PublicRow[] }>(world.app.baseUrl, "/v1/models");
       const ids = list.body.data.map((m) => m.id);
       for (const id of gone) expect(ids).not.toContain(id);
       expect(ids).not.toContain("qwen3-4b");
@@ -277,12 +258,12 @@ describe("catalog sync against the simulator", () => {
     } finally {
       await smaller.close();
     }
-    const back = await app.rt.services.catalog.sync();
+    const back = await world.app.rt.services.catalog.sync();
     expect(back.unlisted).toBe(0);
     expect((await publicRow("zai-org-glm-5-1")).status).toBe("live");
-    const qwen = await app.rt.db.catalogModel.findUniqueOrThrow({ where: { id: "qwen3-4b" } });
+    const qwen = await world.app.rt.db.catalogModel.findUniqueOrThrow({ where: { id: "qwen3-4b" } });
     expect(qwen.disabled).toBe(true);
-    await app.rt.db.catalogModel.update({ where: { id: "qwen3-4b" }, data: { disabled: false } });
+    await world.app.rt.db.catalogModel.update({ where: { id: "qwen3-4b" }, data: { disabled: false } });
   });
 
   test("a model moves from coming_soon to live when the upstream publishes its price", async () => {
@@ -306,16 +287,16 @@ describe("catalog sync against the simulator", () => {
     } finally {
       await other.close();
     }
-    await app.rt.services.catalog.sync();
+    await world.app.rt.services.catalog.sync();
     expect((await publicRow("llama-3.2-3b")).status).toBe("coming_soon");
   });
 
   test("an unreadable upstream list writes nothing (no mass unlisting)", async () => {
-    const before = await app.rt.db.catalogModel.count({ where: { listed: true } });
+    const before = await world.app.rt.db.catalogModel.count({ where: { listed: true } });
     const dead = serviceFor("http://127.0.0.1:9/api/v1");
     await expect(dead.sync()).rejects.toMatchObject({ code: "upstream_error" });
-    const wrongKey = serviceFor(sim.baseUrl, { catalogSyncKey: "not-a-registered-key" });
+    const wrongKey = serviceFor(world.sim.baseUrl, { catalogSyncKey: "not-a-registered-key" });
     await expect(wrongKey.sync()).rejects.toMatchObject({ code: "upstream_error" });
-    expect(await app.rt.db.catalogModel.count({ where: { listed: true } })).toBe(before);
+    expect(await world.app.rt.db.catalogModel.count({ where: { listed: true } })).toBe(before);
   });
 });

@@ -1,33 +1,17 @@
 import { createClient } from "graphql-sse";
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
-import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
-import { addSupply, confirmedOf, fundedBuyerKey, simEnv, startSim } from "../../support/market.js";
+import { addSupply, confirmedOf, fundedBuyerKey } from "../../support/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
-let sim: UpstreamSimulator;
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  sim = await startSim();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: simEnv(sim) });
-  await app.rt.services.catalog.sync();
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await sim?.close();
-});
+const world = useMarketWorld({ syncCatalog: true });
 
 function chat(apiKey: string, body: Record<string, unknown>) {
-  return call(app, {
+  return call(world.app, {
     method: "POST",
     path: "/v1/chat/completions",
     headers: { authorization: `Bearer ${apiKey}` },
@@ -37,12 +21,12 @@ function chat(apiKey: string, body: Record<string, unknown>) {
 
 describe("buffered chat", () => {
   test("clears at the cheapest offer, charges burn × price exactly, and the books balance", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 55, quantityMicroDiem: 50_000_000n },
       { priceCents: 40, quantityMicroDiem: 50_000_000n },
     ]);
-    const buyer = await fundedBuyerKey(app, 10_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await chat(buyer.apiKey, {
       model: `svc/${MODEL}`,
       messages: [{ role: "user", content: "Hello there [[sim:tokens=40]]" }],
@@ -55,13 +39,13 @@ describe("buffered chat", () => {
     expect(body.choices[0]?.message.content.length).toBeGreaterThan(0);
     expect(body).not.toHaveProperty("cost");
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("40");
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     const cost = r.headers.get("x-svc-cost-usdc");
     expect(cost).toBe(formatDecimal6(before - after));
     expect(r.headers.get("x-balance-remaining")).toBe(formatDecimal6(after));
     // the burn equals the simulator's own accounting of the supplier key
-    const simRecord = sim.state.listRequests({ key: supply.keys[1]?.secret }).at(-1);
-    const model = await app.rt.services.catalog.getModel(MODEL);
+    const simRecord = world.sim.state.listRequests({ key: supply.keys[1]?.secret }).at(-1);
+    const model = await world.app.rt.services.catalog.getModel(MODEL);
     const burn = burnMicroDiem(
       {
         inputMicroPerM: model.inputMicroPerM ?? 0n,
@@ -74,30 +58,30 @@ describe("buffered chat", () => {
     expect(before - after).toBe(computeCharge(burn, 40, 1000).grossMicroUsdc);
     // records
     const ref = r.headers.get("x-svc-support-reference") ?? "";
-    const detail = await call(app, {
+    const detail = await call(world.app, {
       method: "GET",
       path: `/v1/agent/requests/${ref}`,
       headers: { authorization: `Bearer ${buyer.apiKey}` },
     });
     expect(detail.body).toMatchObject({ status: "succeeded", clearingPriceCents: 40, costUsdc: cost });
-    const acct = await app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } });
+    const acct = await world.app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } });
     expect(acct.reservedMicroUsdc).toBe(0n);
-    const offer = await app.rt.db.offer.findUniqueOrThrow({ where: { id: supply.keys[1]?.offerId } });
+    const offer = await world.app.rt.db.offer.findUniqueOrThrow({ where: { id: supply.keys[1]?.offerId } });
     expect(offer.reservedMicroDiem).toBe(0n);
     expect(offer.remainingMicroDiem).toBe(50_000_000n - burn);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("the OpenAI SDK: buffered and streaming; the cost it reports equals the balance change", async () => {
-    await addSupply(app, sim, [{ priceCents: 45, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 10_000_000n);
-    const client = new OpenAI({ baseURL: `${app.baseUrl}/v1`, apiKey: buyer.apiKey });
-    let before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 45, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const client = new OpenAI({ baseURL: `${world.app.baseUrl}/v1`, apiKey: buyer.apiKey });
+    let before = await confirmedOf(world.app, buyer.accountId);
     const { data, response } = await client.chat.completions
       .create({ model: MODEL, messages: [{ role: "user", content: "hi [[sim:tokens=20]]" }] })
       .withResponse();
     expect(data.choices[0]?.message.content).toBeTruthy();
-    let after = await confirmedOf(app, buyer.accountId);
+    let after = await confirmedOf(world.app, buyer.accountId);
     expect(response.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(before - after));
 
     before = after;
@@ -117,18 +101,18 @@ describe("buffered chat", () => {
     }
     expect(text.length).toBeGreaterThan(0);
     expect(usage).toBeTruthy();
-    after = await confirmedOf(app, buyer.accountId);
+    after = await confirmedOf(world.app, buyer.accountId);
     expect(costUsdc).toBe(formatDecimal6(before - after));
     expect(before - after).toBeGreaterThan(0n);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
 describe("the public clears subscription", () => {
   test("an anonymous dashboard receives each clear, with no identities", async () => {
-    const supply = await addSupply(app, sim, [{ priceCents: 42, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 10_000_000n);
-    const client = createClient({ url: `${app.baseUrl}/graphql`, retryAttempts: 0 });
+    const supply = await addSupply(world.app, world.sim, [{ priceCents: 42, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const client = createClient({ url: `${world.app.baseUrl}/graphql`, retryAttempts: 0 });
     const it = client.iterate<{ clears: Record<string, unknown> }>({
       query: "subscription { clears { at model modality priceCentsPerDollar burnDiem grossUsdc } }",
     });

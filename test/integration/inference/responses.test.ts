@@ -1,43 +1,27 @@
 import OpenAI from "openai";
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect, test } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
-import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
-import { addSupply, confirmedOf, fundedBuyerKey, simEnv, startSim } from "../../support/market.js";
+import { addSupply, confirmedOf, fundedBuyerKey } from "../../support/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
-let sim: UpstreamSimulator;
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  sim = await startSim();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: simEnv(sim) });
-  await app.rt.services.catalog.sync();
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await sim?.close();
-});
+const world = useMarketWorld({ syncCatalog: true });
 
 /** Each test starts from an empty book: earlier offers are cancelled. */
 beforeEach(async () => {
-  await app.rt.db.offer.updateMany({
+  await world.app.rt.db.offer.updateMany({
     where: { status: { in: ["active", "paused"] } },
     data: { status: "cancelled", endedAt: new Date() },
   });
-  sim.state.clearFaults();
+  world.sim.state.clearFaults();
 });
 
 type Json = Record<string, unknown>;
 
 function responses(apiKey: string, body: Json) {
-  return call(app, {
+  return call(world.app, {
     method: "POST",
     path: "/v1/responses",
     headers: { authorization: `Bearer ${apiKey}` },
@@ -53,7 +37,7 @@ interface Frame {
 
 /** Streams through raw fetch and splits the SSE wire into frames (event line + JSON data). */
 async function streamRaw(apiKey: string, body: Json): Promise<{ res: Response; raw: string; frames: Frame[] }> {
-  const res = await fetch(`${app.baseUrl}/v1/responses`, {
+  const res = await fetch(`${world.app.baseUrl}/v1/responses`, {
     method: "POST",
     headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
     body: JSON.stringify({ ...body, stream: true }),
@@ -95,20 +79,20 @@ function expectResponsesWire(raw: string, frames: Frame[]) {
 }
 
 async function attemptsOf(ref: string) {
-  return app.rt.db.inferenceRequest.findUniqueOrThrow({
+  return world.app.rt.db.inferenceRequest.findUniqueOrThrow({
     where: { supportReference: ref },
     include: { attempts: { orderBy: { ordinal: "asc" } } },
   });
 }
 
 async function holdsAreReleased(accountId: string) {
-  expect((await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
-  expect(await app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
-  expect(await app.rt.db.reservation.count()).toBe(0);
+  expect((await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
+  expect(await world.app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
+  expect(await world.app.rt.db.reservation.count()).toBe(0);
 }
 
 async function pricing() {
-  const model = await app.rt.services.catalog.getModel(MODEL);
+  const model = await world.app.rt.services.catalog.getModel(MODEL);
   return {
     inputMicroPerM: model.inputMicroPerM ?? 0n,
     outputMicroPerM: model.outputMicroPerM ?? 0n,
@@ -117,28 +101,28 @@ async function pricing() {
 }
 
 async function withFailingClears<T>(fn: () => Promise<T>): Promise<T> {
-  await app.rt.db.$executeRawUnsafe(
+  await world.app.rt.db.$executeRawUnsafe(
     `CREATE FUNCTION test_fail_clear() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`,
   );
-  await app.rt.db.$executeRawUnsafe(
+  await world.app.rt.db.$executeRawUnsafe(
     `CREATE TRIGGER test_fail_clear BEFORE INSERT ON clears FOR EACH ROW EXECUTE FUNCTION test_fail_clear()`,
   );
   try {
     return await fn();
   } finally {
-    await app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_clear ON clears");
-    await app.rt.db.$executeRawUnsafe("DROP FUNCTION test_fail_clear()");
+    await world.app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_clear ON clears");
+    await world.app.rt.db.$executeRawUnsafe("DROP FUNCTION test_fail_clear()");
   }
 }
 
 describe("buffered responses", () => {
   test("clears at the cheapest offer; cost headers equal the balance change; the books balance", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 55, quantityMicroDiem: 50_000_000n },
       { priceCents: 40, quantityMicroDiem: 50_000_000n },
     ]);
-    const buyer = await fundedBuyerKey(app, 10_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await responses(buyer.apiKey, {
       model: `svc/${MODEL}`,
       input: "Hello there [[sim:tokens=40]]",
@@ -163,7 +147,7 @@ describe("buffered responses", () => {
     expect(r.headers.get("x-svc-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     const ref = r.headers.get("x-svc-support-reference") ?? "";
     expect(ref).toMatch(/^[0-9a-f-]{36}$/);
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     const cost = r.headers.get("x-svc-cost-usdc");
     expect(cost).toBe(formatDecimal6(before - after));
     expect(r.headers.get("x-balance-remaining")).toBe(formatDecimal6(after));
@@ -172,26 +156,26 @@ describe("buffered responses", () => {
       promptTokens: body.usage.input_tokens,
       completionTokens: body.usage.output_tokens,
     });
-    expect(sim.state.listRequests({ key: supply.keys[1]?.secret }).at(-1)?.burnMicroDiem).toBe(burn);
+    expect(world.sim.state.listRequests({ key: supply.keys[1]?.secret }).at(-1)?.burnMicroDiem).toBe(burn);
     expect(before - after).toBe(computeCharge(burn, 40, 1000).grossMicroUsdc);
 
     const req = await attemptsOf(ref);
     expect(req.route).toBe("responses");
     expect(req.status).toBe("succeeded");
-    const detail = await call(app, {
+    const detail = await call(world.app, {
       method: "GET",
       path: `/v1/agent/requests/${ref}`,
       headers: { authorization: `Bearer ${buyer.apiKey}` },
     });
     expect(detail.body).toMatchObject({ status: "succeeded", clearingPriceCents: 40, costUsdc: cost });
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("an upstream `incomplete` response (cut at max_output_tokens) is settled on its usage", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 10_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await responses(buyer.apiKey, {
       model: MODEL,
       input: [{ role: "user", content: "long please [[sim:tokens=60]]" }],
@@ -201,62 +185,64 @@ describe("buffered responses", () => {
     const body = r.body as { status: string; usage: { output_tokens: number } };
     expect(body.status).toBe("incomplete");
     expect(body.usage.output_tokens).toBe(20);
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     expect(r.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(before - after));
     expect(before - after).toBeGreaterThan(0n);
     const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
     expect(req.admittedMaxTokens).toBe(20);
     expect(req.completionTokens).toBe(20);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("a 500 on the cheapest key falls forward to the next; the buyer pays that key's price", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 35, quantityMicroDiem: 50_000_000n },
       { priceCents: 50, quantityMicroDiem: 50_000_000n },
     ]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await responses(buyer.apiKey, { model: MODEL, input: "hello" });
     expect(r.status).toBe(200);
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("50");
-    expect(r.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(before - (await confirmedOf(app, buyer.accountId))));
+    expect(r.headers.get("x-svc-cost-usdc")).toBe(
+      formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))),
+    );
     const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
       [35, "retryable_failure"],
       [50, "succeeded"],
     ]);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("a settlement that does not commit: 500 settle_failed, nothing charged", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await withFailingClears(() => responses(buyer.apiKey, { model: MODEL, input: "hello" }));
     expect(r.status).toBe(500);
     expect((r.body as { error: { code: string } }).error.code).toBe("settle_failed");
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
 describe("the official OpenAI SDK", () => {
   test("responses.create buffered and streaming; the cost it reports equals the balance change", async () => {
-    await addSupply(app, sim, [{ priceCents: 45, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 10_000_000n);
-    const client = new OpenAI({ baseURL: `${app.baseUrl}/v1`, apiKey: buyer.apiKey, maxRetries: 0 });
+    await addSupply(world.app, world.sim, [{ priceCents: 45, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const client = new OpenAI({ baseURL: `${world.app.baseUrl}/v1`, apiKey: buyer.apiKey, maxRetries: 0 });
 
-    let before = await confirmedOf(app, buyer.accountId);
+    let before = await confirmedOf(world.app, buyer.accountId);
     const { data, response } = await client.responses
       .create({ model: MODEL, input: "hi [[sim:tokens=20]]" })
       .withResponse();
     expect(data.output_text.length).toBeGreaterThan(0);
     expect(data.usage?.output_tokens).toBe(20);
-    let after = await confirmedOf(app, buyer.accountId);
+    let after = await confirmedOf(world.app, buyer.accountId);
     expect(response.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(before - after));
 
     before = after;
@@ -276,22 +262,22 @@ describe("the official OpenAI SDK", () => {
     expect(text.length).toBeGreaterThan(0);
     expect(types[0]).toBe("response.created");
     expect(types.at(-1)).toBe("response.completed");
-    after = await confirmedOf(app, buyer.accountId);
+    after = await confirmedOf(world.app, buyer.accountId);
     expect(completed?.costUsdc).toBe(formatDecimal6(before - after));
     expect(completed?.clearingPriceCents).toBe(45);
     expect(completed?.supportReference).toMatch(/^[0-9a-f-]{36}$/);
     expect(completed?.response.id).toMatch(/^resp_/);
     expect(completed?.response.usage).toMatchObject({ output_tokens: 30 });
     expect(before - after).toBeGreaterThan(0n);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
 describe("Responses SSE", () => {
   test("wire: event names match JSON type, no [DONE], no svc.cost; completed carries usage and cost", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const { res, raw, frames } = await streamRaw(buyer.apiKey, {
       model: MODEL,
       input: "wire check [[sim:tokens=30]]",
@@ -316,7 +302,7 @@ describe("Responses SSE", () => {
     expect(completed.response.usage).toMatchObject({ output_tokens: 30 });
     const u = completed.response.usage as { input_tokens: number; output_tokens: number; total_tokens: number };
     expect(u.total_tokens).toBe(u.input_tokens + u.output_tokens);
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     expect(completed.costUsdc).toBe(formatDecimal6(before - after));
     expect(completed.costUsdc).toMatch(/^\d+\.\d{6}$/);
     expect(completed.clearingPriceCents).toBe(40);
@@ -325,17 +311,17 @@ describe("Responses SSE", () => {
     expect(before - after).toBe(computeCharge(burn, 40, 1000).grossMicroUsdc);
     expect((await attemptsOf(ref ?? "")).status).toBe("succeeded");
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("a stream that closes before its first content falls forward invisibly", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 35, quantityMicroDiem: 50_000_000n },
       { priceCents: 45, quantityMicroDiem: 50_000_000n },
     ]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "close_before_content" });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "close_before_content" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const { res, raw, frames } = await streamRaw(buyer.apiKey, { model: MODEL, input: "hello [[sim:tokens=20]]" });
     expect(res.status).toBe(200);
     expectResponsesWire(raw, frames);
@@ -343,26 +329,26 @@ describe("Responses SSE", () => {
     const last = frames.at(-1)?.json as Json;
     expect(last.type).toBe("response.completed");
     expect(last.clearingPriceCents).toBe(45);
-    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(app, buyer.accountId))));
+    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
     const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
       [35, "retryable_failure"],
       [45, "succeeded"],
     ]);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("an upstream `response.failed` before content and a 500 both fall forward", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 33, quantityMicroDiem: 50_000_000n },
       { priceCents: 36, quantityMicroDiem: 50_000_000n },
       { priceCents: 47, quantityMicroDiem: 50_000_000n },
     ]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
-    sim.state.injectFault(supply.keys[1]?.secret ?? "", { kind: "midstream_error", afterChunks: 0 });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
+    world.sim.state.injectFault(supply.keys[1]?.secret ?? "", { kind: "midstream_error", afterChunks: 0 });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const { res, raw, frames } = await streamRaw(buyer.apiKey, { model: MODEL, input: "hello" });
     expect(res.status).toBe(200);
     expectResponsesWire(raw, frames);
@@ -370,7 +356,7 @@ describe("Responses SSE", () => {
     const last = frames.at(-1)?.json as Json;
     expect(last.type).toBe("response.completed");
     expect(last.clearingPriceCents).toBe(47);
-    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(app, buyer.accountId))));
+    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
     const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
       [33, "retryable_failure"],
@@ -378,14 +364,14 @@ describe("Responses SSE", () => {
       [47, "succeeded"],
     ]);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("a truncated stream is billed on estimated usage: response.incomplete with cost, no usage key", async () => {
-    const supply = await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "truncate_stream", afterChunks: 2 });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "truncate_stream", afterChunks: 2 });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const { res, raw, frames } = await streamRaw(buyer.apiKey, {
       model: MODEL,
       input: "hello [[sim:tokens=60]]",
@@ -400,7 +386,7 @@ describe("Responses SSE", () => {
     expect(incomplete.response.status).toBe("incomplete");
     expect(incomplete.response).not.toHaveProperty("usage");
     expect(incomplete.response).not.toHaveProperty("error");
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     expect(before - after).toBeGreaterThan(0n);
     expect(incomplete.costUsdc).toBe(formatDecimal6(before - after));
     expect(incomplete.clearingPriceCents).toBe(40);
@@ -415,29 +401,29 @@ describe("Responses SSE", () => {
       .reduce((a, f) => a + String(f.json.delta).length, 0);
     expect(req.completionTokens).toBe(Math.ceil(chars / 4));
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("an upstream failure after content is billed as incomplete, never relayed as response.failed", async () => {
-    const supply = await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "midstream_error", afterChunks: 2 });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "midstream_error", afterChunks: 2 });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const { raw, frames } = await streamRaw(buyer.apiKey, { model: MODEL, input: "hello [[sim:tokens=60]]" });
     expectResponsesWire(raw, frames);
     expect(frames.some((f) => f.event === "response.failed")).toBe(false);
     const last = frames.at(-1)?.json as Json & { response: Json };
     expect(last.type).toBe("response.incomplete");
     expect(last.response).not.toHaveProperty("usage");
-    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(app, buyer.accountId))));
+    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("an upstream response.incomplete (max_output_tokens) is settled on its usage and sent without usage", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const { res, raw, frames } = await streamRaw(buyer.apiKey, {
       model: MODEL,
       input: "hello [[sim:tokens=60]]",
@@ -448,19 +434,19 @@ describe("Responses SSE", () => {
     expect(last.type).toBe("response.incomplete");
     expect(last.response.status).toBe("incomplete");
     expect(last.response).not.toHaveProperty("usage");
-    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(app, buyer.accountId))));
+    expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
     const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
     expect(req.status).toBe("succeeded");
     expect(req.completionTokens).toBe(20);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("the buyer leaving after content: billed on estimated usage (incomplete), holds released", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const ac = new AbortController();
-    const res = await fetch(`${app.baseUrl}/v1/responses`, {
+    const res = await fetch(`${world.app.baseUrl}/v1/responses`, {
       method: "POST",
       headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
       body: JSON.stringify({
@@ -485,17 +471,17 @@ describe("Responses SSE", () => {
       req = await attemptsOf(ref);
     }
     expect(req.status).toBe("incomplete");
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     expect(req.costMicroUsdc).toBe(before - after);
     expect(before - after).toBeGreaterThan(0n);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("settlement failure after content: response.failed, no error key, nothing charged", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const { res, raw, frames } = await withFailingClears(() =>
       streamRaw(buyer.apiKey, { model: MODEL, input: "hello [[sim:tokens=40]]" }),
     );
@@ -510,12 +496,12 @@ describe("Responses SSE", () => {
     expect(failed.response.status).toBe("failed");
     expect(failed.response).not.toHaveProperty("error");
     expect(failed).not.toHaveProperty("costUsdc");
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
     const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
     expect(req.status).toBe("failed");
     expect(req.errorCode).toBe("settle_failed");
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
@@ -542,18 +528,18 @@ describe("errors", () => {
       body: { model: MODEL, input: "x", stream: true, venice_parameters: { enable_web_search: "auto" } },
     },
   ])("400 invalid_request: $label; nothing charged, no record", async ({ body }) => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await responses(buyer.apiKey, body);
     expect(r.status).toBe(400);
     expect((r.body as { error: { code: string } }).error.code).toBe("invalid_request");
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
-    expect(await app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } })).toBe(0);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
+    expect(await world.app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } })).toBe(0);
   });
 
   test("unknown model 404; image model 400 unsupported_modality", async () => {
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const unknown = await responses(buyer.apiKey, { model: "nope-model", input: "x" });
     expect(unknown.status).toBe(404);
     expect((unknown.body as { error: { code: string } }).error.code).toBe("model_not_found");
@@ -563,13 +549,13 @@ describe("errors", () => {
   });
 
   test("401 without a Bearer key", async () => {
-    const r = await call(app, { method: "POST", path: "/v1/responses", body: { model: MODEL, input: "x" } });
+    const r = await call(world.app, { method: "POST", path: "/v1/responses", body: { model: MODEL, input: "x" } });
     expect(r.status).toBe(401);
   });
 
   test("503 pool_empty with the support reference, buffered and streaming", async () => {
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     for (const stream of [false, true]) {
       const r = await responses(buyer.apiKey, { model: MODEL, input: "hello", stream });
       expect(r.status).toBe(503);
@@ -577,16 +563,16 @@ describe("errors", () => {
       const ref = r.headers.get("x-svc-support-reference");
       expect(ref).toMatch(/^[0-9a-f-]{36}$/);
       expect((r.body as { error: { supportReference: string } }).error.supportReference).toBe(ref);
-      const req = await app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { supportReference: ref ?? "" } });
+      const req = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { supportReference: ref ?? "" } });
       expect(req.route).toBe("responses");
     }
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
   });
 
   test("GET /v1/responses and /v1/responses/{id} stay 404", async () => {
-    const buyer = await fundedBuyerKey(app, 0n);
+    const buyer = await fundedBuyerKey(world.app, 0n);
     for (const path of ["/v1/responses", "/v1/responses/resp_123"]) {
-      const r = await call(app, { method: "GET", path, headers: { authorization: `Bearer ${buyer.apiKey}` } });
+      const r = await call(world.app, { method: "GET", path, headers: { authorization: `Bearer ${buyer.apiKey}` } });
       expect(r.status).toBe(404);
     }
   });

@@ -1,44 +1,25 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect, test } from "vitest";
 import { formatDecimal6 } from "../../../src/lib/money.js";
-import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
-import { addSupply, confirmedOf, fundedBuyerKey, simEnv, startSim } from "../../support/market.js";
+import { isolatedWorld, startTestApp } from "../../support/harness.js";
+import { addSupply, confirmedOf, fundedBuyerKey, simEnv } from "../../support/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
-let sim: UpstreamSimulator;
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  sim = await startSim();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({
-    databaseUrl: w.databaseUrl,
-    prefix: w.prefix,
-    env: { ...simEnv(sim), KEY_MAX_IN_FLIGHT: "64" },
-  });
-  await app.rt.services.catalog.sync();
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await sim?.close();
-});
+const world = useMarketWorld({ env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
 
 /** Each test starts from an empty book: earlier offers are cancelled. */
 beforeEach(async () => {
-  await app.rt.db.offer.updateMany({
+  await world.app.rt.db.offer.updateMany({
     where: { status: { in: ["active", "paused"] } },
     data: { status: "cancelled", endedAt: new Date() },
   });
-  sim.state.clearFaults();
+  world.sim.state.clearFaults();
 });
 
 function chat(apiKey: string, body: Record<string, unknown>) {
-  return call(app, {
+  return call(world.app, {
     method: "POST",
     path: "/v1/chat/completions",
     headers: { authorization: `Bearer ${apiKey}` },
@@ -48,7 +29,7 @@ function chat(apiKey: string, body: Record<string, unknown>) {
 const MSG = (extra = "") => ({ model: MODEL, messages: [{ role: "user", content: `hello ${extra}` }] });
 
 async function attemptsOf(ref: string) {
-  const req = await app.rt.db.inferenceRequest.findUniqueOrThrow({
+  const req = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({
     where: { supportReference: ref },
     include: { attempts: { orderBy: { ordinal: "asc" } } },
   });
@@ -56,19 +37,19 @@ async function attemptsOf(ref: string) {
 }
 
 async function holdsAreReleased(accountId: string) {
-  expect((await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
-  expect(await app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
-  expect(await app.rt.db.reservation.count()).toBe(0);
+  expect((await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
+  expect(await world.app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
+  expect(await world.app.rt.db.reservation.count()).toBe(0);
 }
 
 describe("fall-forward", () => {
   test("a 5xx on the cheapest key falls forward to the next cheapest; the buyer pays that key's price", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 35, quantityMicroDiem: 50_000_000n },
       { priceCents: 50, quantityMicroDiem: 50_000_000n },
     ]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(200);
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("50");
@@ -78,18 +59,18 @@ describe("fall-forward", () => {
       [50, "succeeded"],
     ]);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("at most five distinct keys: six failing keys → 502 upstream_error after exactly five attempts, nothing charged", async () => {
     const supply = await addSupply(
-      app,
-      sim,
+      world.app,
+      world.sim,
       [30, 31, 32, 33, 34, 36].map((p) => ({ priceCents: p, quantityMicroDiem: 50_000_000n })),
     );
-    for (const k of supply.keys) sim.state.injectFault(k.secret, { kind: "http_503" });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    for (const k of supply.keys) world.sim.state.injectFault(k.secret, { kind: "http_503" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(502);
     expect((r.body as { error: { code: string } }).error.code).toBe("upstream_error");
@@ -99,70 +80,70 @@ describe("fall-forward", () => {
     expect(req.attempts).toHaveLength(5);
     expect(new Set(req.attempts.map((a) => a.upstreamKeyId)).size).toBe(5);
     expect(req.attempts.map((a) => a.priceCents)).toEqual([30, 31, 32, 33, 34]);
-    expect(sim.state.listRequests({ key: supply.keys[5]?.secret })).toHaveLength(0);
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    expect(world.sim.state.listRequests({ key: supply.keys[5]?.secret })).toHaveLength(0);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("an upstream 402 (supplier out of DIEM) cools that key down and falls forward", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 35, quantityMicroDiem: 50_000_000n },
       { priceCents: 45, quantityMicroDiem: 50_000_000n },
     ]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_402_balance" });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_402_balance" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(200);
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("45");
-    const key = await app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } });
+    const key = await world.app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } });
     expect(key.cooldownUntil?.getTime()).toBeGreaterThan(Date.now());
     // while it cools down the next request goes straight to the 45-cent key
     const r2 = await chat(buyer.apiKey, MSG());
     expect((await attemptsOf(r2.headers.get("x-svc-support-reference") ?? "")).attempts).toHaveLength(1);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("an upstream 401 marks the key auth_failed and falls forward", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 35, quantityMicroDiem: 50_000_000n },
       { priceCents: 45, quantityMicroDiem: 50_000_000n },
     ]);
-    sim.state.revokeKey(supply.keys[0]?.secret ?? "");
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    world.sim.state.revokeKey(supply.keys[0]?.secret ?? "");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(200);
     expect(
-      (await app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } })).status,
+      (await world.app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } })).status,
     ).toBe("auth_failed");
   });
 
   test("a request the upstream refuses (400) goes back to the buyer without burning other keys", async () => {
-    await addSupply(app, sim, [
+    await addSupply(world.app, world.sim, [
       { priceCents: 35, quantityMicroDiem: 50_000_000n },
       { priceCents: 45, quantityMicroDiem: 50_000_000n },
     ]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await chat(buyer.apiKey, { ...MSG(), not_a_field: true });
     expect(r.status).toBe(400);
     expect((r.body as { error: { code: string } }).error.code).toBe("invalid_request");
     const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
     await holdsAreReleased(buyer.accountId);
   });
 });
 
 describe("streaming faults", () => {
   test("a stream that closes before its first content falls forward invisibly", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 35, quantityMicroDiem: 50_000_000n },
       { priceCents: 45, quantityMicroDiem: 50_000_000n },
     ]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "close_before_content" });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const res = await fetch(`${app.baseUrl}/v1/chat/completions`, {
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "close_before_content" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
       body: JSON.stringify({ ...MSG(), stream: true }),
@@ -175,11 +156,11 @@ describe("streaming faults", () => {
   });
 
   test("a truncated stream is billed on estimated usage: cost frame, stream_incomplete, no [DONE]", async () => {
-    const supply = await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "truncate_stream", afterChunks: 2 });
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
-    const res = await fetch(`${app.baseUrl}/v1/chat/completions`, {
+    const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "truncate_stream", afterChunks: 2 });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
       body: JSON.stringify({ ...MSG("[[sim:tokens=60]]"), stream: true, max_tokens: 100 }),
@@ -189,24 +170,24 @@ describe("streaming faults", () => {
     expect(frames.some((f) => f.includes("[DONE]"))).toBe(false);
     const costFrame = frames.find((f) => f.includes('"svc.cost"')) ?? "";
     const costUsdc = /"costUsdc":"([0-9.]+)"/.exec(costFrame)?.[1];
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     expect(costUsdc).toBe(formatDecimal6(before - after));
-    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
     expect(req.status).toBe("incomplete");
     expect(req.completionTokens).toBeLessThanOrEqual(100);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
 describe("long requests", () => {
   test("renew pushes a live request's hold expiry forward, so the sweeper leaves it alone", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const router = app.rt.services.router;
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const router = world.app.rt.services.router;
     const session = await router.open({
       accountId: buyer.accountId,
-      apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
+      apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
       route: "chat",
       model: MODEL,
       stream: true,
@@ -215,12 +196,12 @@ describe("long requests", () => {
     });
     try {
       // simulate a stream older than the lease: its hold would be swept…
-      await app.rt.db.reservation.update({
+      await world.app.rt.db.reservation.update({
         where: { id: session.requestId },
         data: { expiresAt: new Date(Date.now() - 1000) },
       });
       await router.renew(session, true);
-      const r = await app.rt.db.reservation.findUniqueOrThrow({ where: { id: session.requestId } });
+      const r = await world.app.rt.db.reservation.findUniqueOrThrow({ where: { id: session.requestId } });
       expect(r.expiresAt.getTime()).toBeGreaterThan(Date.now() + 60_000);
       // …and after renewal the sweeper releases nothing
       expect((await router.releaseExpiredHolds()).released).toBe(0);
@@ -231,12 +212,12 @@ describe("long requests", () => {
   });
 
   test("the sweeper releases the holds of a request whose process died", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const router = app.rt.services.router;
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const router = world.app.rt.services.router;
     const session = await router.open({
       accountId: buyer.accountId,
-      apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
+      apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
       route: "chat",
       model: MODEL,
       stream: false,
@@ -244,60 +225,60 @@ describe("long requests", () => {
       requestedMaxTokens: 20,
     });
     expect(
-      (await app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } })).reservedMicroUsdc,
+      (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } })).reservedMicroUsdc,
     ).toBeGreaterThan(0n);
-    await app.rt.db.reservation.update({
+    await world.app.rt.db.reservation.update({
       where: { id: session.requestId },
       data: { expiresAt: new Date(Date.now() - 1000) },
     });
     expect((await router.releaseExpiredHolds()).released).toBe(1);
     await holdsAreReleased(buyer.accountId);
-    const req = await app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { id: session.requestId } });
+    const req = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { id: session.requestId } });
     expect(req.status).toBe("failed");
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
 describe("settlement failure", () => {
   test("a settlement that does not commit: 500 settle_failed, nothing charged, holds released", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const before = await confirmedOf(app, buyer.accountId);
-    await app.rt.db.$executeRawUnsafe(
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    await world.app.rt.db.$executeRawUnsafe(
       `CREATE FUNCTION test_fail_clear() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`,
     );
-    await app.rt.db.$executeRawUnsafe(
+    await world.app.rt.db.$executeRawUnsafe(
       `CREATE TRIGGER test_fail_clear BEFORE INSERT ON clears FOR EACH ROW EXECUTE FUNCTION test_fail_clear()`,
     );
     let r: Awaited<ReturnType<typeof chat>>;
     try {
       r = await chat(buyer.apiKey, MSG());
     } finally {
-      await app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_clear ON clears");
-      await app.rt.db.$executeRawUnsafe("DROP FUNCTION test_fail_clear()");
+      await world.app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_clear ON clears");
+      await world.app.rt.db.$executeRawUnsafe("DROP FUNCTION test_fail_clear()");
     }
     expect(r.status).toBe(500);
     expect((r.body as { error: { code: string } }).error.code).toBe("settle_failed");
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
-    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
+    const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
     expect(req.status).toBe("failed");
     expect(req.errorCode).toBe("settle_failed");
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
 describe("money under concurrency", () => {
   test("50 concurrent requests against a balance that covers 10: no overdraft, books balanced", async () => {
-    await addSupply(app, sim, [{ priceCents: 80, quantityMicroDiem: 500_000_000n }]);
+    await addSupply(world.app, world.sim, [{ priceCents: 80, quantityMicroDiem: 500_000_000n }]);
     // what one request may hold at most: ask the router's plan for the same request
-    const probe = await fundedBuyerKey(app, 1_000_000_000n);
+    const probe = await fundedBuyerKey(world.app, 1_000_000_000n);
     const body = { ...MSG("[[sim:tokens=50]]"), max_tokens: 50 };
     const one = await chat(probe.apiKey, body);
     expect(one.status).toBe(200);
-    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: probe.accountId } });
+    const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: probe.accountId } });
     const { planAdmission, estimatePromptTokens } = await import("../../../src/domain/routing/admission.js");
-    const model = await app.rt.services.catalog.getModel(MODEL);
+    const model = await world.app.rt.services.catalog.getModel(MODEL);
     const plan = planAdmission({
       pricing: {
         inputMicroPerM: model.inputMicroPerM ?? 0n,
@@ -314,7 +295,7 @@ describe("money under concurrency", () => {
     const hold = plan?.maxChargeMicroUsdc ?? 0n;
     expect(hold).toBeGreaterThan(0n);
 
-    const buyer = await fundedBuyerKey(app, hold * 10n);
+    const buyer = await fundedBuyerKey(world.app, hold * 10n);
     const results = await Promise.all(Array.from({ length: 50 }, () => chat(buyer.apiKey, body)));
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status === 402);
@@ -323,12 +304,12 @@ describe("money under concurrency", () => {
     expect(ok.length + refused.length).toBe(50);
     expect(ok.length).toBeGreaterThanOrEqual(10);
     const spent = ok.reduce((a, r) => a + BigInt((r.headers.get("x-svc-cost-usdc") ?? "0").replace(".", "")), 0n);
-    const after = await confirmedOf(app, buyer.accountId);
+    const after = await confirmedOf(world.app, buyer.accountId);
     expect(after).toBe(hold * 10n - spent);
     expect(after).toBeGreaterThanOrEqual(0n);
     for (const r of refused) expect(r.body).not.toHaveProperty("accepts");
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("KEY_MAX_IN_FLIGHT: a key over its in-flight limit gets 429 key_concurrency_limit with Retry-After: 1", async () => {
@@ -336,11 +317,11 @@ describe("money under concurrency", () => {
     const small = await startTestApp({
       databaseUrl: w.databaseUrl,
       prefix: w.prefix,
-      env: { ...simEnv(sim), KEY_MAX_IN_FLIGHT: "1" },
+      env: { ...simEnv(world.sim), KEY_MAX_IN_FLIGHT: "1" },
     });
     try {
       await small.rt.services.catalog.sync();
-      await addSupply(small, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+      await addSupply(small, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
       const buyer = await fundedBuyerKey(small, 5_000_000n);
       const send = () =>
         call(small, {
@@ -372,7 +353,7 @@ describe("small-model throttling (SMALL_MODEL_MAX_IN_FLIGHT)", () => {
     const t = await startTestApp({
       databaseUrl: w.databaseUrl,
       prefix: w.prefix,
-      env: { ...simEnv(sim), SMALL_MODEL_MAX_IN_FLIGHT: "1" },
+      env: { ...simEnv(world.sim), SMALL_MODEL_MAX_IN_FLIGHT: "1" },
     });
     try {
       await t.rt.services.catalog.sync();
@@ -382,7 +363,7 @@ describe("small-model throttling (SMALL_MODEL_MAX_IN_FLIGHT)", () => {
       if (!small) throw new Error("the simulator should publish a small live text model");
       await addSupply(
         t,
-        sim,
+        world.sim,
         [40, 40].map((p) => ({ priceCents: p, quantityMicroDiem: 50_000_000n })),
       );
       const buyer = await fundedBuyerKey(t, 5_000_000n);
@@ -414,7 +395,7 @@ describe("small-model throttling (SMALL_MODEL_MAX_IN_FLIGHT)", () => {
 
 describe("supply errors (503) and balance errors (402)", () => {
   test("pool_empty when nothing is posted", async () => {
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(503);
     expect((r.body as { error: { code: string } }).error.code).toBe("pool_empty");
@@ -425,8 +406,8 @@ describe("supply errors (503) and balance errors (402)", () => {
   });
 
   test("no_eligible_supply with the remedy in the body and headers; raising the ceiling clears the same request", async () => {
-    await addSupply(app, sim, [{ priceCents: 60, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n, 40);
+    await addSupply(world.app, world.sim, [{ priceCents: 60, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n, 40);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(503);
     expect((r.body as { error: Record<string, unknown> }).error).toMatchObject({
@@ -437,7 +418,7 @@ describe("supply errors (503) and balance errors (402)", () => {
     });
     expect(r.headers.get("x-svc-cheapest-posted-cents")).toBe("60");
     expect(r.headers.get("x-svc-buyer-max-cents")).toBe("40");
-    const patched = await call(app, {
+    const patched = await call(world.app, {
       method: "PATCH",
       path: "/v1/agent/max-price",
       headers: { authorization: `Bearer ${buyer.apiKey}` },
@@ -448,8 +429,8 @@ describe("supply errors (503) and balance errors (402)", () => {
   });
 
   test("insufficient_routable_at_price when offers at the ceiling are too thin for the request", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 10n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 10n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(503);
     expect((r.body as { error: Record<string, unknown> }).error).toMatchObject({
@@ -460,9 +441,9 @@ describe("supply errors (503) and balance errors (402)", () => {
   });
 
   test("402 insufficient balance without accepts; pending credit does not count", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 0n);
-    await app.rt.db.$transaction(async (tx) => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 0n);
+    await world.app.rt.db.$transaction(async (tx) => {
       const { creditPendingTopUp } = await import("../../../src/domain/ledger/ledger.js");
       const p = await tx.payment.create({
         data: {
@@ -483,7 +464,7 @@ describe("supply errors (503) and balance errors (402)", () => {
     expect(r.status).toBe(402);
     expect((r.body as { error: { code: string } }).error.code).toBe("insufficient_balance");
     expect(r.body).not.toHaveProperty("accepts");
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test.each([
@@ -518,26 +499,26 @@ describe("supply errors (503) and balance errors (402)", () => {
     },
   ])("$label", async ({ body, status, code }) => {
     if (status === 0) {
-      const soon = await app.rt.db.catalogModel.findFirst({
+      const soon = await world.app.rt.db.catalogModel.findFirst({
         where: { status: "coming_soon", modality: "text", listed: true },
       });
       if (!soon) throw new Error("the simulator should publish a coming_soon text model");
-      const buyer = await fundedBuyerKey(app, 5_000_000n);
+      const buyer = await fundedBuyerKey(world.app, 5_000_000n);
       const r = await chat(buyer.apiKey, { ...body, model: soon.id });
       expect(r.status).toBe(400);
       expect((r.body as { error: { code: string } }).error.code).toBe("model_not_live");
       return;
     }
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const r = await chat(buyer.apiKey, body);
     expect(r.status).toBe(status);
     expect((r.body as { error: { code: string } }).error.code).toBe(code);
   });
 
   test("GET /v1/responses and /v1/responses/{id} are 404", async () => {
-    const buyer = await fundedBuyerKey(app, 0n);
+    const buyer = await fundedBuyerKey(world.app, 0n);
     for (const path of ["/v1/responses", "/v1/responses/resp_123"]) {
-      const r = await call(app, { method: "GET", path, headers: { authorization: `Bearer ${buyer.apiKey}` } });
+      const r = await call(world.app, { method: "GET", path, headers: { authorization: `Bearer ${buyer.apiKey}` } });
       expect(r.status).toBe(404);
     }
   });
@@ -545,9 +526,9 @@ describe("supply errors (503) and balance errors (402)", () => {
 
 describe("group commit and the hot path's caches", () => {
   async function openSession(accountId: string) {
-    return app.rt.services.router.open({
+    return world.app.rt.services.router.open({
       accountId,
-      apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
+      apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
       route: "chat",
       model: MODEL,
       stream: false,
@@ -557,18 +538,18 @@ describe("group commit and the hot path's caches", () => {
   }
 
   test("settlements sharing a batch: one that cannot commit fails alone, the others are charged exactly", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const router = app.rt.services.router;
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const router = world.app.rt.services.router;
     const sessions = [];
     for (let i = 0; i < 4; i++) sessions.push(await openSession(buyer.accountId));
     // the sweeper takes one request's holds (its process was presumed dead)
     const doomed = sessions[2];
     if (!doomed) throw new Error("no session");
-    await app.rt.db.reservation.update({ where: { id: doomed.requestId }, data: { expiresAt: new Date(0) } });
+    await world.app.rt.db.reservation.update({ where: { id: doomed.requestId }, data: { expiresAt: new Date(0) } });
     expect((await router.releaseExpiredHolds()).released).toBe(1);
     const before = router.batchStats().settlements;
-    const before$ = await confirmedOf(app, buyer.accountId);
+    const before$ = await confirmedOf(world.app, buyer.accountId);
     // settled in the same tick: they leave in one batch, which rolls back and is retried one by one
     const results = await Promise.allSettled(
       sessions.map((s) => router.settle(s, { promptTokens: 30, completionTokens: 10 })),
@@ -583,26 +564,26 @@ describe("group commit and the hot path's caches", () => {
       .filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<typeof router.settle>>> => r.status === "fulfilled")
       .reduce((a, r) => a + r.value.costMicroUsdc, 0n);
     expect(charged).toBeGreaterThan(0n);
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before$ - charged);
-    expect(await app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(3);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before$ - charged);
+    expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(3);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("many buyers at once: holds and settlements ride shared batches; every buyer pays exactly its own", async () => {
-    await addSupply(app, sim, [
+    await addSupply(world.app, world.sim, [
       { priceCents: 40, quantityMicroDiem: 200_000_000n },
       { priceCents: 45, quantityMicroDiem: 200_000_000n },
     ]);
-    const buyers = await Promise.all([1, 2, 3].map(() => fundedBuyerKey(app, 20_000_000n)));
-    const before = app.rt.services.router.batchStats();
+    const buyers = await Promise.all([1, 2, 3].map(() => fundedBuyerKey(world.app, 20_000_000n)));
+    const before = world.app.rt.services.router.batchStats();
     const results = await Promise.all(
       buyers.flatMap((b) =>
         Array.from({ length: 12 }, () => chat(b.apiKey, { ...MSG("[[sim:tokens=12]]"), max_tokens: 24 })),
       ),
     );
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
-    const after = app.rt.services.router.batchStats();
+    const after = world.app.rt.services.router.batchStats();
     expect(after.clears.items - before.clears.items).toBeGreaterThanOrEqual(36);
     expect(after.clears.largest).toBeGreaterThan(1);
     expect(after.settlements.largest).toBeGreaterThan(1);
@@ -610,37 +591,37 @@ describe("group commit and the hot path's caches", () => {
       const mine = results.slice(i * 12, i * 12 + 12);
       const spent = mine.reduce((a, r) => a + BigInt((r.headers.get("x-svc-cost-usdc") ?? "0").replace(".", "")), 0n);
       expect(spent).toBeGreaterThan(0n);
-      expect(await confirmedOf(app, b.accountId)).toBe(20_000_000n - spent);
+      expect(await confirmedOf(world.app, b.accountId)).toBe(20_000_000n - spent);
       await holdsAreReleased(b.accountId);
     }
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("a key revoked behind this process's back (its cache still warm) is refused at the hold: 401, nothing held", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
     // another process revokes it: this process never hears of it
-    await app.rt.db.apiKey.updateMany({
+    await world.app.rt.db.apiKey.updateMany({
       where: { accountId: buyer.accountId },
       data: { status: "revoked", revokedAt: new Date() },
     });
-    const requests = await app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } });
-    const before = await confirmedOf(app, buyer.accountId);
+    const requests = await world.app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } });
+    const before = await confirmedOf(world.app, buyer.accountId);
     const r = await chat(buyer.apiKey, MSG());
     expect(r.status).toBe(401);
     expect((r.body as { error: { code: string } }).error.code).toBe("authentication_failed");
-    expect(await app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } })).toBe(requests);
-    expect(await confirmedOf(app, buyer.accountId)).toBe(before);
+    expect(await world.app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } })).toBe(requests);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
     await holdsAreReleased(buyer.accountId);
   });
 
   test("a key revoked through the API is refused at once, before anything else is looked at", async () => {
-    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
-    const keyId = (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
-    const revoked = await call(app, {
+    const keyId = (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
+    const revoked = await call(world.app, {
       method: "DELETE",
       path: `/v1/agent/keys/${keyId}`,
       headers: { authorization: `Bearer ${buyer.apiKey}` },
@@ -652,15 +633,15 @@ describe("group commit and the hot path's caches", () => {
   });
 
   test("a balance that affords only part of max_tokens: the plan is capped from the hold's own reading", async () => {
-    await addSupply(app, sim, [{ priceCents: 80, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 3_000n);
+    await addSupply(world.app, world.sim, [{ priceCents: 80, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 3_000n);
     const r = await chat(buyer.apiKey, { ...MSG("[[sim:tokens=5]]"), max_tokens: 100_000 });
     expect(r.status).toBe(200);
-    const req = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
     expect(req.admittedMaxTokens).toBeGreaterThanOrEqual(16);
     expect(req.admittedMaxTokens).toBeLessThan(1_000); // the model allows 24,000; the balance ~770
-    expect(await confirmedOf(app, buyer.accountId)).toBeGreaterThanOrEqual(0n);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBeGreaterThanOrEqual(0n);
     await holdsAreReleased(buyer.accountId);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });

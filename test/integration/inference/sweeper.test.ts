@@ -1,37 +1,19 @@
 // The sweeper (svc_release_expired): the holds of requests whose process died are released exactly
 // once, in one set-based pass, and never a hold that is alive or being renewed.
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { RoutingSession } from "../../../src/domain/routing/router-service.js";
-import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
-import { addSupply, fundedBuyerKey, simEnv, startSim } from "../../support/market.js";
+import { addSupply, fundedBuyerKey } from "../../support/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
-let sim: UpstreamSimulator;
-let app: TestApp;
-let databaseUrl: string;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  sim = await startSim();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  databaseUrl = w.databaseUrl;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: simEnv(sim) });
-  await app.rt.services.catalog.sync();
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await sim?.close();
-});
+const world = useMarketWorld({ syncCatalog: true });
 
 async function open(accountId: string): Promise<RoutingSession> {
-  return app.rt.services.router.open({
+  return world.app.rt.services.router.open({
     accountId,
-    apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
+    apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
     route: "chat",
     model: MODEL,
     stream: false,
@@ -41,28 +23,28 @@ async function open(accountId: string): Promise<RoutingSession> {
 }
 
 async function expire(sessions: RoutingSession[]): Promise<void> {
-  await app.rt.db.reservation.updateMany({
+  await world.app.rt.db.reservation.updateMany({
     where: { id: { in: sessions.map((s) => s.requestId) } },
     data: { expiresAt: new Date(Date.now() - 1000) },
   });
 }
 
 const reservedOf = async (accountId: string) =>
-  (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
+  (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
 const offerReserved = async (offerId: string) =>
-  (await app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId } })).reservedMicroDiem;
+  (await world.app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId } })).reservedMicroDiem;
 
 describe("the sweeper", () => {
   test("releases many dead requests across buyers and offers in one pass, and leaves live ones alone", async () => {
-    const supply = await addSupply(app, sim, [
+    const supply = await addSupply(world.app, world.sim, [
       { priceCents: 41, quantityMicroDiem: 50_000_000n },
       { priceCents: 42, quantityMicroDiem: 50_000_000n },
     ]);
-    const [a, b] = [await fundedBuyerKey(app, 5_000_000n), await fundedBuyerKey(app, 5_000_000n)];
+    const [a, b] = [await fundedBuyerKey(world.app, 5_000_000n), await fundedBuyerKey(world.app, 5_000_000n)];
     const dead: RoutingSession[] = [];
     for (let i = 0; i < 3; i++) dead.push(await open(a.accountId), await open(b.accountId));
     // a request on the second offer (the first is excluded by a fall-forward)
-    const router = app.rt.services.router;
+    const router = world.app.rt.services.router;
     const moved = dead[5] as RoutingSession;
     await router.fallForward(moved, { kind: "retryable", status: 500, detail: "test" });
     expect(moved.attempt?.offerId).toBe(supply.keys[1]?.offerId);
@@ -77,9 +59,11 @@ describe("the sweeper", () => {
     expect(await reservedOf(b.accountId)).toBe(0n);
     expect(await offerReserved(supply.keys[0]?.offerId ?? "")).toBe(liveBurn);
     expect(await offerReserved(supply.keys[1]?.offerId ?? "")).toBe(0n);
-    const requests = await app.rt.db.inferenceRequest.findMany({ where: { id: { in: dead.map((s) => s.requestId) } } });
+    const requests = await world.app.rt.db.inferenceRequest.findMany({
+      where: { id: { in: dead.map((s) => s.requestId) } },
+    });
     expect(requests.map((r) => [r.status, r.errorCode])).toEqual(Array(6).fill(["failed", "aborted"]));
-    const inFlight = await app.rt.db.inferenceAttempt.count({
+    const inFlight = await world.app.rt.db.inferenceAttempt.count({
       where: { requestId: { in: dead.map((s) => s.requestId) }, outcome: "in_progress" },
     });
     expect(inFlight).toBe(0);
@@ -89,30 +73,30 @@ describe("the sweeper", () => {
     expect(await reservedOf(a.accountId)).toBe(0n);
     for (const s of dead) await router.abort(s, "test_done"); // idempotent: nothing left to release
     expect(await reservedOf(a.accountId)).toBe(0n);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("two sweepers at once release each hold exactly once", async () => {
-    await addSupply(app, sim, [{ priceCents: 43, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    await addSupply(world.app, world.sim, [{ priceCents: 43, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const dead: RoutingSession[] = [];
     for (let i = 0; i < 8; i++) dead.push(await open(buyer.accountId));
     await expire(dead);
-    const router = app.rt.services.router;
+    const router = world.app.rt.services.router;
     const passes = await Promise.all([1, 2, 3].map(() => router.releaseExpiredHolds()));
     expect(passes.reduce((n, p) => n + p.released, 0)).toBe(8);
     expect(await reservedOf(buyer.accountId)).toBe(0n);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("a hold being renewed right now is skipped, and once renewed it is never released", async () => {
-    await addSupply(app, sim, [{ priceCents: 44, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    await addSupply(world.app, world.sim, [{ priceCents: 44, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const session = await open(buyer.accountId);
     await expire([session]);
-    const renewer = new pg.Client({ connectionString: databaseUrl });
+    const renewer = new pg.Client({ connectionString: world.app.rt.config.database.url });
     await renewer.connect();
-    const router = app.rt.services.router;
+    const router = world.app.rt.services.router;
     try {
       await renewer.query("BEGIN");
       await renewer.query("UPDATE reservations SET expires_at = now() + interval '15 minutes' WHERE id = $1", [
@@ -129,6 +113,6 @@ describe("the sweeper", () => {
       await renewer.end();
     }
     expect(await reservedOf(buyer.accountId)).toBe(0n);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 });

@@ -1,24 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { sqlRunner } from "../../../src/adapters/sql.js";
 import { eligibleOffers } from "../../../src/domain/market/eligibility.js";
 import { call } from "../../support/actors.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import type { TestApp } from "../../support/harness.js";
+import { useMarketWorld } from "../../support/market-world.js";
 
-let a: TestApp;
-let b: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  a = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-  b = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close()]);
-  await drop?.();
-});
+/** two app instances on one database and Redis prefix */
+const world = useMarketWorld({ sim: false, peer: true });
 
 type CapacityBody = {
   generatedAt: string;
@@ -41,7 +30,7 @@ async function clearCache(app: TestApp) {
 
 describe("GET /v1/capacity", () => {
   test("nothing eligible: the empty shape with status 200", async () => {
-    const r = await capacity(a);
+    const r = await capacity(world.app);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
       routableDiem: "0.000000",
@@ -65,14 +54,14 @@ describe("GET /v1/capacity", () => {
   });
 
   test.each(["29", "81", "abc", "50.5", "-40", ""])("maxPriceCents=%s is 400, nothing clamped", async (v) => {
-    const r = await capacity(a, `?maxPriceCents=${v}`);
+    const r = await capacity(world.app, `?maxPriceCents=${v}`);
     expect(r.status).toBe(400);
     expect((r.body as unknown as { error: { code: string } }).error.code).toBe("invalid_request");
   });
 
   test("the ladder: cheapest first, eligibility rule applied, filter narrows and restates the totals", async () => {
-    await clearCache(a);
-    const db = a.rt.db;
+    await clearCache(world.app);
+    const db = world.app.rt.db;
     const s = await createAccount(db);
     const mk = async (
       price: number,
@@ -105,7 +94,7 @@ describe("GET /v1/capacity", () => {
     await db.offer.update({ where: { id: expired.o.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
     await mk(50, 9_000_000n, { balance: 0n }); // an empty key
 
-    const full = await capacity(a);
+    const full = await capacity(world.app);
     expect(full.body.prices).toEqual([
       { priceCentsPerDollar: 20, routableDiem: "1.000000", usdcToBuyAll: "0.200000" },
       { priceCentsPerDollar: 40, routableDiem: "4.000000", usdcToBuyAll: "1.600000" },
@@ -113,7 +102,7 @@ describe("GET /v1/capacity", () => {
     ]);
     expect(full.body).toMatchObject({ routableDiem: "12.000001", usdcToBuyAll: "6.000000", cheapestPostedCents: 20 });
 
-    const narrowed = await capacity(a, "?maxPriceCents=50");
+    const narrowed = await capacity(world.app, "?maxPriceCents=50");
     expect(narrowed.body.prices.map((p) => p.priceCentsPerDollar)).toEqual([20, 40]);
     expect(narrowed.body).toMatchObject({
       routableDiem: "5.000000",
@@ -122,31 +111,31 @@ describe("GET /v1/capacity", () => {
     });
 
     // capacity is the router's own function: the same offers, the same depth
-    const offers = await eligibleOffers(sqlRunner(a.rt.sql), { now: new Date(), maxPriceCents: 50 });
+    const offers = await eligibleOffers(sqlRunner(world.app.rt.sql), { now: new Date(), maxPriceCents: 50 });
     expect(offers.reduce((x, o) => x + o.routableMicroDiem, 0n)).toBe(5_000_000n);
     expect(offers.map((o) => o.priceCentsPerDollar)).toEqual([20, 40, 40]);
   });
 
   test("the 30 s cache is shared by two processes", async () => {
-    await clearCache(a);
-    const first = await capacity(a, "?maxPriceCents=70");
-    const s = await createAccount(a.rt.db);
-    const k = await createUpstreamKey(a.rt.db, s.id);
-    await createOffer(a.rt.db, {
+    await clearCache(world.app);
+    const first = await capacity(world.app, "?maxPriceCents=70");
+    const s = await createAccount(world.app.rt.db);
+    const k = await createUpstreamKey(world.app.rt.db, s.id);
+    await createOffer(world.app.rt.db, {
       accountId: s.id,
       upstreamKeyId: k.id,
       priceCentsPerDollar: 30,
       quantityMicroDiem: 50_000_000n,
     });
     // process B answers from the cache process A filled: same snapshot, new offer not visible yet
-    const fromB = await capacity(b, "?maxPriceCents=70");
+    const fromB = await capacity(world.peer, "?maxPriceCents=70");
     expect(fromB.body).toEqual(first.body);
-    const ttl = await a.rt.redis.command.ttl(a.rt.keys.capacityCache(70));
+    const ttl = await world.app.rt.redis.command.ttl(world.app.rt.keys.capacityCache(70));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(30);
     // once the entry expires, the new depth shows
-    await clearCache(a);
-    const fresh = await capacity(b, "?maxPriceCents=70");
+    await clearCache(world.app);
+    const fresh = await capacity(world.peer, "?maxPriceCents=70");
     expect(BigInt(fresh.body.routableDiem.replace(".", ""))).toBe(
       BigInt(first.body.routableDiem.replace(".", "")) + 50_000_000n,
     );
@@ -154,16 +143,16 @@ describe("GET /v1/capacity", () => {
   });
 
   test("modalities count live, listed, enabled catalog rows", async () => {
-    await clearCache(a);
+    await clearCache(world.app);
     const row = (id: string, modality: "text" | "image" | "video", status: "live" | "coming_soon", extra = {}) =>
-      a.rt.db.catalogModel.create({ data: { id, modality, status, name: id, upstreamRow: {}, ...extra } });
+      world.app.rt.db.catalogModel.create({ data: { id, modality, status, name: id, upstreamRow: {}, ...extra } });
     await row("t1", "text", "live");
     await row("t2", "text", "live");
     await row("t3", "text", "coming_soon");
     await row("t4", "text", "live", { disabled: true });
     await row("i1", "image", "live", { listed: false });
     await row("v1", "video", "live");
-    const r = await capacity(a);
+    const r = await capacity(world.app);
     expect(r.body.modalities).toEqual({
       text: { available: true, liveModels: 2 },
       image: { available: false, liveModels: 0 },
@@ -174,7 +163,7 @@ describe("GET /v1/capacity", () => {
 
 describe("pool summary and market stats", () => {
   test("pool summary: prices only, no identities", async () => {
-    const r = await call(a, { method: "GET", path: "/v1/supply/pool/summary" });
+    const r = await call(world.app, { method: "GET", path: "/v1/supply/pool/summary" });
     expect(r.status).toBe(200);
     const body = r.body as { prices: Record<string, unknown>[] };
     expect(body.prices.length).toBeGreaterThan(0);
@@ -183,7 +172,7 @@ describe("pool summary and market stats", () => {
   });
 
   test("market stats: corridor, savings and today's clears from the books", async () => {
-    const db = a.rt.db;
+    const db = world.app.rt.db;
     const buyer = await createAccount(db);
     const supplier = await createAccount(db);
     const k = await createUpstreamKey(db, supplier.id);
@@ -227,7 +216,7 @@ describe("pool summary and market stats", () => {
     };
     await clear(1_000_000n, 40);
     await clear(3_000_000n, 60);
-    const r = await call(a, { method: "GET", path: "/v1/market/stats" });
+    const r = await call(world.app, { method: "GET", path: "/v1/market/stats" });
     expect(r.status).toBe(200);
     const body = r.body as Record<string, Record<string, unknown>>;
     expect(body.savings).toEqual({
@@ -250,7 +239,7 @@ describe("pool summary and market stats", () => {
   });
 
   test("GraphQL capacity and marketStats use the same services", async () => {
-    const r = await call(a, {
+    const r = await call(world.app, {
       method: "POST",
       path: "/graphql",
       body: {
@@ -258,7 +247,7 @@ describe("pool summary and market stats", () => {
           "{ capacity(maxPriceCents: 50) { routableDiem cheapestPostedCents text { liveModels } } marketStats { clears paidOfFaceBps } }",
       },
     });
-    const rest = await capacity(a, "?maxPriceCents=50");
+    const rest = await capacity(world.app, "?maxPriceCents=50");
     const data = (
       r.body as {
         data: { capacity: { routableDiem: string; cheapestPostedCents: number }; marketStats: { clears: number } };

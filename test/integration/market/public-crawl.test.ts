@@ -1,40 +1,24 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
-import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
+import { expect, test } from "vitest";
 import { call } from "../../support/actors.js";
 import { createAccount } from "../../support/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
-import { addSupply, simEnv, startSim } from "../../support/market.js";
+import { addSupply } from "../../support/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
 
 /**
  * SPEC 13: supplier identity is never exposed in public data. Crawl every public route (REST and
  * GraphQL) over a market with suppliers, offers and enough clears for statistics, and look for any
  * supplier account id, wallet, upstream key id, key label, offer id or secret.
  */
-let sim: UpstreamSimulator;
-let app: TestApp;
-let drop: () => Promise<void>;
+const world = useMarketWorld({ syncCatalog: true });
 const secrets: string[] = [];
 
-beforeAll(async () => {
-  sim = await startSim();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: simEnv(sim) });
-  await app.rt.services.catalog.sync();
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await sim?.close();
-});
-
 test("no public route reveals a supplier", async () => {
-  const db = app.rt.db;
-  const s1 = await addSupply(app, sim, [
+  const db = world.app.rt.db;
+  const s1 = await addSupply(world.app, world.sim, [
     { priceCents: 35, quantityMicroDiem: 40_000_000n },
     { priceCents: 55, quantityMicroDiem: 40_000_000n },
   ]);
-  const s2 = await addSupply(app, sim, [{ priceCents: 70, quantityMicroDiem: 40_000_000n }]);
+  const s2 = await addSupply(world.app, world.sim, [{ priceCents: 70, quantityMicroDiem: 40_000_000n }]);
   await db.upstreamKey.updateMany({ data: { label: "SECRET-LABEL-do-not-leak" } });
   for (const s of [s1, s2]) for (const k of s.keys) secrets.push(k.secret);
   // enough clears from enough buyers for statistics to publish
@@ -99,11 +83,11 @@ test("no public route reveals a supplier", async () => {
   ];
   const pages: string[] = [];
   for (const path of rest) {
-    const r = await call(app, { method: "GET", path });
+    const r = await call(world.app, { method: "GET", path });
     expect(r.status, path).toBe(200);
     pages.push(`${path} ${JSON.stringify(r.body)} ${JSON.stringify([...r.headers])}`);
   }
-  const gql = await call(app, {
+  const gql = await call(world.app, {
     method: "POST",
     path: "/graphql",
     body: {

@@ -7,7 +7,8 @@ import { call, type SignedInUser, signIn } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
 import { chainEnv, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { isolatedWorld, movableClock, startTestApp, type TestApp } from "../../support/harness.js";
+import { movableClock } from "../../support/harness.js";
+import { useMarketWorld } from "../../support/market-world.js";
 import { as, creditClear, expectError, pinToHour } from "./helpers.js";
 
 /**
@@ -15,30 +16,23 @@ import { as, creditClear, expectError, pinToHour } from "./helpers.js";
  * USDC moves from the treasury (PAY_TO, dev account 2) to the supplier's wallet.
  */
 let chain: LocalChain;
-let app: TestApp;
-let peer: TestApp;
-let drop: () => Promise<void>;
+let payoutEnv: Record<string, string>;
 const clock = movableClock();
 const TREASURY_USDC = 1_000_000_000n; // 1000 USDC
 
+// registered before the world: the chain starts first and stops after the apps close
 beforeAll(async () => {
   pinToHour(clock, 9);
   chain = await startLocalChain();
   const treasury = chain.devAccounts[2];
   if (!treasury) throw new Error("dev account 2 missing");
   await chain.mintUsdc(treasury.address, TREASURY_USDC);
-  const w = await isolatedWorld();
-  drop = w.drop;
-  const env = chainEnv(chain, { PAYOUT_PRIVATE_KEY: treasury.privateKey });
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env, clock });
-  peer = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env, clock });
+  payoutEnv = chainEnv(chain, { PAYOUT_PRIVATE_KEY: treasury.privateKey });
 });
 afterAll(async () => {
-  await peer?.close();
-  await app?.close();
-  await drop?.();
   await chain?.stop();
 });
+const world = useMarketWorld({ sim: false, env: () => payoutEnv, clock, peer: true });
 
 interface Supplier {
   user: SignedInUser;
@@ -47,9 +41,9 @@ interface Supplier {
 }
 
 async function newSupplier(): Promise<Supplier> {
-  const user = await signIn(app);
-  const key = await createUpstreamKey(app.rt.db, user.accountId);
-  const offer = await createOffer(app.rt.db, {
+  const user = await signIn(world.app);
+  const key = await createUpstreamKey(world.app.rt.db, user.accountId);
+  const offer = await createOffer(world.app.rt.db, {
     accountId: user.accountId,
     upstreamKeyId: key.id,
     priceCentsPerDollar: 50,
@@ -60,9 +54,9 @@ async function newSupplier(): Promise<Supplier> {
 
 /** Earnings of `shareMicro` for the supplier (gross = share + 10% fee, rounded as a clear would). */
 async function earn(s: Supplier, grossMicro: bigint, extra: { createdAt?: Date; model?: string } = {}) {
-  const buyer = await createAccount(app.rt.db);
+  const buyer = await createAccount(world.app.rt.db);
   const fee = grossMicro / 10n;
-  const r = await creditClear(app.rt.db, {
+  const r = await creditClear(world.app.rt.db, {
     buyerAccountId: buyer.id,
     supplierAccountId: s.user.accountId,
     offerId: s.offerId,
@@ -75,11 +69,11 @@ async function earn(s: Supplier, grossMicro: bigint, extra: { createdAt?: Date; 
 }
 
 async function payable(accountId: string): Promise<bigint> {
-  return (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
+  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
 }
 
 async function ledger(user: SignedInUser, query = "") {
-  const res = await call(app, { method: "GET", path: `/v1/supply/ledger${query}`, headers: as(user) });
+  const res = await call(world.app, { method: "GET", path: `/v1/supply/ledger${query}`, headers: as(user) });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body as {
     payableUsdc: string;
@@ -113,10 +107,10 @@ describe("supplier earnings", () => {
     expect(p2.nextCursor).toBeNull();
 
     // another account sees none of it
-    const other = await signIn(app);
+    const other = await signIn(world.app);
     const o = await ledger(other);
     expect(o).toMatchObject({ payableUsdc: "0.000000", data: [] });
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("GET /v1/supply/inference-history: the clears sold, newest first, never the buyer", async () => {
@@ -124,7 +118,11 @@ describe("supplier earnings", () => {
     const t0 = Date.now() - 60_000;
     const a = await earn(s, 1_000_000n, { createdAt: new Date(t0), model: "model-a" });
     const b = await earn(s, 2_000_000n, { createdAt: new Date(t0 + 1_000), model: "model-b" });
-    const res = await call(app, { method: "GET", path: "/v1/supply/inference-history?limit=1", headers: as(s.user) });
+    const res = await call(world.app, {
+      method: "GET",
+      path: "/v1/supply/inference-history?limit=1",
+      headers: as(s.user),
+    });
     expect(res.status).toBe(200);
     const page = res.body as { data: Record<string, unknown>[]; nextCursor: string };
     expect(page.data).toHaveLength(1);
@@ -156,7 +154,7 @@ describe("supplier earnings", () => {
         "upstreamKeyId",
       ].sort(),
     );
-    const next = await call(app, {
+    const next = await call(world.app, {
       method: "GET",
       path: `/v1/supply/inference-history?limit=1&cursor=${page.nextCursor}`,
       headers: as(s.user),
@@ -175,13 +173,13 @@ describe("supplier earnings", () => {
       expect(text).not.toContain(secret);
     }
     // the buyer sees nothing of it as a supplier
-    const buyerView = await signIn(app);
-    const none = await call(app, { method: "GET", path: "/v1/supply/inference-history", headers: as(buyerView) });
+    const buyerView = await signIn(world.app);
+    const none = await call(world.app, { method: "GET", path: "/v1/supply/inference-history", headers: as(buyerView) });
     expect((none.body as { data: unknown[] }).data).toEqual([]);
   });
 
   test("bad pagination values are 400", async () => {
-    const s = await signIn(app);
+    const s = await signIn(world.app);
     for (const path of [
       "/v1/supply/ledger?limit=0",
       "/v1/supply/ledger?limit=101",
@@ -190,7 +188,7 @@ describe("supplier earnings", () => {
       "/v1/supply/inference-history?cursor=bm9wZQ",
       "/v1/supply/offers/mine?limit=0",
     ]) {
-      expectError(await call(app, { method: "GET", path, headers: as(s) }), 400, "invalid_request", path);
+      expectError(await call(world.app, { method: "GET", path, headers: as(s) }), 400, "invalid_request", path);
     }
   });
 });
@@ -203,13 +201,13 @@ describe("daily payouts", () => {
     await earn(b, 1_000_000n); // share 0.9 USDC: below the minimum
     const treasuryBefore = await usdcBalance(chain, chain.devAccounts[2]?.address ?? "");
 
-    const run = await app.rt.services.supply.runDailyPayouts();
+    const run = await world.app.rt.services.supply.runDailyPayouts();
     expect(run.paid).toBeGreaterThanOrEqual(1);
     expect(await usdcBalance(chain, a.user.walletAddress)).toBe(2_700_000n);
     expect(await usdcBalance(chain, b.user.walletAddress)).toBe(0n);
     expect(await payable(a.user.accountId)).toBe(0n);
     expect(await payable(b.user.accountId)).toBe(900_000n);
-    const [payout] = await app.rt.db.payout.findMany({ where: { accountId: a.user.accountId } });
+    const [payout] = await world.app.rt.db.payout.findMany({ where: { accountId: a.user.accountId } });
     expect(payout).toMatchObject({
       status: "submitted",
       amountMicroUsdc: 2_700_000n,
@@ -217,20 +215,20 @@ describe("daily payouts", () => {
       toAddress: a.user.walletAddress.toLowerCase(),
     });
     expect(payout?.txHash).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(await app.rt.db.payout.count({ where: { accountId: b.user.accountId } })).toBe(0);
-    await assertBooksBalance(app.rt.db);
+    expect(await world.app.rt.db.payout.count({ where: { accountId: b.user.accountId } })).toBe(0);
+    await assertBooksBalance(world.app.rt.db);
 
     // a second run the same day moves nothing more
-    const again = await app.rt.services.supply.runDailyPayouts();
+    const again = await world.app.rt.services.supply.runDailyPayouts();
     expect(again).toMatchObject({ paid: 0, created: 0 });
     expect(await usdcBalance(chain, a.user.walletAddress)).toBe(2_700_000n);
-    expect(await app.rt.db.payout.count({ where: { accountId: a.user.accountId } })).toBe(1);
+    expect(await world.app.rt.db.payout.count({ where: { accountId: a.user.accountId } })).toBe(1);
 
     // confirmation depth (CONFIRMATION_BLOCKS = 5 in tests)
     await chain.mine(5);
-    const confirming = await app.rt.services.supply.runDailyPayouts();
+    const confirming = await world.app.rt.services.supply.runDailyPayouts();
     expect(confirming.confirmed).toBeGreaterThanOrEqual(1);
-    expect((await app.rt.db.payout.findFirstOrThrow({ where: { accountId: a.user.accountId } })).status).toBe(
+    expect((await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: a.user.accountId } })).status).toBe(
       "confirmed",
     );
     const l = await ledger(a.user);
@@ -243,49 +241,49 @@ describe("daily payouts", () => {
     });
     const treasuryAfter = await usdcBalance(chain, chain.devAccounts[2]?.address ?? "");
     expect(treasuryBefore - treasuryAfter).toBeGreaterThanOrEqual(2_700_000n);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
 
     // the next UTC day pays what accrued since
     await earn(a, 2_000_000n); // share 1.8
     await earn(b, 200_000n); // b now at 1.08
     clock.advance(24 * 3_600_000);
-    await app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.supply.runDailyPayouts();
     expect(await usdcBalance(chain, a.user.walletAddress)).toBe(4_500_000n);
     expect(await usdcBalance(chain, b.user.walletAddress)).toBe(1_080_000n);
-    expect(await app.rt.db.payout.count({ where: { accountId: a.user.accountId } })).toBe(2);
-    await assertBooksBalance(app.rt.db);
+    expect(await world.app.rt.db.payout.count({ where: { accountId: a.user.accountId } })).toBe(2);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("concurrent runs in two processes pay each supplier exactly once", async () => {
     const suppliers = await Promise.all(Array.from({ length: 3 }, () => newSupplier()));
     for (const s of suppliers) await earn(s, 2_000_000n);
     const runs = await Promise.all([
-      app.rt.services.supply.runDailyPayouts(),
-      peer.rt.services.supply.runDailyPayouts(),
-      app.rt.services.supply.runDailyPayouts(),
-      peer.rt.services.supply.runDailyPayouts(),
+      world.app.rt.services.supply.runDailyPayouts(),
+      world.peer.rt.services.supply.runDailyPayouts(),
+      world.app.rt.services.supply.runDailyPayouts(),
+      world.peer.rt.services.supply.runDailyPayouts(),
     ]);
     expect(runs.filter((r) => !r.busy).length).toBeGreaterThanOrEqual(1);
     // anything a busy run skipped is picked up by the next run
-    await app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.supply.runDailyPayouts();
     for (const s of suppliers) {
       expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
-      expect(await app.rt.db.payout.count({ where: { accountId: s.user.accountId } })).toBe(1);
+      expect(await world.app.rt.db.payout.count({ where: { accountId: s.user.accountId } })).toBe(1);
     }
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("crash recovery: a recorded payout never sent is sent by the next run, once", async () => {
     const s = await newSupplier();
     await earn(s, 2_000_000n); // 1.8
     await recordPayout(s, 1_800_000n, null);
-    await app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.supply.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
-    await app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.supply.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
-    const p = await app.rt.db.payout.findFirstOrThrow({ where: { accountId: s.user.accountId } });
+    const p = await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: s.user.accountId } });
     expect(p.status).toBe("submitted");
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("crash recovery: a transfer sent but not recorded is found on chain and adopted, not sent again", async () => {
@@ -293,39 +291,39 @@ describe("daily payouts", () => {
     await earn(s, 3_000_000n); // 2.7
     const p = await recordPayout(s, 2_700_000n, clock.now());
     // the crashed process's transfer reached the chain
-    const sent = await app.rt.payoutChain?.transferUsdc({
+    const sent = await world.app.rt.payoutChain?.transferUsdc({
       to: s.user.walletAddress as `0x${string}`,
       amountMicro: 2_700_000n,
     });
     if (!sent?.ok) throw new Error("transfer failed");
 
-    await app.rt.services.supply.runDailyPayouts(); // too early to touch an attempt in flight
-    expect(await app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).toMatchObject({
+    await world.app.rt.services.supply.runDailyPayouts(); // too early to touch an attempt in flight
+    expect(await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).toMatchObject({
       status: "pending",
       txHash: null,
     });
     clock.advance(PAYOUT_RESEND_AFTER_MS + 1_000);
-    const run = await app.rt.services.supply.runDailyPayouts();
+    const run = await world.app.rt.services.supply.runDailyPayouts();
     expect(run.adopted).toBe(1);
-    expect(await app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).toMatchObject({
+    expect(await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).toMatchObject({
       status: "submitted",
       txHash: sent.value.txHash.toLowerCase(),
     });
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(2_700_000n);
-    await assertBooksBalance(app.rt.db);
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("crash recovery: an attempt that never reached the chain is sent again after the wait", async () => {
     const s = await newSupplier();
     await earn(s, 2_000_000n);
     const p = await recordPayout(s, 1_800_000n, clock.now());
-    await app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.supply.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(0n);
     clock.advance(PAYOUT_RESEND_AFTER_MS + 1_000);
-    await app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.supply.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
-    expect((await app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("submitted");
-    await app.rt.services.supply.runDailyPayouts();
+    expect((await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("submitted");
+    await world.app.rt.services.supply.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
   });
 
@@ -333,18 +331,18 @@ describe("daily payouts", () => {
     const s = await newSupplier();
     await earn(s, 2_000_000n);
     const p = await recordPayout(s, 1_800_000n, new Date(clock.now().getTime() - 5 * 3_600_000));
-    await app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.supply.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(0n);
-    expect((await app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("pending");
-    await assertBooksBalance(app.rt.db);
+    expect((await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("pending");
+    await assertBooksBalance(world.app.rt.db);
   });
 
   test("a transfer refused before sending fails the payout and returns the amount (payout_reversal)", async () => {
     const s = await newSupplier();
     await earn(s, 3_000_000_000n); // share 2700 USDC: more than the treasury holds
-    const run = await app.rt.services.supply.runDailyPayouts();
+    const run = await world.app.rt.services.supply.runDailyPayouts();
     expect(run.failed).toBeGreaterThanOrEqual(1);
-    const p = await app.rt.db.payout.findFirstOrThrow({ where: { accountId: s.user.accountId } });
+    const p = await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: s.user.accountId } });
     expect(p).toMatchObject({ status: "failed", txHash: null });
     expect(p.failureReason).toMatch(/refused/);
     expect(await payable(s.user.accountId)).toBe(2_700_000_000n);
@@ -356,15 +354,15 @@ describe("daily payouts", () => {
     ]);
     expect(l.recentPayouts[0]).toMatchObject({ status: "failed" });
     // not retried the same day
-    await app.rt.services.supply.runDailyPayouts();
-    expect(await app.rt.db.payout.count({ where: { accountId: s.user.accountId } })).toBe(1);
-    await assertBooksBalance(app.rt.db);
+    await world.app.rt.services.supply.runDailyPayouts();
+    expect(await world.app.rt.db.payout.count({ where: { accountId: s.user.accountId } })).toBe(1);
+    await assertBooksBalance(world.app.rt.db);
   });
 });
 
 /** What a crashed run leaves: the payout row and its journal committed, the send maybe attempted. */
 async function recordPayout(s: Supplier, amount: bigint, submittedAt: Date | null) {
-  return app.rt.db.$transaction(async (tx) => {
+  return world.app.rt.db.$transaction(async (tx) => {
     const p = await tx.payout.create({
       data: {
         accountId: s.user.accountId,

@@ -1,26 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "graphql-sse";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
+import { describe, expect, test } from "vitest";
 import { call, createKey, type SignedInUser, signIn } from "../../support/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { useMarketWorld } from "../../support/market-world.js";
 import { simKey } from "./helpers.js";
 
-let app: TestApp;
-let sim: UpstreamSimulator;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  sim = await startUpstreamSimulator();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: { UPSTREAM_BASE_URL: sim.baseUrl } });
-});
-afterAll(async () => {
-  await app?.close();
-  await sim?.close();
-  await drop?.();
-});
+const world = useMarketWorld({ catalogSyncKey: false });
 
 interface GqlResult<T> {
   data?: T;
@@ -32,7 +17,7 @@ async function gql<T>(
   query: string,
   variables: Record<string, unknown> = {},
 ): Promise<GqlResult<T>> {
-  const res = await call(app, { method: "POST", path: "/graphql", headers, body: { query, variables } });
+  const res = await call(world.app, { method: "POST", path: "/graphql", headers, body: { query, variables } });
   return res.body as GqlResult<T>;
 }
 
@@ -57,7 +42,7 @@ type Registered = { registerUpstreamKey: { upstreamKey: { id: string; maskedKey:
 type Posted = { postOffer: { offer: { id: string; status: string; quantity: string; keyStatus: string } } };
 
 async function registered(user: SignedInUser, diem = 30_000_000n): Promise<{ keyId: string; secret: string }> {
-  const secret = simKey(sim, diem);
+  const secret = simKey(world.sim, diem);
   const r = await gql<Registered>(session(user), REGISTER, { k: secret, l: "gql key" });
   expect(r.errors).toBeUndefined();
   return { keyId: r.data?.registerUpstreamKey.upstreamKey.id ?? "", secret };
@@ -65,8 +50,8 @@ async function registered(user: SignedInUser, diem = 30_000_000n): Promise<{ key
 
 describe("success", () => {
   test("register, post, pause, reprice, cancel and revoke through the same services as REST", async () => {
-    const user = await signIn(app);
-    const secret = simKey(sim, 30_000_000n);
+    const user = await signIn(world.app);
+    const secret = simKey(world.sim, 30_000_000n);
     const reg = await gql<Registered>(session(user), REGISTER, { k: secret, l: "gql key" });
     expect(reg.errors).toBeUndefined();
     const key = reg.data?.registerUpstreamKey.upstreamKey;
@@ -89,7 +74,7 @@ describe("success", () => {
       keyStatus: "ACTIVE",
     });
     // REST shows the same offer
-    const rest = await call(app, { method: "GET", path: "/v1/supply/offers/mine", headers: session(user) });
+    const rest = await call(world.app, { method: "GET", path: "/v1/supply/offers/mine", headers: session(user) });
     expect((rest.body as { data: { id: string; quantityDiem: string }[] }).data[0]).toMatchObject({
       id: offer?.id,
       quantityDiem: "2.500000",
@@ -136,7 +121,7 @@ describe("success", () => {
   });
 
   test("mySupplierLedger and mySupplierInferenceHistory answer with the REST numbers", async () => {
-    const user = await signIn(app);
+    const user = await signIn(world.app);
     const r = await gql<{
       mySupplierLedger: { payable: string; paidOut: string; payoutMinimum: string; entries: unknown[] };
       mySupplierInferenceHistory: { items: unknown[]; nextCursor: string | null };
@@ -164,10 +149,10 @@ describe("success", () => {
 
 describe("subscriptions", () => {
   test("offerUpdated and earningsChanged reach the owner only", async () => {
-    const owner = await signIn(app);
-    const stranger = await signIn(app);
+    const owner = await signIn(world.app);
+    const stranger = await signIn(world.app);
     const { keyId } = await registered(owner);
-    const client = createClient({ url: `${app.baseUrl}/graphql`, headers: session(owner), retryAttempts: 0 });
+    const client = createClient({ url: `${world.app.baseUrl}/graphql`, headers: session(owner), retryAttempts: 0 });
     const offers = client.iterate<{ offerUpdated: { subject: string; id: string; status: string } }>({
       query: "subscription { offerUpdated { subject id status at } }",
     });
@@ -181,14 +166,14 @@ describe("subscriptions", () => {
     // someone else's activity is not delivered
     const other = await registered(stranger);
     void other;
-    app.rt.bus.publish("earningsChanged", stranger.accountId, {
+    world.app.rt.bus.publish("earningsChanged", stranger.accountId, {
       accountId: stranger.accountId,
       kind: "payout:x:submitted",
       at: new Date().toISOString(),
     });
     const posted = await gql<Posted>(session(owner), POST, { key: keyId, price: 36, q: "1000000" });
     const offerId = posted.data?.postOffer.offer.id;
-    app.rt.bus.publish("earningsChanged", owner.accountId, {
+    world.app.rt.bus.publish("earningsChanged", owner.accountId, {
       accountId: owner.accountId,
       kind: "payout:mine:submitted",
       at: new Date().toISOString(),
@@ -214,7 +199,7 @@ describe("subscriptions", () => {
 
 describe("rejection and authorisation", () => {
   test("validation errors carry invalid_request; nothing is written", async () => {
-    const user = await signIn(app);
+    const user = await signIn(world.app);
     const { keyId } = await registered(user);
     const zeroPrice = await gql(session(user), POST, { key: keyId, price: 0, q: "1000000" });
     expect(codeOf(zeroPrice)).toBe("invalid_request");
@@ -226,12 +211,12 @@ describe("rejection and authorisation", () => {
     expect(codeOf(emptyUpdate)).toBe("invalid_request");
     const rejected = await gql(session(user), REGISTER, { k: `vk-unknown-${randomUUID()}`, l: "x" });
     expect(codeOf(rejected)).toBe("invalid_request");
-    expect(await app.rt.db.offer.count({ where: { accountId: user.accountId } })).toBe(0);
+    expect(await world.app.rt.db.offer.count({ where: { accountId: user.accountId } })).toBe(0);
   });
 
   test("another account's ids are not_found; a Bearer key or no credential is refused", async () => {
-    const owner = await signIn(app);
-    const other = await signIn(app);
+    const owner = await signIn(world.app);
+    const other = await signIn(world.app);
     const { keyId } = await registered(owner);
     const posted = await gql<Posted>(session(owner), POST, { key: keyId, price: 37, q: "1000000" });
     const offerId = posted.data?.postOffer.offer.id;
@@ -257,11 +242,11 @@ describe("rejection and authorisation", () => {
     );
     expect(theirs.data).toEqual({ myUpstreamKeys: [], myOffers: { edges: [] } });
 
-    const apiKey = await createKey(app, owner);
+    const apiKey = await createKey(world.app, owner);
     const bearer = { authorization: `Bearer ${apiKey.apiKey}` };
     expect(codeOf(await gql(bearer, "{ myUpstreamKeys { id } }"))).toBe("authentication_failed");
     expect(codeOf(await gql(bearer, UPDATE, { id: offerId, status: "PAUSED" }))).toBe("authentication_failed");
     expect(codeOf(await gql({}, "{ myOffers(first: 1) { edges { node { id } } } }"))).toBe("authentication_failed");
-    expect((await app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId ?? "" } })).status).toBe("active");
+    expect((await world.app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId ?? "" } })).status).toBe("active");
   });
 });

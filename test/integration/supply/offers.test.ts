@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { nextUtcMidnight } from "../../../src/lib/clock.js";
-import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { type SignedInUser, signIn } from "../../support/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { useMarketWorld } from "../../support/market-world.js";
 import {
   deleteKey,
   deleteOffer,
@@ -22,41 +21,27 @@ import {
   supplySnapshot,
 } from "./helpers.js";
 
-let app: TestApp;
-let sim: UpstreamSimulator;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  sim = await startUpstreamSimulator();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: { UPSTREAM_BASE_URL: sim.baseUrl } });
-});
-afterAll(async () => {
-  await app?.close();
-  await sim?.close();
-  await drop?.();
-});
+const world = useMarketWorld({ catalogSyncKey: false });
 
 /** A signed-in supplier with one registered key. Prices are unique per test so ladder checks do not mix. */
 async function supplier(diemMicro = 100_000_000n): Promise<{ user: SignedInUser; key: KeyBody }> {
-  const user = await signIn(app);
-  const key = await registerKey(app, user, simKey(sim, diemMicro));
+  const user = await signIn(world.app);
+  const key = await registerKey(world.app, user, simKey(world.sim, diemMicro));
   return { user, key };
 }
 
 async function depletedOffer(user: SignedInUser, keyId: string, price: number): Promise<OfferBody> {
-  const o = await postOffer(app, user, keyId, price);
-  await sellOut(app, o.id);
-  expect(await app.rt.services.supply.markDepletedIfEmpty(o.id)).toBe(true);
+  const o = await postOffer(world.app, user, keyId, price);
+  await sellOut(world.app, o.id);
+  expect(await world.app.rt.services.supply.markDepletedIfEmpty(o.id)).toBe(true);
   return o;
 }
 
 async function expiredOffer(user: SignedInUser, keyId: string, price: number): Promise<OfferBody> {
-  const o = await postOffer(app, user, keyId, price);
-  await app.rt.db.offer.update({ where: { id: o.id }, data: { expiresAt: new Date(Date.now() - 1_000) } });
-  await app.rt.services.supply.expireDue();
-  expect(await offerStatus(app, o.id)).toBe("expired");
+  const o = await postOffer(world.app, user, keyId, price);
+  await world.app.rt.db.offer.update({ where: { id: o.id }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+  await world.app.rt.services.supply.expireDue();
+  expect(await offerStatus(world.app, o.id)).toBe("expired");
   return o;
 }
 
@@ -64,7 +49,7 @@ describe("posting", () => {
   test("201: initial state active, expiring at the next UTC midnight, on the market at its price", async () => {
     const { user, key } = await supplier();
     const before = Date.now();
-    const res = await postOfferCall(app, user, {
+    const res = await postOfferCall(world.app, user, {
       upstreamKeyId: key.id,
       priceCentsPerDollar: 41,
       quantityDiem: "12.5",
@@ -81,79 +66,79 @@ describe("posting", () => {
       endedAt: null,
     });
     expect(offer.expiresAt).toBe(nextUtcMidnight(new Date(before)).toISOString());
-    expect(await routableAt(app, 41)).toBe(12_500_000n);
+    expect(await routableAt(world.app, 41)).toBe(12_500_000n);
 
-    const mine = await myOffers(app, user);
+    const mine = await myOffers(world.app, user);
     expect(mine).toHaveLength(1);
     expect(mine[0]).toMatchObject({ id: offer.id, keyStatus: "active", remainingDiem: "12.500000", status: "active" });
   });
 
   test("the routable depth is capped by the key's last known balance", async () => {
     const { user, key } = await supplier(3_000_000n);
-    await postOffer(app, user, key.id, 42, "10");
-    expect(await routableAt(app, 42)).toBe(3_000_000n);
+    await postOffer(world.app, user, key.id, 42, "10");
+    expect(await routableAt(world.app, 42)).toBe(3_000_000n);
   });
 
   test("one live offer per key: 20 concurrent posts give exactly one 201", async () => {
     const { user, key } = await supplier();
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        postOfferCall(app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 20 + (i % 5), quantityDiem: "1" }),
+        postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 20 + (i % 5), quantityDiem: "1" }),
       ),
     );
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of results.filter((x) => x.status !== 201)) expectError(r, 409, "conflict");
-    expect(await app.rt.db.offer.count({ where: { upstreamKeyId: key.id } })).toBe(1);
+    expect(await world.app.rt.db.offer.count({ where: { upstreamKeyId: key.id } })).toBe(1);
   });
 
   test("a second offer on a key with a live (active or paused) offer is 409; other keys are independent", async () => {
     const { user, key } = await supplier();
-    const first = await postOffer(app, user, key.id, 43);
+    const first = await postOffer(world.app, user, key.id, 43);
     expectError(
-      await postOfferCall(app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1" }),
       409,
       "conflict",
     );
-    expect((await patchOffer(app, user, first.id, { status: "paused" })).status).toBe(200);
+    expect((await patchOffer(world.app, user, first.id, { status: "paused" })).status).toBe(200);
     expectError(
-      await postOfferCall(app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1" }),
       409,
       "conflict",
       "paused keeps the slot",
     );
-    const second = await registerKey(app, user, simKey(sim));
-    await postOffer(app, user, second.id, 44);
+    const second = await registerKey(world.app, user, simKey(world.sim));
+    await postOffer(world.app, user, second.id, 44);
   });
 
   test("on a revoked key 409; on a key failing upstream auth 409; on another account's or an unknown key 404", async () => {
     const { user, key } = await supplier();
-    await deleteKey(app, user, key.id);
+    await deleteKey(world.app, user, key.id);
     expectError(
-      await postOfferCall(app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
       409,
       "conflict",
     );
 
-    const failing = await registerKey(app, user, simKey(sim));
-    await app.rt.services.supply.markKeyAuthFailed(failing.id);
+    const failing = await registerKey(world.app, user, simKey(world.sim));
+    await world.app.rt.services.supply.markKeyAuthFailed(failing.id);
     expectError(
-      await postOfferCall(app, user, { upstreamKeyId: failing.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: failing.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
       409,
       "conflict",
     );
 
     const other = await supplier();
     expectError(
-      await postOfferCall(app, user, { upstreamKeyId: other.key.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: other.key.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
       404,
       "not_found",
     );
     expectError(
-      await postOfferCall(app, user, { upstreamKeyId: randomUUID(), priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: randomUUID(), priceCentsPerDollar: 50, quantityDiem: "1" }),
       404,
       "not_found",
     );
-    expect(await app.rt.db.offer.count({ where: { accountId: user.accountId } })).toBe(0);
+    expect(await world.app.rt.db.offer.count({ where: { accountId: user.accountId } })).toBe(0);
   });
 
   test.each([
@@ -174,20 +159,20 @@ describe("posting", () => {
     ["missing key id", { upstreamKeyId: undefined }, "upstreamKeyId"],
   ])("%s: 400 naming the field, nothing created", async (_label, override, field) => {
     const { user, key } = await supplier();
-    const before = await supplySnapshot(app.rt.db, user.accountId);
+    const before = await supplySnapshot(world.app.rt.db, user.accountId);
     const body = { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1.5", ...override };
-    const res = await postOfferCall(app, user, body);
+    const res = await postOfferCall(world.app, user, body);
     expectError(res, 400, "invalid_request");
     expect((res.body as { error: { field?: string } }).error.field).toBe(field);
-    expect(await supplySnapshot(app.rt.db, user.accountId)).toBe(before);
+    expect(await supplySnapshot(world.app.rt.db, user.accountId)).toBe(before);
   });
 
   test("boundary values are accepted: price 1 and 80, quantity 0.000001", async () => {
     const { user, key } = await supplier();
-    const a = await postOffer(app, user, key.id, 1, "0.000001");
+    const a = await postOffer(world.app, user, key.id, 1, "0.000001");
     expect(a.quantityDiem).toBe("0.000001");
-    await deleteOffer(app, user, a.id);
-    const b = await postOffer(app, user, key.id, 80, "1000000");
+    await deleteOffer(world.app, user, a.id);
+    const b = await postOffer(world.app, user, key.id, 80, "1000000");
     expect(b.quantityDiem).toBe("1000000.000000");
   });
 });
@@ -195,116 +180,125 @@ describe("posting", () => {
 describe("the offer state table", () => {
   test("active → PATCH paused → paused: routing stops, the key's slot stays occupied", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 45, "5");
-    expect(await routableAt(app, 45)).toBe(5_000_000n);
-    const res = await patchOffer(app, user, o.id, { status: "paused" });
+    const o = await postOffer(world.app, user, key.id, 45, "5");
+    expect(await routableAt(world.app, 45)).toBe(5_000_000n);
+    const res = await patchOffer(world.app, user, o.id, { status: "paused" });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: o.id, status: "paused", priceCentsPerDollar: 45 });
-    expect(await routableAt(app, 45)).toBe(0n);
+    expect(await routableAt(world.app, 45)).toBe(0n);
     expectError(
-      await postOfferCall(app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 45, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 45, quantityDiem: "1" }),
       409,
       "conflict",
     );
     // pausing again is a no-op 200
-    expect((await patchOffer(app, user, o.id, { status: "paused" })).status).toBe(200);
+    expect((await patchOffer(world.app, user, o.id, { status: "paused" })).status).toBe(200);
   });
 
   test("paused → PATCH active → active: routing resumes", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 46, "5");
-    await patchOffer(app, user, o.id, { status: "paused" });
-    const res = await patchOffer(app, user, o.id, { status: "active" });
+    const o = await postOffer(world.app, user, key.id, 46, "5");
+    await patchOffer(world.app, user, o.id, { status: "paused" });
+    const res = await patchOffer(world.app, user, o.id, { status: "active" });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: "active" });
-    expect(await routableAt(app, 46)).toBe(5_000_000n);
+    expect(await routableAt(world.app, 46)).toBe(5_000_000n);
   });
 
   test("reprice an active and a paused offer; price and status in one request", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 47, "5");
-    let res = await patchOffer(app, user, o.id, { priceCentsPerDollar: 48 });
+    const o = await postOffer(world.app, user, key.id, 47, "5");
+    let res = await patchOffer(world.app, user, o.id, { priceCentsPerDollar: 48 });
     expect(res.body).toMatchObject({ status: "active", priceCentsPerDollar: 48 });
-    expect(await routableAt(app, 47)).toBe(0n);
-    expect(await routableAt(app, 48)).toBe(5_000_000n);
-    res = await patchOffer(app, user, o.id, { priceCentsPerDollar: 49, status: "paused" });
+    expect(await routableAt(world.app, 47)).toBe(0n);
+    expect(await routableAt(world.app, 48)).toBe(5_000_000n);
+    res = await patchOffer(world.app, user, o.id, { priceCentsPerDollar: 49, status: "paused" });
     expect(res.body).toMatchObject({ status: "paused", priceCentsPerDollar: 49 });
-    res = await patchOffer(app, user, o.id, { priceCentsPerDollar: 51 });
+    res = await patchOffer(world.app, user, o.id, { priceCentsPerDollar: 51 });
     expect(res.body).toMatchObject({ status: "paused", priceCentsPerDollar: 51 });
   });
 
   test("active → DELETE → cancelled: frees the slot and leaves the listing", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 52);
-    const res = await deleteOffer(app, user, o.id);
+    const o = await postOffer(world.app, user, key.id, 52);
+    const res = await deleteOffer(world.app, user, o.id);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: o.id, status: "cancelled" });
     expect((res.body as OfferBody).endedAt).not.toBeNull();
-    expect(await myOffers(app, user)).toEqual([]);
-    expect(await routableAt(app, 52)).toBe(0n);
-    await postOffer(app, user, key.id, 52);
+    expect(await myOffers(world.app, user)).toEqual([]);
+    expect(await routableAt(world.app, 52)).toBe(0n);
+    await postOffer(world.app, user, key.id, 52);
   });
 
   test("paused → DELETE → cancelled", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 53);
-    await patchOffer(app, user, o.id, { status: "paused" });
-    expect((await deleteOffer(app, user, o.id)).body).toMatchObject({ status: "cancelled" });
-    await postOffer(app, user, key.id, 53);
+    const o = await postOffer(world.app, user, key.id, 53);
+    await patchOffer(world.app, user, o.id, { status: "paused" });
+    expect((await deleteOffer(world.app, user, o.id)).body).toMatchObject({ status: "cancelled" });
+    await postOffer(world.app, user, key.id, 53);
   });
 
   test("active or paused with nothing remaining → depleted (markDepletedIfEmpty, once); frees the slot", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 54);
-    expect(await app.rt.services.supply.markDepletedIfEmpty(o.id)).toBe(false); // still has DIEM
-    await sellOut(app, o.id);
+    const o = await postOffer(world.app, user, key.id, 54);
+    expect(await world.app.rt.services.supply.markDepletedIfEmpty(o.id)).toBe(false); // still has DIEM
+    await sellOut(world.app, o.id);
     const [a, b] = await Promise.all([
-      app.rt.services.supply.markDepletedIfEmpty(o.id),
-      app.rt.services.supply.markDepletedIfEmpty(o.id),
+      world.app.rt.services.supply.markDepletedIfEmpty(o.id),
+      world.app.rt.services.supply.markDepletedIfEmpty(o.id),
     ]);
     expect([a, b].filter(Boolean)).toHaveLength(1);
-    expect(await offerStatus(app, o.id)).toBe("depleted");
-    expect((await myOffers(app, user))[0]).toMatchObject({ id: o.id, status: "depleted", remainingDiem: "0.000000" });
-    await postOffer(app, user, key.id, 54);
+    expect(await offerStatus(world.app, o.id)).toBe("depleted");
+    expect((await myOffers(world.app, user))[0]).toMatchObject({
+      id: o.id,
+      status: "depleted",
+      remainingDiem: "0.000000",
+    });
+    await postOffer(world.app, user, key.id, 54);
 
-    const paused = await registerKey(app, user, simKey(sim));
-    const p = await postOffer(app, user, paused.id, 54);
-    await patchOffer(app, user, p.id, { status: "paused" });
-    await sellOut(app, p.id);
-    expect(await app.rt.services.supply.markDepletedIfEmpty(p.id)).toBe(true);
-    expect(await offerStatus(app, p.id)).toBe("depleted");
+    const paused = await registerKey(world.app, user, simKey(world.sim));
+    const p = await postOffer(world.app, user, paused.id, 54);
+    await patchOffer(world.app, user, p.id, { status: "paused" });
+    await sellOut(world.app, p.id);
+    expect(await world.app.rt.services.supply.markDepletedIfEmpty(p.id)).toBe(true);
+    expect(await offerStatus(world.app, p.id)).toBe("depleted");
   });
 
   test("the expiry sweep also depletes live offers with nothing left", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 55);
-    await sellOut(app, o.id);
-    const r = await app.rt.services.supply.expireDue();
+    const o = await postOffer(world.app, user, key.id, 55);
+    await sellOut(world.app, o.id);
+    const r = await world.app.rt.services.supply.expireDue();
     expect(r.depleted).toBeGreaterThanOrEqual(1);
-    expect(await offerStatus(app, o.id)).toBe("depleted");
+    expect(await offerStatus(world.app, o.id)).toBe("depleted");
   });
 
   test("depleted, expired and cancelled offers are not live: PATCH and DELETE are 409, nothing changes", async () => {
     const { user, key } = await supplier();
     const depleted = await depletedOffer(user, key.id, 56);
     const expired = await expiredOffer(user, key.id, 56);
-    const cancelled = await postOffer(app, user, key.id, 56);
-    await deleteOffer(app, user, cancelled.id);
+    const cancelled = await postOffer(world.app, user, key.id, 56);
+    await deleteOffer(world.app, user, cancelled.id);
     for (const [label, o, status] of [
       ["depleted", depleted, "depleted"],
       ["expired", expired, "expired"],
       ["cancelled", cancelled, "cancelled"],
     ] as const) {
-      const before = await supplySnapshot(app.rt.db, user.accountId);
-      expectError(await patchOffer(app, user, o.id, { status: "active" }), 409, "conflict", `${label} unpause`);
-      expectError(await patchOffer(app, user, o.id, { status: "paused" }), 409, "conflict", `${label} pause`);
-      expectError(await patchOffer(app, user, o.id, { priceCentsPerDollar: 30 }), 409, "conflict", `${label} reprice`);
-      expectError(await deleteOffer(app, user, o.id), 409, "conflict", `${label} cancel`);
-      expect(await offerStatus(app, o.id)).toBe(status);
-      expect(await supplySnapshot(app.rt.db, user.accountId)).toBe(before);
+      const before = await supplySnapshot(world.app.rt.db, user.accountId);
+      expectError(await patchOffer(world.app, user, o.id, { status: "active" }), 409, "conflict", `${label} unpause`);
+      expectError(await patchOffer(world.app, user, o.id, { status: "paused" }), 409, "conflict", `${label} pause`);
+      expectError(
+        await patchOffer(world.app, user, o.id, { priceCentsPerDollar: 30 }),
+        409,
+        "conflict",
+        `${label} reprice`,
+      );
+      expectError(await deleteOffer(world.app, user, o.id), 409, "conflict", `${label} cancel`);
+      expect(await offerStatus(world.app, o.id)).toBe(status);
+      expect(await supplySnapshot(world.app.rt.db, user.accountId)).toBe(before);
     }
     // the listing keeps depleted and expired, drops cancelled
-    const listed = (await myOffers(app, user)).map((o) => o.id);
+    const listed = (await myOffers(world.app, user)).map((o) => o.id);
     expect(listed).toContain(depleted.id);
     expect(listed).toContain(expired.id);
     expect(listed).not.toContain(cancelled.id);
@@ -312,21 +306,21 @@ describe("the offer state table", () => {
 
   test("a live offer whose DIEM already expired (before the sweep) cannot be repriced or unpaused", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 57);
-    await app.rt.db.offer.update({ where: { id: o.id }, data: { expiresAt: new Date(Date.now() - 1_000) } });
-    expectError(await patchOffer(app, user, o.id, { priceCentsPerDollar: 30 }), 409, "conflict");
-    expect(await routableAt(app, 57)).toBe(0n);
+    const o = await postOffer(world.app, user, key.id, 57);
+    await world.app.rt.db.offer.update({ where: { id: o.id }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+    expectError(await patchOffer(world.app, user, o.id, { priceCentsPerDollar: 30 }), 409, "conflict");
+    expect(await routableAt(world.app, 57)).toBe(0n);
   });
 
   test("an upstream-key revocation cancels active, paused, depleted and expired offers (see upstream-keys)", async () => {
     const { user, key } = await supplier();
     const depleted = await depletedOffer(user, key.id, 58);
     const expired = await expiredOffer(user, key.id, 58);
-    const live = await postOffer(app, user, key.id, 58);
-    const res = await deleteKey(app, user, key.id);
+    const live = await postOffer(world.app, user, key.id, 58);
+    const res = await deleteKey(world.app, user, key.id);
     expect(res.body).toMatchObject({ cancelledOffers: 3 });
-    for (const o of [depleted, expired, live]) expect(await offerStatus(app, o.id)).toBe("cancelled");
-    expect(await myOffers(app, user)).toEqual([]);
+    for (const o of [depleted, expired, live]) expect(await offerStatus(world.app, o.id)).toBe("cancelled");
+    expect(await myOffers(world.app, user)).toEqual([]);
   });
 });
 
@@ -342,18 +336,18 @@ describe("rejection", () => {
     ["a valid status next to a bad price", { status: "paused", priceCentsPerDollar: 90 }],
   ])("PATCH with %s: 400, nothing changed", async (_label, body) => {
     const { user, key } = await supplier();
-    const o = await postOffer(app, user, key.id, 59);
-    const before = await supplySnapshot(app.rt.db, user.accountId);
-    expectError(await patchOffer(app, user, o.id, body), 400, "invalid_request");
-    expect(await supplySnapshot(app.rt.db, user.accountId)).toBe(before);
+    const o = await postOffer(world.app, user, key.id, 59);
+    const before = await supplySnapshot(world.app.rt.db, user.accountId);
+    expectError(await patchOffer(world.app, user, o.id, body), 400, "invalid_request");
+    expect(await supplySnapshot(world.app.rt.db, user.accountId)).toBe(before);
   });
 
   test("non-uuid ids are 400; unknown ids are 404", async () => {
     const { user } = await supplier();
-    expectError(await patchOffer(app, user, "nope", { status: "paused" }), 400, "invalid_request");
-    expectError(await deleteOffer(app, user, "nope"), 400, "invalid_request");
-    expectError(await patchOffer(app, user, randomUUID(), { status: "paused" }), 404, "not_found");
-    expectError(await deleteOffer(app, user, randomUUID()), 404, "not_found");
+    expectError(await patchOffer(world.app, user, "nope", { status: "paused" }), 400, "invalid_request");
+    expectError(await deleteOffer(world.app, user, "nope"), 400, "invalid_request");
+    expectError(await patchOffer(world.app, user, randomUUID(), { status: "paused" }), 404, "not_found");
+    expectError(await deleteOffer(world.app, user, randomUUID()), 404, "not_found");
   });
 });
 
@@ -361,18 +355,22 @@ describe("authorisation", () => {
   test("another account gets 404 on every offer and key id route; nothing changes", async () => {
     const owner = await supplier();
     const other = await supplier();
-    const o = await postOffer(app, owner.user, owner.key.id, 60);
-    const before = await supplySnapshot(app.rt.db, owner.user.accountId);
-    expectError(await patchOffer(app, other.user, o.id, { status: "paused" }), 404, "not_found");
-    expectError(await patchOffer(app, other.user, o.id, { priceCentsPerDollar: 10 }), 404, "not_found");
-    expectError(await deleteOffer(app, other.user, o.id), 404, "not_found");
-    expectError(await deleteKey(app, other.user, owner.key.id), 404, "not_found");
+    const o = await postOffer(world.app, owner.user, owner.key.id, 60);
+    const before = await supplySnapshot(world.app.rt.db, owner.user.accountId);
+    expectError(await patchOffer(world.app, other.user, o.id, { status: "paused" }), 404, "not_found");
+    expectError(await patchOffer(world.app, other.user, o.id, { priceCentsPerDollar: 10 }), 404, "not_found");
+    expectError(await deleteOffer(world.app, other.user, o.id), 404, "not_found");
+    expectError(await deleteKey(world.app, other.user, owner.key.id), 404, "not_found");
     expectError(
-      await postOfferCall(app, other.user, { upstreamKeyId: owner.key.id, priceCentsPerDollar: 60, quantityDiem: "1" }),
+      await postOfferCall(world.app, other.user, {
+        upstreamKeyId: owner.key.id,
+        priceCentsPerDollar: 60,
+        quantityDiem: "1",
+      }),
       404,
       "not_found",
     );
-    expect((await myOffers(app, other.user)).map((x) => x.id)).not.toContain(o.id);
-    expect(await supplySnapshot(app.rt.db, owner.user.accountId)).toBe(before);
+    expect((await myOffers(world.app, other.user)).map((x) => x.id)).not.toContain(o.id);
+    expect(await supplySnapshot(world.app.rt.db, owner.user.accountId)).toBe(before);
   });
 });
