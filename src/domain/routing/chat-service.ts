@@ -1,7 +1,5 @@
 import {
-  readUpstreamSse,
   releaseBody,
-  type UpstreamBody,
   type UpstreamClient,
   type UpstreamFailure,
   type UpstreamResponse,
@@ -12,13 +10,12 @@ import { formatDecimal6 } from "../../lib/money.js";
 import { estimatePromptTokens } from "./admission.js";
 import { bareModelId } from "./model-resolver.js";
 import type { AttemptFailure, RouterService, RoutingSession, Settled, Usage } from "./router-service.js";
+import { StreamRelay } from "./stream-relay.js";
 
 /** Buffered upstream calls give up after this long (then fall forward). */
 export const UPSTREAM_TIMEOUT_MS = 120_000;
 /** A stream that sends no first content within this long is a failed attempt. */
 export const FIRST_CONTENT_TIMEOUT_MS = 60_000;
-/** A started stream silent this long is treated as truncated. */
-export const STREAM_IDLE_TIMEOUT_MS = 120_000;
 
 export interface Caller {
   accountId: string;
@@ -181,13 +178,8 @@ export async function runStream(
   o: {
     path: string;
     body: Json;
-    /** reads the body and releases it (`releaseBody`) on every path */
-    relay: (
-      body: UpstreamBody,
-      upstreamAbort: AbortController,
-      firstTimer: NodeJS.Timeout,
-      onStart: () => void,
-    ) => Promise<"retry" | "done">;
+    /** reads the body through `relay.pump` (which releases it on every path) */
+    relay: (relay: StreamRelay) => Promise<"retry" | "done">;
     /** the in-band frame for an error after the stream started */
     errorFrame: (e: unknown) => string;
   },
@@ -215,9 +207,11 @@ export async function runStream(
         }
         let outcome: "retry" | "done";
         try {
-          outcome = await o.relay(value.body, upstreamAbort, firstTimer, () => {
-            started = true;
-          });
+          outcome = await o.relay(
+            new StreamRelay(router, session, sink, value.body, upstreamAbort, firstTimer, () => {
+              started = true;
+            }),
+          );
         } catch (e) {
           releaseBody(value.body); // backstop (no-op when the relay already read or released it)
           throw e;
@@ -359,8 +353,7 @@ export class ChatService {
     await runStream(this.router, this.upstream, session, sink, {
       path: "/chat/completions",
       body: this.upstreamBody(req.body, session, true),
-      relay: (body, upstreamAbort, firstTimer, onStart) =>
-        this.relay(session, req.messages, body, sink, upstreamAbort, firstTimer, onStart),
+      relay: (relay) => this.relay(session, req.messages, sink, relay),
       errorFrame: (e) =>
         `data: ${JSON.stringify({ error: { code: e instanceof DomainError ? e.code : "internal_error", message: (e as Error).message } })}\n\n`,
     });
@@ -373,104 +366,47 @@ export class ChatService {
   private async relay(
     session: RoutingSession,
     messages: unknown[],
-    body: UpstreamBody,
     sink: StreamSink,
-    upstreamAbort: AbortController,
-    firstTimer: NodeJS.Timeout,
-    onStart: () => void,
+    relay: StreamRelay,
   ): Promise<"retry" | "done"> {
-    const pending: string[] = [];
-    let committed = false;
     let usageChunk: Json | undefined;
-    let done = false;
     let relayedChars = 0;
     let lastChunk: Json | undefined;
-    let idle: NodeJS.Timeout | undefined;
-    const armIdle = () => {
-      if (idle) clearTimeout(idle);
-      idle = setTimeout(() => upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
-    };
-    const commit = () => {
-      if (committed) return;
-      committed = true;
-      clearTimeout(firstTimer);
-      sink.start({ "X-Svc-Request-Id": session.requestId, "X-Svc-Support-Reference": session.supportReference });
-      onStart();
-      this.router.markFirstByte(session);
-      for (const f of pending.splice(0)) sink.write(f);
-    };
-    try {
-      for await (const frame of readUpstreamSse(body)) {
-        if (committed) {
-          armIdle();
-          void this.router.renew(session).catch(() => undefined);
-        }
-        if (frame.data === "[DONE]") {
-          done = true;
-          break;
-        }
-        let chunk: Json;
-        try {
-          chunk = JSON.parse(frame.data) as Json;
-        } catch {
-          continue;
-        }
-        if (chunk.error !== undefined) {
-          if (!committed) {
-            upstreamAbort.abort();
-            await this.router.fallForward(session, {
-              kind: "retryable",
-              detail: `in-band upstream error before content`,
-            });
-            return "retry";
-          }
-          break; // after content: treated as a truncated stream
-        }
-        const choices = Array.isArray(chunk.choices) ? (chunk.choices as Json[]) : [];
-        if (chunk.usage && choices.length === 0) {
-          usageChunk = chunk;
-          continue;
-        }
-        lastChunk = chunk;
-        const { cost: _c, venice_parameters: _v, ...clean } = chunk;
-        const text = `data: ${JSON.stringify(clean)}\n\n`;
-        const delta = (choices[0]?.delta ?? {}) as Json;
-        const hasContent =
-          (typeof delta.content === "string" && delta.content.length > 0) ||
-          (typeof delta.reasoning_content === "string" && delta.reasoning_content.length > 0) ||
-          Array.isArray(delta.tool_calls) ||
-          (choices[0]?.finish_reason !== null && choices[0]?.finish_reason !== undefined);
-        relayedChars +=
-          (typeof delta.content === "string" ? delta.content.length : 0) +
-          (typeof delta.reasoning_content === "string" ? delta.reasoning_content.length : 0);
-        if (!committed) {
-          pending.push(text);
-          if (hasContent) commit();
-        } else if (!sink.closed) {
-          sink.write(text);
-        }
+    const verdict = await relay.pump(async (frame) => {
+      if (frame.data === "[DONE]") return "finished";
+      let chunk: Json;
+      try {
+        chunk = JSON.parse(frame.data) as Json;
+      } catch {
+        return;
       }
-    } catch {
-      // reset, abort or idle timeout: handled below as an early close
-    } finally {
-      if (idle) clearTimeout(idle);
-      // after [DONE] the rest is drained (connection reused); otherwise the upstream call is cut
-      releaseBody(body, done);
-    }
-
-    if (!committed) {
-      if (sink.closed) {
-        await this.router.abort(session, "client_closed");
-        return "done";
+      if (chunk.error !== undefined) {
+        // after content: treated as a truncated stream
+        return relay.committed ? "stop" : relay.failBeforeContent("in-band upstream error before content");
       }
-      await this.router.fallForward(session, {
-        kind: "retryable",
-        detail: "upstream stream closed before its first content",
-      });
-      return "retry";
-    }
+      const choices = Array.isArray(chunk.choices) ? (chunk.choices as Json[]) : [];
+      if (chunk.usage && choices.length === 0) {
+        usageChunk = chunk;
+        return;
+      }
+      lastChunk = chunk;
+      const { cost: _c, venice_parameters: _v, ...clean } = chunk;
+      const text = `data: ${JSON.stringify(clean)}\n\n`;
+      const delta = (choices[0]?.delta ?? {}) as Json;
+      const hasContent =
+        (typeof delta.content === "string" && delta.content.length > 0) ||
+        (typeof delta.reasoning_content === "string" && delta.reasoning_content.length > 0) ||
+        Array.isArray(delta.tool_calls) ||
+        (choices[0]?.finish_reason !== null && choices[0]?.finish_reason !== undefined);
+      relayedChars +=
+        (typeof delta.content === "string" ? delta.content.length : 0) +
+        (typeof delta.reasoning_content === "string" ? delta.reasoning_content.length : 0);
+      relay.emit(text, hasContent);
+    });
+    if (verdict === "retry") return "retry";
+    if (!relay.committed) return relay.closeBeforeContent();
 
-    const usage = done && usageChunk ? usageOf(usageChunk.usage) : undefined;
+    const usage = verdict === "finished" && usageChunk ? usageOf(usageChunk.usage) : undefined;
     if (usage) {
       let settled: Settled;
       try {

@@ -1,9 +1,4 @@
-import {
-  readUpstreamSse,
-  releaseBody,
-  type UpstreamBody,
-  type UpstreamClient,
-} from "../../adapters/upstream/client.js";
+import { releaseBody, type UpstreamClient } from "../../adapters/upstream/client.js";
 import { eventFrame } from "../../http/openai/sse.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
@@ -14,12 +9,12 @@ import {
   callAttempt,
   costHeaders,
   runStream,
-  STREAM_IDLE_TIMEOUT_MS,
   type StreamSink,
   UPSTREAM_TIMEOUT_MS,
 } from "./chat-service.js";
 import { bareModelId } from "./model-resolver.js";
 import type { RouterService, RoutingSession, Settled, Usage } from "./router-service.js";
+import type { StreamRelay } from "./stream-relay.js";
 
 type Json = Record<string, unknown>;
 
@@ -344,9 +339,9 @@ export class ResponsesService {
     await runStream(this.router, this.upstream, session, sink, {
       path: "/responses",
       body: this.upstreamBody(req.body, session, true),
-      relay: (body, upstreamAbort, firstTimer, onStart) => {
+      relay: (relay) => {
         progress.seq = 0;
-        return this.relay(session, req, body, sink, upstreamAbort, firstTimer, progress, onStart);
+        return this.relay(session, req, sink, relay, progress);
       },
       errorFrame: () => this.failedFrame(session, undefined, progress.seq),
     });
@@ -359,108 +354,48 @@ export class ResponsesService {
   private async relay(
     session: RoutingSession,
     req: ResponsesRequest,
-    body: UpstreamBody,
     sink: StreamSink,
-    upstreamAbort: AbortController,
-    firstTimer: NodeJS.Timeout,
+    relay: StreamRelay,
     progress: { seq: number },
-    onStart: () => void,
   ): Promise<"retry" | "done"> {
-    const pending: string[] = [];
     const seen = new StreamedResponse();
-    let committed = false;
     let terminal: { type: string; response: Json } | undefined;
-    /** the upstream sent its last event (`[DONE]` or a terminal event) */
-    let finished = false;
-    let idle: NodeJS.Timeout | undefined;
-    const armIdle = () => {
-      if (idle) clearTimeout(idle);
-      idle = setTimeout(() => upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
-    };
-    const commit = () => {
-      if (committed) return;
-      committed = true;
-      clearTimeout(firstTimer);
-      sink.start({ "X-Svc-Request-Id": session.requestId, "X-Svc-Support-Reference": session.supportReference });
-      onStart();
-      this.router.markFirstByte(session);
-      for (const f of pending.splice(0)) sink.write(f);
-    };
-    try {
-      for await (const frame of readUpstreamSse(body)) {
-        if (committed) {
-          armIdle();
-          void this.router.renew(session).catch(() => undefined);
-        }
-        if (frame.data === "[DONE]") {
-          finished = true;
-          break;
-        }
-        let ev: Json;
-        try {
-          const parsed: unknown = JSON.parse(frame.data);
-          if (!isObject(parsed)) continue;
-          ev = parsed;
-        } catch {
-          continue;
-        }
-        const type = typeof ev.type === "string" ? ev.type : frame.event;
-        const hasError = ev.error !== undefined && ev.error !== null;
-        // `response.failed`, an `error` event, or a chat-style in-band `{error}` chunk
-        const failed = type === undefined ? hasError : FAILURE.has(type) || (hasError && !type.startsWith("response."));
-        if (failed) {
-          if (!committed) {
-            upstreamAbort.abort();
-            await this.router.fallForward(session, {
-              kind: "retryable",
-              detail: `upstream ${type} before content`,
-            });
-            return "retry";
-          }
-          break; // after content: treated as a truncated stream
-        }
-        if (type === undefined) continue;
-        if (TERMINAL.has(type)) {
-          terminal = { type, response: isObject(ev.response) ? withoutExtras(ev.response) : {} };
-          seen.observe(type, ev);
-          finished = true;
-          break; // withheld until settlement commits
-        }
-        if (!type.startsWith("response.")) continue; // not a Responses event: never relayed
-        seen.observe(type, ev);
-        const payload: Json = { ...withoutExtras(ev), type, sequence_number: progress.seq++ };
-        if (isObject(payload.response)) payload.response = withoutExtras(payload.response);
-        const text = eventFrame(type, payload);
-        if (!committed) {
-          pending.push(text);
-          if (isContent(type, ev)) commit();
-        } else if (!sink.closed) {
-          sink.write(text);
-        }
+    const verdict = await relay.pump(async (frame) => {
+      if (frame.data === "[DONE]") return "finished";
+      let ev: Json;
+      try {
+        const parsed: unknown = JSON.parse(frame.data);
+        if (!isObject(parsed)) return;
+        ev = parsed;
+      } catch {
+        return;
       }
-    } catch {
-      // reset, abort or idle timeout: handled below as an early close
-    } finally {
-      if (idle) clearTimeout(idle);
-      // after the last event the rest is drained (connection reused); otherwise the upstream call is cut
-      releaseBody(body, finished);
-    }
+      const type = typeof ev.type === "string" ? ev.type : frame.event;
+      const hasError = ev.error !== undefined && ev.error !== null;
+      // `response.failed`, an `error` event, or a chat-style in-band `{error}` chunk
+      const failed = type === undefined ? hasError : FAILURE.has(type) || (hasError && !type.startsWith("response."));
+      if (failed) {
+        // after content: treated as a truncated stream
+        return relay.committed ? "stop" : relay.failBeforeContent(`upstream ${type} before content`);
+      }
+      if (type === undefined) return;
+      if (TERMINAL.has(type)) {
+        terminal = { type, response: isObject(ev.response) ? withoutExtras(ev.response) : {} };
+        seen.observe(type, ev);
+        return "finished"; // withheld until settlement commits
+      }
+      if (!type.startsWith("response.")) return; // not a Responses event: never relayed
+      seen.observe(type, ev);
+      const payload: Json = { ...withoutExtras(ev), type, sequence_number: progress.seq++ };
+      if (isObject(payload.response)) payload.response = withoutExtras(payload.response);
+      relay.emit(eventFrame(type, payload), isContent(type, ev));
+    });
+    if (verdict === "retry") return "retry";
 
     const usage = terminal ? usageOf(terminal.response.usage) : undefined;
     // a finished response with usage and no content (an empty answer) is still a result
-    if (!committed && usage && !sink.closed) commit();
-
-    if (!committed) {
-      if (sink.closed) {
-        await this.router.abort(session, "client_closed");
-        return "done";
-      }
-      await this.router.fallForward(session, {
-        kind: "retryable",
-        detail: "upstream stream closed before its first content",
-      });
-      return "retry";
-    }
+    if (usage && !sink.closed) relay.commit();
+    if (!relay.committed) return relay.closeBeforeContent();
 
     if (terminal && usage) {
       let settled: Settled;
