@@ -4,10 +4,16 @@ import { DomainError } from "../../lib/errors.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, viewerOf } from "../auth.js";
 
-/** An SSE sink over an Express response; aborts when the buyer goes away. */
+/**
+ * An SSE sink over an Express response; aborts when the buyer goes away. Frames written in the same
+ * tick (the held frames flushed with the first content, a burst of chunks from one upstream read,
+ * usage + cost + [DONE]) leave in one socket write: the response is corked on the first write of a
+ * tick and uncorked on the next tick, before any I/O, so nothing waits.
+ */
 export function sseSink(req: Request, res: Response): StreamSink {
   const ac = new AbortController();
   let closed = false;
+  let corked = false;
   res.on("close", () => {
     if (!res.writableFinished) {
       closed = true;
@@ -15,8 +21,18 @@ export function sseSink(req: Request, res: Response): StreamSink {
     }
   });
   req.socket.setNoDelay(true);
+  const coalesce = () => {
+    if (corked) return;
+    corked = true;
+    res.cork();
+    process.nextTick(() => {
+      corked = false;
+      res.uncork();
+    });
+  };
   return {
     start(headers) {
+      coalesce();
       res.writeHead(200, {
         "Content-Type": "text/event-stream; charset=utf-8",
         "Cache-Control": "no-cache, no-transform",
@@ -27,7 +43,9 @@ export function sseSink(req: Request, res: Response): StreamSink {
       res.flushHeaders();
     },
     write(text) {
-      if (!closed) res.write(text);
+      if (closed) return;
+      coalesce();
+      res.write(text);
     },
     end() {
       if (!closed) res.end();
