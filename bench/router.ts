@@ -1,5 +1,6 @@
 // The router figures of issue 6: the same buffered chat request straight to the simulator and
 // through the service (settlement included), side by side in one run; and streaming TTFB overhead.
+import { spawn } from "node:child_process";
 import http from "node:http";
 import { performance } from "node:perf_hooks";
 import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
@@ -84,6 +85,20 @@ function post(url: string, key: string, body: unknown, stream = false): Promise<
   });
 }
 
+/** The bare pass-through proxy (bench/passthrough.ts) in its own process; resolves once it listens. */
+async function startPassthrough(upstreamBaseUrl: string) {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/passthrough.ts"], {
+    env: { PATH: process.env.PATH ?? "", PORT: String(port), UPSTREAM_BASE_URL: upstreamBaseUrl },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+    child.once("exit", (code) => reject(new Error(`passthrough exited (${code})`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
 export async function benchRouter(emit: (f: Record<string, unknown>) => void): Promise<void> {
   const sim: UpstreamSimulator = await startUpstreamSimulator({ keys: [{ key: CATALOG_KEY, diemMicro: 0n }] });
   const world = await isolatedWorld();
@@ -165,6 +180,30 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         service: viaCpu,
         bestAddedP50MsAtThisCpu: bound ? +((concurrency / bound) * 1000 - pct(direct.lat, 50)).toFixed(3) : null,
       });
+
+      // The floor: the same requests through a bare pass-through proxy (no auth, clearing, gates or
+      // settlement), also in its own process. No proxy on this machine adds less than this.
+      const proxy = await startPassthrough(sim.baseUrl);
+      try {
+        await load(200, 8, () => post(`${proxy.url}/v1/chat/completions`, directKey, BODY));
+        const p0 = cpuSnapshot({ bench: process.pid, proxy: proxy.child.pid });
+        const bare = await load(total, concurrency, () => post(`${proxy.url}/v1/chat/completions`, directKey, BODY));
+        const p1 = cpuSnapshot({ bench: process.pid, proxy: proxy.child.pid });
+        const bareStreams = await load(300, 8, () => post(`${proxy.url}/v1/chat/completions`, directKey, BODY, true));
+        const directStreams = await load(300, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true));
+        emit({
+          bench: "router.passthrough_floor",
+          requests: total,
+          concurrency,
+          addedP50Ms: +(pct(bare.lat, 50) - pct(direct.lat, 50)).toFixed(3),
+          addedP99Ms: +(pct(bare.lat, 99) - pct(direct.lat, 99)).toFixed(3),
+          requestsPerSecond: Math.round((total / bare.wallMs) * 1000),
+          cpu: cpuPerRequest(p0, p1, total),
+          streamingTtfbOverheadP50Ms: +(pct(bareStreams.lat, 50) - pct(directStreams.lat, 50)).toFixed(3),
+        });
+      } finally {
+        proxy.child.kill("SIGTERM");
+      }
 
       const serial = await load(300, 1, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
       const serialDirect = await load(300, 1, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
