@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { confirmTopUp, creditPendingTopUp } from "../../src/domain/ledger/ledger.js";
+import type { RoutingSession } from "../../src/domain/routing/router-service.js";
 import { nextUtcMidnight } from "../../src/lib/clock.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../src/local/upstream-sim/index.js";
@@ -109,4 +110,21 @@ export async function fundedBuyerKey(app: TestApp, confirmedMicroUsdc: bigint, m
 
 export async function confirmedOf(app: TestApp, accountId: string): Promise<bigint> {
   return (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).confirmedMicroUsdc;
+}
+
+/** Opens a text request straight on the router (as the chat route does): holds are taken, nothing is sent upstream. */
+export async function openSession(
+  app: TestApp,
+  accountId: string,
+  o: { model?: string; stream?: boolean; promptEstimate?: number; maxTokens?: number } = {},
+): Promise<RoutingSession> {
+  return app.rt.services.router.open({
+    accountId,
+    apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
+    route: "chat",
+    model: o.model ?? "zai-org-glm-5-1",
+    stream: o.stream ?? false,
+    promptEstimate: o.promptEstimate ?? 40,
+    requestedMaxTokens: o.maxTokens ?? 20,
+  });
 }

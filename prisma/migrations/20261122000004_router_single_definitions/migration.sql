@@ -113,7 +113,8 @@ END $$;
 -- set, and the hot rows (buyers, offers, upstream keys, suppliers) are updated once with the sums,
 -- last, in lock order (each set in id order), so they stay locked only until the commit. Any guard
 -- that fails raises and the whole set rolls back. Returns each item's index (0-based) and its
--- buyer's confirmed balance after the debit.
+-- buyer's confirmed balance after the debit. (A single item skips the set-only steps: the
+-- duplicate check and the explicit lock-order pass, since one row per table needs no order.)
 CREATE FUNCTION svc_settle_items(v svc_settle_item[])
 RETURNS TABLE (idx integer, confirmed bigint)
 LANGUAGE plpgsql AS $$
@@ -156,16 +157,20 @@ BEGIN
          ended_at = i.now
     FROM unnest(v) i WHERE a.request_id = i.request AND a.ordinal = i.ordinal;
   -- hot rows: buyers, offers, keys, suppliers (the lock order used everywhere), each set in id order
-  PERFORM 1 FROM accounts a WHERE a.id IN (SELECT i.account FROM unnest(v) i) ORDER BY a.id FOR NO KEY UPDATE;
+  IF n > 1 THEN
+    PERFORM 1 FROM accounts a WHERE a.id IN (SELECT i.account FROM unnest(v) i) ORDER BY a.id FOR NO KEY UPDATE;
+  END IF;
   UPDATE accounts a
      SET reserved_micro_usdc = a.reserved_micro_usdc - s.m, confirmed_micro_usdc = a.confirmed_micro_usdc - s.g
     FROM (SELECT i.account, sum(i.max_charge)::bigint AS m, sum(i.gross)::bigint AS g FROM unnest(v) i GROUP BY i.account) s
    WHERE a.id = s.account AND a.reserved_micro_usdc >= s.m AND a.confirmed_micro_usdc - s.g >= a.reserved_micro_usdc - s.m;
   GET DIAGNOSTICS c = ROW_COUNT;
-  IF c <> (SELECT count(DISTINCT i.account) FROM unnest(v) i) THEN
+  IF c <> (CASE WHEN n = 1 THEN 1 ELSE (SELECT count(DISTINCT i.account) FROM unnest(v) i) END) THEN
     RAISE EXCEPTION 'settle: a buyer hold is missing or a balance is short' USING ERRCODE = 'P0001';
   END IF;
-  PERFORM 1 FROM offers o WHERE o.id IN (SELECT i.offer FROM unnest(v) i) ORDER BY o.id FOR NO KEY UPDATE;
+  IF n > 1 THEN
+    PERFORM 1 FROM offers o WHERE o.id IN (SELECT i.offer FROM unnest(v) i) ORDER BY o.id FOR NO KEY UPDATE;
+  END IF;
   UPDATE offers o
      SET reserved_micro_diem = o.reserved_micro_diem - s.mb,
          remaining_micro_diem = o.remaining_micro_diem - s.b,
@@ -175,7 +180,7 @@ BEGIN
     FROM (SELECT i.offer, sum(i.max_burn)::bigint AS mb, sum(i.burn)::bigint AS b, max(i.now) AS t FROM unnest(v) i GROUP BY i.offer) s
    WHERE o.id = s.offer AND o.reserved_micro_diem >= s.mb AND o.remaining_micro_diem >= s.b;
   GET DIAGNOSTICS c = ROW_COUNT;
-  IF c <> (SELECT count(DISTINCT i.offer) FROM unnest(v) i) THEN
+  IF c <> (CASE WHEN n = 1 THEN 1 ELSE (SELECT count(DISTINCT i.offer) FROM unnest(v) i) END) THEN
     RAISE EXCEPTION 'settle: an offer hold is missing' USING ERRCODE = 'P0001';
   END IF;
   UPDATE upstream_keys k SET last_balance_micro_diem = GREATEST(k.last_balance_micro_diem - s.b, 0)

@@ -3,7 +3,7 @@ import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
 import { isolatedWorld, startTestApp } from "../../support/harness.js";
-import { addSupply, confirmedOf, fundedBuyerKey, simEnv } from "../../support/market.js";
+import { addSupply, confirmedOf, fundedBuyerKey, openSession, simEnv } from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
@@ -185,15 +185,7 @@ describe("long requests", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const router = world.app.rt.services.router;
-    const session = await router.open({
-      accountId: buyer.accountId,
-      apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
-      route: "chat",
-      model: MODEL,
-      stream: true,
-      promptEstimate: 50,
-      requestedMaxTokens: 20,
-    });
+    const session = await openSession(world.app, buyer.accountId, { stream: true, promptEstimate: 50 });
     try {
       // simulate a stream older than the lease: its hold would be swept…
       await world.app.rt.db.reservation.update({
@@ -215,15 +207,7 @@ describe("long requests", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const router = world.app.rt.services.router;
-    const session = await router.open({
-      accountId: buyer.accountId,
-      apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id,
-      route: "chat",
-      model: MODEL,
-      stream: false,
-      promptEstimate: 50,
-      requestedMaxTokens: 20,
-    });
+    const session = await openSession(world.app, buyer.accountId, { promptEstimate: 50 });
     expect(
       (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } })).reservedMicroUsdc,
     ).toBeGreaterThan(0n);
@@ -525,24 +509,12 @@ describe("supply errors (503) and balance errors (402)", () => {
 });
 
 describe("group commit and the hot path's caches", () => {
-  async function openSession(accountId: string) {
-    return world.app.rt.services.router.open({
-      accountId,
-      apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
-      route: "chat",
-      model: MODEL,
-      stream: false,
-      promptEstimate: 40,
-      requestedMaxTokens: 20,
-    });
-  }
-
   test("settlements sharing a batch: one that cannot commit fails alone, the others are charged exactly", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const router = world.app.rt.services.router;
     const sessions = [];
-    for (let i = 0; i < 4; i++) sessions.push(await openSession(buyer.accountId));
+    for (let i = 0; i < 4; i++) sessions.push(await openSession(world.app, buyer.accountId));
     // the sweeper takes one request's holds (its process was presumed dead)
     const doomed = sessions[2];
     if (!doomed) throw new Error("no session");

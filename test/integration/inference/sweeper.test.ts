@@ -4,23 +4,12 @@ import pg from "pg";
 import { describe, expect, test } from "vitest";
 import type { RoutingSession } from "../../../src/domain/routing/router-service.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { addSupply, fundedBuyerKey } from "../../support/market.js";
+import { addSupply, fundedBuyerKey, openSession } from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
-const MODEL = "zai-org-glm-5-1";
 const world = useMarketWorld({ syncCatalog: true });
 
-async function open(accountId: string): Promise<RoutingSession> {
-  return world.app.rt.services.router.open({
-    accountId,
-    apiKeyId: (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
-    route: "chat",
-    model: MODEL,
-    stream: false,
-    promptEstimate: 40,
-    requestedMaxTokens: 20,
-  });
-}
+const open = (accountId: string) => openSession(world.app, accountId);
 
 async function expire(sessions: RoutingSession[]): Promise<void> {
   await world.app.rt.db.reservation.updateMany({
