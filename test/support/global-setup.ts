@@ -11,9 +11,13 @@ export async function setup(): Promise<void> {
   const template = templateName();
   await withAdmin(async (c) => {
     const stale = await c.query<{ datname: string }>(
-      // leftovers of crashed runs: nobody is connected to them (a running file always is)
+      // leftovers of crashed runs: nobody is connected to them (a running file always is); the three
+      // newest templates stay, so a run of another checkout (other migrations) keeps its own
       `SELECT datname FROM pg_database d
-        WHERE (datname LIKE 'svc\\_t\\_%' OR datname LIKE 'svc\\_test\\_template\\_%') AND datname <> $1
+        WHERE (datname LIKE 'svc\\_t\\_%'
+               OR (datname LIKE 'svc\\_test\\_template\\_%' AND oid NOT IN (
+                     SELECT oid FROM pg_database WHERE datname LIKE 'svc\\_test\\_template\\_%' ORDER BY oid DESC LIMIT 3)))
+          AND datname <> $1
           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`,
       [template],
     );
