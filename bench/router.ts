@@ -228,6 +228,16 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         ttfbOverheadP50Ms: +(pct(sv.lat, 50) - pct(sd.lat, 50)).toFixed(3),
         targets: { ttfbOverheadP50Ms: 2 },
       });
+      const sd1 = await load(200, 1, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true));
+      const sv1 = await load(200, 1, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY, true));
+      emit({
+        bench: "router.streaming_ttfb_serial",
+        requests: 200,
+        concurrency: 1,
+        directTtfbP50Ms: +pct(sd1.lat, 50).toFixed(3),
+        serviceTtfbP50Ms: +pct(sv1.lat, 50).toFixed(3),
+        ttfbOverheadP50Ms: +(pct(sv1.lat, 50) - pct(sd1.lat, 50)).toFixed(3),
+      });
     } finally {
       const out = svc.output();
       if (out.stdout.length + out.stderr.length > 10_000) {
