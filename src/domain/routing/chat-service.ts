@@ -119,15 +119,26 @@ export function classifyFailure(f: UpstreamFailure): AttemptFailure | DomainErro
   }
 }
 
-function usageOf(u: unknown): Usage | undefined {
+/**
+ * Upstream usage → router usage, for both shapes (chat `prompt_tokens`/`completion_tokens`,
+ * Responses `input_tokens`/`output_tokens`, with their `…_details.cached_tokens`). Anything that is
+ * not a finite non-negative count is no usage at all (the answer falls forward, never a bad charge).
+ */
+export function usageOf(u: unknown): Usage | undefined {
   if (typeof u !== "object" || u === null) return undefined;
   const x = u as Json;
   const prompt = x.prompt_tokens ?? x.input_tokens;
   const completion = x.completion_tokens ?? x.output_tokens;
-  if (typeof prompt !== "number" || typeof completion !== "number") return undefined;
+  const count = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
+  if (!count(prompt) || !count(completion)) return undefined;
   const details = (x.prompt_tokens_details ?? x.input_tokens_details) as Json | null | undefined;
-  const cached = typeof details?.cached_tokens === "number" ? details.cached_tokens : 0;
-  return { promptTokens: prompt, completionTokens: completion, cachedTokens: Math.min(cached, prompt) };
+  const cached =
+    typeof details === "object" && details !== null && count(details.cached_tokens) ? details.cached_tokens : 0;
+  return {
+    promptTokens: Math.floor(prompt),
+    completionTokens: Math.floor(completion),
+    cachedTokens: Math.min(Math.floor(cached), Math.floor(prompt)),
+  };
 }
 
 /** A rough upstream-like prompt count for billing a stream that ended without usage. */
@@ -143,7 +154,7 @@ function approxPromptTokens(messages: unknown[]): number {
  * the next attempt); throws the buyer's own error (4xx relayed, no other key burned) after releasing
  * the request's holds.
  */
-export async function callAttempt(
+async function callAttempt(
   router: RouterService,
   upstream: UpstreamClient,
   session: RoutingSession,
@@ -163,6 +174,61 @@ export async function callAttempt(
   }
   await router.fallForward(session, c);
   return null;
+}
+
+/**
+ * The buffered attempt loop shared by chat and Responses: per attempt, an upstream call (the buyer
+ * leaving or `UPSTREAM_TIMEOUT_MS` aborts it); an unreadable answer, one `refuse` names, or one
+ * without usage falls forward; the first good answer is settled on its usage and returned with the
+ * settlement. On any error the request is ended without a charge (every hold released) and the
+ * thrown DomainError carries the support reference.
+ */
+export async function runBuffered(
+  router: RouterService,
+  upstream: UpstreamClient,
+  session: RoutingSession,
+  o: { path: string; body: () => Json; signal: AbortSignal; refuse?: (answer: Json) => string | undefined },
+): Promise<{ answer: Json; settled: Settled }> {
+  try {
+    for (;;) {
+      const value = await callAttempt(
+        router,
+        upstream,
+        session,
+        o.path,
+        o.body(),
+        AbortSignal.any([o.signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
+      );
+      if (o.signal.aborted) {
+        if (value) releaseBody(value.body);
+        await router.abort(session, "client_closed");
+        throw new DomainError("invalid_request", "client closed the request");
+      }
+      if (!value) continue;
+      let answer: Json;
+      try {
+        // reads the body to the end, or it is destroyed on error
+        const parsed: unknown = await value.body.json();
+        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
+        answer = parsed as Json;
+      } catch {
+        await router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
+        continue;
+      }
+      const refused = o.refuse?.(answer);
+      const usage = usageOf(answer.usage);
+      if (refused || !usage) {
+        await router.fallForward(session, { kind: "retryable", detail: refused ?? "upstream answer without usage" });
+        continue;
+      }
+      router.markFirstByte(session);
+      return { answer, settled: await router.settle(session, usage) };
+    }
+  } catch (e) {
+    if (!session.done) await router.abort(session, e instanceof DomainError ? e.code : "internal_error");
+    if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+    throw e;
+  }
 }
 
 /**
@@ -292,45 +358,13 @@ export class ChatService {
       promptEstimate: estimatePromptTokens(req.messages, req.messages.length),
       requestedMaxTokens: req.maxTokens,
     });
-    try {
-      for (;;) {
-        const value = await callAttempt(
-          this.router,
-          this.upstream,
-          session,
-          "/chat/completions",
-          this.upstreamBody(req.body, session, false),
-          AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
-        );
-        if (signal.aborted) {
-          if (value) releaseBody(value.body);
-          await this.router.abort(session, "client_closed");
-          throw new DomainError("invalid_request", "client closed the request");
-        }
-        if (!value) continue;
-        let json: Json;
-        try {
-          // reads the body to the end, or it is destroyed on error
-          json = (await value.body.json()) as Json;
-        } catch {
-          await this.router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
-          continue;
-        }
-        const usage = usageOf(json.usage);
-        if (!usage) {
-          await this.router.fallForward(session, { kind: "retryable", detail: "upstream answer without usage" });
-          continue;
-        }
-        this.router.markFirstByte(session);
-        const settled = await this.router.settle(session, usage);
-        const { cost: _c, venice_parameters: _vp, prompt_logprobs: _pl, ...body } = json;
-        return { body, headers: costHeaders(settled) };
-      }
-    } catch (e) {
-      if (!session.done) await this.router.abort(session, e instanceof DomainError ? e.code : "internal_error");
-      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
-      throw e;
-    }
+    const { answer, settled } = await runBuffered(this.router, this.upstream, session, {
+      path: "/chat/completions",
+      body: () => this.upstreamBody(req.body, session, false),
+      signal,
+    });
+    const { cost: _c, venice_parameters: _vp, prompt_logprobs: _pl, ...body } = answer;
+    return { body, headers: costHeaders(settled) };
   }
 
   /**

@@ -1,4 +1,4 @@
-import { releaseBody, type UpstreamClient } from "../../adapters/upstream/client.js";
+import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import { eventFrame } from "../../http/openai/sse.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
@@ -6,11 +6,11 @@ import { estimatePromptTokens } from "./admission.js";
 import {
   type BufferedResult,
   type Caller,
-  callAttempt,
   costHeaders,
+  runBuffered,
   runStream,
   type StreamSink,
-  UPSTREAM_TIMEOUT_MS,
+  usageOf,
 } from "./chat-service.js";
 import { bareModelId } from "./model-resolver.js";
 import type { RouterService, RoutingSession, Settled, Usage } from "./router-service.js";
@@ -142,22 +142,6 @@ function approxPromptTokens(req: Pick<ResponsesRequest, "input" | "instructions"
   return t;
 }
 
-/** Responses usage `{input_tokens, output_tokens, input_tokens_details.cached_tokens}` → router usage. */
-function usageOf(u: unknown): Usage | undefined {
-  if (!isObject(u)) return undefined;
-  const prompt = u.input_tokens;
-  const completion = u.output_tokens;
-  if (typeof prompt !== "number" || typeof completion !== "number") return undefined;
-  if (!Number.isFinite(prompt) || !Number.isFinite(completion) || prompt < 0 || completion < 0) return undefined;
-  const details = u.input_tokens_details;
-  const cached = isObject(details) && typeof details.cached_tokens === "number" ? details.cached_tokens : 0;
-  return {
-    promptTokens: Math.floor(prompt),
-    completionTokens: Math.floor(completion),
-    cachedTokens: Math.max(0, Math.min(Math.floor(cached), Math.floor(prompt))),
-  };
-}
-
 function withoutExtras(o: Json): Json {
   const out: Json = { ...o };
   for (const k of UPSTREAM_EXTRAS) delete out[k];
@@ -279,51 +263,14 @@ export class ResponsesService {
   async buffered(caller: Caller, raw: unknown, signal: AbortSignal): Promise<BufferedResult> {
     const req = parseResponsesBody(raw);
     const session = await this.open(caller, req, false);
-    try {
-      for (;;) {
-        const value = await callAttempt(
-          this.router,
-          this.upstream,
-          session,
-          "/responses",
-          this.upstreamBody(req.body, session, false),
-          AbortSignal.any([signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
-        );
-        if (signal.aborted) {
-          if (value) releaseBody(value.body);
-          await this.router.abort(session, "client_closed");
-          throw new DomainError("invalid_request", "client closed the request");
-        }
-        if (!value) continue;
-        let json: Json;
-        try {
-          // reads the body to the end, or it is destroyed on error
-          const parsed: unknown = await value.body.json();
-          if (!isObject(parsed)) throw new Error("not an object");
-          json = parsed;
-        } catch {
-          await this.router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
-          continue;
-        }
-        if (json.status === "failed") {
-          await this.router.fallForward(session, { kind: "retryable", detail: "upstream response failed" });
-          continue;
-        }
-        const usage = usageOf(json.usage);
-        if (!usage) {
-          await this.router.fallForward(session, { kind: "retryable", detail: "upstream answer without usage" });
-          continue;
-        }
-        // an `incomplete` response (cut at max_output_tokens) consumed tokens: settled like any other
-        this.router.markFirstByte(session);
-        const settled = await this.router.settle(session, usage);
-        return { body: withoutExtras(json), headers: costHeaders(settled) };
-      }
-    } catch (e) {
-      if (!session.done) await this.router.abort(session, e instanceof DomainError ? e.code : "internal_error");
-      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
-      throw e;
-    }
+    const { answer, settled } = await runBuffered(this.router, this.upstream, session, {
+      path: "/responses",
+      body: () => this.upstreamBody(req.body, session, false),
+      signal,
+      // an `incomplete` response (cut at max_output_tokens) consumed tokens: settled like any other
+      refuse: (a) => (a.status === "failed" ? "upstream response failed" : undefined),
+    });
+    return { body: withoutExtras(answer), headers: costHeaders(settled) };
   }
 
   /**
