@@ -46,6 +46,9 @@ async function load(
 /** A lean keep-alive HTTP client (node:http): the load generator must not be the bottleneck. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
+/** `Server-Timing` headers of the service's answers, while `timings` is set */
+let timings: string[] | undefined;
+
 function post(url: string, key: string, body: unknown, stream = false): Promise<number> {
   const payload = JSON.stringify(stream ? { ...(body as object), stream: true } : body);
   const u = new URL(url);
@@ -66,6 +69,8 @@ function post(url: string, key: string, body: unknown, stream = false): Promise<
         },
       },
       (res) => {
+        const st = res.headers["server-timing"];
+        if (timings && typeof st === "string") timings.push(st);
         let buf = "";
         res.setEncoding("utf8");
         res.on("data", (d: string) => {
@@ -83,6 +88,24 @@ function post(url: string, key: string, body: unknown, stream = false): Promise<
     req.on("error", reject);
     req.end(payload);
   });
+}
+
+/** p50 of each `Server-Timing` phase (`name;dur=ms`) over many answers. */
+function serverTimingP50(headers: string[]): Record<string, number> {
+  const byName = new Map<string, number[]>();
+  for (const h of headers) {
+    for (const part of h.split(",")) {
+      const m = /^\s*(\w+);dur=([\d.]+)/.exec(part);
+      if (m?.[1] && m[2]) byName.set(m[1], [...(byName.get(m[1]) ?? []), Number(m[2])]);
+    }
+  }
+  const out: Record<string, number> = {};
+  for (const [name, xs] of byName)
+    out[name] = +pct(
+      xs.sort((a, b) => a - b),
+      50,
+    ).toFixed(3);
+  return out;
 }
 
 /** The bare pass-through proxy (bench/passthrough.ts) in its own process; resolves once it listens. */
@@ -205,7 +228,10 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         proxy.child.kill("SIGTERM");
       }
 
+      timings = [];
       const serial = await load(300, 1, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
+      const phases = serverTimingP50(timings);
+      timings = undefined;
       const serialDirect = await load(300, 1, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
       emit({
         bench: "router.buffered_chat_serial",
@@ -214,6 +240,8 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         directP50Ms: +pct(serialDirect.lat, 50).toFixed(3),
         serviceP50Ms: +pct(serial.lat, 50).toFixed(3),
         addedP50Ms: +(pct(serial.lat, 50) - pct(serialDirect.lat, 50)).toFixed(3),
+        // the service's own Server-Timing: admission (gates + hold), upstream, settlement
+        serverTimingP50Ms: phases,
       });
 
       const streams = 300;

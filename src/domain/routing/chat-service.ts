@@ -9,7 +9,14 @@ import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { estimatePromptTokens } from "./admission.js";
 import { bareModelId } from "./model-resolver.js";
-import type { AttemptFailure, RouterService, RoutingSession, Settled, Usage } from "./router-service.js";
+import {
+  type AttemptFailure,
+  type RouterService,
+  type RoutingSession,
+  type Settled,
+  serverTiming,
+  type Usage,
+} from "./router-service.js";
 import { StreamRelay } from "./stream-relay.js";
 
 /** Buffered upstream calls give up after this long (then fall forward). */
@@ -301,13 +308,14 @@ export async function runStream(
   }
 }
 
-export function costHeaders(s: Settled): Record<string, string> {
+export function costHeaders(s: Settled, session: RoutingSession): Record<string, string> {
   return {
     "X-Svc-Request-Id": s.requestId,
     "X-Svc-Support-Reference": s.supportReference,
     "X-Svc-Cost-Usdc": formatDecimal6(s.costMicroUsdc),
     "X-Svc-Clearing-Price-Cents": String(s.clearingPriceCents),
     "X-Balance-Remaining": formatDecimal6(s.balanceRemainingMicroUsdc),
+    "Server-Timing": serverTiming(session),
   };
 }
 
@@ -364,7 +372,7 @@ export class ChatService {
       signal,
     });
     const { cost: _c, venice_parameters: _vp, prompt_logprobs: _pl, ...body } = answer;
-    return { body, headers: costHeaders(settled) };
+    return { body, headers: costHeaders(settled, session) };
   }
 
   /**

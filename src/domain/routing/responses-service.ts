@@ -270,7 +270,7 @@ export class ResponsesService {
       // an `incomplete` response (cut at max_output_tokens) consumed tokens: settled like any other
       refuse: (a) => (a.status === "failed" ? "upstream response failed" : undefined),
     });
-    return { body: withoutExtras(answer), headers: costHeaders(settled) };
+    return { body: withoutExtras(answer), headers: costHeaders(settled, session) };
   }
 
   /**

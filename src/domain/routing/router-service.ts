@@ -98,6 +98,39 @@ export interface RoutingSession {
   requestedMaxTokens?: number | undefined;
   /** admission plans made so far */
   plans?: number;
+  /** where the service's time went, for `Server-Timing` (ms, `performance.now()` based) */
+  timing?: RequestTiming;
+}
+
+/** Milliseconds per phase of one request (see `serverTiming`). */
+export interface RequestTiming {
+  /** `performance.now()` when admission began */
+  start: number;
+  /** gate, plan and hold until the first attempt could call the upstream (key waits included) */
+  admitMs?: number;
+  /** from then until the answer (buffered) or the first content (streamed), fall-forwards included */
+  upstreamMs?: number;
+  /** the settlement's commit */
+  settleMs?: number;
+}
+
+/**
+ * `Server-Timing` (W3C): where the service spent a request's time, in ms — `admit` (gates, plan,
+ * hold), `upstream` (to the answer or first content, fall-forwards included), `settle` (the commit).
+ * Phases not reached yet are left out (a stream's headers leave before its settlement).
+ */
+export function serverTiming(session: RoutingSession): string {
+  const t = session.timing;
+  if (!t) return "";
+  const parts: string[] = [];
+  for (const [name, ms] of [
+    ["admit", t.admitMs],
+    ["upstream", t.upstreamMs],
+    ["settle", t.settleMs],
+  ] as const) {
+    if (ms !== undefined) parts.push(`${name};dur=${ms.toFixed(3)}`);
+  }
+  return parts.join(", ");
 }
 
 export type AttemptFailure =
@@ -245,6 +278,7 @@ export class RouterService {
    * The request record (support reference) exists from the first routing decision on.
    */
   async open(input: OpenInput): Promise<RoutingSession> {
+    const start = performance.now();
     const model = await this.deps.resolveModel(input.model);
     if (model.modality !== "text") {
       throw new DomainError(
@@ -317,9 +351,11 @@ export class RouterService {
         done: false,
         requestedMaxTokens: input.requestedMaxTokens,
         plans: 0,
+        timing: { start },
       };
       this.plan(session, UNLIMITED);
       await this.nextAttempt(session);
+      session.timing = { start, admitMs: performance.now() - start };
       return session;
     } catch (e) {
       await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
@@ -438,6 +474,7 @@ export class RouterService {
     const charge = computeCharge(burn, attempt.priceCentsPerDollar, this.deps.config.fees.platformFeeBps);
     const now = this.deps.clock.now();
     const clearId = randomUUID();
+    const settleStart = performance.now();
     let balance: bigint;
     try {
       balance = await this.settlements.submit({
@@ -475,6 +512,7 @@ export class RouterService {
       );
     }
     session.done = true;
+    if (session.timing) session.timing.settleMs = performance.now() - settleStart;
     void this.releaseSlots(session); // leases expire anyway: never make the buyer wait on Redis
     this.deps.bus.publish("clearRecorded", {
       at: now.toISOString(),
@@ -586,6 +624,8 @@ export class RouterService {
   /** Marks the first byte sent to the buyer (timings). */
   markFirstByte(session: RoutingSession): void {
     session.firstByteAt ??= this.deps.clock.now();
+    const t = session.timing;
+    if (t && t.upstreamMs === undefined) t.upstreamMs = performance.now() - t.start - (t.admitMs ?? 0);
   }
 
   /**

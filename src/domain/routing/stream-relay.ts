@@ -1,7 +1,7 @@
 import { readUpstreamSse, releaseBody, type UpstreamBody } from "../../adapters/upstream/client.js";
 import type { SseFrame } from "../../http/openai/sse.js";
 import type { StreamSink } from "./chat-service.js";
-import type { RouterService, RoutingSession } from "./router-service.js";
+import { type RouterService, type RoutingSession, serverTiming } from "./router-service.js";
 
 /** A started stream silent this long is treated as truncated. */
 export const STREAM_IDLE_TIMEOUT_MS = 120_000;
@@ -83,9 +83,13 @@ export class StreamRelay {
     this.isCommitted = true;
     clearTimeout(this.firstTimer);
     const { requestId, supportReference } = this.session;
-    this.sink.start({ "X-Svc-Request-Id": requestId, "X-Svc-Support-Reference": supportReference });
-    this.onStart();
     this.router.markFirstByte(this.session);
+    this.sink.start({
+      "X-Svc-Request-Id": requestId,
+      "X-Svc-Support-Reference": supportReference,
+      "Server-Timing": serverTiming(this.session),
+    });
+    this.onStart();
     for (const f of this.pending.splice(0)) this.sink.write(f);
   }
 

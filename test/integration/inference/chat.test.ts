@@ -151,3 +151,47 @@ describe("the public clears subscription", () => {
     client.dispose();
   });
 });
+
+describe("Server-Timing", () => {
+  function phases(header: string | null): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const part of (header ?? "").split(",")) {
+      const m = /^\s*(\w+);dur=(\d+(?:\.\d+)?)\s*$/.exec(part);
+      if (m?.[1] && m[2]) out[m[1]] = Number(m[2]);
+    }
+    return out;
+  }
+
+  test("a buffered answer says where its time went: admit, upstream, settle", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const t0 = performance.now();
+    const r = await chat(buyer.apiKey, {
+      model: MODEL,
+      messages: [{ role: "user", content: "time [[sim:tokens=8]]" }],
+    });
+    const wall = performance.now() - t0;
+    expect(r.status).toBe(200);
+    const p = phases(r.headers.get("server-timing"));
+    expect(Object.keys(p)).toEqual(["admit", "upstream", "settle"]);
+    for (const ms of Object.values(p)) expect(ms).toBeGreaterThan(0);
+    expect((p.admit ?? 0) + (p.upstream ?? 0) + (p.settle ?? 0)).toBeLessThan(wall);
+  });
+
+  test("a stream's headers leave before settlement: admit and upstream only", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        stream: true,
+        messages: [{ role: "user", content: "time [[sim:tokens=8]]" }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(Object.keys(phases(res.headers.get("server-timing")))).toEqual(["admit", "upstream"]);
+  });
+});
