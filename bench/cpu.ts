@@ -1,7 +1,7 @@
 // Where the CPU goes during a bench phase, read from /proc (Linux): the bench process (load client
 // and simulator), the service process, every Postgres backend, Redis, and the machine as a whole
 // (which includes kernel work, e.g. loopback TCP, that no process is charged for).
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 
 const TICK_MS = 10; // CLK_TCK = 100 on Linux
@@ -31,8 +31,12 @@ function machineBusyTicks(): number {
   return (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0);
 }
 
+/** false off Linux: the CPU figures are then left out */
+const HAVE_PROC = existsSync("/proc/stat");
+
 /** CPU ticks so far of the named process groups (`pids` by pid, the rest by command name). */
 export function cpuSnapshot(pids: Record<string, number | undefined>): CpuSnapshot {
+  if (!HAVE_PROC) return { at: performance.now(), byGroup: {}, machineBusy: 0 };
   const byGroup: Record<string, number> = { postgres: 0, redis: 0 };
   for (const [name, pid] of Object.entries(pids)) byGroup[name] = pid ? (procTicks(pid)?.ticks ?? 0) : 0;
   for (const entry of readdirSync("/proc")) {
@@ -50,6 +54,7 @@ export function cpuSnapshot(pids: Record<string, number | undefined>): CpuSnapsh
  * the throughput this mix would reach with every core busy (cores ÷ machine CPU per request).
  */
 export function cpuPerRequest(a: CpuSnapshot, b: CpuSnapshot, requests: number) {
+  if (!HAVE_PROC) return { cpuMsPerRequest: null, machineBusyPct: null, cpuBoundPerSecond: null };
   const perRequestMs: Record<string, number> = {};
   for (const k of Object.keys(b.byGroup)) {
     perRequestMs[k] = +((((b.byGroup[k] ?? 0) - (a.byGroup[k] ?? 0)) * TICK_MS) / requests).toFixed(3);
