@@ -43,7 +43,6 @@ export interface AuthenticatedKey {
   walletAddress: string;
 }
 
-
 type Tx = Prisma.TransactionClient;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
