@@ -75,14 +75,17 @@ function positiveInt(v: unknown, field: string): number | undefined {
   return v;
 }
 
-/** Validates a chat body; returns what routing needs. Nothing is changed on failure. */
-export function parseChatBody(raw: unknown): {
+/** A validated chat body and what routing needs of it. */
+export interface ChatRequest {
   body: Json;
   model: string;
   stream: boolean;
   maxTokens: number | undefined;
   messages: unknown[];
-} {
+}
+
+/** Validates a chat body; returns what routing needs. Nothing is changed on failure. */
+export function parseChatBody(raw: unknown): ChatRequest {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new DomainError("invalid_request", "Body must be a JSON object with model and messages.");
   }
@@ -183,6 +186,12 @@ async function callAttempt(
   return null;
 }
 
+/** A request that failed: end it without a charge (idempotent) and tag the error with its support reference. */
+async function endOnError(router: RouterService, session: RoutingSession, e: unknown): Promise<void> {
+  if (!session.done) await router.abort(session, e instanceof DomainError ? e.code : "internal_error");
+  if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+}
+
 /**
  * The buffered attempt loop shared by chat and Responses: per attempt, an upstream call (the buyer
  * leaving or `UPSTREAM_TIMEOUT_MS` aborts it); an unreadable answer, one `refuse` names, or one
@@ -232,8 +241,7 @@ export async function runBuffered(
       return { answer, settled: await router.settle(session, usage) };
     }
   } catch (e) {
-    if (!session.done) await router.abort(session, e instanceof DomainError ? e.code : "internal_error");
-    if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+    await endOnError(router, session, e);
     throw e;
   }
 }
@@ -297,8 +305,7 @@ export async function runStream(
       }
     }
   } catch (e) {
-    if (!session.done) await router.abort(session, e instanceof DomainError ? e.code : "internal_error");
-    if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+    await endOnError(router, session, e);
     if (!started) throw e;
     logger.error({ err: e, requestId: session.requestId, path: o.path }, "stream failed after start");
     if (!sink.closed) {
@@ -355,17 +362,21 @@ export class ChatService {
     return out;
   }
 
-  /** Buffered chat: settles, then returns the completion and the cost headers. */
-  async buffered(caller: Caller, raw: unknown, signal: AbortSignal): Promise<BufferedResult> {
-    const req = parseChatBody(raw);
-    const session = await this.router.open({
+  private open(caller: Caller, req: ChatRequest, stream: boolean): Promise<RoutingSession> {
+    return this.router.open({
       ...caller,
       route: "chat",
       model: bareModelId(req.model),
-      stream: false,
+      stream,
       promptEstimate: estimatePromptTokens(req.messages, req.messages.length),
       requestedMaxTokens: req.maxTokens,
     });
+  }
+
+  /** Buffered chat: settles, then returns the completion and the cost headers. */
+  async buffered(caller: Caller, raw: unknown, signal: AbortSignal): Promise<BufferedResult> {
+    const req = parseChatBody(raw);
+    const session = await this.open(caller, req, false);
     const { answer, settled } = await runBuffered(this.router, this.upstream, session, {
       path: "/chat/completions",
       body: () => this.upstreamBody(req.body, session, false),
@@ -384,14 +395,7 @@ export class ChatService {
    */
   async stream(caller: Caller, raw: unknown, sink: StreamSink): Promise<void> {
     const req = parseChatBody(raw);
-    const session = await this.router.open({
-      ...caller,
-      route: "chat",
-      model: bareModelId(req.model),
-      stream: true,
-      promptEstimate: estimatePromptTokens(req.messages, req.messages.length),
-      requestedMaxTokens: req.maxTokens,
-    });
+    const session = await this.open(caller, req, true);
     await runStream(this.router, this.upstream, session, sink, {
       path: "/chat/completions",
       body: this.upstreamBody(req.body, session, true),

@@ -99,7 +99,7 @@ export interface RoutingSession {
   /** admission plans made so far */
   plans?: number;
   /** where the service's time went, for `Server-Timing` (ms, `performance.now()` based) */
-  timing?: RequestTiming;
+  timing: RequestTiming;
 }
 
 /** Milliseconds per phase of one request (see `serverTiming`). */
@@ -121,7 +121,6 @@ export interface RequestTiming {
  */
 export function serverTiming(session: RoutingSession): string {
   const t = session.timing;
-  if (!t) return "";
   const parts: string[] = [];
   for (const [name, ms] of [
     ["admit", t.admitMs],
@@ -355,7 +354,7 @@ export class RouterService {
       };
       this.plan(session, UNLIMITED);
       await this.nextAttempt(session);
-      session.timing = { start, admitMs: performance.now() - start };
+      session.timing.admitMs = performance.now() - start;
       return session;
     } catch (e) {
       await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
@@ -512,7 +511,7 @@ export class RouterService {
       );
     }
     session.done = true;
-    if (session.timing) session.timing.settleMs = performance.now() - settleStart;
+    session.timing.settleMs = performance.now() - settleStart;
     void this.releaseSlots(session); // leases expire anyway: never make the buyer wait on Redis
     this.deps.bus.publish("clearRecorded", {
       at: now.toISOString(),
@@ -625,7 +624,7 @@ export class RouterService {
   markFirstByte(session: RoutingSession): void {
     session.firstByteAt ??= this.deps.clock.now();
     const t = session.timing;
-    if (t && t.upstreamMs === undefined) t.upstreamMs = performance.now() - t.start - (t.admitMs ?? 0);
+    if (t.upstreamMs === undefined) t.upstreamMs = performance.now() - t.start - (t.admitMs ?? 0);
   }
 
   /**

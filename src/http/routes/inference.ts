@@ -1,4 +1,4 @@
-import { type Request, type Response, Router } from "express";
+import { type Request, type RequestHandler, type Response, Router } from "express";
 import type { StreamSink } from "../../domain/routing/chat-service.js";
 import { DomainError } from "../../lib/errors.js";
 import type { Runtime } from "../../runtime.js";
@@ -71,27 +71,21 @@ export function inferenceRoutes(rt: Runtime): Router {
   const bearer = requireBearer(rt.services, { cached: true });
   const { chat, responses } = rt.services;
 
-  r.post("/v1/chat/completions", bearer, async (req, res) => {
-    const v = viewerOf(res);
-    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
-    if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
-      await chat.stream(caller, req.body, sseSink(req, res));
-      return;
-    }
-    const out = await chat.buffered(caller, req.body, abortSignal(res));
-    res.set(out.headers).status(200).json(out.body);
-  });
-
-  r.post("/v1/responses", bearer, async (req, res) => {
-    const v = viewerOf(res);
-    const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
-    if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
-      await responses.stream(caller, req.body, sseSink(req, res));
-      return;
-    }
-    const out = await responses.buffered(caller, req.body, abortSignal(res));
-    res.set(out.headers).status(200).json(out.body);
-  });
+  // one transport for both routes: `stream: true` → SSE, otherwise the buffered JSON answer
+  const serve =
+    (svc: typeof chat | typeof responses): RequestHandler =>
+    async (req, res) => {
+      const v = viewerOf(res);
+      const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
+      if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
+        await svc.stream(caller, req.body, sseSink(req, res));
+        return;
+      }
+      const out = await svc.buffered(caller, req.body, abortSignal(res));
+      res.set(out.headers).status(200).json(out.body);
+    };
+  r.post("/v1/chat/completions", bearer, serve(chat));
+  r.post("/v1/responses", bearer, serve(responses));
 
   // Responses is stateless: nothing is stored, so nothing can be read back
   r.get(["/v1/responses", "/v1/responses/:id"], bearer, () => {
