@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
+import { expect } from "vitest";
 import { confirmTopUp, creditPendingTopUp } from "../../src/domain/ledger/ledger.js";
 import type { RoutingSession } from "../../src/domain/routing/router-service.js";
 import { nextUtcMidnight } from "../../src/lib/clock.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../src/local/upstream-sim/index.js";
-import { createKey, signIn } from "./actors.js";
+import { call, createKey, signIn } from "./actors.js";
 import type { TestApp } from "./harness.js";
 
 export const CATALOG_KEY = "VENICE_INFERENCE_KEY_test_catalog";
@@ -127,4 +128,34 @@ export async function openSession(
     promptEstimate: o.promptEstimate ?? 40,
     requestedMaxTokens: o.maxTokens ?? 20,
   });
+}
+
+/** POST /v1/chat/completions with a Bearer key. */
+export function chat(app: TestApp, apiKey: string, body: Record<string, unknown>) {
+  return call(app, {
+    method: "POST",
+    path: "/v1/chat/completions",
+    headers: { authorization: `Bearer ${apiKey}` },
+    body,
+  });
+}
+
+/** POST /v1/responses with a Bearer key. */
+export function responses(app: TestApp, apiKey: string, body: Record<string, unknown>) {
+  return call(app, { method: "POST", path: "/v1/responses", headers: { authorization: `Bearer ${apiKey}` }, body });
+}
+
+/** A request record and its attempts in order, by support reference. */
+export function requestByReference(app: TestApp, ref: string) {
+  return app.rt.db.inferenceRequest.findUniqueOrThrow({
+    where: { supportReference: ref },
+    include: { attempts: { orderBy: { ordinal: "asc" } } },
+  });
+}
+
+/** Nothing is held any more: the buyer's reserve, every offer's, and no reservation rows. */
+export async function expectHoldsReleased(app: TestApp, accountId: string): Promise<void> {
+  expect((await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
+  expect(await app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
+  expect(await app.rt.db.reservation.count()).toBe(0);
 }

@@ -4,20 +4,11 @@ import { describe, expect, test } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { addSupply, confirmedOf, fundedBuyerKey } from "../../support/market.js";
+import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const world = useMarketWorld({ syncCatalog: true });
-
-function chat(apiKey: string, body: Record<string, unknown>) {
-  return call(world.app, {
-    method: "POST",
-    path: "/v1/chat/completions",
-    headers: { authorization: `Bearer ${apiKey}` },
-    body,
-  });
-}
 
 describe("buffered chat", () => {
   test("clears at the cheapest offer, charges burn × price exactly, and the books balance", async () => {
@@ -27,7 +18,7 @@ describe("buffered chat", () => {
     ]);
     const buyer = await fundedBuyerKey(world.app, 10_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await chat(buyer.apiKey, {
+    const r = await chat(world.app, buyer.apiKey, {
       model: `svc/${MODEL}`,
       messages: [{ role: "user", content: "Hello there [[sim:tokens=40]]" }],
     });
@@ -118,7 +109,7 @@ describe("the public clears subscription", () => {
     });
     const next = it.next();
     await new Promise((r) => setTimeout(r, 300));
-    const r = await chat(buyer.apiKey, {
+    const r = await chat(world.app, buyer.apiKey, {
       model: MODEL,
       messages: [{ role: "user", content: "dash [[sim:tokens=10]]" }],
     });
@@ -166,7 +157,7 @@ describe("Server-Timing", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 10_000_000n);
     const t0 = performance.now();
-    const r = await chat(buyer.apiKey, {
+    const r = await chat(world.app, buyer.apiKey, {
       model: MODEL,
       messages: [{ role: "user", content: "time [[sim:tokens=8]]" }],
     });

@@ -3,7 +3,14 @@ import { beforeEach, describe, expect, test } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { addSupply, confirmedOf, fundedBuyerKey } from "../../support/market.js";
+import {
+  addSupply,
+  confirmedOf,
+  expectHoldsReleased,
+  fundedBuyerKey,
+  requestByReference,
+  responses,
+} from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
@@ -19,15 +26,6 @@ beforeEach(async () => {
 });
 
 type Json = Record<string, unknown>;
-
-function responses(apiKey: string, body: Json) {
-  return call(world.app, {
-    method: "POST",
-    path: "/v1/responses",
-    headers: { authorization: `Bearer ${apiKey}` },
-    body,
-  });
-}
 
 interface Frame {
   event: string | undefined;
@@ -78,19 +76,6 @@ function expectResponsesWire(raw: string, frames: Frame[]) {
   }
 }
 
-async function attemptsOf(ref: string) {
-  return world.app.rt.db.inferenceRequest.findUniqueOrThrow({
-    where: { supportReference: ref },
-    include: { attempts: { orderBy: { ordinal: "asc" } } },
-  });
-}
-
-async function holdsAreReleased(accountId: string) {
-  expect((await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
-  expect(await world.app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
-  expect(await world.app.rt.db.reservation.count()).toBe(0);
-}
-
 async function pricing() {
   const model = await world.app.rt.services.catalog.getModel(MODEL);
   return {
@@ -123,7 +108,7 @@ describe("buffered responses", () => {
     ]);
     const buyer = await fundedBuyerKey(world.app, 10_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await responses(buyer.apiKey, {
+    const r = await responses(world.app, buyer.apiKey, {
       model: `svc/${MODEL}`,
       input: "Hello there [[sim:tokens=40]]",
       store: true,
@@ -159,7 +144,7 @@ describe("buffered responses", () => {
     expect(world.sim.state.listRequests({ key: supply.keys[1]?.secret }).at(-1)?.burnMicroDiem).toBe(burn);
     expect(before - after).toBe(computeCharge(burn, 40, 1000).grossMicroUsdc);
 
-    const req = await attemptsOf(ref);
+    const req = await requestByReference(world.app, ref);
     expect(req.route).toBe("responses");
     expect(req.status).toBe("succeeded");
     const detail = await call(world.app, {
@@ -168,7 +153,7 @@ describe("buffered responses", () => {
       headers: { authorization: `Bearer ${buyer.apiKey}` },
     });
     expect(detail.body).toMatchObject({ status: "succeeded", clearingPriceCents: 40, costUsdc: cost });
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -176,7 +161,7 @@ describe("buffered responses", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 10_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await responses(buyer.apiKey, {
+    const r = await responses(world.app, buyer.apiKey, {
       model: MODEL,
       input: [{ role: "user", content: "long please [[sim:tokens=60]]" }],
       max_output_tokens: 20,
@@ -188,7 +173,7 @@ describe("buffered responses", () => {
     const after = await confirmedOf(world.app, buyer.accountId);
     expect(r.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(before - after));
     expect(before - after).toBeGreaterThan(0n);
-    const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");
     expect(req.admittedMaxTokens).toBe(20);
     expect(req.completionTokens).toBe(20);
     await assertBooksBalance(world.app.rt.db);
@@ -202,18 +187,18 @@ describe("buffered responses", () => {
     world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await responses(buyer.apiKey, { model: MODEL, input: "hello" });
+    const r = await responses(world.app, buyer.apiKey, { model: MODEL, input: "hello" });
     expect(r.status).toBe(200);
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("50");
     expect(r.headers.get("x-svc-cost-usdc")).toBe(
       formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))),
     );
-    const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
       [35, "retryable_failure"],
       [50, "succeeded"],
     ]);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -221,11 +206,11 @@ describe("buffered responses", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await withFailingClears(() => responses(buyer.apiKey, { model: MODEL, input: "hello" }));
+    const r = await withFailingClears(() => responses(world.app, buyer.apiKey, { model: MODEL, input: "hello" }));
     expect(r.status).toBe(500);
     expect((r.body as { error: { code: string } }).error.code).toBe("settle_failed");
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 });
@@ -309,8 +294,8 @@ describe("Responses SSE", () => {
     expect(completed.supportReference).toBe(ref);
     const burn = burnMicroDiem(await pricing(), { promptTokens: u.input_tokens, completionTokens: u.output_tokens });
     expect(before - after).toBe(computeCharge(burn, 40, 1000).grossMicroUsdc);
-    expect((await attemptsOf(ref ?? "")).status).toBe("succeeded");
-    await holdsAreReleased(buyer.accountId);
+    expect((await requestByReference(world.app, ref ?? "")).status).toBe("succeeded");
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -330,12 +315,12 @@ describe("Responses SSE", () => {
     expect(last.type).toBe("response.completed");
     expect(last.clearingPriceCents).toBe(45);
     expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
-    const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, res.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
       [35, "retryable_failure"],
       [45, "succeeded"],
     ]);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -357,13 +342,13 @@ describe("Responses SSE", () => {
     expect(last.type).toBe("response.completed");
     expect(last.clearingPriceCents).toBe(47);
     expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
-    const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, res.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
       [33, "retryable_failure"],
       [36, "retryable_failure"],
       [47, "succeeded"],
     ]);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -391,7 +376,7 @@ describe("Responses SSE", () => {
     expect(incomplete.costUsdc).toBe(formatDecimal6(before - after));
     expect(incomplete.clearingPriceCents).toBe(40);
     expect(incomplete.supportReference).toBe(res.headers.get("x-svc-support-reference"));
-    const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, res.headers.get("x-svc-support-reference") ?? "");
     expect(req.status).toBe("incomplete");
     expect(req.completionTokens).toBeGreaterThan(0);
     expect(req.completionTokens).toBeLessThanOrEqual(100);
@@ -400,7 +385,7 @@ describe("Responses SSE", () => {
       .filter((f) => f.event === "response.output_text.delta")
       .reduce((a, f) => a + String(f.json.delta).length, 0);
     expect(req.completionTokens).toBe(Math.ceil(chars / 4));
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -416,7 +401,7 @@ describe("Responses SSE", () => {
     expect(last.type).toBe("response.incomplete");
     expect(last.response).not.toHaveProperty("usage");
     expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -435,7 +420,7 @@ describe("Responses SSE", () => {
     expect(last.response.status).toBe("incomplete");
     expect(last.response).not.toHaveProperty("usage");
     expect(last.costUsdc).toBe(formatDecimal6(before - (await confirmedOf(world.app, buyer.accountId))));
-    const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, res.headers.get("x-svc-support-reference") ?? "");
     expect(req.status).toBe("succeeded");
     expect(req.completionTokens).toBe(20);
     await assertBooksBalance(world.app.rt.db);
@@ -465,16 +450,16 @@ describe("Responses SSE", () => {
       seen += new TextDecoder().decode(value);
     }
     ac.abort();
-    let req = await attemptsOf(ref);
+    let req = await requestByReference(world.app, ref);
     for (let i = 0; i < 100 && req.status === "in_progress"; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      req = await attemptsOf(ref);
+      req = await requestByReference(world.app, ref);
     }
     expect(req.status).toBe("incomplete");
     const after = await confirmedOf(world.app, buyer.accountId);
     expect(req.costMicroUsdc).toBe(before - after);
     expect(before - after).toBeGreaterThan(0n);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -497,10 +482,10 @@ describe("Responses SSE", () => {
     expect(failed.response).not.toHaveProperty("error");
     expect(failed).not.toHaveProperty("costUsdc");
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
-    const req = await attemptsOf(res.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, res.headers.get("x-svc-support-reference") ?? "");
     expect(req.status).toBe("failed");
     expect(req.errorCode).toBe("settle_failed");
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 });
@@ -531,7 +516,7 @@ describe("errors", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await responses(buyer.apiKey, body);
+    const r = await responses(world.app, buyer.apiKey, body);
     expect(r.status).toBe(400);
     expect((r.body as { error: { code: string } }).error.code).toBe("invalid_request");
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
@@ -540,10 +525,10 @@ describe("errors", () => {
 
   test("unknown model 404; image model 400 unsupported_modality", async () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const unknown = await responses(buyer.apiKey, { model: "nope-model", input: "x" });
+    const unknown = await responses(world.app, buyer.apiKey, { model: "nope-model", input: "x" });
     expect(unknown.status).toBe(404);
     expect((unknown.body as { error: { code: string } }).error.code).toBe("model_not_found");
-    const image = await responses(buyer.apiKey, { model: "venice-sd35", input: "x" });
+    const image = await responses(world.app, buyer.apiKey, { model: "venice-sd35", input: "x" });
     expect(image.status).toBe(400);
     expect((image.body as { error: { code: string } }).error.code).toBe("unsupported_modality");
   });
@@ -557,7 +542,7 @@ describe("errors", () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
     for (const stream of [false, true]) {
-      const r = await responses(buyer.apiKey, { model: MODEL, input: "hello", stream });
+      const r = await responses(world.app, buyer.apiKey, { model: MODEL, input: "hello", stream });
       expect(r.status).toBe(503);
       expect((r.body as { error: { code: string } }).error.code).toBe("pool_empty");
       const ref = r.headers.get("x-svc-support-reference");

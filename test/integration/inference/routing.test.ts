@@ -3,7 +3,16 @@ import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
 import { isolatedWorld, startTestApp } from "../../support/harness.js";
-import { addSupply, confirmedOf, fundedBuyerKey, openSession, simEnv } from "../../support/market.js";
+import {
+  addSupply,
+  chat,
+  confirmedOf,
+  expectHoldsReleased,
+  fundedBuyerKey,
+  openSession,
+  requestByReference,
+  simEnv,
+} from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
@@ -18,29 +27,7 @@ beforeEach(async () => {
   world.sim.state.clearFaults();
 });
 
-function chat(apiKey: string, body: Record<string, unknown>) {
-  return call(world.app, {
-    method: "POST",
-    path: "/v1/chat/completions",
-    headers: { authorization: `Bearer ${apiKey}` },
-    body,
-  });
-}
 const MSG = (extra = "") => ({ model: MODEL, messages: [{ role: "user", content: `hello ${extra}` }] });
-
-async function attemptsOf(ref: string) {
-  const req = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({
-    where: { supportReference: ref },
-    include: { attempts: { orderBy: { ordinal: "asc" } } },
-  });
-  return req;
-}
-
-async function holdsAreReleased(accountId: string) {
-  expect((await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
-  expect(await world.app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
-  expect(await world.app.rt.db.reservation.count()).toBe(0);
-}
 
 describe("fall-forward", () => {
   test("a 5xx on the cheapest key falls forward to the next cheapest; the buyer pays that key's price", async () => {
@@ -50,15 +37,15 @@ describe("fall-forward", () => {
     ]);
     world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(200);
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("50");
-    const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
       [35, "retryable_failure"],
       [50, "succeeded"],
     ]);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -71,18 +58,18 @@ describe("fall-forward", () => {
     for (const k of supply.keys) world.sim.state.injectFault(k.secret, { kind: "http_503" });
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(502);
     expect((r.body as { error: { code: string } }).error.code).toBe("upstream_error");
     const ref = r.headers.get("x-svc-support-reference") ?? "";
     expect(ref).toMatch(/^[0-9a-f-]{36}$/);
-    const req = await attemptsOf(ref);
+    const req = await requestByReference(world.app, ref);
     expect(req.attempts).toHaveLength(5);
     expect(new Set(req.attempts.map((a) => a.upstreamKeyId)).size).toBe(5);
     expect(req.attempts.map((a) => a.priceCents)).toEqual([30, 31, 32, 33, 34]);
     expect(world.sim.state.listRequests({ key: supply.keys[5]?.secret })).toHaveLength(0);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -93,14 +80,16 @@ describe("fall-forward", () => {
     ]);
     world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_402_balance" });
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(200);
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("45");
     const key = await world.app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } });
     expect(key.cooldownUntil?.getTime()).toBeGreaterThan(Date.now());
     // while it cools down the next request goes straight to the 45-cent key
-    const r2 = await chat(buyer.apiKey, MSG());
-    expect((await attemptsOf(r2.headers.get("x-svc-support-reference") ?? "")).attempts).toHaveLength(1);
+    const r2 = await chat(world.app, buyer.apiKey, MSG());
+    expect(
+      (await requestByReference(world.app, r2.headers.get("x-svc-support-reference") ?? "")).attempts,
+    ).toHaveLength(1);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -111,7 +100,7 @@ describe("fall-forward", () => {
     ]);
     world.sim.state.revokeKey(supply.keys[0]?.secret ?? "");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(200);
     expect(
       (await world.app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: supply.keys[0]?.upstreamKeyId } })).status,
@@ -125,13 +114,13 @@ describe("fall-forward", () => {
     ]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await chat(buyer.apiKey, { ...MSG(), not_a_field: true });
+    const r = await chat(world.app, buyer.apiKey, { ...MSG(), not_a_field: true });
     expect(r.status).toBe(400);
     expect((r.body as { error: { code: string } }).error.code).toBe("invalid_request");
-    const req = await attemptsOf(r.headers.get("x-svc-support-reference") ?? "");
+    const req = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");
     expect(req.attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
   });
 });
 
@@ -175,7 +164,7 @@ describe("streaming faults", () => {
     const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
     expect(req.status).toBe("incomplete");
     expect(req.completionTokens).toBeLessThanOrEqual(100);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 });
@@ -200,7 +189,7 @@ describe("long requests", () => {
     } finally {
       await router.abort(session, "test_done");
     }
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
   });
 
   test("the sweeper releases the holds of a request whose process died", async () => {
@@ -216,7 +205,7 @@ describe("long requests", () => {
       data: { expiresAt: new Date(Date.now() - 1000) },
     });
     expect((await router.releaseExpiredHolds()).released).toBe(1);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     const req = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { id: session.requestId } });
     expect(req.status).toBe("failed");
     await assertBooksBalance(world.app.rt.db);
@@ -236,7 +225,7 @@ describe("settlement failure", () => {
     );
     let r: Awaited<ReturnType<typeof chat>>;
     try {
-      r = await chat(buyer.apiKey, MSG());
+      r = await chat(world.app, buyer.apiKey, MSG());
     } finally {
       await world.app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_clear ON clears");
       await world.app.rt.db.$executeRawUnsafe("DROP FUNCTION test_fail_clear()");
@@ -247,7 +236,7 @@ describe("settlement failure", () => {
     const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
     expect(req.status).toBe("failed");
     expect(req.errorCode).toBe("settle_failed");
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 });
@@ -258,7 +247,7 @@ describe("money under concurrency", () => {
     // what one request may hold at most: ask the router's plan for the same request
     const probe = await fundedBuyerKey(world.app, 1_000_000_000n);
     const body = { ...MSG("[[sim:tokens=50]]"), max_tokens: 50 };
-    const one = await chat(probe.apiKey, body);
+    const one = await chat(world.app, probe.apiKey, body);
     expect(one.status).toBe(200);
     const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: probe.accountId } });
     const { planAdmission, estimatePromptTokens } = await import("../../../src/domain/routing/admission.js");
@@ -280,7 +269,7 @@ describe("money under concurrency", () => {
     expect(hold).toBeGreaterThan(0n);
 
     const buyer = await fundedBuyerKey(world.app, hold * 10n);
-    const results = await Promise.all(Array.from({ length: 50 }, () => chat(buyer.apiKey, body)));
+    const results = await Promise.all(Array.from({ length: 50 }, () => chat(world.app, buyer.apiKey, body)));
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status === 402);
     const other = results.filter((r) => r.status !== 200 && r.status !== 402);
@@ -292,7 +281,7 @@ describe("money under concurrency", () => {
     expect(after).toBe(hold * 10n - spent);
     expect(after).toBeGreaterThanOrEqual(0n);
     for (const r of refused) expect(r.body).not.toHaveProperty("accepts");
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -380,7 +369,7 @@ describe("small-model throttling (SMALL_MODEL_MAX_IN_FLIGHT)", () => {
 describe("supply errors (503) and balance errors (402)", () => {
   test("pool_empty when nothing is posted", async () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(503);
     expect((r.body as { error: { code: string } }).error.code).toBe("pool_empty");
     expect(r.headers.get("x-svc-support-reference")).toMatch(/^[0-9a-f-]{36}$/);
@@ -392,7 +381,7 @@ describe("supply errors (503) and balance errors (402)", () => {
   test("no_eligible_supply with the remedy in the body and headers; raising the ceiling clears the same request", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 60, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n, 40);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(503);
     expect((r.body as { error: Record<string, unknown> }).error).toMatchObject({
       code: "no_eligible_supply",
@@ -409,13 +398,13 @@ describe("supply errors (503) and balance errors (402)", () => {
       body: { maxPriceCentsPerDollar: 60 },
     });
     expect(patched.status).toBe(200);
-    expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
+    expect((await chat(world.app, buyer.apiKey, MSG())).status).toBe(200);
   });
 
   test("insufficient_routable_at_price when offers at the ceiling are too thin for the request", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 10n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(503);
     expect((r.body as { error: Record<string, unknown> }).error).toMatchObject({
       code: "insufficient_routable_at_price",
@@ -444,7 +433,7 @@ describe("supply errors (503) and balance errors (402)", () => {
       });
       await creditPendingTopUp(tx, { accountId: buyer.accountId, paymentId: p.id, amountMicroUsdc: 50_000_000n });
     });
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(402);
     expect((r.body as { error: { code: string } }).error.code).toBe("insufficient_balance");
     expect(r.body).not.toHaveProperty("accepts");
@@ -488,13 +477,13 @@ describe("supply errors (503) and balance errors (402)", () => {
       });
       if (!soon) throw new Error("the simulator should publish a coming_soon text model");
       const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-      const r = await chat(buyer.apiKey, { ...body, model: soon.id });
+      const r = await chat(world.app, buyer.apiKey, { ...body, model: soon.id });
       expect(r.status).toBe(400);
       expect((r.body as { error: { code: string } }).error.code).toBe("model_not_live");
       return;
     }
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await chat(buyer.apiKey, body);
+    const r = await chat(world.app, buyer.apiKey, body);
     expect(r.status).toBe(status);
     expect((r.body as { error: { code: string } }).error.code).toBe(code);
   });
@@ -538,7 +527,7 @@ describe("group commit and the hot path's caches", () => {
     expect(charged).toBeGreaterThan(0n);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before$ - charged);
     expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(3);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -551,7 +540,7 @@ describe("group commit and the hot path's caches", () => {
     const before = world.app.rt.services.router.batchStats();
     const results = await Promise.all(
       buyers.flatMap((b) =>
-        Array.from({ length: 12 }, () => chat(b.apiKey, { ...MSG("[[sim:tokens=12]]"), max_tokens: 24 })),
+        Array.from({ length: 12 }, () => chat(world.app, b.apiKey, { ...MSG("[[sim:tokens=12]]"), max_tokens: 24 })),
       ),
     );
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
@@ -564,7 +553,7 @@ describe("group commit and the hot path's caches", () => {
       const spent = mine.reduce((a, r) => a + BigInt((r.headers.get("x-svc-cost-usdc") ?? "0").replace(".", "")), 0n);
       expect(spent).toBeGreaterThan(0n);
       expect(await confirmedOf(world.app, b.accountId)).toBe(20_000_000n - spent);
-      await holdsAreReleased(b.accountId);
+      await expectHoldsReleased(world.app, b.accountId);
     }
     await assertBooksBalance(world.app.rt.db);
   });
@@ -572,7 +561,7 @@ describe("group commit and the hot path's caches", () => {
   test("a key revoked behind this process's back (its cache still warm) is refused at the hold: 401, nothing held", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
+    expect((await chat(world.app, buyer.apiKey, MSG())).status).toBe(200);
     // another process revokes it: this process never hears of it
     await world.app.rt.db.apiKey.updateMany({
       where: { accountId: buyer.accountId },
@@ -580,18 +569,18 @@ describe("group commit and the hot path's caches", () => {
     });
     const requests = await world.app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } });
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await chat(buyer.apiKey, MSG());
+    const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(401);
     expect((r.body as { error: { code: string } }).error.code).toBe("authentication_failed");
     expect(await world.app.rt.db.inferenceRequest.count({ where: { accountId: buyer.accountId } })).toBe(requests);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
   });
 
   test("a key revoked through the API is refused at once, before anything else is looked at", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    expect((await chat(buyer.apiKey, MSG())).status).toBe(200);
+    expect((await chat(world.app, buyer.apiKey, MSG())).status).toBe(200);
     const keyId = (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
     const revoked = await call(world.app, {
       method: "DELETE",
@@ -600,20 +589,20 @@ describe("group commit and the hot path's caches", () => {
     });
     expect(revoked.status).toBeLessThan(300);
     // an unknown model would be 404 for a valid key: a revoked key is 401 first
-    const r = await chat(buyer.apiKey, { ...MSG(), model: "no-such-model" });
+    const r = await chat(world.app, buyer.apiKey, { ...MSG(), model: "no-such-model" });
     expect(r.status).toBe(401);
   });
 
   test("a balance that affords only part of max_tokens: the plan is capped from the hold's own reading", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 80, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 3_000n);
-    const r = await chat(buyer.apiKey, { ...MSG("[[sim:tokens=5]]"), max_tokens: 100_000 });
+    const r = await chat(world.app, buyer.apiKey, { ...MSG("[[sim:tokens=5]]"), max_tokens: 100_000 });
     expect(r.status).toBe(200);
     const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
     expect(req.admittedMaxTokens).toBeGreaterThanOrEqual(16);
     expect(req.admittedMaxTokens).toBeLessThan(1_000); // the model allows 24,000; the balance ~770
     expect(await confirmedOf(world.app, buyer.accountId)).toBeGreaterThanOrEqual(0n);
-    await holdsAreReleased(buyer.accountId);
+    await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 });
