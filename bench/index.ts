@@ -5,14 +5,10 @@ import { computeCharge } from "../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "../test/support/fixtures.js";
 import { setup as migrateTemplate } from "../test/support/global-setup.js";
 import { isolatedWorld, startTestApp } from "../test/support/harness.js";
-import { benchRouter } from "./router.js";
+import { benchRouter, pct } from "./router.js";
 
 function emit(figure: Record<string, unknown>): void {
   console.log(JSON.stringify(figure));
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 async function benchCharge(): Promise<void> {
@@ -76,8 +72,8 @@ async function benchHttp(): Promise<void> {
         bench: c.name,
         requests: total,
         concurrency,
-        p50Ms: +percentile(lat, 50).toFixed(3),
-        p99Ms: +percentile(lat, 99).toFixed(3),
+        p50Ms: +pct(lat, 50).toFixed(3),
+        p99Ms: +pct(lat, 99).toFixed(3),
         rps: Math.round((total / wall) * 1000),
       });
     }
