@@ -26,6 +26,20 @@ export interface SupplierKey {
   priceCents: number;
 }
 
+/** The stored columns of an upstream key sealed the way the service seals it (AES-GCM, owner as AAD). */
+export function sealedKey(box: SecretBox, ownerId: string, secret: string) {
+  const sealed = box.seal(secret, ownerId);
+  return {
+    accountId: ownerId,
+    secretCiphertext: sealed.ciphertext,
+    secretIv: sealed.iv,
+    secretTag: sealed.tag,
+    encryptionKeyId: sealed.keyId,
+    secretFingerprint: box.fingerprint(secret),
+    secretLast4: secret.slice(-4),
+  };
+}
+
 /**
  * A supplier with one registered upstream key per offer (sealed like the service seals them), each
  * key funded in the simulator, and one active offer per key.
@@ -44,17 +58,10 @@ export async function addSupply(
     const secret = `VENICE_INFERENCE_KEY_${randomUUID().replaceAll("-", "")}`;
     const balance = o.keyBalanceMicroDiem ?? 100_000_000n;
     sim.state.addKey({ key: secret, diemMicro: balance });
-    const sealed = box.seal(secret, supplier.id);
     const k = await db.upstreamKey.create({
       data: {
-        accountId: supplier.id,
+        ...sealedKey(box, supplier.id, secret),
         label: `key ${o.priceCents}`,
-        secretCiphertext: sealed.ciphertext,
-        secretIv: sealed.iv,
-        secretTag: sealed.tag,
-        encryptionKeyId: sealed.keyId,
-        secretFingerprint: box.fingerprint(secret),
-        secretLast4: secret.slice(-4),
         lastBalanceMicroDiem: balance,
         lastBalanceAt: new Date(),
       },

@@ -4,6 +4,20 @@ import type { Modality } from "../../../src/generated/prisma/client.js";
 import { computeCharge } from "../../../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
 
+/** A row of the public catalog (`/v1/models`) as the tests read it. */
+export interface PublicRow {
+  id: string;
+  object: string;
+  status: string;
+  modality: string;
+  capabilities: Record<string, unknown>;
+  pricing?: Record<string, unknown>;
+  constraints?: Record<string, unknown>;
+  name: string;
+  tier: string;
+  created?: number;
+}
+
 export async function getJson<T = Record<string, unknown>>(
   baseUrl: string,
   path: string,

@@ -1,22 +1,9 @@
 import { describe, expect, test } from "vitest";
 import { DEFAULT_SIM_MODELS } from "../../../src/local/upstream-sim/index.js";
 import { useMarketWorld } from "../../support/market-world.js";
-import { getJson, gql } from "./helpers.js";
+import { getJson, gql, type PublicRow } from "./helpers.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
-
-interface PublicRow {
-  id: string;
-  object: string;
-  status: string;
-  modality: string;
-  capabilities: Record<string, unknown>;
-  pricing?: Record<string, unknown>;
-  constraints?: Record<string, unknown>;
-  name: string;
-  tier: string;
-  created?: number;
-}
 
 const ROW_KEYS = new Set([
   "id",

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { SecretBox } from "../../../src/lib/secret-box.js";
 import { createAccount, createUpstreamKey } from "../../support/fixtures.js";
+import { sealedKey } from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 /** Without CATALOG_SYNC_KEY the sync reads the catalog with a registered supplier key. */
@@ -12,17 +13,10 @@ const world = useMarketWorld({
 async function registerKey(secret: string, status: "active" | "revoked" = "active") {
   const box = new SecretBox(world.app.rt.config.secrets.keyEncryptionKey);
   const owner = await createAccount(world.app.rt.db);
-  const sealed = box.seal(secret, owner.id);
   return world.app.rt.db.upstreamKey.create({
     data: {
-      accountId: owner.id,
+      ...sealedKey(box, owner.id, secret),
       label: "supplier key",
-      secretCiphertext: sealed.ciphertext,
-      secretIv: sealed.iv,
-      secretTag: sealed.tag,
-      encryptionKeyId: sealed.keyId,
-      secretFingerprint: box.fingerprint(secret),
-      secretLast4: secret.slice(-4),
       status,
       revokedAt: status === "revoked" ? new Date() : null,
     },

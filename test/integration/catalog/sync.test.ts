@@ -12,22 +12,9 @@ import {
   textPricingToMicro,
 } from "../../../src/local/upstream-sim/index.js";
 import { useMarketWorld } from "../../support/market-world.js";
-import { getJson } from "./helpers.js";
+import { getJson, type PublicRow } from "./helpers.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
-
-interface PublicRow {
-  id: string;
-  object: string;
-  status: string;
-  modality: string;
-  capabilities: Record<string, unknown>;
-  pricing?: Record<string, unknown>;
-  constraints?: Record<string, unknown>;
-  name: string;
-  tier: string;
-  created?: number;
-}
 
 const world = useMarketWorld({ catalogSyncKey: SYNC_KEY });
 
