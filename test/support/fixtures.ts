@@ -1,5 +1,6 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { Db } from "../../src/adapters/db.js";
+import type { Prisma } from "../../src/generated/prisma/client.js";
 import { nextUtcMidnight } from "../../src/lib/clock.js";
 
 /** Builders for rows the foundation tests need before the domain services exist. */
@@ -53,6 +54,26 @@ export async function createOffer(
       remainingMicroDiem: args.quantityMicroDiem,
       status: args.status ?? "active",
       expiresAt: nextUtcMidnight(new Date()),
+    },
+  });
+}
+
+/** An inference request record (chat, text, ceiling 80¢) for `accountId`; `data` overrides any column. */
+export async function createInferenceRequest(
+  db: Db,
+  accountId: string,
+  data: Partial<Prisma.InferenceRequestUncheckedCreateInput> = {},
+) {
+  return db.inferenceRequest.create({
+    data: {
+      id: randomUUID(),
+      supportReference: randomUUID(),
+      accountId,
+      route: "chat",
+      modality: "text",
+      model: "m",
+      maxPriceCents: 80,
+      ...data,
     },
   });
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createPrisma, type Db } from "../../../src/adapters/db.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
+import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../support/fixtures.js";
 import { isolatedWorld } from "../../support/harness.js";
 
 let db: Db;
@@ -170,17 +170,7 @@ describe("database invariants", () => {
       priceCentsPerDollar: 50,
       quantityMicroDiem: 10_000_000n,
     });
-    const req = await db.inferenceRequest.create({
-      data: {
-        id: crypto.randomUUID(),
-        supportReference: crypto.randomUUID(),
-        accountId: buyer.id,
-        route: "chat",
-        modality: "text",
-        model: "m",
-        maxPriceCents: 80,
-      },
-    });
+    const req = await createInferenceRequest(db, buyer.id);
     const base = {
       requestId: req.id,
       buyerAccountId: buyer.id,

@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { sqlRunner } from "../../../src/adapters/sql.js";
 import { eligibleOffers } from "../../../src/domain/market/eligibility.js";
 import { call } from "../../support/actors.js";
-import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
+import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../support/fixtures.js";
 import type { TestApp } from "../../support/harness.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
@@ -183,17 +183,7 @@ describe("pool summary and market stats", () => {
       quantityMicroDiem: 10_000_000n,
     });
     const clear = async (burn: bigint, price: number) => {
-      const req = await db.inferenceRequest.create({
-        data: {
-          id: crypto.randomUUID(),
-          supportReference: crypto.randomUUID(),
-          accountId: buyer.id,
-          route: "chat",
-          modality: "text",
-          model: "m",
-          maxPriceCents: 80,
-        },
-      });
+      const req = await createInferenceRequest(db, buyer.id);
       const gross = (burn * BigInt(price)) / 100n;
       const fee = gross / 10n;
       await db.clear.create({

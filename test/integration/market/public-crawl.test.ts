@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
 import { call } from "../../support/actors.js";
-import { createAccount } from "../../support/fixtures.js";
+import { createAccount, createInferenceRequest } from "../../support/fixtures.js";
 import { addSupply } from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
@@ -28,17 +28,7 @@ test("no public route reveals a supplier", async () => {
   for (let i = 0; i < 24; i++) {
     const buyer = buyers[i % buyers.length];
     if (!buyer) continue;
-    const req = await db.inferenceRequest.create({
-      data: {
-        id: crypto.randomUUID(),
-        supportReference: crypto.randomUUID(),
-        accountId: buyer.id,
-        route: "chat",
-        modality: "text",
-        model: "zai-org-glm-5-1",
-        maxPriceCents: 80,
-      },
-    });
+    const req = await createInferenceRequest(db, buyer.id, { model: "zai-org-glm-5-1" });
     await db.clear.create({
       data: {
         requestId: req.id,
