@@ -2,6 +2,7 @@ import type { UpstreamModel } from "../../adapters/upstream/client.js";
 import { MoneyError, upstreamDecimalToMicro } from "../../lib/money.js";
 import type {
   CatalogModality,
+  CatalogModelRow,
   CatalogStatus,
   ExtendedRatesMicro,
   JsonObject,
@@ -32,27 +33,12 @@ export const TIER_OVERRIDES: Readonly<Record<string, ModelTier>> = {};
 /** The public video pricing object: video is priced per job from the upstream quote. */
 export const VIDEO_PUBLIC_PRICING = { type: "per_job_quote", quote_endpoint: "/v1/video/quote" } as const;
 
-export interface NormalizedModel {
-  id: string;
-  modality: CatalogModality;
-  status: CatalogStatus;
+/** A catalog row as the sync computes it, before it is stored (no `created`/`syncedAt` yet). */
+export type NormalizedModel = Omit<CatalogModelRow, "created" | "syncedAt"> & {
   /** why a row is not live (logs and tests; not published) */
   notLiveReasons: string[];
-  name: string;
-  tier: ModelTier;
-  offline: boolean;
-  beta: boolean;
-  capabilities: JsonObject;
-  pricing: JsonObject | null;
-  constraints: JsonObject | null;
-  inputMicroPerM: bigint | null;
-  outputMicroPerM: bigint | null;
-  cacheMicroPerM: bigint | null;
-  extendedPricing: ExtendedRatesMicro | null;
-  contextTokens: number | null;
-  maxCompletionTokens: number | null;
   upstreamRow: JsonObject;
-}
+};
 
 function isObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
