@@ -252,9 +252,12 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         const sd = await load(requests, concurrency, () =>
           post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true),
         );
+        if (concurrency === 1) timings = [];
         const sv = await load(requests, concurrency, () =>
           post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY, true),
         );
+        const streamPhases = timings ? serverTimingP50(timings) : undefined;
+        timings = undefined;
         emit({
           bench: name,
           requests,
@@ -262,6 +265,7 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
           directTtfbP50Ms: +pct(sd.lat, 50).toFixed(3),
           serviceTtfbP50Ms: +pct(sv.lat, 50).toFixed(3),
           ttfbOverheadP50Ms: +(pct(sv.lat, 50) - pct(sd.lat, 50)).toFixed(3),
+          ...(streamPhases ? { serverTimingP50Ms: streamPhases } : {}),
           ...(concurrency > 1 ? { targets: { ttfbOverheadP50Ms: 2 } } : {}),
         });
       }

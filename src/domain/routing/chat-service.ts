@@ -207,29 +207,36 @@ export async function runBuffered(
 ): Promise<{ answer: Json; settled: Settled }> {
   try {
     for (;;) {
-      const value = await callAttempt(
-        router,
-        upstream,
-        session,
-        o.path,
-        o.body(),
-        AbortSignal.any([o.signal, AbortSignal.timeout(UPSTREAM_TIMEOUT_MS)]),
+      // the buyer leaving or the timeout aborts the call and its body read; the timer dies with the
+      // attempt (a per-request AbortSignal.timeout would keep a 120 s timer alive after every answer)
+      const cut = new AbortController();
+      const timer = setTimeout(
+        () => cut.abort(new DOMException("upstream timed out", "TimeoutError")),
+        UPSTREAM_TIMEOUT_MS,
       );
-      if (o.signal.aborted) {
-        if (value) releaseBody(value.body);
-        await router.abort(session, "client_closed");
-        throw new DomainError("invalid_request", "client closed the request");
-      }
-      if (!value) continue;
+      const onBuyerGone = () => cut.abort(o.signal.reason);
+      o.signal.addEventListener("abort", onBuyerGone, { once: true });
       let answer: Json;
       try {
-        // reads the body to the end, or it is destroyed on error
-        const parsed: unknown = await value.body.json();
-        if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
-        answer = parsed as Json;
-      } catch {
-        await router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
-        continue;
+        const value = await callAttempt(router, upstream, session, o.path, o.body(), cut.signal);
+        if (o.signal.aborted) {
+          if (value) releaseBody(value.body);
+          await router.abort(session, "client_closed");
+          throw new DomainError("invalid_request", "client closed the request");
+        }
+        if (!value) continue;
+        try {
+          // reads the body to the end, or it is destroyed on error
+          const parsed: unknown = await value.body.json();
+          if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
+          answer = parsed as Json;
+        } catch {
+          await router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
+          continue;
+        }
+      } finally {
+        clearTimeout(timer);
+        o.signal.removeEventListener("abort", onBuyerGone);
       }
       const refused = o.refuse?.(answer);
       const usage = usageOf(answer.usage);
