@@ -44,7 +44,7 @@ function fail(line: string): never {
 /** Starts the listener; resolves with the bound address. */
 function listen(http: HttpApp, config: Config): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = http.app.listen(config.http.port, config.http.host);
+    const server = http.server.listen(config.http.port, config.http.host);
     server.once("listening", () => resolve(server));
     server.once("error", (e: NodeJS.ErrnoException) => {
       if (e.code === "EADDRINUSE") reject(new StartupError(`PORT: ${config.http.port} is already in use`));

@@ -1,29 +1,32 @@
+import { createServer, type RequestListener, type Server } from "node:http";
 import express, { type Express, type Request, type Response } from "express";
 import { createGraphQL } from "../graphql/yoga.js";
 import { DomainError } from "../lib/errors.js";
 import type { Runtime } from "../runtime.js";
 import { readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
 import { errorMiddleware, sendError } from "./error-response.js";
-import { InFlight, requestId } from "./middleware.js";
+import { InFlight, jsonBody, requestId } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { fundingRoutes } from "./routes/funding.js";
 import { healthRoutes } from "./routes/health.js";
-import { inferenceRoutes } from "./routes/inference.js";
+import { inferenceListener, inferenceRoutes } from "./routes/inference.js";
 import { marketRoutes } from "./routes/market.js";
 import { supplyRoutes } from "./routes/supply.js";
 
 export interface HttpApp {
+  /** the Express app alone: it never sees the two hot inference POSTs (see `handler`) */
   app: Express;
+  /** the listener's request handler, the inference fast path then Express; drive this in-process */
+  handler: RequestListener;
+  /** the one HTTP server over `handler`, not yet listening (main and the test harness listen) */
+  server: Server;
   inFlight: InFlight;
   /** yoga instance, exposed for `yoga.fetch` in tests */
   yoga: ReturnType<typeof createGraphQL>;
 }
-
-/** Body limit for JSON requests (chat bodies may carry images as data URLs). */
-export const JSON_BODY_LIMIT = "20mb";
 
 /**
  * The one HTTP listener's app: REST, SSE, GraphQL at /graphql, and (later) MCP and documents.
@@ -37,10 +40,10 @@ export function createHttpApp(rt: Runtime): HttpApp {
   const inFlight = new InFlight();
   app.use(inFlight.middleware);
   app.use(requestId);
-  app.use(express.json({ limit: JSON_BODY_LIMIT, strict: false }));
+  app.use(jsonBody);
 
-  // the inference routes first: the hot path should not walk every other router's layers (all
-  // routers own disjoint paths, so the order changes nothing else)
+  // the inference routes first: the requests the fast path leaves to Express should not walk every
+  // other router's layers either (all routers own disjoint paths, so the order changes nothing else)
   app.use(inferenceRoutes(rt));
   app.use(healthRoutes(rt));
   app.use(authRoutes(rt));
@@ -68,5 +71,12 @@ export function createHttpApp(rt: Runtime): HttpApp {
     sendError(res, new DomainError("not_found", `No route for ${req.method} ${req.path}.`));
   });
   app.use(errorMiddleware);
-  return { app, inFlight, yoga };
+
+  // the two hot inference POSTs skip Express (its router and per-request wrapping were a fifth of
+  // the service's CPU on them); routes/inference.ts runs the same steps for them
+  const fast = inferenceListener(rt, inFlight);
+  const handler: RequestListener = (req, res) => {
+    if (!fast(req, res)) app(req, res);
+  };
+  return { app, handler, server: createServer(handler), inFlight, yoga };
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Config } from "../config.js";
 import type { Viewer } from "../graphql/context.js";
@@ -12,7 +13,7 @@ import type { Services } from "../services.js";
  */
 export const SESSION_COOKIE = "svc_session";
 
-export function readCookie(req: Request, name: string): string | undefined {
+export function readCookie(req: IncomingMessage, name: string): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
   for (const part of header.split(";")) {
@@ -30,7 +31,7 @@ export function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-export function bearerToken(req: Request): string | undefined {
+export function bearerToken(req: IncomingMessage): string | undefined {
   const h = req.headers.authorization;
   if (!h) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
@@ -100,28 +101,32 @@ export function requireSession(services: Services): RequestHandler {
   };
 }
 
-/** `cached`: the inference routes, whose hold re-checks the key in its own transaction. */
+/**
+ * The Bearer rule for one request: a session cookie, a missing or an unknown key → 401.
+ * `cached`: the inference routes, whose hold re-checks the key in its own transaction.
+ */
+export async function authenticateBearer(
+  services: Services,
+  req: IncomingMessage,
+  opts: { cached?: boolean } = {},
+): Promise<Viewer> {
+  if (readCookie(req, SESSION_COOKIE) !== undefined) {
+    throw new DomainError(
+      "authentication_failed",
+      "This route takes a Bearer API key; a session cookie is not accepted.",
+    );
+  }
+  const token = bearerToken(req);
+  if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
+  const k = opts.cached ? await services.apiKeys.authenticateCached(token) : await services.apiKeys.authenticate(token);
+  if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+  return { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId };
+}
+
 export function requireBearer(services: Services, opts: { cached?: boolean } = {}): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      if (readCookie(req, SESSION_COOKIE) !== undefined) {
-        throw new DomainError(
-          "authentication_failed",
-          "This route takes a Bearer API key; a session cookie is not accepted.",
-        );
-      }
-      const token = bearerToken(req);
-      if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
-      const k = opts.cached
-        ? await services.apiKeys.authenticateCached(token)
-        : await services.apiKeys.authenticate(token);
-      if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
-      res.locals.viewer = {
-        credential: "bearer",
-        accountId: k.accountId,
-        walletAddress: k.walletAddress,
-        apiKeyId: k.apiKeyId,
-      } satisfies Viewer;
+      res.locals.viewer = await authenticateBearer(services, req, opts);
       next();
     } catch (e) {
       next(e);

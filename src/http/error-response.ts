@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import type { NextFunction, Request, Response } from "express";
 import { ZodError } from "zod";
 import { DomainError, type ErrorDetails, isDomainError } from "../lib/errors.js";
@@ -50,6 +51,35 @@ export function errorPayload(err: DomainError): ErrorPayload {
 export function streamErrorObject(err: DomainError): Record<string, unknown> {
   const { body } = errorPayload(err);
   return { error: body.error };
+}
+
+/**
+ * A JSON answer on a bare node response, byte for byte what Express's `res.status().set().json()`
+ * sends for a POST (headers in that order, then the same Content-Type and Content-Length).
+ */
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  body: Record<string, unknown>,
+): void {
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  const json = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", String(Buffer.byteLength(json)));
+  res.end(json);
+}
+
+/** The error ending outside Express, as `errorMiddleware` does it: once bytes are out, only end. */
+export function writeError(res: ServerResponse, err: unknown, requestId: string): void {
+  const domain = toDomainError(err, requestId);
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const p = errorPayload(domain);
+  writeJson(res, p.status, p.headers, p.body);
 }
 
 export function sendError(res: Response, err: DomainError): void {

@@ -1,11 +1,27 @@
 import { randomUUID } from "node:crypto";
-import type { NextFunction, Request, Response } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import express, { type NextFunction, type Request, type Response } from "express";
+
+/** Body limit for JSON requests (chat bodies may carry images as data URLs). */
+export const JSON_BODY_LIMIT = "20mb";
+
+/**
+ * The one JSON body parser: Express's stack and the inference fast path (routes/inference.ts)
+ * share it, so limits, charsets, content codings and error types are the same on both. It only needs
+ * node's request and response; it leaves `req.body` undefined for a non-JSON content type.
+ */
+export const jsonBody = express.json({ limit: JSON_BODY_LIMIT, strict: false });
+
+/** Sets a fresh `X-Svc-Request-Id` on the response and returns it (for logs). */
+export function setRequestId(res: ServerResponse): string {
+  const id = randomUUID();
+  res.setHeader("X-Svc-Request-Id", id);
+  return id;
+}
 
 /** Gives every request an id (`X-Svc-Request-Id`), kept in `res.locals.requestId` for logs. */
 export function requestId(_req: Request, res: Response, next: NextFunction): void {
-  const id = randomUUID();
-  res.locals.requestId = id;
-  res.setHeader("X-Svc-Request-Id", id);
+  res.locals.requestId = setRequestId(res);
   next();
 }
 
@@ -14,7 +30,8 @@ export class InFlight {
   private count = 0;
   private waiters: (() => void)[] = [];
 
-  middleware = (_req: Request, res: Response, next: NextFunction): void => {
+  /** Counts the response until it finishes or its connection closes (once, whichever comes first). */
+  track(res: ServerResponse): void {
     this.count++;
     let done = false;
     const finish = () => {
@@ -25,6 +42,10 @@ export class InFlight {
     };
     res.once("finish", finish);
     res.once("close", finish);
+  }
+
+  middleware = (_req: Request, res: Response, next: NextFunction): void => {
+    this.track(res);
     next();
   };
 
@@ -43,4 +64,11 @@ export class InFlight {
       });
     });
   }
+}
+
+/** `jsonBody` outside Express: resolves with what it leaves in `req.body`, or rejects with its error. */
+export function readJsonBody(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+  return new Promise((resolve, reject) =>
+    jsonBody(req, res, (err?: unknown) => (err ? reject(err) : resolve((req as { body?: unknown }).body))),
+  );
 }

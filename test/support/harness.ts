@@ -77,7 +77,7 @@ export async function startTestApp(opts: {
   const rt = await createRuntime(config, { clock: opts.clock, onQuery: opts.onQuery });
   const http = createHttpApp(rt);
   const server = await new Promise<Server>((resolve) => {
-    const s = http.app.listen(port, "127.0.0.1", () => resolve(s));
+    const s = http.server.listen(port, "127.0.0.1", () => resolve(s));
   });
   const workers = opts.workers ? await startWorkers(rt, { schedules: false }) : undefined;
   return {

@@ -1,16 +1,25 @@
-import { type Request, type RequestHandler, type Response, Router } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Router } from "express";
 import type { StreamSink } from "../../domain/routing/chat-service.js";
+import type { Viewer } from "../../graphql/context.js";
 import { DomainError } from "../../lib/errors.js";
+import { logger } from "../../lib/logger.js";
 import type { Runtime } from "../../runtime.js";
-import { requireBearer, viewerOf } from "../auth.js";
+import type { Services } from "../../services.js";
+import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
+import { writeError, writeJson } from "../error-response.js";
+import { type InFlight, readJsonBody, setRequestId } from "../middleware.js";
+
+const CHAT_PATH = "/v1/chat/completions";
+const RESPONSES_PATH = "/v1/responses";
 
 /**
- * An SSE sink over an Express response; aborts when the buyer goes away. Frames written in the same
+ * An SSE sink over a node response; aborts when the buyer goes away. Frames written in the same
  * tick (the held frames flushed with the first content, a burst of chunks from one upstream read,
  * usage + cost + [DONE]) leave in one socket write: the response is corked on the first write of a
  * tick and uncorked on the next tick, before any I/O, so nothing waits.
  */
-export function sseSink(req: Request, res: Response): StreamSink {
+export function sseSink(req: IncomingMessage, res: ServerResponse): StreamSink {
   const ac = new AbortController();
   let closed = false;
   let corked = false;
@@ -57,7 +66,7 @@ export function sseSink(req: Request, res: Response): StreamSink {
   };
 }
 
-function abortSignal(res: Response): AbortSignal {
+function abortSignal(res: ServerResponse): AbortSignal {
   const ac = new AbortController();
   res.on("close", () => {
     if (!res.writableFinished) ac.abort();
@@ -65,30 +74,83 @@ function abortSignal(res: Response): AbortSignal {
   return ac.signal;
 }
 
-/** SPEC "Inference" (Bearer only): chat completions and the stateless Responses facade. */
+type InferenceService = Services["chat"] | Services["responses"];
+
+/**
+ * One chat or Responses call, the same for both transports below: `stream: true` → SSE, otherwise
+ * the buffered JSON answer. Throws what the service throws; the caller renders it.
+ */
+async function serveInference(
+  svc: InferenceService,
+  viewer: Viewer,
+  body: unknown,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const caller = { accountId: viewer.accountId, apiKeyId: viewer.apiKeyId ?? "" };
+  if ((body as { stream?: unknown } | undefined)?.stream === true) {
+    await svc.stream(caller, body, sseSink(req, res));
+    return;
+  }
+  const out = await svc.buffered(caller, body, abortSignal(res));
+  writeJson(res, 200, out.headers, out.body);
+}
+
+/**
+ * The hot path without Express: `POST /v1/chat/completions` and `POST /v1/responses` (query ignored,
+ * as Express routes) are served here with the steps Express would run for them, in its order: in-flight
+ * count, request id, the shared JSON parser, the cached Bearer check, the call, the error ending.
+ * Returns false for every other request, which then goes to Express unchanged; so do the spellings
+ * Express also routes here (trailing slash, other letter case, absolute-form target), served there by
+ * the same `serveInference`.
+ */
+export function inferenceListener(
+  rt: Runtime,
+  inFlight: InFlight,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { chat, responses } = rt.services;
+
+  const serve = async (svc: InferenceService, req: IncomingMessage, res: ServerResponse) => {
+    inFlight.track(res);
+    const requestId = setRequestId(res);
+    try {
+      const body = await readJsonBody(req, res);
+      const viewer = await authenticateBearer(rt.services, req, { cached: true });
+      await serveInference(svc, viewer, body, req, res);
+    } catch (err) {
+      writeError(res, err, requestId);
+    }
+  };
+
+  return (req, res) => {
+    if (req.method !== "POST" || req.url === undefined) return false;
+    const q = req.url.indexOf("?");
+    const path = q < 0 ? req.url : req.url.slice(0, q);
+    const svc = path === CHAT_PATH ? chat : path === RESPONSES_PATH ? responses : undefined;
+    if (!svc) return false;
+    // the error ending cannot throw for our own errors; should it, log and drop the connection
+    // rather than take the process down with an unhandled rejection
+    serve(svc, req, res).catch((err: unknown) => {
+      logger.error({ err }, "inference error ending failed");
+      res.destroy();
+    });
+    return true;
+  };
+}
+
+/**
+ * SPEC "Inference" (Bearer only) in Express: what the fast listener leaves to it. The POST routes
+ * answer the other spellings of the two paths and keep OPTIONS' `Allow` as it was.
+ */
 export function inferenceRoutes(rt: Runtime): Router {
   const r = Router();
   const bearer = requireBearer(rt.services, { cached: true });
   const { chat, responses } = rt.services;
-
-  // one transport for both routes: `stream: true` → SSE, otherwise the buffered JSON answer
-  const serve =
-    (svc: typeof chat | typeof responses): RequestHandler =>
-    async (req, res) => {
-      const v = viewerOf(res);
-      const caller = { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
-      if ((req.body as { stream?: unknown } | undefined)?.stream === true) {
-        await svc.stream(caller, req.body, sseSink(req, res));
-        return;
-      }
-      const out = await svc.buffered(caller, req.body, abortSignal(res));
-      res.set(out.headers).status(200).json(out.body);
-    };
-  r.post("/v1/chat/completions", bearer, serve(chat));
-  r.post("/v1/responses", bearer, serve(responses));
+  r.post(CHAT_PATH, bearer, (req, res) => serveInference(chat, viewerOf(res), req.body, req, res));
+  r.post(RESPONSES_PATH, bearer, (req, res) => serveInference(responses, viewerOf(res), req.body, req, res));
 
   // Responses is stateless: nothing is stored, so nothing can be read back
-  r.get(["/v1/responses", "/v1/responses/:id"], bearer, () => {
+  r.get([RESPONSES_PATH, `${RESPONSES_PATH}/:id`], bearer, () => {
     throw new DomainError("not_found", "Responses are not stored; there is nothing to retrieve.");
   });
   return r;
