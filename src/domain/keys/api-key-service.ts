@@ -226,7 +226,7 @@ export class ApiKeyService {
                 wallet: r.account.walletAddress,
               },
           );
-    if (!row || row.status !== "active") return null;
+    if (row?.status !== "active") return null;
     const now = this.clock.now();
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
