@@ -71,8 +71,8 @@ export function writeJson(
   res.end(json);
 }
 
-/** The error ending outside Express, as `errorMiddleware` does it: once bytes are out, only end. */
-export function writeError(res: ServerResponse, err: unknown, requestId: string): void {
+/** The one error ending (Express's and the fast path's): once bytes are out, only end. */
+export function writeError(res: ServerResponse, err: unknown, requestId: string | undefined): void {
   const domain = toDomainError(err, requestId);
   if (res.headersSent) {
     res.end();
@@ -116,10 +116,5 @@ export function toDomainError(err: unknown, requestId?: string): DomainError {
 
 /** Express error middleware: the last `app.use`. */
 export function errorMiddleware(err: unknown, _req: Request, res: Response, _next: NextFunction): void {
-  const domain = toDomainError(err, res.locals.requestId as string | undefined);
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  sendError(res, domain);
+  writeError(res, err, res.locals.requestId as string | undefined);
 }
