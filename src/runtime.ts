@@ -111,6 +111,7 @@ export async function createRuntime(
     async close() {
       if (closed) return;
       closed = true;
+      await services.router.close().catch(() => undefined);
       await upstream.close().catch(() => undefined);
       await closeQueues(queues).catch(() => undefined);
       await db.$disconnect().catch(() => undefined);

@@ -68,7 +68,8 @@ export function createServices(deps: ServiceDeps): Services {
           jwksUrl: config.idp.jwksUrl,
         })
       : null;
-  const apiKeys = new ApiKeyService(db, clock, deps.sql);
+  const apiKeys = new ApiKeyService(db, clock, deps.sql, bus);
+  let router: RouterService | undefined;
   const market = new MarketService(db, sqlRunner(deps.sql), bus, clock, {
     store: createSharedCache(deps.redis),
     keys: deps.keys,
@@ -84,8 +85,9 @@ export function createServices(deps: ServiceDeps): Services {
     secrets,
     market,
     payoutChain: deps.payoutChain,
+    onSupplyChanged: () => router?.invalidateBook(),
   });
-  const router = new RouterService({
+  router = new RouterService({
     db,
     sql: deps.sql,
     config,
@@ -99,12 +101,13 @@ export function createServices(deps: ServiceDeps): Services {
     onKeyExhausted: async (upstreamKeyId) => {
       await supply.refreshKeyBalance(upstreamKeyId);
     },
+    forgetApiKey: (apiKeyId) => apiKeys.forget(apiKeyId),
   });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   return {
     market,
     maintenance: new MaintenanceService(db, clock),
-    accounts: new AccountService(db, bus, clock),
+    accounts: new AccountService(db, bus, clock, (accountId) => router?.forgetCeiling(accountId)),
     apiKeys,
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,

@@ -17,7 +17,7 @@ export interface Workers {
 /** Periodic jobs: upserted on every start (idempotent across processes and restarts). */
 const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: string }[] = [
   { queue: "maintenance", id: "purge-expired", every: 3600_000, job: "purge-expired" },
-  { queue: "maintenance", id: "release-expired-holds", every: 60_000, job: "release-expired-holds" },
+  { queue: "maintenance", id: "release-expired-holds", every: 30_000, job: "release-expired-holds" },
   { queue: "confirmations", id: "confirm-pending", every: 2_000, job: "confirm-pending" },
   { queue: "reconciliation", id: "scan-chain", every: 60_000, job: "scan-chain" },
   // expiry runs every minute; the service expires what is due exactly once (UTC midnight)

@@ -30,7 +30,17 @@ export interface AccountEvent {
   at: string;
 }
 
+/**
+ * Internal: keeps every router process's caches honest (an API key revoked, a ceiling changed, a
+ * supplier key cooled down or marked). Not exposed through GraphQL.
+ */
+export type RoutingChange =
+  | { kind: "api_key_revoked"; id: string }
+  | { kind: "ceiling_changed"; id: string }
+  | { kind: "supply_changed" };
+
 export type Topics = {
+  routingChanged: [RoutingChange];
   capacityChanged: [CapacityChangedEvent];
   clearRecorded: [ClearRecordedEvent];
   balanceChanged: [accountId: string, event: AccountEvent];

@@ -28,4 +28,14 @@ export async function assertBooksBalance(db: Db): Promise<void> {
     { total: bigint }[]
   >`SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS total FROM ledger_entries`;
   expect(BigInt(total[0]?.total ?? 0n), "the whole ledger sums to zero").toBe(0n);
+
+  // what is reserved is exactly what escrow holders hold (no reservation without a slice, no
+  // slice uncounted), and every escrow belongs to a registered holder
+  const unheld = await db.$queryRaw<{ id: string }[]>`
+    SELECT a.id FROM accounts a
+     WHERE a.reserved_micro_usdc <> COALESCE((SELECT SUM(e.amount_micro_usdc) FROM buyer_escrows e WHERE e.account_id = a.id), 0)
+    UNION ALL
+    SELECT o.id FROM offers o
+     WHERE o.reserved_micro_diem <> COALESCE((SELECT SUM(e.amount_micro_diem) FROM offer_escrows e WHERE e.offer_id = o.id), 0)`;
+  expect(unheld, "reserved balances and DIEM equal the escrow slices").toEqual([]);
 }

@@ -35,7 +35,7 @@ export function testConfig(opts: {
       DATABASE_URL: opts.databaseUrl,
       REDIS_URL,
       PORT: String(opts.port),
-      LOG_LEVEL: "silent",
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
       ...opts.env,
     },
     { mode: "local", redisPrefix: opts.prefix },

@@ -160,9 +160,26 @@ export function requestByReference(app: TestApp, ref: string) {
   });
 }
 
-/** Nothing is held any more: the buyer's reserve, every offer's, and no reservation rows. */
+/** The record of a request that is ending (it is written when the request ends), polled for up to 5 s. */
+export async function endedRequest(app: TestApp, ref: string) {
+  for (let i = 0; i < 100; i++) {
+    const found = await app.rt.db.inferenceRequest.findUnique({
+      where: { supportReference: ref },
+      include: { attempts: { orderBy: { ordinal: "asc" } } },
+    });
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return requestByReference(app, ref);
+}
+
+/**
+ * Nothing is held any more: the buyer's reserve, every offer's, and no escrow slice left (an idle
+ * buyer or offer has nothing escrowed: the last request to end gives its slices back).
+ */
 export async function expectHoldsReleased(app: TestApp, accountId: string): Promise<void> {
   expect((await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
   expect(await app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
-  expect(await app.rt.db.reservation.count()).toBe(0);
+  expect(await app.rt.db.buyerEscrow.count({ where: { accountId } })).toBe(0);
+  expect(await app.rt.db.offerEscrow.count()).toBe(0);
 }

@@ -42,6 +42,8 @@ export class AccountService {
     private readonly db: Db,
     private readonly bus: EventBus,
     private readonly clock: Clock,
+    /** the ceiling changed here: the router forgets its cached copy (this process) */
+    private readonly onCeilingChanged?: (accountId: string) => void,
   ) {}
 
   /** Prisma `where` that scopes reads to the viewer's own account (GraphQL prismaField). */
@@ -110,6 +112,9 @@ export class AccountService {
       data: { maxPriceCentsPerDollar: cents },
       select: { walletAddress: true, maxPriceCentsPerDollar: true },
     });
+    // every router process plans this account's next request from the new ceiling
+    this.onCeilingChanged?.(input.accountId);
+    this.bus.publish("routingChanged", { kind: "ceiling_changed", id: input.accountId });
     this.bus.publish("balanceChanged", input.accountId, {
       accountId: input.accountId,
       kind: "max_price",

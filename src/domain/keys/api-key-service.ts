@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
+import type { EventBus } from "../../adapters/pubsub.js";
 import type { Sql } from "../../adapters/sql.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
@@ -15,8 +16,9 @@ export const KEY_PREFIX_LENGTH = 12;
 const LAST_USED_RESOLUTION_MS = 60_000;
 /**
  * How long a process trusts a Bearer key it has seen (the inference hot path only). Revocation is
- * still immediate where it matters: the router's hold (`svc_clear`) refuses an inactive key, and the
- * revoking process forgets the key at once.
+ * still prompt everywhere: the revoking process forgets the key at once, every other process hears
+ * of it through Redis (`routingChanged`), and the router's escrow top-up (`svc_escrow_take`)
+ * refuses an inactive key.
  */
 export const AUTH_CACHE_MS = 30_000;
 const AUTH_CACHE_MAX = 50_000;
@@ -90,6 +92,8 @@ export class ApiKeyService {
     private readonly clock: Clock,
     /** pg pool: Bearer authentication is on every inference request's path */
     private readonly sql?: Sql,
+    /** fans a revocation out to every process's authentication cache */
+    private readonly bus?: EventBus,
   ) {}
 
   /**
@@ -149,6 +153,7 @@ export class ApiKeyService {
     });
     if (r.count === 0) throw new DomainError("not_found", "API key not found on this account.");
     this.forget(input.keyId);
+    this.bus?.publish("routingChanged", { kind: "api_key_revoked", id: input.keyId });
   }
 
   /** Drops a key from this process's authentication cache. */
@@ -157,9 +162,9 @@ export class ApiKeyService {
   }
 
   /**
-   * `authenticate` with a short in-process cache, for the inference routes only: their hold
-   * (`svc_clear`) re-checks in the same transaction that the key is still active, so a key revoked
-   * by another process is refused there (401), never billed.
+   * `authenticate` with a short in-process cache, for the inference routes only. A revocation
+   * anywhere reaches every process's cache through `routingChanged`; a buyer with no escrow here is
+   * re-checked by the router's top-up in the same transaction that escrows their funds (401).
    */
   async authenticateCached(plaintext: string): Promise<AuthenticatedKey | null> {
     if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;

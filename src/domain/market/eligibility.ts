@@ -8,11 +8,11 @@ import type { QueryRunner } from "../../adapters/sql.js";
  * - `svc_eligible(o, k, now)`: the offer is `active` and unexpired, its upstream key is `active`
  *   and not cooling down;
  * - `svc_routable(o, k)`: what could be cleared on it right now,
- *   `min(remaining, key's last known balance) − reserved`, where `reserved` holds the maximum burn
- *   of requests in flight on it (one live offer per key, so the offer's reservation is the key's).
+ *   `min(remaining, key's last known balance) − reserved`, where `reserved` is every router
+ *   process's escrow slices of it (one live offer per key, so the offer's reservation is the key's).
  *
- * Capacity, pool summary and market stats read offers through `eligibleOffers`; the router's hold
- * (`svc_clear`) selects with the same two functions.
+ * Capacity, pool summary and market stats read offers through `eligibleOffers`; the router's offer
+ * book and its escrow top-up (`svc_escrow_take`) use the same two functions.
  */
 export interface EligibleOffer {
   offerId: string;

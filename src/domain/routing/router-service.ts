@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { EventBus, RoutingChange } from "../../adapters/pubsub.js";
 import type { Gate } from "../../adapters/redis/gates.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "../../adapters/sql.js";
@@ -13,6 +13,8 @@ import { burnMicroDiem, computeCharge, formatDecimal6, maxBig, type TextPricing 
 import type { SecretBox } from "../../lib/secret-box.js";
 import { eligibleOffers } from "../market/eligibility.js";
 import { type AdmissionPlan, planAdmission } from "./admission.js";
+import { type Holder, HolderLease, type Slice } from "./escrow.js";
+import { type BookEntry, OfferBook } from "./offer-book.js";
 
 /** SPEC "What the service does" 4: up to five distinct supplier keys per request. */
 export const MAX_ATTEMPTS = 5;
@@ -20,20 +22,22 @@ export const MAX_ATTEMPTS = 5;
 export const SUPPLIER_KEY_MAX_IN_FLIGHT = 16;
 /** How long a request waits for a busy supplier key before 503 key_wait_timeout. */
 export const KEY_WAIT_MS = 5_000;
-/** Lease and reservation lifetime: a request that outlives it is presumed dead and its holds released. */
+/** Gate lease lifetime: a request that outlives it is presumed dead and its gate slots freed. */
 export const REQUEST_LEASE_MS = 15 * 60_000;
-/** A long stream renews its holds and leases this often (so the sweeper never takes a live request's). */
+/** A long stream renews its gate leases this often (escrow slices are renewed by the holder's heartbeat). */
 export const RENEW_EVERY_MS = 5 * 60_000;
 /** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
 const KEY_CACHE_MS = 60_000;
-/** Expired holds the sweeper releases per pass. */
+/** Expired escrow holders the sweeper releases per pass. */
 const SWEEP_LIMIT = 500;
-/** Holds and settlements per group commit (see Batcher). */
+/** Request endings per group commit (see Batcher). One batch in flight keeps a process's endings in order. */
 const BATCH = { maxBatch: 64, maxInFlight: 1 };
 /** Plans per request: a stale cached ceiling or a balance too short for the uncapped plan re-plans. */
 const MAX_PLANS = 4;
-/** No balance known yet: plan as if unlimited (svc_clear checks the real one atomically). */
+/** Top-ups per admission before giving up (each either grants or changes what is asked). */
+const MAX_TAKES = 16;
+/** No balance known yet: plan as if unlimited (the top-up checks the real one atomically). */
 const UNLIMITED = 1n << 62n;
 
 export type RouteKind = "chat" | "responses";
@@ -69,6 +73,29 @@ export interface Attempt {
   /** the key's last known balance when the attempt began (caps a stream_incomplete estimate) */
   keyBalanceMicroDiem: bigint | null;
   leaseId: string;
+  /** the slice of the offer this attempt's maximum burn is admitted against */
+  offerSlice: Slice;
+  startedAt: Date;
+}
+
+/** One attempt as it is recorded when the request ends. */
+interface AttemptRecord {
+  ordinal: number;
+  key: string;
+  offer: string;
+  price: number;
+  outcome:
+    | "succeeded"
+    | "incomplete"
+    | "retryable_failure"
+    | "supplier_exhausted"
+    | "supplier_auth_failed"
+    | "aborted"
+    | "request_rejected";
+  status: number | null;
+  detail: string | null;
+  started: string;
+  ended: string;
 }
 
 /** State of one routed request. */
@@ -84,10 +111,15 @@ export interface RoutingSession {
   plan: AdmissionPlan;
   /** supplier keys already tried (distinct keys for fall-forward) */
   tried: string[];
-  /** attempt rows written so far (a busy key's release counts) */
+  /** attempts so far (a busy key's release counts) */
   ordinals: number;
   attempt: Attempt | null;
-  recorded: boolean;
+  /** ended attempts, recorded with the request when it ends */
+  attempts: AttemptRecord[];
+  /** the buyer slice the maximum charge is admitted against (null until admitted) */
+  buyerSlice: Slice | null;
+  /** slices this request took into or drew on: each is looked at for a give-back when it ends */
+  touched: Set<Slice>;
   buyerLease: string;
   startedAt: Date;
   firstByteAt: Date | null;
@@ -106,7 +138,7 @@ export interface RoutingSession {
 export interface RequestTiming {
   /** `performance.now()` when admission began */
   start: number;
-  /** gate, plan and hold until the first attempt could call the upstream (key waits included) */
+  /** gates, plan and escrow until the first attempt could call the upstream (key waits included) */
   admitMs?: number;
   /** from then until the answer (buffered) or the first content (streamed), fall-forwards included */
   upstreamMs?: number;
@@ -157,7 +189,7 @@ export interface Settled {
 
 export interface RouterDeps {
   db: Db;
-  /** pg pool for the hot path (stored functions; see migration router_functions) */
+  /** pg pool for the hot path (stored functions; see migration router_escrow) */
   sql: Sql;
   config: Config;
   clock: Clock;
@@ -168,116 +200,107 @@ export interface RouterDeps {
   resolveModel: (id: string) => Promise<RoutableModel>;
   /** after an upstream 402: refresh the key's balance (best effort, async) */
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** an API key revoked in another process: drop it from this process's authentication cache */
+  forgetApiKey?: (apiKeyId: string) => void;
 }
 
 /**
  * The router (SPEC "What the service does" 3–6): clears each request against the cheapest eligible
- * offer under the buyer's ceiling, holds the buyer's maximum charge and the offer's maximum burn at
- * admission (so concurrent requests can never overdraw a balance or oversell an offer, across every
- * process), falls forward across up to five supplier keys, and settles the exact amount in one
- * transaction. Every hold is released on every path; holds of a dead process expire.
+ * offer under the buyer's ceiling, admits the buyer's maximum charge and the offer's maximum burn
+ * against this process's escrow slices (taken in Postgres with the hold's guards, so concurrent
+ * requests can never overdraw a balance or oversell an offer, across every process), falls forward
+ * across up to five supplier keys, and settles the exact amount in one transaction, which also
+ * writes the request's records and gives back what its slices no longer need. A process that dies
+ * leaves slices that go back when its lease expires.
  */
 export class RouterService {
   private readonly keyCache = new Map<string, { secret: string; at: number }>();
-  /** each account's ceiling as last seen here (svc_clear refuses a stale one) */
+  /** each account's ceiling as last seen here (a top-up refuses a stale one; changes are fanned out) */
   private readonly ceilings = new Map<string, number>();
+  /** attempts in flight per supplier key in this process (the Redis gate is the authority) */
+  private readonly keyInFlight = new Map<string, number>();
   private readonly run;
-  private readonly clears: Batcher<ClearItem, ClearRow>;
-  private readonly settlements: Batcher<SettleItem, bigint>;
+  private readonly ends: Batcher<EndItem, bigint>;
+  private readonly lease: HolderLease;
+  readonly book: OfferBook;
+  private readonly takeStats = { takes: 0, admitted: 0, inMemory: 0 };
+  private listening: Promise<void> | null = null;
+  private stopListening: (() => void) | null = null;
 
   constructor(private readonly deps: RouterDeps) {
     this.run = sqlRunner(deps.sql);
-    const clearBatch = async (items: ClearItem[]) => {
-      const r = await deps.sql.query<ClearRow & { idx: number }>("SELECT * FROM svc_clear_batch($1::jsonb)", [
-        JSON.stringify(items),
-      ]);
-      return byIndex(r.rows, items.length);
-    };
-    // alone, a request takes the plain functions (no batch wrapper to pay for)
-    const clearOne = async (i: ClearItem) => {
-      const r = await deps.sql.query<ClearRow>(
-        `SELECT * FROM svc_clear($1::boolean, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::inference_route, $7::text,
-                                 $8::boolean, $9::int, $10::int, $11::bigint, $12::timestamptz, $13::timestamptz,
-                                 $14::bigint, $15::uuid[], $16::int, $17::timestamptz, $18::int)`,
-        [
-          i.first,
-          i.request,
-          i.support,
-          i.account,
-          i.apiKey,
-          i.route,
-          i.model,
-          i.stream,
-          i.ceiling,
-          i.admitted,
-          i.maxCharge,
-          i.started,
-          i.expires,
-          i.maxBurn,
-          i.exclude.length > 0 ? i.exclude : null,
-          i.ordinal,
-          i.now,
-          i.keyLimit,
-        ],
-      );
-      const row = r.rows[0];
-      if (!row) throw new Error("svc_clear returned nothing");
-      return row;
-    };
-    this.clears = new Batcher(clearBatch, clearOne, BATCH);
-    const settleBatch = async (items: SettleItem[]) => {
-      const r = await deps.sql.query<{ idx: number; confirmed: bigint }>("SELECT * FROM svc_settle_batch($1::jsonb)", [
+    this.lease = new HolderLease(deps.sql, deps.clock, randomUUID);
+    this.book = new OfferBook(deps.sql, deps.clock);
+    const endBatch = async (items: EndItem[]) => {
+      const r = await deps.sql.query<{ idx: number; confirmed: bigint }>("SELECT * FROM svc_end_batch($1::jsonb)", [
         JSON.stringify(items),
       ]);
       return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
     };
-    const settleOne = async (i: SettleItem) => {
-      const r = await deps.sql.query<{ confirmed: bigint }>(
-        `SELECT svc_settle($1::uuid, $2::uuid, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::uuid, $8::uuid,
-                           $9::uuid, $10::bigint, $11::bigint, $12::uuid, $13::text, $14::int, $15::int, $16::int,
-                           $17::int, $18::int, $19::boolean, $20::int, $21::timestamptz, $22::timestamptz) AS confirmed`,
-        [
-          i.request,
-          i.account,
-          i.max_charge,
-          i.gross,
-          i.fee,
-          i.share,
-          i.offer,
-          i.key,
-          i.supplier,
-          i.max_burn,
-          i.burn,
-          i.clear,
-          i.model,
-          i.price,
-          i.ceiling,
-          i.prompt,
-          i.completion,
-          i.cached,
-          i.incomplete,
-          i.ordinal,
-          i.first_byte,
-          i.now,
-        ],
-      );
-      return BigInt(r.rows[0]?.confirmed ?? 0n);
-    };
-    this.settlements = new Batcher(settleBatch, settleOne, BATCH);
+    this.ends = new Batcher(endBatch, async (i) => (await endBatch([i]))[0] ?? 0n, BATCH);
   }
 
-  /** Group-commit figures (batches, items, fallbacks) for holds and settlements. */
+  /** Group-commit and escrow figures (observability, tests). */
   batchStats() {
-    return { clears: { ...this.clears.stats }, settlements: { ...this.settlements.stats } };
+    return { ends: { ...this.ends.stats }, escrow: { ...this.takeStats } };
+  }
+
+  /** A supply change (here, or heard from another process): read the offer book again before routing. */
+  invalidateBook(): void {
+    this.book.invalidate();
+  }
+
+  /** The buyer changed their ceiling: plan this account's next request from the database. */
+  forgetCeiling(accountId: string): void {
+    this.ceilings.delete(accountId);
+  }
+
+  /** Applies a change heard from another process (or this one) through `routingChanged`. */
+  applyChange(change: RoutingChange): void {
+    if (change.kind === "supply_changed") this.invalidateBook();
+    else if (change.kind === "ceiling_changed") this.forgetCeiling(change.id);
+    else if (change.kind === "api_key_revoked") this.deps.forgetApiKey?.(change.id);
+  }
+
+  /**
+   * Starts hearing supply changes (`capacityChanged`) and cache invalidations (`routingChanged`)
+   * from every process. Started by the first request; a process that never routes never listens.
+   */
+  private listen(): void {
+    if (this.listening) return;
+    const capacity = this.deps.bus.subscribe("capacityChanged");
+    const routing = this.deps.bus.subscribe("routingChanged");
+    this.stopListening = () => {
+      void capacity.return(undefined);
+      void routing.return(undefined);
+    };
+    const drain = async <T>(it: AsyncIterable<T>, on: (e: T) => void) => {
+      try {
+        for await (const e of it) on(e);
+      } catch (e) {
+        logger.warn({ err: e }, "routing events stopped");
+      }
+    };
+    this.listening = Promise.all([
+      drain(capacity, () => this.invalidateBook()),
+      drain(routing, (e) => this.applyChange(e)),
+    ]).then(() => undefined);
+  }
+
+  /** Stops listening and gives every escrow slice back (call after the server drained). */
+  async close(): Promise<void> {
+    this.stopListening?.();
+    await this.lease.close();
   }
 
   /**
    * Admits a request: resolves the model (404/400), takes the buyer key's in-flight slot (429),
-   * plans the completion cap and the maximum charge (402), and holds the first offer (503s).
-   * The request record (support reference) exists from the first routing decision on.
+   * plans the completion cap and the maximum charge (402), and admits it on the first offer (503s).
+   * The request's record is written when it ends (refusals included) with its support reference.
    */
   async open(input: OpenInput): Promise<RoutingSession> {
     const start = performance.now();
+    this.listen();
     const model = await this.deps.resolveModel(input.model);
     if (model.modality !== "text") {
       throw new DomainError(
@@ -321,11 +344,12 @@ export class RouterService {
         },
       );
     }
+    let session: RoutingSession | null = null;
     try {
-      // the ceiling as last seen by this process (svc_clear verifies it); the balance is unknown,
-      // so the first plan is uncapped and svc_clear checks the real balance atomically
+      // the ceiling as last seen by this process (a top-up verifies it); the balance is unknown,
+      // so the first plan is uncapped and the buyer's slice (or its top-up) decides
       const ceiling = this.ceilings.get(input.accountId) ?? (await this.readCeiling(input.accountId));
-      const session: RoutingSession = {
+      session = {
         requestId,
         supportReference: randomUUID(),
         accountId: input.accountId,
@@ -343,7 +367,9 @@ export class RouterService {
         tried: [],
         ordinals: 0,
         attempt: null,
-        recorded: false,
+        attempts: [],
+        buyerSlice: null,
+        touched: new Set(),
         buyerLease,
         startedAt: this.deps.clock.now(),
         firstByteAt: null,
@@ -357,17 +383,25 @@ export class RouterService {
       session.timing.admitMs = performance.now() - start;
       return session;
     } catch (e) {
-      await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
-      if (throttled) await this.deps.gate.release(this.deps.keys.smallModelGate(), buyerLease).catch(() => undefined);
+      // a refusal after the session existed ended it through fail(); anything else still holding
+      // escrow is ended here (recorded); an error before any escrow (a revoked key) leaves nothing
+      if (session && !session.done && (session.touched.size > 0 || session.attempts.length > 0)) {
+        await this.abort(session, e instanceof DomainError ? e.code : "internal_error");
+      } else if (!session?.done) {
+        await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
+        if (throttled) await this.deps.gate.release(this.deps.keys.smallModelGate(), buyerLease).catch(() => undefined);
+      }
       throw e;
     }
   }
 
   /**
-   * Holds the next cheapest eligible offer on a key not tried yet. Waits up to KEY_WAIT_MS for a busy
-   * supplier key. On the first call it also writes the request record and the buyer's hold.
-   * @throws 503 pool_empty / no_eligible_supply / insufficient_routable_at_price / key_wait_timeout,
-   *   402 insufficient_balance, 502 upstream_error when fall-forward is exhausted
+   * Admits the request on the next cheapest eligible offer on a key not tried yet, against this
+   * process's slices (topped up in Postgres when too small). Waits up to KEY_WAIT_MS for a busy
+   * supplier key. On the first call it also admits the buyer's maximum charge.
+   * @throws 401 (a revoked key, seen by a top-up), 402 insufficient_balance,
+   *   503 pool_empty / no_eligible_supply / insufficient_routable_at_price / key_wait_timeout,
+   *   502 upstream_error when fall-forward is exhausted
    */
   async nextAttempt(session: RoutingSession): Promise<Attempt> {
     if (session.tried.length >= MAX_ATTEMPTS) {
@@ -381,75 +415,260 @@ export class RouterService {
     }
     const deadline = Date.now() + KEY_WAIT_MS;
     let busy: string[] = [];
+    let freshBook = false;
+    let takes = 0;
     for (;;) {
+      const holderOrPromise = this.lease.current();
+      const holder = holderOrPromise instanceof Promise ? await holderOrPromise : holderOrPromise;
+      const book = await this.book.current();
+      if (holder.lost) continue;
+      // from here to the admission nothing awaits: what is free cannot change under us
+      const plan = session.plan;
+      const buyer = session.buyerSlice ?? holder.slice("buyer", session.accountId);
+      const usdcShort = session.buyerSlice ? 0n : plan.maxChargeMicroUsdc - buyer.free;
       const now = this.deps.clock.now();
-      const ordinal = session.ordinals + 1;
-      const r = await this.clearOffer(session, [...session.tried, ...busy], ordinal, now);
-      if (r.outcome === "key_inactive") {
+      let waitingOnBusy = busy.length > 0;
+      let pick: { entry: BookEntry; slice: Slice; short: bigint } | null = null;
+      for (const entry of book) {
+        if (!this.routable(entry, session, now)) continue;
+        if (session.tried.includes(entry.upstreamKeyId)) continue;
+        if (
+          busy.includes(entry.upstreamKeyId) ||
+          (this.keyInFlight.get(entry.upstreamKeyId) ?? 0) >= SUPPLIER_KEY_MAX_IN_FLIGHT
+        ) {
+          waitingOnBusy = true;
+          continue;
+        }
+        const slice = holder.slice("offer", entry.offerId);
+        const short = plan.maxBurnMicroDiem - slice.free;
+        if (short > 0n && entry.routableMicroDiem < short) {
+          holder.tidy(slice);
+          continue;
+        }
+        pick = { entry, slice, short };
+        break;
+      }
+      if (usdcShort <= 0n && pick && pick.short <= 0n) {
+        // admitted in memory: no database round trip
+        if (!session.buyerSlice) {
+          buyer.used += plan.maxChargeMicroUsdc;
+          session.buyerSlice = buyer;
+          session.touched.add(buyer);
+        }
+        const attempt = await this.admitOffer(session, pick.entry, pick.slice, now);
+        if (attempt) {
+          this.takeStats.admitted++;
+          if (takes === 0) this.takeStats.inMemory++;
+          return attempt;
+        }
+        busy.push(pick.entry.upstreamKeyId);
+        continue;
+      }
+      if (usdcShort <= 0n && !pick) {
+        holder.tidy(buyer);
+        if (!freshBook) {
+          // never refuse on a stale book: read it again first
+          await this.book.fresh();
+          freshBook = true;
+          continue;
+        }
+        if (waitingOnBusy) {
+          if (Date.now() > deadline) {
+            throw await this.fail(
+              session,
+              new DomainError("key_wait_timeout", "Timed out waiting for a free upstream key; retry.", {
+                retryAfterSeconds: 1,
+              }),
+            );
+          }
+          busy = [];
+          await new Promise((res) => setTimeout(res, 25));
+          continue;
+        }
+        throw await this.fail(session, await this.noSupply(session));
+      }
+      // a slice is too small: wait for a top-up already under way, or take one
+      if (usdcShort > 0n && buyer.taking) {
+        await buyer.taking.catch(() => undefined);
+        continue;
+      }
+      if (pick && pick.short > 0n && pick.slice.taking) {
+        await pick.slice.taking.catch(() => undefined);
+        continue;
+      }
+      if (++takes > MAX_TAKES) {
+        throw await this.fail(session, new DomainError("internal_error", "Could not secure escrow for this request."));
+      }
+      const r = await this.take(
+        session,
+        holder,
+        usdcShort > 0n ? buyer : null,
+        pick && pick.short > 0n ? pick : null,
+        now,
+      );
+      if (r === "retry") continue;
+      if (r === "key_inactive") {
         throw new DomainError("authentication_failed", "Invalid or revoked API key.");
       }
       if (r.outcome === "stale_ceiling" || r.outcome === "insufficient_balance") {
         // planned with a stale ceiling or more than the balance affords: plan again with the
-        // account's values as svc_clear just read them
+        // account's values as the top-up just read them (plus what this process already holds)
         if (r.ceiling !== null) {
           this.ceilings.set(session.accountId, Number(r.ceiling));
           session.ceilingCents = Number(r.ceiling);
         }
-        if ((session.plans ?? 0) >= MAX_PLANS || !this.plan(session, BigInt(r.available ?? 0n))) {
+        const available = BigInt(r.available ?? 0n) + (buyer.free > 0n ? buyer.free : 0n);
+        if ((session.plans ?? 0) >= MAX_PLANS || !this.plan(session, available)) {
           throw await this.fail(session, this.insufficientBalance(session));
         }
-        continue;
       }
-      if (r.outcome !== "ok" || !r.offer_id || !r.upstream_key_id || !r.supplier_id || r.price === null) {
-        if (busy.length === 0 && r.outcome !== "keys_busy") {
-          throw await this.fail(session, await this.noSupply(session));
-        }
-        if (Date.now() > deadline) {
-          throw await this.fail(
-            session,
-            new DomainError("key_wait_timeout", "Timed out waiting for a free upstream key; retry.", {
-              retryAfterSeconds: 1,
-            }),
-          );
-        }
-        busy = [];
-        await new Promise((res) => setTimeout(res, 25));
-        continue;
-      }
-      session.ordinals = ordinal;
-      const leaseId = `${session.requestId}:${ordinal}`;
-      const keyGate = this.deps.keys.upstreamKeyInFlight(r.upstream_key_id);
-      if (!(await this.deps.gate.tryAcquire(keyGate, leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS))) {
-        // the key is at its in-flight limit: give the hold back and look at the next offer
-        await this.releaseAttemptRow(session, r.offer_id, r.upstream_key_id, ordinal, null, "key_busy");
-        busy.push(r.upstream_key_id);
-        continue;
-      }
-      const secret = this.openSecret(r.upstream_key_id, {
-        accountId: r.supplier_id,
-        secretCiphertext: r.ciphertext ?? new Uint8Array(),
-        secretIv: r.iv ?? new Uint8Array(),
-        secretTag: r.tag ?? new Uint8Array(),
-        encryptionKeyId: r.enc_key_id ?? "",
-      });
-      session.tried.push(r.upstream_key_id);
-      session.attempt = {
-        ordinal,
-        offerId: r.offer_id,
-        upstreamKeyId: r.upstream_key_id,
-        supplierAccountId: r.supplier_id,
-        priceCentsPerDollar: Number(r.price),
-        secret,
-        keyBalanceMicroDiem: r.key_balance === null ? null : BigInt(r.key_balance),
-        leaseId,
-      };
-      return session.attempt;
     }
   }
 
+  /** Is the offer routable for this request now (as far as this process knows)? */
+  private routable(entry: BookEntry, session: RoutingSession, now: Date): boolean {
+    const t = now.getTime();
+    return (
+      entry.eligible &&
+      entry.priceCentsPerDollar <= session.ceilingCents &&
+      entry.expiresAt > t &&
+      (entry.cooldownUntil === null || entry.cooldownUntil <= t)
+    );
+  }
+
   /**
-   * The current attempt failed before anything reached the buyer: release its offer hold and key
-   * slot, record why, act on the key (cooldown, auth mark), and hold the next offer.
+   * One top-up (`svc_escrow_take`): the buyer's slice and/or the chosen offer's, in one short
+   * transaction. Grants land in the slices; the book learns what is left on the offer.
+   */
+  private async take(
+    session: RoutingSession,
+    holder: Holder,
+    buyer: Slice | null,
+    offer: { entry: BookEntry; slice: Slice; short: bigint } | null,
+    now: Date,
+  ): Promise<"retry" | "key_inactive" | TakeRow> {
+    this.takeStats.takes++;
+    const plan = session.plan;
+    let done!: () => void;
+    const taking = new Promise<void>((res) => {
+      done = res;
+    });
+    if (buyer) buyer.taking = taking;
+    if (offer) offer.slice.taking = taking;
+    try {
+      const usdcWant = buyer ? buyer.want(plan.maxChargeMicroUsdc) : 0n;
+      const diemWant = offer ? offer.slice.want(plan.maxBurnMicroDiem) : 0n;
+      const r = await this.deps.sql.query<TakeRow>(
+        `SELECT * FROM svc_escrow_take($1::uuid, $2::uuid, $3::uuid, $4::int, $5::bigint, $6::bigint, $7::uuid,
+                                       $8::bigint, $9::bigint, $10::timestamptz)`,
+        [
+          holder.id,
+          buyer ? session.accountId : null,
+          session.apiKeyId,
+          session.ceilingCents,
+          buyer ? (plan.maxChargeMicroUsdc - buyer.free).toString() : "0",
+          usdcWant.toString(),
+          offer ? offer.entry.offerId : null,
+          offer ? offer.short.toString() : "0",
+          diemWant.toString(),
+          now,
+        ],
+      );
+      const row = r.rows[0];
+      if (!row) throw new Error("svc_escrow_take returned nothing");
+      if (row.outcome === "holder_lost") {
+        this.lease.lose(holder);
+        return "retry";
+      }
+      if (row.outcome === "key_inactive") return "key_inactive";
+      if (buyer && BigInt(row.granted_usdc) > 0n) {
+        buyer.total += BigInt(row.granted_usdc);
+        session.touched.add(buyer);
+      }
+      if (offer) {
+        if (BigInt(row.granted_diem) > 0n) {
+          offer.slice.total += BigInt(row.granted_diem);
+          session.touched.add(offer.slice);
+        }
+        if (row.outcome === "ok" || row.outcome === "offer_short") {
+          offer.entry.routableMicroDiem = BigInt(row.routable ?? 0n);
+          if (row.key_balance !== null) offer.entry.keyBalanceMicroDiem = BigInt(row.key_balance);
+          if (row.outcome === "offer_short" && BigInt(row.routable ?? 0n) === 0n) offer.entry.eligible = false;
+        }
+      }
+      return row;
+    } finally {
+      if (buyer) buyer.taking = null;
+      if (offer) offer.slice.taking = null;
+      done();
+      if (buyer) holder.tidy(buyer);
+      if (offer) holder.tidy(offer.slice);
+    }
+  }
+
+  /** Admits the attempt on an offer whose slice covers it: takes the supplier key's gate slot. */
+  private async admitOffer(
+    session: RoutingSession,
+    entry: BookEntry,
+    slice: Slice,
+    now: Date,
+  ): Promise<Attempt | null> {
+    const burn = session.plan.maxBurnMicroDiem;
+    slice.used += burn;
+    session.touched.add(slice);
+    const ordinal = ++session.ordinals;
+    const leaseId = `${session.requestId}:${ordinal}`;
+    const key = entry.upstreamKeyId;
+    this.keyInFlight.set(key, (this.keyInFlight.get(key) ?? 0) + 1);
+    const ok = await this.deps.gate
+      .tryAcquire(this.deps.keys.upstreamKeyInFlight(key), leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS)
+      .catch((e) => {
+        this.release(slice, key, burn);
+        throw e;
+      });
+    if (!ok) {
+      // the key is at its in-flight limit across processes: give the admission back, next offer
+      this.release(slice, key, burn);
+      session.attempts.push({
+        ordinal,
+        key,
+        offer: entry.offerId,
+        price: entry.priceCentsPerDollar,
+        outcome: "aborted",
+        status: null,
+        detail: "key_busy",
+        started: now.toISOString(),
+        ended: now.toISOString(),
+      });
+      return null;
+    }
+    const secret = this.openSecret(key, entry);
+    session.tried.push(key);
+    session.attempt = {
+      ordinal,
+      offerId: entry.offerId,
+      upstreamKeyId: key,
+      supplierAccountId: entry.supplierAccountId,
+      priceCentsPerDollar: entry.priceCentsPerDollar,
+      secret,
+      keyBalanceMicroDiem: entry.keyBalanceMicroDiem,
+      leaseId,
+      offerSlice: slice,
+      startedAt: now,
+    };
+    return session.attempt;
+  }
+
+  private release(slice: Slice, key: string, burn: bigint): void {
+    slice.used -= burn;
+    const n = (this.keyInFlight.get(key) ?? 1) - 1;
+    if (n <= 0) this.keyInFlight.delete(key);
+    else this.keyInFlight.set(key, n);
+  }
+
+  /**
+   * The current attempt failed before anything reached the buyer: release its admission and key
+   * slot, note why, act on the key (cooldown, auth mark), and admit on the next offer.
    */
   async fallForward(session: RoutingSession, failure: AttemptFailure): Promise<Attempt> {
     await this.endAttempt(session, failure);
@@ -457,14 +676,17 @@ export class RouterService {
   }
 
   /**
-   * Settles a completion in one transaction: buyer debit from confirmed funds (holds released),
+   * Settles a completion in one transaction: buyer debit out of its slice of confirmed funds,
    * supplier credit (share), platform fee, offer remaining decreased (depleted at zero), the clear,
-   * the request and attempt records. Burn = usage × the catalog's pricing, never above the admitted
-   * maximum. If it does not commit: every hold is released, nothing is charged, 500 settle_failed.
+   * the request and attempt records, and what the slices no longer need given back. Burn = usage ×
+   * the catalog's pricing, never above the admitted maximum. If it does not commit: nothing is
+   * charged, the request is recorded as failed, 500 settle_failed.
    */
   async settle(session: RoutingSession, usage: Usage, opts: { incomplete?: boolean } = {}): Promise<Settled> {
     const attempt = session.attempt;
-    if (!attempt || session.done) throw new DomainError("internal_error", "settle without an attempt");
+    if (!attempt || session.done || !session.buyerSlice) {
+      throw new DomainError("internal_error", "settle without an attempt");
+    }
     let burn = burnMicroDiem(session.model.pricing, usage);
     if (burn > session.plan.maxBurnMicroDiem) burn = session.plan.maxBurnMicroDiem;
     if (opts.incomplete && attempt.keyBalanceMicroDiem !== null && burn > attempt.keyBalanceMicroDiem) {
@@ -472,37 +694,46 @@ export class RouterService {
     }
     const charge = computeCharge(burn, attempt.priceCentsPerDollar, this.deps.config.fees.platformFeeBps);
     const now = this.deps.clock.now();
-    const clearId = randomUUID();
     const settleStart = performance.now();
+    const buyer = session.buyerSlice;
+    this.endAttemptInMemory(session, attempt, opts.incomplete ? "incomplete" : "succeeded", null, now);
+    // the charge leaves the slices now; what they no longer need goes back in the same commit
+    buyer.total -= charge.grossMicroUsdc;
+    attempt.offerSlice.total -= burn;
+    const item = this.endItem(session, now, {
+      status: opts.incomplete ? "incomplete" : "succeeded",
+      error_code: opts.incomplete ? "stream_incomplete" : null,
+      offer: attempt.offerId,
+      key: attempt.upstreamKeyId,
+      supplier: attempt.supplierAccountId,
+      price: attempt.priceCentsPerDollar,
+      burn: burn.toString(),
+      gross: charge.grossMicroUsdc.toString(),
+      fee: charge.feeMicroUsdc.toString(),
+      share: charge.supplierMicroUsdc.toString(),
+      clear: randomUUID(),
+      journal: randomUUID(),
+      prompt: usage.promptTokens,
+      completion: usage.completionTokens,
+      cached: usage.cachedTokens ?? 0,
+      buyer_holder: buyer.holder,
+      offer_holder: attempt.offerSlice.holder,
+    });
     let balance: bigint;
     try {
-      balance = await this.settlements.submit({
-        request: session.requestId,
-        account: session.accountId,
-        max_charge: session.plan.maxChargeMicroUsdc.toString(),
-        gross: charge.grossMicroUsdc.toString(),
-        fee: charge.feeMicroUsdc.toString(),
-        share: charge.supplierMicroUsdc.toString(),
-        offer: attempt.offerId,
-        key: attempt.upstreamKeyId,
-        supplier: attempt.supplierAccountId,
-        max_burn: session.plan.maxBurnMicroDiem.toString(),
-        burn: burn.toString(),
-        clear: clearId,
-        journal: randomUUID(),
-        model: session.model.id,
-        price: attempt.priceCentsPerDollar,
-        ceiling: session.ceilingCents,
-        prompt: usage.promptTokens,
-        completion: usage.completionTokens,
-        cached: usage.cachedTokens ?? 0,
-        incomplete: opts.incomplete === true,
-        ordinal: attempt.ordinal,
-        first_byte: session.firstByteAt?.toISOString() ?? null,
-        now: now.toISOString(),
-      });
+      balance = await this.ends.submit(item.item);
     } catch (e) {
       logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
+      // nothing of it happened: the slices still hold the charge and what was to go back; the
+      // request is recorded as failed (its attempt aborted) and its slices looked at again
+      buyer.total += charge.grossMicroUsdc;
+      attempt.offerSlice.total += burn;
+      item.undo();
+      const last = session.attempts[session.attempts.length - 1];
+      if (last) last.outcome = "aborted";
+      await this.deps.gate
+        .release(this.deps.keys.upstreamKeyInFlight(attempt.upstreamKeyId), attempt.leaseId)
+        .catch(() => undefined);
       throw await this.fail(
         session,
         new DomainError("settle_failed", "Settlement did not commit; nothing was charged. Safe to retry.", {
@@ -512,7 +743,7 @@ export class RouterService {
     }
     session.done = true;
     session.timing.settleMs = performance.now() - settleStart;
-    void this.releaseSlots(session); // leases expire anyway: never make the buyer wait on Redis
+    void this.releaseSlots(session, attempt); // leases expire anyway: never make the buyer wait on Redis
     this.deps.bus.publish("clearRecorded", {
       at: now.toISOString(),
       model: session.model.id,
@@ -543,7 +774,7 @@ export class RouterService {
 
   /**
    * Ends a request without a charge (the buyer's 4xx relayed from the upstream, a client abort before
-   * any content, an unexpected error): every hold and slot is released; the record says why.
+   * any content, an unexpected error): its admissions and slots are released, the record says why.
    */
   async abort(
     session: RoutingSession,
@@ -553,23 +784,21 @@ export class RouterService {
     if (session.done) return;
     session.done = true;
     const now = this.deps.clock.now();
+    const attempt = session.attempt;
+    if (attempt) this.endAttemptInMemory(session, attempt, outcome, null, now);
+    const item = this.endItem(session, now, { status: "failed", error_code: errorCode });
     try {
-      await this.deps.sql.query(
-        "SELECT svc_abort($1::uuid, $2::uuid, $3::int, $4::attempt_outcome, $5::text, $6::int, $7::timestamptz)",
-        [
-          session.requestId,
-          session.accountId,
-          session.attempt?.ordinal ?? null,
-          outcome,
-          errorCode,
-          session.tried.length,
-          now,
-        ],
-      );
+      await this.ends.submit(item.item);
     } catch (e) {
-      logger.error({ err: e, requestId: session.requestId }, "could not release holds; the sweeper will");
+      item.undo();
+      // a give-back that cannot commit (a slice the sweeper took from a stalled process) must not
+      // cost the record: write it alone; the slices stay as they are
+      const retry = item.item.returns.length > 0 ? this.ends.submit({ ...item.item, returns: [] }) : Promise.reject(e);
+      await retry.catch((err: unknown) =>
+        logger.error({ err, requestId: session.requestId }, "could not record an ended request"),
+      );
     }
-    await this.releaseSlots(session);
+    await this.releaseSlots(session, attempt);
   }
 
   private async readCeiling(accountId: string): Promise<number> {
@@ -601,15 +830,14 @@ export class RouterService {
   }
 
   /**
-   * Keeps a long-running request's holds and slots alive: pushes its reservation's expiry and its
-   * gate leases REQUEST_LEASE_MS ahead. Cheap to call often; does work at most every RENEW_EVERY_MS.
+   * Keeps a long-running request's gate slots alive: pushes its leases REQUEST_LEASE_MS ahead (its
+   * escrow is the holder's, renewed by the heartbeat). Cheap to call often; works at most every
+   * RENEW_EVERY_MS.
    */
   async renew(session: RoutingSession, force = false): Promise<void> {
     const now = Date.now();
     if (session.done || (!force && now - (session.renewedAt ?? session.startedAt.getTime()) < RENEW_EVERY_MS)) return;
     session.renewedAt = now;
-    const expires = new Date(this.deps.clock.now().getTime() + REQUEST_LEASE_MS);
-    await this.deps.sql.query("UPDATE reservations SET expires_at = $2 WHERE id = $1", [session.requestId, expires]);
     await this.deps.gate.renew(this.deps.keys.apiKeyInFlight(session.apiKeyId), session.buyerLease, REQUEST_LEASE_MS);
     if (session.attempt) {
       await this.deps.gate.renew(
@@ -628,8 +856,8 @@ export class RouterService {
   }
 
   /**
-   * Sweeper (worker): releases the holds of requests whose process died (expired reservations) and
-   * marks those requests failed. Idempotent.
+   * Sweeper (worker): gives back the escrow slices of holders whose lease expired (their process
+   * died). Requests in flight there leave no record and no charge. Idempotent.
    */
   async releaseExpiredHolds(): Promise<{ released: number }> {
     const r = await this.deps.sql.query<{ released: number }>(
@@ -639,124 +867,148 @@ export class RouterService {
     return { released: Number(r.rows[0]?.released ?? 0) };
   }
 
-  // ─────────────────────────────── internals ───────────────────────────────
-
-  /**
-   * One hold (`svc_clear`, group-committed with the other requests waiting): on the first attempt,
-   * check the Bearer key is still active, record the request and hold the buyer's maximum charge;
-   * then select the cheapest eligible offer deep enough for this request on a key not excluded,
-   * lock it and hold its maximum burn; record the attempt.
-   */
-  private async clearOffer(session: RoutingSession, exclude: string[], ordinal: number, now: Date): Promise<ClearRow> {
-    const row = await this.clears.submit({
-      first: !session.recorded,
-      request: session.requestId,
-      support: session.supportReference,
-      account: session.accountId,
-      apiKey: session.apiKeyId,
-      route: session.route,
-      model: session.model.id,
-      stream: session.stream,
-      ceiling: session.ceilingCents,
-      admitted: session.plan.admittedMaxTokens,
-      maxCharge: session.plan.maxChargeMicroUsdc.toString(),
-      started: session.startedAt.toISOString(),
-      expires: new Date(now.getTime() + REQUEST_LEASE_MS).toISOString(),
-      maxBurn: session.plan.maxBurnMicroDiem.toString(),
-      exclude,
-      ordinal,
-      now: now.toISOString(),
-      keyLimit: SUPPLIER_KEY_MAX_IN_FLIGHT,
-    });
-    if (row.outcome === "ok" || row.outcome === "no_offer" || row.outcome === "keys_busy") session.recorded = true;
-    return row;
+  /** This process's holder id and slices (tests, diagnostics). */
+  escrowSnapshot(): { holder: string | null; buyers: number; offers: number } {
+    const h = this.lease.peek();
+    return { holder: h?.id ?? null, buyers: h?.buyers.size ?? 0, offers: h?.offers.size ?? 0 };
   }
 
-  private openSecret(
-    upstreamKeyId: string,
-    k: {
-      accountId: string;
-      secretCiphertext: Uint8Array;
-      secretIv: Uint8Array;
-      secretTag: Uint8Array;
-      encryptionKeyId: string;
-    },
-  ): string {
+  /** Renews the holder's lease now (tests; the heartbeat does it every HOLDER_RENEW_MS). */
+  heartbeat(): Promise<void> {
+    return this.lease.heartbeat();
+  }
+
+  // ─────────────────────────────── internals ───────────────────────────────
+
+  private openSecret(upstreamKeyId: string, entry: BookEntry): string {
     const hit = this.keyCache.get(upstreamKeyId);
     if (hit && Date.now() - hit.at < KEY_CACHE_MS) return hit.secret;
     const secret = this.deps.secrets.open(
       {
-        ciphertext: new Uint8Array(k.secretCiphertext),
-        iv: new Uint8Array(k.secretIv),
-        tag: new Uint8Array(k.secretTag),
-        keyId: k.encryptionKeyId,
+        ciphertext: new Uint8Array(entry.sealed.ciphertext),
+        iv: new Uint8Array(entry.sealed.iv),
+        tag: new Uint8Array(entry.sealed.tag),
+        keyId: entry.sealed.keyId,
       },
-      k.accountId,
+      entry.supplierAccountId,
     );
     this.keyCache.set(upstreamKeyId, { secret, at: Date.now() });
     return secret;
   }
 
-  /** A request refused before any hold: recorded so its support reference resolves. */
-  private async recordRefusal(session: RoutingSession, errorCode: string): Promise<void> {
-    const now = this.deps.clock.now();
-    await this.deps.sql.query(
-      `INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
-                                       error_code, max_price_cents, admitted_max_tokens, started_at, completed_at)
-       VALUES ($1, $2, $3, $4, $5::inference_route, 'text', $6, $7, 'failed', $8, $9, $10, $11, $12)`,
-      [
-        session.requestId,
-        session.supportReference,
-        session.accountId,
-        session.apiKeyId,
-        session.route,
-        session.model.id,
-        session.stream,
-        errorCode,
-        session.ceilingCents,
-        session.plan.admittedMaxTokens || null,
-        session.startedAt,
-        now,
-      ],
-    );
-    session.recorded = true;
-    session.done = true;
+  /**
+   * The ending of a request as one item of `svc_end_batch`: its record, its attempts, its charge
+   * (when given) and the give-backs of every slice it touched (deducted from the slices now;
+   * `undo` puts them back if the item does not commit).
+   */
+  private endItem(
+    session: RoutingSession,
+    now: Date,
+    end: Partial<EndItem> & Pick<EndItem, "status" | "error_code">,
+  ): { item: EndItem; undo: () => void } {
+    if (session.buyerSlice) {
+      session.buyerSlice.used -= session.plan.maxChargeMicroUsdc;
+      session.buyerSlice = null;
+    }
+    const returns: EscrowReturn[] = [];
+    const touched = [...session.touched];
+    const undo: Array<() => void> = [
+      () => {
+        for (const t of touched) session.touched.add(t);
+      },
+    ];
+    for (const slice of touched) {
+      const back = slice.giveBack();
+      if (back > 0n) {
+        returns.push(
+          slice.kind === "buyer"
+            ? { holder: slice.holder, account: slice.id, amount: back.toString() }
+            : { holder: slice.holder, offer: slice.id, amount: back.toString() },
+        );
+        undo.push(() => {
+          slice.total += back;
+        });
+      }
+    }
+    session.touched.clear();
+    const item: EndItem = {
+      request: session.requestId,
+      support: session.supportReference,
+      account: session.accountId,
+      api_key: session.apiKeyId,
+      route: session.route,
+      model: session.model.id,
+      stream: session.stream,
+      ceiling: session.ceilingCents,
+      admitted: session.plan.admittedMaxTokens || null,
+      attempt_count: session.tried.length,
+      started: session.startedAt.toISOString(),
+      first_byte: session.firstByteAt?.toISOString() ?? null,
+      now: now.toISOString(),
+      offer: null,
+      key: null,
+      supplier: null,
+      price: null,
+      burn: null,
+      gross: null,
+      fee: null,
+      share: null,
+      clear: null,
+      journal: null,
+      prompt: null,
+      completion: null,
+      cached: null,
+      buyer_holder: null,
+      offer_holder: null,
+      returns,
+      attempts: session.attempts,
+      ...end,
+    };
+    return {
+      item,
+      undo: () => {
+        for (const u of undo) u();
+      },
+    };
   }
 
-  /** Records the failure of the whole request (releasing holds) and returns the error to throw. */
+  /** Notes the attempt's outcome and releases its admission on the offer's slice. */
+  private endAttemptInMemory(
+    session: RoutingSession,
+    a: Attempt,
+    outcome: AttemptRecord["outcome"],
+    failure: AttemptFailure | null,
+    now: Date,
+  ): void {
+    session.attempt = null;
+    this.release(a.offerSlice, a.upstreamKeyId, session.plan.maxBurnMicroDiem);
+    session.attempts.push({
+      ordinal: a.ordinal,
+      key: a.upstreamKeyId,
+      offer: a.offerId,
+      price: a.priceCentsPerDollar,
+      outcome,
+      status: failure?.status ?? null,
+      detail: failure ? failure.detail.slice(0, 200) : null,
+      started: a.startedAt.toISOString(),
+      ended: now.toISOString(),
+    });
+  }
+
+  /** Records the failure of the whole request (releasing everything) and returns the error to throw. */
   private async fail(session: RoutingSession, err: DomainError): Promise<DomainError> {
-    if (!session.recorded) {
-      await this.recordRefusal(session, err.code).catch((e) => logger.error({ err: e }, "could not record a refusal"));
-    } else if (!session.done) {
+    err.details.supportReference ??= session.supportReference;
+    if (!session.done) {
       if (session.attempt) await this.endAttempt(session, null).catch(() => undefined);
       await this.abort(session, err.code);
     }
-    err.details.supportReference ??= session.supportReference;
     return err;
   }
 
-  /** Releases the current attempt's offer hold and key slot; records its outcome; acts on the key. */
+  /** Ends the current attempt: its admission and key slot back, its outcome noted, the key acted on. */
   private async endAttempt(session: RoutingSession, failure: AttemptFailure | null): Promise<void> {
     const a = session.attempt;
     if (!a) return;
-    session.attempt = null;
-    await this.releaseAttemptRow(session, a.offerId, a.upstreamKeyId, a.ordinal, failure, null);
-    await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(a.upstreamKeyId), a.leaseId).catch(() => undefined);
-    if (failure?.kind === "supplier_exhausted" && this.deps.onKeyExhausted) {
-      this.deps.onKeyExhausted(a.upstreamKeyId).catch(() => undefined);
-    }
-    if (failure?.kind === "supplier_auth") this.keyCache.delete(a.upstreamKeyId);
-  }
-
-  /** `svc_end_attempt`: the attempt's offer hold back, its outcome recorded, the key acted on. */
-  private async releaseAttemptRow(
-    session: RoutingSession,
-    offerId: string,
-    upstreamKeyId: string,
-    ordinal: number,
-    failure: AttemptFailure | null,
-    note: string | null,
-  ): Promise<void> {
     const now = this.deps.clock.now();
     const outcome =
       failure === null
@@ -766,37 +1018,49 @@ export class RouterService {
           : failure.kind === "supplier_exhausted"
             ? "supplier_exhausted"
             : "supplier_auth_failed";
-    await this.deps.sql.query(
-      `SELECT svc_end_attempt($1::uuid, $2::uuid, $3::bigint, $4::int, $5::attempt_outcome, $6::int, $7::text, $8::uuid,
-                              $9::timestamptz, $10::boolean, $11::timestamptz)`,
-      [
-        session.requestId,
-        offerId,
-        session.plan.maxBurnMicroDiem.toString(),
-        ordinal,
-        outcome,
-        failure?.status ?? null,
-        failure ? failure.detail.slice(0, 200) : note,
-        upstreamKeyId,
-        failure?.kind === "supplier_exhausted" ? new Date(now.getTime() + EXHAUSTED_COOLDOWN_MS) : null,
-        failure?.kind === "supplier_auth",
-        now,
-      ],
-    );
+    this.endAttemptInMemory(session, a, outcome, failure, now);
+    await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(a.upstreamKeyId), a.leaseId).catch(() => undefined);
+    if (failure?.kind === "supplier_exhausted" || failure?.kind === "supplier_auth") {
+      await this.markKey(a.upstreamKeyId, failure.kind, now);
+    }
+    if (failure?.kind === "supplier_exhausted" && this.deps.onKeyExhausted) {
+      this.deps.onKeyExhausted(a.upstreamKeyId).catch(() => undefined);
+    }
+    if (failure?.kind === "supplier_auth") this.keyCache.delete(a.upstreamKeyId);
   }
 
-  private async releaseSlots(session: RoutingSession): Promise<void> {
+  /**
+   * An upstream 402 cools the key down (EXHAUSTED_COOLDOWN_MS); a 401/403 marks it auth_failed.
+   * Both leave routing at once here and, through `routingChanged`, in every other process.
+   */
+  private async markKey(upstreamKeyId: string, kind: "supplier_exhausted" | "supplier_auth", now: Date): Promise<void> {
+    const until = new Date(now.getTime() + EXHAUSTED_COOLDOWN_MS);
+    try {
+      if (kind === "supplier_exhausted") {
+        await this.deps.sql.query(
+          "UPDATE upstream_keys SET cooldown_until = GREATEST(COALESCE(cooldown_until, $2), $2) WHERE id = $1",
+          [upstreamKeyId, until],
+        );
+      } else {
+        await this.deps.sql.query(
+          "UPDATE upstream_keys SET status = 'auth_failed', auth_failed_at = $2 WHERE id = $1 AND status = 'active'",
+          [upstreamKeyId, now],
+        );
+      }
+    } catch (e) {
+      logger.error({ err: e, upstreamKeyId }, "could not mark a supplier key");
+    }
+    this.invalidateBook();
+    this.deps.bus.publish("routingChanged", { kind: "supply_changed" });
+  }
+
+  private async releaseSlots(session: RoutingSession, attempt: Attempt | null = session.attempt): Promise<void> {
     const jobs = [this.deps.gate.release(this.deps.keys.apiKeyInFlight(session.apiKeyId), session.buyerLease)];
     if (session.model.tier === "small" && this.deps.config.limits.smallModelMaxInFlight > 0) {
       jobs.push(this.deps.gate.release(this.deps.keys.smallModelGate(), session.buyerLease));
     }
-    if (session.attempt) {
-      jobs.push(
-        this.deps.gate.release(
-          this.deps.keys.upstreamKeyInFlight(session.attempt.upstreamKeyId),
-          session.attempt.leaseId,
-        ),
-      );
+    if (attempt) {
+      jobs.push(this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(attempt.upstreamKeyId), attempt.leaseId));
     }
     await Promise.allSettled(jobs);
   }
@@ -848,68 +1112,52 @@ export class RouterService {
   }
 }
 
-/** The arguments of one `svc_clear` (JSON: bigints as strings, times as ISO strings). */
-interface ClearItem {
-  first: boolean;
+interface TakeRow {
+  outcome: "ok" | "holder_lost" | "key_inactive" | "stale_ceiling" | "insufficient_balance" | "offer_short";
+  granted_usdc: bigint;
+  available: bigint | null;
+  ceiling: number | null;
+  granted_diem: bigint;
+  routable: bigint | null;
+  key_balance: bigint | null;
+}
+
+type EscrowReturn = { holder: string; amount: string } & ({ account: string } | { offer: string });
+
+/** One ended request (fields of the SQL type `svc_end_item`; bigints as strings). */
+interface EndItem {
   request: string;
   support: string;
   account: string;
-  apiKey: string;
+  api_key: string;
   route: RouteKind;
   model: string;
   stream: boolean;
+  status: "succeeded" | "incomplete" | "failed";
+  error_code: string | null;
   ceiling: number;
-  admitted: number;
-  maxCharge: string;
+  admitted: number | null;
+  attempt_count: number;
   started: string;
-  expires: string;
-  maxBurn: string;
-  exclude: string[];
-  ordinal: number;
-  now: string;
-  keyLimit: number;
-}
-
-interface ClearRow {
-  outcome: "ok" | "insufficient_balance" | "stale_ceiling" | "key_inactive" | "keys_busy" | "no_offer";
-  offer_id: string | null;
-  upstream_key_id: string | null;
-  supplier_id: string | null;
-  price: number | null;
-  key_balance: bigint | null;
-  ciphertext: Buffer | null;
-  iv: Buffer | null;
-  tag: Buffer | null;
-  enc_key_id: string | null;
-  available: bigint | null;
-  ceiling: number | null;
-}
-
-/** One completion to settle (fields of the SQL type `svc_settle_item`). */
-interface SettleItem {
-  request: string;
-  account: string;
-  max_charge: string;
-  gross: string;
-  fee: string;
-  share: string;
-  offer: string;
-  key: string;
-  supplier: string;
-  max_burn: string;
-  burn: string;
-  clear: string;
-  journal: string;
-  model: string;
-  price: number;
-  ceiling: number;
-  prompt: number;
-  completion: number;
-  cached: number;
-  incomplete: boolean;
-  ordinal: number;
   first_byte: string | null;
   now: string;
+  offer: string | null;
+  key: string | null;
+  supplier: string | null;
+  price: number | null;
+  burn: string | null;
+  gross: string | null;
+  fee: string | null;
+  share: string | null;
+  clear: string | null;
+  journal: string | null;
+  prompt: number | null;
+  completion: number | null;
+  cached: number | null;
+  buyer_holder: string | null;
+  offer_holder: string | null;
+  returns: EscrowReturn[];
+  attempts: AttemptRecord[];
 }
 
 /** Batch rows back in item order; exactly one per item. */

@@ -46,6 +46,8 @@ export interface SupplyDeps {
   market: MarketService;
   /** treasury side of the chain for payouts; undefined when PAYOUT_PRIVATE_KEY is unset */
   payoutChain: ChainGateway | undefined;
+  /** supply changed here: the router reads its offer book again before routing (this process) */
+  onSupplyChanged?: () => void;
 }
 
 /** How many upstream keys the balance sync checks at once. */
@@ -678,6 +680,9 @@ export class SupplyService {
 
   /** Capacity subscribers must hear about it, but a failed publish never fails the write that happened. */
   private async capacityChanged(reason: string): Promise<void> {
+    // every router process reads its offer book again: this one at once, the others through Redis
+    this.deps.onSupplyChanged?.();
+    this.deps.bus.publish("routingChanged", { kind: "supply_changed" });
     try {
       await this.deps.market.publishCapacityChanged(reason);
     } catch (e) {

@@ -6,6 +6,7 @@ import { assertBooksBalance } from "../../support/books.js";
 import {
   addSupply,
   confirmedOf,
+  endedRequest,
   expectHoldsReleased,
   fundedBuyerKey,
   requestByReference,
@@ -450,11 +451,7 @@ describe("Responses SSE", () => {
       seen += new TextDecoder().decode(value);
     }
     ac.abort();
-    let req = await requestByReference(world.app, ref);
-    for (let i = 0; i < 100 && req.status === "in_progress"; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      req = await requestByReference(world.app, ref);
-    }
+    const req = await endedRequest(world.app, ref);
     expect(req.status).toBe("incomplete");
     const after = await confirmedOf(world.app, buyer.accountId);
     expect(req.costMicroUsdc).toBe(before - after);

@@ -170,45 +170,27 @@ describe("streaming faults", () => {
 });
 
 describe("long requests", () => {
-  test("renew pushes a live request's hold expiry forward, so the sweeper leaves it alone", async () => {
+  test("renew pushes a live request's gate leases forward (its escrow is the holder's, kept by the heartbeat)", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const router = world.app.rt.services.router;
     const session = await openSession(world.app, buyer.accountId, { stream: true, promptEstimate: 50 });
+    const { redis, keys } = world.app.rt;
+    const score = async (key: string, lease: string) => Number(await redis.command.zscore(key, lease));
+    const buyerGate = keys.apiKeyInFlight(session.apiKeyId);
+    const keyGate = keys.upstreamKeyInFlight(session.attempt?.upstreamKeyId ?? "");
     try {
-      // simulate a stream older than the lease: its hold would be swept…
-      await world.app.rt.db.reservation.update({
-        where: { id: session.requestId },
-        data: { expiresAt: new Date(Date.now() - 1000) },
-      });
+      // simulate a stream older than the lease: both slots would be taken by the next acquirer…
+      await redis.command.zadd(buyerGate, Date.now() - 1000, session.buyerLease);
+      await redis.command.zadd(keyGate, Date.now() - 1000, session.attempt?.leaseId ?? "");
       await router.renew(session, true);
-      const r = await world.app.rt.db.reservation.findUniqueOrThrow({ where: { id: session.requestId } });
-      expect(r.expiresAt.getTime()).toBeGreaterThan(Date.now() + 60_000);
-      // …and after renewal the sweeper releases nothing
-      expect((await router.releaseExpiredHolds()).released).toBe(0);
+      // …and after renewal they are good for another lease
+      expect(await score(buyerGate, session.buyerLease)).toBeGreaterThan(Date.now() + 60_000);
+      expect(await score(keyGate, session.attempt?.leaseId ?? "")).toBeGreaterThan(Date.now() + 60_000);
     } finally {
       await router.abort(session, "test_done");
     }
     await expectHoldsReleased(world.app, buyer.accountId);
-  });
-
-  test("the sweeper releases the holds of a request whose process died", async () => {
-    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const router = world.app.rt.services.router;
-    const session = await openSession(world.app, buyer.accountId, { promptEstimate: 50 });
-    expect(
-      (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } })).reservedMicroUsdc,
-    ).toBeGreaterThan(0n);
-    await world.app.rt.db.reservation.update({
-      where: { id: session.requestId },
-      data: { expiresAt: new Date(Date.now() - 1000) },
-    });
-    expect((await router.releaseExpiredHolds()).released).toBe(1);
-    await expectHoldsReleased(world.app, buyer.accountId);
-    const req = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { id: session.requestId } });
-    expect(req.status).toBe("failed");
-    await assertBooksBalance(world.app.rt.db);
   });
 });
 
@@ -504,18 +486,29 @@ describe("group commit and the hot path's caches", () => {
     const router = world.app.rt.services.router;
     const sessions = [];
     for (let i = 0; i < 4; i++) sessions.push(await openSession(world.app, buyer.accountId));
-    // the sweeper takes one request's holds (its process was presumed dead)
+    // one of them cannot commit (its clear is refused)
     const doomed = sessions[2];
     if (!doomed) throw new Error("no session");
-    await world.app.rt.db.reservation.update({ where: { id: doomed.requestId }, data: { expiresAt: new Date(0) } });
-    expect((await router.releaseExpiredHolds()).released).toBe(1);
-    const before = router.batchStats().settlements;
+    await world.app.rt.db.$executeRawUnsafe(
+      `CREATE FUNCTION test_fail_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$`,
+    );
+    await world.app.rt.db.$executeRawUnsafe(
+      `CREATE TRIGGER test_fail_one BEFORE INSERT ON clears FOR EACH ROW
+         WHEN (NEW.request_id = '${doomed.requestId}'::uuid) EXECUTE FUNCTION test_fail_one()`,
+    );
+    const before = router.batchStats().ends;
     const before$ = await confirmedOf(world.app, buyer.accountId);
     // settled in the same tick: they leave in one batch, which rolls back and is retried one by one
-    const results = await Promise.allSettled(
-      sessions.map((s) => router.settle(s, { promptTokens: 30, completionTokens: 10 })),
-    );
-    const after = router.batchStats().settlements;
+    let results: PromiseSettledResult<Awaited<ReturnType<typeof router.settle>>>[];
+    try {
+      results = await Promise.allSettled(
+        sessions.map((s) => router.settle(s, { promptTokens: 30, completionTokens: 10 })),
+      );
+    } finally {
+      await world.app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_one ON clears");
+      await world.app.rt.db.$executeRawUnsafe("DROP FUNCTION test_fail_one()");
+    }
+    const after = router.batchStats().ends;
     expect(after.largest).toBeGreaterThanOrEqual(sessions.length);
     expect(after.fallbacks).toBe(before.fallbacks + 1);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
@@ -527,11 +520,13 @@ describe("group commit and the hot path's caches", () => {
     expect(charged).toBeGreaterThan(0n);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before$ - charged);
     expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(3);
+    const record = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { id: doomed.requestId } });
+    expect([record.status, record.errorCode]).toEqual(["failed", "settle_failed"]);
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("many buyers at once: holds and settlements ride shared batches; every buyer pays exactly its own", async () => {
+  test("many buyers at once: endings ride shared batches, most admissions need no top-up; every buyer pays exactly its own", async () => {
     await addSupply(world.app, world.sim, [
       { priceCents: 40, quantityMicroDiem: 200_000_000n },
       { priceCents: 45, quantityMicroDiem: 200_000_000n },
@@ -545,9 +540,11 @@ describe("group commit and the hot path's caches", () => {
     );
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
     const after = world.app.rt.services.router.batchStats();
-    expect(after.clears.items - before.clears.items).toBeGreaterThanOrEqual(36);
-    expect(after.clears.largest).toBeGreaterThan(1);
-    expect(after.settlements.largest).toBeGreaterThan(1);
+    expect(after.ends.items - before.ends.items).toBe(36);
+    expect(after.ends.largest).toBeGreaterThan(1);
+    expect(after.escrow.admitted - before.escrow.admitted).toBe(36);
+    // a top-up asks for several requests' worth: most admissions are made in memory
+    expect(after.escrow.inMemory - before.escrow.inMemory).toBeGreaterThan(18);
     for (const [i, b] of buyers.entries()) {
       const mine = results.slice(i * 12, i * 12 + 12);
       const spent = mine.reduce((a, r) => a + BigInt((r.headers.get("x-svc-cost-usdc") ?? "0").replace(".", "")), 0n);

@@ -172,12 +172,16 @@ describe("storm", () => {
     for (const o of outcomes) expect([200, 402, 502, 503]).toContain(o.status);
     expect(outcomes.filter((o) => o.status === 200).length).toBeGreaterThan(30);
 
-    // requests whose buyer hung up finish on the server a moment later
+    // requests whose buyer hung up finish on the server a moment later: every request is on the
+    // record once it has ended (refusals included), and none is left in progress
     const db = app.rt.db;
+    const refs = outcomes.map((o) => o.reference).filter((r): r is string => r !== undefined);
+    expect(refs.length).toBe(outcomes.length);
     for (let i = 0; i < 100; i++) {
-      if ((await db.inferenceRequest.count({ where: { status: "in_progress" } })) === 0) break;
+      if ((await db.inferenceRequest.count({ where: { supportReference: { in: refs } } })) === refs.length) break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    expect(await db.inferenceRequest.count({ where: { supportReference: { in: refs } } })).toBe(refs.length);
     expect(await db.inferenceRequest.count({ where: { status: "in_progress" } })).toBe(0);
     expect(await db.inferenceAttempt.count({ where: { outcome: "in_progress" } })).toBe(0);
 
@@ -212,7 +216,8 @@ describe("storm", () => {
       expect(offer.reservedMicroDiem).toBe(0n);
     }
     // nothing is held anywhere
-    expect(await db.reservation.count()).toBe(0);
+    expect(await db.buyerEscrow.count()).toBe(0);
+    expect(await db.offerEscrow.count()).toBe(0);
     const held = await db.account.aggregate({ _sum: { reservedMicroUsdc: true } });
     expect(held._sum.reservedMicroUsdc ?? 0n).toBe(0n);
     await assertBooksBalance(db);

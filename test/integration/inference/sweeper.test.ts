@@ -1,76 +1,122 @@
-// The sweeper (svc_release_expired): the holds of requests whose process died are released exactly
-// once, in one set-based pass, and never a hold that is alive or being renewed.
+// Escrow holders and the sweeper (svc_release_expired): the slices of a process whose lease expired
+// go back exactly once, in one set-based pass, never a live or renewing holder's; a process that
+// lost its lease cannot charge against slices it no longer has, and registers anew.
 import pg from "pg";
 import { describe, expect, test } from "vitest";
 import type { RoutingSession } from "../../../src/domain/routing/router-service.js";
 import { assertBooksBalance } from "../../support/books.js";
-import { addSupply, fundedBuyerKey, openSession } from "../../support/market.js";
+import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession } from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
-
-const open = (accountId: string) => openSession(world.app, accountId);
-
-async function expire(sessions: RoutingSession[]): Promise<void> {
-  await world.app.rt.db.reservation.updateMany({
-    where: { id: { in: sessions.map((s) => s.requestId) } },
-    data: { expiresAt: new Date(Date.now() - 1000) },
-  });
-}
+const world = useMarketWorld({ syncCatalog: true, peer: true });
+const MSG = () => ({ model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }] });
 
 const reservedOf = async (accountId: string) =>
   (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
 const offerReserved = async (offerId: string) =>
   (await world.app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId } })).reservedMicroDiem;
+const escrowOf = async (holder: string | null, accountId: string) =>
+  holder
+    ? ((await world.app.rt.db.buyerEscrow.findUnique({ where: { accountId_holder: { accountId, holder } } }))
+        ?.amountMicroUsdc ?? 0n)
+    : 0n;
 
-describe("the sweeper", () => {
-  test("releases many dead requests across buyers and offers in one pass, and leaves live ones alone", async () => {
+/** The holder's lease ran out (its process stopped renewing it). */
+async function expireHolder(holder: string | null): Promise<void> {
+  if (!holder) throw new Error("no holder");
+  await world.app.rt.db.escrowHolder.update({
+    where: { id: holder },
+    data: { expiresAt: new Date(Date.now() - 1000) },
+  });
+}
+
+describe("escrow holders and the sweeper", () => {
+  test("a dead process's slices go back across buyers and offers in one pass; a live one's stay", async () => {
     const supply = await addSupply(world.app, world.sim, [
       { priceCents: 41, quantityMicroDiem: 50_000_000n },
       { priceCents: 42, quantityMicroDiem: 50_000_000n },
     ]);
     const [a, b] = [await fundedBuyerKey(world.app, 5_000_000n), await fundedBuyerKey(world.app, 5_000_000n)];
-    const dead: RoutingSession[] = [];
-    for (let i = 0; i < 3; i++) dead.push(await open(a.accountId), await open(b.accountId));
-    // a request on the second offer (the first is excluded by a fall-forward)
-    const router = world.app.rt.services.router;
-    const moved = dead[5] as RoutingSession;
-    await router.fallForward(moved, { kind: "retryable", status: 500, detail: "test" });
+    // the peer admits six requests, one of them moved to the second offer by a fall-forward…
+    const dying: RoutingSession[] = [];
+    for (let i = 0; i < 3; i++) {
+      dying.push(await openSession(world.peer, a.accountId), await openSession(world.peer, b.accountId));
+    }
+    const moved = dying[5] as RoutingSession;
+    await world.peer.rt.services.router.fallForward(moved, { kind: "retryable", status: 500, detail: "test" });
     expect(moved.attempt?.offerId).toBe(supply.keys[1]?.offerId);
-    const live = await open(a.accountId);
-    const liveCharge = live.plan.maxChargeMicroUsdc;
-    const liveBurn = live.plan.maxBurnMicroDiem;
+    // …while this process admits one of its own
+    const live = await openSession(world.app, a.accountId);
+    const liveHolder = world.app.rt.services.router.escrowSnapshot().holder;
+    const deadHolder = world.peer.rt.services.router.escrowSnapshot().holder;
+    expect(liveHolder).not.toBeNull();
+    expect(deadHolder).not.toBe(liveHolder);
+    const liveSlice = await escrowOf(liveHolder, a.accountId);
+    expect(liveSlice).toBeGreaterThanOrEqual(live.plan.maxChargeMicroUsdc);
 
-    await expire(dead);
-    expect((await router.releaseExpiredHolds()).released).toBe(6);
-    // only the live request's holds remain, to the micro-unit
-    expect(await reservedOf(a.accountId)).toBe(liveCharge);
+    // the peer stops renewing: its lease expires and the sweeper gives everything it held back
+    await expireHolder(deadHolder);
+    const router = world.app.rt.services.router;
+    expect((await router.releaseExpiredHolds()).released).toBe(1);
+    expect(await reservedOf(a.accountId)).toBe(liveSlice);
     expect(await reservedOf(b.accountId)).toBe(0n);
-    expect(await offerReserved(supply.keys[0]?.offerId ?? "")).toBe(liveBurn);
     expect(await offerReserved(supply.keys[1]?.offerId ?? "")).toBe(0n);
-    const requests = await world.app.rt.db.inferenceRequest.findMany({
-      where: { id: { in: dead.map((s) => s.requestId) } },
-    });
-    expect(requests.map((r) => [r.status, r.errorCode])).toEqual(Array(6).fill(["failed", "aborted"]));
-    const inFlight = await world.app.rt.db.inferenceAttempt.count({
-      where: { requestId: { in: dead.map((s) => s.requestId) }, outcome: "in_progress" },
-    });
-    expect(inFlight).toBe(0);
-    // a second pass finds nothing; the live request settles normally
+    expect(await world.app.rt.db.buyerEscrow.count({ where: { holder: deadHolder ?? "" } })).toBe(0);
+    expect(await world.app.rt.db.escrowHolder.count({ where: { id: deadHolder ?? "" } })).toBe(0);
+    // a second pass finds nothing; the live request settles and its idle slices go back
     expect((await router.releaseExpiredHolds()).released).toBe(0);
     await router.settle(live, { promptTokens: 30, completionTokens: 10 });
     expect(await reservedOf(a.accountId)).toBe(0n);
-    for (const s of dead) await router.abort(s, "test_done"); // idempotent: nothing left to release
+    expect(await offerReserved(supply.keys[0]?.offerId ?? "")).toBe(0n);
+
+    // the presumed-dead process was only stalled: it cannot charge what it no longer holds
+    const beforeA = await confirmedOf(world.app, a.accountId);
+    const late = await Promise.allSettled(
+      dying.map((s) => world.peer.rt.services.router.settle(s, { promptTokens: 30, completionTokens: 10 })),
+    );
+    expect(late.map((r) => r.status)).toEqual(Array(6).fill("rejected"));
+    expect((late[0] as PromiseRejectedResult).reason).toMatchObject({ code: "settle_failed" });
+    expect(await confirmedOf(world.app, a.accountId)).toBe(beforeA);
+    expect(await reservedOf(a.accountId)).toBe(0n);
+    // each is still on the record, as failed, with no clear
+    const records = await world.app.rt.db.inferenceRequest.findMany({
+      where: { id: { in: dying.map((s) => s.requestId) } },
+    });
+    expect(records.map((r) => [r.status, r.errorCode])).toEqual(Array(6).fill(["failed", "settle_failed"]));
+    expect(await world.app.rt.db.clear.count({ where: { requestId: { in: dying.map((s) => s.requestId) } } })).toBe(0);
+    await assertBooksBalance(world.app.rt.db);
+
+    // and its next request registers a new lease and clears normally
+    const r = await chat(world.peer, a.apiKey, MSG());
+    expect(r.status).toBe(200);
+    const renewed = world.peer.rt.services.router.escrowSnapshot().holder;
+    expect(renewed).not.toBeNull();
+    expect(renewed).not.toBe(deadHolder);
     expect(await reservedOf(a.accountId)).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("two sweepers at once release each hold exactly once", async () => {
+  test("three sweepers at once release each dead holder exactly once", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 43, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const dead: RoutingSession[] = [];
-    for (let i = 0; i < 8; i++) dead.push(await open(buyer.accountId));
-    await expire(dead);
+    const sql = world.app.rt.sql;
+    // eight processes that each took a slice of this buyer and died
+    const holders = Array.from({ length: 8 }, () => crypto.randomUUID());
+    const apiKeyId = (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
+    const ceiling = (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: buyer.accountId } }))
+      .maxPriceCentsPerDollar;
+    for (const h of holders) {
+      await sql.query("INSERT INTO escrow_holders (id, expires_at) VALUES ($1, now() + interval '1 minute')", [h]);
+      const r = await sql.query<{ outcome: string }>(
+        "SELECT outcome FROM svc_escrow_take($1, $2, $3, $4, 100000, 100000, NULL, 0, 0, now())",
+        [h, buyer.accountId, apiKeyId, ceiling],
+      );
+      expect(r.rows[0]?.outcome).toBe("ok");
+    }
+    expect(await reservedOf(buyer.accountId)).toBe(800_000n);
+    await sql.query("UPDATE escrow_holders SET expires_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])", [
+      holders,
+    ]);
     const router = world.app.rt.services.router;
     const passes = await Promise.all([1, 2, 3].map(() => router.releaseExpiredHolds()));
     expect(passes.reduce((n, p) => n + p.released, 0)).toBe(8);
@@ -78,30 +124,63 @@ describe("the sweeper", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("a hold being renewed right now is skipped, and once renewed it is never released", async () => {
+  test("a lease being renewed right now is skipped, and once renewed it is never released", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 44, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const session = await open(buyer.accountId);
-    await expire([session]);
+    const router = world.app.rt.services.router;
+    const session = await openSession(world.app, buyer.accountId);
+    const holder = router.escrowSnapshot().holder;
+    const held = await reservedOf(buyer.accountId);
+    expect(held).toBeGreaterThanOrEqual(session.plan.maxChargeMicroUsdc);
+    await expireHolder(holder);
     const renewer = new pg.Client({ connectionString: world.app.rt.config.database.url });
     await renewer.connect();
-    const router = world.app.rt.services.router;
     try {
       await renewer.query("BEGIN");
-      await renewer.query("UPDATE reservations SET expires_at = now() + interval '15 minutes' WHERE id = $1", [
-        session.requestId,
-      ]);
+      await renewer.query("UPDATE escrow_holders SET expires_at = now() + interval '1 minute' WHERE id = $1", [holder]);
       // the renewal holds the row: the sweeper passes over it instead of waiting or releasing it
       expect((await router.releaseExpiredHolds()).released).toBe(0);
       await renewer.query("COMMIT");
       expect((await router.releaseExpiredHolds()).released).toBe(0);
-      expect(await reservedOf(buyer.accountId)).toBe(session.plan.maxChargeMicroUsdc);
+      expect(await reservedOf(buyer.accountId)).toBe(held);
       const settled = await router.settle(session, { promptTokens: 30, completionTokens: 10 });
       expect(settled.costMicroUsdc).toBeGreaterThan(0n);
     } finally {
       await renewer.end();
     }
     expect(await reservedOf(buyer.accountId)).toBe(0n);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("the heartbeat pushes the lease ahead, so a long request's slices outlive the sweeper", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 45, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const router = world.app.rt.services.router;
+    const session = await openSession(world.app, buyer.accountId, { stream: true });
+    const holder = router.escrowSnapshot().holder;
+    await expireHolder(holder);
+    await router.heartbeat();
+    const row = await world.app.rt.db.escrowHolder.findUniqueOrThrow({ where: { id: holder ?? "" } });
+    expect(row.expiresAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
+    expect((await router.releaseExpiredHolds()).released).toBe(0);
+    await router.abort(session, "test_done");
+    expect(await reservedOf(buyer.accountId)).toBe(0n);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("closing a process gives its slices back at once", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 46, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    // slices that stay: another buyer keeps a request in flight on the peer while this one ends
+    const other = await fundedBuyerKey(world.app, 5_000_000n);
+    const open = await openSession(world.peer, other.accountId);
+    expect((await chat(world.peer, buyer.apiKey, MSG())).status).toBe(200);
+    expect(await reservedOf(other.accountId)).toBeGreaterThan(0n);
+    const holder = world.peer.rt.services.router.escrowSnapshot().holder;
+    await world.peer.rt.services.router.close();
+    expect(await reservedOf(other.accountId)).toBe(0n);
+    expect(await world.app.rt.db.escrowHolder.count({ where: { id: holder ?? "" } })).toBe(0);
+    expect(open.done).toBe(false);
     await assertBooksBalance(world.app.rt.db);
   });
 });

@@ -1,0 +1,175 @@
+import type { Sql } from "../../adapters/sql.js";
+import type { Clock } from "../../lib/clock.js";
+import { logger } from "../../lib/logger.js";
+import { maxBig } from "../../lib/money.js";
+
+/**
+ * Per-process escrow (docs/decisions.md "Escrow"; migration `router_escrow`). A router process is
+ * an escrow holder: it takes slices of buyers' balances and offers' DIEM in Postgres (counted in
+ * their `reserved_*` columns, with the hold's guards) and admits requests against them in memory,
+ * so a request whose slices suffice reaches the upstream without a database round trip.
+ */
+
+/** A top-up asks for this many times the request's need (so the next few requests need none). */
+export const TOPUP_UNITS = 8n;
+/** A holder's lease; the heartbeat renews it. Slices of a holder whose lease expired go back. */
+export const HOLDER_LEASE_MS = 60_000;
+export const HOLDER_RENEW_MS = 15_000;
+
+/**
+ * One slice: what this process holds of one buyer's balance (micro-USDC) or of one offer's DIEM
+ * (micro-DIEM), as far as it knows. `total` drops as soon as an ending that debits or returns part
+ * of it is submitted, and grows only once a top-up has committed, so Postgres always holds at least
+ * `total` (the settlement guards enforce it regardless).
+ */
+export class Slice {
+  total = 0n;
+  /** admitted maxima of the requests in flight against it */
+  used = 0n;
+  /** the largest single need seen (sizes top-ups and what is kept while busy) */
+  unit = 0n;
+  /** a top-up in flight: others needing more wait for it instead of taking again */
+  taking: Promise<unknown> | null = null;
+
+  constructor(
+    readonly holder: string,
+    readonly kind: "buyer" | "offer",
+    /** the account id (buyer) or the offer id */
+    readonly id: string,
+  ) {}
+
+  get free(): bigint {
+    return this.total - this.used;
+  }
+
+  /** How much to ask for when `need` more is needed. */
+  want(need: bigint): bigint {
+    if (need > this.unit) this.unit = need;
+    return maxBig(need, this.unit * TOPUP_UNITS, this.used);
+  }
+
+  /**
+   * What to give back now that a request using it ended: everything once nothing in flight needs
+   * it (an idle buyer or offer has nothing escrowed); while busy, what is free beyond twice the
+   * larger of its in-flight need and its top-up size. Deducted from `total` at once.
+   */
+  giveBack(): bigint {
+    let back = 0n;
+    if (this.used === 0n) back = this.total;
+    else {
+      const keep = maxBig(this.used, this.unit * TOPUP_UNITS);
+      if (this.free > 2n * keep) back = this.free - keep;
+    }
+    if (back < 0n) back = 0n;
+    this.total -= back;
+    return back;
+  }
+}
+
+/** One registration of this process as a holder (a new one after its lease was lost). */
+export class Holder {
+  readonly buyers = new Map<string, Slice>();
+  readonly offers = new Map<string, Slice>();
+  lost = false;
+
+  constructor(readonly id: string) {}
+
+  slice(kind: "buyer" | "offer", id: string): Slice {
+    const map = kind === "buyer" ? this.buyers : this.offers;
+    let s = map.get(id);
+    if (!s) {
+      s = new Slice(this.id, kind, id);
+      map.set(id, s);
+    }
+    return s;
+  }
+
+  /** Forgets a slice that holds nothing and is not in use (maps stay as small as the live set). */
+  tidy(s: Slice): void {
+    if (s.total === 0n && s.used === 0n && !s.taking) {
+      const map = s.kind === "buyer" ? this.buyers : this.offers;
+      if (map.get(s.id) === s) map.delete(s.id);
+    }
+  }
+}
+
+/**
+ * The holder registration and its heartbeat. `current()` registers lazily (a process that never
+ * routes holds nothing); a heartbeat that finds its row gone (the sweeper took it after a stall)
+ * starts a new registration, and requests admitted against the old one fail their settlement
+ * guards (nothing charged).
+ */
+export class HolderLease {
+  private holder: Holder | null = null;
+  private registering: Promise<Holder> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly newId: () => string,
+  ) {}
+
+  /** The live registration, if any (no registration is made). */
+  peek(): Holder | null {
+    return this.holder && !this.holder.lost ? this.holder : null;
+  }
+
+  current(): Promise<Holder> | Holder {
+    if (this.holder && !this.holder.lost) return this.holder;
+    if (this.registering) return this.registering;
+    this.registering = this.register().finally(() => {
+      this.registering = null;
+    });
+    return this.registering;
+  }
+
+  /** Marks the registration lost (the database no longer knows it); the next `current()` registers anew. */
+  lose(h: Holder): void {
+    if (h.lost) return;
+    h.lost = true;
+    logger.warn({ holder: h.id }, "escrow holder lease lost; registering again");
+  }
+
+  private async register(): Promise<Holder> {
+    if (this.closed) throw new Error("router closed");
+    const h = new Holder(this.newId());
+    await this.sql.query("INSERT INTO escrow_holders (id, expires_at) VALUES ($1, $2)", [h.id, this.expiry()]);
+    this.holder = h;
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.heartbeat(), HOLDER_RENEW_MS);
+      this.timer.unref();
+    }
+    return h;
+  }
+
+  private expiry(): Date {
+    return new Date(this.clock.now().getTime() + HOLDER_LEASE_MS);
+  }
+
+  async heartbeat(): Promise<void> {
+    const h = this.holder;
+    if (!h || h.lost) return;
+    try {
+      const r = await this.sql.query("UPDATE escrow_holders SET expires_at = $2 WHERE id = $1", [h.id, this.expiry()]);
+      if (r.rowCount === 0) this.lose(h);
+    } catch (e) {
+      logger.warn({ err: e, holder: h.id }, "escrow heartbeat failed");
+    }
+  }
+
+  /** Stops the heartbeat and gives every slice back (a clean shutdown). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    const h = this.holder;
+    this.holder = null;
+    if (!h || h.lost) return;
+    h.lost = true;
+    await this.sql
+      .query("SELECT svc_release_expired($1::timestamptz, 1, $2::uuid)", [this.clock.now(), h.id])
+      .catch((e) => logger.warn({ err: e }, "could not give escrow back at close; the sweeper will"));
+  }
+}
