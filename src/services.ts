@@ -8,6 +8,7 @@ import { type Queues, reconciliationProducer } from "./adapters/queues.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
 import { createGate } from "./adapters/redis/gates.js";
+import { createInFlightRegistry } from "./adapters/redis/in-flight.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "./adapters/sql.js";
 import type { UpstreamClient } from "./adapters/upstream/client.js";
@@ -70,6 +71,7 @@ export function createServices(deps: ServiceDeps): Services {
       : null;
   const apiKeys = new ApiKeyService(db, clock, deps.sql, bus);
   let router: RouterService | undefined;
+  const inFlight = createInFlightRegistry(deps.redis, deps.keys);
   const market = new MarketService(db, sqlRunner(deps.sql), bus, clock, {
     store: createSharedCache(deps.redis),
     keys: deps.keys,
@@ -102,12 +104,13 @@ export function createServices(deps: ServiceDeps): Services {
       await supply.refreshKeyBalance(upstreamKeyId);
     },
     forgetApiKey: (apiKeyId) => apiKeys.forget(apiKeyId),
+    inFlight,
   });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   return {
     market,
     maintenance: new MaintenanceService(db, clock),
-    accounts: new AccountService(db, bus, clock, (accountId) => router?.forgetCeiling(accountId)),
+    accounts: new AccountService(db, bus, clock, (accountId) => router?.forgetCeiling(accountId), inFlight),
     apiKeys,
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,

@@ -77,7 +77,7 @@ CREATE FUNCTION svc_escrow_take(
   p_offer uuid, p_diem_min bigint, p_diem_want bigint, p_now timestamptz)
 RETURNS TABLE (outcome text, granted_usdc bigint, available bigint, ceiling integer, granted_diem bigint,
                routable bigint, key_balance bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   v_eligible boolean;
 BEGIN
@@ -158,10 +158,11 @@ CREATE TYPE svc_end_item AS (
 -- suppliers: the lock order used everywhere) are updated once with the sums, last, each set in
 -- id order. Any guard that fails raises and the whole set rolls back (the caller then retries
 -- item by item, so one bad item fails alone). Returns each item's index (0-based) and its buyer's
--- confirmed balance afterwards.
+-- confirmed balance afterwards. Generic plans from the first call: custom planning of these
+-- statements cost more than running them (each pooled connection planned them anew).
 CREATE FUNCTION svc_end_items(v svc_end_item[])
 RETURNS TABLE (idx integer, confirmed bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   n integer := cardinality(v);
   c integer;

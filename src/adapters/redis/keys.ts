@@ -16,6 +16,8 @@ export interface RedisKeys {
   upstreamKeyInFlight(upstreamKeyId: string): string;
   /** global in-flight gate of small-tier models (throttling) */
   smallModelGate(): string;
+  /** a streamed request in flight, by support reference (until its record is written) */
+  inFlightRequest(supportReference: string): string;
   /** per-wallet image gate */
   walletImageGate(accountId: string): string;
   /** global signup fuse window counter */
@@ -34,6 +36,7 @@ export function redisKeys(prefix: string): RedisKeys {
     apiKeyInFlight: (apiKeyId) => `${p}:inflight:apikey:${apiKeyId}`,
     upstreamKeyInFlight: (upstreamKeyId) => `${p}:inflight:upstream:${upstreamKeyId}`,
     smallModelGate: () => `${p}:gate:small-models`,
+    inFlightRequest: (ref) => `${p}:inflight:request:${ref}`,
     walletImageGate: (accountId) => `${p}:gate:image:${accountId}`,
     signupFuse: (windowStart) => `${p}:fuse:signup:${windowStart}`,
     lock: (name) => `${p}:lock:${name}`,

@@ -1,5 +1,6 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { Clock } from "../../lib/clock.js";
 import {
   type CursorKey,
@@ -44,6 +45,8 @@ export class AccountService {
     private readonly clock: Clock,
     /** the ceiling changed here: the router forgets its cached copy (this process) */
     private readonly onCeilingChanged?: (accountId: string) => void,
+    /** streamed requests in flight (their records are written when they end) */
+    private readonly inFlight?: InFlightRegistry,
   ) {}
 
   /** Prisma `where` that scopes reads to the viewer's own account (GraphQL prismaField). */
@@ -148,6 +151,31 @@ export class AccountService {
    * @throws not_found when the reference is not on this account
    */
   async requestDetail(input: { accountId: string; supportReference: string }): Promise<HistoryRow> {
+    // a stream still in flight has no record yet (it is written when the stream ends): it is
+    // `in_progress`. Looked at first: its in-flight record goes only once the record has committed.
+    const live = await this.inFlight?.get(input.supportReference).catch(() => null);
+    if (live && live.accountId === input.accountId) {
+      return {
+        requestId: live.requestId,
+        supportReference: live.supportReference,
+        route: live.route,
+        modality: "text",
+        model: live.model,
+        stream: live.stream,
+        status: "in_progress",
+        errorCode: null,
+        maxPriceCents: live.maxPriceCents,
+        clearingPriceCents: null,
+        promptTokens: null,
+        completionTokens: null,
+        burnMicroDiem: null,
+        costMicroUsdc: null,
+        attempts: 1,
+        startedAt: new Date(live.startedAt),
+        firstByteAt: null,
+        completedAt: null,
+      };
+    }
     const row = await this.db.inferenceRequest.findUnique({ where: { supportReference: input.supportReference } });
     if (!row || row.accountId !== input.accountId) {
       throw new DomainError("not_found", "No request with this support reference on this account.");

@@ -10,8 +10,13 @@ import { maxBig } from "../../lib/money.js";
  * so a request whose slices suffice reaches the upstream without a database round trip.
  */
 
-/** A top-up asks for this many times the request's need (so the next few requests need none). */
+/** A top-up asks for this many times the largest need seen (so the next few requests need none)… */
 export const TOPUP_UNITS = 8n;
+/** …doubled for each top-up that follows the last within TOPUP_SPEED_MS (a busy slice), up to this… */
+export const MAX_TOPUP_UNITS = 1024n;
+export const TOPUP_SPEED_MS = 1_000;
+/** …and back to TOPUP_UNITS after this long without one. */
+export const TOPUP_RESET_MS = 10_000;
 /** A holder's lease; the heartbeat renews it. Slices of a holder whose lease expired go back. */
 export const HOLDER_LEASE_MS = 60_000;
 export const HOLDER_RENEW_MS = 15_000;
@@ -28,6 +33,9 @@ export class Slice {
   used = 0n;
   /** the largest single need seen (sizes top-ups and what is kept while busy) */
   unit = 0n;
+  /** top-up size in units: grows while top-ups come fast, so a busy slice tops up rarely */
+  units = TOPUP_UNITS;
+  private lastTakeAt = 0;
   /** a top-up in flight: others needing more wait for it instead of taking again */
   taking: Promise<unknown> | null = null;
 
@@ -42,22 +50,26 @@ export class Slice {
     return this.total - this.used;
   }
 
-  /** How much to ask for when `need` more is needed. */
-  want(need: bigint): bigint {
+  /** How much to ask for when a request needing `need` finds too little free. */
+  want(need: bigint, nowMs = Date.now()): bigint {
     if (need > this.unit) this.unit = need;
-    return maxBig(need, this.unit * TOPUP_UNITS, this.used);
+    const since = nowMs - this.lastTakeAt;
+    if (since < TOPUP_SPEED_MS) this.units = this.units * 2n > MAX_TOPUP_UNITS ? MAX_TOPUP_UNITS : this.units * 2n;
+    else if (since > TOPUP_RESET_MS) this.units = TOPUP_UNITS;
+    this.lastTakeAt = nowMs;
+    return maxBig(need, this.unit * this.units, this.used);
   }
 
   /**
    * What to give back now that a request using it ended: everything once nothing in flight needs
    * it (an idle buyer or offer has nothing escrowed); while busy, what is free beyond twice the
-   * larger of its in-flight need and its top-up size. Deducted from `total` at once.
+   * larger of its in-flight need and its current top-up size. Deducted from `total` at once.
    */
   giveBack(): bigint {
     let back = 0n;
     if (this.used === 0n) back = this.total;
     else {
-      const keep = maxBig(this.used, this.unit * TOPUP_UNITS);
+      const keep = maxBig(this.used, this.unit * this.units);
       if (this.free > 2n * keep) back = this.free - keep;
     }
     if (back < 0n) back = 0n;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus, RoutingChange } from "../../adapters/pubsub.js";
 import type { Gate } from "../../adapters/redis/gates.js";
+import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "../../adapters/sql.js";
 import type { Config } from "../../config.js";
@@ -132,6 +133,8 @@ export interface RoutingSession {
   plans?: number;
   /** where the service's time went, for `Server-Timing` (ms, `performance.now()` based) */
   timing: RequestTiming;
+  /** a stream's in-flight record being stored (see InFlightRegistry) */
+  bridged?: Promise<void>;
 }
 
 /** Milliseconds per phase of one request (see `serverTiming`). */
@@ -200,6 +203,8 @@ export interface RouterDeps {
   resolveModel: (id: string) => Promise<RoutableModel>;
   /** after an upstream 402: refresh the key's balance (best effort, async) */
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** streamed requests in flight, so their support reference resolves before their record is written */
+  inFlight?: InFlightRegistry;
   /** an API key revoked in another process: drop it from this process's authentication cache */
   forgetApiKey?: (apiKeyId: string) => void;
 }
@@ -226,6 +231,10 @@ export class RouterService {
   private readonly takeStats = { takes: 0, admitted: 0, inMemory: 0 };
   private listening: Promise<void> | null = null;
   private stopListening: (() => void) | null = null;
+  private readonly pendingEvents = new Map<
+    string,
+    { topic: "balanceChanged" | "earningsChanged"; accountId: string; at: Date }
+  >();
 
   constructor(private readonly deps: RouterDeps) {
     this.run = sqlRunner(deps.sql);
@@ -243,6 +252,28 @@ export class RouterService {
   /** Group-commit and escrow figures (observability, tests). */
   batchStats() {
     return { ends: { ...this.ends.stats }, escrow: { ...this.takeStats } };
+  }
+
+  /**
+   * `balanceChanged` / `earningsChanged` for an account after a clear. They say "read again", so the
+   * clears one commit settled for the same account share one event (one per account per tick).
+   */
+  private notify(topic: "balanceChanged" | "earningsChanged", accountId: string, at: Date): void {
+    const key = `${topic}:${accountId}`;
+    if (this.pendingEvents.size === 0) {
+      queueMicrotask(() => {
+        const events = [...this.pendingEvents.values()];
+        this.pendingEvents.clear();
+        for (const e of events) {
+          this.deps.bus.publish(e.topic, e.accountId, {
+            accountId: e.accountId,
+            kind: "clear",
+            at: e.at.toISOString(),
+          });
+        }
+      });
+    }
+    this.pendingEvents.set(key, { topic, accountId, at });
   }
 
   /** A supply change (here, or heard from another process): read the offer book again before routing. */
@@ -381,6 +412,24 @@ export class RouterService {
       this.plan(session, UNLIMITED);
       await this.nextAttempt(session);
       session.timing.admitMs = performance.now() - start;
+      if (session.stream && this.deps.inFlight) {
+        // the reference is in the stream's headers before the record exists: bridge it (not awaited)
+        session.bridged = this.deps.inFlight
+          .put(
+            {
+              requestId: session.requestId,
+              supportReference: session.supportReference,
+              accountId: session.accountId,
+              route: session.route,
+              model: session.model.id,
+              stream: true,
+              maxPriceCents: session.ceilingCents,
+              startedAt: session.startedAt.toISOString(),
+            },
+            REQUEST_LEASE_MS,
+          )
+          .catch((e) => logger.warn({ err: e }, "in-flight record not stored"));
+      }
       return session;
     } catch (e) {
       // a refusal after the session existed ended it through fail(); anything else still holding
@@ -623,12 +672,14 @@ export class RouterService {
     const ok = await this.deps.gate
       .tryAcquire(this.deps.keys.upstreamKeyInFlight(key), leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS)
       .catch((e) => {
-        this.release(slice, key, burn);
+        slice.used -= burn;
+        void this.freeKey(key, null);
         throw e;
       });
     if (!ok) {
       // the key is at its in-flight limit across processes: give the admission back, next offer
-      this.release(slice, key, burn);
+      slice.used -= burn;
+      void this.freeKey(key, null);
       session.attempts.push({
         ordinal,
         key,
@@ -659,11 +710,21 @@ export class RouterService {
     return session.attempt;
   }
 
-  private release(slice: Slice, key: string, burn: bigint): void {
-    slice.used -= burn;
-    const n = (this.keyInFlight.get(key) ?? 1) - 1;
-    if (n <= 0) this.keyInFlight.delete(key);
-    else this.keyInFlight.set(key, n);
+  /**
+   * Frees the supplier key's gate slot. This process's count of the key's attempts drops only once
+   * Redis has the slot back, so it never runs ahead of the gate (a request would otherwise pick a
+   * key the gate still counts as full, and be turned away to a colder offer).
+   */
+  private async freeKey(key: string, leaseId: string | null): Promise<void> {
+    try {
+      if (leaseId) await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(key), leaseId);
+    } catch {
+      // the lease expires anyway
+    } finally {
+      const n = (this.keyInFlight.get(key) ?? 1) - 1;
+      if (n <= 0) this.keyInFlight.delete(key);
+      else this.keyInFlight.set(key, n);
+    }
   }
 
   /**
@@ -731,9 +792,7 @@ export class RouterService {
       item.undo();
       const last = session.attempts[session.attempts.length - 1];
       if (last) last.outcome = "aborted";
-      await this.deps.gate
-        .release(this.deps.keys.upstreamKeyInFlight(attempt.upstreamKeyId), attempt.leaseId)
-        .catch(() => undefined);
+      await this.freeKey(attempt.upstreamKeyId, attempt.leaseId);
       throw await this.fail(
         session,
         new DomainError("settle_failed", "Settlement did not commit; nothing was charged. Safe to retry.", {
@@ -744,6 +803,7 @@ export class RouterService {
     session.done = true;
     session.timing.settleMs = performance.now() - settleStart;
     void this.releaseSlots(session, attempt); // leases expire anyway: never make the buyer wait on Redis
+    void this.unbridge(session);
     this.deps.bus.publish("clearRecorded", {
       at: now.toISOString(),
       model: session.model.id,
@@ -752,16 +812,8 @@ export class RouterService {
       burnMicroDiem: burn,
       grossMicroUsdc: charge.grossMicroUsdc,
     });
-    this.deps.bus.publish("balanceChanged", session.accountId, {
-      accountId: session.accountId,
-      kind: "clear",
-      at: now.toISOString(),
-    });
-    this.deps.bus.publish("earningsChanged", attempt.supplierAccountId, {
-      accountId: attempt.supplierAccountId,
-      kind: "clear",
-      at: now.toISOString(),
-    });
+    this.notify("balanceChanged", session.accountId, now);
+    this.notify("earningsChanged", attempt.supplierAccountId, now);
     return {
       costMicroUsdc: charge.grossMicroUsdc,
       clearingPriceCents: attempt.priceCentsPerDollar,
@@ -798,7 +850,15 @@ export class RouterService {
         logger.error({ err, requestId: session.requestId }, "could not record an ended request"),
       );
     }
+    void this.unbridge(session);
     await this.releaseSlots(session, attempt);
+  }
+
+  /** The stream's record is written (or could not be): its in-flight record goes. */
+  private async unbridge(session: RoutingSession): Promise<void> {
+    if (!session.bridged || !this.deps.inFlight) return;
+    await session.bridged;
+    await this.deps.inFlight.drop(session.supportReference).catch(() => undefined);
   }
 
   private async readCeiling(accountId: string): Promise<number> {
@@ -838,6 +898,8 @@ export class RouterService {
     const now = Date.now();
     if (session.done || (!force && now - (session.renewedAt ?? session.startedAt.getTime()) < RENEW_EVERY_MS)) return;
     session.renewedAt = now;
+    if (session.bridged)
+      await this.deps.inFlight?.renew(session.supportReference, REQUEST_LEASE_MS).catch(() => undefined);
     await this.deps.gate.renew(this.deps.keys.apiKeyInFlight(session.apiKeyId), session.buyerLease, REQUEST_LEASE_MS);
     if (session.attempt) {
       await this.deps.gate.renew(
@@ -981,7 +1043,7 @@ export class RouterService {
     now: Date,
   ): void {
     session.attempt = null;
-    this.release(a.offerSlice, a.upstreamKeyId, session.plan.maxBurnMicroDiem);
+    a.offerSlice.used -= session.plan.maxBurnMicroDiem;
     session.attempts.push({
       ordinal: a.ordinal,
       key: a.upstreamKeyId,
@@ -1019,7 +1081,7 @@ export class RouterService {
             ? "supplier_exhausted"
             : "supplier_auth_failed";
     this.endAttemptInMemory(session, a, outcome, failure, now);
-    await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(a.upstreamKeyId), a.leaseId).catch(() => undefined);
+    await this.freeKey(a.upstreamKeyId, a.leaseId);
     if (failure?.kind === "supplier_exhausted" || failure?.kind === "supplier_auth") {
       await this.markKey(a.upstreamKeyId, failure.kind, now);
     }
@@ -1059,9 +1121,7 @@ export class RouterService {
     if (session.model.tier === "small" && this.deps.config.limits.smallModelMaxInFlight > 0) {
       jobs.push(this.deps.gate.release(this.deps.keys.smallModelGate(), session.buyerLease));
     }
-    if (attempt) {
-      jobs.push(this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(attempt.upstreamKeyId), attempt.leaseId));
-    }
+    if (attempt) jobs.push(this.freeKey(attempt.upstreamKeyId, attempt.leaseId));
     await Promise.allSettled(jobs);
   }
 

@@ -4,6 +4,7 @@
 // on one balance never overdraw it.
 import { describe, expect, test } from "vitest";
 import type { RoutingSession } from "../../../src/domain/routing/router-service.js";
+import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
 import type { TestApp } from "../../support/harness.js";
 import {
@@ -148,6 +149,48 @@ describe("escrow", () => {
     await world.peer.rt.services.router.abort(long, "test_done");
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
+    await withdraw(supply);
+  });
+
+  test("a stream's support reference resolves while it runs (in_progress), then to its record", async () => {
+    const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    world.app.rt.services.router.invalidateBook();
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...MSG("[[sim:tokens=20]] [[sim:chunks=8]] [[sim:chunk_delay_ms=100]]"), stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const ref = res.headers.get("x-svc-support-reference") ?? "";
+    const detail = (app: TestApp) =>
+      call(app, {
+        method: "GET",
+        path: `/v1/agent/requests/${ref}`,
+        headers: { authorization: `Bearer ${buyer.apiKey}` },
+      });
+    // from either process, while the stream runs
+    for (const app of [world.app, world.peer]) {
+      const live = await detail(app);
+      expect(live.status).toBe(200);
+      expect(live.body).toMatchObject({ supportReference: ref, status: "in_progress", costUsdc: null });
+    }
+    // another account cannot see it
+    const stranger = await fundedBuyerKey(world.app, 1_000_000n);
+    const hidden = await call(world.app, {
+      method: "GET",
+      path: `/v1/agent/requests/${ref}`,
+      headers: { authorization: `Bearer ${stranger.apiKey}` },
+    });
+    expect(hidden.status).toBe(404);
+    await res.text();
+    const done = await eventually(
+      () => detail(world.app),
+      (r) => (r.body as { status?: string }).status === "succeeded",
+    );
+    expect(done.body).toMatchObject({ status: "succeeded" });
+    expect((done.body as { costUsdc: string | null }).costUsdc).not.toBeNull();
+    await expectHoldsReleased(world.app, buyer.accountId);
     await withdraw(supply);
   });
 
