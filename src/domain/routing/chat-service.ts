@@ -162,7 +162,7 @@ function approxPromptTokens(messages: unknown[]): number {
  * One upstream call for the session's current attempt. Returns the OK response (the caller owns its
  * body: read it to the end or `releaseBody` it), or `null` after falling forward (the caller loops to
  * the next attempt); throws the buyer's own error (4xx relayed, no other key burned) after releasing
- * the request's holds.
+ * the request's admissions.
  */
 async function callAttempt(
   router: RouterService,
@@ -196,7 +196,7 @@ async function endOnError(router: RouterService, session: RoutingSession, e: unk
  * The buffered attempt loop shared by chat and Responses: per attempt, an upstream call (the buyer
  * leaving or `UPSTREAM_TIMEOUT_MS` aborts it); an unreadable answer, one `refuse` names, or one
  * without usage falls forward; the first good answer is settled on its usage and returned with the
- * settlement. On any error the request is ended without a charge (every hold released) and the
+ * settlement. On any error the request is ended without a charge (its admissions released) and the
  * thrown DomainError carries the support reference.
  */
 export async function runBuffered(

@@ -125,7 +125,7 @@ export interface RoutingSession {
   startedAt: Date;
   firstByteAt: Date | null;
   done: boolean;
-  /** when holds and leases were last renewed (epoch ms) */
+  /** when its gate leases were last renewed (epoch ms) */
   renewedAt?: number;
   /** the buyer's own max_tokens (re-planning needs it) */
   requestedMaxTokens?: number | undefined;
@@ -151,7 +151,7 @@ export interface RequestTiming {
 
 /**
  * `Server-Timing` (W3C): where the service spent a request's time, in ms — `admit` (gates, plan,
- * hold), `upstream` (to the answer or first content, fall-forwards included), `settle` (the commit).
+ * escrow), `upstream` (to the answer or first content, fall-forwards included), `settle` (the commit).
  * Phases not reached yet are left out (a stream's headers leave before its settlement).
  */
 export function serverTiming(session: RoutingSession): string {
