@@ -42,7 +42,8 @@ export type RoutingChange =
 export type Topics = {
   routingChanged: [RoutingChange];
   capacityChanged: [CapacityChangedEvent];
-  clearRecorded: [ClearRecordedEvent];
+  /** the clears one process settled in one tick (the `clears` subscription yields them one by one) */
+  clearsRecorded: [ClearRecordedEvent[]];
   balanceChanged: [accountId: string, event: AccountEvent];
   paymentConfirmed: [accountId: string, event: AccountEvent];
   offerUpdated: [accountId: string, event: AccountEvent];

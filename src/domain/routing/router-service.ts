@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
-import type { EventBus, RoutingChange } from "../../adapters/pubsub.js";
-import type { Gate } from "../../adapters/redis/gates.js";
+import type { ClearRecordedEvent, EventBus, RoutingChange } from "../../adapters/pubsub.js";
+import type { Gate, GateSlot } from "../../adapters/redis/gates.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "../../adapters/sql.js";
@@ -122,6 +122,8 @@ export interface RoutingSession {
   /** slices this request took into or drew on: each is looked at for a give-back when it ends */
   touched: Set<Slice>;
   buyerLease: string;
+  /** a supplier-key slot taken with the buyer's, for the offer this request will most likely use */
+  prelease?: (GateSlot & { upstreamKeyId: string }) | null;
   startedAt: Date;
   firstByteAt: Date | null;
   done: boolean;
@@ -231,6 +233,7 @@ export class RouterService {
   private readonly takeStats = { takes: 0, admitted: 0, inMemory: 0 };
   private listening: Promise<void> | null = null;
   private stopListening: (() => void) | null = null;
+  private pendingClears: ClearRecordedEvent[] = [];
   private readonly pendingEvents = new Map<
     string,
     { topic: "balanceChanged" | "earningsChanged"; accountId: string; at: Date }
@@ -252,6 +255,18 @@ export class RouterService {
   /** Group-commit and escrow figures (observability, tests). */
   batchStats() {
     return { ends: { ...this.ends.stats }, escrow: { ...this.takeStats } };
+  }
+
+  /** The public clears feed: the clears settled in one tick leave in one message. */
+  private clearRecorded(c: ClearRecordedEvent): void {
+    if (this.pendingClears.length === 0) {
+      queueMicrotask(() => {
+        const batch = this.pendingClears;
+        this.pendingClears = [];
+        this.deps.bus.publish("clearsRecorded", batch);
+      });
+    }
+    this.pendingClears.push(c);
   }
 
   /**
@@ -348,12 +363,37 @@ export class RouterService {
     const requestId = randomUUID();
     const buyerLease = requestId;
     const gateKey = this.deps.keys.apiKeyInFlight(input.apiKeyId);
-    const admitted = await this.deps.gate.tryAcquire(
-      gateKey,
-      buyerLease,
-      this.deps.config.limits.keyMaxInFlight,
-      REQUEST_LEASE_MS,
+    // the ceiling as last seen by this process (a top-up verifies it)
+    const ceiling = this.ceilings.get(input.accountId) ?? (await this.readCeiling(input.accountId));
+    // the buyer key's slot, and in the same round trip a slot of the supplier key this request
+    // will most likely be routed to (the cheapest offer this process would pick now); a wrong
+    // guess is given back when the request is admitted elsewhere
+    const book = await this.book.current();
+    const now = this.deps.clock.now();
+    const guess = book.find(
+      (e) =>
+        this.routable(e, ceiling, now) && (this.keyInFlight.get(e.upstreamKeyId) ?? 0) < SUPPLIER_KEY_MAX_IN_FLIGHT,
     );
+    const buyerSlot = { key: gateKey, leaseId: buyerLease, limit: this.deps.config.limits.keyMaxInFlight };
+    let prelease: (GateSlot & { upstreamKeyId: string }) | null = null;
+    let admitted: boolean;
+    if (guess) {
+      const slot = {
+        key: this.deps.keys.upstreamKeyInFlight(guess.upstreamKeyId),
+        leaseId: `${requestId}:0`,
+        limit: SUPPLIER_KEY_MAX_IN_FLIGHT,
+      };
+      this.countKey(guess.upstreamKeyId, 1);
+      const got = await this.deps.gate.tryAcquirePair(buyerSlot, slot, REQUEST_LEASE_MS).catch((e) => {
+        this.countKey(guess.upstreamKeyId, -1);
+        throw e;
+      });
+      if (got === 2) prelease = { key: slot.key, leaseId: slot.leaseId, upstreamKeyId: guess.upstreamKeyId };
+      else this.countKey(guess.upstreamKeyId, -1);
+      admitted = got > 0;
+    } else {
+      admitted = await this.deps.gate.tryAcquire(gateKey, buyerLease, buyerSlot.limit, REQUEST_LEASE_MS);
+    }
     if (!admitted) {
       throw new DomainError("key_concurrency_limit", "Too many completions in flight on this API key.", {
         retryAfterSeconds: 1,
@@ -366,7 +406,7 @@ export class RouterService {
       throttled &&
       !(await this.deps.gate.tryAcquire(this.deps.keys.smallModelGate(), buyerLease, smallLimit, REQUEST_LEASE_MS))
     ) {
-      await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
+      await this.releaseGates([{ key: gateKey, leaseId: buyerLease }], prelease);
       throw new DomainError(
         "model_throttled",
         `${model.id} is a small model and its volume is throttled right now; retry shortly or use a frontier model.`,
@@ -377,9 +417,8 @@ export class RouterService {
     }
     let session: RoutingSession | null = null;
     try {
-      // the ceiling as last seen by this process (a top-up verifies it); the balance is unknown,
-      // so the first plan is uncapped and the buyer's slice (or its top-up) decides
-      const ceiling = this.ceilings.get(input.accountId) ?? (await this.readCeiling(input.accountId));
+      // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its
+      // top-up) decides
       session = {
         requestId,
         supportReference: randomUUID(),
@@ -402,6 +441,7 @@ export class RouterService {
         buyerSlice: null,
         touched: new Set(),
         buyerLease,
+        prelease,
         startedAt: this.deps.clock.now(),
         firstByteAt: null,
         done: false,
@@ -437,8 +477,10 @@ export class RouterService {
       if (session && !session.done && (session.touched.size > 0 || session.attempts.length > 0)) {
         await this.abort(session, e instanceof DomainError ? e.code : "internal_error");
       } else if (!session?.done) {
-        await this.deps.gate.release(gateKey, buyerLease).catch(() => undefined);
-        if (throttled) await this.deps.gate.release(this.deps.keys.smallModelGate(), buyerLease).catch(() => undefined);
+        const slots = [{ key: gateKey, leaseId: buyerLease }];
+        if (throttled) slots.push({ key: this.deps.keys.smallModelGate(), leaseId: buyerLease });
+        await this.releaseGates(slots, session ? session.prelease : prelease);
+        if (session) session.prelease = null;
       }
       throw e;
     }
@@ -479,11 +521,14 @@ export class RouterService {
       let waitingOnBusy = busy.length > 0;
       let pick: { entry: BookEntry; slice: Slice; short: bigint } | null = null;
       for (const entry of book) {
-        if (!this.routable(entry, session, now)) continue;
+        if (!this.routable(entry, session.ceilingCents, now)) continue;
         if (session.tried.includes(entry.upstreamKeyId)) continue;
+        // a key this request already holds a slot of (taken with the buyer's) is never busy for it
+        const mine = session.prelease?.upstreamKeyId === entry.upstreamKeyId;
         if (
-          busy.includes(entry.upstreamKeyId) ||
-          (this.keyInFlight.get(entry.upstreamKeyId) ?? 0) >= SUPPLIER_KEY_MAX_IN_FLIGHT
+          !mine &&
+          (busy.includes(entry.upstreamKeyId) ||
+            (this.keyInFlight.get(entry.upstreamKeyId) ?? 0) >= SUPPLIER_KEY_MAX_IN_FLIGHT)
         ) {
           waitingOnBusy = true;
           continue;
@@ -574,12 +619,12 @@ export class RouterService {
     }
   }
 
-  /** Is the offer routable for this request now (as far as this process knows)? */
-  private routable(entry: BookEntry, session: RoutingSession, now: Date): boolean {
+  /** Is the offer routable at this ceiling now (as far as this process knows)? */
+  private routable(entry: BookEntry, ceilingCents: number, now: Date): boolean {
     const t = now.getTime();
     return (
       entry.eligible &&
-      entry.priceCentsPerDollar <= session.ceilingCents &&
+      entry.priceCentsPerDollar <= ceilingCents &&
       entry.expiresAt > t &&
       (entry.cooldownUntil === null || entry.cooldownUntil <= t)
     );
@@ -666,20 +711,31 @@ export class RouterService {
     slice.used += burn;
     session.touched.add(slice);
     const ordinal = ++session.ordinals;
-    const leaseId = `${session.requestId}:${ordinal}`;
     const key = entry.upstreamKeyId;
-    this.keyInFlight.set(key, (this.keyInFlight.get(key) ?? 0) + 1);
-    const ok = await this.deps.gate
-      .tryAcquire(this.deps.keys.upstreamKeyInFlight(key), leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS)
-      .catch((e) => {
-        slice.used -= burn;
-        void this.freeKey(key, null);
-        throw e;
-      });
+    const pre = session.prelease;
+    session.prelease = null;
+    let leaseId: string;
+    let ok: boolean;
+    if (pre && pre.upstreamKeyId === key) {
+      // the slot taken with the buyer's (the usual case): no round trip
+      leaseId = pre.leaseId;
+      ok = true;
+    } else {
+      if (pre) void this.releaseGates([], pre);
+      leaseId = `${session.requestId}:${ordinal}`;
+      this.countKey(key, 1);
+      ok = await this.deps.gate
+        .tryAcquire(this.deps.keys.upstreamKeyInFlight(key), leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS)
+        .catch((e) => {
+          slice.used -= burn;
+          this.countKey(key, -1);
+          throw e;
+        });
+    }
     if (!ok) {
       // the key is at its in-flight limit across processes: give the admission back, next offer
       slice.used -= burn;
-      void this.freeKey(key, null);
+      this.countKey(key, -1);
       session.attempts.push({
         ordinal,
         key,
@@ -715,15 +771,32 @@ export class RouterService {
    * Redis has the slot back, so it never runs ahead of the gate (a request would otherwise pick a
    * key the gate still counts as full, and be turned away to a colder offer).
    */
-  private async freeKey(key: string, leaseId: string | null): Promise<void> {
+  private async freeKey(key: string, leaseId: string): Promise<void> {
+    await this.releaseGates([], { key: this.deps.keys.upstreamKeyInFlight(key), leaseId, upstreamKeyId: key });
+  }
+
+  /** This process's count of a supplier key's attempts (the Redis gate is the authority). */
+  private countKey(upstreamKeyId: string, delta: 1 | -1): void {
+    const n = (this.keyInFlight.get(upstreamKeyId) ?? 0) + delta;
+    if (n <= 0) this.keyInFlight.delete(upstreamKeyId);
+    else this.keyInFlight.set(upstreamKeyId, n);
+  }
+
+  /**
+   * Gives gate slots back in one round trip; supplier-key slots (`keys`) leave this process's count
+   * once Redis has them back. Never throws: leases expire anyway.
+   */
+  private async releaseGates(
+    slots: GateSlot[],
+    ...keys: Array<(GateSlot & { upstreamKeyId: string }) | null | undefined>
+  ): Promise<void> {
+    const held = keys.filter((k): k is GateSlot & { upstreamKeyId: string } => !!k);
     try {
-      if (leaseId) await this.deps.gate.release(this.deps.keys.upstreamKeyInFlight(key), leaseId);
+      await this.deps.gate.releaseMany([...slots, ...held.map((k) => ({ key: k.key, leaseId: k.leaseId }))]);
     } catch {
-      // the lease expires anyway
+      // the leases expire anyway
     } finally {
-      const n = (this.keyInFlight.get(key) ?? 1) - 1;
-      if (n <= 0) this.keyInFlight.delete(key);
-      else this.keyInFlight.set(key, n);
+      for (const k of held) this.countKey(k.upstreamKeyId, -1);
     }
   }
 
@@ -804,7 +877,7 @@ export class RouterService {
     session.timing.settleMs = performance.now() - settleStart;
     void this.releaseSlots(session, attempt); // leases expire anyway: never make the buyer wait on Redis
     void this.unbridge(session);
-    this.deps.bus.publish("clearRecorded", {
+    this.clearRecorded({
       at: now.toISOString(),
       model: session.model.id,
       modality: "text",
@@ -1116,13 +1189,25 @@ export class RouterService {
     this.deps.bus.publish("routingChanged", { kind: "supply_changed" });
   }
 
+  /** The request's gate slots back, in one round trip. */
   private async releaseSlots(session: RoutingSession, attempt: Attempt | null = session.attempt): Promise<void> {
-    const jobs = [this.deps.gate.release(this.deps.keys.apiKeyInFlight(session.apiKeyId), session.buyerLease)];
+    const slots: GateSlot[] = [{ key: this.deps.keys.apiKeyInFlight(session.apiKeyId), leaseId: session.buyerLease }];
     if (session.model.tier === "small" && this.deps.config.limits.smallModelMaxInFlight > 0) {
-      jobs.push(this.deps.gate.release(this.deps.keys.smallModelGate(), session.buyerLease));
+      slots.push({ key: this.deps.keys.smallModelGate(), leaseId: session.buyerLease });
     }
-    if (attempt) jobs.push(this.freeKey(attempt.upstreamKeyId, attempt.leaseId));
-    await Promise.allSettled(jobs);
+    const pre = session.prelease;
+    session.prelease = null;
+    await this.releaseGates(
+      slots,
+      attempt
+        ? {
+            key: this.deps.keys.upstreamKeyInFlight(attempt.upstreamKeyId),
+            leaseId: attempt.leaseId,
+            upstreamKeyId: attempt.upstreamKeyId,
+          }
+        : null,
+      pre,
+    );
   }
 
   private insufficientBalance(session: RoutingSession): DomainError {

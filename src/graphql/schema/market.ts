@@ -1,3 +1,4 @@
+import { Repeater } from "graphql-yoga";
 import type { CapacityChangedEvent, ClearRecordedEvent } from "../../adapters/pubsub.js";
 import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
 import { DomainError } from "../../lib/errors.js";
@@ -125,7 +126,14 @@ builder.subscriptionField("clears", (t) =>
   t.field({
     type: ClearRef,
     description: "Public: every clear as it settles, from any process (for dashboards).",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("clearRecorded"),
+    // clears travel in per-tick batches (one Redis message each); each is its own event here
+    subscribe: (_root, _args, ctx) =>
+      new Repeater<ClearRecordedEvent>(async (push, stop) => {
+        const batches = ctx.bus.subscribe("clearsRecorded");
+        stop.then(() => batches.return(undefined));
+        for await (const batch of batches) for (const c of batch) await push(c);
+        stop();
+      }),
     resolve: (c) => c,
   }),
 );

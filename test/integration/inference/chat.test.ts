@@ -141,6 +141,39 @@ describe("the public clears subscription", () => {
     await it.return?.();
     client.dispose();
   });
+
+  test("clears settled together (one batch, one Redis message) reach the dashboard one event each", async () => {
+    // eight at once: the API key's in-flight limit
+    await addSupply(world.app, world.sim, [{ priceCents: 42, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const client = createClient({ url: `${world.app.baseUrl}/graphql`, retryAttempts: 0 });
+    const it = client.iterate<{ clears: { grossUsdc: string } }>({ query: "subscription { clears { grossUsdc } }" });
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const ev of it) {
+        seen.push(String(ev.data?.clears.grossUsdc));
+        if (seen.length === 8) break;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        chat(world.app, buyer.apiKey, {
+          model: MODEL,
+          messages: [{ role: "user", content: `dash ${i} [[sim:tokens=${5 + i}]]` }],
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(8).fill(200));
+    await Promise.race([reading, new Promise((r) => setTimeout(r, 5000))]);
+    const shown = results.map((r) =>
+      String(r.headers.get("x-svc-cost-usdc"))
+        .replace(".", "")
+        .replace(/^0+(?=\d)/, ""),
+    );
+    expect([...seen].sort()).toEqual([...shown].sort());
+    client.dispose();
+  });
 });
 
 describe("Server-Timing", () => {
