@@ -72,7 +72,6 @@ export interface Gate {
   tryAcquire(key: string, leaseId: string, limit: number, ttlMs: number): Promise<boolean>;
   /** Extends a held lease (long streams). */
   renew(key: string, leaseId: string, ttlMs: number): Promise<boolean>;
-  release(key: string, leaseId: string): Promise<void>;
   /** Live leases right now. */
   count(key: string): Promise<number>;
 }
@@ -126,9 +125,6 @@ export function createGate(redis: Redis): Gate {
     },
     async renew(key, leaseId, ttlMs) {
       return (await r.gateRenew(key, leaseId, Date.now() + ttlMs)) === 1;
-    },
-    async release(key, leaseId) {
-      await redis.zrem(key, leaseId);
     },
     async count(key) {
       await redis.zremrangebyscore(key, "-inf", Date.now());

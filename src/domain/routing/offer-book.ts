@@ -19,7 +19,12 @@ export interface BookEntry {
   /** false once a top-up found it no longer eligible (until the next read) */
   eligible: boolean;
   cooldownUntil: number | null;
-  sealed: { ciphertext: Uint8Array; iv: Uint8Array; tag: Uint8Array; keyId: string };
+  sealed: {
+    ciphertext: Uint8Array<ArrayBuffer>;
+    iv: Uint8Array<ArrayBuffer>;
+    tag: Uint8Array<ArrayBuffer>;
+    keyId: string;
+  };
 }
 
 const BOOK_SQL = `

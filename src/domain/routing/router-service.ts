@@ -79,6 +79,9 @@ export interface Attempt {
   startedAt: Date;
 }
 
+/** A slot of a supplier key's gate, with the key it counts against in this process. */
+type KeySlot = GateSlot & { upstreamKeyId: string };
+
 /** One attempt as it is recorded when the request ends. */
 interface AttemptRecord {
   ordinal: number;
@@ -123,7 +126,7 @@ export interface RoutingSession {
   touched: Set<Slice>;
   buyerLease: string;
   /** a supplier-key slot taken with the buyer's, for the offer this request will most likely use */
-  prelease?: (GateSlot & { upstreamKeyId: string }) | null;
+  prelease?: KeySlot | null;
   startedAt: Date;
   firstByteAt: Date | null;
   done: boolean;
@@ -231,13 +234,12 @@ export class RouterService {
   private readonly lease: HolderLease;
   readonly book: OfferBook;
   private readonly takeStats = { takes: 0, admitted: 0, inMemory: 0 };
-  private listening: Promise<void> | null = null;
   private stopListening: (() => void) | null = null;
-  private pendingClears: ClearRecordedEvent[] = [];
-  private readonly pendingEvents = new Map<
-    string,
-    { topic: "balanceChanged" | "earningsChanged"; accountId: string; at: Date }
-  >();
+  /** events of the clears settled this tick, published together when the tick ends (see `published`) */
+  private readonly pending = {
+    clears: [] as ClearRecordedEvent[],
+    accounts: new Map<string, { topic: "balanceChanged" | "earningsChanged"; accountId: string; at: Date }>(),
+  };
 
   constructor(private readonly deps: RouterDeps) {
     this.run = sqlRunner(deps.sql);
@@ -257,29 +259,21 @@ export class RouterService {
     return { ends: { ...this.ends.stats }, escrow: { ...this.takeStats } };
   }
 
-  /** The public clears feed: the clears settled in one tick leave in one message. */
-  private clearRecorded(c: ClearRecordedEvent): void {
-    if (this.pendingClears.length === 0) {
-      queueMicrotask(() => {
-        const batch = this.pendingClears;
-        this.pendingClears = [];
-        this.deps.bus.publish("clearsRecorded", batch);
-      });
-    }
-    this.pendingClears.push(c);
-  }
-
   /**
-   * `balanceChanged` / `earningsChanged` for an account after a clear. They say "read again", so the
-   * clears one commit settled for the same account share one event (one per account per tick).
+   * Publishes a clear's events once the tick ends, so the clears one commit settled share them: the
+   * public feed gets one message with all of them (`clearsRecorded`), and `balanceChanged` /
+   * `earningsChanged`, which only say "read again", go once per account.
    */
-  private notify(topic: "balanceChanged" | "earningsChanged", accountId: string, at: Date): void {
-    const key = `${topic}:${accountId}`;
-    if (this.pendingEvents.size === 0) {
+  private published(clear: ClearRecordedEvent, buyerId: string, supplierId: string, at: Date): void {
+    const p = this.pending;
+    if (p.clears.length === 0) {
       queueMicrotask(() => {
-        const events = [...this.pendingEvents.values()];
-        this.pendingEvents.clear();
-        for (const e of events) {
+        const clears = p.clears;
+        const accounts = [...p.accounts.values()];
+        p.clears = [];
+        p.accounts.clear();
+        this.deps.bus.publish("clearsRecorded", clears);
+        for (const e of accounts) {
           this.deps.bus.publish(e.topic, e.accountId, {
             accountId: e.accountId,
             kind: "clear",
@@ -288,7 +282,9 @@ export class RouterService {
         }
       });
     }
-    this.pendingEvents.set(key, { topic, accountId, at });
+    p.clears.push(clear);
+    p.accounts.set(`balanceChanged:${buyerId}`, { topic: "balanceChanged", accountId: buyerId, at });
+    p.accounts.set(`earningsChanged:${supplierId}`, { topic: "earningsChanged", accountId: supplierId, at });
   }
 
   /** A supply change (here, or heard from another process): read the offer book again before routing. */
@@ -313,7 +309,7 @@ export class RouterService {
    * from every process. Started by the first request; a process that never routes never listens.
    */
   private listen(): void {
-    if (this.listening) return;
+    if (this.stopListening) return;
     const capacity = this.deps.bus.subscribe("capacityChanged");
     const routing = this.deps.bus.subscribe("routingChanged");
     this.stopListening = () => {
@@ -327,10 +323,8 @@ export class RouterService {
         logger.warn({ err: e }, "routing events stopped");
       }
     };
-    this.listening = Promise.all([
-      drain(capacity, () => this.invalidateBook()),
-      drain(routing, (e) => this.applyChange(e)),
-    ]).then(() => undefined);
+    void drain(capacity, () => this.invalidateBook());
+    void drain(routing, (e) => this.applyChange(e));
   }
 
   /** Stops listening and gives every escrow slice back (call after the server drained). */
@@ -375,20 +369,18 @@ export class RouterService {
         this.routable(e, ceiling, now) && (this.keyInFlight.get(e.upstreamKeyId) ?? 0) < SUPPLIER_KEY_MAX_IN_FLIGHT,
     );
     const buyerSlot = { key: gateKey, leaseId: buyerLease, limit: this.deps.config.limits.keyMaxInFlight };
-    let prelease: (GateSlot & { upstreamKeyId: string }) | null = null;
+    let prelease: KeySlot | null = null;
     let admitted: boolean;
     if (guess) {
-      const slot = {
-        key: this.deps.keys.upstreamKeyInFlight(guess.upstreamKeyId),
-        leaseId: `${requestId}:0`,
-        limit: SUPPLIER_KEY_MAX_IN_FLIGHT,
-      };
+      const slot = this.keySlot(guess.upstreamKeyId, `${requestId}:0`);
       this.countKey(guess.upstreamKeyId, 1);
-      const got = await this.deps.gate.tryAcquirePair(buyerSlot, slot, REQUEST_LEASE_MS).catch((e) => {
-        this.countKey(guess.upstreamKeyId, -1);
-        throw e;
-      });
-      if (got === 2) prelease = { key: slot.key, leaseId: slot.leaseId, upstreamKeyId: guess.upstreamKeyId };
+      const got = await this.deps.gate
+        .tryAcquirePair(buyerSlot, { ...slot, limit: SUPPLIER_KEY_MAX_IN_FLIGHT }, REQUEST_LEASE_MS)
+        .catch((e) => {
+          this.countKey(guess.upstreamKeyId, -1);
+          throw e;
+        });
+      if (got === 2) prelease = slot;
       else this.countKey(guess.upstreamKeyId, -1);
       admitted = got > 0;
     } else {
@@ -596,7 +588,7 @@ export class RouterService {
       const r = await this.take(
         session,
         holder,
-        usdcShort > 0n ? buyer : null,
+        usdcShort > 0n ? { slice: buyer, short: usdcShort } : null,
         pick && pick.short > 0n ? pick : null,
         now,
       );
@@ -637,10 +629,11 @@ export class RouterService {
   private async take(
     session: RoutingSession,
     holder: Holder,
-    buyer: Slice | null,
+    buyerPart: { slice: Slice; short: bigint } | null,
     offer: { entry: BookEntry; slice: Slice; short: bigint } | null,
     now: Date,
   ): Promise<"retry" | "key_inactive" | TakeRow> {
+    const buyer = buyerPart?.slice ?? null;
     this.takeStats.takes++;
     const plan = session.plan;
     let done!: () => void;
@@ -660,7 +653,7 @@ export class RouterService {
           buyer ? session.accountId : null,
           session.apiKeyId,
           session.ceilingCents,
-          buyer ? (plan.maxChargeMicroUsdc - buyer.free).toString() : "0",
+          buyerPart ? buyerPart.short.toString() : "0",
           usdcWant.toString(),
           offer ? offer.entry.offerId : null,
           offer ? offer.short.toString() : "0",
@@ -772,7 +765,12 @@ export class RouterService {
    * key the gate still counts as full, and be turned away to a colder offer).
    */
   private async freeKey(key: string, leaseId: string): Promise<void> {
-    await this.releaseGates([], { key: this.deps.keys.upstreamKeyInFlight(key), leaseId, upstreamKeyId: key });
+    await this.releaseGates([], this.keySlot(key, leaseId));
+  }
+
+  /** A request's slot of a supplier key's gate. */
+  private keySlot(upstreamKeyId: string, leaseId: string): KeySlot {
+    return { key: this.deps.keys.upstreamKeyInFlight(upstreamKeyId), leaseId, upstreamKeyId };
   }
 
   /** This process's count of a supplier key's attempts (the Redis gate is the authority). */
@@ -786,11 +784,8 @@ export class RouterService {
    * Gives gate slots back in one round trip; supplier-key slots (`keys`) leave this process's count
    * once Redis has them back. Never throws: leases expire anyway.
    */
-  private async releaseGates(
-    slots: GateSlot[],
-    ...keys: Array<(GateSlot & { upstreamKeyId: string }) | null | undefined>
-  ): Promise<void> {
-    const held = keys.filter((k): k is GateSlot & { upstreamKeyId: string } => !!k);
+  private async releaseGates(slots: GateSlot[], ...keys: Array<KeySlot | null | undefined>): Promise<void> {
+    const held = keys.filter((k): k is KeySlot => !!k);
     try {
       await this.deps.gate.releaseMany([...slots, ...held.map((k) => ({ key: k.key, leaseId: k.leaseId }))]);
     } catch {
@@ -877,16 +872,19 @@ export class RouterService {
     session.timing.settleMs = performance.now() - settleStart;
     void this.releaseSlots(session, attempt); // leases expire anyway: never make the buyer wait on Redis
     void this.unbridge(session);
-    this.clearRecorded({
-      at: now.toISOString(),
-      model: session.model.id,
-      modality: "text",
-      priceCentsPerDollar: attempt.priceCentsPerDollar,
-      burnMicroDiem: burn,
-      grossMicroUsdc: charge.grossMicroUsdc,
-    });
-    this.notify("balanceChanged", session.accountId, now);
-    this.notify("earningsChanged", attempt.supplierAccountId, now);
+    this.published(
+      {
+        at: now.toISOString(),
+        model: session.model.id,
+        modality: "text",
+        priceCentsPerDollar: attempt.priceCentsPerDollar,
+        burnMicroDiem: burn,
+        grossMicroUsdc: charge.grossMicroUsdc,
+      },
+      session.accountId,
+      attempt.supplierAccountId,
+      now,
+    );
     return {
       costMicroUsdc: charge.grossMicroUsdc,
       clearingPriceCents: attempt.priceCentsPerDollar,
@@ -1018,15 +1016,7 @@ export class RouterService {
   private openSecret(upstreamKeyId: string, entry: BookEntry): string {
     const hit = this.keyCache.get(upstreamKeyId);
     if (hit && Date.now() - hit.at < KEY_CACHE_MS) return hit.secret;
-    const secret = this.deps.secrets.open(
-      {
-        ciphertext: new Uint8Array(entry.sealed.ciphertext),
-        iv: new Uint8Array(entry.sealed.iv),
-        tag: new Uint8Array(entry.sealed.tag),
-        keyId: entry.sealed.keyId,
-      },
-      entry.supplierAccountId,
-    );
+    const secret = this.deps.secrets.open(entry.sealed, entry.supplierAccountId);
     this.keyCache.set(upstreamKeyId, { secret, at: Date.now() });
     return secret;
   }
@@ -1197,17 +1187,7 @@ export class RouterService {
     }
     const pre = session.prelease;
     session.prelease = null;
-    await this.releaseGates(
-      slots,
-      attempt
-        ? {
-            key: this.deps.keys.upstreamKeyInFlight(attempt.upstreamKeyId),
-            leaseId: attempt.leaseId,
-            upstreamKeyId: attempt.upstreamKeyId,
-          }
-        : null,
-      pre,
-    );
+    await this.releaseGates(slots, attempt ? this.keySlot(attempt.upstreamKeyId, attempt.leaseId) : null, pre);
   }
 
   private insufficientBalance(session: RoutingSession): DomainError {
