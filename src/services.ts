@@ -7,7 +7,7 @@ import type { EventBus } from "./adapters/pubsub.js";
 import { type Queues, reconciliationProducer } from "./adapters/queues.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
-import { createGate } from "./adapters/redis/gates.js";
+import { GateLeases } from "./adapters/redis/gate-leases.js";
 import { createInFlightRegistry } from "./adapters/redis/in-flight.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "./adapters/sql.js";
@@ -95,7 +95,11 @@ export function createServices(deps: ServiceDeps): Services {
     config,
     clock,
     bus,
-    gate: createGate(deps.redis),
+    gates: new GateLeases(deps.redis, {
+      holdersKey: deps.keys.gateHolders(),
+      // a process refused for want of slots another holds idle asks every process to give them back
+      onPressure: (gate) => bus.publish("routingChanged", { kind: "gate_pressure", id: gate }),
+    }),
     keys: deps.keys,
     secrets,
     resolveModel: createModelResolver(catalog),

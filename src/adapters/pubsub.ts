@@ -32,12 +32,14 @@ export interface AccountEvent {
 
 /**
  * Internal: keeps every router process's caches honest (an API key revoked, a ceiling changed, a
- * supplier key cooled down or marked). Not exposed through GraphQL.
+ * supplier key cooled down or marked) and its gate leases fair. Not exposed through GraphQL.
  */
 export type RoutingChange =
   | { kind: "api_key_revoked"; id: string }
   | { kind: "ceiling_changed"; id: string }
-  | { kind: "supply_changed" };
+  | { kind: "supply_changed" }
+  /** a process was refused slots of gate `id` while others held some: give back idle ones */
+  | { kind: "gate_pressure"; id: string };
 
 export type Topics = {
   routingChanged: [RoutingChange];

@@ -10,12 +10,14 @@ export interface RedisKeys {
   bullPrefix(): string;
   /** capacity response cache (30 s) */
   capacityCache(maxPriceCents: number | "all"): string;
-  /** in-flight lease set of one buyer API key */
+  /** in-flight gate of one buyer API key (hash: holder process → slots; see GateLeases) */
   apiKeyInFlight(apiKeyId: string): string;
-  /** in-flight lease set of one supplier upstream key */
+  /** in-flight gate of one supplier upstream key */
   upstreamKeyInFlight(upstreamKeyId: string): string;
   /** global in-flight gate of small-tier models (throttling) */
   smallModelGate(): string;
+  /** the processes holding gate slots, scored by lease expiry */
+  gateHolders(): string;
   /** a streamed request in flight, by support reference (until its record is written) */
   inFlightRequest(supportReference: string): string;
   /** per-wallet image gate */
@@ -33,9 +35,10 @@ export function redisKeys(prefix: string): RedisKeys {
     pubsubChannel: (topic) => `${p}:pubsub:${topic}`,
     bullPrefix: () => `${p}:bull`,
     capacityCache: (maxPriceCents) => `${p}:capacity:${maxPriceCents}`,
-    apiKeyInFlight: (apiKeyId) => `${p}:inflight:apikey:${apiKeyId}`,
-    upstreamKeyInFlight: (upstreamKeyId) => `${p}:inflight:upstream:${upstreamKeyId}`,
-    smallModelGate: () => `${p}:gate:small-models`,
+    apiKeyInFlight: (apiKeyId) => `${p}:gate:apikey:${apiKeyId}`,
+    upstreamKeyInFlight: (upstreamKeyId) => `${p}:gate:upstream:${upstreamKeyId}`,
+    smallModelGate: () => `${p}:gate:small-model-tier`,
+    gateHolders: () => `${p}:gate-holders`,
     inFlightRequest: (ref) => `${p}:inflight:request:${ref}`,
     walletImageGate: (accountId) => `${p}:gate:image:${accountId}`,
     signupFuse: (windowStart) => `${p}:fuse:signup:${windowStart}`,

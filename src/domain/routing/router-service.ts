@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
 import type { ClearRecordedEvent, EventBus, RoutingChange } from "../../adapters/pubsub.js";
-import type { Gate, GateSlot } from "../../adapters/redis/gates.js";
+import type { GateLeases } from "../../adapters/redis/gate-leases.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "../../adapters/sql.js";
@@ -23,9 +23,9 @@ export const MAX_ATTEMPTS = 5;
 export const SUPPLIER_KEY_MAX_IN_FLIGHT = 16;
 /** How long a request waits for a busy supplier key before 503 key_wait_timeout. */
 export const KEY_WAIT_MS = 5_000;
-/** Gate lease lifetime: a request that outlives it is presumed dead and its gate slots freed. */
+/** A stream's in-flight record lives this long unless renewed (it goes when the record is written). */
 export const REQUEST_LEASE_MS = 15 * 60_000;
-/** A long stream renews its gate leases this often (escrow slices are renewed by the holder's heartbeat). */
+/** A long stream renews its in-flight record this often (gate slots and escrow are the process's, kept by heartbeats). */
 export const RENEW_EVERY_MS = 5 * 60_000;
 /** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
@@ -73,14 +73,12 @@ export interface Attempt {
   secret: string;
   /** the key's last known balance when the attempt began (caps a stream_incomplete estimate) */
   keyBalanceMicroDiem: bigint | null;
-  leaseId: string;
+  /** whether it still holds its slot of the supplier key's gate (given back exactly once) */
+  keyHeld: boolean;
   /** the slice of the offer this attempt's maximum burn is admitted against */
   offerSlice: Slice;
   startedAt: Date;
 }
-
-/** A slot of a supplier key's gate, with the key it counts against in this process. */
-type KeySlot = GateSlot & { upstreamKeyId: string };
 
 /** One attempt as it is recorded when the request ends. */
 interface AttemptRecord {
@@ -124,13 +122,12 @@ export interface RoutingSession {
   buyerSlice: Slice | null;
   /** slices this request took into or drew on: each is looked at for a give-back when it ends */
   touched: Set<Slice>;
-  buyerLease: string;
-  /** a supplier-key slot taken with the buyer's, for the offer this request will most likely use */
-  prelease?: KeySlot | null;
+  /** the gate slots it holds besides its attempt's supplier key (the buyer key's, the small-model tier's) */
+  gates: string[];
   startedAt: Date;
   firstByteAt: Date | null;
   done: boolean;
-  /** when its gate leases were last renewed (epoch ms) */
+  /** when its in-flight record was last renewed (epoch ms) */
   renewedAt?: number;
   /** the buyer's own max_tokens (re-planning needs it) */
   requestedMaxTokens?: number | undefined;
@@ -202,7 +199,8 @@ export interface RouterDeps {
   config: Config;
   clock: Clock;
   bus: EventBus;
-  gate: Gate;
+  /** in-flight gates (buyer keys, supplier keys, the small-model tier), leased per process */
+  gates: GateLeases;
   keys: RedisKeys;
   secrets: SecretBox;
   resolveModel: (id: string) => Promise<RoutableModel>;
@@ -227,8 +225,6 @@ export class RouterService {
   private readonly keyCache = new Map<string, { secret: string; at: number }>();
   /** each account's ceiling as last seen here (a top-up refuses a stale one; changes are fanned out) */
   private readonly ceilings = new Map<string, number>();
-  /** attempts in flight per supplier key in this process (the Redis gate is the authority) */
-  private readonly keyInFlight = new Map<string, number>();
   private readonly run;
   private readonly ends: Batcher<EndItem, bigint>;
   private readonly lease: HolderLease;
@@ -252,6 +248,11 @@ export class RouterService {
       return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
     };
     this.ends = new Batcher(endBatch, async (i) => (await endBatch([i]))[0] ?? 0n, BATCH);
+  }
+
+  /** This process's in-flight gate leases. */
+  get gates(): GateLeases {
+    return this.deps.gates;
   }
 
   /** Group-commit and escrow figures (observability, tests). */
@@ -302,6 +303,7 @@ export class RouterService {
     if (change.kind === "supply_changed") this.invalidateBook();
     else if (change.kind === "ceiling_changed") this.forgetCeiling(change.id);
     else if (change.kind === "api_key_revoked") this.deps.forgetApiKey?.(change.id);
+    else if (change.kind === "gate_pressure") this.deps.gates.yieldIdle(change.id);
   }
 
   /**
@@ -327,10 +329,10 @@ export class RouterService {
     void drain(routing, (e) => this.applyChange(e));
   }
 
-  /** Stops listening and gives every escrow slice back (call after the server drained). */
+  /** Stops listening and gives every escrow slice and gate slot back (call after the server drained). */
   async close(): Promise<void> {
     this.stopListening?.();
-    await this.lease.close();
+    await Promise.all([this.lease.close(), this.deps.gates.close()]);
   }
 
   /**
@@ -355,57 +357,34 @@ export class RouterService {
       );
     }
     const requestId = randomUUID();
-    const buyerLease = requestId;
-    const gateKey = this.deps.keys.apiKeyInFlight(input.apiKeyId);
+    const gates = this.deps.gates;
+    const buyerGate = this.deps.keys.apiKeyInFlight(input.apiKeyId);
     // the ceiling as last seen by this process (a top-up verifies it)
     const ceiling = this.ceilings.get(input.accountId) ?? (await this.readCeiling(input.accountId));
-    // the buyer key's slot, and in the same round trip a slot of the supplier key this request
-    // will most likely be routed to (the cheapest offer this process would pick now); a wrong
-    // guess is given back when the request is admitted elsewhere
-    const book = await this.book.current();
-    const now = this.deps.clock.now();
-    const guess = book.find(
-      (e) =>
-        this.routable(e, ceiling, now) && (this.keyInFlight.get(e.upstreamKeyId) ?? 0) < SUPPLIER_KEY_MAX_IN_FLIGHT,
-    );
-    const buyerSlot = { key: gateKey, leaseId: buyerLease, limit: this.deps.config.limits.keyMaxInFlight };
-    let prelease: KeySlot | null = null;
-    let admitted: boolean;
-    if (guess) {
-      const slot = this.keySlot(guess.upstreamKeyId, `${requestId}:0`);
-      this.countKey(guess.upstreamKeyId, 1);
-      const got = await this.deps.gate
-        .tryAcquirePair(buyerSlot, { ...slot, limit: SUPPLIER_KEY_MAX_IN_FLIGHT }, REQUEST_LEASE_MS)
-        .catch((e) => {
-          this.countKey(guess.upstreamKeyId, -1);
-          throw e;
-        });
-      if (got === 2) prelease = slot;
-      else this.countKey(guess.upstreamKeyId, -1);
-      admitted = got > 0;
-    } else {
-      admitted = await this.deps.gate.tryAcquire(gateKey, buyerLease, buyerSlot.limit, REQUEST_LEASE_MS);
-    }
-    if (!admitted) {
+    // the buyer key's slot: in memory while this process holds a spare one (see GateLeases)
+    if (!(await gates.acquire(buyerGate, this.deps.config.limits.keyMaxInFlight))) {
       throw new DomainError("key_concurrency_limit", "Too many completions in flight on this API key.", {
         retryAfterSeconds: 1,
       });
     }
+    const held = [buyerGate];
     // SPEC 11: frontier models are the promoted tier; small-model volume may be throttled
     const smallLimit = this.deps.config.limits.smallModelMaxInFlight;
-    const throttled = model.tier === "small" && smallLimit > 0;
-    if (
-      throttled &&
-      !(await this.deps.gate.tryAcquire(this.deps.keys.smallModelGate(), buyerLease, smallLimit, REQUEST_LEASE_MS))
-    ) {
-      await this.releaseGates([{ key: gateKey, leaseId: buyerLease }], prelease);
-      throw new DomainError(
-        "model_throttled",
-        `${model.id} is a small model and its volume is throttled right now; retry shortly or use a frontier model.`,
-        {
-          retryAfterSeconds: 1,
-        },
-      );
+    if (model.tier === "small" && smallLimit > 0) {
+      const smallGate = this.deps.keys.smallModelGate();
+      const ok = await gates.acquire(smallGate, smallLimit).catch((e) => {
+        gates.release(buyerGate);
+        throw e;
+      });
+      if (!ok) {
+        gates.release(buyerGate);
+        throw new DomainError(
+          "model_throttled",
+          `${model.id} is a small model and its volume is throttled right now; retry shortly or use a frontier model.`,
+          { retryAfterSeconds: 1 },
+        );
+      }
+      held.push(smallGate);
     }
     let session: RoutingSession | null = null;
     try {
@@ -432,8 +411,7 @@ export class RouterService {
         attempts: [],
         buyerSlice: null,
         touched: new Set(),
-        buyerLease,
-        prelease,
+        gates: held,
         startedAt: this.deps.clock.now(),
         firstByteAt: null,
         done: false,
@@ -469,10 +447,8 @@ export class RouterService {
       if (session && !session.done && (session.touched.size > 0 || session.attempts.length > 0)) {
         await this.abort(session, e instanceof DomainError ? e.code : "internal_error");
       } else if (!session?.done) {
-        const slots = [{ key: gateKey, leaseId: buyerLease }];
-        if (throttled) slots.push({ key: this.deps.keys.smallModelGate(), leaseId: buyerLease });
-        await this.releaseGates(slots, session ? session.prelease : prelease);
-        if (session) session.prelease = null;
+        for (const g of held) gates.release(g);
+        if (session) session.gates = [];
       }
       throw e;
     }
@@ -515,12 +491,9 @@ export class RouterService {
       for (const entry of book) {
         if (!this.routable(entry, session.ceilingCents, now)) continue;
         if (session.tried.includes(entry.upstreamKeyId)) continue;
-        // a key this request already holds a slot of (taken with the buyer's) is never busy for it
-        const mine = session.prelease?.upstreamKeyId === entry.upstreamKeyId;
         if (
-          !mine &&
-          (busy.includes(entry.upstreamKeyId) ||
-            (this.keyInFlight.get(entry.upstreamKeyId) ?? 0) >= SUPPLIER_KEY_MAX_IN_FLIGHT)
+          busy.includes(entry.upstreamKeyId) ||
+          this.deps.gates.inUse(this.supplierGate(entry.upstreamKeyId)) >= SUPPLIER_KEY_MAX_IN_FLIGHT
         ) {
           waitingOnBusy = true;
           continue;
@@ -705,30 +678,16 @@ export class RouterService {
     session.touched.add(slice);
     const ordinal = ++session.ordinals;
     const key = entry.upstreamKeyId;
-    const pre = session.prelease;
-    session.prelease = null;
-    let leaseId: string;
     let ok: boolean;
-    if (pre && pre.upstreamKeyId === key) {
-      // the slot taken with the buyer's (the usual case): no round trip
-      leaseId = pre.leaseId;
-      ok = true;
-    } else {
-      if (pre) void this.releaseGates([], pre);
-      leaseId = `${session.requestId}:${ordinal}`;
-      this.countKey(key, 1);
-      ok = await this.deps.gate
-        .tryAcquire(this.deps.keys.upstreamKeyInFlight(key), leaseId, SUPPLIER_KEY_MAX_IN_FLIGHT, REQUEST_LEASE_MS)
-        .catch((e) => {
-          slice.used -= burn;
-          this.countKey(key, -1);
-          throw e;
-        });
+    try {
+      ok = await this.deps.gates.acquire(this.supplierGate(key), SUPPLIER_KEY_MAX_IN_FLIGHT);
+    } catch (e) {
+      slice.used -= burn;
+      throw e;
     }
     if (!ok) {
       // the key is at its in-flight limit across processes: give the admission back, next offer
       slice.used -= burn;
-      this.countKey(key, -1);
       session.attempts.push({
         ordinal,
         key,
@@ -752,47 +711,16 @@ export class RouterService {
       priceCentsPerDollar: entry.priceCentsPerDollar,
       secret,
       keyBalanceMicroDiem: entry.keyBalanceMicroDiem,
-      leaseId,
+      keyHeld: true,
       offerSlice: slice,
       startedAt: now,
     };
     return session.attempt;
   }
 
-  /**
-   * Frees the supplier key's gate slot. This process's count of the key's attempts drops only once
-   * Redis has the slot back, so it never runs ahead of the gate (a request would otherwise pick a
-   * key the gate still counts as full, and be turned away to a colder offer).
-   */
-  private async freeKey(key: string, leaseId: string): Promise<void> {
-    await this.releaseGates([], this.keySlot(key, leaseId));
-  }
-
-  /** A request's slot of a supplier key's gate. */
-  private keySlot(upstreamKeyId: string, leaseId: string): KeySlot {
-    return { key: this.deps.keys.upstreamKeyInFlight(upstreamKeyId), leaseId, upstreamKeyId };
-  }
-
-  /** This process's count of a supplier key's attempts (the Redis gate is the authority). */
-  private countKey(upstreamKeyId: string, delta: 1 | -1): void {
-    const n = (this.keyInFlight.get(upstreamKeyId) ?? 0) + delta;
-    if (n <= 0) this.keyInFlight.delete(upstreamKeyId);
-    else this.keyInFlight.set(upstreamKeyId, n);
-  }
-
-  /**
-   * Gives gate slots back in one round trip; supplier-key slots (`keys`) leave this process's count
-   * once Redis has them back. Never throws: leases expire anyway.
-   */
-  private async releaseGates(slots: GateSlot[], ...keys: Array<KeySlot | null | undefined>): Promise<void> {
-    const held = keys.filter((k): k is KeySlot => !!k);
-    try {
-      await this.deps.gate.releaseMany([...slots, ...held.map((k) => ({ key: k.key, leaseId: k.leaseId }))]);
-    } catch {
-      // the leases expire anyway
-    } finally {
-      for (const k of held) this.countKey(k.upstreamKeyId, -1);
-    }
+  /** The gate of a supplier key's in-flight completions. */
+  private supplierGate(upstreamKeyId: string): string {
+    return this.deps.keys.upstreamKeyInFlight(upstreamKeyId);
   }
 
   /**
@@ -860,7 +788,7 @@ export class RouterService {
       item.undo();
       const last = session.attempts[session.attempts.length - 1];
       if (last) last.outcome = "aborted";
-      await this.freeKey(attempt.upstreamKeyId, attempt.leaseId);
+      this.freeKey(attempt);
       throw await this.fail(
         session,
         new DomainError("settle_failed", "Settlement did not commit; nothing was charged. Safe to retry.", {
@@ -870,7 +798,7 @@ export class RouterService {
     }
     session.done = true;
     session.timing.settleMs = performance.now() - settleStart;
-    void this.releaseSlots(session, attempt); // leases expire anyway: never make the buyer wait on Redis
+    this.releaseSlots(session, attempt);
     void this.unbridge(session);
     this.published(
       {
@@ -922,7 +850,7 @@ export class RouterService {
       );
     }
     void this.unbridge(session);
-    await this.releaseSlots(session, attempt);
+    this.releaseSlots(session, attempt);
   }
 
   /** The stream's record is written (or could not be): its in-flight record goes. */
@@ -961,9 +889,8 @@ export class RouterService {
   }
 
   /**
-   * Keeps a long-running request's gate slots alive: pushes its leases REQUEST_LEASE_MS ahead (its
-   * escrow is the holder's, renewed by the heartbeat). Cheap to call often; works at most every
-   * RENEW_EVERY_MS.
+   * Keeps a long-running stream's in-flight record alive (its gate slots and escrow are the
+   * process's, kept by their heartbeats). Cheap to call often; works at most every RENEW_EVERY_MS.
    */
   async renew(session: RoutingSession, force = false): Promise<void> {
     const now = Date.now();
@@ -971,14 +898,6 @@ export class RouterService {
     session.renewedAt = now;
     if (session.bridged)
       await this.deps.inFlight?.renew(session.supportReference, REQUEST_LEASE_MS).catch(() => undefined);
-    await this.deps.gate.renew(this.deps.keys.apiKeyInFlight(session.apiKeyId), session.buyerLease, REQUEST_LEASE_MS);
-    if (session.attempt) {
-      await this.deps.gate.renew(
-        this.deps.keys.upstreamKeyInFlight(session.attempt.upstreamKeyId),
-        session.attempt.leaseId,
-        REQUEST_LEASE_MS,
-      );
-    }
   }
 
   /** Marks the first byte sent to the buyer (timings). */
@@ -1144,7 +1063,7 @@ export class RouterService {
             ? "supplier_exhausted"
             : "supplier_auth_failed";
     this.endAttemptInMemory(session, a, outcome, failure, now);
-    await this.freeKey(a.upstreamKeyId, a.leaseId);
+    this.freeKey(a);
     if (failure?.kind === "supplier_exhausted" || failure?.kind === "supplier_auth") {
       await this.markKey(a.upstreamKeyId, failure.kind, now);
     }
@@ -1179,15 +1098,18 @@ export class RouterService {
     this.deps.bus.publish("routingChanged", { kind: "supply_changed" });
   }
 
-  /** The request's gate slots back, in one round trip. */
-  private async releaseSlots(session: RoutingSession, attempt: Attempt | null = session.attempt): Promise<void> {
-    const slots: GateSlot[] = [{ key: this.deps.keys.apiKeyInFlight(session.apiKeyId), leaseId: session.buyerLease }];
-    if (session.model.tier === "small" && this.deps.config.limits.smallModelMaxInFlight > 0) {
-      slots.push({ key: this.deps.keys.smallModelGate(), leaseId: session.buyerLease });
-    }
-    const pre = session.prelease;
-    session.prelease = null;
-    await this.releaseGates(slots, attempt ? this.keySlot(attempt.upstreamKeyId, attempt.leaseId) : null, pre);
+  /** The request's gate slots back (in memory; see GateLeases), its attempt's supplier key's included. */
+  private releaseSlots(session: RoutingSession, attempt: Attempt | null = session.attempt): void {
+    for (const g of session.gates) this.deps.gates.release(g);
+    session.gates = [];
+    if (attempt) this.freeKey(attempt);
+  }
+
+  /** The attempt's slot of its supplier key's gate back (once). */
+  private freeKey(attempt: Attempt): void {
+    if (!attempt.keyHeld) return;
+    attempt.keyHeld = false;
+    this.deps.gates.release(this.supplierGate(attempt.upstreamKeyId));
   }
 
   private insufficientBalance(session: RoutingSession): DomainError {

@@ -1,52 +1,154 @@
-// The Redis lease gates against a real Redis: the paired acquisition (a buyer key's slot and a
-// supplier key's in one round trip) never takes the second without the first, never exceeds
-// either limit under concurrency, and one call releases many leases.
+// In-flight gates leased per process (GateLeases) against a real Redis: the limit holds across
+// processes under concurrency; a freed slot serves the process's next request without a round
+// trip; idle slots go back after a trim window, or at once when another process asks; a dead
+// process's slots come back when its lease lapses; a clean close gives everything back.
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, test } from "vitest";
 import { closeRedis, createRedis } from "../../../src/adapters/redis/client.js";
-import { createGate } from "../../../src/adapters/redis/gates.js";
+import { GateLeases, type GateLeasesOptions } from "../../../src/adapters/redis/gate-leases.js";
 import { REDIS_URL } from "../../support/db.js";
 
 const redis = createRedis(REDIS_URL, "command");
-const gate = createGate(redis);
-afterAll(() => closeRedis(redis));
+const open: GateLeases[] = [];
+afterAll(async () => {
+  await Promise.all(open.map((g) => g.close()));
+  await closeRedis(redis);
+});
 
-const keys = () => {
+/** One deployment's holders set and a fresh gate key in it. */
+function deployment() {
   const p = `test:gates:${randomUUID()}`;
-  return { buyer: `${p}:buyer`, supplier: `${p}:supplier` };
-};
-const slot = (key: string, limit: number) => ({ key, leaseId: randomUUID(), limit });
+  return { holdersKey: `${p}:holders`, gate: (name = "g") => `${p}:gate:${name}` };
+}
 
-describe("lease gates", () => {
-  test("a pair: both taken (2); the second full (1, only the first taken); the first full (0, nothing taken)", async () => {
-    const k = keys();
-    expect(await gate.tryAcquirePair(slot(k.buyer, 2), slot(k.supplier, 1), 60_000)).toBe(2);
-    expect(await gate.tryAcquirePair(slot(k.buyer, 2), slot(k.supplier, 1), 60_000)).toBe(1);
-    expect([await gate.count(k.buyer), await gate.count(k.supplier)]).toEqual([2, 1]);
-    expect(await gate.tryAcquirePair(slot(k.buyer, 2), slot(k.supplier, 5), 60_000)).toBe(0);
-    expect([await gate.count(k.buyer), await gate.count(k.supplier)]).toEqual([2, 1]);
+/** A process's gate leases (closed after the file). */
+function processOf(d: { holdersKey: string }, opts: Partial<GateLeasesOptions> = {}): GateLeases {
+  const g = new GateLeases(redis, { holdersKey: d.holdersKey, ...opts });
+  open.push(g);
+  return g;
+}
+
+/** Slots each holder has in the gate, as Redis counts them. */
+async function held(gate: string): Promise<Record<string, number>> {
+  const h = await redis.hgetall(gate);
+  return Object.fromEntries(Object.entries(h).map(([k, v]) => [k, Number(v)]));
+}
+
+/** Polls until `gate`'s holders in Redis equal `want` (a trim runs on a timer). */
+async function heldBecomes(gate: string, want: Record<string, number>, timeoutMs = 3_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (JSON.stringify(await held(gate)) !== JSON.stringify(want) && Date.now() < until) await sleep(10);
+  expect(await held(gate)).toEqual(want);
+}
+
+const sum = (h: Record<string, number>) => Object.values(h).reduce((a, b) => a + b, 0);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("gate leases", () => {
+  test("a freed slot serves this process's next request in memory; Redis counts the process's lease", async () => {
+    const d = deployment();
+    const a = processOf(d);
+    const gate = d.gate();
+    expect(await a.acquire(gate, 4)).toBe(true);
+    expect(a.stats).toEqual({ local: 1, grows: 1 });
+    a.release(gate);
+    expect(await a.acquire(gate, 4)).toBe(true);
+    expect(await a.acquire(gate, 4)).toBe(true);
+    // the first grow took one slot; the third acquisition needed one more
+    expect(a.stats.grows).toBe(2);
+    expect(a.inUse(gate)).toBe(2);
+    expect(await held(gate)).toEqual({ [a.id]: 2 });
   });
 
-  test("expired leases do not count", async () => {
-    const k = keys();
-    expect(await gate.tryAcquirePair(slot(k.buyer, 1), slot(k.supplier, 1), 1)).toBe(2);
-    await new Promise((r) => setTimeout(r, 10));
-    expect(await gate.tryAcquirePair(slot(k.buyer, 1), slot(k.supplier, 1), 60_000)).toBe(2);
+  test("the limit holds across processes under 300 concurrent acquisitions; everything goes back once idle", async () => {
+    const d = deployment();
+    const procs = [processOf(d), processOf(d), processOf(d)];
+    const gate = d.gate();
+    const got = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => procs[i % 3]?.acquire(gate, 7) ?? Promise.resolve(false)),
+    );
+    expect(got.filter(Boolean)).toHaveLength(7);
+    expect(procs.reduce((n, p) => n + p.inUse(gate), 0)).toBe(7);
+    expect(sum(await held(gate))).toBe(7);
+    // released in memory: nothing moves in Redis at once (a trim window must pass unused)
+    for (const p of procs) for (let i = p.inUse(gate); i > 0; i--) p.release(gate);
+    expect(sum(await held(gate))).toBe(7);
+
+    await heldBecomes(gate, {});
+    expect(procs.map((p) => p.leased(gate))).toEqual([0, 0, 0]);
   });
 
-  test("200 concurrent pairs never exceed either limit; releaseMany frees every lease in one call", async () => {
-    const k = keys();
-    const tries = Array.from({ length: 200 }, () => ({ b: slot(k.buyer, 8), s: slot(k.supplier, 5) }));
-    const got = await Promise.all(tries.map((t) => gate.tryAcquirePair(t.b, t.s, 60_000)));
-    expect(got.filter((g) => g >= 1)).toHaveLength(8);
-    expect(got.filter((g) => g === 2)).toHaveLength(5);
-    expect([await gate.count(k.buyer), await gate.count(k.supplier)]).toEqual([8, 5]);
-    const held = tries.flatMap((t, i) => {
-      const g = got[i] ?? 0;
-      return [...(g >= 1 ? [t.b] : []), ...(g === 2 ? [t.s] : [])];
+  test("a gate in steady use keeps its slots: no round trip per request", async () => {
+    const d = deployment();
+    const a = processOf(d);
+    const gate = d.gate();
+    for (let i = 0; i < 50; i++) {
+      expect(await a.acquire(gate, 2)).toBe(true);
+      await sleep(2);
+      a.release(gate);
+    }
+    expect(a.stats.grows).toBe(1);
+    expect(a.stats.local).toBe(50);
+  });
+
+  test("refused while another process holds idle slots: it is asked to give them back, and the retry succeeds", async () => {
+    const d = deployment();
+    const gate = d.gate();
+    // a trim window too long to matter: only the pressure can free the slots in time
+    const a = processOf(d, { trimMs: 60_000 });
+    const asked: string[] = [];
+    const b = processOf(d, {
+      onPressure: (g) => {
+        asked.push(g);
+        a.yieldIdle(g);
+      },
     });
-    await gate.releaseMany(held.map((h) => ({ key: h.key, leaseId: h.leaseId })));
-    expect([await gate.count(k.buyer), await gate.count(k.supplier)]).toEqual([0, 0]);
-    await gate.releaseMany([]);
+    expect(await a.acquire(gate, 2)).toBe(true);
+    expect(await a.acquire(gate, 2)).toBe(true);
+    a.release(gate); // one idle slot stays with a, one is in use
+    expect(await b.acquire(gate, 2)).toBe(true);
+    expect(asked).toEqual([gate]);
+    expect(await held(gate)).toEqual({ [a.id]: 1, [b.id]: 1 });
+    // a slot in use is never yielded: the next refusal stands
+    expect(await b.acquire(gate, 2)).toBe(false);
+    expect(await held(gate)).toEqual({ [a.id]: 1, [b.id]: 1 });
+  });
+
+  test("a dead process's slots come back when its lease lapses; a stalled one re-asserts what it still uses", async () => {
+    const d = deployment();
+    const gate = d.gate();
+    const a = processOf(d, { trimMs: 60_000 });
+    const b = processOf(d);
+    expect(await a.acquire(gate, 2)).toBe(true);
+    expect(await a.acquire(gate, 2)).toBe(true);
+    expect(await b.acquire(gate, 2)).toBe(false);
+    // a stops renewing (its lease runs out)
+    await redis.zadd(d.holdersKey, Date.now() - 1, a.id);
+    expect(await b.acquire(gate, 2)).toBe(true);
+    expect(await held(gate)).toEqual({ [b.id]: 1 });
+    // a was only stalled: its next heartbeat registers it again with the slots its requests hold
+    await a.heartbeat();
+    expect(await held(gate)).toEqual({ [a.id]: 2, [b.id]: 1 });
+    // over the limit for now: nobody gets another until enough are given back
+    expect(await b.acquire(gate, 2)).toBe(false);
+    a.release(gate);
+    a.release(gate);
+    a.yieldIdle(gate);
+    await heldBecomes(gate, { [b.id]: 1 });
+    expect(await b.acquire(gate, 2)).toBe(true);
+  });
+
+  test("close gives every slot back and leaves the holders", async () => {
+    const d = deployment();
+    const a = new GateLeases(redis, { holdersKey: d.holdersKey });
+    const [g1, g2] = [d.gate("one"), d.gate("two")];
+    expect(await a.acquire(g1, 3)).toBe(true);
+    expect(await a.acquire(g2, 3)).toBe(true);
+    expect(await redis.zscore(d.holdersKey, a.id)).not.toBeNull();
+    await a.close();
+    expect(await held(g1)).toEqual({});
+    expect(await held(g2)).toEqual({});
+    expect(await redis.zscore(d.holdersKey, a.id)).toBeNull();
+    await expect(a.acquire(g1, 3)).rejects.toThrow(/closed/);
   });
 });

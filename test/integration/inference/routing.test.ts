@@ -169,27 +169,29 @@ describe("streaming faults", () => {
   });
 });
 
-describe("long requests", () => {
-  test("renew pushes a live request's gate leases forward (its escrow is the holder's, kept by the heartbeat)", async () => {
+describe("gate slots", () => {
+  test("a request's gate slots are its process's lease: taken and freed in memory, given back to Redis once idle", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const router = world.app.rt.services.router;
+    const { redis, keys, services } = world.app.rt;
+    const gates = services.router.gates;
     const session = await openSession(world.app, buyer.accountId, { stream: true, promptEstimate: 50 });
-    const { redis, keys } = world.app.rt;
-    const score = async (key: string, lease: string) => Number(await redis.command.zscore(key, lease));
     const buyerGate = keys.apiKeyInFlight(session.apiKeyId);
     const keyGate = keys.upstreamKeyInFlight(session.attempt?.upstreamKeyId ?? "");
+    const held = async (gate: string) => Number((await redis.command.hget(gate, gates.id)) ?? 0);
     try {
-      // simulate a stream older than the lease: both slots would be taken by the next acquirer…
-      await redis.command.zadd(buyerGate, Date.now() - 1000, session.buyerLease);
-      await redis.command.zadd(keyGate, Date.now() - 1000, session.attempt?.leaseId ?? "");
-      await router.renew(session, true);
-      // …and after renewal they are good for another lease
-      expect(await score(buyerGate, session.buyerLease)).toBeGreaterThan(Date.now() + 60_000);
-      expect(await score(keyGate, session.attempt?.leaseId ?? "")).toBeGreaterThan(Date.now() + 60_000);
+      expect([gates.inUse(buyerGate), gates.inUse(keyGate)]).toEqual([1, 1]);
+      expect([await held(buyerGate), await held(keyGate)]).toEqual([1, 1]);
     } finally {
-      await router.abort(session, "test_done");
+      await services.router.abort(session, "test_done");
     }
+    // freed in memory at once; Redis gets the slots back once a trim window passes unused
+    expect([gates.inUse(buyerGate), gates.inUse(keyGate)]).toEqual([0, 0]);
+    const until = Date.now() + 3_000;
+    while ((await held(buyerGate)) + (await held(keyGate)) > 0 && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect([await held(buyerGate), await held(keyGate)]).toEqual([0, 0]);
     await expectHoldsReleased(world.app, buyer.accountId);
   });
 });

@@ -1,0 +1,355 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { logger } from "../../lib/logger.js";
+
+/**
+ * In-flight gates shared by every process, leased per process (the way escrow leases money).
+ *
+ * A gate (a buyer API key, a supplier key, the small-model tier) has a limit. Redis keeps, per
+ * gate, how many of its slots each process holds (a hash: holder → slots); the sum never exceeds
+ * the limit. A process admits a request against the slots it holds, in memory; only when they are
+ * all in use does it ask Redis for more (one short Lua script that counts every live holder's
+ * slots first). A slot a request gives back stays with the process for a moment, for its next
+ * request, and goes back to Redis once unused for a trim window (at most `2 × GATE_TRIM_MS`), or at
+ * once when another process was refused for want of it (`yieldIdle`, on a pressure message).
+ *
+ * So the limit holds exactly across processes; what changes is who may use a free slot: for at most
+ * a trim window, only the process that last used it, unless another asks.
+ *
+ * Holders are leased too: a sorted set scores each holder by its lease's expiry, renewed by a
+ * heartbeat. A process that dies stops renewing, and the next process to grow a lease on a gate it
+ * held drops its slots there (so a crash frees its slots after `GATE_HOLDER_TTL_MS`). A process
+ * that was only stalled past its lease registers again and re-asserts the slots its requests still
+ * use (for a moment the sum may then exceed the limit, as any lease scheme must allow).
+ */
+
+/** A holder's lease: its slots are presumed abandoned this long after its last heartbeat. */
+export const GATE_HOLDER_TTL_MS = 30_000;
+/** Heartbeat period (several per lease, so a slow beat never lapses it). */
+export const GATE_HEARTBEAT_MS = 5_000;
+/** Leased slots unused for a whole window of this length go back to Redis. */
+export const GATE_TRIM_MS = 100;
+/** A refused grow while other processes hold slots asks them to give idle ones back, then retries once after this. */
+export const GATE_PRESSURE_WAIT_MS = 15;
+/** Gate hashes are forgotten this long after their last grow (everything in them is dead by then). */
+const GATE_KEY_TTL_MS = 10 * GATE_HOLDER_TTL_MS;
+
+// KEYS[1] the gate (hash holder → slots), KEYS[2] the holders (zset holder → lease expiry, ms)
+// ARGV: holder, want, limit, gate key ttl. Returns {granted, others' slots} or {-1, 0} when the
+// caller's own lease has lapsed (it must register again first).
+const GROW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local mine = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not mine or tonumber(mine) < now then return {-1, 0} end
+local others = 0
+local own = 0
+local f = redis.call('HGETALL', KEYS[1])
+for i = 1, #f, 2 do
+  local h = f[i]
+  if h == ARGV[1] then
+    own = tonumber(f[i + 1])
+  else
+    local s = redis.call('ZSCORE', KEYS[2], h)
+    if s and tonumber(s) >= now then others = others + tonumber(f[i + 1]) else redis.call('HDEL', KEYS[1], h) end
+  end
+end
+local grant = math.min(tonumber(ARGV[2]), tonumber(ARGV[3]) - others - own)
+if grant < 1 then return {0, others} end
+redis.call('HINCRBY', KEYS[1], ARGV[1], grant)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
+return {grant, others}
+`;
+
+// KEYS: gates; ARGV[1] holder, ARGV[i + 1] slots given back to KEYS[i]
+const SHRINK = `
+for i, k in ipairs(KEYS) do
+  local n = redis.call('HINCRBY', k, ARGV[1], -tonumber(ARGV[i + 1]))
+  if n <= 0 then redis.call('HDEL', k, ARGV[1]) end
+end
+return #KEYS
+`;
+
+// KEYS[1] the holders; ARGV holder, ttl. Renews (or starts) the lease; returns 1 when it was live,
+// 0 when it had lapsed or never existed. Holders dead for ten leases are forgotten.
+const BEAT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 10 * ttl)
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+if s and tonumber(s) >= now then return 1 end
+return 0
+`;
+
+// KEYS: gates; ARGV[1] holder, ARGV[i + 1] the slots it holds in KEYS[i] (after a lapse)
+const ASSERT = `
+for i, k in ipairs(KEYS) do
+  redis.call('HSET', k, ARGV[1], ARGV[i + 1])
+  redis.call('PEXPIRE', k, tonumber(ARGV[#ARGV]))
+end
+return #KEYS
+`;
+
+type ScriptRedis = Redis & {
+  gateGrow(
+    gate: string,
+    holders: string,
+    holder: string,
+    want: number,
+    limit: number,
+    ttl: number,
+  ): Promise<[number, number]>;
+  gateShrink(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
+  gateBeat(holders: string, holder: string, ttl: number): Promise<number>;
+  gateAssert(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
+};
+
+/** One gate as this process sees it. */
+interface LocalGate {
+  /** slots this process holds in Redis */
+  leased: number;
+  /** slots its requests use now */
+  used: number;
+  /** most used at once since the last trim */
+  peak: number;
+  /** a grow under way (the slots granted), shared by everyone who found the lease full */
+  growing: Promise<number> | null;
+  /** requests waiting for that grow */
+  waiting: number;
+}
+
+export interface GateLeasesOptions {
+  /** Holders' sorted set (one per deployment). */
+  holdersKey: string;
+  /** Told when a grow was refused while other processes held slots of `gate` (publish it to all). */
+  onPressure?: (gate: string) => void;
+  /** Trim window (default GATE_TRIM_MS). */
+  trimMs?: number;
+}
+
+export interface GateStats {
+  /** acquisitions served from the process's own slots */
+  local: number;
+  /** round trips to Redis to grow a lease */
+  grows: number;
+}
+
+export class GateLeases {
+  readonly id = randomUUID();
+  readonly stats: GateStats = { local: 0, grows: 0 };
+  private readonly redis: ScriptRedis;
+  private readonly gates = new Map<string, LocalGate>();
+  private registered: Promise<void> | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private trimTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(
+    redis: Redis,
+    private readonly opts: GateLeasesOptions,
+  ) {
+    this.redis = redis as ScriptRedis;
+    if (typeof this.redis.gateGrow !== "function") {
+      redis.defineCommand("gateGrow", { numberOfKeys: 2, lua: GROW });
+      redis.defineCommand("gateShrink", { lua: SHRINK });
+      redis.defineCommand("gateBeat", { numberOfKeys: 1, lua: BEAT });
+      redis.defineCommand("gateAssert", { lua: ASSERT });
+    }
+  }
+
+  /**
+   * Takes one slot of `gate` (at most `limit` in use across all processes): in memory when this
+   * process holds a spare one, otherwise by growing its lease in Redis. False when the gate is full.
+   */
+  async acquire(gate: string, limit: number): Promise<boolean> {
+    if (this.closed) throw new Error("gates closed");
+    let pressed = false;
+    for (;;) {
+      const g = this.local(gate);
+      if (g.used < g.leased) {
+        g.used++;
+        if (g.used > g.peak) g.peak = g.used;
+        this.stats.local++;
+        return true;
+      }
+      if (g.leased >= limit) return false;
+      if (g.growing) {
+        g.waiting++;
+        const granted = await g.growing.finally(() => g.waiting--);
+        if (granted <= 0) return false;
+        continue;
+      }
+      // everyone who finds the lease full while this grow is under way waits for it: ask for them
+      // too, plus a quarter of what is in use (a busy gate grows in steps, not one slot at a time)
+      const want = Math.min(limit - g.leased, 1 + g.waiting + Math.floor(g.used / 4));
+      const grown = this.grow(gate, g, want, limit);
+      g.growing = grown.then((r) => r.granted);
+      const r = await grown.finally(() => {
+        g.growing = null;
+      });
+      if (r.granted > 0) continue;
+      if (r.others > 0 && !pressed) {
+        // other processes hold slots, perhaps idle ones: ask them to give those back, then try once more
+        pressed = true;
+        this.opts.onPressure?.(gate);
+        await new Promise((res) => setTimeout(res, GATE_PRESSURE_WAIT_MS));
+        continue;
+      }
+      this.forgetIfIdle(gate, g);
+      return false;
+    }
+  }
+
+  /** Gives a slot back to this process (Redis gets it once unused for a trim window). */
+  release(gate: string): void {
+    const g = this.gates.get(gate);
+    if (!g || g.used <= 0) {
+      logger.error({ gate }, "gate slot released twice");
+      return;
+    }
+    g.used--;
+  }
+
+  /** Slots of `gate` this process's requests use now. */
+  inUse(gate: string): number {
+    return this.gates.get(gate)?.used ?? 0;
+  }
+
+  /** Slots of `gate` this process holds in Redis. */
+  leased(gate: string): number {
+    return this.gates.get(gate)?.leased ?? 0;
+  }
+
+  /** Another process wants slots of `gate`: give back every slot held here and not in use. */
+  yieldIdle(gate: string): void {
+    const g = this.gates.get(gate);
+    if (!g || g.leased <= g.used) return;
+    const n = g.leased - g.used;
+    g.leased = g.used;
+    g.peak = g.used;
+    void this.shrink([[gate, n]]);
+  }
+
+  /** Stops the timers and gives every slot back (a clean shutdown; call once requests have drained). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    if (this.trimTimer) clearInterval(this.trimTimer);
+    this.heartbeatTimer = this.trimTimer = null;
+    const back: Array<[string, number]> = [];
+    for (const [gate, g] of this.gates) if (g.leased > 0) back.push([gate, g.leased]);
+    this.gates.clear();
+    if (!this.registered) return;
+    await this.shrink(back);
+    await this.redis.zrem(this.opts.holdersKey, this.id).catch(() => undefined);
+  }
+
+  /** Renews this holder's lease; after a lapse, re-asserts the slots its requests still use. */
+  async heartbeat(): Promise<void> {
+    try {
+      const live = await this.redis.gateBeat(this.opts.holdersKey, this.id, GATE_HOLDER_TTL_MS);
+      if (live === 1) return;
+      logger.warn({ holder: this.id }, "gate holder lease had lapsed; re-asserting its slots");
+      const held = [...this.gates].filter(([, g]) => g.leased > 0);
+      if (held.length === 0) return;
+      await this.redis.gateAssert(
+        held.length,
+        ...held.map(([gate]) => gate),
+        this.id,
+        ...held.map(([, g]) => g.leased),
+        GATE_KEY_TTL_MS,
+      );
+    } catch (e) {
+      logger.warn({ err: e, holder: this.id }, "gate heartbeat failed");
+    }
+  }
+
+  /**
+   * Gives back slots unused for a whole trim window: each gate keeps as many as its requests used
+   * at most since the last trim.
+   */
+  trim(): void {
+    const back: Array<[string, number]> = [];
+    for (const [gate, g] of this.gates) {
+      const keep = Math.max(g.used, g.peak);
+      g.peak = g.used;
+      if (g.leased > keep && !g.growing) {
+        back.push([gate, g.leased - keep]);
+        g.leased = keep;
+      }
+      this.forgetIfIdle(gate, g);
+    }
+    if (back.length > 0) void this.shrink(back);
+  }
+
+  private local(gate: string): LocalGate {
+    let g = this.gates.get(gate);
+    if (!g) {
+      g = { leased: 0, used: 0, peak: 0, growing: null, waiting: 0 };
+      this.gates.set(gate, g);
+    }
+    return g;
+  }
+
+  private forgetIfIdle(gate: string, g: LocalGate): void {
+    if (g.leased === 0 && g.used === 0 && !g.growing && g.waiting === 0) this.gates.delete(gate);
+  }
+
+  private register(): Promise<void> {
+    if (!this.registered) {
+      this.registered = this.redis
+        .gateBeat(this.opts.holdersKey, this.id, GATE_HOLDER_TTL_MS)
+        .then(() => {
+          if (this.closed) return;
+          this.heartbeatTimer = setInterval(() => void this.heartbeat(), GATE_HEARTBEAT_MS);
+          this.heartbeatTimer.unref();
+          this.trimTimer = setInterval(() => this.trim(), this.opts.trimMs ?? GATE_TRIM_MS);
+          this.trimTimer.unref();
+        })
+        .catch((e) => {
+          this.registered = null;
+          throw e;
+        });
+    }
+    return this.registered;
+  }
+
+  private async grow(
+    gate: string,
+    g: LocalGate,
+    want: number,
+    limit: number,
+  ): Promise<{ granted: number; others: number }> {
+    await this.register();
+    for (let lapsed = 0; ; lapsed++) {
+      this.stats.grows++;
+      const [granted, others] = await this.redis.gateGrow(
+        gate,
+        this.opts.holdersKey,
+        this.id,
+        want,
+        limit,
+        GATE_KEY_TTL_MS,
+      );
+      if (granted === -1 && lapsed === 0) {
+        await this.heartbeat();
+        continue;
+      }
+      if (granted > 0) g.leased += granted;
+      return { granted: Math.max(0, granted), others };
+    }
+  }
+
+  private async shrink(back: Array<[string, number]>): Promise<void> {
+    if (back.length === 0) return;
+    try {
+      await this.redis.gateShrink(back.length, ...back.map(([gate]) => gate), this.id, ...back.map(([, n]) => n));
+    } catch (e) {
+      // still counted in Redis: count them as held here too, so a later trim gives them back
+      for (const [gate, n] of back) this.local(gate).leased += n;
+      logger.warn({ err: e }, "could not give gate slots back");
+    }
+  }
+}
