@@ -9,12 +9,17 @@ import { logger } from "../../lib/logger.js";
  * gate, how many of its slots each process holds (a hash: holder → slots); the sum never exceeds
  * the limit. A process admits a request against the slots it holds, in memory; only when they are
  * all in use does it ask Redis for more (one short Lua script that counts every live holder's
- * slots first). A slot a request gives back stays with the process for a moment, for its next
- * request, and goes back to Redis once unused for a trim window (at most `2 × GATE_TRIM_MS`), or at
- * once when another process was refused for want of it (`yieldIdle`, on a pressure message).
+ * slots first).
+ *
+ * A gate only this process uses keeps a freed slot for its next request, and gives it back to
+ * Redis once unused for a trim window (at most `2 × GATE_TRIM_MS`). A gate other processes use too
+ * (a grow saw their slots, or one of them asked) is *shared* for a while (`GATE_SHARED_MS`): there
+ * a freed slot goes back at once (in the same tick), as a per-request gate would. A process refused
+ * while others hold slots asks them to give back idle ones (`onPressure` → `yieldIdle` everywhere)
+ * and tries again a few times over `GATE_PRESSURE_WAITS_MS`.
  *
  * So the limit holds exactly across processes; what changes is who may use a free slot: for at most
- * a trim window, only the process that last used it, unless another asks.
+ * a trim window, only the process that last used it, and only while no other process wants it.
  *
  * Holders are leased too: a sorted set scores each holder by its lease's expiry, renewed by a
  * heartbeat. A process that dies stops renewing, and the next process to grow a lease on a gate it
@@ -29,8 +34,10 @@ export const GATE_HOLDER_TTL_MS = 30_000;
 export const GATE_HEARTBEAT_MS = 5_000;
 /** Leased slots unused for a whole window of this length go back to Redis. */
 export const GATE_TRIM_MS = 100;
-/** A refused grow while other processes hold slots asks them to give idle ones back, then retries once after this. */
-export const GATE_PRESSURE_WAIT_MS = 15;
+/** A grow refused while other processes hold slots asks them for idle ones, then tries again after each of these waits. */
+export const GATE_PRESSURE_WAITS_MS = [5, 10, 20, 40, 80] as const;
+/** A gate seen used by another process gives freed slots back at once for this long. */
+export const GATE_SHARED_MS = 5_000;
 /** Gate hashes are forgotten this long after their last grow (everything in them is dead by then). */
 const GATE_KEY_TTL_MS = 10 * GATE_HOLDER_TTL_MS;
 
@@ -118,6 +125,8 @@ interface LocalGate {
   growing: Promise<number> | null;
   /** requests waiting for that grow */
   waiting: number;
+  /** until when (epoch ms) other processes are known to use it: freed slots go back at once */
+  sharedUntil: number;
 }
 
 export interface GateLeasesOptions {
@@ -142,6 +151,8 @@ export class GateLeases {
   private readonly redis: ScriptRedis;
   private readonly gates = new Map<string, LocalGate>();
   private registered: Promise<void> | null = null;
+  /** gates with slots to give back at the end of this tick (shared gates' freed slots) */
+  private readonly toGiveBack = new Set<string>();
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private trimTimer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -165,7 +176,7 @@ export class GateLeases {
    */
   async acquire(gate: string, limit: number): Promise<boolean> {
     if (this.closed) throw new Error("gates closed");
-    let pressed = false;
+    let pressed = 0;
     for (;;) {
       const g = this.local(gate);
       if (g.used < g.leased) {
@@ -182,19 +193,20 @@ export class GateLeases {
         continue;
       }
       // everyone who finds the lease full while this grow is under way waits for it: ask for them
-      // too, plus a quarter of what is in use (a busy gate grows in steps, not one slot at a time)
-      const want = Math.min(limit - g.leased, 1 + g.waiting + Math.floor(g.used / 4));
+      // too, plus (on a gate no other process uses) a quarter of what is in use, so a busy gate
+      // grows in steps, not one slot at a time
+      const headroom = g.sharedUntil > Date.now() ? 0 : Math.floor(g.used / 4);
+      const want = Math.min(limit - g.leased, 1 + g.waiting + headroom);
       const grown = this.grow(gate, g, want, limit);
       g.growing = grown.then((r) => r.granted);
       const r = await grown.finally(() => {
         g.growing = null;
       });
       if (r.granted > 0) continue;
-      if (r.others > 0 && !pressed) {
-        // other processes hold slots, perhaps idle ones: ask them to give those back, then try once more
-        pressed = true;
-        this.opts.onPressure?.(gate);
-        await new Promise((res) => setTimeout(res, GATE_PRESSURE_WAIT_MS));
+      if (r.others > 0 && pressed < GATE_PRESSURE_WAITS_MS.length) {
+        // other processes hold slots, perhaps idle ones: ask them to give those back, then try again
+        if (pressed === 0) this.opts.onPressure?.(gate);
+        await new Promise((res) => setTimeout(res, GATE_PRESSURE_WAITS_MS[pressed++]));
         continue;
       }
       this.forgetIfIdle(gate, g);
@@ -210,6 +222,7 @@ export class GateLeases {
       return;
     }
     g.used--;
+    if (g.sharedUntil > Date.now()) this.giveBackThisTick(gate);
   }
 
   /** Slots of `gate` this process's requests use now. */
@@ -225,11 +238,32 @@ export class GateLeases {
   /** Another process wants slots of `gate`: give back every slot held here and not in use. */
   yieldIdle(gate: string): void {
     const g = this.gates.get(gate);
-    if (!g || g.leased <= g.used) return;
+    if (!g) return;
+    g.sharedUntil = Date.now() + GATE_SHARED_MS;
+    if (g.leased <= g.used) return;
     const n = g.leased - g.used;
     g.leased = g.used;
     g.peak = g.used;
     void this.shrink([[gate, n]]);
+  }
+
+  /** A shared gate's freed slots go back when the tick ends (every release of the tick in one call). */
+  private giveBackThisTick(gate: string): void {
+    if (this.toGiveBack.size === 0) {
+      queueMicrotask(() => {
+        const back: Array<[string, number]> = [];
+        for (const name of this.toGiveBack) {
+          const g = this.gates.get(name);
+          if (!g || g.growing || g.leased <= g.used) continue;
+          back.push([name, g.leased - g.used]);
+          g.leased = g.used;
+          g.peak = g.used;
+        }
+        this.toGiveBack.clear();
+        void this.shrink(back);
+      });
+    }
+    this.toGiveBack.add(gate);
   }
 
   /** Stops the timers and gives every slot back (a clean shutdown; call once requests have drained). */
@@ -287,7 +321,7 @@ export class GateLeases {
   private local(gate: string): LocalGate {
     let g = this.gates.get(gate);
     if (!g) {
-      g = { leased: 0, used: 0, peak: 0, growing: null, waiting: 0 };
+      g = { leased: 0, used: 0, peak: 0, growing: null, waiting: 0, sharedUntil: 0 };
       this.gates.set(gate, g);
     }
     return g;
@@ -338,6 +372,8 @@ export class GateLeases {
         continue;
       }
       if (granted > 0) g.leased += granted;
+      // others' slots in the gate: share it (freed slots straight back) until they have been gone a while
+      if (others > 0) g.sharedUntil = Date.now() + GATE_SHARED_MS;
       return { granted: Math.max(0, granted), others };
     }
   }

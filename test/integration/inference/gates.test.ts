@@ -114,6 +114,28 @@ describe("gate leases", () => {
     expect(await held(gate)).toEqual({ [a.id]: 1, [b.id]: 1 });
   });
 
+  test("a gate other processes use is shared: a freed slot goes back at once, as a per-request gate would", async () => {
+    const d = deployment();
+    const gate = d.gate();
+    const a = processOf(d, { trimMs: 60_000 });
+    const b = processOf(d, { trimMs: 60_000, onPressure: (g) => a.yieldIdle(g) });
+    expect(await a.acquire(gate, 2)).toBe(true); // a saw nobody else: it keeps freed slots
+    expect(await b.acquire(gate, 2)).toBe(true); // b saw a's slot: the gate is shared for b
+    b.release(gate);
+    await heldBecomes(gate, { [a.id]: 1 });
+    a.release(gate);
+    expect(await held(gate)).toEqual({ [a.id]: 1 });
+    // b needs both: a is asked for its idle one, gives it back, and shares the gate from then on
+    expect(await b.acquire(gate, 2)).toBe(true);
+    expect(await b.acquire(gate, 2)).toBe(true);
+    expect(await held(gate)).toEqual({ [b.id]: 2 });
+    b.release(gate);
+    await heldBecomes(gate, { [b.id]: 1 });
+    expect(await a.acquire(gate, 2)).toBe(true);
+    a.release(gate);
+    await heldBecomes(gate, { [b.id]: 1 });
+  });
+
   test("a dead process's slots come back when its lease lapses; a stalled one re-asserts what it still uses", async () => {
     const d = deployment();
     const gate = d.gate();
