@@ -188,7 +188,10 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
       const direct = await load(total, concurrency, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY));
       const c1 = cpuSnapshot(pids);
       const round0 = await roundTrips(app);
+      timings = [];
       const via = await load(total, concurrency, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY));
+      const loadedPhases = serverTimingP50(timings);
+      timings = undefined;
       const round1 = await roundTrips(app);
       const c2 = cpuSnapshot(pids);
       const directCpu = cpuPerRequest(c0, c1, total);
@@ -211,6 +214,8 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         addedP50Ms: +(pct(via.lat, 50) - pct(direct.lat, 50)).toFixed(3),
         addedP99Ms: +(pct(via.lat, 99) - pct(direct.lat, 99)).toFixed(3),
         clearsPerSecond: Math.round((total / via.wallMs) * 1000),
+        // the service's own Server-Timing under this load: admission, upstream, settlement
+        serverTimingP50Ms: loadedPhases,
         targets: { addedP50Ms: 2, addedP99Ms: 10, clearsPerSecond: 1000 },
       });
       // The load client and the simulator share the service's cores, so at c = 32 the run is CPU-bound:

@@ -176,14 +176,22 @@ async function callAttempt(
   if (!attempt) throw new DomainError("internal_error", "no attempt");
   const res = await upstream.post(path, attempt.secret, body, { signal });
   if (res.ok) return res.value;
-  const c = classifyFailure(res.failure);
+  await onFailure(router, session, res.failure);
+  return null;
+}
+
+/**
+ * An attempt's upstream failure: the buyer's own error (4xx) ends the request and is thrown (no other
+ * key burned); anything else falls forward to the next attempt.
+ */
+async function onFailure(router: RouterService, session: RoutingSession, failure: UpstreamFailure): Promise<void> {
+  const c = classifyFailure(failure);
   if (c instanceof DomainError) {
     await router.abort(session, c.code, "request_rejected");
     c.details.supportReference = session.supportReference;
     throw c;
   }
   await router.fallForward(session, c);
-  return null;
 }
 
 /** A request that failed: end it without a charge (idempotent) and tag the error with its support reference. */
@@ -207,37 +215,28 @@ export async function runBuffered(
 ): Promise<{ answer: Json; settled: Settled }> {
   try {
     for (;;) {
-      // the buyer leaving or the timeout aborts the call and its body read; the timer dies with the
-      // attempt (a per-request AbortSignal.timeout would keep a 120 s timer alive after every answer)
-      const cut = new AbortController();
-      const timer = setTimeout(
-        () => cut.abort(new DOMException("upstream timed out", "TimeoutError")),
-        UPSTREAM_TIMEOUT_MS,
-      );
-      const onBuyerGone = () => cut.abort(o.signal.reason);
-      o.signal.addEventListener("abort", onBuyerGone, { once: true });
-      let answer: Json;
-      try {
-        const value = await callAttempt(router, upstream, session, o.path, o.body(), cut.signal);
-        if (o.signal.aborted) {
-          if (value) releaseBody(value.body);
-          await router.abort(session, "client_closed");
-          throw new DomainError("invalid_request", "client closed the request");
-        }
-        if (!value) continue;
-        try {
-          // reads the body to the end, or it is destroyed on error
-          const parsed: unknown = await value.body.json();
-          if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not an object");
-          answer = parsed as Json;
-        } catch {
-          await router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
-          continue;
-        }
-      } finally {
-        clearTimeout(timer);
-        o.signal.removeEventListener("abort", onBuyerGone);
+      const attempt = session.attempt;
+      if (!attempt) throw new DomainError("internal_error", "no attempt");
+      // the buyer leaving or UPSTREAM_TIMEOUT_MS cancels the call (its timer dies with the answer)
+      const res = await upstream.postJson(o.path, attempt.secret, o.body(), {
+        signal: o.signal,
+        timeoutMs: UPSTREAM_TIMEOUT_MS,
+      });
+      if (o.signal.aborted) {
+        await router.abort(session, "client_closed");
+        throw new DomainError("invalid_request", "client closed the request");
       }
+      if (!res.ok && res.failure.kind !== "invalid_response") {
+        await onFailure(router, session, res.failure);
+        continue;
+      }
+      const parsed = res.ok ? res.value.json : undefined;
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        // an unreadable answer falls forward like any upstream fault
+        await router.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
+        continue;
+      }
+      const answer = parsed as Json;
       const refused = o.refuse?.(answer);
       const usage = usageOf(answer.usage);
       if (refused || !usage) {
