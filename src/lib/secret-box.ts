@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, createHmac, hash, randomBytes } from "node:crypto";
 
 /**
  * Authenticated encryption of secrets at rest (supplier upstream keys): AES-256-GCM with a
@@ -62,5 +62,5 @@ function keyIdOf(key: Buffer): string {
 
 /** sha256 hex, for API keys and session tokens (high-entropy secrets: no salt needed). */
 export function sha256Hex(s: string): string {
-  return createHash("sha256").update(s, "utf8").digest("hex");
+  return hash("sha256", s, "hex");
 }

@@ -242,9 +242,12 @@ export class RouterService {
     this.lease = new HolderLease(deps.sql, deps.clock, randomUUID);
     this.book = new OfferBook(deps.sql, deps.clock);
     const endBatch = async (items: EndItem[]) => {
-      const r = await deps.sql.query<{ idx: number; confirmed: bigint }>("SELECT * FROM svc_end_batch($1::jsonb)", [
-        JSON.stringify(items),
-      ]);
+      // a named statement: each pooled connection parses and plans it once
+      const r = await deps.sql.query<{ idx: number; confirmed: bigint }>({
+        name: "svc_end_batch",
+        text: "SELECT * FROM svc_end_batch($1::jsonb)",
+        values: [JSON.stringify(items)],
+      });
       return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
     };
     this.ends = new Batcher(endBatch, async (i) => (await endBatch([i]))[0] ?? 0n, BATCH);
@@ -618,10 +621,11 @@ export class RouterService {
     try {
       const usdcWant = buyer ? buyer.want(plan.maxChargeMicroUsdc) : 0n;
       const diemWant = offer ? offer.slice.want(plan.maxBurnMicroDiem) : 0n;
-      const r = await this.deps.sql.query<TakeRow>(
-        `SELECT * FROM svc_escrow_take($1::uuid, $2::uuid, $3::uuid, $4::int, $5::bigint, $6::bigint, $7::uuid,
+      const r = await this.deps.sql.query<TakeRow>({
+        name: "svc_escrow_take",
+        text: `SELECT * FROM svc_escrow_take($1::uuid, $2::uuid, $3::uuid, $4::int, $5::bigint, $6::bigint, $7::uuid,
                                        $8::bigint, $9::bigint, $10::timestamptz)`,
-        [
+        values: [
           holder.id,
           buyer ? session.accountId : null,
           session.apiKeyId,
@@ -633,7 +637,7 @@ export class RouterService {
           diemWant.toString(),
           now,
         ],
-      );
+      });
       const row = r.rows[0];
       if (!row) throw new Error("svc_escrow_take returned nothing");
       if (row.outcome === "holder_lost") {
