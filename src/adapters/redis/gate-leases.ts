@@ -218,7 +218,8 @@ export class GateLeases {
   release(gate: string): void {
     const g = this.gates.get(gate);
     if (!g || g.used <= 0) {
-      logger.error({ gate }, "gate slot released twice");
+      // after close() everything went back already; otherwise this is a bug
+      if (!this.closed) logger.error({ gate }, "gate slot released twice");
       return;
     }
     g.used--;

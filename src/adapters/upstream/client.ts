@@ -262,19 +262,7 @@ export class UpstreamClient {
     opts: { signal?: AbortSignal } = {},
   ): Promise<UpstreamResult<UpstreamResponse>> {
     try {
-      const res = await this.pool.request({
-        path: `${this.basePath}${path}`,
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          "content-type": "application/json",
-          accept: "application/json, text/event-stream",
-          "user-agent": USER_AGENT,
-        },
-        // a string: sent with its content-length in one write
-        body: JSON.stringify(body),
-        signal: opts.signal,
-      });
+      const res = await this.pool.request({ ...this.inference(path, apiKey, body), signal: opts.signal });
       if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
       return { ok: true, value: { status: res.statusCode, headers: res.headers, body: res.body } };
     } catch (e) {
@@ -322,55 +310,57 @@ export class UpstreamClient {
       let headers: IncomingHttpHeaders = {};
       const chunks: Buffer[] = [];
       try {
-        this.pool.dispatch(
-          {
-            path: `${this.basePath}${path}`,
-            method: "POST",
-            headers: {
-              authorization: `Bearer ${apiKey}`,
-              "content-type": "application/json",
-              accept: "application/json, text/event-stream",
-              "user-agent": USER_AGENT,
-            },
-            body: JSON.stringify(body),
+        this.pool.dispatch(this.inference(path, apiKey, body), {
+          onRequestStart(c) {
+            controller = c;
+            if (cancelled) c.abort(cancelled);
           },
-          {
-            onRequestStart(c) {
-              controller = c;
-              if (cancelled) c.abort(cancelled);
-            },
-            onResponseStart(_c, statusCode, h, message) {
-              status = statusCode;
-              headers = h;
-              statusText = message ?? "";
-            },
-            onResponseData(_c, chunk) {
-              chunks.push(chunk);
-            },
-            onResponseEnd() {
-              const text = Buffer.concat(chunks).toString("utf8");
-              if (!isOk(status)) {
-                done({ ok: false, failure: failureOf(status, statusText, headers, text) });
-                return;
-              }
-              try {
-                done({ ok: true, value: { status, headers, json: JSON.parse(text) } });
-              } catch {
-                done({
-                  ok: false,
-                  failure: { kind: "invalid_response", status, message: "invalid JSON from upstream" },
-                });
-              }
-            },
-            onResponseError(_c, err) {
-              done({ ok: false, failure: failureFromError(cancelled ?? err) });
-            },
+          onResponseStart(_c, statusCode, h, message) {
+            status = statusCode;
+            headers = h;
+            statusText = message ?? "";
           },
-        );
+          onResponseData(_c, chunk) {
+            chunks.push(chunk);
+          },
+          onResponseEnd() {
+            const text = Buffer.concat(chunks).toString("utf8");
+            if (!isOk(status)) {
+              done({ ok: false, failure: failureOf(status, statusText, headers, text) });
+              return;
+            }
+            try {
+              done({ ok: true, value: { status, headers, json: JSON.parse(text) } });
+            } catch {
+              done({
+                ok: false,
+                failure: { kind: "invalid_response", status, message: "invalid JSON from upstream" },
+              });
+            }
+          },
+          onResponseError(_c, err) {
+            done({ ok: false, failure: failureFromError(cancelled ?? err) });
+          },
+        });
       } catch (e) {
         done({ ok: false, failure: failureFromError(e) });
       }
     });
+  }
+
+  /** An inference call's request options (the body a string: sent with its content-length in one write). */
+  private inference(path: string, apiKey: string, body: unknown) {
+    return {
+      path: `${this.basePath}${path}`,
+      method: "POST" as const,
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "user-agent": USER_AGENT,
+      },
+      body: JSON.stringify(body),
+    };
   }
 
   private async getJson(path: string, apiKey?: string): Promise<UpstreamResult<unknown>> {

@@ -49,6 +49,28 @@ describe("fall-forward", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("a dropped connection on the cheapest key falls forward; the buyer pays the next key's price", async () => {
+    const supply = await addSupply(world.app, world.sim, [
+      { priceCents: 35, quantityMicroDiem: 50_000_000n },
+      { priceCents: 50, quantityMicroDiem: 50_000_000n },
+    ]);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "drop" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const r = await chat(world.app, buyer.apiKey, MSG());
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-svc-clearing-price-cents")).toBe("50");
+    const req = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");
+    expect(req.attempts.map((a) => [a.priceCents, a.outcome])).toEqual([
+      [35, "retryable_failure"],
+      [50, "succeeded"],
+    ]);
+    const cost = BigInt((r.headers.get("x-svc-cost-usdc") ?? "").replace(".", ""));
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before - cost);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("at most five distinct keys: six failing keys → 502 upstream_error after exactly five attempts, nothing charged", async () => {
     const supply = await addSupply(
       world.app,
