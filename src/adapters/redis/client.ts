@@ -7,7 +7,7 @@ export type RedisRole = "command" | "subscriber" | "worker" | "producer";
  * - worker: blocking BullMQ connections need `maxRetriesPerRequest: null`;
  * - producer: queue producers fail fast instead of buffering while Redis is down;
  * - command / subscriber: ordinary clients (pub/sub needs its own pair). The command client
- *   auto-pipelines: commands issued in the same event-loop tick (gate leases, releases, publishes
+ *   auto-pipelines: commands issued in the same event-loop tick (gate grows and give-backs, publishes
  *   of a batch of settlements) leave in one socket write, the hot path's dominant cost.
  */
 export function createRedis(url: string, role: RedisRole): Redis {

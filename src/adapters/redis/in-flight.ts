@@ -4,7 +4,7 @@ import type { RedisKeys } from "./keys.js";
 /**
  * Streamed requests in flight, by support reference. A stream's reference reaches the buyer (in
  * its headers) before the request's record is written (when it ends), so the record is bridged
- * here: put when the stream is admitted, renewed with its gate leases, dropped once the record has
+ * here: put when the stream is admitted, renewed while it runs, dropped once the record has
  * committed, and gone by itself (expiry) if the process dies.
  */
 export interface InFlightRecord {
