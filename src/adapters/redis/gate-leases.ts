@@ -16,7 +16,7 @@ import { logger } from "../../lib/logger.js";
  * (a grow saw their slots, or one of them asked) is *shared* for a while (`GATE_SHARED_MS`): there
  * a freed slot goes back at once (in the same tick), as a per-request gate would. A process refused
  * while others hold slots asks them to give back idle ones (`onPressure` → `yieldIdle` everywhere)
- * and tries again a few times over `GATE_PRESSURE_WAITS_MS`.
+ * and tries again a few times over `GATE_PRESSURE_WAITS_MS` (about a third of a second).
  *
  * So the limit holds exactly across processes; what changes is who may use a free slot: for at most
  * a trim window, only the process that last used it, and only while no other process wants it.
@@ -34,8 +34,14 @@ export const GATE_HOLDER_TTL_MS = 30_000;
 export const GATE_HEARTBEAT_MS = 5_000;
 /** Leased slots unused for a whole window of this length go back to Redis. */
 export const GATE_TRIM_MS = 100;
-/** A grow refused while other processes hold slots asks them for idle ones, then tries again after each of these waits. */
-export const GATE_PRESSURE_WAITS_MS = [5, 10, 20, 40, 80] as const;
+/**
+ * A grow refused while other processes hold slots asks them for idle ones and tries again after
+ * each of these waits (asking again each time: a process busy at the first ask may have idle slots
+ * by the next). About a third of a second in all: longer than a trim window takes to free idle slots
+ * (2 × GATE_TRIM_MS), so even a pressure message that was lost cannot leave a refusal standing on idle
+ * slots, and a process under load may take that long to hear.
+ */
+export const GATE_PRESSURE_WAITS_MS = [5, 10, 20, 40, 80, 160] as const;
 /** A gate seen used by another process gives freed slots back at once for this long. */
 export const GATE_SHARED_MS = 5_000;
 /** Gate hashes are forgotten this long after their last grow (everything in them is dead by then). */
@@ -205,7 +211,7 @@ export class GateLeases {
       if (r.granted > 0) continue;
       if (r.others > 0 && pressed < GATE_PRESSURE_WAITS_MS.length) {
         // other processes hold slots, perhaps idle ones: ask them to give those back, then try again
-        if (pressed === 0) this.opts.onPressure?.(gate);
+        this.opts.onPressure?.(gate);
         await new Promise((res) => setTimeout(res, GATE_PRESSURE_WAITS_MS[pressed++]));
         continue;
       }
