@@ -381,6 +381,15 @@ export class GateLeases {
       if (granted > 0) g.leased += granted;
       // others' slots in the gate: share it (freed slots straight back) until they have been gone a while
       if (others > 0) g.sharedUntil = Date.now() + GATE_SHARED_MS;
+      if (granted > 0 && g.sharedUntil > Date.now()) {
+        // shared (perhaps since this grow left, by another process's ask): keep only what the
+        // grower and its waiters take, so no grant outlives the ask as an idle slot
+        const spare = g.leased - g.used - 1 - g.waiting;
+        if (spare > 0) {
+          g.leased -= spare;
+          void this.shrink([[gate, spare]]);
+        }
+      }
       return { granted: Math.max(0, granted), others };
     }
   }

@@ -136,6 +136,20 @@ describe("gate leases", () => {
     await heldBecomes(gate, { [b.id]: 1 });
   });
 
+  test("asked to yield while growing: the grant keeps only what its requests take (no idle slot outlives the ask)", async () => {
+    const d = deployment();
+    const gate = d.gate();
+    const a = processOf(d, { trimMs: 60_000 });
+    for (let i = 0; i < 4; i++) expect(await a.acquire(gate, 8)).toBe(true);
+    // unshared and busy: the next grow asks for headroom (two slots for one request)…
+    const growing = a.acquire(gate, 8);
+    // …and another process asks for idle slots while it is under way
+    a.yieldIdle(gate);
+    expect(await growing).toBe(true);
+    expect([a.inUse(gate), a.leased(gate)]).toEqual([5, 5]);
+    await heldBecomes(gate, { [a.id]: 5 });
+  });
+
   test("a dead process's slots come back when its lease lapses; a stalled one re-asserts what it still uses", async () => {
     const d = deployment();
     const gate = d.gate();
