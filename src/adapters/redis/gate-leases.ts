@@ -247,11 +247,7 @@ export class GateLeases {
     const g = this.gates.get(gate);
     if (!g) return;
     g.sharedUntil = Date.now() + GATE_SHARED_MS;
-    if (g.leased <= g.used) return;
-    const n = g.leased - g.used;
-    g.leased = g.used;
-    g.peak = g.used;
-    void this.shrink([[gate, n]]);
+    void this.shrink(this.lowerTo(gate, g, g.used));
   }
 
   /** A shared gate's freed slots go back when the tick ends (every release of the tick in one call). */
@@ -261,10 +257,7 @@ export class GateLeases {
         const back: Array<[string, number]> = [];
         for (const name of this.toGiveBack) {
           const g = this.gates.get(name);
-          if (!g || g.growing || g.leased <= g.used) continue;
-          back.push([name, g.leased - g.used]);
-          g.leased = g.used;
-          g.peak = g.used;
+          if (g && !g.growing) back.push(...this.lowerTo(name, g, g.used));
         }
         this.toGiveBack.clear();
         void this.shrink(back);
@@ -316,10 +309,7 @@ export class GateLeases {
     for (const [gate, g] of this.gates) {
       const keep = Math.max(g.used, g.peak);
       g.peak = g.used;
-      if (g.leased > keep && !g.growing) {
-        back.push([gate, g.leased - keep]);
-        g.leased = keep;
-      }
+      if (!g.growing) back.push(...this.lowerTo(gate, g, keep));
       this.forgetIfIdle(gate, g);
     }
     if (back.length > 0) void this.shrink(back);
@@ -332,6 +322,17 @@ export class GateLeases {
       this.gates.set(gate, g);
     }
     return g;
+  }
+
+  /**
+   * Lowers this process's lease of `gate` to `keep` slots (the one place a lease shrinks); returns
+   * what Redis must get back, for `shrink` (nothing when it holds no more than that).
+   */
+  private lowerTo(gate: string, g: LocalGate, keep: number): Array<[string, number]> {
+    if (g.leased <= keep) return [];
+    const n = g.leased - keep;
+    g.leased = keep;
+    return [[gate, n]];
   }
 
   private forgetIfIdle(gate: string, g: LocalGate): void {
@@ -384,11 +385,7 @@ export class GateLeases {
       if (granted > 0 && g.sharedUntil > Date.now()) {
         // shared (perhaps since this grow left, by another process's ask): keep only what the
         // grower and its waiters take, so no grant outlives the ask as an idle slot
-        const spare = g.leased - g.used - 1 - g.waiting;
-        if (spare > 0) {
-          g.leased -= spare;
-          void this.shrink([[gate, spare]]);
-        }
+        void this.shrink(this.lowerTo(gate, g, g.used + 1 + g.waiting));
       }
       return { granted: Math.max(0, granted), others };
     }

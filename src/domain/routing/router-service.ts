@@ -375,12 +375,14 @@ export class RouterService {
     const smallLimit = this.deps.config.limits.smallModelMaxInFlight;
     if (model.tier === "small" && smallLimit > 0) {
       const smallGate = this.deps.keys.smallModelGate();
-      const ok = await gates.acquire(smallGate, smallLimit).catch((e) => {
-        gates.release(buyerGate);
-        throw e;
-      });
+      let ok = false;
+      try {
+        ok = await gates.acquire(smallGate, smallLimit);
+      } finally {
+        // refused or failed: the buyer key's slot goes back
+        if (!ok) gates.release(buyerGate);
+      }
       if (!ok) {
-        gates.release(buyerGate);
         throw new DomainError(
           "model_throttled",
           `${model.id} is a small model and its volume is throttled right now; retry shortly or use a frontier model.`,
