@@ -279,7 +279,10 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         serverTimingP50Ms: phases,
       });
 
-      // streaming time to first content, direct and through the service, under load and alone
+      // streaming time to first content, direct and through the service, under load and alone; both
+      // paths warmed up first, as the buffered ones are
+      await load(200, 8, () => post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true));
+      await load(200, 8, () => post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY, true));
       for (const [name, requests, concurrency] of [
         ["router.streaming_ttfb", 300, 8],
         ["router.streaming_ttfb_serial", 200, 1],
@@ -287,7 +290,7 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         const sd = await load(requests, concurrency, () =>
           post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true),
         );
-        if (concurrency === 1) timings = [];
+        timings = [];
         const sv = await load(requests, concurrency, () =>
           post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY, true),
         );

@@ -152,6 +152,12 @@ export function usageOf(u: unknown): Usage | undefined {
 }
 
 /** A rough upstream-like prompt count for billing a stream that ended without usage. */
+/** A chunk without the provider's own fields (`cost`, `venice_parameters`), which buyers never see. */
+function withoutProviderFields(chunk: Json): Json {
+  const { cost: _c, venice_parameters: _v, ...clean } = chunk;
+  return clean;
+}
+
 function approxPromptTokens(messages: unknown[]): number {
   let t = 0;
   for (const m of messages) t += 4 + Math.ceil(JSON.stringify((m as Json)?.content ?? "").length / 4);
@@ -442,8 +448,11 @@ export class ChatService {
         return;
       }
       lastChunk = chunk;
-      const { cost: _c, venice_parameters: _v, ...clean } = chunk;
-      const text = `data: ${JSON.stringify(clean)}\n\n`;
+      // relayed as the upstream sent it unless it carries the provider's own fields (one data line)
+      const text =
+        chunk.cost === undefined && chunk.venice_parameters === undefined && !frame.data.includes("\n")
+          ? `data: ${frame.data}\n\n`
+          : `data: ${JSON.stringify(withoutProviderFields(chunk))}\n\n`;
       const delta = (choices[0]?.delta ?? {}) as Json;
       const hasContent =
         (typeof delta.content === "string" && delta.content.length > 0) ||
@@ -474,8 +483,7 @@ export class ChatService {
         return "done";
       }
       if (!sink.closed) {
-        const { cost: _c, ...cleanUsage } = usageChunk ?? {};
-        sink.write(`data: ${JSON.stringify(cleanUsage)}\n\n`);
+        sink.write(`data: ${JSON.stringify(withoutProviderFields(usageChunk ?? {}))}\n\n`);
         sink.write(`data: ${JSON.stringify(this.costFrame(lastChunk ?? usageChunk ?? {}, settled))}\n\n`);
         sink.write("data: [DONE]\n\n");
         sink.end();

@@ -48,8 +48,8 @@ export class StreamRelay {
     try {
       for await (const frame of readUpstreamSse(this.body)) {
         if (this.isCommitted) {
-          if (this.idle) clearTimeout(this.idle);
-          this.idle = setTimeout(() => this.upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
+          if (this.idle) this.idle.refresh();
+          else this.idle = setTimeout(() => this.upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
           void this.router.renew(this.session).catch(() => undefined);
         }
         const v = await onFrame(frame);

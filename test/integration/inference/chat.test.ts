@@ -88,6 +88,11 @@ describe("buffered chat", () => {
       text += chunk.choices?.[0]?.delta?.content ?? "";
       if ((chunk as { object: string }).object === "svc.cost")
         costUsdc = (chunk as unknown as { costUsdc: string }).costUsdc;
+      else {
+        // the provider's own fields never reach the buyer (its usage chunk carries `cost`)
+        expect(chunk).not.toHaveProperty("cost");
+        expect(chunk).not.toHaveProperty("venice_parameters");
+      }
       if (chunk.usage) usage = chunk.usage;
     }
     expect(text.length).toBeGreaterThan(0);
