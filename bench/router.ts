@@ -108,14 +108,20 @@ function serverTimingP50(headers: string[]): Record<string, number> {
   return out;
 }
 
-/** Postgres commits (this database) and Redis commands (the whole server) so far. */
+/** ids taken by `roundTrips` itself */
+let ownXids = 0;
+
+/**
+ * Postgres write transactions (transaction ids assigned so far, cluster-wide, less those this
+ * function took: exact at once, where `pg_stat_database` counts a commit only once its backend
+ * flushes its statistics, up to seconds later) and Redis commands (the whole server) so far.
+ */
 async function roundTrips(app: Awaited<ReturnType<typeof startTestApp>>) {
-  const x = await app.rt.sql.query<{ n: string }>(
-    "SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()",
-  );
+  const x = await app.rt.sql.query<{ n: string }>("SELECT pg_current_xact_id()::text AS n");
+  ownXids++;
   const info = await app.rt.redis.command.info("stats");
   return {
-    xacts: Number(x.rows[0]?.n ?? 0),
+    xacts: Number(x.rows[0]?.n ?? 0) - ownXids,
     redisCommands: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0),
   };
 }
@@ -291,9 +297,13 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
           post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true),
         );
         timings = [];
+        const s0 = cpuSnapshot(pids);
+        const rt0 = await roundTrips(app);
         const sv = await load(requests, concurrency, () =>
           post(`${svcUrl}/v1/chat/completions`, buyer.apiKey, BODY, true),
         );
+        const rt1 = await roundTrips(app);
+        const streamCpu = cpuPerRequest(s0, cpuSnapshot(pids), requests);
         const streamPhases = timings ? serverTimingP50(timings) : undefined;
         timings = undefined;
         if (concurrency > 1) figures.streamingTtfbOverheadP50Ms.service = pct(sv.lat, 50) - pct(sd.lat, 50);
@@ -305,6 +315,18 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
           serviceTtfbP50Ms: +pct(sv.lat, 50).toFixed(3),
           ttfbOverheadP50Ms: +(pct(sv.lat, 50) - pct(sd.lat, 50)).toFixed(3),
           ...(streamPhases ? { serverTimingP50Ms: streamPhases } : {}),
+          // under load: CPU per stream (the whole stream, settlement included), how busy the machine
+          // was, and round trips per stream (a serial run is too short for /proc's CPU ticks)
+          ...(concurrency > 1
+            ? {
+                cpuMsPerStream: streamCpu.cpuMsPerRequest,
+                machineBusyPct: streamCpu.machineBusyPct,
+                perStream: {
+                  postgresTransactions: +((rt1.xacts - rt0.xacts) / requests).toFixed(2),
+                  redisCommands: +((rt1.redisCommands - rt0.redisCommands) / requests).toFixed(2),
+                },
+              }
+            : {}),
           ...(concurrency > 1 ? { targets: { ttfbOverheadP50Ms: 2 } } : {}),
         });
       }
