@@ -151,13 +151,13 @@ export function usageOf(u: unknown): Usage | undefined {
   };
 }
 
-/** A rough upstream-like prompt count for billing a stream that ended without usage. */
 /** A chunk without the provider's own fields (`cost`, `venice_parameters`), which buyers never see. */
 function withoutProviderFields(chunk: Json): Json {
   const { cost: _c, venice_parameters: _v, ...clean } = chunk;
   return clean;
 }
 
+/** A rough upstream-like prompt count for billing a stream that ended without usage. */
 function approxPromptTokens(messages: unknown[]): number {
   let t = 0;
   for (const m of messages) t += 4 + Math.ceil(JSON.stringify((m as Json)?.content ?? "").length / 4);
