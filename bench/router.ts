@@ -116,13 +116,26 @@ let ownXids = 0;
  * function took: exact at once, where `pg_stat_database` counts a commit only once its backend
  * flushes its statistics, up to seconds later) and Redis commands (the whole server) so far.
  */
-async function roundTrips(app: Awaited<ReturnType<typeof startTestApp>>) {
+interface RoundTrips {
+  xacts: number;
+  redisCommands: number;
+}
+
+async function roundTrips(app: Awaited<ReturnType<typeof startTestApp>>): Promise<RoundTrips> {
   const x = await app.rt.sql.query<{ n: string }>("SELECT pg_current_xact_id()::text AS n");
   ownXids++;
   const info = await app.rt.redis.command.info("stats");
   return {
     xacts: Number(x.rows[0]?.n ?? 0) - ownXids,
     redisCommands: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0),
+  };
+}
+
+/** Round trips per request between two `roundTrips` readings. */
+function roundTripsPer(a: RoundTrips, b: RoundTrips, requests: number) {
+  return {
+    postgresTransactions: +((b.xacts - a.xacts) / requests).toFixed(2),
+    redisCommands: +((b.redisCommands - a.redisCommands) / requests).toFixed(2),
   };
 }
 
@@ -234,10 +247,7 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         direct: directCpu,
         service: viaCpu,
         // what one clear cost the shared servers (all processes on this database and Redis)
-        perClear: {
-          postgresTransactions: +((round1.xacts - round0.xacts) / total).toFixed(2),
-          redisCommands: +((round1.redisCommands - round0.redisCommands) / total).toFixed(2),
-        },
+        perClear: roundTripsPer(round0, round1, total),
         bestAddedP50MsAtThisCpu: bound ? +((concurrency / bound) * 1000 - pct(direct.lat, 50)).toFixed(3) : null,
       });
 
@@ -296,7 +306,8 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         const sd = await load(requests, concurrency, () =>
           post(`${sim.baseUrl}/chat/completions`, directKey, BODY, true),
         );
-        timings = [];
+        const streamTimings: string[] = [];
+        timings = streamTimings;
         const s0 = cpuSnapshot(pids);
         const rt0 = await roundTrips(app);
         const sv = await load(requests, concurrency, () =>
@@ -304,7 +315,6 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         );
         const rt1 = await roundTrips(app);
         const streamCpu = cpuPerRequest(s0, cpuSnapshot(pids), requests);
-        const streamPhases = timings ? serverTimingP50(timings) : undefined;
         timings = undefined;
         if (concurrency > 1) figures.streamingTtfbOverheadP50Ms.service = pct(sv.lat, 50) - pct(sd.lat, 50);
         emit({
@@ -314,20 +324,17 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
           directTtfbP50Ms: +pct(sd.lat, 50).toFixed(3),
           serviceTtfbP50Ms: +pct(sv.lat, 50).toFixed(3),
           ttfbOverheadP50Ms: +(pct(sv.lat, 50) - pct(sd.lat, 50)).toFixed(3),
-          ...(streamPhases ? { serverTimingP50Ms: streamPhases } : {}),
+          serverTimingP50Ms: serverTimingP50(streamTimings),
           // under load: CPU per stream (the whole stream, settlement included), how busy the machine
-          // was, and round trips per stream (a serial run is too short for /proc's CPU ticks)
+          // was, round trips per stream (a serial run is too short for /proc's CPU ticks), the target
           ...(concurrency > 1
             ? {
                 cpuMsPerStream: streamCpu.cpuMsPerRequest,
                 machineBusyPct: streamCpu.machineBusyPct,
-                perStream: {
-                  postgresTransactions: +((rt1.xacts - rt0.xacts) / requests).toFixed(2),
-                  redisCommands: +((rt1.redisCommands - rt0.redisCommands) / requests).toFixed(2),
-                },
+                perStream: roundTripsPer(rt0, rt1, requests),
+                targets: { ttfbOverheadP50Ms: 2 },
               }
             : {}),
-          ...(concurrency > 1 ? { targets: { ttfbOverheadP50Ms: 2 } } : {}),
         });
       }
       // one line to read the run by: each target, the service's figure and the floor (what the bare
