@@ -17,7 +17,7 @@ import { createServices, type Services } from "./services.js";
 export interface Runtime {
   config: Config;
   db: Db;
-  /** pg pool for the router's hot path */
+  /** pg pool for the inference pipeline's hot path */
   sql: Sql;
   redis: { command: Redis; publish: Redis; subscribe: Redis; producer: Redis };
   bus: EventBus;
@@ -111,7 +111,7 @@ export async function createRuntime(
     async close() {
       if (closed) return;
       closed = true;
-      await services.router.close().catch(() => undefined);
+      await services.inference.close().catch(() => undefined);
       await upstream.close().catch(() => undefined);
       await closeQueues(queues).catch(() => undefined);
       await db.$disconnect().catch(() => undefined);

@@ -17,13 +17,15 @@ import { AccountService } from "./domain/accounts/account-service.js";
 import { CatalogService } from "./domain/catalog/catalog-service.js";
 import { FundingService } from "./domain/funding/funding-service.js";
 import { IdentityService } from "./domain/identity/identity-service.js";
+import { type ChatRequest, chatModality } from "./domain/inference/chat.js";
+import { InferenceEndpoint } from "./domain/inference/endpoint.js";
+import { createModelResolver } from "./domain/inference/model-resolver.js";
+import { InferencePipeline } from "./domain/inference/pipeline.js";
+import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
 import { MarketService } from "./domain/market/market-service.js";
-import { ChatService } from "./domain/routing/chat-service.js";
-import { createModelResolver } from "./domain/routing/model-resolver.js";
-import { ResponsesService } from "./domain/routing/responses-service.js";
-import { RouterService } from "./domain/routing/router-service.js";
+import { KeyHealth } from "./domain/supply/key-health.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import type { Clock } from "./lib/clock.js";
 import { SecretBox } from "./lib/secret-box.js";
@@ -38,9 +40,10 @@ export interface Services {
   funding: FundingService;
   supply: SupplyService;
   catalog: CatalogService;
-  router: RouterService;
-  chat: ChatService;
-  responses: ResponsesService;
+  /** the inference pipeline every modality runs on */
+  inference: InferencePipeline;
+  chat: InferenceEndpoint<ChatRequest>;
+  responses: InferenceEndpoint<ResponsesRequest>;
 }
 
 export interface ServiceDeps {
@@ -70,7 +73,7 @@ export function createServices(deps: ServiceDeps): Services {
         })
       : null;
   const apiKeys = new ApiKeyService(db, clock, deps.sql, bus);
-  let router: RouterService | undefined;
+  let pipeline: InferencePipeline | undefined;
   const inFlight = createInFlightRegistry(deps.redis, deps.keys);
   const market = new MarketService(db, sqlRunner(deps.sql), bus, clock, {
     store: createSharedCache(deps.redis),
@@ -78,6 +81,8 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const secrets = new SecretBox(config.secrets.keyEncryptionKey);
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
+  // the one key-marking path (cooldown, auth failure, reopen), for the pipeline and the supply side
+  const keyHealth = new KeyHealth({ db, clock, bus, market, onSupplyChanged: () => pipeline?.invalidateBook() });
   const supply = new SupplyService({
     db,
     config,
@@ -87,10 +92,9 @@ export function createServices(deps: ServiceDeps): Services {
     secrets,
     market,
     payoutChain: deps.payoutChain,
-    onSupplyChanged: () => router?.invalidateBook(),
+    keyHealth,
   });
-  router = new RouterService({
-    db,
+  pipeline = new InferencePipeline({
     sql: deps.sql,
     config,
     clock,
@@ -102,7 +106,8 @@ export function createServices(deps: ServiceDeps): Services {
     }),
     keys: deps.keys,
     secrets,
-    resolveModel: createModelResolver(catalog),
+    keyHealth,
+    resolveModel: createModelResolver(catalog, clock),
     // SPEC/issue 6: a key the upstream called out of capacity gets its balance refreshed
     onKeyExhausted: async (upstreamKeyId) => {
       await supply.refreshKeyBalance(upstreamKeyId);
@@ -114,7 +119,7 @@ export function createServices(deps: ServiceDeps): Services {
   return {
     market,
     maintenance: new MaintenanceService(db, clock),
-    accounts: new AccountService(db, bus, clock, (accountId) => router?.forgetCeiling(accountId), inFlight),
+    accounts: new AccountService(db, bus, clock, (accountId) => pipeline?.forgetCeiling(accountId), inFlight),
     apiKeys,
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,
@@ -135,8 +140,8 @@ export function createServices(deps: ServiceDeps): Services {
     }),
     supply,
     catalog,
-    router,
-    chat: new ChatService(router, deps.upstream),
-    responses: new ResponsesService(router, deps.upstream),
+    inference: pipeline,
+    chat: new InferenceEndpoint(pipeline, deps.upstream, chatModality),
+    responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
   };
 }

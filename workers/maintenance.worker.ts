@@ -8,7 +8,7 @@ export function maintenanceProcessor(services: Services): Processor {
       case "purge-expired":
         return services.maintenance.purgeExpired();
       case "release-expired-holds":
-        return services.router.releaseExpiredHolds();
+        return services.inference.releaseExpiredHolds();
       default:
         throw new Error(`unknown maintenance job ${job.name}`);
     }

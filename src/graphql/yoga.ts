@@ -1,7 +1,8 @@
 import { useGraphQLSSE } from "@graphql-yoga/plugin-graphql-sse";
 import type { Request, Response } from "express";
 import { createYoga } from "graphql-yoga";
-import type { GraphQLContext, Viewer } from "./context.js";
+import type { Viewer } from "../domain/identity/viewer.js";
+import type { GraphQLContext } from "./context.js";
 import { maskError } from "./errors.js";
 import { buildSchema } from "./schema/index.js";
 

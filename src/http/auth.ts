@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Config } from "../config.js";
-import type { Viewer } from "../graphql/context.js";
+import type { Viewer } from "../domain/identity/viewer.js";
 import { DomainError } from "../lib/errors.js";
 import type { Services } from "../services.js";
 

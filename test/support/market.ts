@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
+import { textPricer } from "../../src/domain/inference/admission.js";
+import type { InferenceSession } from "../../src/domain/inference/session.js";
 import { confirmTopUp, creditPendingTopUp } from "../../src/domain/ledger/ledger.js";
-import type { RoutingSession } from "../../src/domain/routing/router-service.js";
 import { nextUtcMidnight } from "../../src/lib/clock.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../src/local/upstream-sim/index.js";
@@ -120,20 +121,23 @@ export async function confirmedOf(app: TestApp, accountId: string): Promise<bigi
   return (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).confirmedMicroUsdc;
 }
 
-/** Opens a text request straight on the router (as the chat route does): holds are taken, nothing is sent upstream. */
+/**
+ * Opens a text request straight on the pipeline (as the chat route does, with the given prompt
+ * estimate): escrow is taken, nothing is sent upstream.
+ */
 export async function openSession(
   app: TestApp,
   accountId: string,
   o: { model?: string; stream?: boolean; promptEstimate?: number; maxTokens?: number } = {},
-): Promise<RoutingSession> {
-  return app.rt.services.router.open({
+): Promise<InferenceSession> {
+  return app.rt.services.inference.open({
     accountId,
     apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,
     route: "chat",
+    modality: "text",
     model: o.model ?? "zai-org-glm-5-1",
     stream: o.stream ?? false,
-    promptEstimate: o.promptEstimate ?? 40,
-    requestedMaxTokens: o.maxTokens ?? 20,
+    price: (model) => textPricer(model, o.promptEstimate ?? 40, o.maxTokens ?? 20),
   });
 }
 

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { type Dispatcher, Pool } from "undici";
-import { readSse, type SseFrame } from "../../http/openai/sse.js";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
+import { readSse, type SseFrame } from "../../lib/sse.js";
 
 /**
  * Client of the one upstream provider (Venice-compatible API, ../shared/upstream/VENICE_API.md).

@@ -11,11 +11,9 @@ import {
   type Page,
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
+import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import type { AccountIdentity, AccountSummary, HistoryRow, LedgerLine, Savings } from "./account-types.js";
 
-/** SPEC "Limits": the buyer ceiling is an integer 30–80 cents per dollar of face. */
-export const MIN_CEILING_CENTS = 30;
-export const MAX_CEILING_CENTS = 80;
 export const RECENT_LEDGER_LINES = 20;
 
 export function assertCeiling(value: unknown, field = "maxPriceCentsPerDollar"): number {

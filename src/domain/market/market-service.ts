@@ -6,9 +6,8 @@ import type { QueryRunner } from "../../adapters/sql.js";
 import type { Clock } from "../../lib/clock.js";
 import { utcDay } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
-import { usdcForDiem } from "../../lib/money.js";
-import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../accounts/account-service.js";
-import { eligibleOffers } from "./eligibility.js";
+import { MAX_CEILING_CENTS, MIN_CEILING_CENTS, usdcForDiem } from "../../lib/money.js";
+import { eligibleOffers } from "../inference/clearing.js";
 import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "./market-types.js";
 
 /** SPEC "Capacity" rule 4: the whole response is cached for 30 seconds (shared by all processes). */

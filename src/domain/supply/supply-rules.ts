@@ -1,5 +1,5 @@
 import { DomainError } from "../../lib/errors.js";
-import { MICRO, parseDecimal6 } from "../../lib/money.js";
+import { MAX_OFFER_PRICE_CENTS, MICRO, MIN_OFFER_PRICE_CENTS, parseDecimal6 } from "../../lib/money.js";
 
 /**
  * Input rules of the supply side (SPEC "Supplier records", "Limits"). Pure functions: each one
@@ -7,9 +7,6 @@ import { MICRO, parseDecimal6 } from "../../lib/money.js";
  * read or written.
  */
 
-/** SPEC "Limits": offer price is an integer 1–80 cents per 1 USD of face. */
-export const MIN_OFFER_PRICE_CENTS = 1;
-export const MAX_OFFER_PRICE_CENTS = 80;
 /** Sanity bound on one offer (docs/decisions.md "Supply"): 1 000 000 DIEM. */
 export const MAX_OFFER_QUANTITY_MICRO_DIEM = 1_000_000n * MICRO;
 export const MAX_LABEL_LENGTH = 64;

@@ -11,6 +11,7 @@ import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { pageSize } from "../accounts/account-service.js";
 import type { MarketService } from "../market/market-service.js";
+import type { KeyHealth } from "./key-health.js";
 import { PAYOUT_MINIMUM_MICRO, PayoutRunner } from "./payouts.js";
 import {
   assertLabel,
@@ -46,8 +47,8 @@ export interface SupplyDeps {
   market: MarketService;
   /** treasury side of the chain for payouts; undefined when PAYOUT_PRIVATE_KEY is unset */
   payoutChain: ChainGateway | undefined;
-  /** supply changed here: the router reads its offer book again before routing (this process) */
-  onSupplyChanged?: () => void;
+  /** the one key-marking path (cooldown, auth failure, reopen) and the capacity announcement */
+  keyHealth: KeyHealth;
 }
 
 /** How many upstream keys the balance sync checks at once. */
@@ -446,33 +447,14 @@ export class SupplyService {
     };
   }
 
-  /**
-   * Keeps a key out of routing until `untilMs` (epoch milliseconds, absolute), e.g. after an
-   * upstream 402 or 429. Only extends: an earlier `until` never shortens a longer cooldown.
-   */
+  /** An upstream 402/429 kept the key out of routing until `untilMs`: see KeyHealth.coolDown. */
   async coolDownKey(upstreamKeyId: string, untilMs: number): Promise<void> {
-    const until = new Date(untilMs);
-    const moved = await this.deps.db.upstreamKey.updateMany({
-      where: { id: upstreamKeyId, OR: [{ cooldownUntil: null }, { cooldownUntil: { lt: until } }] },
-      data: { cooldownUntil: until },
-    });
-    if (moved.count > 0) await this.capacityChanged("key_cooldown");
+    await this.deps.keyHealth.coolDown(upstreamKeyId, untilMs);
   }
 
-  /**
-   * The upstream refused a key during inference (401/403): out of routing until a sync sees it
-   * authenticate again. No-op on revoked or already failed keys.
-   */
+  /** The upstream refused a key during inference (401/403): see KeyHealth.markAuthFailed. */
   async markKeyAuthFailed(upstreamKeyId: string): Promise<void> {
-    const now = this.deps.clock.now();
-    const rows = await this.deps.db.$queryRaw<{ account_id: string }[]>`
-      UPDATE upstream_keys SET status = 'auth_failed', auth_failed_at = ${now}
-       WHERE id = ${upstreamKeyId}::uuid AND status = 'active'
-      RETURNING account_id`;
-    const row = rows[0];
-    if (!row) return;
-    this.publishOwner(row.account_id, `key:${upstreamKeyId}:auth_failed`);
-    await this.capacityChanged("key_status_changed");
+    await this.deps.keyHealth.markAuthFailed(upstreamKeyId);
   }
 
   // ───────────────────────────── earnings ─────────────────────────────
@@ -617,7 +599,7 @@ export class SupplyService {
   private async syncOne(
     row: SecretRow,
   ): Promise<{ outcome: "ok" | "auth" | "unavailable"; recovered: boolean; statusChanged: boolean }> {
-    const { db } = this.deps;
+    const { db, keyHealth } = this.deps;
     let secret: string;
     try {
       secret = this.open(row);
@@ -629,29 +611,17 @@ export class SupplyService {
     const now = this.deps.clock.now();
     if (r.ok) {
       const balance = r.value.diemMicro ?? (r.value.accessPermitted ? undefined : 0n);
-      const moved = await db.upstreamKey.updateMany({
+      await db.upstreamKey.updateMany({
         where: { id: row.id, status: { in: ["active", "auth_failed"] } },
-        data: {
-          ...(balance !== undefined ? { lastBalanceMicroDiem: balance } : {}),
-          lastBalanceAt: now,
-          status: "active",
-          authFailedAt: null,
-        },
+        data: { ...(balance !== undefined ? { lastBalanceMicroDiem: balance } : {}), lastBalanceAt: now },
       });
-      const recovered = moved.count === 1 && row.status === "auth_failed";
-      if (recovered) this.publishOwner(row.accountId, `key:${row.id}:active`);
+      // the caller announces one capacity change for the whole sync
+      const recovered = row.status === "auth_failed" && (await keyHealth.reopen(row.id, { announce: false }));
       return { outcome: "ok", recovered, statusChanged: recovered };
     }
     if (r.failure.kind === "auth") {
-      const moved = await db.upstreamKey.updateMany({
-        where: { id: row.id, status: "active" },
-        data: { status: "auth_failed", authFailedAt: now },
-      });
-      if (moved.count === 1) {
-        logger.warn({ upstreamKeyId: row.id }, "upstream rejected a supplier key; excluded from routing");
-        this.publishOwner(row.accountId, `key:${row.id}:auth_failed`);
-      }
-      return { outcome: "auth", recovered: false, statusChanged: moved.count === 1 };
+      const moved = await keyHealth.markAuthFailed(row.id, { announce: false });
+      return { outcome: "auth", recovered: false, statusChanged: moved };
     }
     logger.warn(
       { upstreamKeyId: row.id, kind: r.failure.kind, status: r.failure.status },
@@ -679,15 +649,8 @@ export class SupplyService {
   }
 
   /** Capacity subscribers must hear about it, but a failed publish never fails the write that happened. */
-  private async capacityChanged(reason: string): Promise<void> {
-    // every router process reads its offer book again: this one at once, the others through Redis
-    this.deps.onSupplyChanged?.();
-    this.deps.bus.publish("routingChanged", { kind: "supply_changed" });
-    try {
-      await this.deps.market.publishCapacityChanged(reason);
-    } catch (e) {
-      logger.warn({ err: e, reason }, "capacityChanged not published");
-    }
+  private capacityChanged(reason: string): Promise<void> {
+    return this.deps.keyHealth.capacityChanged(reason);
   }
 }
 

@@ -1,6 +1,7 @@
+import type { Viewer } from "../../domain/identity/viewer.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
-import type { GraphQLContext, Viewer } from "../context.js";
+import type { GraphQLContext } from "../context.js";
 
 /** The viewer, or a 401-equivalent error (scope-auth refuses anonymous callers first). */
 export function viewerOrThrow(ctx: GraphQLContext): Viewer {

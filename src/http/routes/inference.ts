@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router } from "express";
-import type { StreamSink } from "../../domain/routing/chat-service.js";
-import type { Viewer } from "../../graphql/context.js";
+import type { Viewer } from "../../domain/identity/viewer.js";
+import type { StreamSink } from "../../domain/inference/sink.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { Runtime } from "../../runtime.js";

@@ -3,7 +3,7 @@
 // made in this process at once and in another process through Redis; and two processes drawing
 // on one balance never overdraw it.
 import { describe, expect, test } from "vitest";
-import type { RoutingSession } from "../../../src/domain/routing/router-service.js";
+import type { InferenceSession } from "../../../src/domain/inference/session.js";
 import { call } from "../../support/actors.js";
 import { assertBooksBalance } from "../../support/books.js";
 import type { TestApp } from "../../support/harness.js";
@@ -45,16 +45,16 @@ async function withdraw(supply: { supplierAccountId: string; keys: { offerId: st
 }
 
 /** A request kept in flight (admitted, not ended): its process keeps its slices while it lasts. */
-async function inFlight(app: TestApp, accountId: string): Promise<RoutingSession> {
+async function inFlight(app: TestApp, accountId: string): Promise<InferenceSession> {
   return openSession(app, accountId, { stream: true });
 }
 
 describe("escrow", () => {
   test("while a request is in flight its process keeps its slices; the next requests need no top-up", async () => {
     const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    world.app.rt.services.router.invalidateBook(); // the offer above was written straight to the database
+    world.app.rt.services.inference.invalidateBook(); // the offer above was written straight to the database
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const router = world.app.rt.services.router;
+    const router = world.app.rt.services.inference;
     const long = await inFlight(world.app, buyer.accountId);
     const held = await reservedOf(buyer.accountId);
     // the slice is several requests' worth, and the balance still reads confirmed − reserved
@@ -80,7 +80,7 @@ describe("escrow", () => {
       { priceCents: 32, quantityMicroDiem: 50_000_000n },
     ]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    world.app.rt.services.router.invalidateBook(); // the offers above were written straight to the database
+    world.app.rt.services.inference.invalidateBook(); // the offers above were written straight to the database
     const long = await inFlight(world.app, buyer.accountId);
     expect(long.attempt?.offerId).toBe(supply.keys[0]?.offerId);
     const paused = await world.app.rt.services.supply.updateOffer({
@@ -92,7 +92,7 @@ describe("escrow", () => {
     const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(200);
     expect(r.headers.get("x-svc-clearing-price-cents")).toBe("32");
-    await world.app.rt.services.router.abort(long, "test_done");
+    await world.app.rt.services.inference.abort(long, "test_done");
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
     await withdraw(supply);
@@ -105,7 +105,7 @@ describe("escrow", () => {
       { priceCents: 70, quantityMicroDiem: 50_000_000n },
     ]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n, 80);
-    world.peer.rt.services.router.invalidateBook();
+    world.peer.rt.services.inference.invalidateBook();
     // the peer holds warm slices of this buyer and of the cheapest offer
     const long = await inFlight(world.peer, buyer.accountId);
     expect(long.attempt?.offerId).toBe(supply.keys[0]?.offerId);
@@ -146,7 +146,7 @@ describe("escrow", () => {
     );
     expect(revoked.status).toBe(401);
 
-    await world.peer.rt.services.router.abort(long, "test_done");
+    await world.peer.rt.services.inference.abort(long, "test_done");
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
     await withdraw(supply);
@@ -154,7 +154,7 @@ describe("escrow", () => {
 
   test("a stream's support reference resolves while it runs (in_progress), then to its record", async () => {
     const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
-    world.app.rt.services.router.invalidateBook();
+    world.app.rt.services.inference.invalidateBook();
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
       method: "POST",
@@ -196,8 +196,8 @@ describe("escrow", () => {
 
   test("two processes drawing on one small balance: never overdrawn, every charge on the record", async () => {
     const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 500_000_000n }]);
-    world.app.rt.services.router.invalidateBook();
-    world.peer.rt.services.router.invalidateBook();
+    world.app.rt.services.inference.invalidateBook();
+    world.peer.rt.services.inference.invalidateBook();
     // enough for a handful of these requests at the ceiling
     const buyer = await fundedBuyerKey(world.app, 20_000n);
     const body = { ...MSG("[[sim:tokens=1500]]"), max_tokens: 4000 };

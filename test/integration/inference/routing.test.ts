@@ -184,7 +184,7 @@ describe("gate slots", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const { redis, keys, services } = world.app.rt;
-    const gates = services.router.gates;
+    const gates = services.inference.gates;
     const session = await openSession(world.app, buyer.accountId, { stream: true, promptEstimate: 50 });
     const buyerGate = keys.apiKeyInFlight(session.apiKeyId);
     const keyGate = keys.upstreamKeyInFlight(session.attempt?.upstreamKeyId ?? "");
@@ -193,7 +193,7 @@ describe("gate slots", () => {
       expect([gates.inUse(buyerGate), gates.inUse(keyGate)]).toEqual([1, 1]);
       expect([await held(buyerGate), await held(keyGate)]).toEqual([1, 1]);
     } finally {
-      await services.router.abort(session, "test_done");
+      await services.inference.abort(session, "test_done");
     }
     // freed in memory at once; Redis gets the slots back once a trim window passes unused
     expect([gates.inUse(buyerGate), gates.inUse(keyGate)]).toEqual([0, 0]);
@@ -244,7 +244,7 @@ describe("money under concurrency", () => {
     const one = await chat(world.app, probe.apiKey, body);
     expect(one.status).toBe(200);
     const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: probe.accountId } });
-    const { planAdmission, estimatePromptTokens } = await import("../../../src/domain/routing/admission.js");
+    const { planAdmission, estimatePromptTokens } = await import("../../../src/domain/inference/admission.js");
     const model = await world.app.rt.services.catalog.getModel(MODEL);
     const plan = planAdmission({
       pricing: {
@@ -495,7 +495,7 @@ describe("group commit and the hot path's caches", () => {
   test("settlements sharing a batch: one that cannot commit fails alone, the others are charged exactly", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const router = world.app.rt.services.router;
+    const router = world.app.rt.services.inference;
     const sessions = [];
     for (let i = 0; i < 4; i++) sessions.push(await openSession(world.app, buyer.accountId));
     // one of them cannot commit (its clear is refused)
@@ -544,14 +544,14 @@ describe("group commit and the hot path's caches", () => {
       { priceCents: 45, quantityMicroDiem: 200_000_000n },
     ]);
     const buyers = await Promise.all([1, 2, 3].map(() => fundedBuyerKey(world.app, 20_000_000n)));
-    const before = world.app.rt.services.router.batchStats();
+    const before = world.app.rt.services.inference.batchStats();
     const results = await Promise.all(
       buyers.flatMap((b) =>
         Array.from({ length: 12 }, () => chat(world.app, b.apiKey, { ...MSG("[[sim:tokens=12]]"), max_tokens: 24 })),
       ),
     );
     expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
-    const after = world.app.rt.services.router.batchStats();
+    const after = world.app.rt.services.inference.batchStats();
     expect(after.ends.items - before.ends.items).toBe(36);
     expect(after.ends.largest).toBeGreaterThan(1);
     expect(after.escrow.admitted - before.escrow.admitted).toBe(36);

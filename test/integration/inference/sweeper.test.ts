@@ -3,7 +3,7 @@
 // lost its lease cannot charge against slices it no longer has, and registers anew.
 import pg from "pg";
 import { describe, expect, test } from "vitest";
-import type { RoutingSession } from "../../../src/domain/routing/router-service.js";
+import type { InferenceSession } from "../../../src/domain/inference/session.js";
 import { assertBooksBalance } from "../../support/books.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession } from "../../support/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
@@ -38,17 +38,17 @@ describe("escrow holders and the sweeper", () => {
     ]);
     const [a, b] = [await fundedBuyerKey(world.app, 5_000_000n), await fundedBuyerKey(world.app, 5_000_000n)];
     // the peer admits six requests, one of them moved to the second offer by a fall-forward…
-    const dying: RoutingSession[] = [];
+    const dying: InferenceSession[] = [];
     for (let i = 0; i < 3; i++) {
       dying.push(await openSession(world.peer, a.accountId), await openSession(world.peer, b.accountId));
     }
-    const moved = dying[5] as RoutingSession;
-    await world.peer.rt.services.router.fallForward(moved, { kind: "retryable", status: 500, detail: "test" });
+    const moved = dying[5] as InferenceSession;
+    await world.peer.rt.services.inference.fallForward(moved, { kind: "retryable", status: 500, detail: "test" });
     expect(moved.attempt?.offerId).toBe(supply.keys[1]?.offerId);
     // …while this process admits one of its own
     const live = await openSession(world.app, a.accountId);
-    const liveHolder = world.app.rt.services.router.escrowSnapshot().holder;
-    const deadHolder = world.peer.rt.services.router.escrowSnapshot().holder;
+    const liveHolder = world.app.rt.services.inference.escrowSnapshot().holder;
+    const deadHolder = world.peer.rt.services.inference.escrowSnapshot().holder;
     expect(liveHolder).not.toBeNull();
     expect(deadHolder).not.toBe(liveHolder);
     const liveSlice = await escrowOf(liveHolder, a.accountId);
@@ -56,7 +56,7 @@ describe("escrow holders and the sweeper", () => {
 
     // the peer stops renewing: its lease expires and the sweeper gives everything it held back
     await expireHolder(deadHolder);
-    const router = world.app.rt.services.router;
+    const router = world.app.rt.services.inference;
     expect((await router.releaseExpiredHolds()).released).toBe(1);
     expect(await reservedOf(a.accountId)).toBe(liveSlice);
     expect(await reservedOf(b.accountId)).toBe(0n);
@@ -72,7 +72,7 @@ describe("escrow holders and the sweeper", () => {
     // the presumed-dead process was only stalled: it cannot charge what it no longer holds
     const beforeA = await confirmedOf(world.app, a.accountId);
     const late = await Promise.allSettled(
-      dying.map((s) => world.peer.rt.services.router.settle(s, { promptTokens: 30, completionTokens: 10 })),
+      dying.map((s) => world.peer.rt.services.inference.settle(s, { promptTokens: 30, completionTokens: 10 })),
     );
     expect(late.map((r) => r.status)).toEqual(Array(6).fill("rejected"));
     expect((late[0] as PromiseRejectedResult).reason).toMatchObject({ code: "settle_failed" });
@@ -89,7 +89,7 @@ describe("escrow holders and the sweeper", () => {
     // and its next request registers a new lease and clears normally
     const r = await chat(world.peer, a.apiKey, MSG());
     expect(r.status).toBe(200);
-    const renewed = world.peer.rt.services.router.escrowSnapshot().holder;
+    const renewed = world.peer.rt.services.inference.escrowSnapshot().holder;
     expect(renewed).not.toBeNull();
     expect(renewed).not.toBe(deadHolder);
     expect(await reservedOf(a.accountId)).toBe(0n);
@@ -117,7 +117,7 @@ describe("escrow holders and the sweeper", () => {
     await sql.query("UPDATE escrow_holders SET expires_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])", [
       holders,
     ]);
-    const router = world.app.rt.services.router;
+    const router = world.app.rt.services.inference;
     const passes = await Promise.all([1, 2, 3].map(() => router.releaseExpiredHolds()));
     expect(passes.reduce((n, p) => n + p.released, 0)).toBe(8);
     expect(await reservedOf(buyer.accountId)).toBe(0n);
@@ -127,7 +127,7 @@ describe("escrow holders and the sweeper", () => {
   test("a lease being renewed right now is skipped, and once renewed it is never released", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 44, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const router = world.app.rt.services.router;
+    const router = world.app.rt.services.inference;
     const session = await openSession(world.app, buyer.accountId);
     const holder = router.escrowSnapshot().holder;
     const held = await reservedOf(buyer.accountId);
@@ -155,7 +155,7 @@ describe("escrow holders and the sweeper", () => {
   test("the heartbeat pushes the lease ahead, so a long request's slices outlive the sweeper", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 45, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const router = world.app.rt.services.router;
+    const router = world.app.rt.services.inference;
     const session = await openSession(world.app, buyer.accountId, { stream: true });
     const holder = router.escrowSnapshot().holder;
     await expireHolder(holder);
@@ -176,8 +176,8 @@ describe("escrow holders and the sweeper", () => {
     const open = await openSession(world.peer, other.accountId);
     expect((await chat(world.peer, buyer.apiKey, MSG())).status).toBe(200);
     expect(await reservedOf(other.accountId)).toBeGreaterThan(0n);
-    const holder = world.peer.rt.services.router.escrowSnapshot().holder;
-    await world.peer.rt.services.router.close();
+    const holder = world.peer.rt.services.inference.escrowSnapshot().holder;
+    await world.peer.rt.services.inference.close();
     expect(await reservedOf(other.accountId)).toBe(0n);
     expect(await world.app.rt.db.escrowHolder.count({ where: { id: holder ?? "" } })).toBe(0);
     expect(open.done).toBe(false);

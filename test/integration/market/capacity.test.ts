@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { sqlRunner } from "../../../src/adapters/sql.js";
-import { eligibleOffers } from "../../../src/domain/market/eligibility.js";
+import { eligibleOffers } from "../../../src/domain/inference/clearing.js";
 import { call } from "../../support/actors.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../support/fixtures.js";
 import type { TestApp } from "../../support/harness.js";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { usageOf } from "../../../src/domain/routing/chat-service.js";
+import { usageOf } from "../../../src/domain/inference/usage.js";
 
 describe("usageOf: the upstream's usage, the only basis of a charge", () => {
   test("reads both shapes, with cached tokens", () => {

@@ -1,4 +1,4 @@
-/** Server-sent events: a small incremental parser for upstream streams, and frame writers. */
+/** Server-sent events: a small incremental parser for upstream streams, and the frame writers every stream uses. */
 export interface SseFrame {
   event?: string;
   data: string;
@@ -43,4 +43,17 @@ function parseBlock(block: string): SseFrame | undefined {
 
 export function eventFrame(event: string, payload: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(payload)}\n\n`;
+}
+
+/** A `data:` frame carrying `payload` as JSON (OpenAI chat-completion chunks). */
+export function dataFrame(payload: unknown): string {
+  return `data: ${JSON.stringify(payload)}\n\n`;
+}
+
+/**
+ * THE in-band error frame of a `data:` stream (SPEC "Events" Chat SSE 5–6): once bytes are
+ * written, a failure is an `{"error":{code,message[,supportReference]}}` frame, not a status.
+ */
+export function errorFrame(code: string, message: string, supportReference?: string): string {
+  return dataFrame({ error: supportReference ? { code, message, supportReference } : { code, message } });
 }

@@ -1,4 +1,5 @@
 import { burnMicroDiem, grossMicroUsdc, type TextPricing } from "../../lib/money.js";
+import type { RoutableModel, Usage } from "./session.js";
 
 /**
  * Admission arithmetic (pure). A request is admitted with a completion-token cap we send upstream,
@@ -18,12 +19,51 @@ export function estimatePromptTokens(payload: unknown, messages: number): number
   return Math.ceil(bytes / BYTES_PER_TOKEN) + PER_MESSAGE_TOKENS * Math.max(1, messages);
 }
 
+/**
+ * What a request is admitted with: its maximum burn (held on the offer's slice) and its maximum
+ * charge (held on the buyer's). A charge can never exceed it: the burn settled is capped at
+ * `maxBurnMicroDiem` and the clearing price is at most the ceiling.
+ */
 export interface AdmissionPlan {
+  /** the generous prompt estimate the plan was made with (0 where the price is not per token) */
   promptEstimate: number;
+  /** the completion cap sent upstream (0 where the price is not per token) */
   admittedMaxTokens: number;
   maxBurnMicroDiem: bigint;
-  /** the most the buyer can be charged: maxBurn at the ceiling price */
+  /** the most the buyer can be charged: `maxChargeFor(maxBurn, ceiling)` */
   maxChargeMicroUsdc: bigint;
+}
+
+/**
+ * A request's price rules, supplied by its modality: tokens × catalog rates for text (`textPricer`),
+ * a flat job price for images, a quoted job price for video.
+ */
+export interface BurnPricer {
+  /**
+   * The maximum burn and charge for a buyer with `availableMicroUsdc` at `ceilingCents`, or
+   * `undefined` when not even the smallest admissible request is affordable (402).
+   */
+  plan(ceilingCents: number, availableMicroUsdc: bigint): AdmissionPlan | undefined;
+  /** The burn of what was delivered (the pipeline caps it at the admitted maximum). */
+  burn(usage: Usage): bigint;
+}
+
+/** A request not planned yet: nothing admitted. */
+export const NO_PLAN: AdmissionPlan = Object.freeze({
+  promptEstimate: 0,
+  admittedMaxTokens: 0,
+  maxBurnMicroDiem: 0n,
+  maxChargeMicroUsdc: 0n,
+});
+
+/** No balance known yet: plan as if unlimited (the escrow top-up checks the real one atomically). */
+export const UNLIMITED_MICRO_USDC = 1n << 62n;
+/** Plans per request: a stale cached ceiling or a balance too short for the uncapped plan re-plans. */
+export const MAX_PLANS = 4;
+
+/** THE maximum charge of a request: its maximum burn bought at the buyer's ceiling (gross, fee included). */
+export function maxChargeFor(maxBurnMicroDiem: bigint, ceilingCents: number): bigint {
+  return grossMicroUsdc(maxBurnMicroDiem, ceilingCents);
 }
 
 /**
@@ -44,7 +84,7 @@ export function planAdmission(input: {
     input.modelMaxCompletionTokens ?? DEFAULT_MAX_COMPLETION_TOKENS,
   );
   const charge = (tokens: number) =>
-    grossMicroUsdc(
+    maxChargeFor(
       burnMicroDiem(input.pricing, { promptTokens: input.promptEstimate, completionTokens: tokens }),
       input.ceilingCents,
     );
@@ -71,6 +111,29 @@ export function planAdmission(input: {
     promptEstimate: input.promptEstimate,
     admittedMaxTokens: admitted,
     maxBurnMicroDiem,
-    maxChargeMicroUsdc: grossMicroUsdc(maxBurnMicroDiem, input.ceilingCents),
+    maxChargeMicroUsdc: maxChargeFor(maxBurnMicroDiem, input.ceilingCents),
+  };
+}
+
+/**
+ * Text price rules: the maximum is the prompt estimate plus the admitted completion cap at the
+ * catalog's token rates (`planAdmission`); the actual burn is the upstream's usage at the same rates.
+ */
+export function textPricer(
+  model: Pick<RoutableModel, "pricing" | "maxCompletionTokens">,
+  promptEstimate: number,
+  requestedMaxTokens: number | undefined,
+): BurnPricer {
+  return {
+    plan: (ceilingCents, availableMicroUsdc) =>
+      planAdmission({
+        pricing: model.pricing,
+        promptEstimate,
+        requestedMaxTokens,
+        modelMaxCompletionTokens: model.maxCompletionTokens,
+        ceilingCents,
+        availableMicroUsdc,
+      }),
+    burn: (usage) => burnMicroDiem(model.pricing, usage),
   };
 }

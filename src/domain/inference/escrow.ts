@@ -20,22 +20,37 @@ export const TOPUP_RESET_MS = 10_000;
 /** A holder's lease; the heartbeat renews it. Slices of a holder whose lease expired go back. */
 export const HOLDER_LEASE_MS = 60_000;
 export const HOLDER_RENEW_MS = 15_000;
+/** Expired escrow holders the sweeper releases per pass. */
+const SWEEP_LIMIT = 500;
+
+/**
+ * Sweeper (worker): gives back the escrow slices of holders whose lease expired (their process
+ * died). Requests in flight there leave no record and no charge. Idempotent.
+ */
+export async function releaseExpiredHolders(sql: Sql, now: Date): Promise<{ released: number }> {
+  const r = await sql.query<{ released: number }>("SELECT svc_release_expired($1::timestamptz, $2::int) AS released", [
+    now,
+    SWEEP_LIMIT,
+  ]);
+  return { released: Number(r.rows[0]?.released ?? 0) };
+}
 
 /**
  * One slice: what this process holds of one buyer's balance (micro-USDC) or of one offer's DIEM
  * (micro-DIEM), as far as it knows. `total` drops as soon as an ending that debits or returns part
  * of it is submitted, and grows only once a top-up has committed, so Postgres always holds at least
- * `total` (the settlement guards enforce it regardless).
+ * `total` (the settlement guards enforce it regardless). Its state changes only through the methods
+ * below, each named for the event that moves it.
  */
 export class Slice {
-  total = 0n;
+  #total = 0n;
   /** admitted maxima of the requests in flight against it */
-  used = 0n;
+  #used = 0n;
   /** the largest single need seen (sizes top-ups and what is kept while busy) */
-  unit = 0n;
+  #unit = 0n;
   /** top-up size in units: grows while top-ups come fast, so a busy slice tops up rarely */
-  units = TOPUP_UNITS;
-  private lastTakeAt = 0;
+  #units = TOPUP_UNITS;
+  #lastTakeAt = 0;
   /** a top-up in flight: others needing more wait for it instead of taking again */
   taking: Promise<unknown> | null = null;
 
@@ -46,18 +61,55 @@ export class Slice {
     readonly id: string,
   ) {}
 
-  get free(): bigint {
-    return this.total - this.used;
+  /** what this process holds of it */
+  get total(): bigint {
+    return this.#total;
   }
 
-  /** How much to ask for when a request needing `need` finds too little free. */
-  want(need: bigint, nowMs = Date.now()): bigint {
-    if (need > this.unit) this.unit = need;
-    const since = nowMs - this.lastTakeAt;
-    if (since < TOPUP_SPEED_MS) this.units = this.units * 2n > MAX_TOPUP_UNITS ? MAX_TOPUP_UNITS : this.units * 2n;
-    else if (since > TOPUP_RESET_MS) this.units = TOPUP_UNITS;
-    this.lastTakeAt = nowMs;
-    return maxBig(need, this.unit * this.units, this.used);
+  /** what requests in flight have admitted against it */
+  get used(): bigint {
+    return this.#used;
+  }
+
+  get free(): bigint {
+    return this.#total - this.#used;
+  }
+
+  /** A request's maximum is admitted against it (its free part covers `amount`). */
+  admit(amount: bigint): void {
+    if (amount > this.free)
+      throw new RangeError(`slice ${this.kind}:${this.id} admits ${amount} with ${this.free} free`);
+    this.#used += amount;
+  }
+
+  /** A request ended or moved on: its admitted maximum is no longer in use. */
+  release(amount: bigint): void {
+    this.#used -= amount;
+  }
+
+  /** A top-up committed: Postgres now holds `amount` more for this process. */
+  grant(amount: bigint): void {
+    this.#total += amount;
+  }
+
+  /** A charge leaves the slice with a settlement submitted now (`restore` if it does not commit). */
+  spend(amount: bigint): void {
+    this.#total -= amount;
+  }
+
+  /** An ending that did not commit: what it took out (`spend`, `giveBack`) is held again. */
+  restore(amount: bigint): void {
+    this.#total += amount;
+  }
+
+  /** How much to ask for when a request needing `need` finds too little free (`nowMs` from the clock). */
+  want(need: bigint, nowMs: number): bigint {
+    if (need > this.#unit) this.#unit = need;
+    const since = nowMs - this.#lastTakeAt;
+    if (since < TOPUP_SPEED_MS) this.#units = this.#units * 2n > MAX_TOPUP_UNITS ? MAX_TOPUP_UNITS : this.#units * 2n;
+    else if (since > TOPUP_RESET_MS) this.#units = TOPUP_UNITS;
+    this.#lastTakeAt = nowMs;
+    return maxBig(need, this.#unit * this.#units, this.#used);
   }
 
   /**
@@ -67,13 +119,13 @@ export class Slice {
    */
   giveBack(): bigint {
     let back = 0n;
-    if (this.used === 0n) back = this.total;
+    if (this.#used === 0n) back = this.#total;
     else {
-      const keep = maxBig(this.used, this.unit * this.units);
+      const keep = maxBig(this.#used, this.#unit * this.#units);
       if (this.free > 2n * keep) back = this.free - keep;
     }
     if (back < 0n) back = 0n;
-    this.total -= back;
+    this.#total -= back;
     return back;
   }
 }
@@ -122,6 +174,12 @@ export class HolderLease {
     private readonly clock: Clock,
     private readonly newId: () => string,
   ) {}
+
+  /** This process's holder id and how many slices it holds (tests, diagnostics). */
+  snapshot(): { holder: string | null; buyers: number; offers: number } {
+    const h = this.peek();
+    return { holder: h?.id ?? null, buyers: h?.buyers.size ?? 0, offers: h?.offers.size ?? 0 };
+  }
 
   /** The live registration, if any (no registration is made). */
   peek(): Holder | null {

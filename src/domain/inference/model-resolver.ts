@@ -1,8 +1,7 @@
+import type { Clock } from "../../lib/clock.js";
 import { textPricingOf } from "../catalog/catalog-pricing.js";
 import type { CatalogService } from "../catalog/catalog-service.js";
-import type { RoutableModel } from "./router-service.js";
-
-export { bareModelId } from "../catalog/catalog-service.js";
+import type { RoutableModel } from "./session.js";
 
 /** Catalog rows change on sync (minutes); the hot path reads them from memory for this long. */
 const CACHE_MS = 5_000;
@@ -11,11 +10,14 @@ const CACHE_MS = 5_000;
  * The router's view of a catalog row (the catalog is the one source of truth): integer text rates
  * for metering. Unknown, disabled or unlisted → 404 `model_not_found` (from the catalog).
  */
-export function createModelResolver(catalog: Pick<CatalogService, "getModel">): (id: string) => Promise<RoutableModel> {
+export function createModelResolver(
+  catalog: Pick<CatalogService, "getModel">,
+  clock: Clock,
+): (id: string) => Promise<RoutableModel> {
   const cache = new Map<string, { at: number; row: RoutableModel }>();
   return async (id: string) => {
     const hit = cache.get(id);
-    if (hit && Date.now() - hit.at < CACHE_MS) return hit.row;
+    if (hit && clock.now().getTime() - hit.at < CACHE_MS) return hit.row;
     const m = await catalog.getModel(id);
     const row: RoutableModel = {
       id: m.id,
@@ -28,7 +30,7 @@ export function createModelResolver(catalog: Pick<CatalogService, "getModel">): 
           : { inputMicroPerM: 0n, outputMicroPerM: 0n, cacheMicroPerM: null, extended: null },
       maxCompletionTokens: m.maxCompletionTokens,
     };
-    cache.set(id, { at: Date.now(), row });
+    cache.set(id, { at: clock.now().getTime(), row });
     return row;
   };
 }

@@ -1,7 +1,8 @@
 import { readUpstreamSse, releaseBody, type UpstreamBody } from "../../adapters/upstream/client.js";
-import type { SseFrame } from "../../http/openai/sse.js";
-import type { StreamSink } from "./chat-service.js";
-import { type RouterService, type RoutingSession, serverTiming } from "./router-service.js";
+import type { SseFrame } from "../../lib/sse.js";
+import type { InferencePipeline } from "./pipeline.js";
+import { type InferenceSession, serverTiming } from "./session.js";
+import type { StreamSink } from "./sink.js";
 
 /** A started stream silent this long is treated as truncated. */
 export const STREAM_IDLE_TIMEOUT_MS = 120_000;
@@ -23,8 +24,8 @@ export class StreamRelay {
   private idle: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly router: RouterService,
-    private readonly session: RoutingSession,
+    private readonly pipeline: InferencePipeline,
+    private readonly session: InferenceSession,
     private readonly sink: StreamSink,
     private readonly body: UpstreamBody,
     private readonly upstreamAbort: AbortController,
@@ -50,7 +51,7 @@ export class StreamRelay {
         if (this.isCommitted) {
           if (this.idle) this.idle.refresh();
           else this.idle = setTimeout(() => this.upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
-          void this.router.renew(this.session).catch(() => undefined);
+          void this.pipeline.renew(this.session).catch(() => undefined);
         }
         const v = await onFrame(frame);
         if (v) {
@@ -83,7 +84,7 @@ export class StreamRelay {
     this.isCommitted = true;
     clearTimeout(this.firstTimer);
     const { requestId, supportReference } = this.session;
-    this.router.markFirstByte(this.session);
+    this.pipeline.markFirstByte(this.session);
     this.sink.start({
       "X-Svc-Request-Id": requestId,
       "X-Svc-Support-Reference": supportReference,
@@ -96,17 +97,17 @@ export class StreamRelay {
   /** The upstream failed in-band before content: cuts it and falls forward. */
   async failBeforeContent(detail: string): Promise<"retry"> {
     this.upstreamAbort.abort();
-    await this.router.fallForward(this.session, { kind: "retryable", detail });
+    await this.pipeline.fallForward(this.session, { kind: "retryable", detail });
     return "retry";
   }
 
   /** The upstream closed before content: ends the request if the buyer left, else falls forward. */
   async closeBeforeContent(): Promise<"retry" | "done"> {
     if (this.sink.closed) {
-      await this.router.abort(this.session, "client_closed");
+      await this.pipeline.abort(this.session, "client_closed");
       return "done";
     }
-    await this.router.fallForward(this.session, {
+    await this.pipeline.fallForward(this.session, {
       kind: "retryable",
       detail: "upstream stream closed before its first content",
     });

@@ -1,31 +1,10 @@
 import type { Sql } from "../../adapters/sql.js";
 import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
+import { type BookEntry, CLEARING_ORDER_SQL } from "./clearing.js";
 
 /** The book is read again in the background once it is older than this. */
 export const BOOK_MAX_AGE_MS = 1_000;
-
-/** One eligible offer as the router sees it (no supplier identity leaves the process). */
-export interface BookEntry {
-  offerId: string;
-  upstreamKeyId: string;
-  supplierAccountId: string;
-  priceCentsPerDollar: number;
-  expiresAt: number;
-  /** what nobody holds of it (`svc_routable`: reserved includes every holder's slices) */
-  routableMicroDiem: bigint;
-  /** the key's last known balance (caps a stream_incomplete estimate) */
-  keyBalanceMicroDiem: bigint | null;
-  /** false once a top-up found it no longer eligible (until the next read) */
-  eligible: boolean;
-  cooldownUntil: number | null;
-  sealed: {
-    ciphertext: Uint8Array<ArrayBuffer>;
-    iv: Uint8Array<ArrayBuffer>;
-    tag: Uint8Array<ArrayBuffer>;
-    keyId: string;
-  };
-}
 
 const BOOK_SQL = `
   SELECT o.id, o.upstream_key_id, o.account_id, o.price_cents_per_dollar AS price, o.expires_at,
@@ -34,7 +13,7 @@ const BOOK_SQL = `
     FROM offers o
     JOIN upstream_keys k ON k.id = o.upstream_key_id
    WHERE svc_eligible(o, k, $1)
-   ORDER BY o.price_cents_per_dollar ASC, o.created_at ASC, o.id ASC`;
+   ORDER BY ${CLEARING_ORDER_SQL}`;
 
 /**
  * The eligible offers, cheapest first (ties by age, then id: the clearing order), read with the
@@ -62,7 +41,7 @@ export class OfferBook {
   /** The book, read again first when invalidated since the last read. */
   async current(): Promise<BookEntry[]> {
     while (this.loadedVersion < this.version) await this.load();
-    if (Date.now() - this.loadedAt > BOOK_MAX_AGE_MS && !this.loading) {
+    if (this.clock.now().getTime() - this.loadedAt > BOOK_MAX_AGE_MS && !this.loading) {
       this.load().catch((e) => logger.warn({ err: e }, "offer book refresh failed"));
     }
     return this.entries;
@@ -111,7 +90,7 @@ export class OfferBook {
           },
         }));
         this.loadedVersion = version;
-        this.loadedAt = Date.now();
+        this.loadedAt = this.clock.now().getTime();
       } finally {
         this.loading = null;
       }

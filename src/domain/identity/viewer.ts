@@ -1,0 +1,13 @@
+/**
+ * Who is calling: the authenticated principal that every transport (REST, GraphQL, MCP) resolves
+ * from a session cookie or a Bearer API key and hands to the domain services. `null` where a
+ * transport allows anonymous callers.
+ */
+export interface Viewer {
+  accountId: string;
+  walletAddress: string;
+  /** how the caller authenticated: a session cookie or a Bearer API key */
+  credential: "session" | "bearer";
+  apiKeyId?: string;
+  sessionId?: string;
+}

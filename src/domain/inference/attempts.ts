@@ -1,0 +1,328 @@
+import type { GateLeases } from "../../adapters/redis/gate-leases.js";
+import type { RedisKeys } from "../../adapters/redis/keys.js";
+import { type QueryRunner, type Sql, sqlRunner } from "../../adapters/sql.js";
+import type { Clock } from "../../lib/clock.js";
+import { DomainError } from "../../lib/errors.js";
+import { logger } from "../../lib/logger.js";
+import type { SecretBox } from "../../lib/secret-box.js";
+import { MAX_PLANS } from "./admission.js";
+import type { Ceilings } from "./ceilings.js";
+import { type BookEntry, chooseOffer, MAX_ATTEMPTS } from "./clearing.js";
+import {
+  escrowNotSecured,
+  fallForwardExhausted,
+  insufficientBalance,
+  keyWaitTimeout,
+  noSupply,
+} from "./diagnostics.js";
+import type { HolderLease, Slice } from "./escrow.js";
+import { takeEscrow } from "./escrow-take.js";
+import { type AttemptFailure, outcomeOf } from "./failure.js";
+import type { OfferBook } from "./offer-book.js";
+import type { Attempt, AttemptOutcome, InferenceSession } from "./session.js";
+
+/** In-flight completions per supplier key (a supplier key is one upstream account's rate limits). */
+export const SUPPLIER_KEY_MAX_IN_FLIGHT = 16;
+/** How long a request waits for a busy supplier key before 503 key_wait_timeout. */
+export const KEY_WAIT_MS = 5_000;
+/** How often a request waiting for a busy key looks again. */
+const KEY_POLL_MS = 25;
+/** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
+export const EXHAUSTED_COOLDOWN_MS = 60_000;
+/** Decrypted supplier secrets are kept in memory this long. */
+const KEY_CACHE_MS = 60_000;
+/** Top-ups per admission before giving up (each either grants or changes what is asked). */
+const MAX_TAKES = 16;
+
+/** How the pipeline marks a supplier key's health (the one path: `supply/key-health.ts`). */
+export interface KeyMarks {
+  coolDown(upstreamKeyId: string, untilMs: number): Promise<unknown>;
+  markAuthFailed(upstreamKeyId: string): Promise<unknown>;
+}
+
+export interface AttemptDeps {
+  sql: Sql;
+  clock: Clock;
+  gates: GateLeases;
+  keys: RedisKeys;
+  secrets: SecretBox;
+  keyHealth: KeyMarks;
+  lease: HolderLease;
+  book: OfferBook;
+  ceilings: Ceilings;
+  /** after an upstream 402: refresh the key's balance (best effort, async) */
+  onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** ends the whole request with `err` (recorded, everything released); returns the error to throw */
+  fail: (session: InferenceSession, err: DomainError) => Promise<DomainError>;
+}
+
+/** (Re-)plans the request's maximum against `availableMicroUsdc`; false when even the minimum is unaffordable. */
+export function planRequest(session: InferenceSession, availableMicroUsdc: bigint): boolean {
+  session.plans++;
+  const plan = session.pricer.plan(session.ceilingCents, availableMicroUsdc);
+  if (!plan) return false;
+  session.plan = plan;
+  return true;
+}
+
+/**
+ * Attempts with fall-forward (SPEC "What the service does" 4): each attempt is admitted on the
+ * cheapest eligible offer on a key the request has not tried (at most MAX_ATTEMPTS distinct keys),
+ * against this process's escrow slices, topped up in Postgres when too small; a busy key is waited
+ * for up to KEY_WAIT_MS. An attempt that fails before anything reached the buyer gives its admission
+ * and key slot back and its key is acted on (cooldown, auth mark) through the one key-health path.
+ */
+export class Attempts {
+  readonly stats = { takes: 0, admitted: 0, inMemory: 0 };
+  private readonly secrets = new Map<string, { secret: string; at: number }>();
+  private readonly run: QueryRunner;
+
+  constructor(private readonly deps: AttemptDeps) {
+    this.run = sqlRunner(deps.sql);
+  }
+
+  /**
+   * Admits the request's next attempt. On the first call it also admits the buyer's maximum charge.
+   * @throws 401 (a revoked key, seen by a top-up), 402 insufficient_balance,
+   *   503 pool_empty / no_eligible_supply / insufficient_routable_at_price / key_wait_timeout,
+   *   502 upstream_error when fall-forward is exhausted
+   */
+  async next(session: InferenceSession): Promise<Attempt> {
+    const { clock, lease, book, gates } = this.deps;
+    if (session.tried.length >= MAX_ATTEMPTS) throw await this.deps.fail(session, fallForwardExhausted());
+    const deadline = clock.now().getTime() + KEY_WAIT_MS;
+    let busy: string[] = [];
+    let freshBook = false;
+    let takes = 0;
+    for (;;) {
+      const holderOrPromise = lease.current();
+      const holder = holderOrPromise instanceof Promise ? await holderOrPromise : holderOrPromise;
+      const entries = await book.current();
+      if (holder.lost) continue;
+      // from here to the admission nothing awaits: what is free cannot change under us
+      const plan = session.plan;
+      const buyer = session.buyerSlice ?? holder.slice("buyer", session.accountId);
+      const usdcShort = session.buyerSlice ? 0n : plan.maxChargeMicroUsdc - buyer.free;
+      const now = clock.now();
+      const { pick, waitingOnBusy } = chooseOffer(entries, {
+        holder,
+        ceilingCents: session.ceilingCents,
+        maxBurnMicroDiem: plan.maxBurnMicroDiem,
+        tried: session.tried,
+        isBusy: (key) => busy.includes(key) || gates.inUse(this.supplierGate(key)) >= SUPPLIER_KEY_MAX_IN_FLIGHT,
+        nowMs: now.getTime(),
+      });
+      if (usdcShort <= 0n && pick && pick.short <= 0n) {
+        // admitted in memory: no database round trip
+        if (!session.buyerSlice) {
+          buyer.admit(plan.maxChargeMicroUsdc);
+          session.buyerSlice = buyer;
+          session.touched.add(buyer);
+        }
+        const attempt = await this.admitOffer(session, pick.entry, pick.slice, now);
+        if (attempt) {
+          this.stats.admitted++;
+          if (takes === 0) this.stats.inMemory++;
+          return attempt;
+        }
+        busy.push(pick.entry.upstreamKeyId);
+        continue;
+      }
+      if (usdcShort <= 0n && !pick) {
+        holder.tidy(buyer);
+        if (!freshBook) {
+          // never refuse on a stale book: read it again first
+          await book.fresh();
+          freshBook = true;
+          continue;
+        }
+        if (!(busy.length > 0 || waitingOnBusy))
+          throw await this.deps.fail(session, await noSupply(this.run, session, now));
+        if (clock.now().getTime() > deadline) throw await this.deps.fail(session, keyWaitTimeout());
+        busy = [];
+        await new Promise((res) => setTimeout(res, KEY_POLL_MS));
+        continue;
+      }
+      // a slice is too small: wait for a top-up already under way, or take one
+      if (usdcShort > 0n && buyer.taking) {
+        await buyer.taking.catch(() => undefined);
+        continue;
+      }
+      if (pick && pick.short > 0n && pick.slice.taking) {
+        await pick.slice.taking.catch(() => undefined);
+        continue;
+      }
+      if (++takes > MAX_TAKES) throw await this.deps.fail(session, escrowNotSecured());
+      this.stats.takes++;
+      const offer = pick && pick.short > 0n ? pick : null;
+      const r = await takeEscrow(this.deps.sql, lease, {
+        holder,
+        accountId: session.accountId,
+        apiKeyId: session.apiKeyId,
+        ceilingCents: session.ceilingCents,
+        buyer: usdcShort > 0n ? { slice: buyer, short: usdcShort, need: plan.maxChargeMicroUsdc } : null,
+        offer: offer
+          ? { offerId: offer.entry.offerId, slice: offer.slice, short: offer.short, need: plan.maxBurnMicroDiem }
+          : null,
+        now,
+      });
+      if (r === "retry") continue;
+      if (usdcShort > 0n && BigInt(r.granted_usdc) > 0n) session.touched.add(buyer);
+      if (offer) {
+        if (BigInt(r.granted_diem) > 0n) session.touched.add(offer.slice);
+        if (r.outcome === "ok" || r.outcome === "offer_short") {
+          // the book learns what is left on the offer
+          offer.entry.routableMicroDiem = BigInt(r.routable ?? 0n);
+          if (r.key_balance !== null) offer.entry.keyBalanceMicroDiem = BigInt(r.key_balance);
+          if (r.outcome === "offer_short" && BigInt(r.routable ?? 0n) === 0n) offer.entry.eligible = false;
+        }
+      }
+      if (r.outcome === "key_inactive") throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+      if (r.outcome === "stale_ceiling" || r.outcome === "insufficient_balance") {
+        // planned with a stale ceiling or more than the balance affords: plan again with the
+        // account's values as the top-up just read them (plus what this process already holds)
+        if (r.ceiling !== null) {
+          this.deps.ceilings.learn(session.accountId, Number(r.ceiling));
+          session.ceilingCents = Number(r.ceiling);
+        }
+        const available = BigInt(r.available ?? 0n) + (buyer.free > 0n ? buyer.free : 0n);
+        if (session.plans >= MAX_PLANS || !planRequest(session, available)) {
+          throw await this.deps.fail(session, insufficientBalance(session));
+        }
+      }
+    }
+  }
+
+  /** Admits the attempt on an offer whose slice covers it: takes the supplier key's gate slot. */
+  private async admitOffer(
+    session: InferenceSession,
+    entry: BookEntry,
+    slice: Slice,
+    now: Date,
+  ): Promise<Attempt | null> {
+    const burn = session.plan.maxBurnMicroDiem;
+    slice.admit(burn);
+    session.touched.add(slice);
+    const ordinal = ++session.ordinals;
+    const key = entry.upstreamKeyId;
+    let ok: boolean;
+    try {
+      ok = await this.deps.gates.acquire(this.supplierGate(key), SUPPLIER_KEY_MAX_IN_FLIGHT);
+    } catch (e) {
+      slice.release(burn);
+      throw e;
+    }
+    if (!ok) {
+      // the key is at its in-flight limit across processes: give the admission back, next offer
+      slice.release(burn);
+      session.attempts.push({
+        ordinal,
+        key,
+        offer: entry.offerId,
+        price: entry.priceCentsPerDollar,
+        outcome: "aborted",
+        status: null,
+        detail: "key_busy",
+        started: now.toISOString(),
+        ended: now.toISOString(),
+      });
+      return null;
+    }
+    session.tried.push(key);
+    session.attempt = {
+      ordinal,
+      offerId: entry.offerId,
+      upstreamKeyId: key,
+      supplierAccountId: entry.supplierAccountId,
+      priceCentsPerDollar: entry.priceCentsPerDollar,
+      secret: this.openSecret(entry),
+      keyBalanceMicroDiem: entry.keyBalanceMicroDiem,
+      keyHeld: true,
+      offerSlice: slice,
+      startedAt: now,
+    };
+    return session.attempt;
+  }
+
+  /**
+   * Ends the current attempt before anything reached the buyer: its admission and key slot back,
+   * its outcome noted, its key acted on (402 → cooldown and a balance refresh; 401/403 → auth_failed).
+   */
+  async end(session: InferenceSession, failure: AttemptFailure | null): Promise<void> {
+    const a = session.attempt;
+    if (!a) return;
+    const now = this.deps.clock.now();
+    this.record(session, a, outcomeOf(failure), failure, now);
+    this.freeKey(a);
+    if (failure?.kind === "supplier_exhausted") {
+      await this.mark(a.upstreamKeyId, () =>
+        this.deps.keyHealth.coolDown(a.upstreamKeyId, now.getTime() + EXHAUSTED_COOLDOWN_MS),
+      );
+      this.deps.onKeyExhausted?.(a.upstreamKeyId).catch(() => undefined);
+    } else if (failure?.kind === "supplier_auth") {
+      await this.mark(a.upstreamKeyId, () => this.deps.keyHealth.markAuthFailed(a.upstreamKeyId));
+      this.secrets.delete(a.upstreamKeyId);
+    }
+  }
+
+  /** A key mark never fails the request; the book is read again before the next attempt either way. */
+  private async mark(upstreamKeyId: string, how: () => Promise<unknown>): Promise<void> {
+    try {
+      await how();
+    } catch (e) {
+      logger.error({ err: e, upstreamKeyId }, "could not mark a supplier key");
+    }
+    this.deps.book.invalidate();
+  }
+
+  /** Notes an attempt's outcome and releases its admission on the offer's slice. */
+  record(
+    session: InferenceSession,
+    a: Attempt,
+    outcome: AttemptOutcome,
+    failure: AttemptFailure | null,
+    now: Date,
+  ): void {
+    session.attempt = null;
+    a.offerSlice.release(session.plan.maxBurnMicroDiem);
+    session.attempts.push({
+      ordinal: a.ordinal,
+      key: a.upstreamKeyId,
+      offer: a.offerId,
+      price: a.priceCentsPerDollar,
+      outcome,
+      status: failure?.status ?? null,
+      detail: failure ? failure.detail.slice(0, 200) : null,
+      started: a.startedAt.toISOString(),
+      ended: now.toISOString(),
+    });
+  }
+
+  /** The request's gate slots back (in memory; see GateLeases), its attempt's supplier key's included. */
+  releaseSlots(session: InferenceSession, attempt: Attempt | null = session.attempt): void {
+    for (const g of session.gates) this.deps.gates.release(g);
+    session.gates = [];
+    if (attempt) this.freeKey(attempt);
+  }
+
+  /** The attempt's slot of its supplier key's gate back (once). */
+  freeKey(attempt: Attempt): void {
+    if (!attempt.keyHeld) return;
+    attempt.keyHeld = false;
+    this.deps.gates.release(this.supplierGate(attempt.upstreamKeyId));
+  }
+
+  /** The gate of a supplier key's in-flight completions. */
+  private supplierGate(upstreamKeyId: string): string {
+    return this.deps.keys.upstreamKeyInFlight(upstreamKeyId);
+  }
+
+  private openSecret(entry: BookEntry): string {
+    const nowMs = this.deps.clock.now().getTime();
+    const hit = this.secrets.get(entry.upstreamKeyId);
+    if (hit && nowMs - hit.at < KEY_CACHE_MS) return hit.secret;
+    const secret = this.deps.secrets.open(entry.sealed, entry.supplierAccountId);
+    this.secrets.set(entry.upstreamKeyId, { secret, at: nowMs });
+    return secret;
+  }
+}

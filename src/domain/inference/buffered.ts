@@ -1,0 +1,81 @@
+import type { UpstreamClient } from "../../adapters/upstream/client.js";
+import { DomainError } from "../../lib/errors.js";
+import { formatDecimal6 } from "../../lib/money.js";
+import type { InferencePipeline } from "./pipeline.js";
+import { type InferenceSession, type Settled, serverTiming, type Usage } from "./session.js";
+import { endOnError, failAttempt } from "./upstream-attempt.js";
+
+type Json = Record<string, unknown>;
+
+/** Buffered upstream calls give up after this long (then fall forward). */
+export const UPSTREAM_TIMEOUT_MS = 120_000;
+
+/** The buffered answer's headers (SPEC "Inference" response headers). */
+export function costHeaders(s: Settled, session: InferenceSession): Record<string, string> {
+  return {
+    "X-Svc-Request-Id": s.requestId,
+    "X-Svc-Support-Reference": s.supportReference,
+    "X-Svc-Cost-Usdc": formatDecimal6(s.costMicroUsdc),
+    "X-Svc-Clearing-Price-Cents": String(s.clearingPriceCents),
+    "X-Balance-Remaining": formatDecimal6(s.balanceRemainingMicroUsdc),
+    "Server-Timing": serverTiming(session),
+  };
+}
+
+/**
+ * The buffered ending, for every modality: per attempt, an upstream call (the buyer leaving or
+ * UPSTREAM_TIMEOUT_MS aborts it); an unreadable answer, or one the modality's `meter` refuses (no
+ * usage, a failed response), falls forward; the first good answer is settled on what `meter` read
+ * and returned with the settlement. On any error the request is ended without a charge (its
+ * admissions released) and the thrown DomainError carries the support reference.
+ */
+export async function runBuffered(
+  pipeline: InferencePipeline,
+  upstream: UpstreamClient,
+  session: InferenceSession,
+  o: {
+    path: string;
+    /** the upstream body for the current attempt */
+    body: () => Json;
+    signal: AbortSignal;
+    /** what the answer delivered, or why it is no answer (fall forward) */
+    meter: (answer: Json) => Usage | { refused: string };
+  },
+): Promise<{ answer: Json; settled: Settled }> {
+  try {
+    for (;;) {
+      const attempt = session.attempt;
+      if (!attempt) throw new DomainError("internal_error", "no attempt");
+      // the buyer leaving or UPSTREAM_TIMEOUT_MS cancels the call (its timer dies with the answer)
+      const res = await upstream.postJson(o.path, attempt.secret, o.body(), {
+        signal: o.signal,
+        timeoutMs: UPSTREAM_TIMEOUT_MS,
+      });
+      if (o.signal.aborted) {
+        await pipeline.abort(session, "client_closed");
+        throw new DomainError("invalid_request", "client closed the request");
+      }
+      if (!res.ok && res.failure.kind !== "invalid_response") {
+        await failAttempt(pipeline, session, res.failure);
+        continue;
+      }
+      const parsed = res.ok ? res.value.json : undefined;
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        // an unreadable answer falls forward like any upstream fault
+        await pipeline.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
+        continue;
+      }
+      const answer = parsed as Json;
+      const metered = o.meter(answer);
+      if ("refused" in metered) {
+        await pipeline.fallForward(session, { kind: "retryable", detail: metered.refused });
+        continue;
+      }
+      pipeline.markFirstByte(session);
+      return { answer, settled: await pipeline.settle(session, metered) };
+    }
+  } catch (e) {
+    await endOnError(pipeline, session, e);
+    throw e;
+  }
+}

@@ -1,0 +1,192 @@
+import { DomainError } from "../../lib/errors.js";
+import { formatDecimal6 } from "../../lib/money.js";
+import { dataFrame, errorFrame } from "../../lib/sse.js";
+import { estimatePromptTokens, textPricer } from "./admission.js";
+import type { InferenceModality, ModalityRequest } from "./endpoint.js";
+import type { InferenceSession, Settled } from "./session.js";
+import type { StreamRelay } from "./stream-relay.js";
+import type { StreamRenderer } from "./streamed.js";
+import { isObject, type Json, positiveInt, refusePaidAddOns, requireModel, streamFlag } from "./text-request.js";
+import { approxItemTokens, usageOf } from "./usage.js";
+
+/** A validated chat body and what the pipeline needs of it. */
+export interface ChatRequest extends ModalityRequest {
+  maxTokens: number | undefined;
+  messages: unknown[];
+}
+
+/** Validates a chat body (SPEC "Inference" chat completions). Nothing is changed on failure. */
+export function parseChatBody(raw: unknown): ChatRequest {
+  if (!isObject(raw)) throw new DomainError("invalid_request", "Body must be a JSON object with model and messages.");
+  const body = raw;
+  const model = requireModel(body);
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    throw new DomainError("invalid_request", "messages must be a non-empty array.", { field: "messages" });
+  }
+  const stream = streamFlag(body);
+  if (body.n !== undefined && body.n !== 1) {
+    throw new DomainError("invalid_request", "n must be 1 (one choice per request).", { field: "n" });
+  }
+  refusePaidAddOns(body);
+  const maxTokens =
+    positiveInt(body.max_completion_tokens, "max_completion_tokens") ?? positiveInt(body.max_tokens, "max_tokens");
+  return { body, model, stream, maxTokens, messages: body.messages };
+}
+
+/** A chunk without the provider's own fields (`cost`, `venice_parameters`), which buyers never see. */
+function withoutProviderFields(chunk: Json): Json {
+  const { cost: _c, venice_parameters: _v, ...clean } = chunk;
+  return clean;
+}
+
+/** `svc.cost`: chunk-shaped (choices: []) so OpenAI SDKs pass it through. */
+function costFrame(like: Json, s: Settled, createdAt: Date): Json {
+  return {
+    id: like.id ?? `chatcmpl-${s.requestId}`,
+    object: "svc.cost",
+    created: like.created ?? Math.floor(createdAt.getTime() / 1000),
+    model: like.model,
+    choices: [],
+    costUsdc: formatDecimal6(s.costMicroUsdc),
+    clearingPriceCents: s.clearingPriceCents,
+    supportReference: s.supportReference,
+  };
+}
+
+/**
+ * Chat SSE (SPEC "Events" Chat SSE): content chunks relayed as they arrive; the final usage chunk
+ * and [DONE] withheld until settlement commits, with the `svc.cost` frame between them. A stream
+ * that ends without usage is billed on estimated usage, then `svc.cost` and `stream_incomplete`,
+ * no [DONE].
+ */
+class ChatStream implements StreamRenderer {
+  readonly emptyAnswerIsResult = false;
+  private usageChunk: Json | undefined;
+  private lastChunk: Json | undefined;
+  private relayedChars = 0;
+
+  constructor(
+    private readonly req: ChatRequest,
+    private readonly session: InferenceSession,
+  ) {}
+
+  async relayAttempt(relay: StreamRelay) {
+    this.usageChunk = undefined;
+    this.lastChunk = undefined;
+    this.relayedChars = 0;
+    const verdict = await relay.pump(async (frame) => {
+      if (frame.data === "[DONE]") return "finished";
+      let chunk: Json;
+      try {
+        chunk = JSON.parse(frame.data) as Json;
+      } catch {
+        return;
+      }
+      if (chunk.error !== undefined) {
+        // after content: treated as a truncated stream
+        return relay.committed ? "stop" : relay.failBeforeContent("in-band upstream error before content");
+      }
+      const choices = Array.isArray(chunk.choices) ? (chunk.choices as Json[]) : [];
+      if (chunk.usage && choices.length === 0) {
+        this.usageChunk = chunk;
+        return;
+      }
+      this.lastChunk = chunk;
+      // relayed as the upstream sent it unless it carries the provider's own fields (one data line)
+      const text =
+        chunk.cost === undefined && chunk.venice_parameters === undefined && !frame.data.includes("\n")
+          ? `data: ${frame.data}\n\n`
+          : dataFrame(withoutProviderFields(chunk));
+      const delta = (choices[0]?.delta ?? {}) as Json;
+      const hasContent =
+        (typeof delta.content === "string" && delta.content.length > 0) ||
+        (typeof delta.reasoning_content === "string" && delta.reasoning_content.length > 0) ||
+        Array.isArray(delta.tool_calls) ||
+        (choices[0]?.finish_reason !== null && choices[0]?.finish_reason !== undefined);
+      this.relayedChars +=
+        (typeof delta.content === "string" ? delta.content.length : 0) +
+        (typeof delta.reasoning_content === "string" ? delta.reasoning_content.length : 0);
+      relay.emit(text, hasContent);
+    });
+    const usageChunk = this.usageChunk as Json | undefined; // set by the frames above
+    return { verdict, usage: verdict === "finished" && usageChunk ? usageOf(usageChunk.usage) : undefined };
+  }
+
+  incomplete() {
+    let approxPromptTokens = 0;
+    for (const m of this.req.messages)
+      approxPromptTokens += approxItemTokens(JSON.stringify((m as Json)?.content ?? "").length);
+    return { approxPromptTokens, relayedChars: this.relayedChars };
+  }
+
+  completedFrames(settled: Settled): string {
+    const usage = this.usageChunk ?? {};
+    return (
+      dataFrame(withoutProviderFields(usage)) +
+      dataFrame(costFrame(this.lastChunk ?? usage, settled, this.session.startedAt)) +
+      "data: [DONE]\n\n"
+    );
+  }
+
+  incompleteFrames(settled: Settled): string {
+    return (
+      dataFrame(costFrame(this.lastChunk ?? {}, settled, this.session.startedAt)) +
+      errorFrame(
+        "stream_incomplete",
+        "The stream ended before its final usage chunk; billed on estimated usage.",
+        this.session.supportReference,
+      )
+    );
+  }
+
+  /** A settlement that did not commit (`settle_failed`) or any failure after the stream started. */
+  errorFrame(e: unknown): string {
+    const ref = this.session.supportReference;
+    return e instanceof DomainError
+      ? errorFrame(e.code, e.message, ref)
+      : errorFrame("internal_error", "The request failed after the stream started.", ref);
+  }
+}
+
+/**
+ * Chat completions (SPEC "Inference" POST /v1/chat/completions) as a modality: the OpenAI-compatible
+ * body goes upstream with the admitted completion cap, stream usage always on, and the provider's
+ * system prompt off; priced by tokens × the catalog's rates.
+ */
+export const chatModality: InferenceModality<ChatRequest> = {
+  route: "chat",
+  modality: "text",
+  path: "/chat/completions",
+  parse: parseChatBody,
+  price: (req, model) => textPricer(model, estimatePromptTokens(req.messages, req.messages.length), req.maxTokens),
+  upstreamBody(req, session, stream) {
+    const {
+      model: _m,
+      max_tokens: _mt,
+      max_completion_tokens: _mct,
+      stream_options,
+      user: _u,
+      store: _s,
+      metadata: _md,
+      ...rest
+    } = req.body;
+    const out: Json = {
+      ...rest,
+      model: session.model.id,
+      max_completion_tokens: session.plan.admittedMaxTokens,
+      stream,
+    };
+    if (stream) out.stream_options = { ...((stream_options as Json | undefined) ?? {}), include_usage: true };
+    out.venice_parameters = {
+      include_venice_system_prompt: false,
+      ...((rest.venice_parameters as Json | undefined) ?? {}),
+    };
+    return out;
+  },
+  meter: (answer) => usageOf(answer.usage) ?? { refused: "upstream answer without usage" },
+  answer(answer) {
+    const { cost: _c, venice_parameters: _vp, prompt_logprobs: _pl, ...body } = answer;
+    return body;
+  },
+  renderer: (req, session) => new ChatStream(req, session),
+};

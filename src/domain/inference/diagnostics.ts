@@ -1,0 +1,82 @@
+import type { QueryRunner } from "../../adapters/sql.js";
+import { DomainError } from "../../lib/errors.js";
+import { formatDecimal6, MAX_OFFER_PRICE_CENTS, maxBig } from "../../lib/money.js";
+import { eligibleOffers, MAX_ATTEMPTS } from "./clearing.js";
+import type { InferenceSession } from "./session.js";
+
+/**
+ * Why a request could not be admitted or completed: the refusals the pipeline answers with, their
+ * bodies and hint details (SPEC "Errors"; `details` become the error body's fields and the hint
+ * headers in `http/error-response.ts`). Every refusal carries the request's support reference.
+ */
+
+/** 402: the confirmed balance cannot cover even the smallest admissible request. */
+export function insufficientBalance(session: InferenceSession): DomainError {
+  return new DomainError(
+    "insufficient_balance",
+    "Confirmed USDC balance is too low for this request (pending top-ups do not count). Fund the account first.",
+    { supportReference: session.supportReference },
+  );
+}
+
+/** 502: fall-forward used up its distinct keys. */
+export function fallForwardExhausted(): DomainError {
+  return new DomainError(
+    "upstream_error",
+    `The upstream could not complete the request after ${MAX_ATTEMPTS} supplier keys; safe to retry.`,
+  );
+}
+
+/** 503: every eligible key stayed at its in-flight limit for the whole wait. */
+export function keyWaitTimeout(): DomainError {
+  return new DomainError("key_wait_timeout", "Timed out waiting for a free upstream key; retry.", {
+    retryAfterSeconds: 1,
+  });
+}
+
+/** 500: escrow top-ups kept changing under the request (should not happen; nothing was charged). */
+export function escrowNotSecured(): DomainError {
+  return new DomainError("internal_error", "Could not secure escrow for this request.");
+}
+
+/**
+ * Why nothing can clear this request (SPEC "Errors" 503 codes), read from the database with the
+ * clearing rule: `insufficient_routable_at_price` (offers at the ceiling lack the depth),
+ * `upstream_error` (the keys that could hold it were tried), `pool_empty` (nothing posted at any
+ * price), or `no_eligible_supply` (everything posted is above the ceiling; says which ceiling clears).
+ */
+export async function noSupply(run: QueryRunner, session: InferenceSession, now: Date): Promise<DomainError> {
+  const atCeiling = await eligibleOffers(run, { now, maxPriceCents: session.ceilingCents });
+  if (atCeiling.length > 0) {
+    const total = atCeiling.reduce((a, o) => a + o.routableMicroDiem, 0n);
+    const largest = maxBig(0n, ...atCeiling.map((o) => o.routableMicroDiem));
+    const untried = atCeiling.filter((o) => !session.tried.includes(o.upstreamKeyId));
+    if (session.tried.length > 0 && untried.every((o) => o.routableMicroDiem < session.plan.maxBurnMicroDiem)) {
+      return new DomainError(
+        "upstream_error",
+        "The upstream could not complete the request on any eligible key; safe to retry.",
+      );
+    }
+    return new DomainError(
+      "insufficient_routable_at_price",
+      "Offers at or below your ceiling lack the routable DIEM for this request; send a smaller request or retry later.",
+      { eligibleRoutableDiem: formatDecimal6(total), maxEligibleOfferDiem: formatDecimal6(largest) },
+    );
+  }
+  const all = await eligibleOffers(run, { now, maxPriceCents: MAX_OFFER_PRICE_CENTS });
+  if (all.length === 0)
+    return new DomainError("pool_empty", "Nothing is posted at any price right now; retry later.", {
+      retryAfterSeconds: 30,
+    });
+  const fits = all.filter((o) => o.routableMicroDiem >= session.plan.maxBurnMicroDiem);
+  const cheapest = (fits[0] ?? all[0])?.priceCentsPerDollar ?? null;
+  return new DomainError(
+    "no_eligible_supply",
+    `Supply exists but every posted price is above your ceiling of ${session.ceilingCents}; set maxPriceCentsPerDollar to ${cheapest} and retry.`,
+    {
+      buyerMaxCents: session.ceilingCents,
+      cheapestPostedCents: cheapest,
+      routableDiemAboveMax: formatDecimal6(all.reduce((a, o) => a + o.routableMicroDiem, 0n)),
+    },
+  );
+}

@@ -1,0 +1,97 @@
+import type { UpstreamClient } from "../../adapters/upstream/client.js";
+import { bareModelId } from "../catalog/catalog-service.js";
+import type { BurnPricer } from "./admission.js";
+import { costHeaders, runBuffered } from "./buffered.js";
+import type { InferencePipeline } from "./pipeline.js";
+import type { Caller, InferenceSession, Modality, RoutableModel, RouteKind, Usage } from "./session.js";
+import type { BufferedResult, StreamSink } from "./sink.js";
+import { runStream, type StreamRenderer } from "./streamed.js";
+
+type Json = Record<string, unknown>;
+
+/** What every validated request carries. */
+export interface ModalityRequest {
+  /** the buyer's body as sent (forwarded fields come from it) */
+  body: Json;
+  /** the model as the buyer sent it */
+  model: string;
+  stream: boolean;
+}
+
+/**
+ * What a modality plugs into the pipeline (docs/decisions.md "Inference pipeline"): its request
+ * validation, its price rules, its upstream call, and the shape of its answers and in-band errors.
+ * Admission, escrow, gates, fall-forward, settlement, records and support references are the
+ * pipeline's.
+ */
+export interface InferenceModality<R extends ModalityRequest> {
+  readonly route: RouteKind;
+  readonly modality: Modality;
+  /** the upstream path (the upstream call) */
+  readonly path: string;
+  /** validates the buyer's body; 400 naming the field, nothing changed on failure */
+  parse(raw: unknown): R;
+  /** the request's price rules given the resolved model (its maximum and actual burn) */
+  price(req: R, model: RoutableModel): BurnPricer;
+  /** the upstream body for the session's current attempt (admitted caps included) */
+  upstreamBody(req: R, session: InferenceSession, stream: boolean): Json;
+  /** a buffered answer: what it delivered, or why it is no answer (the request falls forward) */
+  meter(answer: Json): Usage | { refused: string };
+  /** a buffered answer as the buyer sees it */
+  answer(answer: Json): Json;
+  /** a streamed answer's renderer (frames, in-band errors) */
+  renderer(req: R, session: InferenceSession): StreamRenderer;
+}
+
+/**
+ * One buyer-facing endpoint: a modality on the pipeline, buffered or streamed. The transports call
+ * `buffered` / `stream`; everything between the body and the answer is the pipeline's.
+ */
+export class InferenceEndpoint<R extends ModalityRequest> {
+  constructor(
+    private readonly pipeline: InferencePipeline,
+    private readonly upstream: UpstreamClient,
+    private readonly modality: InferenceModality<R>,
+  ) {}
+
+  private open(caller: Caller, req: R, stream: boolean): Promise<InferenceSession> {
+    const m = this.modality;
+    return this.pipeline.open({
+      ...caller,
+      route: m.route,
+      modality: m.modality,
+      model: bareModelId(req.model),
+      stream,
+      price: (model) => m.price(req, model),
+    });
+  }
+
+  /** Buffered: settles, then returns the answer and the cost headers. */
+  async buffered(caller: Caller, raw: unknown, signal: AbortSignal): Promise<BufferedResult> {
+    const m = this.modality;
+    const req = m.parse(raw);
+    const session = await this.open(caller, req, false);
+    const { answer, settled } = await runBuffered(this.pipeline, this.upstream, session, {
+      path: m.path,
+      body: () => m.upstreamBody(req, session, false),
+      signal,
+      meter: (a) => m.meter(a),
+    });
+    return { body: m.answer(answer), headers: costHeaders(settled, session) };
+  }
+
+  /**
+   * Streamed: content is relayed as it arrives; the last frames (usage, cost) are withheld until
+   * settlement commits. Errors before the stream starts are thrown (the transport answers JSON).
+   */
+  async stream(caller: Caller, raw: unknown, sink: StreamSink): Promise<void> {
+    const m = this.modality;
+    const req = m.parse(raw);
+    const session = await this.open(caller, req, true);
+    await runStream(this.pipeline, this.upstream, session, sink, {
+      path: m.path,
+      body: () => m.upstreamBody(req, session, true),
+      renderer: m.renderer(req, session),
+    });
+  }
+}

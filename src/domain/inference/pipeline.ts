@@ -1,0 +1,411 @@
+import { randomUUID } from "node:crypto";
+import type { EventBus, RoutingChange } from "../../adapters/pubsub.js";
+import type { GateLeases } from "../../adapters/redis/gate-leases.js";
+import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
+import type { RedisKeys } from "../../adapters/redis/keys.js";
+import type { Sql } from "../../adapters/sql.js";
+import type { Config } from "../../config.js";
+import type { Clock } from "../../lib/clock.js";
+import { DomainError } from "../../lib/errors.js";
+import { logger } from "../../lib/logger.js";
+import { computeCharge, minBig } from "../../lib/money.js";
+import type { SecretBox } from "../../lib/secret-box.js";
+import { type BurnPricer, NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
+import { Attempts, type KeyMarks, planRequest } from "./attempts.js";
+import { Ceilings } from "./ceilings.js";
+import { ClearEvents } from "./clear-events.js";
+import { insufficientBalance } from "./diagnostics.js";
+import { HolderLease, releaseExpiredHolders } from "./escrow.js";
+import type { AttemptFailure } from "./failure.js";
+import { InFlightBridge } from "./in-flight-bridge.js";
+import { OfferBook } from "./offer-book.js";
+import { takeRequestGates } from "./request-gates.js";
+import { listenForChanges } from "./routing-changes.js";
+import {
+  type Attempt,
+  type InferenceSession,
+  type Modality,
+  ROUTE_LABEL,
+  type RoutableModel,
+  type RouteKind,
+  type Settled,
+  type Usage,
+} from "./session.js";
+import { endItem, Settlement } from "./settlement.js";
+import { estimateIncompleteUsage, type IncompleteStream } from "./usage.js";
+
+export interface PipelineDeps {
+  /** pg pool for the hot path (the stored functions of the initial migration) */
+  sql: Sql;
+  config: Config;
+  clock: Clock;
+  bus: EventBus;
+  /** in-flight gates (buyer keys, supplier keys, the small-model tier), leased per process */
+  gates: GateLeases;
+  keys: RedisKeys;
+  secrets: SecretBox;
+  /** the one key-marking path (cooldown, auth failure), shared with the supply service */
+  keyHealth: KeyMarks;
+  resolveModel: (id: string) => Promise<RoutableModel>;
+  /** after an upstream 402: refresh the key's balance (best effort, async) */
+  onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** streamed requests in flight, so their support reference resolves before their record is written */
+  inFlight?: InFlightRegistry;
+  /** an API key revoked in another process: drop it from this process's authentication cache */
+  forgetApiKey?: (apiKeyId: string) => void;
+}
+
+/** What a modality opens a request with. */
+export interface OpenInput {
+  accountId: string;
+  apiKeyId: string;
+  route: RouteKind;
+  /** the modality the route serves (a model of another modality is refused) */
+  modality: Modality;
+  /** the model as the buyer sent it (bare or `svc/`) */
+  model: string;
+  stream: boolean;
+  /** the modality's price rules for this request, given the resolved model */
+  price: (model: RoutableModel) => BurnPricer;
+}
+
+/**
+ * The inference pipeline (SPEC "What the service does" 3–6), the same for every modality:
+ * admit (resolve the model, take the request's gate slots, price its maximum burn, admit it on the
+ * cheapest eligible offer against this process's escrow slices) → attempts with fall-forward
+ * (`Attempts`) → end (settle the actual burn in one group-committed transaction, or abort and
+ * release). A modality supplies validation, pricing, the upstream call and the answer's shape
+ * (docs/decisions.md "Inference pipeline"); the buffered and streamed endings are `buffered.ts`
+ * and `streamed.ts`.
+ */
+export class InferencePipeline {
+  readonly book: OfferBook;
+  private readonly lease: HolderLease;
+  private readonly ceilings: Ceilings;
+  private readonly attempts: Attempts;
+  private readonly settlement: Settlement;
+  private readonly events: ClearEvents;
+  private readonly bridge: InFlightBridge;
+  private stopListening: (() => void) | null = null;
+
+  constructor(private readonly deps: PipelineDeps) {
+    this.lease = new HolderLease(deps.sql, deps.clock, randomUUID);
+    this.book = new OfferBook(deps.sql, deps.clock);
+    this.ceilings = new Ceilings(deps.sql);
+    this.settlement = new Settlement(deps.sql);
+    this.events = new ClearEvents(deps.bus);
+    this.bridge = new InFlightBridge(deps.inFlight, deps.clock);
+    this.attempts = new Attempts({
+      ...deps,
+      lease: this.lease,
+      book: this.book,
+      ceilings: this.ceilings,
+      fail: (session, err) => this.fail(session, err),
+    });
+  }
+
+  /** This process's in-flight gate leases. */
+  get gates(): GateLeases {
+    return this.deps.gates;
+  }
+
+  /** Group-commit and escrow figures (observability, tests). */
+  batchStats() {
+    return { ends: this.settlement.stats, escrow: { ...this.attempts.stats } };
+  }
+
+  /**
+   * Admits a request: resolves the model (404; another modality or not live: 400), takes the buyer
+   * key's in-flight slot (429) and the small tier's (429), prices its maximum (402), and admits its
+   * first attempt (503s). Its record is written when it ends (refusals included) with its support
+   * reference.
+   */
+  async open(input: OpenInput): Promise<InferenceSession> {
+    const start = performance.now();
+    this.listen();
+    const model = await this.deps.resolveModel(input.model);
+    if (model.modality !== input.modality) {
+      throw new DomainError(
+        "unsupported_modality",
+        `${model.id} is a ${model.modality} model; it cannot be called through ${ROUTE_LABEL[input.route]}.`,
+      );
+    }
+    if (model.status !== "live") {
+      throw new DomainError(
+        "model_not_live",
+        `${model.id} is listed but not live yet (coming_soon); pick a live model from /v1/models.`,
+      );
+    }
+    // the ceiling as last seen by this process (a top-up verifies it)
+    const ceilingCents = await this.ceilings.of(input.accountId);
+    const held = await takeRequestGates(this.deps, model, input.apiKeyId);
+    // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
+    const session: InferenceSession = {
+      requestId: randomUUID(),
+      supportReference: randomUUID(),
+      accountId: input.accountId,
+      apiKeyId: input.apiKeyId,
+      route: input.route,
+      model,
+      stream: input.stream,
+      ceilingCents,
+      pricer: input.price(model),
+      plan: NO_PLAN,
+      plans: 0,
+      tried: [],
+      ordinals: 0,
+      attempt: null,
+      attempts: [],
+      buyerSlice: null,
+      touched: new Set(),
+      gates: held,
+      startedAt: this.deps.clock.now(),
+      firstByteAt: null,
+      done: false,
+      timing: { start },
+    };
+    try {
+      if (!planRequest(session, UNLIMITED_MICRO_USDC)) throw await this.fail(session, insufficientBalance(session));
+      await this.attempts.next(session);
+      session.timing.admitMs = performance.now() - start;
+      if (session.stream) this.bridge.open(session);
+      return session;
+    } catch (e) {
+      // a refusal ended the request through fail(); anything else still holding escrow is ended here
+      // (recorded); an error before any escrow (a revoked key) leaves nothing but its gate slots
+      if (!session.done && (session.touched.size > 0 || session.attempts.length > 0)) {
+        await this.abort(session, e instanceof DomainError ? e.code : "internal_error");
+      } else if (!session.done) {
+        this.attempts.releaseSlots(session, null);
+      }
+      throw e;
+    }
+  }
+
+  /** Admits the next attempt (see `Attempts.next`). */
+  nextAttempt(session: InferenceSession): Promise<Attempt> {
+    return this.attempts.next(session);
+  }
+
+  /**
+   * The current attempt failed before anything reached the buyer: release its admission and key
+   * slot, note why, act on the key (cooldown, auth mark), and admit on the next offer.
+   */
+  async fallForward(session: InferenceSession, failure: AttemptFailure): Promise<Attempt> {
+    await this.attempts.end(session, failure);
+    return this.attempts.next(session);
+  }
+
+  /**
+   * Settles a completed request on its usage: burn = the modality's price of it, never above the
+   * admitted maximum. See `charge`.
+   */
+  settle(session: InferenceSession, usage: Usage): Promise<Settled> {
+    return this.charge(session, usage, minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem), false);
+  }
+
+  /**
+   * SPEC "Events" Chat SSE 6 / Responses SSE 4: THE billing of a stream that ended without its
+   * usage (truncation, an error after content, the buyer leaving). Usage is estimated
+   * (`estimateIncompleteUsage`: capped at the admitted max_tokens); the burn is capped at the
+   * admitted maximum and at the supplier key's balance before the call. Recorded `incomplete`.
+   */
+  settleIncomplete(session: InferenceSession, stream: IncompleteStream): Promise<Settled> {
+    const usage = estimateIncompleteUsage(session.plan, stream);
+    let burn = minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem);
+    const keyBalance = session.attempt?.keyBalanceMicroDiem ?? null;
+    if (keyBalance !== null && burn > keyBalance) burn = keyBalance;
+    return this.charge(session, usage, burn, true);
+  }
+
+  /**
+   * Ends a request with a charge, in one group-committed transaction: buyer debit out of its slice,
+   * supplier credit (gross − fee), platform fee (`computeCharge`: the fee in basis points of the
+   * gross), offer remaining decreased (depleted at zero), the clear, the request and attempt records,
+   * and what the slices no longer need given back. If it does not commit: nothing is charged, the
+   * request is recorded as failed, 500 settle_failed.
+   */
+  private async charge(session: InferenceSession, usage: Usage, burn: bigint, incomplete: boolean): Promise<Settled> {
+    const attempt = session.attempt;
+    if (!attempt || session.done || !session.buyerSlice) {
+      throw new DomainError("internal_error", "settle without an attempt");
+    }
+    const split = computeCharge(burn, attempt.priceCentsPerDollar, this.deps.config.fees.platformFeeBps);
+    const now = this.deps.clock.now();
+    const settleStart = performance.now();
+    const buyer = session.buyerSlice;
+    this.attempts.record(session, attempt, incomplete ? "incomplete" : "succeeded", null, now);
+    // the charge leaves the slices now; what they no longer need goes back in the same commit
+    buyer.spend(split.grossMicroUsdc);
+    attempt.offerSlice.spend(burn);
+    const ending = endItem(session, now, {
+      status: incomplete ? "incomplete" : "succeeded",
+      error_code: incomplete ? "stream_incomplete" : null,
+      charge: {
+        offer: attempt.offerId,
+        key: attempt.upstreamKeyId,
+        supplier: attempt.supplierAccountId,
+        price: attempt.priceCentsPerDollar,
+        burn: burn.toString(),
+        gross: split.grossMicroUsdc.toString(),
+        fee: split.feeMicroUsdc.toString(),
+        share: split.supplierMicroUsdc.toString(),
+        clear: randomUUID(),
+        journal: randomUUID(),
+        prompt: usage.promptTokens,
+        completion: usage.completionTokens,
+        cached: usage.cachedTokens ?? 0,
+        buyer_holder: buyer.holder,
+        offer_holder: attempt.offerSlice.holder,
+      },
+    });
+    let balance: bigint;
+    try {
+      balance = await this.settlement.submit(ending.item);
+    } catch (e) {
+      logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
+      // nothing of it happened: the slices hold the charge and what was to go back again; the
+      // request is recorded as failed (its attempt aborted)
+      buyer.restore(split.grossMicroUsdc);
+      attempt.offerSlice.restore(burn);
+      ending.undo();
+      const last = session.attempts[session.attempts.length - 1];
+      if (last) last.outcome = "aborted";
+      this.attempts.freeKey(attempt);
+      throw await this.fail(
+        session,
+        new DomainError("settle_failed", "Settlement did not commit; nothing was charged. Safe to retry.", {
+          supportReference: session.supportReference,
+        }),
+      );
+    }
+    session.done = true;
+    session.timing.settleMs = performance.now() - settleStart;
+    this.attempts.releaseSlots(session, attempt);
+    void this.bridge.close(session);
+    this.events.cleared(
+      {
+        at: now.toISOString(),
+        model: session.model.id,
+        modality: session.model.modality,
+        priceCentsPerDollar: attempt.priceCentsPerDollar,
+        burnMicroDiem: burn,
+        grossMicroUsdc: split.grossMicroUsdc,
+      },
+      session.accountId,
+      attempt.supplierAccountId,
+      now,
+    );
+    return {
+      costMicroUsdc: split.grossMicroUsdc,
+      clearingPriceCents: attempt.priceCentsPerDollar,
+      burnMicroDiem: burn,
+      balanceRemainingMicroUsdc: balance,
+      supportReference: session.supportReference,
+      requestId: session.requestId,
+    };
+  }
+
+  /**
+   * Ends a request without a charge (the buyer's 4xx relayed from the upstream, a client abort before
+   * any content, a refusal, an unexpected error): its admissions and slots are released, the record
+   * says why. Idempotent.
+   */
+  async abort(
+    session: InferenceSession,
+    errorCode: string,
+    outcome: "request_rejected" | "aborted" = "aborted",
+  ): Promise<void> {
+    if (session.done) return;
+    session.done = true;
+    const now = this.deps.clock.now();
+    const attempt = session.attempt;
+    if (attempt) this.attempts.record(session, attempt, outcome, null, now);
+    const ending = endItem(session, now, { status: "failed", error_code: errorCode });
+    try {
+      await this.settlement.submit(ending.item);
+    } catch (e) {
+      ending.undo();
+      // a give-back that cannot commit (a slice the sweeper took from a stalled process) must not
+      // cost the record: write it alone; the slices stay as they are
+      const alone =
+        ending.item.returns.length > 0 ? this.settlement.submit({ ...ending.item, returns: [] }) : Promise.reject(e);
+      await alone.catch((err: unknown) =>
+        logger.error({ err, requestId: session.requestId }, "could not record an ended request"),
+      );
+    }
+    void this.bridge.close(session);
+    this.attempts.releaseSlots(session, attempt);
+  }
+
+  /** Records the failure of the whole request (releasing everything) and returns the error to throw. */
+  private async fail(session: InferenceSession, err: DomainError): Promise<DomainError> {
+    err.details.supportReference ??= session.supportReference;
+    if (!session.done) {
+      if (session.attempt) await this.attempts.end(session, null).catch(() => undefined);
+      await this.abort(session, err.code);
+    }
+    return err;
+  }
+
+  /** Keeps a long-running stream's in-flight record alive (see InFlightBridge). */
+  renew(session: InferenceSession, force = false): Promise<void> {
+    return this.bridge.renew(session, force);
+  }
+
+  /** Marks the first byte sent to the buyer (timings). */
+  markFirstByte(session: InferenceSession): void {
+    session.firstByteAt ??= this.deps.clock.now();
+    const t = session.timing;
+    if (t.upstreamMs === undefined) t.upstreamMs = performance.now() - t.start - (t.admitMs ?? 0);
+  }
+
+  // ─────────────────────────── caches, events, lifecycle ───────────────────────────
+
+  /** A supply change (here, or heard from another process): read the offer book again before routing. */
+  invalidateBook(): void {
+    this.book.invalidate();
+  }
+
+  /** The buyer changed their ceiling: plan this account's next request from the database. */
+  forgetCeiling(accountId: string): void {
+    this.ceilings.forget(accountId);
+  }
+
+  /** Applies a change heard from another process (or this one) through `routingChanged`. */
+  applyChange(change: RoutingChange): void {
+    if (change.kind === "supply_changed") this.invalidateBook();
+    else if (change.kind === "ceiling_changed") this.forgetCeiling(change.id);
+    else if (change.kind === "api_key_revoked") this.deps.forgetApiKey?.(change.id);
+    else if (change.kind === "gate_pressure") this.deps.gates.yieldIdle(change.id);
+  }
+
+  /** Starts hearing supply changes and cache invalidations from every process (on the first request). */
+  private listen(): void {
+    this.stopListening ??= listenForChanges(this.deps.bus, {
+      capacity: () => this.invalidateBook(),
+      routing: (e) => this.applyChange(e),
+    });
+  }
+
+  /** Stops listening and gives every escrow slice and gate slot back (call after the server drained). */
+  async close(): Promise<void> {
+    this.stopListening?.();
+    await Promise.all([this.lease.close(), this.deps.gates.close()]);
+  }
+
+  /** Sweeper (worker): gives back the slices of holders whose lease expired (see `releaseExpiredHolders`). */
+  releaseExpiredHolds(): Promise<{ released: number }> {
+    return releaseExpiredHolders(this.deps.sql, this.deps.clock.now());
+  }
+
+  /** This process's holder id and slices (tests, diagnostics). */
+  escrowSnapshot(): { holder: string | null; buyers: number; offers: number } {
+    return this.lease.snapshot();
+  }
+
+  /** Renews the holder's lease now (tests; the heartbeat does it every HOLDER_RENEW_MS). */
+  heartbeat(): Promise<void> {
+    return this.lease.heartbeat();
+  }
+}

@@ -1,0 +1,153 @@
+import type { TextPricing } from "../../lib/money.js";
+import type { AdmissionPlan, BurnPricer } from "./admission.js";
+import type { Slice } from "./escrow.js";
+
+/** The buyer-facing route a request came in on (recorded with it; `inference_route` in SQL). */
+export type RouteKind = "chat" | "responses";
+
+/** What the buyer called, for error messages. */
+export const ROUTE_LABEL: Record<RouteKind, string> = { chat: "chat completions", responses: "responses" };
+
+export type Modality = "text" | "image" | "video";
+
+/** The pipeline's view of a catalog row (see model-resolver.ts). */
+export interface RoutableModel {
+  id: string;
+  modality: Modality;
+  status: "live" | "coming_soon";
+  tier: "frontier" | "small";
+  pricing: TextPricing;
+  maxCompletionTokens: number | null;
+}
+
+/** Who is paying: the acting account and the API key it called with. */
+export interface Caller {
+  accountId: string;
+  apiKeyId: string;
+}
+
+/** Tokens the upstream reported (or the pipeline estimated) for a request. */
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens?: number;
+}
+
+/** A settled request, as the buyer is told it. */
+export interface Settled {
+  costMicroUsdc: bigint;
+  clearingPriceCents: number;
+  burnMicroDiem: bigint;
+  balanceRemainingMicroUsdc: bigint;
+  supportReference: string;
+  requestId: string;
+}
+
+/** The attempt in flight: one supplier key, one offer, its maximum burn admitted on the offer's slice. */
+export interface Attempt {
+  ordinal: number;
+  offerId: string;
+  upstreamKeyId: string;
+  supplierAccountId: string;
+  priceCentsPerDollar: number;
+  /** the supplier's upstream secret (decrypted; never logged) */
+  secret: string;
+  /** the key's last known balance when the attempt began (caps an incomplete stream's burn) */
+  keyBalanceMicroDiem: bigint | null;
+  /** whether it still holds its slot of the supplier key's gate (given back exactly once) */
+  keyHeld: boolean;
+  /** the slice of the offer this attempt's maximum burn is admitted against */
+  offerSlice: Slice;
+  startedAt: Date;
+}
+
+export type AttemptOutcome =
+  | "succeeded"
+  | "incomplete"
+  | "retryable_failure"
+  | "supplier_exhausted"
+  | "supplier_auth_failed"
+  | "aborted"
+  | "request_rejected";
+
+/** One ended attempt as it is recorded when the request ends (fields of the SQL `attempts` json). */
+export interface AttemptRecord {
+  ordinal: number;
+  key: string;
+  offer: string;
+  price: number;
+  outcome: AttemptOutcome;
+  status: number | null;
+  detail: string | null;
+  started: string;
+  ended: string;
+}
+
+/** Milliseconds per phase of one request (see `serverTiming`). */
+export interface RequestTiming {
+  /** `performance.now()` when admission began */
+  start: number;
+  /** gates, plan and escrow until the first attempt could call the upstream (key waits included) */
+  admitMs?: number;
+  /** from then until the answer (buffered) or the first content (streamed), fall-forwards included */
+  upstreamMs?: number;
+  /** the settlement's commit */
+  settleMs?: number;
+}
+
+/** One paid request on its way through the pipeline (admit → attempts → end). */
+export interface InferenceSession {
+  requestId: string;
+  supportReference: string;
+  accountId: string;
+  apiKeyId: string;
+  route: RouteKind;
+  model: RoutableModel;
+  stream: boolean;
+  ceilingCents: number;
+  /** the modality's price rules (maximum and actual burn) */
+  pricer: BurnPricer;
+  /** the admitted maximum: what the buyer's and the offer's slices hold for this request */
+  plan: AdmissionPlan;
+  /** admission plans made so far (a stale ceiling or a short balance re-plans) */
+  plans: number;
+  /** supplier keys already tried (distinct keys for fall-forward) */
+  tried: string[];
+  /** attempts so far (a busy key's release counts) */
+  ordinals: number;
+  attempt: Attempt | null;
+  /** ended attempts, recorded with the request when it ends */
+  attempts: AttemptRecord[];
+  /** the buyer slice the maximum charge is admitted against (null until admitted) */
+  buyerSlice: Slice | null;
+  /** slices this request took into or drew on: each is looked at for a give-back when it ends */
+  touched: Set<Slice>;
+  /** the gate slots it holds besides its attempt's supplier key (the buyer key's, the small-model tier's) */
+  gates: string[];
+  startedAt: Date;
+  firstByteAt: Date | null;
+  done: boolean;
+  /** when its in-flight record was last renewed (epoch ms, from the clock) */
+  renewedAt?: number;
+  timing: RequestTiming;
+  /** a stream's in-flight record being stored (see InFlightRegistry) */
+  bridged?: Promise<void>;
+}
+
+/**
+ * `Server-Timing` (W3C): where the service spent a request's time, in ms — `admit` (gates, plan,
+ * escrow), `upstream` (to the answer or first content, fall-forwards included), `settle` (the commit).
+ * Phases not reached yet are left out (a stream's headers leave before its settlement).
+ */
+export function serverTiming(session: InferenceSession): string {
+  const t = session.timing;
+  const parts: string[] = [];
+  for (const [name, ms] of [
+    ["admit", t.admitMs],
+    ["upstream", t.upstreamMs],
+    ["settle", t.settleMs],
+  ] as const) {
+    if (ms !== undefined) parts.push(`${name};dur=${ms.toFixed(3)}`);
+  }
+  return parts.join(", ");
+}

@@ -1,0 +1,191 @@
+import type { Sql } from "../../adapters/sql.js";
+import { Batcher } from "../../lib/batcher.js";
+import type { AttemptRecord, InferenceSession, RouteKind } from "./session.js";
+
+/**
+ * Request endings: THE contract between the pipeline and Postgres. Each ended request is one
+ * `EndItem` (the SQL composite type `svc_end_item`, one field each; a test fails if the two
+ * disagree), and endings are group-committed by `svc_end_batch`: for each item, in one transaction
+ * with the others of its batch, the request and attempt records, and for a charge the buyer debit,
+ * the supplier credit and the platform fee (ledger, double entry), the offer's remaining DIEM and
+ * the clear; plus what the request's escrow slices give back.
+ */
+
+/** An escrow give-back: part of a holder's slice of a buyer (account) or an offer goes back. */
+export type EscrowReturn = { holder: string; amount: string } & ({ account: string } | { offer: string });
+
+/** One ended request (fields of the SQL type `svc_end_item`; bigints as decimal strings). */
+export interface EndItem {
+  request: string;
+  support: string;
+  account: string;
+  api_key: string;
+  route: RouteKind;
+  model: string;
+  stream: boolean;
+  status: "succeeded" | "incomplete" | "failed";
+  error_code: string | null;
+  ceiling: number;
+  admitted: number | null;
+  attempt_count: number;
+  started: string;
+  first_byte: string | null;
+  now: string;
+  offer: string | null;
+  key: string | null;
+  supplier: string | null;
+  price: number | null;
+  burn: string | null;
+  gross: string | null;
+  fee: string | null;
+  share: string | null;
+  clear: string | null;
+  journal: string | null;
+  prompt: number | null;
+  completion: number | null;
+  cached: number | null;
+  buyer_holder: string | null;
+  offer_holder: string | null;
+  returns: EscrowReturn[];
+  attempts: AttemptRecord[];
+}
+
+/** The charge part of an item (null fields for a request that ends without one). */
+export type EndCharge = Pick<
+  EndItem,
+  | "offer"
+  | "key"
+  | "supplier"
+  | "price"
+  | "burn"
+  | "gross"
+  | "fee"
+  | "share"
+  | "clear"
+  | "journal"
+  | "prompt"
+  | "completion"
+  | "cached"
+  | "buyer_holder"
+  | "offer_holder"
+>;
+
+const NO_CHARGE: EndCharge = {
+  offer: null,
+  key: null,
+  supplier: null,
+  price: null,
+  burn: null,
+  gross: null,
+  fee: null,
+  share: null,
+  clear: null,
+  journal: null,
+  prompt: null,
+  completion: null,
+  cached: null,
+  buyer_holder: null,
+  offer_holder: null,
+};
+
+/**
+ * The ending of a request as one item: its record, its attempts, its charge (when given) and the
+ * give-backs of every slice it touched. Its admitted maximum leaves the buyer's slice and the
+ * give-backs leave the slices now; `undo` puts the give-backs back if the item does not commit.
+ */
+export function endItem(
+  session: InferenceSession,
+  now: Date,
+  end: { status: EndItem["status"]; error_code: string | null; charge?: EndCharge },
+): { item: EndItem; undo: () => void } {
+  if (session.buyerSlice) {
+    session.buyerSlice.release(session.plan.maxChargeMicroUsdc);
+    session.buyerSlice = null;
+  }
+  const returns: EscrowReturn[] = [];
+  const touched = [...session.touched];
+  const undo: Array<() => void> = [
+    () => {
+      for (const t of touched) session.touched.add(t);
+    },
+  ];
+  for (const slice of touched) {
+    const back = slice.giveBack();
+    if (back > 0n) {
+      returns.push(
+        slice.kind === "buyer"
+          ? { holder: slice.holder, account: slice.id, amount: back.toString() }
+          : { holder: slice.holder, offer: slice.id, amount: back.toString() },
+      );
+      undo.push(() => slice.restore(back));
+    }
+  }
+  session.touched.clear();
+  const item: EndItem = {
+    request: session.requestId,
+    support: session.supportReference,
+    account: session.accountId,
+    api_key: session.apiKeyId,
+    route: session.route,
+    model: session.model.id,
+    stream: session.stream,
+    status: end.status,
+    error_code: end.error_code,
+    ceiling: session.ceilingCents,
+    admitted: session.plan.admittedMaxTokens || null,
+    attempt_count: session.tried.length,
+    started: session.startedAt.toISOString(),
+    first_byte: session.firstByteAt?.toISOString() ?? null,
+    now: now.toISOString(),
+    ...(end.charge ?? NO_CHARGE),
+    returns,
+    attempts: session.attempts,
+  };
+  return {
+    item,
+    undo: () => {
+      for (const u of undo) u();
+    },
+  };
+}
+
+/** Request endings per group commit (see Batcher). One batch in flight keeps a process's endings in order. */
+const BATCH = { maxBatch: 64, maxInFlight: 1 };
+
+/**
+ * Submits endings to `svc_end_batch`, group-committed: one transaction for the endings that arrive
+ * while the previous batch commits. Resolves each with the buyer's confirmed balance after it.
+ */
+export class Settlement {
+  private readonly batcher: Batcher<EndItem, bigint>;
+
+  constructor(sql: Sql) {
+    const endBatch = async (items: EndItem[]) => {
+      // a named statement: each pooled connection parses and plans it once
+      const r = await sql.query<{ idx: number; confirmed: bigint }>({
+        name: "svc_end_batch",
+        text: "SELECT * FROM svc_end_batch($1::jsonb)",
+        values: [JSON.stringify(items)],
+      });
+      return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
+    };
+    this.batcher = new Batcher(endBatch, async (i) => (await endBatch([i]))[0] ?? 0n, BATCH);
+  }
+
+  /** Commits one ending (with others); the buyer's confirmed balance after it. */
+  submit(item: EndItem): Promise<bigint> {
+    return this.batcher.submit(item);
+  }
+
+  get stats() {
+    return { ...this.batcher.stats };
+  }
+}
+
+/** Batch rows back in item order; exactly one per item. */
+function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {
+  const out = new Array<T>(n);
+  for (const row of rows) out[Number(row.idx)] = row;
+  for (let i = 0; i < n; i++) if (!out[i]) throw new Error(`batch row ${i} missing`);
+  return out;
+}

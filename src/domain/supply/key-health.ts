@@ -1,0 +1,82 @@
+import type { Db } from "../../adapters/db.js";
+import type { EventBus } from "../../adapters/pubsub.js";
+import type { Clock } from "../../lib/clock.js";
+import { logger } from "../../lib/logger.js";
+import type { MarketService } from "../market/market-service.js";
+
+export interface KeyHealthDeps {
+  db: Db;
+  clock: Clock;
+  bus: EventBus;
+  market: Pick<MarketService, "publishCapacityChanged">;
+  onSupplyChanged?: () => void;
+}
+
+/** `announce: false` when the caller announces one capacity change for a whole batch (the sync). */
+export interface MarkOptions {
+  announce?: boolean;
+}
+
+/**
+ * THE place that changes a supplier key's routing health: a cooldown after an upstream 402, the
+ * auth mark after a 401/403 (inference or balance sync), and the reopening when a sync sees the key
+ * authenticate again. Each is one conditional UPDATE and publishes the same events whoever calls it:
+ * `offerUpdated` to the key's owner on a status change, then `routingChanged` + `capacityChanged`.
+ */
+export class KeyHealth {
+  constructor(private readonly deps: KeyHealthDeps) {}
+
+  /** Keeps the key out of routing until `untilMs` (epoch ms); only extends. True when it moved. */
+  async coolDown(upstreamKeyId: string, untilMs: number): Promise<boolean> {
+    const until = new Date(untilMs);
+    const moved = await this.deps.db.upstreamKey.updateMany({
+      where: { id: upstreamKeyId, OR: [{ cooldownUntil: null }, { cooldownUntil: { lt: until } }] },
+      data: { cooldownUntil: until },
+    });
+    if (moved.count > 0) await this.capacityChanged("key_cooldown");
+    return moved.count > 0;
+  }
+
+  /** active → auth_failed (a 401/403 from the upstream). True when it moved. */
+  async markAuthFailed(upstreamKeyId: string, opts: MarkOptions = {}): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const rows = await this.deps.db.$queryRaw<{ account_id: string }[]>`
+      UPDATE upstream_keys SET status = 'auth_failed', auth_failed_at = ${now}
+       WHERE id = ${upstreamKeyId}::uuid AND status = 'active'
+      RETURNING account_id`;
+    const row = rows[0];
+    if (!row) return false;
+    logger.warn({ upstreamKeyId }, "upstream rejected a supplier key; excluded from routing");
+    this.publishOwner(row.account_id, `key:${upstreamKeyId}:auth_failed`);
+    if (opts.announce !== false) await this.capacityChanged("key_status_changed");
+    return true;
+  }
+
+  /** auth_failed → active (a sync saw the key authenticate again). True when it moved. */
+  async reopen(upstreamKeyId: string, opts: MarkOptions = {}): Promise<boolean> {
+    const rows = await this.deps.db.$queryRaw<{ account_id: string }[]>`
+      UPDATE upstream_keys SET status = 'active', auth_failed_at = NULL
+       WHERE id = ${upstreamKeyId}::uuid AND status = 'auth_failed'
+      RETURNING account_id`;
+    const row = rows[0];
+    if (!row) return false;
+    this.publishOwner(row.account_id, `key:${upstreamKeyId}:active`);
+    if (opts.announce !== false) await this.capacityChanged("key_status_changed");
+    return true;
+  }
+
+  /** Every process re-reads its offer book; capacity subscribers hear `reason`. Never throws. */
+  async capacityChanged(reason: string): Promise<void> {
+    this.deps.onSupplyChanged?.();
+    this.deps.bus.publish("routingChanged", { kind: "supply_changed" });
+    try {
+      await this.deps.market.publishCapacityChanged(reason);
+    } catch (e) {
+      logger.warn({ err: e, reason }, "capacityChanged not published");
+    }
+  }
+
+  private publishOwner(accountId: string, kind: string): void {
+    this.deps.bus.publish("offerUpdated", accountId, { accountId, kind, at: this.deps.clock.now().toISOString() });
+  }
+}
