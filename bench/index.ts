@@ -2,9 +2,9 @@
 // Later issues add the router figures (added latency vs the simulator, clears/s, streaming TTFB).
 import { performance } from "node:perf_hooks";
 import { computeCharge } from "../src/lib/money.js";
-import { createAccount, createOffer, createUpstreamKey } from "../test/support/fixtures.js";
-import { setup as migrateTemplate } from "../test/support/global-setup.js";
-import { isolatedWorld, startTestApp } from "../test/support/harness.js";
+import { createAccount, createOffer, createUpstreamKey } from "../testkit/fixtures.js";
+import { isolatedWorld, startTestApp } from "../testkit/harness.js";
+import { migrateTemplate } from "../testkit/template.js";
 import { benchRouter, pct } from "./router.js";
 
 function emit(figure: Record<string, unknown>): void {

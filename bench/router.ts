@@ -5,10 +5,10 @@ import http from "node:http";
 import { performance } from "node:perf_hooks";
 import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
-import { assertBooksBalance } from "../test/support/books.js";
-import { freePort, isolatedWorld, startTestApp } from "../test/support/harness.js";
-import { addSupply, CATALOG_KEY, fundedBuyerKey, simEnv } from "../test/support/market.js";
-import { spawnMain, waitForExit, waitForHttp } from "../test/support/spawn.js";
+import { assertBooksBalance } from "../testkit/books.js";
+import { freePort, isolatedWorld, startTestApp } from "../testkit/harness.js";
+import { addSupply, CATALOG_KEY, fundedBuyerKey, simEnv } from "../testkit/market.js";
+import { spawnMain, waitForExit, waitForHttp } from "../testkit/spawn.js";
 import { cpuPerRequest, cpuSnapshot } from "./cpu.js";
 
 const MODEL = "zai-org-glm-5-1";

@@ -2,7 +2,7 @@ import { type Account, privateKeyToAccount } from "viem/accounts";
 import { createPaymentHeader } from "x402/client";
 import type { PaymentRequirements } from "x402/types";
 import { type LocalChain, startLocalChain } from "../../src/local/chain/index.js";
-import type { TestApp } from "./harness.js";
+import type { TestApp } from "../../testkit/harness.js";
 
 /** Environment that points a test app at a local chain with the in-process facilitator. */
 export function chainEnv(chain: LocalChain, extra: Record<string, string> = {}): Record<string, string> {

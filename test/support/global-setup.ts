@@ -1,43 +1,8 @@
-import { execFileSync } from "node:child_process";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
-import { dbUrl, templateName, withAdmin } from "./db.js";
+import { migrateTemplate } from "../../testkit/template.js";
 
-/**
- * Once per test run: migrate a template database (named by the migrations' hash) that every
- * test file clones, and drop databases left behind by earlier runs.
- */
+/** vitest's global setup: the migrated template database every test file clones. */
 export async function setup(): Promise<void> {
-  const template = templateName();
-  await withAdmin(async (c) => {
-    const stale = await c.query<{ datname: string }>(
-      // leftovers of crashed runs: nobody is connected to them (a running file always is); the three
-      // newest templates stay, so a run of another checkout (other migrations) keeps its own
-      `SELECT datname FROM pg_database d
-        WHERE (datname LIKE 'svc\\_t\\_%'
-               OR (datname LIKE 'svc\\_test\\_template\\_%' AND oid NOT IN (
-                     SELECT oid FROM pg_database WHERE datname LIKE 'svc\\_test\\_template\\_%' ORDER BY oid DESC LIMIT 3)))
-          AND datname <> $1
-          AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`,
-      [template],
-    );
-    for (const { datname } of stale.rows) {
-      await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => undefined);
-    }
-    const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [template]);
-    if (exists.rowCount) return;
-    const building = `${template}_building`;
-    await c.query(`DROP DATABASE IF EXISTS "${building}" WITH (FORCE)`);
-    await c.query(`CREATE DATABASE "${building}"`);
-    const require = createRequire(import.meta.url);
-    const cli = require.resolve("prisma/build/index.js");
-    execFileSync(process.execPath, [cli, "migrate", "deploy"], {
-      cwd: fileURLToPath(new URL("../..", import.meta.url)),
-      env: { ...process.env, DATABASE_URL: dbUrl(building), PRISMA_HIDE_UPDATE_MESSAGE: "1" },
-      stdio: "pipe",
-    });
-    await c.query(`ALTER DATABASE "${building}" RENAME TO "${template}"`);
-  });
+  await migrateTemplate();
 }
 
 export async function teardown(): Promise<void> {}

@@ -5,8 +5,8 @@ import {
   type UpstreamSimulator,
   type UpstreamSimulatorOptions,
 } from "../../src/local/upstream-sim/index.js";
-import { isolatedWorld, startTestApp, type TestApp } from "./harness.js";
-import { CATALOG_KEY } from "./market.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../testkit/harness.js";
+import { CATALOG_KEY } from "../../testkit/market.js";
 
 export interface MarketWorldOptions {
   /**

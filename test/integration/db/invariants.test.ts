@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createPrisma, type Db } from "../../../src/adapters/db.js";
-import { assertBooksBalance } from "../../support/books.js";
-import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../support/fixtures.js";
-import { isolatedWorld } from "../../support/harness.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import { isolatedWorld } from "../../../testkit/harness.js";
 
 let db: Db;
 let drop: () => Promise<void>;

@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { MISSING_TX_GRACE_MS } from "../../../src/domain/funding/funding-service.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
-import { call } from "../../support/actors.js";
-import { assertBooksBalance } from "../../support/books.js";
+import { call } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { isolatedWorld, movableClock, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain } from "../../support/funding.js";
-import { isolatedWorld, movableClock, startTestApp, type TestApp } from "../../support/harness.js";
 
 let chain: LocalChain;
 let app: TestApp;

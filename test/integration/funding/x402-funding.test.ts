@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { decodeXPaymentResponse } from "x402/shared";
 import { wrapFetchWithPayment } from "x402-fetch";
 import type { LocalChain } from "../../../src/local/chain/index.js";
-import { call, createKey, signIn } from "../../support/actors.js";
-import { assertBooksBalance } from "../../support/books.js";
+import { call, createKey, signIn } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
 
 let chain: LocalChain;
 let app: TestApp;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, signIn } from "../../support/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
-import { fundConfirmed } from "../../support/market.js";
+import { call, createKey, signIn } from "../../../testkit/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { fundConfirmed } from "../../../testkit/market.js";
 
 /**
  * N+1 guard (STYLE §6): the number of SQL statements a GraphQL list query issues does not grow with

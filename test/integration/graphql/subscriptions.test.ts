@@ -1,7 +1,7 @@
 import { createClient } from "graphql-sse";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 
 /**
  * Two server instances share Postgres and Redis: a subscriber on A receives what B publishes,

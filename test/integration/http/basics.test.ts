@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 
 let app: TestApp;
 let drop: () => Promise<void>;

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, type SignedInUser, signIn } from "../../support/actors.js";
-import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import { expectError, insertRequest, maxPriceOf } from "./helpers.js";
 
 /** SPEC "Account (session)": /v1/me, /v1/account, max price, inference history, savings. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../support/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import { bearer, expectError, insertRequest, maxPriceOf } from "./helpers.js";
 
 /** SPEC "Agent self-service (Bearer only)". */

@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createClient } from "graphql-sse";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../support/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import { activeKeyCount, bearer, expectError, maxPriceOf, sha256Hex } from "./helpers.js";
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { expect } from "vitest";
-import type { SignedInUser } from "../../support/actors.js";
-import type { TestApp } from "../../support/harness.js";
+import type { SignedInUser } from "../../../testkit/actors.js";
+import type { TestApp } from "../../../testkit/harness.js";
 
 /** Helpers shared by the identity suite (no state: every test file owns its own app and database). */
 

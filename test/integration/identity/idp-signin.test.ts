@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createLocalIdp, type MintTokenOptions } from "../../../src/local/idp/index.js";
-import { call, cookieFrom, newWallet, signIn } from "../../support/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { call, cookieFrom, newWallet, signIn } from "../../../testkit/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import {
   cookieValueOf,
   countAccounts,

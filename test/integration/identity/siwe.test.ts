@@ -1,8 +1,8 @@
 import { privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage, generateSiweNonce } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, cookieFrom, newWallet } from "../../support/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { call, cookieFrom, newWallet } from "../../../testkit/actors.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import { countAccounts, countSessions, expectAuthFailed, expectError, rawPost } from "./helpers.js";
 
 /**

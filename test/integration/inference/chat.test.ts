@@ -2,9 +2,9 @@ import { createClient } from "graphql-sse";
 import OpenAI from "openai";
 import { describe, expect, test } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
-import { call } from "../../support/actors.js";
-import { assertBooksBalance } from "../../support/books.js";
-import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../support/market.js";
+import { call } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";

@@ -4,18 +4,11 @@
 // on one balance never overdraw it.
 import { describe, expect, test } from "vitest";
 import type { InferenceSession } from "../../../src/domain/inference/session.js";
-import { call } from "../../support/actors.js";
-import { assertBooksBalance } from "../../support/books.js";
-import type { TestApp } from "../../support/harness.js";
-import {
-  addSupply,
-  chat,
-  confirmedOf,
-  endedRequest,
-  expectHoldsReleased,
-  fundedBuyerKey,
-  openSession,
-} from "../../support/market.js";
+import { call } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { addSupply, chat, confirmedOf, endedRequest, fundedBuyerKey, openSession } from "../../../testkit/market.js";
+import { expectHoldsReleased } from "../../support/holds.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true, peer: true });

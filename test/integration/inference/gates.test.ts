@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, test } from "vitest";
 import { closeRedis, createRedis } from "../../../src/adapters/redis/client.js";
 import { GateLeases, type GateLeasesOptions } from "../../../src/adapters/redis/gate-leases.js";
-import { REDIS_URL } from "../../support/db.js";
+import { REDIS_URL } from "../../../testkit/db.js";
 
 const redis = createRedis(REDIS_URL, "command");
 const open: GateLeases[] = [];

@@ -1,17 +1,17 @@
 import OpenAI from "openai";
 import { beforeEach, describe, expect, test } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
-import { call } from "../../support/actors.js";
-import { assertBooksBalance } from "../../support/books.js";
+import { call } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
 import {
   addSupply,
   confirmedOf,
   endedRequest,
-  expectHoldsReleased,
   fundedBuyerKey,
   requestByReference,
   responses,
-} from "../../support/market.js";
+} from "../../../testkit/market.js";
+import { expectHoldsReleased } from "../../support/holds.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";

@@ -1,18 +1,18 @@
 import { beforeEach, describe, expect, test } from "vitest";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
-import { call } from "../../support/actors.js";
-import { assertBooksBalance } from "../../support/books.js";
-import { isolatedWorld, startTestApp } from "../../support/harness.js";
+import { call } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { isolatedWorld, startTestApp } from "../../../testkit/harness.js";
 import {
   addSupply,
   chat,
   confirmedOf,
-  expectHoldsReleased,
   fundedBuyerKey,
   openSession,
   requestByReference,
   simEnv,
-} from "../../support/market.js";
+} from "../../../testkit/market.js";
+import { expectHoldsReleased } from "../../support/holds.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";

@@ -6,9 +6,9 @@
 import { describe, expect, test } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import type { SimFaultKind } from "../../../src/local/upstream-sim/state.js";
-import { assertBooksBalance } from "../../support/books.js";
-import type { TestApp } from "../../support/harness.js";
-import { addSupply, fundedBuyerKey } from "../../support/market.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";

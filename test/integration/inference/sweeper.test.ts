@@ -4,8 +4,8 @@
 import pg from "pg";
 import { describe, expect, test } from "vitest";
 import type { InferenceSession } from "../../../src/domain/inference/session.js";
-import { assertBooksBalance } from "../../support/books.js";
-import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession } from "../../support/market.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true, peer: true });

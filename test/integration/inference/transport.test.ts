@@ -2,9 +2,9 @@ import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import supertest from "supertest";
 import { beforeAll, describe, expect, test } from "vitest";
-import { addSupply, fundedBuyerKey } from "../../support/market.js";
+import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
+import { waitFor } from "../../../testkit/spawn.js";
 import { useMarketWorld } from "../../support/market-world.js";
-import { waitFor } from "../../support/spawn.js";
 
 /**
  * The two hot inference POSTs are served before Express (src/http/routes/inference.ts). These pin

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "vitest";
 import { sqlRunner } from "../../../src/adapters/sql.js";
 import { eligibleOffers } from "../../../src/domain/inference/clearing.js";
-import { call } from "../../support/actors.js";
-import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../support/fixtures.js";
-import type { TestApp } from "../../support/harness.js";
+import { call } from "../../../testkit/actors.js";
+import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import type { TestApp } from "../../../testkit/harness.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 /** two app instances on one database and Redis prefix */

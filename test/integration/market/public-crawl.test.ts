@@ -1,7 +1,7 @@
 import { expect, test } from "vitest";
-import { call } from "../../support/actors.js";
-import { createAccount, createInferenceRequest } from "../../support/fixtures.js";
-import { addSupply } from "../../support/market.js";
+import { call } from "../../../testkit/actors.js";
+import { createAccount, createInferenceRequest } from "../../../testkit/fixtures.js";
+import { addSupply } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 /**

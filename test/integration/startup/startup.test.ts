@@ -8,8 +8,8 @@ import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
 import { createLocalIdp } from "../../../src/local/idp/index.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
-import { freePort, isolatedWorld } from "../../support/harness.js";
-import { spawnMain, waitFor, waitForExit, waitForHttp } from "../../support/spawn.js";
+import { freePort, isolatedWorld } from "../../../testkit/harness.js";
+import { spawnMain, waitFor, waitForExit, waitForHttp } from "../../../testkit/spawn.js";
 
 const PROD = {
   PAY_TO: "0x1111111111111111111111111111111111111111",

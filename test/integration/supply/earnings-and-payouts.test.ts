@@ -3,11 +3,11 @@ import { debitPayout } from "../../../src/domain/ledger/ledger.js";
 import { PAYOUT_RESEND_AFTER_MS } from "../../../src/domain/supply/payouts.js";
 import { utcDay } from "../../../src/lib/clock.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
-import { call, type SignedInUser, signIn } from "../../support/actors.js";
-import { assertBooksBalance } from "../../support/books.js";
-import { createAccount, createOffer, createUpstreamKey } from "../../support/fixtures.js";
+import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import { movableClock } from "../../../testkit/harness.js";
 import { chainEnv, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { movableClock } from "../../support/harness.js";
 import { useMarketWorld } from "../../support/market-world.js";
 import { as, creditClear, expectError, pinToHour } from "./helpers.js";
 

@@ -1,8 +1,8 @@
 import { QueueEvents } from "bullmq";
 import { beforeAll, describe, expect, test } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
-import { type SignedInUser, signIn } from "../../support/actors.js";
-import { movableClock } from "../../support/harness.js";
+import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { movableClock } from "../../../testkit/harness.js";
 import { useMarketWorld } from "../../support/market-world.js";
 import {
   expectError,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "graphql-sse";
 import { describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../support/actors.js";
+import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { useMarketWorld } from "../../support/market-world.js";
 import { simKey } from "./helpers.js";
 

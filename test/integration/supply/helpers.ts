@@ -3,8 +3,8 @@ import { expect } from "vitest";
 import type { Db } from "../../../src/adapters/db.js";
 import { postJournal } from "../../../src/domain/ledger/ledger.js";
 import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
-import { call, type SignedInUser } from "../../support/actors.js";
-import type { TestApp } from "../../support/harness.js";
+import { call, type SignedInUser } from "../../../testkit/actors.js";
+import type { TestApp } from "../../../testkit/harness.js";
 
 /** Helpers of the supply suite. No state: every test file owns its app, database and simulator. */
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { nextUtcMidnight } from "../../../src/lib/clock.js";
-import { type SignedInUser, signIn } from "../../support/actors.js";
+import { type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { useMarketWorld } from "../../support/market-world.js";
 import {
   deleteKey,

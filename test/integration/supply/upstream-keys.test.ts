@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { SecretBox } from "../../../src/lib/secret-box.js";
-import { call, signIn } from "../../support/actors.js";
+import { call, signIn } from "../../../testkit/actors.js";
 import { useMarketWorld } from "../../support/market-world.js";
 import {
   as,

@@ -2,8 +2,8 @@ import { QueueEvents } from "bullmq";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { SESSION_RETENTION_MS } from "../../../src/domain/maintenance/maintenance-service.js";
-import { createAccount } from "../../support/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../support/harness.js";
+import { createAccount } from "../../../testkit/fixtures.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 
 let app: TestApp;
 let drop: () => Promise<void>;

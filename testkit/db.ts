@@ -8,7 +8,7 @@ import pg from "pg";
 export const PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres";
 export const REDIS_URL = "redis://127.0.0.1:6379";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export function dbUrl(name: string): string {
   const u = new URL(PG_ADMIN_URL);

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 /** Runs `src/main.ts` the way the npm scripts do (`node --import tsx`), with exactly the given environment. */
 export function spawnMain(

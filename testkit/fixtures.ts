@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import type { Db } from "../../src/adapters/db.js";
-import type { Prisma } from "../../src/generated/prisma/client.js";
-import { nextUtcMidnight } from "../../src/lib/clock.js";
+import type { Db } from "../src/adapters/db.js";
+import type { Prisma } from "../src/generated/prisma/client.js";
+import { nextUtcMidnight } from "../src/lib/clock.js";
 
 /** Builders for rows the foundation tests need before the domain services exist. */
 export function randomWallet(): string {

@@ -1,15 +1,16 @@
-import { expect } from "vitest";
-import type { Db } from "../../src/adapters/db.js";
+import { deepStrictEqual, strictEqual } from "node:assert/strict";
+import type { Db } from "../src/adapters/db.js";
 
 /**
  * The books balance: every journal sums to zero, and every account's balance columns equal the
- * sum of its ledger entries in the matching book. Call at the end of every money scenario.
+ * sum of its ledger entries in the matching book. Call at the end of every money scenario (tests
+ * and the bench); throws an AssertionError naming the broken rule.
  */
 export async function assertBooksBalance(db: Db): Promise<void> {
   const unbalanced = await db.$queryRaw<{ id: string; total: bigint }[]>`
     SELECT transaction_id AS id, SUM(amount_micro_usdc)::bigint AS total
       FROM ledger_entries GROUP BY transaction_id HAVING SUM(amount_micro_usdc) <> 0`;
-  expect(unbalanced, "every journal sums to zero").toEqual([]);
+  deepStrictEqual(unbalanced, [], "every journal sums to zero");
 
   const mismatched = await db.$queryRaw<{ id: string }[]>`
     SELECT a.id
@@ -22,12 +23,12 @@ export async function assertBooksBalance(db: Db): Promise<void> {
      WHERE a.confirmed_micro_usdc <> s.confirmed
         OR a.pending_micro_usdc <> s.pending
         OR a.supplier_payable_micro_usdc <> s.payable`;
-  expect(mismatched, "account balances equal their ledger books").toEqual([]);
+  deepStrictEqual(mismatched, [], "account balances equal their ledger books");
 
   const total = await db.$queryRaw<
     { total: bigint }[]
   >`SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS total FROM ledger_entries`;
-  expect(BigInt(total[0]?.total ?? 0n), "the whole ledger sums to zero").toBe(0n);
+  strictEqual(BigInt(total[0]?.total ?? 0n), 0n, "the whole ledger sums to zero");
 
   // what is reserved is exactly what escrow holders hold (no reservation without a slice, no
   // slice uncounted), and every escrow belongs to a registered holder
@@ -37,5 +38,5 @@ export async function assertBooksBalance(db: Db): Promise<void> {
     UNION ALL
     SELECT o.id FROM offers o
      WHERE o.reserved_micro_diem <> COALESCE((SELECT SUM(e.amount_micro_diem) FROM offer_escrows e WHERE e.offer_id = o.id), 0)`;
-  expect(unheld, "reserved balances and DIEM equal the escrow slices").toEqual([]);
+  deepStrictEqual(unheld, [], "reserved balances and DIEM equal the escrow slices");
 }

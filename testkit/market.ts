@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { expect } from "vitest";
-import { textPricer } from "../../src/domain/inference/admission.js";
-import type { InferenceSession } from "../../src/domain/inference/session.js";
-import { confirmTopUp, creditPendingTopUp } from "../../src/domain/ledger/ledger.js";
-import { nextUtcMidnight } from "../../src/lib/clock.js";
-import { SecretBox } from "../../src/lib/secret-box.js";
-import { startUpstreamSimulator, type UpstreamSimulator } from "../../src/local/upstream-sim/index.js";
+import { textPricer } from "../src/domain/inference/admission.js";
+import type { InferenceSession } from "../src/domain/inference/session.js";
+import { confirmTopUp, creditPendingTopUp } from "../src/domain/ledger/ledger.js";
+import { nextUtcMidnight } from "../src/lib/clock.js";
+import { SecretBox } from "../src/lib/secret-box.js";
+import { startUpstreamSimulator, type UpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { call, createKey, signIn } from "./actors.js";
 import type { TestApp } from "./harness.js";
 
@@ -175,15 +174,4 @@ export async function endedRequest(app: TestApp, ref: string) {
     await new Promise((r) => setTimeout(r, 50));
   }
   return requestByReference(app, ref);
-}
-
-/**
- * Nothing is held any more: the buyer's reserve, every offer's, and no escrow slice left (an idle
- * buyer or offer has nothing escrowed: the last request to end gives its slices back).
- */
-export async function expectHoldsReleased(app: TestApp, accountId: string): Promise<void> {
-  expect((await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc).toBe(0n);
-  expect(await app.rt.db.offer.count({ where: { reservedMicroDiem: { gt: 0n } } })).toBe(0);
-  expect(await app.rt.db.buyerEscrow.count({ where: { accountId } })).toBe(0);
-  expect(await app.rt.db.offerEscrow.count()).toBe(0);
 }

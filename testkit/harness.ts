@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import { createServer } from "node:net";
-import { type Config, loadConfig } from "../../src/config.js";
-import { createHttpApp, type HttpApp } from "../../src/http/app.js";
-import type { Clock } from "../../src/lib/clock.js";
-import { setLogLevel } from "../../src/lib/logger.js";
-import { createLocalIdp, type LocalIdp } from "../../src/local/idp/index.js";
-import { createRuntime, type Runtime } from "../../src/runtime.js";
-import { startWorkers, type Workers } from "../../workers/index.js";
+import { type Config, loadConfig } from "../src/config.js";
+import { createHttpApp, type HttpApp } from "../src/http/app.js";
+import type { Clock } from "../src/lib/clock.js";
+import { setLogLevel } from "../src/lib/logger.js";
+import { createLocalIdp, type LocalIdp } from "../src/local/idp/index.js";
+import { createRuntime, type Runtime } from "../src/runtime.js";
+import { startWorkers, type Workers } from "../workers/index.js";
 import { createTestDatabase, REDIS_URL } from "./db.js";
 
 setLogLevel("silent");
