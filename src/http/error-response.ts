@@ -47,12 +47,6 @@ export function errorPayload(err: DomainError): ErrorPayload {
   };
 }
 
-/** The in-band SSE error object of a stream that already started (SPEC "Events"). */
-export function streamErrorObject(err: DomainError): Record<string, unknown> {
-  const { body } = errorPayload(err);
-  return { error: body.error };
-}
-
 /**
  * A JSON answer on a bare node response, byte for byte what Express's `res.status().set().json()`
  * sends for a POST (headers in that order, then the same Content-Type and Content-Length).

@@ -6,14 +6,18 @@ import type { QueryRunner } from "../../adapters/sql.js";
 import type { Clock } from "../../lib/clock.js";
 import { utcDay } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
-import { MAX_CEILING_CENTS, MIN_CEILING_CENTS, usdcForDiem } from "../../lib/money.js";
+import {
+  MAX_CEILING_CENTS,
+  MAX_OFFER_PRICE_CENTS,
+  MIN_CEILING_CENTS,
+  MIN_OFFER_PRICE_CENTS,
+  usdcForDiem,
+} from "../../lib/money.js";
 import { eligibleOffers } from "../inference/clearing.js";
 import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "./market-types.js";
 
 /** SPEC "Capacity" rule 4: the whole response is cached for 30 seconds (shared by all processes). */
 export const CAPACITY_CACHE_SECONDS = 30;
-/** The highest price any offer may post (SPEC "Limits"). */
-export const MAX_OFFER_CENTS = 80;
 
 /**
  * Public market data. Depth comes from `eligibleOffers`, the router's own eligibility rule, so
@@ -28,8 +32,22 @@ export class MarketService {
     private readonly cache?: { store: SharedCache; keys: RedisKeys },
   ) {}
 
-  /** The routable ladder at or below `maxPriceCents` (default: every price up to 80), cheapest first. */
-  async getLadder(maxPriceCents = MAX_OFFER_CENTS): Promise<MarketLadder> {
+  /**
+   * The routable ladder at or below `maxPriceCents` (default: every price an offer may post), cheapest first.
+   * @throws invalid_request `maxPriceCents` outside the offer price bounds
+   */
+  async getLadder(maxPriceCents = MAX_OFFER_PRICE_CENTS): Promise<MarketLadder> {
+    if (
+      !Number.isInteger(maxPriceCents) ||
+      maxPriceCents < MIN_OFFER_PRICE_CENTS ||
+      maxPriceCents > MAX_OFFER_PRICE_CENTS
+    ) {
+      throw new DomainError(
+        "invalid_request",
+        `maxPriceCents must be an integer ${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}.`,
+        { field: "maxPriceCents" },
+      );
+    }
     const now = this.clock.now();
     const offers = await eligibleOffers(this.run, { now, maxPriceCents });
     const byPrice = new Map<number, bigint>();

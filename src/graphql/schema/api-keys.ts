@@ -1,3 +1,4 @@
+import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { ApiKeyRef, viewerOrThrow } from "./account.js";
 
@@ -55,7 +56,9 @@ builder.mutationField("revokeApiKey", (t) =>
 );
 
 const SetMaxPriceInput = builder.inputType("SetMaxPriceInput", {
-  fields: (t) => ({ maxPriceCentsPerDollar: t.int({ required: true, description: "30-80" }) }),
+  fields: (t) => ({
+    maxPriceCentsPerDollar: t.int({ required: true, description: `${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}` }),
+  }),
 });
 
 builder.mutationField("setMaxPrice", (t) =>
@@ -67,7 +70,7 @@ builder.mutationField("setMaxPrice", (t) =>
       }),
     }),
     authScopes: { authenticated: true },
-    description: "Sets the buyer ceiling (integer 30-80; nothing is clamped).",
+    description: `Sets the buyer ceiling (integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}; nothing is clamped).`,
     args: { input: t.arg({ type: SetMaxPriceInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
       ctx.services.accounts.setMaxPrice({

@@ -1,7 +1,7 @@
 import { Repeater } from "graphql-yoga";
 import type { CapacityChangedEvent, ClearRecordedEvent } from "../../adapters/pubsub.js";
 import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
-import { DomainError } from "../../lib/errors.js";
+import { MAX_CEILING_CENTS, MAX_OFFER_PRICE_CENTS, MIN_CEILING_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 
 const PriceLevelRef = builder.objectRef<PriceLevel>("PriceLevel").implement({
@@ -37,15 +37,9 @@ const CapacityChangedRef = builder.objectRef<CapacityChangedEvent>("CapacityChan
 builder.queryField("market", (t) =>
   t.field({
     type: MarketRef,
-    description: "Public market depth. `maxPriceCents` narrows the ladder (1-80).",
+    description: `Public market depth. \`maxPriceCents\` narrows the ladder (${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}).`,
     args: { maxPriceCents: t.arg.int({ required: false }) },
-    resolve: (_root, args, ctx) => {
-      const max = args.maxPriceCents ?? undefined;
-      if (max !== undefined && (max < 1 || max > 80)) {
-        throw new DomainError("invalid_request", "maxPriceCents must be an integer 1-80.", { field: "maxPriceCents" });
-      }
-      return ctx.services.market.getLadder(max);
-    },
+    resolve: (_root, args, ctx) => ctx.services.market.getLadder(args.maxPriceCents ?? undefined),
   }),
 );
 
@@ -79,7 +73,7 @@ const CapacityRef = builder.objectRef<Capacity>("Capacity").implement({
 builder.queryField("capacity", (t) =>
   t.field({
     type: CapacityRef,
-    description: "Public capacity; `maxPriceCents` (30-80) narrows the ladder and the totals.",
+    description: `Public capacity; \`maxPriceCents\` (${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}) narrows the ladder and the totals.`,
     args: { maxPriceCents: t.arg.int({ required: false }) },
     resolve: (_root, args, ctx) => ctx.services.market.capacity(args.maxPriceCents ?? undefined),
   }),

@@ -1,7 +1,7 @@
 import { Router } from "express";
 import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
 import { DomainError } from "../../lib/errors.js";
-import { formatDecimal6 } from "../../lib/money.js";
+import { formatDecimal6, MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 
 const dec = formatDecimal6;
@@ -58,7 +58,11 @@ export function marketRoutes(rt: Runtime): Router {
     let max: number | undefined;
     if (raw !== undefined) {
       if (typeof raw !== "string" || !/^\d+$/.test(raw)) {
-        throw new DomainError("invalid_request", "maxPriceCents must be an integer 30-80.", { field: "maxPriceCents" });
+        throw new DomainError(
+          "invalid_request",
+          `maxPriceCents must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}.`,
+          { field: "maxPriceCents" },
+        );
       }
       max = Number(raw);
     }
