@@ -2,7 +2,13 @@ import { nextUtcMidnight } from "../lib/clock.js";
 import { logger } from "../lib/logger.js";
 import { SecretBox } from "../lib/secret-box.js";
 import type { Runtime } from "../runtime.js";
-import { LOCAL_SUPPLIER_KEYS } from "./world.js";
+
+/** Upstream secrets of the seeded supplier's keys (simulator-only; meaningless elsewhere). */
+export const LOCAL_SUPPLIER_KEYS = [
+  { secret: "VENICE_INFERENCE_KEY_local_supplier_1", label: "local key 1", priceCents: 40, diemMicro: 50_000_000n },
+  { secret: "VENICE_INFERENCE_KEY_local_supplier_2", label: "local key 2", priceCents: 55, diemMicro: 50_000_000n },
+  { secret: "VENICE_INFERENCE_KEY_local_supplier_3", label: "local key 3", priceCents: 70, diemMicro: 50_000_000n },
+] as const;
 
 /**
  * Local-mode seed data (idempotent, run at every `npm run dev` boot): one supplier with three

@@ -7,7 +7,7 @@ import { formatUsdc } from "../lib/money.js";
 import type { Runtime } from "../runtime.js";
 import { type LocalChain, startLocalChain } from "./chain/index.js";
 import { createLocalIdp, importKeyPair, type LocalIdp } from "./idp/index.js";
-import { seedLocalData } from "./seed.js";
+import { LOCAL_SUPPLIER_KEYS, seedLocalData } from "./seed.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "./upstream-sim/index.js";
 
 /**
@@ -28,12 +28,6 @@ export interface LocalWorld {
   stop(): Promise<void>;
 }
 
-/** Upstream secrets of the seeded supplier's keys (simulator-only; meaningless elsewhere). */
-export const LOCAL_SUPPLIER_KEYS = [
-  { secret: "VENICE_INFERENCE_KEY_local_supplier_1", label: "local key 1", priceCents: 40, diemMicro: 50_000_000n },
-  { secret: "VENICE_INFERENCE_KEY_local_supplier_2", label: "local key 2", priceCents: 55, diemMicro: 50_000_000n },
-  { secret: "VENICE_INFERENCE_KEY_local_supplier_3", label: "local key 3", priceCents: 70, diemMicro: 50_000_000n },
-] as const;
 export const LOCAL_CATALOG_KEY = "VENICE_INFERENCE_KEY_local_catalog";
 /** USDC minted to each dev buyer wallet at boot. */
 export const LOCAL_BUYER_USDC_MICRO = 1_000_000_000n;

@@ -1,5 +1,5 @@
 import { burnMicroDiem, grossMicroUsdc, type TextPricing } from "../../lib/money.js";
-import type { RoutableModel, Usage } from "./session.js";
+import type { AdmissionPlan, BurnPricer, RoutableModel } from "./session.js";
 
 /**
  * Admission arithmetic (pure). A request is admitted with a completion-token cap we send upstream,
@@ -17,35 +17,6 @@ export const MIN_ADMITTED_TOKENS = 16;
 export function estimatePromptTokens(payload: unknown, messages: number): number {
   const bytes = Buffer.byteLength(typeof payload === "string" ? payload : JSON.stringify(payload ?? ""), "utf8");
   return Math.ceil(bytes / BYTES_PER_TOKEN) + PER_MESSAGE_TOKENS * Math.max(1, messages);
-}
-
-/**
- * What a request is admitted with: its maximum burn (held on the offer's slice) and its maximum
- * charge (held on the buyer's). A charge can never exceed it: the burn settled is capped at
- * `maxBurnMicroDiem` and the clearing price is at most the ceiling.
- */
-export interface AdmissionPlan {
-  /** the generous prompt estimate the plan was made with (0 where the price is not per token) */
-  promptEstimate: number;
-  /** the completion cap sent upstream (0 where the price is not per token) */
-  admittedMaxTokens: number;
-  maxBurnMicroDiem: bigint;
-  /** the most the buyer can be charged: `maxChargeFor(maxBurn, ceiling)` */
-  maxChargeMicroUsdc: bigint;
-}
-
-/**
- * A request's price rules, supplied by its modality: tokens × catalog rates for text (`textPricer`),
- * a flat job price for images, a quoted job price for video.
- */
-export interface BurnPricer {
-  /**
-   * The maximum burn and charge for a buyer with `availableMicroUsdc` at `ceilingCents`, or
-   * `undefined` when not even the smallest admissible request is affordable (402).
-   */
-  plan(ceilingCents: number, availableMicroUsdc: bigint): AdmissionPlan | undefined;
-  /** The burn of what was delivered (the pipeline caps it at the admitted maximum). */
-  burn(usage: Usage): bigint;
 }
 
 /** A request not planned yet: nothing admitted. */

@@ -1,9 +1,8 @@
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import { bareModelId } from "../catalog/catalog-service.js";
-import type { BurnPricer } from "./admission.js";
 import { costHeaders, runBuffered } from "./buffered.js";
 import type { InferencePipeline } from "./pipeline.js";
-import type { Caller, InferenceSession, Modality, RoutableModel, RouteKind, Usage } from "./session.js";
+import type { BurnPricer, Caller, InferenceSession, Modality, RoutableModel, RouteKind, Usage } from "./session.js";
 import type { BufferedResult, StreamSink } from "./sink.js";
 import { runStream, type StreamRenderer } from "./streamed.js";
 

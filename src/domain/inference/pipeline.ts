@@ -10,7 +10,7 @@ import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { computeCharge, minBig } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
-import { type BurnPricer, NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
+import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
 import { Attempts, type KeyMarks, planRequest } from "./attempts.js";
 import { Ceilings } from "./ceilings.js";
 import { ClearEvents } from "./clear-events.js";
@@ -23,6 +23,7 @@ import { takeRequestGates } from "./request-gates.js";
 import { listenForChanges } from "./routing-changes.js";
 import {
   type Attempt,
+  type BurnPricer,
   type InferenceSession,
   type Modality,
   ROUTE_LABEL,

@@ -1,5 +1,4 @@
-import type { AdmissionPlan } from "./admission.js";
-import type { Usage } from "./session.js";
+import type { AdmissionPlan, Usage } from "./session.js";
 
 type Json = Record<string, unknown>;
 
