@@ -4,7 +4,7 @@ import { logger } from "../../lib/logger.js";
 import { maxBig } from "../../lib/money.js";
 
 /**
- * Per-process escrow (docs/decisions.md "Escrow"; migration `router_escrow`). A router process is
+ * Per-process escrow (docs/decisions.md "Router and inference", "Escrow"; the escrow section of the initial migration). A router process is
  * an escrow holder: it takes slices of buyers' balances and offers' DIEM in Postgres (counted in
  * their `reserved_*` columns, with the hold's guards) and admits requests against them in memory,
  * so a request whose slices suffice reaches the upstream without a database round trip.

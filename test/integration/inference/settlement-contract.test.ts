@@ -1,0 +1,163 @@
+// The end-item contract (src/domain/inference/settlement.ts): the TypeScript `EndItem` and the SQL
+// composite type `svc_end_item` that `svc_end_batch` reads it into by name must agree, field for
+// field and type for type. jsonb_populate_recordset would silently drop a key the type lacks and
+// leave a field the JSON lacks null, so a mismatch would lose data rather than fail: this test fails.
+//
+// The two records below are typed against the TypeScript interfaces (`-?` makes every field
+// required), so `npm run typecheck` fails when a field is added or removed there without being
+// added here; the tests then compare them with what Postgres has.
+import { describe, expect, test } from "vitest";
+import type { AttemptRecord } from "../../../src/domain/inference/session.js";
+import { type EndCharge, type EndItem, endItem } from "../../../src/domain/inference/settlement.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { addSupply, confirmedOf, fundedBuyerKey, openSession } from "../../../testkit/market.js";
+import { expectHoldsReleased } from "../../support/holds.js";
+import { useMarketWorld } from "../../support/market-world.js";
+
+const world = useMarketWorld({ syncCatalog: true });
+
+/** Each EndItem field and the SQL type of its `svc_end_item` attribute. */
+const END_ITEM_SQL: { [K in keyof EndItem]-?: string } = {
+  request: "uuid",
+  support: "uuid",
+  account: "uuid",
+  api_key: "uuid",
+  route: "inference_route",
+  model: "text",
+  stream: "boolean",
+  status: "inference_status",
+  error_code: "text",
+  ceiling: "integer",
+  admitted: "integer",
+  attempt_count: "integer",
+  started: "timestamp with time zone",
+  first_byte: "timestamp with time zone",
+  now: "timestamp with time zone",
+  offer: "uuid",
+  key: "uuid",
+  supplier: "uuid",
+  price: "integer",
+  burn: "bigint",
+  gross: "bigint",
+  fee: "bigint",
+  share: "bigint",
+  clear: "uuid",
+  journal: "uuid",
+  prompt: "integer",
+  completion: "integer",
+  cached: "integer",
+  buyer_holder: "uuid",
+  offer_holder: "uuid",
+  returns: "jsonb",
+  attempts: "jsonb",
+};
+
+/** Each AttemptRecord field and the SQL type `svc_end_items` reads it as (jsonb_to_recordset). */
+const ATTEMPT_SQL: { [K in keyof AttemptRecord]-?: string } = {
+  ordinal: "integer",
+  key: "uuid",
+  offer: "uuid",
+  price: "integer",
+  outcome: "attempt_outcome",
+  status: "integer",
+  detail: "text",
+  started: "timestamptz",
+  ended: "timestamptz",
+};
+
+describe("the end-item contract", () => {
+  test("svc_end_item has exactly EndItem's fields, with the types the TypeScript side sends", async () => {
+    const rows = await world.app.rt.db.$queryRaw<{ name: string; type: string }[]>`
+      SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type
+        FROM pg_attribute
+       WHERE attrelid = 'svc_end_item'::regclass AND attnum > 0 AND NOT attisdropped
+       ORDER BY attnum`;
+    expect(Object.fromEntries(rows.map((r) => [r.name, r.type]))).toEqual(END_ITEM_SQL);
+  });
+
+  test("svc_end_items reads an attempt with exactly AttemptRecord's fields", async () => {
+    const [fn] = await world.app.rt.db.$queryRaw<{ body: string }[]>`
+      SELECT pg_get_functiondef('svc_end_items(svc_end_item[])'::regprocedure) AS body`;
+    const m = /jsonb_to_recordset\(COALESCE\(i\.attempts, '\[\]'\)\) AS a\(([^)]*)\)/.exec(fn?.body ?? "");
+    expect(m, "svc_end_items reads attempts with jsonb_to_recordset").not.toBeNull();
+    const columns = Object.fromEntries(
+      (m?.[1] ?? "").split(",").map((c) => {
+        const [name, ...type] = c.trim().split(/\s+/);
+        return [name, type.join(" ")];
+      }),
+    );
+    expect(columns).toEqual(ATTEMPT_SQL);
+  });
+
+  test("a real ending's item goes into svc_end_item and back with every key and value intact", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    world.app.rt.services.inference.invalidateBook();
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const session = await openSession(world.app, buyer.accountId);
+    const attempt = session.attempt;
+    if (!attempt) throw new Error("open admits the first attempt");
+    const now = new Date();
+    const record: AttemptRecord = {
+      ordinal: 1,
+      key: attempt.upstreamKeyId,
+      offer: attempt.offerId,
+      price: attempt.priceCentsPerDollar,
+      outcome: "succeeded",
+      status: 200,
+      detail: null,
+      started: now.toISOString(),
+      ended: now.toISOString(),
+    };
+    // every field of a charge set (a charged ending), built the way the pipeline's `charge` builds it
+    const charge: EndCharge = {
+      offer: attempt.offerId,
+      key: attempt.upstreamKeyId,
+      supplier: attempt.supplierAccountId,
+      price: attempt.priceCentsPerDollar,
+      burn: "123",
+      gross: "49",
+      fee: "4",
+      share: "45",
+      clear: "00000000-0000-4000-8000-000000000001",
+      journal: "00000000-0000-4000-8000-000000000002",
+      prompt: 10,
+      completion: 5,
+      cached: 0,
+      buyer_holder: session.buyerSlice?.holder ?? null,
+      offer_holder: attempt.offerSlice.holder,
+    };
+    const ending = endItem(session, now, { status: "succeeded", error_code: null, charge });
+    const item: EndItem = { ...ending.item, attempts: [record] };
+    try {
+      expect(Object.keys(item).sort()).toEqual(Object.keys(END_ITEM_SQL).sort());
+      const [back] = await world.app.rt.db.$queryRawUnsafe<{ j: Record<string, unknown> }[]>(
+        "SELECT to_jsonb(jsonb_populate_record(NULL::svc_end_item, $1::jsonb)) AS j",
+        JSON.stringify(item),
+      );
+      const j = back?.j ?? {};
+      expect(Object.keys(j).sort()).toEqual(Object.keys(item).sort());
+      for (const [k, v] of Object.entries(item)) {
+        const got = j[k];
+        if (v === null) expect(got, k).toBeNull();
+        else if (END_ITEM_SQL[k as keyof EndItem].startsWith("timestamp")) {
+          expect(new Date(String(got)).toISOString(), k).toBe(v);
+        } else if (typeof v === "object") expect(got, k).toEqual(v);
+        else expect(String(got), k).toBe(String(v));
+      }
+      const [a] = await world.app.rt.db.$queryRawUnsafe<Record<string, unknown>[]>(
+        `SELECT to_jsonb(a) AS j FROM jsonb_to_recordset($1::jsonb) AS a(${Object.entries(ATTEMPT_SQL)
+          .map(([n, t]) => `${n} ${t}`)
+          .join(", ")})`,
+        JSON.stringify(item.attempts),
+      );
+      expect(Object.keys((a?.j ?? {}) as object).sort()).toEqual(Object.keys(ATTEMPT_SQL).sort());
+    } finally {
+      ending.undo();
+      await world.app.rt.services.inference.abort(session, "aborted");
+    }
+    // the ending the test made was aborted for real: nothing charged, nothing held
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+});
