@@ -39,6 +39,8 @@ export interface Services {
   identity: IdentityService;
   funding: FundingService;
   supply: SupplyService;
+  /** the one key-marking path (cooldown, auth failure, reopen) */
+  keyHealth: KeyHealth;
   catalog: CatalogService;
   /** the inference pipeline every modality runs on */
   inference: InferencePipeline;
@@ -101,6 +103,7 @@ export function createServices(deps: ServiceDeps): Services {
     bus,
     gates: new GateLeases(deps.redis, {
       holdersKey: deps.keys.gateHolders(),
+      clock,
       // a process refused for want of slots another holds idle asks every process to give them back
       onPressure: (gate) => bus.publish("routingChanged", { kind: "gate_pressure", id: gate }),
     }),
@@ -121,6 +124,7 @@ export function createServices(deps: ServiceDeps): Services {
     maintenance: new MaintenanceService(db, clock),
     accounts: new AccountService(db, bus, clock, (accountId) => pipeline?.forgetCeiling(accountId), inFlight),
     apiKeys,
+    keyHealth,
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,
       siweDomains: hosts,

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
+import { type Clock, systemClock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 
 /**
@@ -142,6 +143,8 @@ export interface GateLeasesOptions {
   onPressure?: (gate: string) => void;
   /** Trim window (default GATE_TRIM_MS). */
   trimMs?: number;
+  /** the time the shared window is measured in (tests move it); Redis leases use Redis's own time */
+  clock?: Clock;
 }
 
 export interface GateStats {
@@ -162,6 +165,10 @@ export class GateLeases {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private trimTimer: NodeJS.Timeout | null = null;
   private closed = false;
+
+  private nowMs(): number {
+    return (this.opts.clock ?? systemClock).now().getTime();
+  }
 
   constructor(
     redis: Redis,
@@ -201,7 +208,7 @@ export class GateLeases {
       // everyone who finds the lease full while this grow is under way waits for it: ask for them
       // too, plus (on a gate no other process uses) a quarter of what is in use, so a busy gate
       // grows in steps, not one slot at a time
-      const headroom = g.sharedUntil > Date.now() ? 0 : Math.floor(g.used / 4);
+      const headroom = g.sharedUntil > this.nowMs() ? 0 : Math.floor(g.used / 4);
       const want = Math.min(limit - g.leased, 1 + g.waiting + headroom);
       const grown = this.grow(gate, g, want, limit);
       g.growing = grown.then((r) => r.granted);
@@ -229,7 +236,7 @@ export class GateLeases {
       return;
     }
     g.used--;
-    if (g.sharedUntil > Date.now()) this.giveBackThisTick(gate);
+    if (g.sharedUntil > this.nowMs()) this.giveBackThisTick(gate);
   }
 
   /** Slots of `gate` this process's requests use now. */
@@ -246,7 +253,7 @@ export class GateLeases {
   yieldIdle(gate: string): void {
     const g = this.gates.get(gate);
     if (!g) return;
-    g.sharedUntil = Date.now() + GATE_SHARED_MS;
+    g.sharedUntil = this.nowMs() + GATE_SHARED_MS;
     void this.shrink(this.lowerTo(gate, g, g.used));
   }
 
@@ -381,8 +388,8 @@ export class GateLeases {
       }
       if (granted > 0) g.leased += granted;
       // others' slots in the gate: share it (freed slots straight back) until they have been gone a while
-      if (others > 0) g.sharedUntil = Date.now() + GATE_SHARED_MS;
-      if (granted > 0 && g.sharedUntil > Date.now()) {
+      if (others > 0) g.sharedUntil = this.nowMs() + GATE_SHARED_MS;
+      if (granted > 0 && g.sharedUntil > this.nowMs()) {
         // shared (perhaps since this grow left, by another process's ask): keep only what the
         // grower and its waiters take, so no grant outlives the ask as an idle slot
         void this.shrink(this.lowerTo(gate, g, g.used + 1 + g.waiting));
