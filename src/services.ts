@@ -25,7 +25,9 @@ import { type ResponsesRequest, responsesModality } from "./domain/inference/res
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
 import { MarketService } from "./domain/market/market-service.js";
+import { EarningsService } from "./domain/supply/earnings.js";
 import { KeyHealth } from "./domain/supply/key-health.js";
+import { OfferService } from "./domain/supply/offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import type { Clock } from "./lib/clock.js";
 import { SecretBox } from "./lib/secret-box.js";
@@ -38,7 +40,12 @@ export interface Services {
   apiKeys: ApiKeyService;
   identity: IdentityService;
   funding: FundingService;
+  /** supplier upstream keys and their balance sync */
   supply: SupplyService;
+  /** supplier offers, their states and expiry */
+  offers: OfferService;
+  /** supplier earnings and daily payouts */
+  earnings: EarningsService;
   /** the one key-marking path (cooldown, auth failure, reopen) */
   keyHealth: KeyHealth;
   catalog: CatalogService;
@@ -85,17 +92,7 @@ export function createServices(deps: ServiceDeps): Services {
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
   // the one key-marking path (cooldown, auth failure, reopen), for the pipeline and the supply side
   const keyHealth = new KeyHealth({ db, clock, bus, market, onSupplyChanged: () => pipeline?.invalidateBook() });
-  const supply = new SupplyService({
-    db,
-    config,
-    clock,
-    bus,
-    upstream: deps.upstream,
-    secrets,
-    market,
-    payoutChain: deps.payoutChain,
-    keyHealth,
-  });
+  const supply = new SupplyService({ db, clock, bus, upstream: deps.upstream, secrets, keyHealth });
   pipeline = new InferencePipeline({
     sql: deps.sql,
     config,
@@ -125,6 +122,14 @@ export function createServices(deps: ServiceDeps): Services {
     accounts: new AccountService(db, bus, clock, (accountId) => pipeline?.forgetCeiling(accountId), inFlight),
     apiKeys,
     keyHealth,
+    offers: new OfferService({ db, clock, bus, keyHealth }),
+    earnings: new EarningsService({
+      db,
+      clock,
+      bus,
+      payoutChain: deps.payoutChain,
+      confirmationBlocks: config.chain.confirmationBlocks,
+    }),
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,
       siweDomains: hosts,

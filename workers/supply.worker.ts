@@ -5,7 +5,7 @@ import type { Processor } from "./processor.js";
 export function expiryProcessor(services: Services): Processor {
   return async (job) => {
     if (job.name !== "expire-offers") throw new Error(`unknown expiry job ${job.name}`);
-    return services.supply.expireDue();
+    return services.offers.expireDue();
   };
 }
 
@@ -27,6 +27,6 @@ export function syncProcessor(services: Services): Processor {
 export function payoutsProcessor(services: Services): Processor {
   return async (job) => {
     if (job.name !== "daily-payouts") throw new Error(`unknown payouts job ${job.name}`);
-    return services.supply.runDailyPayouts();
+    return services.earnings.runDailyPayouts();
   };
 }

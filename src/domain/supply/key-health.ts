@@ -3,6 +3,7 @@ import type { EventBus } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import type { MarketService } from "../market/market-service.js";
+import { publishOwner } from "./supply-shared.js";
 
 export interface KeyHealthDeps {
   db: Db;
@@ -77,6 +78,6 @@ export class KeyHealth {
   }
 
   private publishOwner(accountId: string, kind: string): void {
-    this.deps.bus.publish("offerUpdated", accountId, { accountId, kind, at: this.deps.clock.now().toISOString() });
+    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
   }
 }

@@ -33,7 +33,7 @@ export interface PayoutDeps {
 }
 
 /**
- * The daily supplier payout run (SupplyService.runDailyPayouts). Money leaves the payable book
+ * The daily supplier payout run (EarningsService.runDailyPayouts). Money leaves the payable book
  * before any USDC moves, and a transfer is sent at most once:
  *
  * 1. `pending`: one transaction inserts the payout (unique per account and UTC day) and posts

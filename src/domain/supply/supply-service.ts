@@ -1,52 +1,22 @@
-import type { ChainGateway } from "../../adapters/chain/usdc-gateway.js";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
-import type { Config } from "../../config.js";
-import { Prisma } from "../../generated/prisma/client.js";
-import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
-import { type CursorKey, decodeCursor, encodeCursor, type Page } from "../../lib/cursor.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
-import { pageSize } from "../accounts/account-service.js";
-import type { MarketService } from "../market/market-service.js";
 import type { KeyHealth } from "./key-health.js";
-import { PAYOUT_MINIMUM_MICRO, PayoutRunner } from "./payouts.js";
-import {
-  assertLabel,
-  assertOfferPrice,
-  assertQuantity,
-  assertUpstreamSecret,
-  assertUuid,
-  maskedKey,
-  secretLast4,
-} from "./supply-rules.js";
-import {
-  type KeyBalance,
-  LIVE_OFFER_STATUSES,
-  type OfferStatusName,
-  type OfferView,
-  type PayoutRunResult,
-  type RevokedKey,
-  type SupplierClearRow,
-  type SupplierLedgerLine,
-  type SupplierLedgerPage,
-  type SyncResult,
-  type UpstreamKeyStatusName,
-  type UpstreamKeyView,
-} from "./supply-types.js";
+import { assertLabel, assertUpstreamSecret, assertUuid, maskedKey, secretLast4 } from "./supply-rules.js";
+import { isUniqueViolation, LIVE, publishOwner } from "./supply-shared.js";
+import type { KeyBalance, RevokedKey, SyncResult, UpstreamKeyStatusName, UpstreamKeyView } from "./supply-types.js";
 
 export interface SupplyDeps {
   db: Db;
-  config: Config;
   clock: Clock;
   bus: EventBus;
   upstream: UpstreamClient;
   secrets: SecretBox;
-  market: MarketService;
-  /** treasury side of the chain for payouts; undefined when PAYOUT_PRIVATE_KEY is unset */
-  payoutChain: ChainGateway | undefined;
   /** the one key-marking path (cooldown, auth failure, reopen) and the capacity announcement */
   keyHealth: KeyHealth;
 }
@@ -57,7 +27,6 @@ export const SYNC_CONCURRENCY = 8;
 type KeyRow = Prisma.UpstreamKeyGetPayload<{
   include: { offers: { select: { id: true } } };
 }>;
-type OfferRow = Prisma.OfferGetPayload<{ include: { upstreamKey: { select: { status: true; label: true } } } }>;
 type SecretRow = {
   id: string;
   accountId: string;
@@ -68,44 +37,24 @@ type SecretRow = {
   encryptionKeyId: string;
 };
 
-const LIVE = [...LIVE_OFFER_STATUSES];
 const liveOfferInclude = {
   offers: { where: { status: { in: LIVE } }, select: { id: true }, take: 1 },
 } as const;
-const offerInclude = { upstreamKey: { select: { status: true, label: true } } } as const;
-
-function isUniqueViolation(e: unknown): boolean {
-  return e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002";
-}
 
 /**
- * Supply side (issue 5): upstream keys (sealed at rest), offers and their states (SPEC "Supplier
- * offer"), expiry at UTC midnight, key balance sync, supplier earnings and daily payouts.
- * Every method that takes an `accountId` checks ownership itself: another account's id is 404.
+ * Supply side (issue 5), its keys: upstream keys sealed at rest (register, list, revoke, open) and
+ * their balance sync. Offers are offers.ts, earnings and payouts earnings.ts; key marks go
+ * through KeyHealth. Every method that takes an `accountId` checks ownership itself: another
+ * account's id is 404.
  */
 export class SupplyService {
-  private readonly payouts: PayoutRunner;
-
-  constructor(protected readonly deps: SupplyDeps) {
-    this.payouts = new PayoutRunner({
-      db: deps.db,
-      clock: deps.clock,
-      bus: deps.bus,
-      chain: deps.payoutChain,
-      confirmationBlocks: deps.config.chain.confirmationBlocks,
-    });
-  }
+  constructor(protected readonly deps: SupplyDeps) {}
 
   // ───────────────────────────── scopes (GraphQL reads) ─────────────────────────────
 
   /** Prisma `where` for the viewer's own upstream keys. */
   keyScopeFor(viewer: { accountId: string }): Prisma.UpstreamKeyWhereInput {
     return { accountId: viewer.accountId };
-  }
-
-  /** Prisma `where` for the viewer's own offers, cancelled excluded (SPEC "Supplier (session)"). */
-  offerScopeFor(viewer: { accountId: string }): Prisma.OfferWhereInput {
-    return { accountId: viewer.accountId, status: { not: "cancelled" } };
   }
 
   // ───────────────────────────── upstream keys ─────────────────────────────
@@ -217,186 +166,6 @@ export class SupplyService {
     return this.open(row);
   }
 
-  // ───────────────────────────── offers ─────────────────────────────
-
-  /**
-   * Posts an offer on the account's own active key. Initial state `active`; the DIEM expires at
-   * the next UTC midnight. At most one live offer per key: the partial unique index
-   * `offers_one_live_per_key` decides races (its violation is a 409).
-   * Holds a share lock on the key row so a concurrent revocation either sees the offer or wins.
-   * @throws invalid_request bad price/quantity; not_found key not on this account;
-   *   conflict key revoked or failing upstream auth, or a live offer exists on the key
-   */
-  async postOffer(input: {
-    accountId: string;
-    upstreamKeyId: string;
-    priceCentsPerDollar: unknown;
-    quantityMicroDiem: bigint;
-  }): Promise<OfferView> {
-    const price = assertOfferPrice(input.priceCentsPerDollar);
-    const quantity = assertQuantity(input.quantityMicroDiem);
-    const upstreamKeyId = assertUuid(input.upstreamKeyId, "upstreamKeyId");
-    const now = this.deps.clock.now();
-    let row: OfferRow;
-    try {
-      row = await this.deps.db.$transaction(async (tx) => {
-        const keys = await tx.$queryRaw<{ account_id: string; status: UpstreamKeyStatusName }[]>`
-          SELECT account_id, status::text AS status FROM upstream_keys WHERE id = ${upstreamKeyId}::uuid FOR SHARE`;
-        const key = keys[0];
-        if (!key || key.account_id !== input.accountId) {
-          throw new DomainError("not_found", "Upstream key not found.", { field: "upstreamKeyId" });
-        }
-        if (key.status === "revoked") {
-          throw new DomainError("conflict", "This upstream key is revoked; register it again to sell on it.");
-        }
-        if (key.status === "auth_failed") {
-          throw new DomainError(
-            "conflict",
-            "The upstream rejected this key at the last check; offers resume once it authenticates again.",
-          );
-        }
-        return tx.offer.create({
-          data: {
-            accountId: input.accountId,
-            upstreamKeyId,
-            priceCentsPerDollar: price,
-            quantityMicroDiem: quantity,
-            remainingMicroDiem: quantity,
-            status: "active",
-            expiresAt: nextUtcMidnight(now),
-          },
-          include: offerInclude,
-        });
-      });
-    } catch (e) {
-      if (isUniqueViolation(e)) {
-        throw new DomainError(
-          "conflict",
-          "This upstream key already has a live offer; reprice, pause or cancel it instead.",
-          { field: "upstreamKeyId" },
-        );
-      }
-      throw e;
-    }
-    this.publishOwner(input.accountId, `offer:${row.id}:active`);
-    await this.capacityChanged("offer_posted");
-    return offerView(row);
-  }
-
-  /** The account's offers, cancelled excluded, newest first, keyset-paginated. */
-  async listOffers(input: { accountId: string; limit?: number; cursor?: string }): Promise<Page<OfferView>> {
-    const take = pageSize(input.limit ?? 100);
-    const after = input.cursor ? decodeCursor(input.cursor) : undefined;
-    const rows = await this.deps.db.offer.findMany({
-      where: { accountId: input.accountId, status: { not: "cancelled" }, ...keysetBefore(after) },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      include: offerInclude,
-      take: take + 1,
-    });
-    return pageOf(rows, take, offerView, (o) => ({ at: o.createdAt, id: o.id }));
-  }
-
-  /** One of the account's offers (any status). @throws not_found */
-  async getOffer(input: { accountId: string; offerId: string }): Promise<OfferView> {
-    return offerView(await this.ownedOffer(input.accountId, input.offerId));
-  }
-
-  /**
-   * Reprices and/or pauses/unpauses a live offer (SPEC table: active ⇄ paused; the key's slot stays
-   * occupied while paused). Conditional write: only a live offer whose DIEM has not expired changes.
-   * @throws invalid_request empty change, price outside 1–80, status other than paused/active;
-   *   not_found not this account's offer; conflict the offer is depleted, expired or cancelled
-   */
-  async updateOffer(input: {
-    accountId: string;
-    offerId: string;
-    priceCentsPerDollar?: unknown;
-    status?: unknown;
-  }): Promise<OfferView> {
-    if (input.priceCentsPerDollar === undefined && input.status === undefined) {
-      throw new DomainError("invalid_request", "Nothing to change: send priceCentsPerDollar and/or status.");
-    }
-    const price = input.priceCentsPerDollar === undefined ? undefined : assertOfferPrice(input.priceCentsPerDollar);
-    if (input.status !== undefined && input.status !== "paused" && input.status !== "active") {
-      throw new DomainError("invalid_request", 'status must be "paused" or "active".', { field: "status" });
-    }
-    const status = input.status as "paused" | "active" | undefined;
-    const current = await this.ownedOffer(input.accountId, input.offerId);
-    const now = this.deps.clock.now();
-    const moved = await this.deps.db.offer.updateMany({
-      where: { id: current.id, status: { in: LIVE }, expiresAt: { gt: now } },
-      data: {
-        ...(price !== undefined ? { priceCentsPerDollar: price } : {}),
-        ...(status !== undefined ? { status } : {}),
-      },
-    });
-    if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
-    if (status === "active") await this.markDepletedIfEmpty(current.id);
-    const after = await this.ownedOffer(input.accountId, input.offerId);
-    this.publishOwner(input.accountId, `offer:${after.id}:${after.status}`);
-    await this.capacityChanged("offer_updated");
-    return offerView(after);
-  }
-
-  /**
-   * Cancels a live (active or paused) offer and frees the key's slot.
-   * @throws not_found not this account's offer; conflict the offer is not live
-   */
-  async cancelOffer(input: { accountId: string; offerId: string }): Promise<OfferView> {
-    const current = await this.ownedOffer(input.accountId, input.offerId);
-    const now = this.deps.clock.now();
-    const moved = await this.deps.db.offer.updateMany({
-      where: { id: current.id, status: { in: LIVE } },
-      data: { status: "cancelled", endedAt: now },
-    });
-    if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
-    this.publishOwner(input.accountId, `offer:${current.id}:cancelled`);
-    await this.capacityChanged("offer_cancelled");
-    return offerView(await this.ownedOffer(input.accountId, input.offerId));
-  }
-
-  /**
-   * A live offer with nothing left to sell becomes `depleted` (frees the key's slot). The router
-   * calls this after a settlement; expireDue sweeps any it missed. Conditional write: true only for
-   * the one call that moved it.
-   */
-  async markDepletedIfEmpty(offerId: string): Promise<boolean> {
-    const now = this.deps.clock.now();
-    const rows = await this.deps.db.$queryRaw<{ account_id: string }[]>`
-      UPDATE offers SET status = 'depleted', ended_at = ${now}, updated_at = ${now}
-       WHERE id = ${offerId}::uuid AND status IN ('active', 'paused') AND remaining_micro_diem = 0
-      RETURNING account_id`;
-    const row = rows[0];
-    if (!row) return false;
-    this.publishOwner(row.account_id, `offer:${offerId}:depleted`);
-    await this.capacityChanged("offer_depleted");
-    return true;
-  }
-
-  // ───────────────────────────── expiry ─────────────────────────────
-
-  /**
-   * Worker `expiry` (every minute): live or depleted offers whose DIEM expired (expiresAt ≤ now)
-   * become `expired`; live offers with nothing remaining become `depleted`. Each transition is one
-   * conditional UPDATE, so concurrent runs in any number of processes move each offer exactly once
-   * (a second runner's UPDATE re-checks the row after the first commits and skips it).
-   */
-  async expireDue(): Promise<{ expired: number; depleted: number }> {
-    const now = this.deps.clock.now();
-    const depleted = await this.deps.db.$queryRaw<{ id: string; account_id: string }[]>`
-      UPDATE offers SET status = 'depleted', ended_at = ${now}, updated_at = ${now}
-       WHERE status IN ('active', 'paused') AND remaining_micro_diem = 0 AND expires_at > ${now}
-      RETURNING id, account_id`;
-    const expired = await this.deps.db.$queryRaw<{ id: string; account_id: string }[]>`
-      UPDATE offers SET status = 'expired', ended_at = COALESCE(ended_at, ${now}), updated_at = ${now}
-       WHERE status IN ('active', 'paused', 'depleted') AND expires_at <= ${now}
-      RETURNING id, account_id`;
-    for (const o of depleted) this.publishOwner(o.account_id, `offer:${o.id}:depleted`);
-    for (const o of expired) this.publishOwner(o.account_id, `offer:${o.id}:expired`);
-    if (depleted.length + expired.length > 0) await this.capacityChanged("offers_expired");
-    return { expired: expired.length, depleted: depleted.length };
-  }
-
   // ───────────────────────────── key balances ─────────────────────────────
 
   /**
@@ -457,131 +226,6 @@ export class SupplyService {
     await this.deps.keyHealth.markAuthFailed(upstreamKeyId);
   }
 
-  // ───────────────────────────── earnings ─────────────────────────────
-
-  /**
-   * The account's supplier_payable entries, newest first, keyset-paginated, with the payable and
-   * paid-out totals and the most recent payouts. Reads only.
-   */
-  async supplierLedger(input: { accountId: string; limit?: number; cursor?: string }): Promise<SupplierLedgerPage> {
-    const take = pageSize(input.limit);
-    const after = input.cursor ? decodeCursor(input.cursor) : undefined;
-    const { db } = this.deps;
-    const [account, entries, totals, recent] = await Promise.all([
-      db.account.findUnique({ where: { id: input.accountId }, select: { supplierPayableMicroUsdc: true } }),
-      db.ledgerEntry.findMany({
-        where: { accountId: input.accountId, book: "supplier_payable", ...keysetBefore(after) },
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        include: { transaction: { select: { kind: true } } },
-        take: take + 1,
-      }),
-      db.payout.groupBy({
-        by: ["status"],
-        where: { accountId: input.accountId },
-        _sum: { amountMicroUsdc: true },
-      }),
-      db.payout.findMany({
-        where: { accountId: input.accountId },
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        take: 10,
-      }),
-    ]);
-    if (!account) throw new DomainError("not_found", "Account not found.");
-    const sum = (s: string) => totals.find((t) => t.status === s)?._sum.amountMicroUsdc ?? 0n;
-    const page = pageOf(
-      entries,
-      take,
-      (e): SupplierLedgerLine => ({
-        id: e.id,
-        kind: e.kind,
-        amountMicroUsdc: e.amountMicroUsdc,
-        transactionId: e.transactionId,
-        transactionKind: e.transaction.kind,
-        createdAt: e.createdAt,
-      }),
-      (e) => ({ at: e.createdAt, id: e.id }),
-    );
-    return {
-      payableMicroUsdc: account.supplierPayableMicroUsdc,
-      paidOutMicroUsdc: sum("submitted") + sum("confirmed"),
-      payoutPendingMicroUsdc: sum("pending"),
-      payoutMinimumMicroUsdc: PAYOUT_MINIMUM_MICRO,
-      recentPayouts: recent.map((p) => ({
-        id: p.id,
-        period: p.period,
-        toAddress: p.toAddress,
-        amountMicroUsdc: p.amountMicroUsdc,
-        status: p.status,
-        txHash: p.txHash,
-        failureReason: p.failureReason,
-        createdAt: p.createdAt,
-        submittedAt: p.submittedAt,
-        confirmedAt: p.confirmedAt,
-      })),
-      items: page.items,
-      nextCursor: page.nextCursor,
-    };
-  }
-
-  /** Clears this account sold as the supplier, newest first, keyset-paginated. No buyer identity. */
-  async supplierInferenceHistory(input: {
-    accountId: string;
-    limit?: number;
-    cursor?: string;
-  }): Promise<Page<SupplierClearRow>> {
-    const take = pageSize(input.limit);
-    const after = input.cursor ? decodeCursor(input.cursor) : undefined;
-    const rows = await this.deps.db.clear.findMany({
-      where: { supplierAccountId: input.accountId, ...keysetBefore(after) },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      select: {
-        id: true,
-        offerId: true,
-        upstreamKeyId: true,
-        model: true,
-        modality: true,
-        priceCentsPerDollar: true,
-        burnMicroDiem: true,
-        grossMicroUsdc: true,
-        feeMicroUsdc: true,
-        supplierMicroUsdc: true,
-        refundedAt: true,
-        createdAt: true,
-      },
-      take: take + 1,
-    });
-    return pageOf(
-      rows,
-      take,
-      (c): SupplierClearRow => ({
-        clearId: c.id,
-        offerId: c.offerId,
-        upstreamKeyId: c.upstreamKeyId,
-        model: c.model,
-        modality: c.modality,
-        priceCentsPerDollar: c.priceCentsPerDollar,
-        burnMicroDiem: c.burnMicroDiem,
-        grossMicroUsdc: c.grossMicroUsdc,
-        feeMicroUsdc: c.feeMicroUsdc,
-        earnedMicroUsdc: c.supplierMicroUsdc,
-        refundedAt: c.refundedAt,
-        createdAt: c.createdAt,
-      }),
-      (c) => ({ at: c.createdAt, id: c.id }),
-    );
-  }
-
-  // ───────────────────────────── payouts ─────────────────────────────
-
-  /**
-   * Worker `payouts` (hourly): confirms sent payouts, finishes payouts a crash left unsent, then
-   * pays every supplier whose payable balance is at least PAYOUT_MINIMUM_MICRO once per UTC day.
-   * See payouts.ts for the crash-safety rules. Does nothing (logged once) without a payout key.
-   */
-  async runDailyPayouts(): Promise<PayoutRunResult> {
-    return this.payouts.run();
-  }
-
   // ───────────────────────────── internals ─────────────────────────────
 
   private open(row: SecretRow): string {
@@ -636,16 +280,8 @@ export class SupplyService {
     return row;
   }
 
-  private async ownedOffer(accountId: string, offerId: string): Promise<OfferRow> {
-    const id = assertUuid(offerId, "id");
-    const row = await this.deps.db.offer.findUnique({ where: { id }, include: offerInclude });
-    if (!row || row.accountId !== accountId) throw new DomainError("not_found", "Offer not found.");
-    return row;
-  }
-
-  /** `offerUpdated` to the owner; `kind` is `offer:<id>:<status>` or `key:<id>:<status>`. */
   private publishOwner(accountId: string, kind: string): void {
-    this.deps.bus.publish("offerUpdated", accountId, { accountId, kind, at: this.deps.clock.now().toISOString() });
+    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
   }
 
   /** Capacity subscribers must hear about it, but a failed publish never fails the write that happened. */
@@ -672,16 +308,6 @@ function keyCheckError(f: UpstreamFailure): DomainError {
   );
 }
 
-/** Why a conditional offer write matched nothing (the offer was re-read after the write). */
-function notLive(o: OfferRow): DomainError {
-  const status: OfferStatusName = o.status;
-  const why =
-    status === "active" || status === "paused"
-      ? "its DIEM expired at UTC midnight"
-      : `it is ${status}; only active or paused offers change`;
-  return new DomainError("conflict", `This offer cannot change: ${why}.`, { status });
-}
-
 function keyView(row: KeyRow): UpstreamKeyView {
   return {
     id: row.id,
@@ -695,42 +321,6 @@ function keyView(row: KeyRow): UpstreamKeyView {
     createdAt: row.createdAt,
     revokedAt: row.revokedAt,
     liveOfferId: row.offers[0]?.id ?? null,
-  };
-}
-
-function offerView(o: OfferRow): OfferView {
-  return {
-    id: o.id,
-    upstreamKeyId: o.upstreamKeyId,
-    keyLabel: o.upstreamKey.label,
-    keyStatus: o.upstreamKey.status,
-    priceCentsPerDollar: o.priceCentsPerDollar,
-    quantityMicroDiem: o.quantityMicroDiem,
-    remainingMicroDiem: o.remainingMicroDiem,
-    reservedMicroDiem: o.reservedMicroDiem,
-    soldMicroDiem: o.quantityMicroDiem - o.remainingMicroDiem,
-    status: o.status,
-    expiresAt: o.expiresAt,
-    createdAt: o.createdAt,
-    updatedAt: o.updatedAt,
-    endedAt: o.endedAt,
-  };
-}
-
-type Keyset = { OR?: ({ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } })[] };
-
-/** Keyset condition "strictly after the cursor" for a newest-first order on (createdAt, id). */
-function keysetBefore(after: CursorKey | undefined): Keyset {
-  if (!after) return {};
-  return { OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, id: { lt: after.id } }] };
-}
-
-function pageOf<R, T>(rows: R[], take: number, map: (r: R) => T, key: (r: R) => CursorKey): Page<T> {
-  const kept = rows.slice(0, take);
-  const last = kept[kept.length - 1];
-  return {
-    items: kept.map(map),
-    nextCursor: rows.length > take && last ? encodeCursor(key(last)) : null,
   };
 }
 

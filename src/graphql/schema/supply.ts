@@ -1,5 +1,5 @@
 // GraphQL types, queries, mutations and subscriptions of issue 5 (supply). Same service calls as
-// src/http/routes/supply.ts; reads scope through SupplyService.*ScopeFor. The secret never leaves.
+// src/http/routes/supply.ts; reads scope through SupplyService.keyScopeFor and OfferService.offerScopeFor. The secret never leaves.
 import type { AccountEvent } from "../../adapters/pubsub.js";
 import { LIVE_OFFER_STATUSES } from "../../domain/supply/supply-types.js";
 import { builder } from "../builder.js";
@@ -121,7 +121,7 @@ builder.queryField("myOffers", (t) =>
     resolve: (query, _root, _args, ctx) =>
       ctx.db.offer.findMany({
         ...query,
-        where: ctx.services.supply.offerScopeFor(viewerOrThrow(ctx)),
+        where: ctx.services.offers.offerScopeFor(viewerOrThrow(ctx)),
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       }),
   }),
@@ -203,7 +203,7 @@ builder.queryField("mySupplierLedger", (t) =>
     description: "Supplier earnings of the signed-in account (same numbers as GET /v1/supply/ledger).",
     args: { limit: t.arg.int({ required: false }), cursor: t.arg.string({ required: false }) },
     resolve: (_root, args, ctx) =>
-      ctx.services.supply.supplierLedger({
+      ctx.services.earnings.supplierLedger({
         accountId: viewerOrThrow(ctx).accountId,
         limit: args.limit ?? undefined,
         cursor: args.cursor ?? undefined,
@@ -256,7 +256,7 @@ builder.queryField("mySupplierInferenceHistory", (t) =>
     description: "Clears the signed-in account sold, newest first (same rows as GET /v1/supply/inference-history).",
     args: { limit: t.arg.int({ required: false }), cursor: t.arg.string({ required: false }) },
     resolve: (_root, args, ctx) =>
-      ctx.services.supply.supplierInferenceHistory({
+      ctx.services.earnings.supplierInferenceHistory({
         accountId: viewerOrThrow(ctx).accountId,
         limit: args.limit ?? undefined,
         cursor: args.cursor ?? undefined,
@@ -350,7 +350,7 @@ builder.mutationField("postOffer", (t) =>
     description: "Posts an offer (initially ACTIVE, expiring at the next UTC midnight) on one of your active keys.",
     args: { input: t.arg({ type: PostOfferInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const o = await ctx.services.supply.postOffer({
+      const o = await ctx.services.offers.postOffer({
         accountId: viewerOrThrow(ctx).accountId,
         upstreamKeyId: String(input.upstreamKeyId),
         priceCentsPerDollar: input.priceCentsPerDollar,
@@ -376,7 +376,7 @@ builder.mutationField("updateOffer", (t) =>
     description: "Reprices and/or pauses/unpauses a live offer (PATCH /v1/supply/offers/{id}).",
     args: { input: t.arg({ type: UpdateOfferInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const o = await ctx.services.supply.updateOffer({
+      const o = await ctx.services.offers.updateOffer({
         accountId: viewerOrThrow(ctx).accountId,
         offerId: String(input.id),
         priceCentsPerDollar: input.priceCentsPerDollar ?? undefined,
@@ -394,7 +394,7 @@ builder.mutationField("cancelOffer", (t) =>
     description: "Cancels a live offer and frees the key's slot.",
     args: { input: t.arg({ type: CancelOfferInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const o = await ctx.services.supply.cancelOffer({
+      const o = await ctx.services.offers.cancelOffer({
         accountId: viewerOrThrow(ctx).accountId,
         offerId: String(input.id),
       });

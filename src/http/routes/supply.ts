@@ -120,7 +120,7 @@ const patchOfferBody = z.object({
 /** SPEC "Supplier (session)". Every route: session cookie only; writes must be same-origin. */
 export function supplyRoutes(rt: Runtime): Router {
   const r = Router();
-  const { supply } = rt.services;
+  const { supply, offers, earnings } = rt.services;
   const session = requireSession(rt.services);
   r.use(["/v1/supply/upstream-keys", "/v1/supply/offers"], requireSameOrigin(rt.config));
 
@@ -149,7 +149,7 @@ export function supplyRoutes(rt: Runtime): Router {
     const body = parse(postOfferBody, req.body);
     const quantityMicroDiem = parseQuantityDiem(body.quantityDiem);
     const upstreamKeyId = parseUuid(body.upstreamKeyId, "upstreamKeyId");
-    const offer = await supply.postOffer({
+    const offer = await offers.postOffer({
       accountId: viewerOf(res).accountId,
       upstreamKeyId,
       priceCentsPerDollar: body.priceCentsPerDollar,
@@ -160,14 +160,14 @@ export function supplyRoutes(rt: Runtime): Router {
 
   r.get("/v1/supply/offers/mine", session, async (req, res) => {
     const q = parse(pageQuery, req.query);
-    const page = await supply.listOffers({ accountId: viewerOf(res).accountId, limit: q.limit, cursor: q.cursor });
+    const page = await offers.listOffers({ accountId: viewerOf(res).accountId, limit: q.limit, cursor: q.cursor });
     res.json({ data: page.items.map(presentOffer), nextCursor: page.nextCursor });
   });
 
   r.patch("/v1/supply/offers/:id", session, async (req, res) => {
     const offerId = parseUuid(req.params.id, "id");
     const body = parse(patchOfferBody, req.body);
-    const offer = await supply.updateOffer({
+    const offer = await offers.updateOffer({
       accountId: viewerOf(res).accountId,
       offerId,
       priceCentsPerDollar: body.priceCentsPerDollar,
@@ -178,13 +178,13 @@ export function supplyRoutes(rt: Runtime): Router {
 
   r.delete("/v1/supply/offers/:id", session, async (req, res) => {
     const offerId = parseUuid(req.params.id, "id");
-    const offer = await supply.cancelOffer({ accountId: viewerOf(res).accountId, offerId });
+    const offer = await offers.cancelOffer({ accountId: viewerOf(res).accountId, offerId });
     res.json(presentOffer(offer));
   });
 
   r.get("/v1/supply/ledger", session, async (req, res) => {
     const q = parse(pageQuery, req.query);
-    const l = await supply.supplierLedger({ accountId: viewerOf(res).accountId, limit: q.limit, cursor: q.cursor });
+    const l = await earnings.supplierLedger({ accountId: viewerOf(res).accountId, limit: q.limit, cursor: q.cursor });
     res.json({
       payableUsdc: dec(l.payableMicroUsdc),
       paidOutUsdc: dec(l.paidOutMicroUsdc),
@@ -198,7 +198,7 @@ export function supplyRoutes(rt: Runtime): Router {
 
   r.get("/v1/supply/inference-history", session, async (req, res) => {
     const q = parse(pageQuery, req.query);
-    const page = await supply.supplierInferenceHistory({
+    const page = await earnings.supplierInferenceHistory({
       accountId: viewerOf(res).accountId,
       limit: q.limit,
       cursor: q.cursor,

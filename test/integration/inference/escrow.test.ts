@@ -31,7 +31,7 @@ async function eventually<T>(fn: () => Promise<T>, ok: (t: T) => boolean): Promi
 /** Takes a test's offers off the market (tests share one database). */
 async function withdraw(supply: { supplierAccountId: string; keys: { offerId: string }[] }): Promise<void> {
   for (const k of supply.keys) {
-    await world.app.rt.services.supply
+    await world.app.rt.services.offers
       .cancelOffer({ accountId: supply.supplierAccountId, offerId: k.offerId })
       .catch(() => undefined);
   }
@@ -76,7 +76,7 @@ describe("escrow", () => {
     world.app.rt.services.inference.invalidateBook(); // the offers above were written straight to the database
     const long = await inFlight(world.app, buyer.accountId);
     expect(long.attempt?.offerId).toBe(supply.keys[0]?.offerId);
-    const paused = await world.app.rt.services.supply.updateOffer({
+    const paused = await world.app.rt.services.offers.updateOffer({
       accountId: supply.supplierAccountId,
       offerId: supply.keys[0]?.offerId ?? "",
       status: "paused",
@@ -105,7 +105,7 @@ describe("escrow", () => {
     expect((await chat(world.peer, buyer.apiKey, MSG())).headers.get("x-svc-clearing-price-cents")).toBe("33");
 
     // supply: paused through this process; the peer stops routing to it
-    await world.app.rt.services.supply.updateOffer({
+    await world.app.rt.services.offers.updateOffer({
       accountId: supply.supplierAccountId,
       offerId: supply.keys[0]?.offerId ?? "",
       status: "paused",
@@ -118,7 +118,7 @@ describe("escrow", () => {
     expect(moved.headers.get("x-svc-clearing-price-cents")).toBe("34");
 
     // ceiling: the cheaper offers withdrawn, the buyer's ceiling lowered below the last one
-    await world.app.rt.services.supply.cancelOffer({
+    await world.app.rt.services.offers.cancelOffer({
       accountId: supply.supplierAccountId,
       offerId: supply.keys[1]?.offerId ?? "",
     });

@@ -201,7 +201,7 @@ describe("daily payouts", () => {
     await earn(b, 1_000_000n); // share 0.9 USDC: below the minimum
     const treasuryBefore = await usdcBalance(chain, chain.devAccounts[2]?.address ?? "");
 
-    const run = await world.app.rt.services.supply.runDailyPayouts();
+    const run = await world.app.rt.services.earnings.runDailyPayouts();
     expect(run.paid).toBeGreaterThanOrEqual(1);
     expect(await usdcBalance(chain, a.user.walletAddress)).toBe(2_700_000n);
     expect(await usdcBalance(chain, b.user.walletAddress)).toBe(0n);
@@ -219,14 +219,14 @@ describe("daily payouts", () => {
     await assertBooksBalance(world.app.rt.db);
 
     // a second run the same day moves nothing more
-    const again = await world.app.rt.services.supply.runDailyPayouts();
+    const again = await world.app.rt.services.earnings.runDailyPayouts();
     expect(again).toMatchObject({ paid: 0, created: 0 });
     expect(await usdcBalance(chain, a.user.walletAddress)).toBe(2_700_000n);
     expect(await world.app.rt.db.payout.count({ where: { accountId: a.user.accountId } })).toBe(1);
 
     // confirmation depth (CONFIRMATION_BLOCKS = 5 in tests)
     await chain.mine(5);
-    const confirming = await world.app.rt.services.supply.runDailyPayouts();
+    const confirming = await world.app.rt.services.earnings.runDailyPayouts();
     expect(confirming.confirmed).toBeGreaterThanOrEqual(1);
     expect((await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: a.user.accountId } })).status).toBe(
       "confirmed",
@@ -247,7 +247,7 @@ describe("daily payouts", () => {
     await earn(a, 2_000_000n); // share 1.8
     await earn(b, 200_000n); // b now at 1.08
     clock.advance(24 * 3_600_000);
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await usdcBalance(chain, a.user.walletAddress)).toBe(4_500_000n);
     expect(await usdcBalance(chain, b.user.walletAddress)).toBe(1_080_000n);
     expect(await world.app.rt.db.payout.count({ where: { accountId: a.user.accountId } })).toBe(2);
@@ -258,14 +258,14 @@ describe("daily payouts", () => {
     const suppliers = await Promise.all(Array.from({ length: 3 }, () => newSupplier()));
     for (const s of suppliers) await earn(s, 2_000_000n);
     const runs = await Promise.all([
-      world.app.rt.services.supply.runDailyPayouts(),
-      world.peer.rt.services.supply.runDailyPayouts(),
-      world.app.rt.services.supply.runDailyPayouts(),
-      world.peer.rt.services.supply.runDailyPayouts(),
+      world.app.rt.services.earnings.runDailyPayouts(),
+      world.peer.rt.services.earnings.runDailyPayouts(),
+      world.app.rt.services.earnings.runDailyPayouts(),
+      world.peer.rt.services.earnings.runDailyPayouts(),
     ]);
     expect(runs.filter((r) => !r.busy).length).toBeGreaterThanOrEqual(1);
     // anything a busy run skipped is picked up by the next run
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     for (const s of suppliers) {
       expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
       expect(await world.app.rt.db.payout.count({ where: { accountId: s.user.accountId } })).toBe(1);
@@ -277,9 +277,9 @@ describe("daily payouts", () => {
     const s = await newSupplier();
     await earn(s, 2_000_000n); // 1.8
     await recordPayout(s, 1_800_000n, null);
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
     const p = await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: s.user.accountId } });
     expect(p.status).toBe("submitted");
@@ -297,13 +297,13 @@ describe("daily payouts", () => {
     });
     if (!sent?.ok) throw new Error("transfer failed");
 
-    await world.app.rt.services.supply.runDailyPayouts(); // too early to touch an attempt in flight
+    await world.app.rt.services.earnings.runDailyPayouts(); // too early to touch an attempt in flight
     expect(await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).toMatchObject({
       status: "pending",
       txHash: null,
     });
     clock.advance(PAYOUT_RESEND_AFTER_MS + 1_000);
-    const run = await world.app.rt.services.supply.runDailyPayouts();
+    const run = await world.app.rt.services.earnings.runDailyPayouts();
     expect(run.adopted).toBe(1);
     expect(await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).toMatchObject({
       status: "submitted",
@@ -317,13 +317,13 @@ describe("daily payouts", () => {
     const s = await newSupplier();
     await earn(s, 2_000_000n);
     const p = await recordPayout(s, 1_800_000n, clock.now());
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(0n);
     clock.advance(PAYOUT_RESEND_AFTER_MS + 1_000);
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
     expect((await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("submitted");
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(1_800_000n);
   });
 
@@ -331,7 +331,7 @@ describe("daily payouts", () => {
     const s = await newSupplier();
     await earn(s, 2_000_000n);
     const p = await recordPayout(s, 1_800_000n, new Date(clock.now().getTime() - 5 * 3_600_000));
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(0n);
     expect((await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("pending");
     await assertBooksBalance(world.app.rt.db);
@@ -340,7 +340,7 @@ describe("daily payouts", () => {
   test("a transfer refused before sending fails the payout and returns the amount (payout_reversal)", async () => {
     const s = await newSupplier();
     await earn(s, 3_000_000_000n); // share 2700 USDC: more than the treasury holds
-    const run = await world.app.rt.services.supply.runDailyPayouts();
+    const run = await world.app.rt.services.earnings.runDailyPayouts();
     expect(run.failed).toBeGreaterThanOrEqual(1);
     const p = await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: s.user.accountId } });
     expect(p).toMatchObject({ status: "failed", txHash: null });
@@ -354,7 +354,7 @@ describe("daily payouts", () => {
     ]);
     expect(l.recentPayouts[0]).toMatchObject({ status: "failed" });
     // not retried the same day
-    await world.app.rt.services.supply.runDailyPayouts();
+    await world.app.rt.services.earnings.runDailyPayouts();
     expect(await world.app.rt.db.payout.count({ where: { accountId: s.user.accountId } })).toBe(1);
     await assertBooksBalance(world.app.rt.db);
   });

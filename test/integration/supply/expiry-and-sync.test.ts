@@ -66,21 +66,21 @@ describe("expiry at UTC midnight", () => {
     if (!paused || !depleted) throw new Error("setup");
     await patchOffer(world.app, suppliers[1]?.user as SignedInUser, paused.id, { status: "paused" });
     await sellOut(world.app, depleted.id);
-    await world.app.rt.services.supply.markDepletedIfEmpty(depleted.id);
+    await world.app.rt.services.offers.markDepletedIfEmpty(depleted.id);
 
     // before midnight nothing expires
-    expect((await world.app.rt.services.supply.expireDue()).expired).toBe(0);
+    expect((await world.app.rt.services.offers.expireDue()).expired).toBe(0);
     for (const o of offers) expect(await offerStatus(world.app, o.id)).not.toBe("expired");
 
     clock.advance(msToNextMidnight() + 1_000);
     const runs = await Promise.all([
-      ...Array.from({ length: 6 }, () => world.app.rt.services.supply.expireDue()),
-      ...Array.from({ length: 6 }, () => world.peer.rt.services.supply.expireDue()),
+      ...Array.from({ length: 6 }, () => world.app.rt.services.offers.expireDue()),
+      ...Array.from({ length: 6 }, () => world.peer.rt.services.offers.expireDue()),
     ]);
     expect(runs.reduce((a, r) => a + r.expired, 0)).toBe(offers.length);
     for (const o of offers) expect(await offerStatus(world.app, o.id)).toBe("expired");
     // the transition is final: later runs find nothing
-    expect((await world.app.rt.services.supply.expireDue()).expired).toBe(0);
+    expect((await world.app.rt.services.offers.expireDue()).expired).toBe(0);
     for (const o of offers) expect(await routableAt(world.app, o.priceCentsPerDollar)).toBe(0n);
 
     const first = suppliers[0] as { user: SignedInUser; keyId: string };
@@ -206,7 +206,7 @@ describe("key balance sync", () => {
   });
 
   test("payouts without a payout key do nothing", async () => {
-    const r = await world.app.rt.services.supply.runDailyPayouts();
+    const r = await world.app.rt.services.earnings.runDailyPayouts();
     expect(r).toMatchObject({ disabled: true, paid: 0, created: 0 });
     expect(await world.app.rt.db.payout.count()).toBe(0);
   });

@@ -33,14 +33,14 @@ async function supplier(diemMicro = 100_000_000n): Promise<{ user: SignedInUser;
 async function depletedOffer(user: SignedInUser, keyId: string, price: number): Promise<OfferBody> {
   const o = await postOffer(world.app, user, keyId, price);
   await sellOut(world.app, o.id);
-  expect(await world.app.rt.services.supply.markDepletedIfEmpty(o.id)).toBe(true);
+  expect(await world.app.rt.services.offers.markDepletedIfEmpty(o.id)).toBe(true);
   return o;
 }
 
 async function expiredOffer(user: SignedInUser, keyId: string, price: number): Promise<OfferBody> {
   const o = await postOffer(world.app, user, keyId, price);
   await world.app.rt.db.offer.update({ where: { id: o.id }, data: { expiresAt: new Date(Date.now() - 1_000) } });
-  await world.app.rt.services.supply.expireDue();
+  await world.app.rt.services.offers.expireDue();
   expect(await offerStatus(world.app, o.id)).toBe("expired");
   return o;
 }
@@ -241,11 +241,11 @@ describe("the offer state table", () => {
   test("active or paused with nothing remaining → depleted (markDepletedIfEmpty, once); frees the slot", async () => {
     const { user, key } = await supplier();
     const o = await postOffer(world.app, user, key.id, 54);
-    expect(await world.app.rt.services.supply.markDepletedIfEmpty(o.id)).toBe(false); // still has DIEM
+    expect(await world.app.rt.services.offers.markDepletedIfEmpty(o.id)).toBe(false); // still has DIEM
     await sellOut(world.app, o.id);
     const [a, b] = await Promise.all([
-      world.app.rt.services.supply.markDepletedIfEmpty(o.id),
-      world.app.rt.services.supply.markDepletedIfEmpty(o.id),
+      world.app.rt.services.offers.markDepletedIfEmpty(o.id),
+      world.app.rt.services.offers.markDepletedIfEmpty(o.id),
     ]);
     expect([a, b].filter(Boolean)).toHaveLength(1);
     expect(await offerStatus(world.app, o.id)).toBe("depleted");
@@ -260,7 +260,7 @@ describe("the offer state table", () => {
     const p = await postOffer(world.app, user, paused.id, 54);
     await patchOffer(world.app, user, p.id, { status: "paused" });
     await sellOut(world.app, p.id);
-    expect(await world.app.rt.services.supply.markDepletedIfEmpty(p.id)).toBe(true);
+    expect(await world.app.rt.services.offers.markDepletedIfEmpty(p.id)).toBe(true);
     expect(await offerStatus(world.app, p.id)).toBe("depleted");
   });
 
@@ -268,7 +268,7 @@ describe("the offer state table", () => {
     const { user, key } = await supplier();
     const o = await postOffer(world.app, user, key.id, 55);
     await sellOut(world.app, o.id);
-    const r = await world.app.rt.services.supply.expireDue();
+    const r = await world.app.rt.services.offers.expireDue();
     expect(r.depleted).toBeGreaterThanOrEqual(1);
     expect(await offerStatus(world.app, o.id)).toBe("depleted");
   });

@@ -129,10 +129,10 @@ describe("revocation", () => {
     // one offer in each non-live end state, then a live paused one
     const depleted = await postOffer(world.app, user, key.id);
     await sellOut(world.app, depleted.id);
-    expect(await world.app.rt.services.supply.markDepletedIfEmpty(depleted.id)).toBe(true);
+    expect(await world.app.rt.services.offers.markDepletedIfEmpty(depleted.id)).toBe(true);
     const expired = await postOffer(world.app, user, key.id);
     await world.app.rt.db.offer.update({ where: { id: expired.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
-    await world.app.rt.services.supply.expireDue();
+    await world.app.rt.services.offers.expireDue();
     expect(await offerStatus(world.app, expired.id)).toBe("expired");
     const paused = await postOffer(world.app, user, key.id);
     const p = await call(world.app, {

@@ -1,0 +1,157 @@
+import type { ChainGateway } from "../../adapters/chain/usdc-gateway.js";
+import type { Db } from "../../adapters/db.js";
+import type { EventBus } from "../../adapters/pubsub.js";
+import type { Clock } from "../../lib/clock.js";
+import { decodeCursor, type Page } from "../../lib/cursor.js";
+import { DomainError } from "../../lib/errors.js";
+import { pageSize } from "../accounts/account-service.js";
+import { PAYOUT_MINIMUM_MICRO, PayoutRunner } from "./payouts.js";
+import { keysetBefore, pageOf } from "./supply-shared.js";
+import type { PayoutRunResult, SupplierClearRow, SupplierLedgerLine, SupplierLedgerPage } from "./supply-types.js";
+
+export interface EarningsDeps {
+  db: Db;
+  clock: Clock;
+  bus: EventBus;
+  /** treasury side of the chain for payouts; undefined when PAYOUT_PRIVATE_KEY is unset */
+  payoutChain: ChainGateway | undefined;
+  confirmationBlocks: number;
+}
+
+/** A supplier's earnings: the payable ledger, the clears sold, and the daily payouts (payouts.ts). */
+export class EarningsService {
+  private readonly payouts: PayoutRunner;
+
+  constructor(private readonly deps: EarningsDeps) {
+    this.payouts = new PayoutRunner({
+      db: deps.db,
+      clock: deps.clock,
+      bus: deps.bus,
+      chain: deps.payoutChain,
+      confirmationBlocks: deps.confirmationBlocks,
+    });
+  }
+
+  /**
+   * The account's supplier_payable entries, newest first, keyset-paginated, with the payable and
+   * paid-out totals and the most recent payouts. Reads only.
+   */
+  async supplierLedger(input: { accountId: string; limit?: number; cursor?: string }): Promise<SupplierLedgerPage> {
+    const take = pageSize(input.limit);
+    const after = input.cursor ? decodeCursor(input.cursor) : undefined;
+    const { db } = this.deps;
+    const [account, entries, totals, recent] = await Promise.all([
+      db.account.findUnique({ where: { id: input.accountId }, select: { supplierPayableMicroUsdc: true } }),
+      db.ledgerEntry.findMany({
+        where: { accountId: input.accountId, book: "supplier_payable", ...keysetBefore(after) },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        include: { transaction: { select: { kind: true } } },
+        take: take + 1,
+      }),
+      db.payout.groupBy({
+        by: ["status"],
+        where: { accountId: input.accountId },
+        _sum: { amountMicroUsdc: true },
+      }),
+      db.payout.findMany({
+        where: { accountId: input.accountId },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        take: 10,
+      }),
+    ]);
+    if (!account) throw new DomainError("not_found", "Account not found.");
+    const sum = (s: string) => totals.find((t) => t.status === s)?._sum.amountMicroUsdc ?? 0n;
+    const page = pageOf(
+      entries,
+      take,
+      (e): SupplierLedgerLine => ({
+        id: e.id,
+        kind: e.kind,
+        amountMicroUsdc: e.amountMicroUsdc,
+        transactionId: e.transactionId,
+        transactionKind: e.transaction.kind,
+        createdAt: e.createdAt,
+      }),
+      (e) => ({ at: e.createdAt, id: e.id }),
+    );
+    return {
+      payableMicroUsdc: account.supplierPayableMicroUsdc,
+      paidOutMicroUsdc: sum("submitted") + sum("confirmed"),
+      payoutPendingMicroUsdc: sum("pending"),
+      payoutMinimumMicroUsdc: PAYOUT_MINIMUM_MICRO,
+      recentPayouts: recent.map((p) => ({
+        id: p.id,
+        period: p.period,
+        toAddress: p.toAddress,
+        amountMicroUsdc: p.amountMicroUsdc,
+        status: p.status,
+        txHash: p.txHash,
+        failureReason: p.failureReason,
+        createdAt: p.createdAt,
+        submittedAt: p.submittedAt,
+        confirmedAt: p.confirmedAt,
+      })),
+      items: page.items,
+      nextCursor: page.nextCursor,
+    };
+  }
+
+  /** Clears this account sold as the supplier, newest first, keyset-paginated. No buyer identity. */
+  async supplierInferenceHistory(input: {
+    accountId: string;
+    limit?: number;
+    cursor?: string;
+  }): Promise<Page<SupplierClearRow>> {
+    const take = pageSize(input.limit);
+    const after = input.cursor ? decodeCursor(input.cursor) : undefined;
+    const rows = await this.deps.db.clear.findMany({
+      where: { supplierAccountId: input.accountId, ...keysetBefore(after) },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      select: {
+        id: true,
+        offerId: true,
+        upstreamKeyId: true,
+        model: true,
+        modality: true,
+        priceCentsPerDollar: true,
+        burnMicroDiem: true,
+        grossMicroUsdc: true,
+        feeMicroUsdc: true,
+        supplierMicroUsdc: true,
+        refundedAt: true,
+        createdAt: true,
+      },
+      take: take + 1,
+    });
+    return pageOf(
+      rows,
+      take,
+      (c): SupplierClearRow => ({
+        clearId: c.id,
+        offerId: c.offerId,
+        upstreamKeyId: c.upstreamKeyId,
+        model: c.model,
+        modality: c.modality,
+        priceCentsPerDollar: c.priceCentsPerDollar,
+        burnMicroDiem: c.burnMicroDiem,
+        grossMicroUsdc: c.grossMicroUsdc,
+        feeMicroUsdc: c.feeMicroUsdc,
+        earnedMicroUsdc: c.supplierMicroUsdc,
+        refundedAt: c.refundedAt,
+        createdAt: c.createdAt,
+      }),
+      (c) => ({ at: c.createdAt, id: c.id }),
+    );
+  }
+
+  // ───────────────────────────── payouts ─────────────────────────────
+
+  /**
+   * Worker `payouts` (hourly): confirms sent payouts, finishes payouts a crash left unsent, then
+   * pays every supplier whose payable balance is at least PAYOUT_MINIMUM_MICRO once per UTC day.
+   * See payouts.ts for the crash-safety rules. Does nothing (logged once) without a payout key.
+   */
+  async runDailyPayouts(): Promise<PayoutRunResult> {
+    return this.payouts.run();
+  }
+}

@@ -1,0 +1,258 @@
+import type { Db } from "../../adapters/db.js";
+import type { EventBus } from "../../adapters/pubsub.js";
+import type { Prisma } from "../../generated/prisma/client.js";
+import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
+import { decodeCursor, type Page } from "../../lib/cursor.js";
+import { DomainError } from "../../lib/errors.js";
+import { pageSize } from "../accounts/account-service.js";
+import type { KeyHealth } from "./key-health.js";
+import { assertOfferPrice, assertQuantity, assertUuid } from "./supply-rules.js";
+import { isUniqueViolation, keysetBefore, LIVE, pageOf, publishOwner } from "./supply-shared.js";
+import type { OfferStatusName, OfferView, UpstreamKeyStatusName } from "./supply-types.js";
+
+export interface OfferDeps {
+  db: Db;
+  clock: Clock;
+  bus: EventBus;
+  /** announces capacity changes (every router re-reads its offer book) */
+  keyHealth: Pick<KeyHealth, "capacityChanged">;
+}
+
+type OfferRow = Prisma.OfferGetPayload<{ include: { upstreamKey: { select: { status: true; label: true } } } }>;
+const offerInclude = { upstreamKey: { select: { status: true, label: true } } } as const;
+
+/**
+ * Supplier offers (SPEC "Supplier offer"): post, list, reprice, pause, cancel, depletion, and expiry
+ * at UTC midnight. Every method that takes an `accountId` checks ownership itself: another
+ * account's offer is 404. Each state change publishes `offerUpdated` to the owner and a capacity change.
+ */
+export class OfferService {
+  constructor(private readonly deps: OfferDeps) {}
+
+  /** Prisma `where` for the viewer's own offers, cancelled excluded (SPEC "Supplier (session)"). */
+  offerScopeFor(viewer: { accountId: string }): Prisma.OfferWhereInput {
+    return { accountId: viewer.accountId, status: { not: "cancelled" } };
+  }
+
+  /**
+   * Posts an offer on the account's own active key. Initial state `active`; the DIEM expires at
+   * the next UTC midnight. At most one live offer per key: the partial unique index
+   * `offers_one_live_per_key` decides races (its violation is a 409).
+   * Holds a share lock on the key row so a concurrent revocation either sees the offer or wins.
+   * @throws invalid_request bad price/quantity; not_found key not on this account;
+   *   conflict key revoked or failing upstream auth, or a live offer exists on the key
+   */
+  async postOffer(input: {
+    accountId: string;
+    upstreamKeyId: string;
+    priceCentsPerDollar: unknown;
+    quantityMicroDiem: bigint;
+  }): Promise<OfferView> {
+    const price = assertOfferPrice(input.priceCentsPerDollar);
+    const quantity = assertQuantity(input.quantityMicroDiem);
+    const upstreamKeyId = assertUuid(input.upstreamKeyId, "upstreamKeyId");
+    const now = this.deps.clock.now();
+    let row: OfferRow;
+    try {
+      row = await this.deps.db.$transaction(async (tx) => {
+        const keys = await tx.$queryRaw<{ account_id: string; status: UpstreamKeyStatusName }[]>`
+          SELECT account_id, status::text AS status FROM upstream_keys WHERE id = ${upstreamKeyId}::uuid FOR SHARE`;
+        const key = keys[0];
+        if (!key || key.account_id !== input.accountId) {
+          throw new DomainError("not_found", "Upstream key not found.", { field: "upstreamKeyId" });
+        }
+        if (key.status === "revoked") {
+          throw new DomainError("conflict", "This upstream key is revoked; register it again to sell on it.");
+        }
+        if (key.status === "auth_failed") {
+          throw new DomainError(
+            "conflict",
+            "The upstream rejected this key at the last check; offers resume once it authenticates again.",
+          );
+        }
+        return tx.offer.create({
+          data: {
+            accountId: input.accountId,
+            upstreamKeyId,
+            priceCentsPerDollar: price,
+            quantityMicroDiem: quantity,
+            remainingMicroDiem: quantity,
+            status: "active",
+            expiresAt: nextUtcMidnight(now),
+          },
+          include: offerInclude,
+        });
+      });
+    } catch (e) {
+      if (isUniqueViolation(e)) {
+        throw new DomainError(
+          "conflict",
+          "This upstream key already has a live offer; reprice, pause or cancel it instead.",
+          { field: "upstreamKeyId" },
+        );
+      }
+      throw e;
+    }
+    this.publishOwner(input.accountId, `offer:${row.id}:active`);
+    await this.capacityChanged("offer_posted");
+    return offerView(row);
+  }
+
+  /** The account's offers, cancelled excluded, newest first, keyset-paginated. */
+  async listOffers(input: { accountId: string; limit?: number; cursor?: string }): Promise<Page<OfferView>> {
+    const take = pageSize(input.limit ?? 100);
+    const after = input.cursor ? decodeCursor(input.cursor) : undefined;
+    const rows = await this.deps.db.offer.findMany({
+      where: { accountId: input.accountId, status: { not: "cancelled" }, ...keysetBefore(after) },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      include: offerInclude,
+      take: take + 1,
+    });
+    return pageOf(rows, take, offerView, (o) => ({ at: o.createdAt, id: o.id }));
+  }
+
+  /** One of the account's offers (any status). @throws not_found */
+  async getOffer(input: { accountId: string; offerId: string }): Promise<OfferView> {
+    return offerView(await this.ownedOffer(input.accountId, input.offerId));
+  }
+
+  /**
+   * Reprices and/or pauses/unpauses a live offer (SPEC table: active ⇄ paused; the key's slot stays
+   * occupied while paused). Conditional write: only a live offer whose DIEM has not expired changes.
+   * @throws invalid_request empty change, price outside 1–80, status other than paused/active;
+   *   not_found not this account's offer; conflict the offer is depleted, expired or cancelled
+   */
+  async updateOffer(input: {
+    accountId: string;
+    offerId: string;
+    priceCentsPerDollar?: unknown;
+    status?: unknown;
+  }): Promise<OfferView> {
+    if (input.priceCentsPerDollar === undefined && input.status === undefined) {
+      throw new DomainError("invalid_request", "Nothing to change: send priceCentsPerDollar and/or status.");
+    }
+    const price = input.priceCentsPerDollar === undefined ? undefined : assertOfferPrice(input.priceCentsPerDollar);
+    if (input.status !== undefined && input.status !== "paused" && input.status !== "active") {
+      throw new DomainError("invalid_request", 'status must be "paused" or "active".', { field: "status" });
+    }
+    const status = input.status as "paused" | "active" | undefined;
+    const current = await this.ownedOffer(input.accountId, input.offerId);
+    const now = this.deps.clock.now();
+    const moved = await this.deps.db.offer.updateMany({
+      where: { id: current.id, status: { in: LIVE }, expiresAt: { gt: now } },
+      data: {
+        ...(price !== undefined ? { priceCentsPerDollar: price } : {}),
+        ...(status !== undefined ? { status } : {}),
+      },
+    });
+    if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
+    if (status === "active") await this.markDepletedIfEmpty(current.id);
+    const after = await this.ownedOffer(input.accountId, input.offerId);
+    this.publishOwner(input.accountId, `offer:${after.id}:${after.status}`);
+    await this.capacityChanged("offer_updated");
+    return offerView(after);
+  }
+
+  /**
+   * Cancels a live (active or paused) offer and frees the key's slot.
+   * @throws not_found not this account's offer; conflict the offer is not live
+   */
+  async cancelOffer(input: { accountId: string; offerId: string }): Promise<OfferView> {
+    const current = await this.ownedOffer(input.accountId, input.offerId);
+    const now = this.deps.clock.now();
+    const moved = await this.deps.db.offer.updateMany({
+      where: { id: current.id, status: { in: LIVE } },
+      data: { status: "cancelled", endedAt: now },
+    });
+    if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
+    this.publishOwner(input.accountId, `offer:${current.id}:cancelled`);
+    await this.capacityChanged("offer_cancelled");
+    return offerView(await this.ownedOffer(input.accountId, input.offerId));
+  }
+
+  /**
+   * A live offer with nothing left to sell becomes `depleted` (frees the key's slot). The router
+   * calls this after a settlement; expireDue sweeps any it missed. Conditional write: true only for
+   * the one call that moved it.
+   */
+  async markDepletedIfEmpty(offerId: string): Promise<boolean> {
+    const now = this.deps.clock.now();
+    const rows = await this.deps.db.$queryRaw<{ account_id: string }[]>`
+      UPDATE offers SET status = 'depleted', ended_at = ${now}, updated_at = ${now}
+       WHERE id = ${offerId}::uuid AND status IN ('active', 'paused') AND remaining_micro_diem = 0
+      RETURNING account_id`;
+    const row = rows[0];
+    if (!row) return false;
+    this.publishOwner(row.account_id, `offer:${offerId}:depleted`);
+    await this.capacityChanged("offer_depleted");
+    return true;
+  }
+
+  // ───────────────────────────── expiry ─────────────────────────────
+
+  /**
+   * Worker `expiry` (every minute): live or depleted offers whose DIEM expired (expiresAt ≤ now)
+   * become `expired`; live offers with nothing remaining become `depleted`. Each transition is one
+   * conditional UPDATE, so concurrent runs in any number of processes move each offer exactly once
+   * (a second runner's UPDATE re-checks the row after the first commits and skips it).
+   */
+  async expireDue(): Promise<{ expired: number; depleted: number }> {
+    const now = this.deps.clock.now();
+    const depleted = await this.deps.db.$queryRaw<{ id: string; account_id: string }[]>`
+      UPDATE offers SET status = 'depleted', ended_at = ${now}, updated_at = ${now}
+       WHERE status IN ('active', 'paused') AND remaining_micro_diem = 0 AND expires_at > ${now}
+      RETURNING id, account_id`;
+    const expired = await this.deps.db.$queryRaw<{ id: string; account_id: string }[]>`
+      UPDATE offers SET status = 'expired', ended_at = COALESCE(ended_at, ${now}), updated_at = ${now}
+       WHERE status IN ('active', 'paused', 'depleted') AND expires_at <= ${now}
+      RETURNING id, account_id`;
+    for (const o of depleted) this.publishOwner(o.account_id, `offer:${o.id}:depleted`);
+    for (const o of expired) this.publishOwner(o.account_id, `offer:${o.id}:expired`);
+    if (depleted.length + expired.length > 0) await this.capacityChanged("offers_expired");
+    return { expired: expired.length, depleted: depleted.length };
+  }
+
+  private async ownedOffer(accountId: string, offerId: string): Promise<OfferRow> {
+    const id = assertUuid(offerId, "id");
+    const row = await this.deps.db.offer.findUnique({ where: { id }, include: offerInclude });
+    if (!row || row.accountId !== accountId) throw new DomainError("not_found", "Offer not found.");
+    return row;
+  }
+
+  private publishOwner(accountId: string, kind: string): void {
+    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
+  }
+
+  private capacityChanged(reason: string): Promise<void> {
+    return this.deps.keyHealth.capacityChanged(reason);
+  }
+}
+
+/** Why a conditional offer write matched nothing (the offer was re-read after the write). */
+function notLive(o: OfferRow): DomainError {
+  const status: OfferStatusName = o.status;
+  const why =
+    status === "active" || status === "paused"
+      ? "its DIEM expired at UTC midnight"
+      : `it is ${status}; only active or paused offers change`;
+  return new DomainError("conflict", `This offer cannot change: ${why}.`, { status });
+}
+
+function offerView(o: OfferRow): OfferView {
+  return {
+    id: o.id,
+    upstreamKeyId: o.upstreamKeyId,
+    keyLabel: o.upstreamKey.label,
+    keyStatus: o.upstreamKey.status,
+    priceCentsPerDollar: o.priceCentsPerDollar,
+    quantityMicroDiem: o.quantityMicroDiem,
+    remainingMicroDiem: o.remainingMicroDiem,
+    reservedMicroDiem: o.reservedMicroDiem,
+    soldMicroDiem: o.quantityMicroDiem - o.remainingMicroDiem,
+    status: o.status,
+    expiresAt: o.expiresAt,
+    createdAt: o.createdAt,
+    updatedAt: o.updatedAt,
+    endedAt: o.endedAt,
+  };
+}
