@@ -16,6 +16,7 @@ import type { Config } from "./config.js";
 import { AccountService } from "./domain/accounts/account-service.js";
 import { CatalogService } from "./domain/catalog/catalog-service.js";
 import { FundingService } from "./domain/funding/funding-service.js";
+import { PaymentReconciler } from "./domain/funding/reconciler.js";
 import { IdentityService } from "./domain/identity/identity-service.js";
 import { type ChatRequest, chatModality } from "./domain/inference/chat.js";
 import { InferenceEndpoint } from "./domain/inference/endpoint.js";
@@ -40,6 +41,8 @@ export interface Services {
   apiKeys: ApiKeyService;
   identity: IdentityService;
   funding: FundingService;
+  /** the chain side of funding: confirmations, reversals, reconciliation */
+  payments: PaymentReconciler;
   /** supplier upstream keys and their balance sync */
   supply: SupplyService;
   /** supplier offers, their states and expiry */
@@ -146,6 +149,14 @@ export function createServices(deps: ServiceDeps): Services {
       apiKeys,
       fuse: createSignupFuse(deps.redis, deps.keys, config.signupFuse.max, config.signupFuse.windowSeconds),
       reconciliation: reconciliationProducer(deps.queues),
+    }),
+    payments: new PaymentReconciler({
+      db,
+      clock,
+      bus,
+      chain: deps.chain,
+      apiKeys,
+      confirmationBlocks: config.chain.confirmationBlocks,
     }),
     supply,
     catalog,

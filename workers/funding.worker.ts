@@ -5,7 +5,7 @@ import type { Processor } from "./processor.js";
 export function confirmationsProcessor(services: Services): Processor {
   return async (job) => {
     if (job.name !== "confirm-pending") throw new Error(`unknown confirmations job ${job.name}`);
-    return services.funding.confirmPending();
+    return services.payments.confirmPending();
   };
 }
 
@@ -17,12 +17,12 @@ export function reconciliationProcessor(services: Services): Processor {
   return async (job) => {
     switch (job.name) {
       case "reconcile-payment": {
-        const outcome = await services.funding.reconcilePayment(String(job.data.paymentId));
+        const outcome = await services.payments.reconcilePayment(String(job.data.paymentId));
         if (outcome === "waiting") throw new Error("settlement not visible on chain yet; retrying");
         return outcome;
       }
       case "scan-chain":
-        return services.funding.reconcileOutstanding();
+        return services.payments.reconcileOutstanding();
       default:
         throw new Error(`unknown reconciliation job ${job.name}`);
     }

@@ -12,9 +12,8 @@ import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { assertCeiling } from "../accounts/account-service.js";
-import { upsertAccountByWallet } from "../accounts/account-upsert.js";
-import type { ApiKeyService, CreatedApiKey } from "../keys/api-key-service.js";
-import { confirmTopUp, creditPendingTopUp, reverseTopUp } from "../ledger/ledger.js";
+import type { ApiKeyService } from "../keys/api-key-service.js";
+import { DEFAULT_SIGNUP_KEY_NAME, type Recorded, recordSettlement } from "./settlement-record.js";
 import {
   buildRequirements,
   type DecodedPayment,
@@ -26,11 +25,8 @@ import {
 /** SPEC "Limits": 1 to 1000 USDC per payment. */
 export const MIN_PAYMENT_MICRO = 1_000_000n;
 export const MAX_PAYMENT_MICRO = 1_000_000_000n;
-export const DEFAULT_SIGNUP_KEY_NAME = "x402-signup";
 /** How long a duplicate submission waits for the in-flight one to finish before answering 409. */
 const DUPLICATE_WAIT_MS = 15_000;
-/** A `pending` settlement missing from the chain this long is treated as reorged out. */
-export const MISSING_TX_GRACE_MS = 10 * 60_000;
 
 export type FundingKind = "signup" | "top_up" | "refill";
 
@@ -216,7 +212,7 @@ export class FundingService {
     const paymentResponse = paymentResponseHeader(txHash, decoded.payer);
     let recorded: Recorded;
     try {
-      recorded = await this.recordSettlement(intent.paymentId, txHash, { mintKey: req.kind === "signup" });
+      recorded = await recordSettlement(this.deps, intent.paymentId, txHash, { mintKey: req.kind === "signup" });
     } catch (e) {
       // settled but not recorded (SPEC rule 6): queue reconciliation; money must never be lost
       logger.error({ err: e, paymentId: intent.paymentId, transaction: txHash }, "settled payment not recorded");
@@ -229,191 +225,6 @@ export class FundingService {
       );
     }
     return this.respond(req.kind, recorded, { paymentResponse, idempotent: false });
-  }
-
-  /**
-   * Credits a settled payment exactly once (request path and reconciliation). Conditional on the
-   * row still being uncredited; a second call is a no-op that returns the recorded state.
-   */
-  async recordSettlement(paymentId: string, txHash: Hex, opts: { mintKey: boolean }): Promise<Recorded> {
-    const now = this.deps.clock.now();
-    const result = await this.deps.db.$transaction(async (tx) => {
-      const p = await tx.payment.findUniqueOrThrow({ where: { id: paymentId } });
-      if (p.status === "pending" || p.status === "confirmed") {
-        return { payment: p, key: null as CreatedApiKey | null, keyCapReached: false, fresh: false };
-      }
-      let accountId = p.accountId;
-      if (!accountId) {
-        const meta = (p.requestMeta ?? {}) as { maxPriceCentsPerDollar?: number };
-        const account = await upsertAccountByWallet(tx, {
-          walletAddress: p.payerAddress,
-          provider: "x402",
-          maxPriceCentsPerDollar: meta.maxPriceCentsPerDollar,
-        });
-        accountId = account.id;
-      }
-      const claimed = await tx.payment.updateMany({
-        where: { id: paymentId, status: { in: ["settling", "reconciling", "failed"] } },
-        data: { status: "pending", settlementTxHash: txHash, settledAt: now, accountId },
-      });
-      if (claimed.count !== 1) throw new Error(`payment ${paymentId} changed concurrently`);
-      await creditPendingTopUp(tx, { accountId, paymentId, amountMicroUsdc: p.amountMicroUsdc });
-      let key: CreatedApiKey | null = null;
-      let keyCapReached = false;
-      if (opts.mintKey && p.kind === "signup") {
-        const meta = (p.requestMeta ?? {}) as { keyName?: string };
-        try {
-          key = await this.deps.apiKeys.createKeyInTx(tx, {
-            accountId,
-            name: meta.keyName ?? DEFAULT_SIGNUP_KEY_NAME,
-            source: "signup",
-          });
-          await tx.payment.update({ where: { id: paymentId }, data: { apiKeyId: key.id } });
-        } catch (e) {
-          if (!(e instanceof DomainError && e.code === "key_limit_reached")) throw e;
-          keyCapReached = true; // SPEC rule 9: credited, no key
-        }
-      }
-      const payment = await tx.payment.findUniqueOrThrow({ where: { id: paymentId } });
-      return { payment, key, keyCapReached, fresh: true };
-    });
-    const account = await this.deps.db.account.findUniqueOrThrow({ where: { id: result.payment.accountId ?? "" } });
-    if (result.fresh) {
-      this.deps.bus.publish("balanceChanged", account.id, {
-        accountId: account.id,
-        kind: "top_up_pending",
-        at: now.toISOString(),
-      });
-    }
-    return { ...result, account };
-  }
-
-  /**
-   * Confirmations (worker): every `pending` payment whose transfer is `CONFIRMATION_BLOCKS` deep
-   * in the canonical chain becomes confirmed and spendable. A transfer that is gone from the chain
-   * (or never moved the right amount) is reversed after a grace period. Idempotent.
-   */
-  async confirmPending(): Promise<{ confirmed: number; reversed: number; waiting: number }> {
-    const pending = await this.deps.db.payment.findMany({
-      where: { status: "pending" },
-      orderBy: { settledAt: "asc" },
-      take: 500,
-    });
-    let confirmed = 0;
-    let reversed = 0;
-    let waiting = 0;
-    const now = this.deps.clock.now();
-    for (const p of pending) {
-      if (!p.settlementTxHash || !p.accountId) continue;
-      const c = await this.deps.chain.getConfirmations(p.settlementTxHash as Hex);
-      if (!c.ok) {
-        if (
-          c.failure.kind === "not_found" &&
-          p.settledAt &&
-          now.getTime() - p.settledAt.getTime() > MISSING_TX_GRACE_MS
-        ) {
-          await this.reverse(p, "settlement transaction is no longer in the chain");
-          reversed++;
-        } else waiting++;
-        continue;
-      }
-      await this.deps.db.payment.updateMany({
-        where: { id: p.id, status: "pending" },
-        data: { confirmations: c.value.confirmations, blockNumber: c.value.blockNumber },
-      });
-      if (c.value.confirmations < this.deps.config.chain.confirmationBlocks) {
-        waiting++;
-        continue;
-      }
-      // the chain must show this exact transfer: payer → payTo, the amount, this authorization
-      const moved = await this.deps.chain.getUsdcSettlementsInTx(p.settlementTxHash as Hex);
-      if (!moved.ok) {
-        waiting++;
-        continue;
-      }
-      const match = moved.value.find(
-        (s) =>
-          s.authorizationNonce === p.authorizationNonce &&
-          s.from.toLowerCase() === p.payerAddress &&
-          s.to.toLowerCase() === p.payToAddress &&
-          s.valueMicroUsdc === p.amountMicroUsdc,
-      );
-      if (!match) {
-        await this.reverse(p, "settlement transaction does not carry the authorized transfer");
-        reversed++;
-        continue;
-      }
-      const done = await this.deps.db.$transaction(async (tx) => {
-        const claimed = await tx.payment.updateMany({
-          where: { id: p.id, status: "pending" },
-          data: { status: "confirmed", confirmedAt: now, logIndex: match.logIndex },
-        });
-        if (claimed.count !== 1) return false;
-        await confirmTopUp(tx, {
-          accountId: p.accountId as string,
-          paymentId: p.id,
-          amountMicroUsdc: p.amountMicroUsdc,
-          at: now,
-        });
-        return true;
-      });
-      if (done) {
-        confirmed++;
-        const event = { accountId: p.accountId, kind: "top_up_confirmed", at: now.toISOString() };
-        this.deps.bus.publish("balanceChanged", p.accountId, event);
-        this.deps.bus.publish("paymentConfirmed", p.accountId, { ...event, kind: `payment:${p.id}` });
-      }
-    }
-    return { confirmed, reversed, waiting };
-  }
-
-  /**
-   * Reconciliation of one payment (worker, queued by the 409 path): credits it when the chain shows
-   * its settlement, marks it failed when its authorization expired unused. Never credits twice.
-   */
-  async reconcilePayment(paymentId: string): Promise<"credited" | "already" | "failed" | "waiting"> {
-    const p = await this.deps.db.payment.findUnique({ where: { id: paymentId } });
-    if (!p) return "failed";
-    if (p.status === "pending" || p.status === "confirmed") return "already";
-    const settlement = await this.findSettlementOnChain(p);
-    if (settlement) {
-      await this.recordSettlement(p.id, settlement, { mintKey: false });
-      return "credited";
-    }
-    const now = this.deps.clock.now();
-    if (p.validBefore && p.validBefore.getTime() + 60_000 < now.getTime()) {
-      const used = await this.deps.chain.getAuthorizationState(p.payerAddress as Hex, p.authorizationNonce as Hex);
-      if (used.ok && !used.value) {
-        await this.deps.db.payment.updateMany({
-          where: { id: p.id, status: { in: ["settling", "reconciling"] } },
-          data: { status: "failed", failureReason: "authorization expired without settlement" },
-        });
-        return "failed";
-      }
-    }
-    return "waiting";
-  }
-
-  /**
-   * Chain scan (worker): every uncredited payment (`settling` older than a minute, or
-   * `reconciling`) is reconciled from the chain. Covers crashes between settle and write.
-   */
-  async reconcileOutstanding(): Promise<{ credited: number; failed: number; waiting: number }> {
-    const cutoff = new Date(this.deps.clock.now().getTime() - 60_000);
-    const rows = await this.deps.db.payment.findMany({
-      where: { OR: [{ status: "reconciling" }, { status: "settling", createdAt: { lt: cutoff } }] },
-      take: 200,
-    });
-    let credited = 0;
-    let failed = 0;
-    let waiting = 0;
-    for (const r of rows) {
-      const outcome = await this.reconcilePayment(r.id);
-      if (outcome === "credited") credited++;
-      else if (outcome === "failed") failed++;
-      else if (outcome === "waiting") waiting++;
-    }
-    return { credited, failed, waiting };
   }
 
   // ─────────────────────────────── internals ───────────────────────────────
@@ -598,70 +409,6 @@ export class FundingService {
       return false;
     }
   }
-
-  /** The settlement transaction of an uncredited payment, found by its authorization nonce. */
-  private async findSettlementOnChain(p: {
-    settlementTxHash: string | null;
-    authorizationNonce: string;
-    payerAddress: string;
-    payToAddress: string;
-    amountMicroUsdc: bigint;
-    createdAt: Date;
-  }): Promise<Hex | null> {
-    const matches = (s: { authorizationNonce: string | null; from: string; to: string; valueMicroUsdc: bigint }) =>
-      s.authorizationNonce === p.authorizationNonce &&
-      s.from.toLowerCase() === p.payerAddress &&
-      s.to.toLowerCase() === p.payToAddress &&
-      s.valueMicroUsdc === p.amountMicroUsdc;
-    if (p.settlementTxHash) {
-      const inTx = await this.deps.chain.getUsdcSettlementsInTx(p.settlementTxHash as Hex);
-      if (inTx.ok && inTx.value.some(matches)) return p.settlementTxHash as Hex;
-    }
-    const used = await this.deps.chain.getAuthorizationState(p.payerAddress as Hex, p.authorizationNonce as Hex);
-    if (!used.ok || !used.value) return null;
-    const head = await this.deps.chain.getBlockNumber();
-    if (!head.ok) return null;
-    // the authorization was used: find its transfer, scanning back from the head in windows
-    const window = 5_000n;
-    for (let to = head.value, scanned = 0n; to >= 0n && scanned < 200_000n; to -= window, scanned += window) {
-      const from = to >= window ? to - window + 1n : 0n;
-      const logs = await this.deps.chain.getUsdcSettlements({
-        to: p.payToAddress as Hex,
-        fromBlock: from,
-        toBlock: to,
-      });
-      if (!logs.ok) return null;
-      const hit = logs.value.find(matches);
-      if (hit) return hit.txHash;
-      if (from === 0n) break;
-    }
-    return null;
-  }
-
-  private async reverse(
-    p: { id: string; accountId: string | null; amountMicroUsdc: bigint },
-    reason: string,
-  ): Promise<void> {
-    if (!p.accountId) return;
-    const accountId = p.accountId;
-    await this.deps.db.$transaction(async (tx) => {
-      const claimed = await tx.payment.updateMany({
-        where: { id: p.id, status: "pending" },
-        data: { status: "failed", failureReason: reason },
-      });
-      if (claimed.count !== 1) return;
-      await reverseTopUp(tx, { accountId, paymentId: p.id, amountMicroUsdc: p.amountMicroUsdc });
-    });
-    logger.warn({ paymentId: p.id, reason }, "pending credit reversed");
-  }
-}
-
-export interface Recorded {
-  payment: { settlementTxHash: string | null; amountMicroUsdc: bigint; accountId: string | null };
-  account: { id: string; walletAddress: string; confirmedMicroUsdc: bigint; pendingMicroUsdc: bigint };
-  key: CreatedApiKey | null;
-  keyCapReached: boolean;
-  fresh: boolean;
 }
 
 export type { PaymentRequirements };

@@ -2,7 +2,7 @@ import { QueueEvents } from "bullmq";
 import { createClient } from "graphql-sse";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
-import { MISSING_TX_GRACE_MS } from "../../../src/domain/funding/funding-service.js";
+import { MISSING_TX_GRACE_MS } from "../../../src/domain/funding/reconciler.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
@@ -129,11 +129,11 @@ describe("confirmations worker", () => {
     // the block with the settlement is dropped (a reorg), then the chain grows past the depth
     await rpc("evm_revert", [snapshot]);
     await chain.mine(10);
-    let r = await app.rt.services.funding.confirmPending();
+    let r = await app.rt.services.payments.confirmPending();
     expect(r).toMatchObject({ confirmed: 0, reversed: 0 });
     expect((await viewer(apiKey)).pendingUsdc).toBe("2000000");
     clock.advance(MISSING_TX_GRACE_MS + 1000);
-    r = await app.rt.services.funding.confirmPending();
+    r = await app.rt.services.payments.confirmPending();
     expect(r.reversed).toBe(1);
     const v = await viewer(apiKey);
     expect(v).toMatchObject({ confirmedUsdc: "0", pendingUsdc: "0" });

@@ -117,18 +117,18 @@ describe("paid signup, top-up and refill with the real x402 buyer client", () =>
     });
 
     // not deep enough yet
-    await app.rt.services.funding.confirmPending();
+    await app.rt.services.payments.confirmPending();
     expect((await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer })).body).toMatchObject({
       pendingUsdc: "5.000000",
     });
     await chain.mine(5);
-    const c = await app.rt.services.funding.confirmPending();
+    const c = await app.rt.services.payments.confirmPending();
     expect(c.confirmed).toBe(1);
     const after = await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer });
     expect(after.body).toMatchObject({ confirmedUsdc: "5.000000", pendingUsdc: "0.000000", hasEverFunded: true });
     expect((after.body as { firstFundedAt: string }).firstFundedAt).toMatch(/Z$/);
     // idempotent: a second pass confirms nothing
-    expect((await app.rt.services.funding.confirmPending()).confirmed).toBe(0);
+    expect((await app.rt.services.payments.confirmPending()).confirmed).toBe(0);
 
     // refill with the key (no key minted)
     const keysBefore = await app.rt.db.apiKey.count();
@@ -290,9 +290,9 @@ describe("settled but not recorded (409) and reconciliation", () => {
     // the queued job exists
     expect(await app.rt.queues.reconciliation.getJob(`reconcile-${p.id}`)).toBeTruthy();
 
-    expect(await app.rt.services.funding.reconcilePayment(p.id)).toBe("credited");
-    expect(await app.rt.services.funding.reconcilePayment(p.id)).toBe("already");
-    expect((await app.rt.services.funding.reconcileOutstanding()).credited).toBe(0);
+    expect(await app.rt.services.payments.reconcilePayment(p.id)).toBe("credited");
+    expect(await app.rt.services.payments.reconcilePayment(p.id)).toBe("already");
+    expect((await app.rt.services.payments.reconcileOutstanding()).credited).toBe(0);
     const account = await app.rt.db.account.findUniqueOrThrow({
       where: { walletAddress: buyer.address.toLowerCase() },
     });
@@ -337,12 +337,12 @@ describe("settled but not recorded (409) and reconciliation", () => {
     });
     const settled = await app.rt.facilitator.settle(decoded.payload, req);
     expect(settled.ok).toBe(true);
-    const scan = await app.rt.services.funding.reconcileOutstanding();
+    const scan = await app.rt.services.payments.reconcileOutstanding();
     expect(scan.credited).toBe(1);
     const p = await app.rt.db.payment.findUniqueOrThrow({ where: { id: row.id } });
     expect(p.status).toBe("pending");
     expect(p.settlementTxHash).toBe(settled.ok ? settled.value.transaction.toLowerCase() : "");
-    expect((await app.rt.services.funding.reconcileOutstanding()).credited).toBe(0);
+    expect((await app.rt.services.payments.reconcileOutstanding()).credited).toBe(0);
     const account = await app.rt.db.account.findUniqueOrThrow({
       where: { walletAddress: buyer.address.toLowerCase() },
     });
