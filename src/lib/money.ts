@@ -26,6 +26,8 @@ export const CENTS_PER_DOLLAR = 100n;
 /** SPEC "Limits": a buyer's ceiling is an integer 30–80 cents per dollar of face. */
 export const MIN_CEILING_CENTS = 30;
 export const MAX_CEILING_CENTS = 80;
+/** SPEC "Limits": a new account's ceiling (signup, first sign-in). */
+export const DEFAULT_CEILING_CENTS = MAX_CEILING_CENTS;
 /** SPEC "Limits": an offer's price is an integer 1–80 cents per dollar of face (no price clears above 80). */
 export const MIN_OFFER_PRICE_CENTS = 1;
 export const MAX_OFFER_PRICE_CENTS = MAX_CEILING_CENTS;

@@ -1,4 +1,5 @@
 import type { Prisma } from "../../generated/prisma/client.js";
+import { DEFAULT_CEILING_CENTS } from "../../lib/money.js";
 import type { AuthProviderName } from "./account-types.js";
 
 type Tx = Prisma.TransactionClient;
@@ -22,7 +23,7 @@ export async function upsertAccountByWallet(
   input: { walletAddress: string; provider: AuthProviderName; idpSubject?: string; maxPriceCentsPerDollar?: number },
 ): Promise<UpsertedAccount> {
   const wallet = input.walletAddress.toLowerCase();
-  const ceiling = input.maxPriceCentsPerDollar ?? 80;
+  const ceiling = input.maxPriceCentsPerDollar ?? DEFAULT_CEILING_CENTS;
   const rows =
     input.provider === "idp"
       ? await tx.$queryRaw<{ id: string; wallet_address: string; auth_provider: AuthProviderName; created: boolean }[]>`

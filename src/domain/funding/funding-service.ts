@@ -10,7 +10,7 @@ import { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
-import { formatDecimal6 } from "../../lib/money.js";
+import { DEFAULT_CEILING_CENTS, formatDecimal6 } from "../../lib/money.js";
 import { assertCeiling } from "../accounts/account-service.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
 import { DEFAULT_SIGNUP_KEY_NAME, type Recorded, recordSettlement } from "./settlement-record.js";
@@ -247,7 +247,7 @@ export class FundingService {
       });
     }
     let keyName = DEFAULT_SIGNUP_KEY_NAME;
-    let maxPriceCentsPerDollar = 80;
+    let maxPriceCentsPerDollar = DEFAULT_CEILING_CENTS;
     if (kind === "signup") {
       if (b.keyName !== undefined) {
         if (typeof b.keyName !== "string" || b.keyName.length > 64) {

@@ -2,6 +2,7 @@
 // src/http/routes/supply.ts; reads scope through SupplyService.keyScopeFor and OfferService.offerScopeFor. The secret never leaves.
 import type { AccountEvent } from "../../adapters/pubsub.js";
 import { LIVE_OFFER_STATUSES } from "../../domain/supply/supply-types.js";
+import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { viewerOrThrow } from "./account.js";
 
@@ -337,7 +338,7 @@ builder.mutationField("revokeUpstreamKey", (t) =>
 
 const PostOfferInput = builder.inputType("PostOfferInput", {
   fields: (t) => ({
-    priceCentsPerDollar: t.int({ required: true, description: "1-80" }),
+    priceCentsPerDollar: t.int({ required: true, description: `${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` }),
     quantity: t.field({ type: "MicroDiem", required: true, description: "micro-DIEM, > 0" }),
     upstreamKeyId: t.id({ required: true }),
   }),
@@ -364,7 +365,7 @@ builder.mutationField("postOffer", (t) =>
 const UpdateOfferInput = builder.inputType("UpdateOfferInput", {
   fields: (t) => ({
     id: t.id({ required: true }),
-    priceCentsPerDollar: t.int({ required: false, description: "1-80" }),
+    priceCentsPerDollar: t.int({ required: false, description: `${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` }),
     status: t.field({ type: OfferStatusChangeEnum, required: false }),
   }),
 });

@@ -8,7 +8,7 @@ import type {
   SupplierLedgerLine,
   UpstreamKeyView,
 } from "../../domain/supply/supply-types.js";
-import { formatDecimal6 } from "../../lib/money.js";
+import { formatDecimal6, MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import { requireSameOrigin, requireSession, viewerOf } from "../auth.js";
 import { pageQuery, parse, parseUuid } from "../validate.js";
@@ -105,7 +105,10 @@ const registerKeyBody = z.object({
   label: z.string({ required_error: "is required", invalid_type_error: "must be a string" }),
 });
 const postOfferBody = z.object({
-  priceCentsPerDollar: z.number({ required_error: "is required", invalid_type_error: "must be an integer 1-80" }),
+  priceCentsPerDollar: z.number({
+    required_error: "is required",
+    invalid_type_error: `must be an integer ${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}`,
+  }),
   quantityDiem: z.string({
     required_error: "is required",
     invalid_type_error: 'must be a decimal string such as "25.000000"',
@@ -113,7 +116,9 @@ const postOfferBody = z.object({
   upstreamKeyId: z.string({ required_error: "is required", invalid_type_error: "must be a uuid" }),
 });
 const patchOfferBody = z.object({
-  priceCentsPerDollar: z.number({ invalid_type_error: "must be an integer 1-80" }).optional(),
+  priceCentsPerDollar: z
+    .number({ invalid_type_error: `must be an integer ${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` })
+    .optional(),
   status: z.enum(["paused", "active"], { errorMap: () => ({ message: 'must be "paused" or "active"' }) }).optional(),
 });
 
