@@ -20,6 +20,7 @@ import { PaymentReconciler } from "./domain/funding/reconciler.js";
 import { IdentityService } from "./domain/identity/identity-service.js";
 import { type ChatRequest, chatModality } from "./domain/inference/chat.js";
 import { InferenceEndpoint } from "./domain/inference/endpoint.js";
+import { type ImageRequest, imageModality, openAiImageModality } from "./domain/inference/image.js";
 import { createModelResolver } from "./domain/inference/model-resolver.js";
 import { InferencePipeline } from "./domain/inference/pipeline.js";
 import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
@@ -56,6 +57,10 @@ export interface Services {
   inference: InferencePipeline;
   chat: InferenceEndpoint<ChatRequest>;
   responses: InferenceEndpoint<ResponsesRequest>;
+  /** `POST /v1/image/generate` */
+  image: InferenceEndpoint<ImageRequest>;
+  /** `POST /v1/images/generations` (OpenAI's shape, same engine and prices) */
+  imagesOpenAi: InferenceEndpoint<ImageRequest>;
 }
 
 export interface ServiceDeps {
@@ -162,6 +167,8 @@ export function createServices(deps: ServiceDeps): Services {
     catalog,
     inference: pipeline,
     chat: new InferenceEndpoint(pipeline, deps.upstream, chatModality),
+    image: new InferenceEndpoint(pipeline, deps.upstream, imageModality),
+    imagesOpenAi: new InferenceEndpoint(pipeline, deps.upstream, openAiImageModality),
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
   };
 }

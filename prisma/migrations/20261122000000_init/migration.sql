@@ -6,7 +6,8 @@
 --   svc_eligible, svc_routable    eligibility (src/domain/inference/clearing.ts, svc_escrow_take)
 --   svc_escrow_take               escrow top-up (src/domain/inference/escrow-take.ts)
 --   svc_end_item, svc_end_items,  every ending: request record, attempts, clear, journal, slices
---   svc_end_batch                 (src/domain/inference/settlement.ts)
+--   svc_end_batch                 (src/domain/inference/settlement.ts; svc_end_items is redefined
+--                                 by 20261124000000_modality_endings, which records the modality)
 --   svc_release_expired           the sweeper and a clean shutdown (src/domain/inference/escrow.ts)
 -- plus the ledger's triggers (ledger_assert_balanced, ledger_forbid_mutation) in section 3.
 

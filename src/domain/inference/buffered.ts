@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
@@ -19,6 +20,7 @@ export function costHeaders(s: Settled, session: InferenceSession): Record<strin
     "X-Svc-Clearing-Price-Cents": String(s.clearingPriceCents),
     "X-Balance-Remaining": formatDecimal6(s.balanceRemainingMicroUsdc),
     "Server-Timing": serverTiming(session),
+    ...(s.uncharged ? { "X-Svc-Uncharged": s.uncharged } : {}),
   };
 }
 
@@ -38,8 +40,11 @@ export async function runBuffered(
     /** the upstream body for the current attempt */
     body: () => Json;
     signal: AbortSignal;
-    /** what the answer delivered, or why it is no answer (fall forward) */
-    meter: (answer: Json) => Usage | { refused: string };
+    /**
+     * what the answer delivered; why it is no answer (`refused`: fall forward); or why the provider
+     * did not charge for it (`uncharged`: answered, nothing charged)
+     */
+    meter: (answer: Json, headers: IncomingHttpHeaders) => Usage | { refused: string } | { uncharged: string };
   },
 ): Promise<{ answer: Json; settled: Settled }> {
   try {
@@ -66,12 +71,15 @@ export async function runBuffered(
         continue;
       }
       const answer = parsed as Json;
-      const metered = o.meter(answer);
+      const metered = o.meter(answer, res.ok ? res.value.headers : {});
       if ("refused" in metered) {
         await pipeline.fallForward(session, { kind: "retryable", detail: metered.refused });
         continue;
       }
       pipeline.markFirstByte(session);
+      if ("uncharged" in metered) {
+        return { answer, settled: await pipeline.settleUncharged(session, metered.uncharged) };
+      }
       return { answer, settled: await pipeline.settle(session, metered) };
     }
   } catch (e) {

@@ -1,4 +1,6 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
+import { DomainError } from "../../lib/errors.js";
 import { bareModelId } from "../catalog/catalog-service.js";
 import { costHeaders, runBuffered } from "./buffered.js";
 import type { InferencePipeline } from "./pipeline.js";
@@ -34,12 +36,15 @@ export interface InferenceModality<R extends ModalityRequest> {
   price(req: R, model: RoutableModel): BurnPricer;
   /** the upstream body for the session's current attempt (admitted caps included) */
   upstreamBody(req: R, session: InferenceSession, stream: boolean): Json;
-  /** a buffered answer: what it delivered, or why it is no answer (the request falls forward) */
-  meter(answer: Json): Usage | { refused: string };
+  /**
+   * a buffered answer: what it delivered, why it is no answer (the request falls forward), or why
+   * the provider did not charge for it (answered, nothing charged)
+   */
+  meter(answer: Json, headers: IncomingHttpHeaders): Usage | { refused: string } | { uncharged: string };
   /** a buffered answer as the buyer sees it */
-  answer(answer: Json): Json;
-  /** a streamed answer's renderer (frames, in-band errors) */
-  renderer(req: R, session: InferenceSession): StreamRenderer;
+  answer(answer: Json, req: R): Json;
+  /** a streamed answer's renderer (frames, in-band errors); absent when the modality does not stream */
+  renderer?(req: R, session: InferenceSession): StreamRenderer;
 }
 
 /**
@@ -74,9 +79,9 @@ export class InferenceEndpoint<R extends ModalityRequest> {
       path: m.path,
       body: () => m.upstreamBody(req, session, false),
       signal,
-      meter: (a) => m.meter(a),
+      meter: (a, h) => m.meter(a, h),
     });
-    return { body: m.answer(answer), headers: costHeaders(settled, session) };
+    return { body: m.answer(answer, req), headers: costHeaders(settled, session) };
   }
 
   /**
@@ -86,11 +91,13 @@ export class InferenceEndpoint<R extends ModalityRequest> {
   async stream(caller: Caller, raw: unknown, sink: StreamSink): Promise<void> {
     const m = this.modality;
     const req = m.parse(raw);
+    const renderer = m.renderer;
+    if (!renderer) throw new DomainError("invalid_request", "This route does not stream.", { field: "stream" });
     const session = await this.open(caller, req, true);
     await runStream(this.pipeline, this.upstream, session, sink, {
       path: m.path,
       body: () => m.upstreamBody(req, session, true),
-      renderer: m.renderer(req, session),
+      renderer: renderer.call(m, req, session),
     });
   }
 }

@@ -1,5 +1,5 @@
 import type { Clock } from "../../lib/clock.js";
-import { textPricingOf } from "../catalog/catalog-pricing.js";
+import { imagePricingOf, textPricingOf } from "../catalog/catalog-pricing.js";
 import type { CatalogService } from "../catalog/catalog-service.js";
 import type { RoutableModel } from "./session.js";
 
@@ -8,7 +8,7 @@ const CACHE_MS = 5_000;
 
 /**
  * The router's view of a catalog row (the catalog is the one source of truth): integer text rates
- * for metering. Unknown, disabled or unlisted → 404 `model_not_found` (from the catalog).
+ * or per-image prices for metering, and the row's constraints. Unknown, disabled or unlisted → 404 `model_not_found` (from the catalog).
  */
 export function createModelResolver(
   catalog: Pick<CatalogService, "getModel">,
@@ -28,6 +28,8 @@ export function createModelResolver(
         m.modality === "text" && m.status === "live"
           ? textPricingOf(m)
           : { inputMicroPerM: 0n, outputMicroPerM: 0n, cacheMicroPerM: null, extended: null },
+      imagePricing: m.modality === "image" && m.status === "live" ? imagePricingOf(m) : null,
+      constraints: m.constraints,
       maxCompletionTokens: m.maxCompletionTokens,
     };
     cache.set(id, { at: clock.now().getTime(), row });

@@ -139,7 +139,9 @@ export class InferencePipeline {
     }
     // the ceiling as last seen by this process (a top-up verifies it)
     const ceilingCents = await this.ceilings.of(input.accountId);
-    const held = await takeRequestGates(this.deps, model, input.apiKeyId);
+    // the modality's price rules first: a request they refuse (400) holds nothing
+    const pricer = input.price(model);
+    const held = await takeRequestGates(this.deps, model, input);
     // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
     const session: InferenceSession = {
       requestId: randomUUID(),
@@ -150,7 +152,7 @@ export class InferencePipeline {
       model,
       stream: input.stream,
       ceilingCents,
-      pricer: input.price(model),
+      pricer,
       plan: NO_PLAN,
       plans: 0,
       tried: [],
@@ -202,7 +204,16 @@ export class InferencePipeline {
    * admitted maximum. See `charge`.
    */
   settle(session: InferenceSession, usage: Usage): Promise<Settled> {
-    return this.charge(session, usage, minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem), false);
+    return this.charge(session, usage, minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem), "settled");
+  }
+
+  /**
+   * A completed request the provider did not charge for (an image its content policy blacked out):
+   * the buyer gets the answer, nothing is charged, no clear is recorded; the request is recorded as
+   * succeeded with `errorCode` saying why it cost nothing.
+   */
+  settleUncharged(session: InferenceSession, errorCode: string): Promise<Settled> {
+    return this.charge(session, { promptTokens: 0, completionTokens: 0 }, 0n, "uncharged", errorCode);
   }
 
   /**
@@ -216,7 +227,7 @@ export class InferencePipeline {
     let burn = minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem);
     const keyBalance = session.attempt?.keyBalanceMicroDiem ?? null;
     if (keyBalance !== null && burn > keyBalance) burn = keyBalance;
-    return this.charge(session, usage, burn, true);
+    return this.charge(session, usage, burn, "incomplete");
   }
 
   /**
@@ -226,7 +237,14 @@ export class InferencePipeline {
    * and what the slices no longer need given back. If it does not commit: nothing is charged, the
    * request is recorded as failed, 500 settle_failed.
    */
-  private async charge(session: InferenceSession, usage: Usage, burn: bigint, incomplete: boolean): Promise<Settled> {
+  private async charge(
+    session: InferenceSession,
+    usage: Usage,
+    burn: bigint,
+    mode: "settled" | "incomplete" | "uncharged",
+    uncharged?: string,
+  ): Promise<Settled> {
+    const incomplete = mode === "incomplete";
     const attempt = session.attempt;
     if (!attempt || session.done || !session.buyerSlice) {
       throw new DomainError("internal_error", "settle without an attempt");
@@ -241,24 +259,27 @@ export class InferencePipeline {
     attempt.offerSlice.spend(burn);
     const ending = endItem(session, now, {
       status: incomplete ? "incomplete" : "succeeded",
-      error_code: incomplete ? "stream_incomplete" : null,
-      charge: {
-        offer: attempt.offerId,
-        key: attempt.upstreamKeyId,
-        supplier: attempt.supplierAccountId,
-        price: attempt.priceCentsPerDollar,
-        burn: burn.toString(),
-        gross: split.grossMicroUsdc.toString(),
-        fee: split.feeMicroUsdc.toString(),
-        share: split.supplierMicroUsdc.toString(),
-        clear: randomUUID(),
-        journal: randomUUID(),
-        prompt: usage.promptTokens,
-        completion: usage.completionTokens,
-        cached: usage.cachedTokens ?? 0,
-        buyer_holder: buyer.holder,
-        offer_holder: attempt.offerSlice.holder,
-      },
+      error_code: incomplete ? "stream_incomplete" : (uncharged ?? null),
+      charge:
+        mode === "uncharged"
+          ? undefined
+          : {
+              offer: attempt.offerId,
+              key: attempt.upstreamKeyId,
+              supplier: attempt.supplierAccountId,
+              price: attempt.priceCentsPerDollar,
+              burn: burn.toString(),
+              gross: split.grossMicroUsdc.toString(),
+              fee: split.feeMicroUsdc.toString(),
+              share: split.supplierMicroUsdc.toString(),
+              clear: randomUUID(),
+              journal: randomUUID(),
+              prompt: usage.promptTokens,
+              completion: usage.completionTokens,
+              cached: usage.cachedTokens ?? 0,
+              buyer_holder: buyer.holder,
+              offer_holder: attempt.offerSlice.holder,
+            },
     });
     let balance: bigint;
     try {
@@ -284,21 +305,23 @@ export class InferencePipeline {
     session.timing.settleMs = performance.now() - settleStart;
     this.attempts.releaseSlots(session, attempt);
     void this.bridge.close(session);
-    this.events.cleared(
-      {
-        at: now.toISOString(),
-        model: session.model.id,
-        modality: session.model.modality,
-        priceCentsPerDollar: attempt.priceCentsPerDollar,
-        burnMicroDiem: burn,
-        grossMicroUsdc: split.grossMicroUsdc,
-      },
-      session.accountId,
-      attempt.supplierAccountId,
-      now,
-    );
+    if (mode !== "uncharged")
+      this.events.cleared(
+        {
+          at: now.toISOString(),
+          model: session.model.id,
+          modality: session.model.modality,
+          priceCentsPerDollar: attempt.priceCentsPerDollar,
+          burnMicroDiem: burn,
+          grossMicroUsdc: split.grossMicroUsdc,
+        },
+        session.accountId,
+        attempt.supplierAccountId,
+        now,
+      );
     return {
       costMicroUsdc: split.grossMicroUsdc,
+      ...(uncharged ? { uncharged } : {}),
       clearingPriceCents: attempt.priceCentsPerDollar,
       burnMicroDiem: burn,
       balanceRemainingMicroUsdc: balance,

@@ -4,41 +4,68 @@ import type { Config } from "../../config.js";
 import { DomainError } from "../../lib/errors.js";
 import type { RoutableModel } from "./session.js";
 
+/** SPEC "Limits": image jobs in flight per wallet (account), across every API process. */
+export const IMAGE_JOBS_PER_WALLET = 1;
+
 /**
- * The request's own in-flight slots, taken before anything is admitted: the buyer key's
- * (`key_concurrency_limit`) and, for a small model, the small tier's (SPEC 11: frontier models are
- * the promoted tier; small-model volume may be throttled). Returns the gates held; on a refusal
- * nothing is held.
+ * The request's own in-flight slots, taken before anything is admitted, in this order: the buyer
+ * key's (`key_concurrency_limit`); for an image, the wallet's one image job (`buyer_concurrency_limit`);
+ * for a small model, the small tier's (SPEC 11: small-model volume may be throttled). Returns the
+ * gates held; on a refusal nothing is held.
  */
 export async function takeRequestGates(
   deps: { gates: GateLeases; keys: RedisKeys; config: Config },
-  model: Pick<RoutableModel, "id" | "tier">,
-  apiKeyId: string,
+  model: Pick<RoutableModel, "id" | "tier" | "modality">,
+  caller: { accountId: string; apiKeyId: string },
 ): Promise<string[]> {
   const { gates, keys, config } = deps;
-  const buyerGate = keys.apiKeyInFlight(apiKeyId);
-  // in memory while this process holds a spare slot (see GateLeases)
-  if (!(await gates.acquire(buyerGate, config.limits.keyMaxInFlight))) {
-    throw new DomainError("key_concurrency_limit", "Too many completions in flight on this API key.", {
-      retryAfterSeconds: 1,
+  const wanted: { gate: string; limit: number; refusal: () => DomainError }[] = [
+    {
+      gate: keys.apiKeyInFlight(caller.apiKeyId),
+      limit: config.limits.keyMaxInFlight,
+      refusal: () =>
+        new DomainError("key_concurrency_limit", "Too many completions in flight on this API key.", {
+          retryAfterSeconds: 1,
+        }),
+    },
+  ];
+  if (model.modality === "image") {
+    wanted.push({
+      gate: keys.walletImageGate(caller.accountId),
+      limit: IMAGE_JOBS_PER_WALLET,
+      refusal: () =>
+        new DomainError(
+          "buyer_concurrency_limit",
+          "This wallet already has an image job in flight (one at a time); retry when it finishes.",
+          { retryAfterSeconds: 1 },
+        ),
     });
   }
   const smallLimit = config.limits.smallModelMaxInFlight;
-  if (model.tier !== "small" || smallLimit <= 0) return [buyerGate];
-  const smallGate = keys.smallModelGate();
-  let ok = false;
-  try {
-    ok = await gates.acquire(smallGate, smallLimit);
-  } finally {
-    // refused or failed: the buyer key's slot goes back
-    if (!ok) gates.release(buyerGate);
+  if (model.tier === "small" && smallLimit > 0) {
+    wanted.push({
+      gate: keys.smallModelGate(),
+      limit: smallLimit,
+      refusal: () =>
+        new DomainError(
+          "model_throttled",
+          `${model.id} is a small model and its volume is throttled right now; retry shortly or use a frontier model.`,
+          { retryAfterSeconds: 1 },
+        ),
+    });
   }
-  if (!ok) {
-    throw new DomainError(
-      "model_throttled",
-      `${model.id} is a small model and its volume is throttled right now; retry shortly or use a frontier model.`,
-      { retryAfterSeconds: 1 },
-    );
+  const held: string[] = [];
+  for (const w of wanted) {
+    let ok = false;
+    try {
+      // in memory while this process holds a spare slot (see GateLeases)
+      ok = await gates.acquire(w.gate, w.limit);
+    } finally {
+      // refused or failed: what was taken goes back
+      if (!ok) for (const g of held) gates.release(g);
+    }
+    if (!ok) throw w.refusal();
+    held.push(w.gate);
   }
-  return [buyerGate, smallGate];
+  return held;
 }

@@ -1,4 +1,5 @@
 import type { TextPricing } from "../../lib/money.js";
+import type { ImagePricingMicro } from "../catalog/catalog-types.js";
 import type { Slice } from "./escrow.js";
 
 /**
@@ -31,10 +32,15 @@ export interface BurnPricer {
 }
 
 /** The buyer-facing route a request came in on (recorded with it; `inference_route` in SQL). */
-export type RouteKind = "chat" | "responses";
+export type RouteKind = "chat" | "responses" | "image" | "images_openai";
 
 /** What the buyer called, for error messages. */
-export const ROUTE_LABEL: Record<RouteKind, string> = { chat: "chat completions", responses: "responses" };
+export const ROUTE_LABEL: Record<RouteKind, string> = {
+  chat: "chat completions",
+  responses: "responses",
+  image: "image generation",
+  images_openai: "image generations",
+};
 
 export type Modality = "text" | "image" | "video";
 
@@ -44,7 +50,12 @@ export interface RoutableModel {
   modality: Modality;
   status: "live" | "coming_soon";
   tier: "frontier" | "small";
+  /** text rates (zero on other rows) */
   pricing: TextPricing;
+  /** per-image prices (live image rows only) */
+  imagePricing: ImagePricingMicro | null;
+  /** the row's published constraints (image and video rows), keys exactly as published */
+  constraints: Record<string, unknown> | null;
   maxCompletionTokens: number | null;
 }
 
@@ -64,6 +75,8 @@ export interface Usage {
 /** A settled request, as the buyer is told it. */
 export interface Settled {
   costMicroUsdc: bigint;
+  /** why the provider did not charge for a delivered answer (nothing charged, no clear) */
+  uncharged?: string;
   clearingPriceCents: number;
   burnMicroDiem: bigint;
   balanceRemainingMicroUsdc: bigint;

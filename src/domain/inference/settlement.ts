@@ -1,6 +1,6 @@
 import type { Sql } from "../../adapters/sql.js";
 import { Batcher } from "../../lib/batcher.js";
-import type { AttemptRecord, InferenceSession, RouteKind } from "./session.js";
+import type { AttemptRecord, InferenceSession, Modality, RouteKind } from "./session.js";
 
 /**
  * Request endings: THE contract between the pipeline and Postgres. Each ended request is one
@@ -21,6 +21,7 @@ export interface EndItem {
   account: string;
   api_key: string;
   route: RouteKind;
+  modality: Modality;
   model: string;
   stream: boolean;
   status: "succeeded" | "incomplete" | "failed";
@@ -127,6 +128,7 @@ export function endItem(
     account: session.accountId,
     api_key: session.apiKeyId,
     route: session.route,
+    modality: session.model.modality,
     model: session.model.id,
     stream: session.stream,
     status: end.status,

@@ -12,6 +12,8 @@ import { type InFlight, readJsonBody, setRequestId } from "../middleware.js";
 
 const CHAT_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
+const IMAGE_PATH = "/v1/image/generate";
+const IMAGES_OPENAI_PATH = "/v1/images/generations";
 
 /**
  * An SSE sink over a node response; aborts when the buyer goes away. Frames written in the same
@@ -74,10 +76,10 @@ function abortSignal(res: ServerResponse): AbortSignal {
   return ac.signal;
 }
 
-type InferenceService = Services["chat"] | Services["responses"];
+type InferenceService = Services["chat"] | Services["responses"] | Services["image"] | Services["imagesOpenAi"];
 
 /**
- * One chat or Responses call, the same for both transports below: `stream: true` → SSE, otherwise
+ * One inference call (chat, Responses, images), the same for both transports below: `stream: true` → SSE, otherwise
  * the buffered JSON answer. Throws what the service throws; the caller renders it.
  */
 async function serveInference(
@@ -148,6 +150,10 @@ export function inferenceRoutes(rt: Runtime): Router {
   const { chat, responses } = rt.services;
   r.post(CHAT_PATH, bearer, (req, res) => serveInference(chat, viewerOf(res), req.body, req, res));
   r.post(RESPONSES_PATH, bearer, (req, res) => serveInference(responses, viewerOf(res), req.body, req, res));
+  // images: synchronous, buffered only (a `stream: true` body is a 400)
+  const { image, imagesOpenAi } = rt.services;
+  r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, viewerOf(res), req.body, req, res));
+  r.post(IMAGES_OPENAI_PATH, bearer, (req, res) => serveInference(imagesOpenAi, viewerOf(res), req.body, req, res));
 
   // Responses is stateless: nothing is stored, so nothing can be read back
   r.get([RESPONSES_PATH, `${RESPONSES_PATH}/:id`], bearer, () => {

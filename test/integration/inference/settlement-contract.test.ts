@@ -23,6 +23,7 @@ const END_ITEM_SQL: { [K in keyof EndItem]-?: string } = {
   account: "uuid",
   api_key: "uuid",
   route: "inference_route",
+  modality: "modality",
   model: "text",
   stream: "boolean",
   status: "inference_status",

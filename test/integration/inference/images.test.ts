@@ -1,0 +1,260 @@
+// Images on the inference pipeline (issue 16): POST /v1/image/generate and the OpenAI-compatible
+// POST /v1/images/generations. Every charge is cross-checked against what the upstream simulator
+// burned on the supplier keys, and the books balance after every scenario.
+import { afterEach, describe, expect, test } from "vitest";
+import { call } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { addSupply, confirmedOf, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
+import { expectHoldsReleased } from "../../support/holds.js";
+import { useMarketWorld } from "../../support/market-world.js";
+
+const world = useMarketWorld({ syncCatalog: true, peer: true });
+
+let offers: { supplierAccountId: string; keys: SupplierKey[] }[] = [];
+
+/** Supply for one test (withdrawn after it: tests share one database). */
+async function supply(priceCents: number, n = 1) {
+  const s = await addSupply(
+    world.app,
+    world.sim,
+    Array.from({ length: n }, () => ({ priceCents, quantityMicroDiem: 10_000_000n })),
+  );
+  offers.push(s);
+  world.app.rt.services.inference.invalidateBook();
+  world.peer.rt.services.inference.invalidateBook();
+  return s;
+}
+
+afterEach(async () => {
+  for (const s of offers) {
+    for (const k of s.keys) {
+      await world.app.rt.services.offers
+        .cancelOffer({ accountId: s.supplierAccountId, offerId: k.offerId })
+        .catch(() => undefined);
+    }
+  }
+  offers = [];
+  world.sim.state.clearFaults();
+});
+
+const spentOn = (keys: SupplierKey[]) =>
+  keys.reduce((a, k) => a + (world.sim.state.getKey(k.secret)?.spentDiemEpochMicro ?? 0n), 0n);
+
+interface Answer {
+  id?: string;
+  images?: string[];
+  created?: number;
+  data?: { b64_json?: string; url?: string }[];
+  field?: string;
+  error?: { code?: string; field?: string };
+}
+
+async function generate(app: TestApp, apiKey: string, body: Record<string, unknown>, path = "/v1/image/generate") {
+  const r = await call(app, { method: "POST", path, headers: { authorization: `Bearer ${apiKey}` }, body });
+  return { status: r.status, body: (r.body ?? {}) as Answer, headers: Object.fromEntries(r.headers.entries()) };
+}
+
+const micro = (usdc: string) => BigInt(usdc.replace(".", ""));
+
+describe("POST /v1/image/generate: priced by the service from the catalog", () => {
+  // per image in micro-DIEM (the simulator's published prices), and the job the request asks for
+  const cases: [string, Record<string, unknown>, bigint][] = [
+    ["flat price × variants", { model: "venice-sd35", variants: 3 }, 3n * 10_000n],
+    ["flat price, n as variants", { model: "venice-sd35", n: 2 }, 2n * 10_000n],
+    ["by resolution, default 1K", { model: "nano-banana-pro" }, 180_000n],
+    ["by resolution, 2K × 2", { model: "nano-banana-pro", resolution: "2K", variants: 2 }, 2n * 230_000n],
+    ["quality × resolution, defaults (1K, high)", { model: "gpt-image-2" }, 260_000n],
+    [
+      "quality × resolution, 4K low × 4",
+      { model: "gpt-image-2", resolution: "4K", quality: "low", variants: 4 },
+      4n * 70_000n,
+    ],
+  ];
+  for (const [name, body, job] of cases) {
+    test(`${name}: the charge is the job at the clearing price, and the upstream burned exactly the job`, async () => {
+      const s = await supply(40);
+      const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+      const r = await generate(world.app, buyer.apiKey, { prompt: "a red fox", ...body });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const variants = Number(body.variants ?? body.n ?? 1);
+      expect(r.body.images).toHaveLength(variants);
+      expect(typeof r.body.id).toBe("string");
+      expect(r.headers["x-svc-clearing-price-cents"]).toBe("40");
+      const cost = micro(String(r.headers["x-svc-cost-usdc"]));
+      expect(cost).toBe((job * 40n) / 100n);
+      expect(spentOn(s.keys)).toBe(job);
+      expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n - cost);
+      expect(r.headers["x-balance-remaining"]).toBe((Number(5_000_000n - cost) / 1e6).toFixed(6));
+      expect(r.headers["x-svc-support-reference"]).toBeTruthy();
+      // one clear, with the image modality, on the request's record
+      const clears = await world.app.rt.db.clear.findMany({ where: { buyerAccountId: buyer.accountId } });
+      expect(clears.map((c) => [c.modality, c.burnMicroDiem, c.grossMicroUsdc])).toEqual([["image", job, cost]]);
+      const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+      expect([rec.route, rec.modality, rec.status]).toEqual(["image", "image", "succeeded"]);
+      await expectHoldsReleased(world.app, buyer.accountId);
+      await assertBooksBalance(world.app.rt.db);
+    });
+  }
+
+  test("bad input is a 400 naming the field (or 404 for an unknown model), and nothing changes", async () => {
+    await supply(40);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const bad: [Record<string, unknown>, number, string][] = [
+      [{ model: "zai-org-glm-5-1", prompt: "x" }, 400, "unsupported_modality"],
+      [{ model: "wan-2.6-text-to-video", prompt: "x" }, 400, "unsupported_modality"],
+      [{ model: "no-such-model", prompt: "x" }, 404, "model_not_found"],
+      [{ model: "venice-sd35" }, 400, "invalid_request"],
+      [{ model: "venice-sd35", prompt: "x", variants: 5 }, 400, "invalid_request"],
+      [{ model: "venice-sd35", prompt: "x", n: 0 }, 400, "invalid_request"],
+      [{ model: "venice-sd35", prompt: "x", variants: 2, n: 3 }, 400, "invalid_request"],
+      [{ model: "venice-sd35", prompt: "x", enable_web_search: true }, 400, "invalid_request"],
+      [{ model: "venice-sd35", prompt: "x", resolution: "2K" }, 400, "invalid_request"],
+      [{ model: "nano-banana-pro", prompt: "x", resolution: "8K" }, 400, "invalid_request"],
+      [{ model: "nano-banana-pro", prompt: "x", quality: "high" }, 400, "invalid_request"],
+      [{ model: "gpt-image-2", prompt: "x", quality: "ultra" }, 400, "invalid_request"],
+      [{ model: "venice-sd35", prompt: "x", stream: true }, 400, "invalid_request"],
+      [{ model: "venice-sd35", prompt: "x", return_binary: true }, 400, "invalid_request"],
+    ];
+    for (const [body, status, code] of bad) {
+      const r = await generate(world.app, buyer.apiKey, body);
+      expect([r.status, r.body.error?.code], JSON.stringify(body)).toEqual([status, code]);
+    }
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("402 when the confirmed balance cannot pay the job at the ceiling; nothing held", async () => {
+    await supply(40);
+    // 3 × 0.35 DIEM at the 80¢ ceiling = 0.84 USDC
+    const buyer = await fundedBuyerKey(world.app, 839_999n);
+    const r = await generate(world.app, buyer.apiKey, {
+      model: "nano-banana-pro",
+      prompt: "x",
+      resolution: "4K",
+      variants: 3,
+    });
+    expect([r.status, r.body.error?.code]).toEqual([402, "insufficient_balance"]);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("a content-policy answer is delivered and not charged (no clear)", async () => {
+    const s = await supply(40);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const r = await generate(world.app, buyer.apiKey, { model: "venice-sd35", prompt: "x [[sim:content_violation]]" });
+    expect(r.status).toBe(200);
+    expect(r.body.images).toHaveLength(1);
+    expect(r.headers["x-svc-cost-usdc"]).toBe("0.000000");
+    expect(r.headers["x-svc-uncharged"]).toBe("content_violation");
+    expect(spentOn(s.keys)).toBe(0n);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n);
+    expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(0);
+    const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    expect([rec.status, rec.errorCode, rec.costMicroUsdc]).toEqual(["succeeded", "content_violation", null]);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("falls forward across supplier keys like chat: one clear, on the key that answered", async () => {
+    const s = await supply(40, 3);
+    const [k1, k2, k3] = s.keys;
+    if (!k1 || !k2 || !k3) throw new Error("three keys");
+    world.sim.state.injectFault(k1.secret, { kind: "http_500", route: "/image/generate" });
+    world.sim.state.injectFault(k2.secret, { kind: "http_402_balance", route: "/image/generate" });
+    world.sim.state.injectFault(k3.secret, { kind: "http_503", route: "/image/generate" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const more = await supply(45);
+    const r = await generate(world.app, buyer.apiKey, { model: "venice-sd35", prompt: "x", variants: 2 });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.headers["x-svc-clearing-price-cents"]).toBe("45");
+    expect(spentOn(s.keys)).toBe(0n);
+    expect(spentOn(more.keys)).toBe(20_000n);
+    const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({
+      where: { accountId: buyer.accountId },
+      include: { attempts: { orderBy: { ordinal: "asc" } } },
+    });
+    expect(rec.attempts.map((a) => a.outcome)).toEqual([
+      "retryable_failure",
+      "supplier_exhausted",
+      "retryable_failure",
+      "succeeded",
+    ]);
+    expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(1);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("one image job in flight per wallet across two API processes: 10 at once → 1 runs, 9 get 429", async () => {
+    const s = await supply(40);
+    world.sim.state.injectFault("*", { kind: "latency", ms: 400, route: "/image/generate" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const both = [world.app, world.peer];
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        generate(both[i % 2] as TestApp, buyer.apiKey, { model: "venice-sd35", prompt: `x ${i}` }),
+      ),
+    );
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 429);
+    expect(ok).toHaveLength(1);
+    expect(refused).toHaveLength(9);
+    for (const r of refused) {
+      expect(r.body.error?.code).toBe("buyer_concurrency_limit");
+      expect(r.headers["retry-after"]).toBe("1");
+    }
+    expect(spentOn(s.keys)).toBe(10_000n);
+    // the slot is released on every path: the next job runs (on either process)
+    world.sim.state.clearFaults();
+    const again = await generate(world.peer, buyer.apiKey, { model: "venice-sd35", prompt: "after" });
+    expect(again.status).toBe(200);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+});
+
+describe("POST /v1/images/generations: OpenAI's shape on the same engine and prices", () => {
+  test("n 1-4 as variants; b64_json by default, url as a data URL; same price rules", async () => {
+    const s = await supply(40);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const r = await generate(
+      world.app,
+      buyer.apiKey,
+      { model: "gpt-image-2", prompt: "a lighthouse", n: 2, quality: "low", size: "1024x1024" },
+      "/v1/images/generations",
+    );
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(typeof r.body.created).toBe("number");
+    expect(r.body.data).toHaveLength(2);
+    expect(typeof r.body.data?.[0]?.b64_json).toBe("string");
+    // 1K low = 0.02 DIEM per image
+    expect(spentOn(s.keys)).toBe(40_000n);
+    expect(micro(String(r.headers["x-svc-cost-usdc"]))).toBe((40_000n * 40n) / 100n);
+
+    const u = await generate(
+      world.app,
+      buyer.apiKey,
+      { model: "venice-sd35", prompt: "a lighthouse", response_format: "url" },
+      "/v1/images/generations",
+    );
+    expect(u.status).toBe(200);
+    expect(u.body.data?.[0]?.url).toMatch(/^data:image\/png;base64,/);
+    const rec = await world.app.rt.db.inferenceRequest.findMany({ where: { accountId: buyer.accountId } });
+    expect(rec.map((q) => q.route)).toEqual(["images_openai", "images_openai"]);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("bad OpenAI fields are a 400 naming the field", async () => {
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    for (const [body, field] of [
+      [{ model: "venice-sd35", prompt: "x", n: 5 }, "n"],
+      [{ model: "venice-sd35", prompt: "x", size: "999x999" }, "size"],
+      [{ model: "venice-sd35", prompt: "x", response_format: "file" }, "response_format"],
+      [{ model: "venice-sd35", prompt: "x", output_format: "gif" }, "output_format"],
+    ] as const) {
+      const r = await generate(world.app, buyer.apiKey, body, "/v1/images/generations");
+      expect([r.status, r.body.error?.field ?? r.body.field], JSON.stringify(body)).toEqual([400, field]);
+    }
+  });
+});
