@@ -17,6 +17,8 @@ const BODY = {
   messages: [{ role: "user", content: "Benchmark request [[sim:tokens=16]]" }],
   max_tokens: 32,
 };
+/** One flat-priced image: the cheapest job the catalog has. */
+const IMAGE_BODY = { model: "venice-sd35", prompt: "bench", variants: 1 };
 
 export function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
@@ -352,6 +354,39 @@ export async function benchRouter(emit: (f: Record<string, unknown>) => void): P
         };
       }
       emit({ bench: "router.targets", ...verdicts });
+
+      // images: one job in flight per wallet, so the load runs one lane per buyer (wallet)
+      {
+        const lanes = 16;
+        const perLane = 50;
+        const buyers = await Promise.all(Array.from({ length: lanes }, () => fundedBuyerKey(app, 100_000_000n)));
+        const direct = (i: number) =>
+          post(`${sim.baseUrl}/image/generate`, directKey, { ...IMAGE_BODY, prompt: `d${i}` });
+        const via = (key: string, i: number) =>
+          post(`${svcUrl}/v1/image/generate`, key, { ...IMAGE_BODY, prompt: `s${i}` });
+        await load(100, 8, () => direct(0));
+        await Promise.all(buyers.map((b) => load(10, 1, () => via(b.apiKey, 0))));
+        const d = await load(lanes * perLane, lanes, () => direct(1));
+        const t0 = performance.now();
+        const lat: number[] = [];
+        await Promise.all(
+          buyers.map(async (b) => {
+            for (let i = 0; i < perLane; i++) lat.push(await via(b.apiKey, i));
+          }),
+        );
+        const wallMs = performance.now() - t0;
+        lat.sort((a, b) => a - b);
+        emit({
+          bench: "router.image",
+          requests: lanes * perLane,
+          concurrency: lanes,
+          directP50Ms: +pct(d.lat, 50).toFixed(3),
+          serviceP50Ms: +pct(lat, 50).toFixed(3),
+          addedP50Ms: +(pct(lat, 50) - pct(d.lat, 50)).toFixed(3),
+          addedP99Ms: +(pct(lat, 99) - pct(d.lat, 99)).toFixed(3),
+          clearsPerSecond: Math.round(((lanes * perLane) / wallMs) * 1000),
+        });
+      }
     } finally {
       const out = svc.output();
       if (out.stdout.length + out.stderr.length > 10_000) {

@@ -1,7 +1,9 @@
 // Images on the inference pipeline (issue 16): POST /v1/image/generate and the OpenAI-compatible
 // POST /v1/images/generations. Every charge is cross-checked against what the upstream simulator
 // burned on the supplier keys, and the books balance after every scenario.
+import OpenAI from "openai";
 import { afterEach, describe, expect, test } from "vitest";
+import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
@@ -242,6 +244,22 @@ describe("POST /v1/images/generations: OpenAI's shape on the same engine and pri
     expect(u.body.data?.[0]?.url).toMatch(/^data:image\/png;base64,/);
     const rec = await world.app.rt.db.inferenceRequest.findMany({ where: { accountId: buyer.accountId } });
     expect(rec.map((q) => q.route)).toEqual(["images_openai", "images_openai"]);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("the official openai SDK's images.generate works unmodified, n > 1 included", async () => {
+    const s = await supply(40);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const client = new OpenAI({ baseURL: `${world.app.baseUrl}/v1`, apiKey: buyer.apiKey });
+    const { data: img, response } = await client.images
+      .generate({ model: "nano-banana-pro", prompt: "a harbour at dawn", n: 3, size: "1536x1024" })
+      .withResponse();
+    expect(img.data).toHaveLength(3);
+    expect(Buffer.from(img.data?.[0]?.b64_json ?? "", "base64").length).toBeGreaterThan(0);
+    // 3 × 1K (the default resolution) = 3 × 0.18 DIEM
+    expect(spentOn(s.keys)).toBe(540_000n);
+    expect(response.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6((540_000n * 40n) / 100n));
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n - (540_000n * 40n) / 100n);
     await assertBooksBalance(world.app.rt.db);
   });
 
