@@ -124,13 +124,26 @@ export class AccountService {
     return a;
   }
 
-  /** Buyer inference history, newest first, keyset-paginated. */
-  async inferenceHistory(input: { accountId: string; limit?: number; cursor?: string }): Promise<Page<HistoryRow>> {
+  /**
+   * Buyer inference history, newest first, keyset-paginated; `modality` (text, image, video) narrows it.
+   * @throws invalid_request an unknown modality
+   */
+  async inferenceHistory(input: {
+    accountId: string;
+    limit?: number;
+    cursor?: string;
+    modality?: string;
+  }): Promise<Page<HistoryRow>> {
     const take = pageSize(input.limit);
     const after: CursorKey | undefined = input.cursor ? decodeCursor(input.cursor) : undefined;
+    const modality = input.modality;
+    if (modality !== undefined && modality !== "text" && modality !== "image" && modality !== "video") {
+      throw new DomainError("invalid_request", "modality must be text, image or video.", { field: "modality" });
+    }
     const rows = await this.db.inferenceRequest.findMany({
       where: {
         accountId: input.accountId,
+        ...(modality ? { modality } : {}),
         ...(after ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] } : {}),
       },
       orderBy: [{ startedAt: "desc" }, { id: "desc" }],

@@ -14,7 +14,7 @@ import {
   usdcForDiem,
 } from "../../lib/money.js";
 import { eligibleOffers } from "../inference/clearing.js";
-import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "./market-types.js";
+import type { Capacity, MarketLadder, MarketStats, ModalityDay, PriceLevel } from "./market-types.js";
 
 /** SPEC "Capacity" rule 4: the whole response is cached for 30 seconds (shared by all processes). */
 export const CAPACITY_CACHE_SECONDS = 30;
@@ -120,14 +120,25 @@ export class MarketService {
         SELECT COUNT(*)::bigint AS clears, COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,
                COALESCE(SUM(gross_micro_usdc), 0)::bigint AS paid
           FROM clears WHERE refunded_at IS NULL`,
-      this.db.$queryRaw<{ clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]>`
-        SELECT COUNT(*)::bigint AS clears, COALESCE(SUM(burn_micro_diem), 0)::bigint AS burn,
+      this.db.$queryRaw<{ modality: string; clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]>`
+        SELECT modality::text AS modality, COUNT(*)::bigint AS clears,
+               COALESCE(SUM(burn_micro_diem), 0)::bigint AS burn,
                COALESCE(SUM(gross_micro_usdc), 0)::bigint AS gross,
                COALESCE(SUM(burn_micro_diem * price_cents_per_dollar), 0)::bigint AS weighted
-          FROM clears WHERE refunded_at IS NULL AND created_at >= ${dayStart}`,
+          FROM clears WHERE refunded_at IS NULL AND created_at >= ${dayStart}
+         GROUP BY modality`,
     ]);
     const s = savingsRows[0];
-    const t = todayRows[0];
+    const sum = (k: "clears" | "burn" | "gross" | "weighted") => todayRows.reduce((a, r) => a + BigInt(r[k]), 0n);
+    const t = { clears: sum("clears"), burn: sum("burn"), gross: sum("gross"), weighted: sum("weighted") };
+    const ofModality = (m: "text" | "image" | "video"): ModalityDay => {
+      const r = todayRows.find((x) => x.modality === m);
+      return {
+        clears: Number(r?.clears ?? 0n),
+        burnMicroDiem: BigInt(r?.burn ?? 0n),
+        grossMicroUsdc: BigInt(r?.gross ?? 0n),
+      };
+    };
     const face = BigInt(s?.face ?? 0n);
     const paid = BigInt(s?.paid ?? 0n);
     const burn = BigInt(t?.burn ?? 0n);
@@ -147,6 +158,7 @@ export class MarketService {
         burnMicroDiem: burn,
         grossMicroUsdc: BigInt(t?.gross ?? 0n),
         averageClearingPriceCents: burn > 0n ? Number(BigInt(t?.weighted ?? 0n) / burn) : null,
+        byModality: { text: ofModality("text"), image: ofModality("image"), video: ofModality("video") },
       },
     };
   }

@@ -45,5 +45,13 @@ export interface MarketStats {
     grossMicroUsdc: MicroUsdc;
     /** burn-weighted average clearing price, cents, rounded down; null without clears */
     averageClearingPriceCents: number | null;
+    /** the same day's clears by modality (text, image, video) */
+    byModality: Record<"text" | "image" | "video", ModalityDay>;
   };
+}
+
+export interface ModalityDay {
+  clears: number;
+  burnMicroDiem: MicroDiem;
+  grossMicroUsdc: MicroUsdc;
 }

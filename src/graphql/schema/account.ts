@@ -1,3 +1,4 @@
+import type { HistoryRow } from "../../domain/accounts/account-types.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
@@ -87,5 +88,58 @@ builder.queryField("viewer", (t) =>
     description: "The caller's account (session cookie or Bearer API key); null when anonymous.",
     resolve: (query, _root, _args, ctx) =>
       ctx.viewer ? ctx.db.account.findUnique({ ...query, where: ctx.services.accounts.scopeFor(ctx.viewer) }) : null,
+  }),
+);
+
+// ───────────────────────────── buyer inference history ─────────────────────────────
+
+const InferenceRequestRef = builder.objectRef<HistoryRow>("InferenceRequest").implement({
+  description: "One of the buyer's requests (text, image or video), as GET /v1/account/inference-history lists it.",
+  fields: (t) => ({
+    requestId: t.exposeID("requestId"),
+    supportReference: t.exposeString("supportReference"),
+    route: t.exposeString("route"),
+    modality: t.exposeString("modality"),
+    model: t.exposeString("model"),
+    stream: t.exposeBoolean("stream"),
+    status: t.exposeString("status"),
+    errorCode: t.exposeString("errorCode", { nullable: true }),
+    maxPriceCents: t.exposeInt("maxPriceCents"),
+    clearingPriceCents: t.exposeInt("clearingPriceCents", { nullable: true }),
+    burn: t.field({ type: "MicroDiem", nullable: true, resolve: (r) => r.burnMicroDiem }),
+    cost: t.field({ type: "MicroUsdc", nullable: true, resolve: (r) => r.costMicroUsdc }),
+    attempts: t.exposeInt("attempts"),
+    startedAt: t.field({ type: "DateTime", resolve: (r) => r.startedAt }),
+    completedAt: t.field({ type: "DateTime", nullable: true, resolve: (r) => r.completedAt }),
+  }),
+});
+
+const InferenceRequestPageRef = builder
+  .objectRef<{ items: HistoryRow[]; nextCursor: string | null }>("InferenceRequestPage")
+  .implement({
+    fields: (t) => ({
+      items: t.field({ type: [InferenceRequestRef], resolve: (p) => p.items }),
+      nextCursor: t.string({ nullable: true, resolve: (p) => p.nextCursor }),
+    }),
+  });
+
+builder.queryField("myInferenceHistory", (t) =>
+  t.field({
+    type: InferenceRequestPageRef,
+    authScopes: { authenticated: true },
+    description:
+      "The viewer's requests, newest first; `modality` (text, image, video) narrows it, e.g. the image history.",
+    args: {
+      modality: t.arg.string({ required: false }),
+      limit: t.arg.int({ required: false }),
+      cursor: t.arg.string({ required: false }),
+    },
+    resolve: (_root, args, ctx) =>
+      ctx.services.accounts.inferenceHistory({
+        accountId: viewerOrThrow(ctx).accountId,
+        modality: args.modality ?? undefined,
+        limit: args.limit ?? undefined,
+        cursor: args.cursor ?? undefined,
+      }),
   }),
 );

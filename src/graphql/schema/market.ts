@@ -1,6 +1,6 @@
 import { Repeater } from "graphql-yoga";
 import type { CapacityChangedEvent, ClearRecordedEvent } from "../../adapters/pubsub.js";
-import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
+import type { Capacity, MarketLadder, MarketStats, ModalityDay, PriceLevel } from "../../domain/market/market-types.js";
 import { MAX_CEILING_CENTS, MAX_OFFER_PRICE_CENTS, MIN_CEILING_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 
@@ -79,6 +79,16 @@ builder.queryField("capacity", (t) =>
   }),
 );
 
+const ModalityDayRef = builder.objectRef<ModalityDay & { modality: string }>("ModalityDay").implement({
+  description: "One modality's clears today (UTC). Aggregates only.",
+  fields: (t) => ({
+    modality: t.exposeString("modality"),
+    clears: t.exposeInt("clears"),
+    burn: t.field({ type: "MicroDiem", resolve: (d) => d.burnMicroDiem }),
+    gross: t.field({ type: "MicroUsdc", resolve: (d) => d.grossMicroUsdc }),
+  }),
+});
+
 const MarketStatsRef = builder.objectRef<MarketStats>("MarketStats").implement({
   description: "Corridor depth, buyer savings and today's clears. Aggregates only.",
   fields: (t) => ({
@@ -93,6 +103,12 @@ const MarketStatsRef = builder.objectRef<MarketStats>("MarketStats").implement({
     todayBurn: t.field({ type: "MicroDiem", resolve: (s) => s.today.burnMicroDiem }),
     todayGross: t.field({ type: "MicroUsdc", resolve: (s) => s.today.grossMicroUsdc }),
     todayAverageClearingPriceCents: t.int({ nullable: true, resolve: (s) => s.today.averageClearingPriceCents }),
+    todayByModality: t.field({
+      type: [ModalityDayRef],
+      description: "Today's clears by modality (text, image, video).",
+      resolve: (s) =>
+        (["text", "image", "video"] as const).map((modality) => ({ modality, ...s.today.byModality[modality] })),
+    }),
   }),
 });
 

@@ -7,6 +7,7 @@ import { keyName, pageQuery, parse, parseUuid } from "../validate.js";
 
 const maxPriceBody = z.object({ maxPriceCentsPerDollar: z.unknown() });
 const createKeyBody = z.object({ name: keyName(1) });
+const historyQuery = pageQuery.extend({ modality: z.string().optional() });
 
 /** SPEC "Account (session)". Every route: session cookie only. */
 export function accountRoutes(rt: Runtime): Router {
@@ -52,11 +53,12 @@ export function accountRoutes(rt: Runtime): Router {
   });
 
   r.get("/v1/account/inference-history", session, async (req, res) => {
-    const q = parse(pageQuery, req.query);
+    const q = parse(historyQuery, req.query);
     const page = await accounts.inferenceHistory({
       accountId: viewerOf(res).accountId,
       limit: q.limit,
       cursor: q.cursor,
+      modality: q.modality,
     });
     res.json({ data: page.items.map(presentHistoryRow), nextCursor: page.nextCursor });
   });

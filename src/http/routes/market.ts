@@ -44,6 +44,12 @@ export function presentMarketStats(s: MarketStats) {
       burnDiem: dec(s.today.burnMicroDiem),
       grossUsdc: dec(s.today.grossMicroUsdc),
       averageClearingPriceCents: s.today.averageClearingPriceCents,
+      byModality: Object.fromEntries(
+        Object.entries(s.today.byModality).map(([m, d]) => [
+          m,
+          { clears: d.clears, burnDiem: dec(d.burnMicroDiem), grossUsdc: dec(d.grossMicroUsdc) },
+        ]),
+      ),
     },
   };
 }

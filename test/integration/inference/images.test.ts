@@ -216,6 +216,44 @@ describe("POST /v1/image/generate: priced by the service from the catalog", () =
   });
 });
 
+describe("image history and market figures", () => {
+  test("the buyer's image history (GraphQL, REST) and today's clears by modality include the image", async () => {
+    await supply(40);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await call(world.app, { method: "GET", path: "/v1/market/stats" });
+    const imageBefore = (before.body as { today: { byModality: { image: { clears: number } } } }).today.byModality
+      .image;
+    expect((await generate(world.app, buyer.apiKey, { model: "venice-sd35", prompt: "x" })).status).toBe(200);
+    const res = await fetch(`${world.app.baseUrl}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${buyer.apiKey}` },
+      body: JSON.stringify({
+        query: `{ image: myInferenceHistory(modality: "image") { items { route modality model status cost } }
+                  text: myInferenceHistory(modality: "text") { items { requestId } } }`,
+      }),
+    });
+    const body = (await res.json()) as {
+      data?: { image: { items: Record<string, unknown>[] }; text: { items: unknown[] } };
+      errors?: unknown;
+    };
+    expect(body.errors).toBeUndefined();
+    expect(body.data?.image.items).toEqual([
+      { route: "image", modality: "image", model: "venice-sd35", status: "succeeded", cost: "4000" },
+    ]);
+    expect(body.data?.text.items).toEqual([]);
+    const after = await call(world.app, { method: "GET", path: "/v1/market/stats" });
+    const imageAfter = (after.body as { today: { byModality: { image: { clears: number; burnDiem: string } } } }).today
+      .byModality.image;
+    expect(imageAfter.clears).toBe(imageBefore.clears + 1);
+    const bad = await call(world.app, {
+      method: "GET",
+      path: "/v1/account/inference-history?modality=audio",
+      headers: { cookie: buyer.user.cookie },
+    });
+    expect(bad.status).toBe(400);
+  });
+});
+
 describe("POST /v1/images/generations: OpenAI's shape on the same engine and prices", () => {
   test("n 1-4 as variants; b64_json by default, url as a data URL; same price rules", async () => {
     const s = await supply(40);
