@@ -216,6 +216,34 @@ describe("POST /v1/image/generate: priced by the service from the catalog", () =
   });
 });
 
+describe("the wallet's image slot is released on every path", () => {
+  test("after a 402, an upstream 400, a 503 and exhausted fall-forward, the next image job runs at once", async () => {
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const job = { model: "venice-sd35", prompt: "x" };
+    // 503: no supply at all
+    const none = await generate(world.app, buyer.apiKey, job);
+    expect(none.status).toBe(503);
+    const s = await supply(40, 5);
+    // the upstream's own 400 for a field it does not know: relayed, nothing charged
+    const unknownField = await generate(world.app, buyer.apiKey, { ...job, colour: "red" });
+    expect([unknownField.status, unknownField.body.error?.code]).toEqual([400, "invalid_request"]);
+    // 402: more than the balance
+    const poor = await fundedBuyerKey(world.app, 10_000n); // one image at the 80¢ ceiling: 8,000; four: 32,000
+    expect((await generate(world.app, poor.apiKey, { ...job, variants: 4 })).status).toBe(402);
+    expect((await generate(world.app, poor.apiKey, job)).status).toBe(200);
+    // 502: five keys failing
+    for (const k of s.keys)
+      world.sim.state.injectFault(k.secret, { kind: "http_500", route: "/image/generate", count: 1 });
+    const exhausted = await generate(world.app, buyer.apiKey, job);
+    expect([exhausted.status, exhausted.body.error?.code]).toEqual([502, "upstream_error"]);
+    // each ending gave the slot back: no 429 now, on either process
+    expect((await generate(world.peer, buyer.apiKey, job)).status).toBe(200);
+    expect((await generate(world.app, buyer.apiKey, job)).status).toBe(200);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+});
+
 describe("image history and market figures", () => {
   test("the buyer's image history (GraphQL, REST) and today's clears by modality include the image", async () => {
     await supply(40);
