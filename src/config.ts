@@ -123,6 +123,7 @@ const envSchema = z.object({
     }),
   ),
   PLATFORM_FEE_BPS: withDefault(intIn(0, 10_000), "1000"),
+  VIDEO_MARKUP_BPS: withDefault(intIn(0, 10_000), "500"),
   SIGNUP_FUSE_MAX: withDefault(intIn(1, 1_000_000), "60"),
   SIGNUP_FUSE_WINDOW_S: withDefault(intIn(1, 86_400), "60"),
   KEY_MAX_IN_FLIGHT: withDefault(intIn(1, 10_000), "8"),
@@ -176,7 +177,8 @@ export interface Config {
     readonly jwksUrl: string | undefined;
   };
   readonly secrets: { readonly sessionSecret: string; readonly keyEncryptionKey: Buffer };
-  readonly fees: { readonly platformFeeBps: number };
+  /** platform fee on every charge; markup on the upstream's video quote (docs/pricing.md) */
+  readonly fees: { readonly platformFeeBps: number; readonly videoMarkupBps: number };
   readonly signupFuse: { readonly max: number; readonly windowSeconds: number };
   readonly limits: { readonly keyMaxInFlight: number; readonly smallModelMaxInFlight: number };
   readonly logLevel: string;
@@ -273,7 +275,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       jwksUrl: e.IDP_JWKS_URL,
     },
     secrets: { sessionSecret: e.SESSION_SECRET ?? LOCAL_SESSION_SECRET, keyEncryptionKey },
-    fees: { platformFeeBps: Number(e.PLATFORM_FEE_BPS) },
+    fees: { platformFeeBps: Number(e.PLATFORM_FEE_BPS), videoMarkupBps: Number(e.VIDEO_MARKUP_BPS) },
     signupFuse: { max: Number(e.SIGNUP_FUSE_MAX), windowSeconds: Number(e.SIGNUP_FUSE_WINDOW_S) },
     limits: { keyMaxInFlight: Number(e.KEY_MAX_IN_FLIGHT), smallModelMaxInFlight: Number(e.SMALL_MODEL_MAX_IN_FLIGHT) },
     logLevel: e.LOG_LEVEL,

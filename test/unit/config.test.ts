@@ -34,6 +34,7 @@ describe("loadConfig: defaults (CONTRACT Environment)", () => {
     expect(c.facilitator).toMatchObject({ url: "https://api.cdp.coinbase.com/platform/v2/x402", local: false });
     expect(c.idp.issuer).toBe("privy.io");
     expect(c.fees.platformFeeBps).toBe(1000);
+    expect(c.fees.videoMarkupBps).toBe(500);
     expect(c.signupFuse).toEqual({ max: 60, windowSeconds: 60 });
     expect(c.limits.keyMaxInFlight).toBe(8);
     expect(c.logLevel).toBe("info");
@@ -84,6 +85,7 @@ describe("loadConfig: malformed values give one line naming the variable", () =>
     { v: "SESSION_SECRET", value: "short" },
     { v: "KEY_ENCRYPTION_KEY", value: "abcd" },
     { v: "PLATFORM_FEE_BPS", value: "10001" },
+    { v: "VIDEO_MARKUP_BPS", value: "-1" },
     { v: "SIGNUP_FUSE_MAX", value: "-1" },
     { v: "SIGNUP_FUSE_WINDOW_S", value: "x" },
     { v: "KEY_MAX_IN_FLIGHT", value: "0" },
