@@ -24,6 +24,7 @@ import { type ImageRequest, imageModality, openAiImageModality } from "./domain/
 import { createModelResolver } from "./domain/inference/model-resolver.js";
 import { InferencePipeline } from "./domain/inference/pipeline.js";
 import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
+import { VideoQuotes } from "./domain/inference/video-quote.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
 import { MarketService } from "./domain/market/market-service.js";
@@ -61,6 +62,8 @@ export interface Services {
   image: InferenceEndpoint<ImageRequest>;
   /** `POST /v1/images/generations` (OpenAI's shape, same engine and prices) */
   imagesOpenAi: InferenceEndpoint<ImageRequest>;
+  /** `POST /v1/video/quote` */
+  videoQuotes: VideoQuotes;
 }
 
 export interface ServiceDeps {
@@ -169,6 +172,14 @@ export function createServices(deps: ServiceDeps): Services {
     chat: new InferenceEndpoint(pipeline, deps.upstream, chatModality),
     image: new InferenceEndpoint(pipeline, deps.upstream, imageModality),
     imagesOpenAi: new InferenceEndpoint(pipeline, deps.upstream, openAiImageModality),
+    videoQuotes: new VideoQuotes({
+      pipeline,
+      upstream: deps.upstream,
+      run: sqlRunner(deps.sql),
+      clock,
+      keyHealth,
+      markupBps: config.fees.videoMarkupBps,
+    }),
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
   };
 }

@@ -212,6 +212,16 @@ function numberToPlainString(n: number): string {
   return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
 }
 
+/**
+ * A video job's DIEM (docs/pricing.md "A video job"): the upstream's quote plus the published
+ * markup, rounded UP to the micro-DIEM.
+ */
+export function videoJobMicroDiem(upstreamQuoteMicro: MicroDiem, markupBps: FeeBps): MicroDiem {
+  if (upstreamQuoteMicro < 0n) throw new MoneyError("a quote cannot be negative");
+  assertIntegerIn("markupBps", markupBps, 0, 10_000);
+  return mulDivCeil(upstreamQuoteMicro, BPS_DENOMINATOR + BigInt(markupBps), BPS_DENOMINATOR);
+}
+
 /** Micro-USDC to the six-decimal string the REST API renders. */
 export const formatUsdc = formatDecimal6;
 /** Micro-DIEM to the six-decimal string the REST API renders. */

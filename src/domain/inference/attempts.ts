@@ -4,10 +4,11 @@ import { type QueryRunner, type Sql, sqlRunner } from "../../adapters/sql.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
+import { MAX_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { MAX_PLANS } from "./admission.js";
 import type { Ceilings } from "./ceilings.js";
-import { type BookEntry, chooseOffer, MAX_ATTEMPTS } from "./clearing.js";
+import { type BookEntry, chooseOffer, MAX_ATTEMPTS, routable } from "./clearing.js";
 import {
   escrowNotSecured,
   fallForwardExhausted,
@@ -33,6 +34,14 @@ export const EXHAUSTED_COOLDOWN_MS = 60_000;
 const KEY_CACHE_MS = 60_000;
 /** Top-ups per admission before giving up (each either grants or changes what is asked). */
 const MAX_TAKES = 16;
+
+/** A supplier key lent outside an attempt (see `Attempts.borrowKey`); `release` gives its slot back. */
+export interface BorrowedKey {
+  upstreamKeyId: string;
+  priceCentsPerDollar: number;
+  secret: string;
+  release(): void;
+}
 
 /** How the pipeline marks a supplier key's health (the one path: `supply/key-health.ts`). */
 export interface KeyMarks {
@@ -310,6 +319,37 @@ export class Attempts {
     if (!attempt.keyHeld) return;
     attempt.keyHeld = false;
     this.deps.gates.release(this.supplierGate(attempt.upstreamKeyId));
+  }
+
+  /**
+   * A supplier key lent for a call that is not an attempt (a video quote): the first routable
+   * entry of the book in clearing order at or below `ceilingCents` — or, when none is, at any
+   * price — on a key not in `exclude` whose in-flight gate has a free slot (held until `release`).
+   * "busy" when such keys exist but every one is at its limit; "none" when no key is routable.
+   */
+  async borrowKey(ceilingCents: number, exclude: readonly string[]): Promise<BorrowedKey | "busy" | "none"> {
+    const nowMs = this.deps.clock.now().getTime();
+    const entries = (await this.deps.book.current()).filter((e) => !exclude.includes(e.upstreamKeyId));
+    const atCeiling = entries.filter((e) => routable(e, ceilingCents, nowMs));
+    const candidates =
+      atCeiling.length > 0 ? atCeiling : entries.filter((e) => routable(e, MAX_OFFER_PRICE_CENTS, nowMs));
+    if (candidates.length === 0) return "none";
+    for (const entry of candidates) {
+      const gate = this.supplierGate(entry.upstreamKeyId);
+      if (!(await this.deps.gates.acquire(gate, SUPPLIER_KEY_MAX_IN_FLIGHT))) continue;
+      let released = false;
+      return {
+        upstreamKeyId: entry.upstreamKeyId,
+        priceCentsPerDollar: entry.priceCentsPerDollar,
+        secret: this.openSecret(entry),
+        release: () => {
+          if (released) return;
+          released = true;
+          this.deps.gates.release(gate);
+        },
+      };
+    }
+    return "busy";
   }
 
   /** The gate of a supplier key's in-flight completions. */

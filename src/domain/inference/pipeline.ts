@@ -11,7 +11,7 @@ import { logger } from "../../lib/logger.js";
 import { computeCharge, minBig } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
-import { Attempts, type KeyMarks, planRequest } from "./attempts.js";
+import { Attempts, type BorrowedKey, type KeyMarks, planRequest } from "./attempts.js";
 import { Ceilings } from "./ceilings.js";
 import { ClearEvents } from "./clear-events.js";
 import { insufficientBalance } from "./diagnostics.js";
@@ -124,19 +124,7 @@ export class InferencePipeline {
   async open(input: OpenInput): Promise<InferenceSession> {
     const start = performance.now();
     this.listen();
-    const model = await this.deps.resolveModel(input.model);
-    if (model.modality !== input.modality) {
-      throw new DomainError(
-        "unsupported_modality",
-        `${model.id} is a ${model.modality} model; it cannot be called through ${ROUTE_LABEL[input.route]}.`,
-      );
-    }
-    if (model.status !== "live") {
-      throw new DomainError(
-        "model_not_live",
-        `${model.id} is listed but not live yet (coming_soon); pick a live model from /v1/models.`,
-      );
-    }
+    const model = await this.model(input.model, input.modality, input.route);
     // the ceiling as last seen by this process (a top-up verifies it)
     const ceilingCents = await this.ceilings.of(input.accountId);
     // the modality's price rules first: a request they refuse (400) holds nothing
@@ -183,6 +171,37 @@ export class InferencePipeline {
       }
       throw e;
     }
+  }
+
+  /**
+   * The live catalog row a route may call: unknown → 404 `model_not_found`; another modality's
+   * model → 400 `unsupported_modality`; listed but not live → 400 `model_not_live`.
+   */
+  async model(id: string, modality: Modality, route: RouteKind): Promise<RoutableModel> {
+    const model = await this.deps.resolveModel(id);
+    if (model.modality !== modality) {
+      throw new DomainError(
+        "unsupported_modality",
+        `${model.id} is a ${model.modality} model; it cannot be called through ${ROUTE_LABEL[route]}.`,
+      );
+    }
+    if (model.status !== "live") {
+      throw new DomainError(
+        "model_not_live",
+        `${model.id} is listed but not live yet (coming_soon); pick a live model from /v1/models.`,
+      );
+    }
+    return model;
+  }
+
+  /** The buyer's ceiling as this process last saw it (a top-up verifies it). */
+  ceilingOf(accountId: string): Promise<number> {
+    return this.ceilings.of(accountId);
+  }
+
+  /** A supplier key for a call outside an attempt, e.g. a video quote (see `Attempts.borrowKey`). */
+  borrowKey(ceilingCents: number, exclude: readonly string[] = []): Promise<BorrowedKey | "busy" | "none"> {
+    return this.attempts.borrowKey(ceilingCents, exclude);
   }
 
   /** Admits the next attempt (see `Attempts.next`). */

@@ -32,7 +32,7 @@ export interface BurnPricer {
 }
 
 /** The buyer-facing route a request came in on (recorded with it; `inference_route` in SQL). */
-export type RouteKind = "chat" | "responses" | "image" | "images_openai";
+export type RouteKind = "chat" | "responses" | "image" | "images_openai" | "video_queue";
 
 /** What the buyer called, for error messages. */
 export const ROUTE_LABEL: Record<RouteKind, string> = {
@@ -40,6 +40,7 @@ export const ROUTE_LABEL: Record<RouteKind, string> = {
   responses: "responses",
   image: "image generation",
   images_openai: "image generations",
+  video_queue: "video",
 };
 
 export type Modality = "text" | "image" | "video";

@@ -2,8 +2,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Router } from "express";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import type { StreamSink } from "../../domain/inference/sink.js";
+import type { VideoQuote } from "../../domain/inference/video-quote.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
+import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import type { Services } from "../../services.js";
 import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
@@ -74,6 +76,25 @@ function abortSignal(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) ac.abort();
   });
   return ac.signal;
+}
+
+/** SPEC "Video quote": snake_case fields; DIEM and USDC as six-decimal strings; `svc` repeats cost and price. */
+function presentVideoQuote(q: VideoQuote) {
+  return {
+    model: q.model,
+    quote_diem: formatDecimal6(q.quoteMicroDiem),
+    estimated_usdc: formatDecimal6(q.estimatedMicroUsdc),
+    max_price_cents: q.maxPriceCents,
+    max_eligible_offer_diem: formatDecimal6(q.maxEligibleOfferMicroDiem),
+    eligible_routable_diem: formatDecimal6(q.eligibleRoutableMicroDiem),
+    clears_now: q.clearsNow,
+    svc: {
+      cost_usdc: formatDecimal6(q.estimatedMicroUsdc),
+      clearing_price_cents: q.clearingPriceCents,
+      upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
+      markup_bps: q.markupBps,
+    },
+  };
 }
 
 type InferenceService = Services["chat"] | Services["responses"] | Services["image"] | Services["imagesOpenAi"];
@@ -154,6 +175,14 @@ export function inferenceRoutes(rt: Runtime): Router {
   const { image, imagesOpenAi } = rt.services;
   r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, viewerOf(res), req.body, req, res));
   r.post(IMAGES_OPENAI_PATH, bearer, (req, res) => serveInference(imagesOpenAi, viewerOf(res), req.body, req, res));
+
+  // video: the quote (no charge, no job, no record)
+  const { videoQuotes } = rt.services;
+  r.post("/v1/video/quote", bearer, async (req, res) => {
+    const v = viewerOf(res);
+    const q = await videoQuotes.quote({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" }, req.body);
+    res.json(presentVideoQuote(q));
+  });
 
   // Responses is stateless: nothing is stored, so nothing can be read back
   r.get([RESPONSES_PATH, `${RESPONSES_PATH}/:id`], bearer, () => {

@@ -1,0 +1,115 @@
+import type { QueryRunner } from "../../adapters/sql.js";
+import type { UpstreamClient } from "../../adapters/upstream/client.js";
+import type { Clock } from "../../lib/clock.js";
+import { DomainError } from "../../lib/errors.js";
+import { grossMicroUsdc, maxBig, upstreamDecimalToMicro, videoJobMicroDiem } from "../../lib/money.js";
+import type { KeyMarks } from "./attempts.js";
+import { eligibleOffers, MAX_ATTEMPTS } from "./clearing.js";
+import { classifyFailure } from "./failure.js";
+import type { InferencePipeline } from "./pipeline.js";
+import type { Caller } from "./session.js";
+import { checkVideoRequest, parseVideoBody } from "./video-request.js";
+
+/** A quote call gives up after this long (then asks the next key). */
+const QUOTE_TIMEOUT_MS = 30_000;
+
+/** SPEC "Video quote": what a job would cost now, and whether it clears now. Amounts in micro-units. */
+export interface VideoQuote {
+  model: string;
+  /** the job's DIEM: the upstream quote plus the markup (docs/pricing.md "A video job") */
+  quoteMicroDiem: bigint;
+  /** the charge at the offer the job would clear on now, else at the buyer's ceiling */
+  estimatedMicroUsdc: bigint;
+  maxPriceCents: number;
+  /** the largest single eligible offer at or below the ceiling (a job clears on one offer) */
+  maxEligibleOfferMicroDiem: bigint;
+  /** all eligible DIEM at or below the ceiling */
+  eligibleRoutableMicroDiem: bigint;
+  clearsNow: boolean;
+  /** the offer price the job would clear at now; null when it does not clear now */
+  clearingPriceCents: number | null;
+  upstreamQuoteMicroDiem: bigint;
+  markupBps: number;
+}
+
+export interface VideoQuoteDeps {
+  pipeline: InferencePipeline;
+  upstream: UpstreamClient;
+  run: QueryRunner;
+  clock: Clock;
+  keyHealth: KeyMarks;
+  markupBps: number;
+}
+
+/**
+ * `POST /v1/video/quote`: the body checked against the row, the upstream's quote asked with a
+ * supplier key not at its in-flight limit (503 `keys_busy` when every eligible one is), the markup
+ * added, and the market's depth at the buyer's ceiling. No charge, no job, no record.
+ */
+export class VideoQuotes {
+  constructor(private readonly deps: VideoQuoteDeps) {}
+
+  async quote(caller: Caller, raw: unknown): Promise<VideoQuote> {
+    const { pipeline } = this.deps;
+    const req = parseVideoBody(raw);
+    const model = await pipeline.model(req.model, "video", "video_queue");
+    checkVideoRequest(req, model);
+    const ceiling = await pipeline.ceilingOf(caller.accountId);
+    const upstreamQuote = await this.askUpstream(ceiling, { ...req.body, model: model.id });
+    const job = videoJobMicroDiem(upstreamQuote, this.deps.markupBps);
+    const offers = await eligibleOffers(this.deps.run, { now: this.deps.clock.now(), maxPriceCents: ceiling });
+    const maxOffer = maxBig(0n, ...offers.map((o) => o.routableMicroDiem));
+    const eligible = offers.reduce((a, o) => a + o.routableMicroDiem, 0n);
+    // cheapest first: the offer the whole job would clear on now
+    const clearing = offers.find((o) => o.routableMicroDiem >= job) ?? null;
+    return {
+      model: model.id,
+      quoteMicroDiem: job,
+      estimatedMicroUsdc: grossMicroUsdc(job, clearing?.priceCentsPerDollar ?? ceiling),
+      maxPriceCents: ceiling,
+      maxEligibleOfferMicroDiem: maxOffer,
+      eligibleRoutableMicroDiem: eligible,
+      clearsNow: clearing !== null,
+      clearingPriceCents: clearing?.priceCentsPerDollar ?? null,
+      upstreamQuoteMicroDiem: upstreamQuote,
+      markupBps: this.deps.markupBps,
+    };
+  }
+
+  /** The upstream's quote in micro-DIEM, asked of up to MAX_ATTEMPTS keys (the buyer's own 4xx is relayed). */
+  private async askUpstream(ceiling: number, body: Record<string, unknown>): Promise<bigint> {
+    const tried: string[] = [];
+    while (tried.length < MAX_ATTEMPTS) {
+      const key = await this.deps.pipeline.borrowKey(ceiling, tried);
+      if (key === "busy") {
+        throw new DomainError("keys_busy", "Every eligible supplier key is in flight; retry shortly.", {
+          retryAfterSeconds: 1,
+        });
+      }
+      if (key === "none") {
+        if (tried.length > 0) break;
+        throw new DomainError("pool_empty", "Nothing is posted at any price; no quote can be asked.", {
+          retryAfterSeconds: 30,
+        });
+      }
+      tried.push(key.upstreamKeyId);
+      try {
+        const res = await this.deps.upstream.postJson("/video/quote", key.secret, body, {
+          timeoutMs: QUOTE_TIMEOUT_MS,
+        });
+        if (res.ok) {
+          const q = (res.value.json as { quote?: unknown } | null)?.quote;
+          if (typeof q === "number" && Number.isFinite(q) && q >= 0) return upstreamDecimalToMicro(q);
+          continue; // an unreadable answer: ask another key
+        }
+        const failure = classifyFailure(res.failure);
+        if (failure instanceof DomainError) throw failure;
+        if (failure.kind === "supplier_auth")
+          await this.deps.keyHealth.markAuthFailed(key.upstreamKeyId).catch(() => {});
+      } finally {
+        key.release();
+      }
+    }
+    throw new DomainError("upstream_error", "The upstream could not quote this job; safe to retry.");
+  }
+}
