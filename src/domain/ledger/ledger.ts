@@ -202,3 +202,77 @@ export async function reversePayout(
     data: { supplierPayableMicroUsdc: { increment: input.amountMicroUsdc } },
   });
 }
+
+/** What a refund moved (micro-USDC). */
+export interface Refunded {
+  clearId: string;
+  buyerAccountId: string;
+  /** back to the buyer's confirmed balance: the whole charge */
+  buyerMicroUsdc: bigint;
+  /** taken back from the supplier's payable balance (at most what it still holds) */
+  supplierMicroUsdc: bigint;
+  /** borne by the platform: the fee, plus any part of the supplier's share already paid out */
+  platformMicroUsdc: bigint;
+  burnMicroDiem: bigint;
+  offerId: string;
+}
+
+/**
+ * THE refund of a clear (a video job the provider failed or rejected): exactly once — the clear row
+ * is claimed by a conditional UPDATE (`refunded_at`), and the journal's idempotency key is
+ * `refund:<clearId>` — so concurrent or repeated calls refund once; the later ones return null.
+ * The buyer gets the whole charge back (buyer_confirmed +gross); the supplier's credit is taken
+ * back from its payable balance as far as that still holds it (a share already paid out is not
+ * clawed back); the platform bears the fee and any remainder (platform_fee −). Lock order as
+ * everywhere: the buyer's account, then the supplier's. The offer's DIEM is the caller's concern
+ * (it comes back only when the upstream refunded it).
+ */
+export async function refundClear(tx: Tx, input: { clearId: string; at: Date }): Promise<Refunded | null> {
+  const claimed = await tx.$queryRaw<
+    { buyer: string; supplier: string; gross: bigint; share: bigint; burn: bigint; offer: string }[]
+  >`
+    UPDATE clears SET refunded_at = ${input.at}
+     WHERE id = ${input.clearId}::uuid AND refunded_at IS NULL
+    RETURNING buyer_account_id AS buyer, supplier_account_id AS supplier, gross_micro_usdc AS gross,
+              supplier_micro_usdc AS share, burn_micro_diem AS burn, offer_id AS offer`;
+  const c = claimed[0];
+  if (!c) return null;
+  const gross = BigInt(c.gross);
+  const share = BigInt(c.share);
+  await tx.$executeRaw`SELECT 1 FROM accounts WHERE id = ${c.buyer}::uuid FOR NO KEY UPDATE`;
+  const held = await tx.$queryRaw<{ payable: bigint }[]>`
+    SELECT supplier_payable_micro_usdc AS payable FROM accounts WHERE id = ${c.supplier}::uuid FOR NO KEY UPDATE`;
+  const payable = BigInt(held[0]?.payable ?? 0n);
+  const clawed = payable < share ? payable : share;
+  const platform = gross - clawed;
+  if (gross > 0n) {
+    await postJournal(tx, {
+      kind: "refund",
+      idempotencyKey: `refund:${input.clearId}`,
+      clearId: input.clearId,
+      postings: [
+        { book: "buyer_confirmed", accountId: c.buyer, kind: "refund", amountMicroUsdc: gross },
+        { book: "supplier_payable", accountId: c.supplier, kind: "refund", amountMicroUsdc: -clawed },
+        { book: "platform_fee", accountId: null, kind: "refund", amountMicroUsdc: -platform },
+      ],
+    });
+    await tx.$executeRaw`
+      UPDATE accounts SET confirmed_micro_usdc = confirmed_micro_usdc + ${gross}, updated_at = now()
+       WHERE id = ${c.buyer}::uuid`;
+    if (clawed > 0n) {
+      const moved = await tx.$executeRaw`
+        UPDATE accounts SET supplier_payable_micro_usdc = supplier_payable_micro_usdc - ${clawed}, updated_at = now()
+         WHERE id = ${c.supplier}::uuid AND supplier_payable_micro_usdc >= ${clawed}`;
+      if (moved !== 1) throw new DomainError("internal_error", "supplier payable changed under its lock");
+    }
+  }
+  return {
+    clearId: input.clearId,
+    buyerAccountId: c.buyer,
+    buyerMicroUsdc: gross,
+    supplierMicroUsdc: clawed,
+    platformMicroUsdc: platform,
+    burnMicroDiem: BigInt(c.burn),
+    offerId: c.offer,
+  };
+}

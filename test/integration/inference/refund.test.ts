@@ -1,0 +1,79 @@
+// The refund of a clear (src/domain/ledger/ledger.ts refundClear, issue 16: what a failed or
+// rejected video job gets): exactly once under concurrent callers, the buyer made whole, the
+// supplier's credit taken back as far as its payable balance still holds it, the books balanced.
+import { describe, expect, test } from "vitest";
+import { debitPayout, refundClear } from "../../../src/domain/ledger/ledger.js";
+import { call } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
+
+const world = useMarketWorld({ syncCatalog: true });
+
+/** One image job (venice-sd35 × 2 = 20,000 micro-DIEM at 40 cents: 8,000 micro-USDC, fee 800). */
+async function oneClear(app: TestApp) {
+  const supply = await addSupply(app, world.sim, [{ priceCents: 40, quantityMicroDiem: 1_000_000n }]);
+  app.rt.services.inference.invalidateBook();
+  const buyer = await fundedBuyerKey(app, 1_000_000n);
+  const r = await call(app, {
+    method: "POST",
+    path: "/v1/image/generate",
+    headers: { authorization: `Bearer ${buyer.apiKey}` },
+    body: { model: "venice-sd35", prompt: "x", variants: 2 },
+  });
+  expect(r.status).toBe(200);
+  const clear = await app.rt.db.clear.findFirstOrThrow({ where: { buyerAccountId: buyer.accountId } });
+  for (const k of supply.keys) {
+    await app.rt.services.offers.cancelOffer({ accountId: supply.supplierAccountId, offerId: k.offerId });
+  }
+  return { buyer, clear, supplierAccountId: supply.supplierAccountId };
+}
+
+const payableOf = async (accountId: string) =>
+  (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
+
+describe("refundClear", () => {
+  test("ten concurrent refunds of one clear: exactly one moves money; the buyer is whole again", async () => {
+    const { buyer, clear, supplierAccountId } = await oneClear(world.app);
+    expect([clear.grossMicroUsdc, clear.feeMicroUsdc, clear.supplierMicroUsdc]).toEqual([8_000n, 800n, 7_200n]);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n - 8_000n);
+    expect(await payableOf(supplierAccountId)).toBe(7_200n);
+    const db = world.app.rt.db;
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => db.$transaction((tx) => refundClear(tx, { clearId: clear.id, at: new Date() }))),
+    );
+    const done = results.filter((r) => r !== null);
+    expect(done).toHaveLength(1);
+    expect(done[0]).toMatchObject({ buyerMicroUsdc: 8_000n, supplierMicroUsdc: 7_200n, platformMicroUsdc: 800n });
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
+    expect(await payableOf(supplierAccountId)).toBe(0n);
+    expect((await db.clear.findUniqueOrThrow({ where: { id: clear.id } })).refundedAt).not.toBeNull();
+    expect(await db.ledgerTransaction.count({ where: { clearId: clear.id, kind: "refund" } })).toBe(1);
+    // a later call is a no-op
+    expect(await db.$transaction((tx) => refundClear(tx, { clearId: clear.id, at: new Date() }))).toBeNull();
+    await assertBooksBalance(db);
+  });
+
+  test("a share already paid out is not clawed back: the platform bears it", async () => {
+    const { buyer, clear, supplierAccountId } = await oneClear(world.app);
+    const db = world.app.rt.db;
+    // the supplier was paid 5,000 of its 7,200 before the refund
+    await db.$transaction(async (tx) => {
+      const payout = await tx.payout.create({
+        data: {
+          accountId: supplierAccountId,
+          period: "2026-11-24",
+          toAddress: "0x2222222222222222222222222222222222222222",
+          amountMicroUsdc: 5_000n,
+        },
+      });
+      await debitPayout(tx, { accountId: supplierAccountId, payoutId: payout.id, amountMicroUsdc: 5_000n });
+    });
+    const r = await db.$transaction((tx) => refundClear(tx, { clearId: clear.id, at: new Date() }));
+    expect(r).toMatchObject({ buyerMicroUsdc: 8_000n, supplierMicroUsdc: 2_200n, platformMicroUsdc: 5_800n });
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
+    expect(await payableOf(supplierAccountId)).toBe(0n);
+    await assertBooksBalance(db);
+  });
+});
