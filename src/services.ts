@@ -153,7 +153,6 @@ export function createServices(deps: ServiceDeps): Services {
       clock,
       bus,
       facilitator: deps.facilitator,
-      chain: deps.chain,
       apiKeys,
       fuse: createSignupFuse(deps.redis, deps.keys, config.signupFuse.max, config.signupFuse.windowSeconds),
       reconciliation: reconciliationProducer(deps.queues),

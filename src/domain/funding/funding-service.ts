@@ -1,6 +1,4 @@
 import type { Hex } from "viem";
-import type { PaymentRequirements } from "x402/types";
-import type { ChainGateway } from "../../adapters/chain/usdc-gateway.js";
 import type { Db } from "../../adapters/db.js";
 import type { Facilitator } from "../../adapters/facilitator/types.js";
 import type { EventBus } from "../../adapters/pubsub.js";
@@ -10,10 +8,17 @@ import { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
-import { DEFAULT_CEILING_CENTS, formatDecimal6 } from "../../lib/money.js";
-import { assertCeiling } from "../accounts/account-service.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
-import { DEFAULT_SIGNUP_KEY_NAME, type Recorded, recordSettlement } from "./settlement-record.js";
+import {
+  DESCRIPTIONS,
+  type FundingKind,
+  type FundingOutcome,
+  type FundingRequest,
+  fundedOutcome,
+  type ParsedBody,
+  parseFundingBody,
+} from "./funding-request.js";
+import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
   buildRequirements,
   type DecodedPayment,
@@ -22,47 +27,14 @@ import {
   paymentResponseHeader,
 } from "./x402.js";
 
-/** SPEC "Limits": 1 to 1000 USDC per payment. */
-export const MIN_PAYMENT_MICRO = 1_000_000n;
-export const MAX_PAYMENT_MICRO = 1_000_000_000n;
 /** How long a duplicate submission waits for the in-flight one to finish before answering 409. */
 const DUPLICATE_WAIT_MS = 15_000;
-
-export type FundingKind = "signup" | "top_up" | "refill";
-
-export interface FundingRequest {
-  kind: FundingKind;
-  /** the JSON body as received (validated here) */
-  body: unknown;
-  /** the `X-PAYMENT` header, if any */
-  paymentHeader: string | undefined;
-  /** absolute URL of the route (x402 `resource`) */
-  resource: string;
-  /** the caller: the session wallet (top-up) or the key's wallet (refill); none for signup */
-  caller?: { accountId: string; walletAddress: string };
-}
-
-export type FundingOutcome =
-  | { type: "challenge"; status: 402; body: Record<string, unknown> }
-  | { type: "funded"; status: 200; body: Record<string, unknown>; paymentResponse: string };
-
-interface ParsedBody {
-  amountMicroUsdc: bigint;
-  keyName: string;
-  maxPriceCentsPerDollar: number;
-}
 
 export interface ReconciliationQueue {
   enqueue(paymentId: string): Promise<void>;
 }
 
 type PaymentRow = Prisma.PaymentGetPayload<{ include: { account: true } }>;
-
-const DESCRIPTIONS: Record<FundingKind, string> = {
-  signup: "Create an account and API key, prepaid with USDC",
-  top_up: "Add prepaid USDC to the signed-in account",
-  refill: "Add prepaid USDC to the account of this API key",
-};
 
 /**
  * Prepaid funding through x402 `exact` (SPEC "Funding flow"). Money that moved on chain is credited
@@ -78,7 +50,6 @@ export class FundingService {
       clock: Clock;
       bus: EventBus;
       facilitator: Facilitator;
-      chain: ChainGateway;
       apiKeys: ApiKeyService;
       fuse: Fuse;
       reconciliation: ReconciliationQueue;
@@ -97,7 +68,7 @@ export class FundingService {
    *   not_configured (503) when PAY_TO is unset; 402 challenges come back as outcomes.
    */
   async fund(req: FundingRequest): Promise<FundingOutcome> {
-    const body = this.parseBody(req.kind, req.body);
+    const body = parseFundingBody(req.kind, req.body);
     const payTo = this.deps.config.chain.payTo;
     if (!payTo) throw new DomainError("not_configured", "Funding is not configured (PAY_TO is unset).");
     const requirements = buildRequirements({
@@ -229,39 +200,6 @@ export class FundingService {
 
   // ─────────────────────────────── internals ───────────────────────────────
 
-  private parseBody(kind: FundingKind, raw: unknown): ParsedBody {
-    const b = (raw ?? {}) as Record<string, unknown>;
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-      throw new DomainError("invalid_request", "Body must be a JSON object with amountMicroUsdc.");
-    }
-    const amount = b.amountMicroUsdc;
-    if (typeof amount !== "number" || !Number.isSafeInteger(amount)) {
-      throw new DomainError("invalid_request", "amountMicroUsdc must be an integer number of micro-USDC.", {
-        field: "amountMicroUsdc",
-      });
-    }
-    const amountMicroUsdc = BigInt(amount);
-    if (amountMicroUsdc < MIN_PAYMENT_MICRO || amountMicroUsdc > MAX_PAYMENT_MICRO) {
-      throw new DomainError("invalid_request", "amountMicroUsdc must be 1000000-1000000000 (1 to 1000 USDC).", {
-        field: "amountMicroUsdc",
-      });
-    }
-    let keyName = DEFAULT_SIGNUP_KEY_NAME;
-    let maxPriceCentsPerDollar = DEFAULT_CEILING_CENTS;
-    if (kind === "signup") {
-      if (b.keyName !== undefined) {
-        if (typeof b.keyName !== "string" || b.keyName.length > 64) {
-          throw new DomainError("invalid_request", "keyName must be a string of at most 64 characters.", {
-            field: "keyName",
-          });
-        }
-        if (b.keyName.length > 0) keyName = b.keyName;
-      }
-      if (b.maxPriceCentsPerDollar !== undefined) maxPriceCentsPerDollar = assertCeiling(b.maxPriceCentsPerDollar);
-    }
-    return { amountMicroUsdc, keyName, maxPriceCentsPerDollar };
-  }
-
   private findPayment(nonce: string): Promise<PaymentRow | null> {
     return this.deps.db.payment.findUnique({ where: { authorizationNonce: nonce }, include: { account: true } });
   }
@@ -348,45 +286,7 @@ export class FundingService {
   }
 
   private respond(kind: FundingKind, r: Recorded, o: { paymentResponse: string; idempotent: boolean }): FundingOutcome {
-    const a = r.account;
-    const transaction = r.payment.settlementTxHash;
-    if (kind === "signup") {
-      if (r.keyCapReached) {
-        throw new DomainError(
-          "payment_unfinished",
-          "Payment credited, but this wallet already holds 10 active API keys; no key was issued.",
-          { transaction, reconciling: false, credited: true, paymentResponse: o.paymentResponse },
-        );
-      }
-      const body: Record<string, unknown> = {
-        walletAddress: a.walletAddress,
-        accountId: a.id,
-        pendingUsdc: formatDecimal6(a.pendingMicroUsdc),
-        transaction,
-        confirmationBlocks: this.deps.config.chain.confirmationBlocks,
-      };
-      if (o.idempotent || !r.key) body.idempotent = true;
-      else {
-        body.apiKey = r.key.apiKey;
-        body.keyPrefix = r.key.keyPrefix;
-        body.keyName = r.key.name;
-      }
-      return { type: "funded", status: 200, body, paymentResponse: o.paymentResponse };
-    }
-    return {
-      type: "funded",
-      status: 200,
-      body: {
-        confirmedUsdc: formatDecimal6(a.confirmedMicroUsdc),
-        pendingUsdc: formatDecimal6(a.pendingMicroUsdc),
-        topUpAmountUsdc: formatDecimal6(r.payment.amountMicroUsdc),
-        walletAddress: a.walletAddress,
-        transaction,
-        confirmationBlocks: this.deps.config.chain.confirmationBlocks,
-        ...(o.idempotent ? { idempotent: true } : {}),
-      },
-      paymentResponse: o.paymentResponse,
-    };
+    return fundedOutcome(kind, r, { ...o, confirmationBlocks: this.deps.config.chain.confirmationBlocks });
   }
 
   private async markReconciling(paymentId: string, txHash: string | null): Promise<void> {
@@ -410,5 +310,3 @@ export class FundingService {
     }
   }
 }
-
-export type { PaymentRequirements };

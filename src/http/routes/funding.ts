@@ -1,5 +1,5 @@
 import { type Request, type Response, Router } from "express";
-import type { FundingKind, FundingOutcome } from "../../domain/funding/funding-service.js";
+import type { FundingKind, FundingOutcome } from "../../domain/funding/funding-request.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, requireSameOrigin, requireSession, viewerOf } from "../auth.js";
 
