@@ -42,7 +42,7 @@ export interface InferenceModality<R extends ModalityRequest> {
    */
   meter(answer: Json, headers: IncomingHttpHeaders): Usage | { refused: string } | { uncharged: string };
   /** a buffered answer as the buyer sees it */
-  answer(answer: Json, req: R): Json;
+  answer(answer: Json, req: R, session: InferenceSession): Json;
   /** a streamed answer's renderer (frames, in-band errors); absent when the modality does not stream */
   renderer?(req: R, session: InferenceSession): StreamRenderer;
 }
@@ -81,7 +81,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
       signal,
       meter: (a, h) => m.meter(a, h),
     });
-    return { body: m.answer(answer, req), headers: costHeaders(settled, session) };
+    return { body: m.answer(answer, req, session), headers: costHeaders(settled, session) };
   }
 
   /**

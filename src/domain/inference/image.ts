@@ -3,7 +3,7 @@ import { imageUnitPriceMicro } from "../catalog/catalog-pricing.js";
 import { maxChargeFor } from "./admission.js";
 import type { InferenceModality, ModalityRequest } from "./endpoint.js";
 import type { BurnPricer, RoutableModel } from "./session.js";
-import { isObject, type Json, requireModel } from "./text-request.js";
+import { isObject, type Json, requireModel, switchedOn } from "./text-request.js";
 
 /**
  * The image modality (SPEC "What the service does" 10 and 12, "Image result"): a synchronous job
@@ -27,8 +27,6 @@ export interface ImageRequest extends ModalityRequest {
   /** OpenAI route only: how the buyer wants the images back, and the size asked (null: `auto`) */
   openai: { responseFormat: "b64_json" | "url"; mime: string; size: [number, number] | null } | null;
 }
-
-const on = (v: unknown) => v !== undefined && v !== null && v !== false && v !== "off";
 
 function optionalString(body: Json, field: string): string | undefined {
   const v = body[field];
@@ -60,7 +58,7 @@ export function parseImageBody(raw: unknown): ImageRequest {
   const body = raw;
   const model = requireModel(body);
   requirePrompt(body);
-  if (on(body.enable_web_search)) {
+  if (switchedOn(body.enable_web_search)) {
     throw new DomainError("invalid_request", "enable_web_search is refused: it bills beyond published pricing.", {
       field: "enable_web_search",
     });
@@ -111,8 +109,9 @@ const OPENAI_QUALITY_TIERS = new Set(["low", "medium", "high"]);
 
 /**
  * `POST /v1/images/generations` (OpenAI's shape, docs/decisions.md "Images"): translated onto the
- * native body so `n` 1-4 works and the price rules are the same. `size` → width/height (`auto`:
- * the model's default), `output_format` → format (PNG by default, as OpenAI), `moderation: low` →
+ * native body so `n` 1-4 works and the price rules are the same. `size` → the nearest published
+ * aspect ratio, or width/height fitted to the upstream's limits (`sizeFields`; `auto`: the model's
+ * default), `output_format` → format (PNG by default, as OpenAI), `moderation: low` →
  * safe mode off, `quality` low/medium/high → the priced quality tier; `style`, `background`,
  * `output_compression` and `user` are accepted and not forwarded.
  */
@@ -277,14 +276,14 @@ function modality(
       }
       return { promptTokens: 0, completionTokens: 0 };
     },
-    answer: (answer, req) => {
+    answer: (answer, req, session) => {
       const images = imagesOf(answer) ?? [];
       if (!req.openai) {
         return { id: answer.id, images, request: answer.request ?? null, timing: answer.timing ?? null };
       }
       const { responseFormat, mime } = req.openai;
       return {
-        created: Math.floor(Date.now() / 1000),
+        created: Math.floor(session.startedAt.getTime() / 1000),
         data: images.map((b64) =>
           responseFormat === "url" ? { url: `data:${mime};base64,${b64}` } : { b64_json: b64 },
         ),

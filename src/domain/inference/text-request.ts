@@ -42,25 +42,32 @@ export function positiveInt(v: unknown, field: string): number | undefined {
 /** Tool types that bill beyond published pricing. */
 const PAID_TOOL = /^(web_search|web_search_preview|x_search)(_|$)/;
 
+/** A paid add-on switch counts as on unless absent, null, false or "off" (text and image routes alike). */
+export function switchedOn(v: unknown): boolean {
+  return v !== undefined && v !== null && v !== false && v !== "off";
+}
+
 /**
  * THE paid add-on check (SPEC 12), for every text route: the provider's web search, scraping and
  * X search (`venice_parameters.enable_*`), OpenAI's `web_search`, and paid tool types are refused
- * (400 naming the field). A switch counts as on unless absent, null, false or "off".
+ * (400 naming the field). A switch counts as on by `switchedOn`.
  */
 export function refusePaidAddOns(body: Json): void {
-  const on = (v: unknown) => v !== undefined && v !== null && v !== false && v !== "off";
   const vp = body.venice_parameters;
   if (vp !== undefined && vp !== null && !isObject(vp)) {
     throw new DomainError("invalid_request", "venice_parameters must be an object.", { field: "venice_parameters" });
   }
-  if (vp && (on(vp.enable_web_search) || on(vp.enable_web_scraping) || on(vp.enable_x_search))) {
+  if (
+    vp &&
+    (switchedOn(vp.enable_web_search) || switchedOn(vp.enable_web_scraping) || switchedOn(vp.enable_x_search))
+  ) {
     throw new DomainError(
       "invalid_request",
       "Web search, scraping and X search are refused: they bill beyond published pricing.",
       { field: "venice_parameters" },
     );
   }
-  if (on(body.web_search)) {
+  if (switchedOn(body.web_search)) {
     throw new DomainError("invalid_request", "web_search is refused: it bills beyond published pricing.", {
       field: "web_search",
     });

@@ -40,7 +40,8 @@ const BY_QUALITY = model({
   },
   constraints: { resolutions: ["1K", "4K"], qualities: ["low", "high"], aspectRatios: ["1:1", "3:2", "2:3"] },
 });
-const session = (m: RoutableModel) => ({ model: m }) as unknown as InferenceSession;
+const STARTED = new Date("2026-11-24T12:00:00.500Z");
+const session = (m: RoutableModel) => ({ model: m, startedAt: STARTED }) as unknown as InferenceSession;
 
 describe("image price rules: one flat job price, the maximum and the actual burn alike", () => {
   test("unit at the chosen (or default) resolution and quality × variants; 402 when the job exceeds the balance", () => {
@@ -138,7 +139,10 @@ describe("upstream bodies", () => {
     const answer = openAiImageModality.answer(
       { images: ["QUJD"] },
       parseOpenAiImageBody({ model: "m", prompt: "x", response_format: "url", output_format: "jpeg" }),
+      session(FLAT),
     );
     expect(answer.data).toEqual([{ url: "data:image/jpeg;base64,QUJD" }]);
+    // `created`: when the request started, on the service's clock (unix seconds)
+    expect(answer.created).toBe(Math.floor(STARTED.getTime() / 1000));
   });
 });
