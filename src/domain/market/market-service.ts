@@ -141,7 +141,7 @@ export class MarketService {
     };
     const face = BigInt(s?.face ?? 0n);
     const paid = BigInt(s?.paid ?? 0n);
-    const burn = BigInt(t?.burn ?? 0n);
+    const burn = t.burn;
     return {
       generatedAt: now,
       corridor: { ...corridor, minCents: MIN_CEILING_CENTS, maxCents: MAX_CEILING_CENTS },
@@ -154,10 +154,10 @@ export class MarketService {
       },
       today: {
         day,
-        clears: Number(t?.clears ?? 0n),
+        clears: Number(t.clears),
         burnMicroDiem: burn,
-        grossMicroUsdc: BigInt(t?.gross ?? 0n),
-        averageClearingPriceCents: burn > 0n ? Number(BigInt(t?.weighted ?? 0n) / burn) : null,
+        grossMicroUsdc: t.gross,
+        averageClearingPriceCents: burn > 0n ? Number(t.weighted / burn) : null,
         byModality: { text: ofModality("text"), image: ofModality("image"), video: ofModality("video") },
       },
     };
