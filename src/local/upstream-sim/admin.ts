@@ -7,6 +7,8 @@ import { isRecord, readJsonBody, sendJson } from "./http-util.js";
 import { toMicroBigint } from "./money.js";
 import {
   isSimFaultKind,
+  isSimVideoSelectableOutcome,
+  SIM_VIDEO_SELECTABLE_OUTCOMES,
   type SimBalancePatch,
   type SimFault,
   type SimFaultEntry,
@@ -14,6 +16,8 @@ import {
   type SimKeySnapshot,
   type SimRequestRecord,
   type SimState,
+  type SimVideoBurn,
+  type SimVideoConfig,
   type SimVideoJob,
 } from "./state.js";
 
@@ -54,6 +58,16 @@ export function serializeVideoJob(j: SimVideoJob): Record<string, unknown> {
     charged: { diemMicro: j.charged.diemMicro.toString(), usdMicro: j.charged.usdMicro.toString() },
     createdAt: j.createdAt.toISOString(),
     completedAt: j.completedAt ? j.completedAt.toISOString() : null,
+  };
+}
+
+export function serializeVideoBurn(key: string, b: SimVideoBurn): Record<string, unknown> {
+  return {
+    key,
+    chargedMicro: b.chargedMicro.toString(),
+    refundedMicro: b.refundedMicro.toString(),
+    netMicro: b.netMicro.toString(),
+    jobs: b.jobs,
   };
 }
 
@@ -134,6 +148,35 @@ function parseFault(body: unknown): { target: string; fault: SimFault } {
   return { target, fault };
 }
 
+const VIDEO_CONFIG_FIELDS = new Set(["processingPolls", "renderMs", "defaultOutcome"]);
+
+/** `{processingPolls?, renderMs?, defaultOutcome?}`; unknown fields and bad values → 400. */
+function parseVideoConfig(body: unknown): Partial<SimVideoConfig> {
+  if (!isRecord(body)) throw new AdminInputError("body must be an object");
+  const unknown = Object.keys(body).filter((k) => !VIDEO_CONFIG_FIELDS.has(k));
+  if (unknown.length > 0) {
+    throw new AdminInputError(
+      `unknown field(s) ${unknown.join(", ")}; expected {processingPolls?, renderMs?, defaultOutcome?}`,
+    );
+  }
+  const patch: Partial<SimVideoConfig> = {};
+  for (const field of ["processingPolls", "renderMs"] as const) {
+    const v = body[field];
+    if (v === undefined) continue;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
+      throw new AdminInputError(`${field} must be a non-negative integer`);
+    }
+    patch[field] = v;
+  }
+  if (body.defaultOutcome !== undefined) {
+    if (!isSimVideoSelectableOutcome(body.defaultOutcome)) {
+      throw new AdminInputError(`defaultOutcome must be one of ${SIM_VIDEO_SELECTABLE_OUTCOMES.join(" | ")}`);
+    }
+    patch.defaultOutcome = body.defaultOutcome;
+  }
+  return patch;
+}
+
 /**
  * Admin routes (all JSON):
  *   GET    /__admin/keys                      list keys
@@ -150,7 +193,9 @@ function parseFault(body: unknown): { target: string; fault: SimFault } {
  *   GET    /__admin/clock                     {now, nextEpochBegins}
  *   POST   /__admin/clock                     {advanceMs} or {set: ISO} → {now, nextEpochBegins}
  *   GET    /__admin/video/jobs                video jobs
- *   POST   /__admin/video/config              {processingPolls} retrieve calls answering PROCESSING
+ *   GET    /__admin/video/config              {processingPolls, renderMs, defaultOutcome}
+ *   POST   /__admin/video/config              {processingPolls?, renderMs?, defaultOutcome?} → the config
+ *   GET    /__admin/video/burn[?key=]         per key {key, chargedMicro, refundedMicro, netMicro, jobs}
  *   GET    /__admin/health                    {ok: true}
  */
 export async function handleAdmin(
@@ -239,12 +284,22 @@ export async function handleAdmin(
       }
     } else if (head === "video" && id === "jobs" && method === "GET") {
       return sendJson(res, 200, { data: state.listVideoJobs().map(serializeVideoJob) });
-    } else if (head === "video" && id === "config" && method === "POST") {
-      if (!isRecord(body) || typeof body.processingPolls !== "number") {
-        throw new AdminInputError("expected {processingPolls}");
+    } else if (head === "video" && id === "config" && action === undefined) {
+      if (method === "GET") return sendJson(res, 200, { ...state.videoConfig() });
+      if (method === "POST") {
+        const patch = parseVideoConfig(body);
+        try {
+          return sendJson(res, 200, { ...state.setVideoConfig(patch) });
+        } catch (err) {
+          throw new AdminInputError((err as Error).message);
+        }
       }
-      state.setVideoProcessingPolls(body.processingPolls);
-      return sendJson(res, 200, { processingPolls: state.videoProcessingPolls });
+    } else if (head === "video" && id === "burn" && action === undefined && method === "GET") {
+      const only = query.get("key");
+      const data = [...state.videoBurnByKey()]
+        .filter(([key]) => only === null || key === only)
+        .map(([key, burn]) => serializeVideoBurn(key, burn));
+      return sendJson(res, 200, { data });
     } else if (head === "health" && method === "GET") {
       return sendJson(res, 200, { ok: true });
     }

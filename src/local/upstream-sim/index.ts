@@ -25,6 +25,7 @@ export {
 } from "./server.js";
 export {
   SIM_FAULT_KINDS,
+  SIM_VIDEO_SELECTABLE_OUTCOMES,
   type SimBalancePatch,
   type SimFault,
   type SimFaultEntry,
@@ -35,8 +36,11 @@ export {
   type SimRequestFilter,
   type SimRequestRecord,
   SimState,
+  type SimVideoBurn,
+  type SimVideoConfig,
   type SimVideoJob,
   type SimVideoOutcome,
+  type SimVideoSelectableOutcome,
 } from "./state.js";
 export {
   countPromptTokens,

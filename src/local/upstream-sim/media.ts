@@ -27,7 +27,7 @@ import {
   type SimVideoModel,
 } from "./models.js";
 import { microToNumber, numberToMicro } from "./money.js";
-import { admissionFailure, type SimState, type SimVideoOutcome } from "./state.js";
+import { admissionFailure, type SimState, type SimVideoJob, type SimVideoOutcome } from "./state.js";
 
 // ------------------------------------------------------------------ placeholder media bytes
 
@@ -450,13 +450,25 @@ export async function handleVideoQuote(ctx: ApiContext): Promise<void> {
   sendApiJson(ctx, 200, { quote: microToNumber(quote) });
 }
 
-const VIDEO_OUTCOME_RE = /\[\[sim:video=(failed|content_policy)\]\]/;
+const VIDEO_OUTCOME_RE = /\[\[sim:video=(mp4|failed|content_policy|completed_no_media)\]\]/;
 const VIDEO_POLLS_RE = /\[\[sim:polls=(\d{1,4})\]\]/;
+const VIDEO_RENDER_MS_RE = /\[\[sim:render_ms=(\d{1,9})\]\]/;
+
+/**
+ * A job's outcome: the `[[sim:video=…]]` directive, else the configured default on ordinary models;
+ * `*-private` models turn a successful outcome (`mp4`, directive or not) into `download_url`.
+ */
+function chooseVideoOutcome(state: SimState, prompt: string, downloadModel: boolean): SimVideoOutcome {
+  const forced = VIDEO_OUTCOME_RE.exec(prompt)?.[1] as SimVideoOutcome | undefined;
+  if (downloadModel) return forced === undefined || forced === "mp4" ? "download_url" : forced;
+  return forced ?? state.videoDefaultOutcome;
+}
 
 /**
  * `POST /video/queue`: validates against the model's constraints, debits the quote up front (402 when
- * no single currency covers it), returns `{model, queue_id}` (+ `download_url` on `*-private` models).
- * Prompt directives: `[[sim:video=failed]]`, `[[sim:video=content_policy]]`, `[[sim:polls=N]]`.
+ * no single currency covers it), returns `{model, queue_id}` (+ `download_url` on `*-private` models
+ * unless the job is `completed_no_media`). Prompt directives: `[[sim:video=mp4|failed|content_policy|
+ * completed_no_media]]`, `[[sim:polls=N]]`, `[[sim:render_ms=N]]`.
  */
 export async function handleVideoQueue(ctx: ApiContext): Promise<void> {
   const body = ctx.body;
@@ -481,10 +493,11 @@ export async function handleVideoQueue(ctx: ApiContext): Promise<void> {
   const charged = chargePrepaid(ctx, admitted, quote);
   if (!charged) return;
   const prompt = typeof body.prompt === "string" ? body.prompt : "";
-  const forced = VIDEO_OUTCOME_RE.exec(prompt)?.[1] as SimVideoOutcome | undefined;
   const polls = VIDEO_POLLS_RE.exec(prompt)?.[1];
-  const downloadModel = isDownloadUrlVideoModel(model.id);
+  const renderMs = VIDEO_RENDER_MS_RE.exec(prompt)?.[1];
   const state = ctx.rt.state;
+  const downloadModel = isDownloadUrlVideoModel(model.id);
+  const outcome = chooseVideoOutcome(state, prompt, downloadModel);
   const queueId = randomUUID();
   state.videoJobs.set(queueId, {
     queueId,
@@ -492,8 +505,9 @@ export async function handleVideoQueue(ctx: ApiContext): Promise<void> {
     key: admitted.key.key,
     quoteMicro: quote,
     charged,
-    outcome: forced ?? (downloadModel ? "download_url" : "mp4"),
+    outcome,
     processingPollsLeft: polls === undefined ? state.videoProcessingPolls : Number(polls),
+    renderMs: renderMs === undefined ? state.videoRenderMs : Number(renderMs),
     createdAt: state.now(),
     completedAt: null,
     refunded: false,
@@ -502,7 +516,10 @@ export async function handleVideoQueue(ctx: ApiContext): Promise<void> {
     record: ctx.record,
   });
   const out: Record<string, Json> = { model: model.id, queue_id: queueId };
-  if (downloadModel) out.download_url = `http://${ctx.req.headers.host ?? "127.0.0.1"}/__media/${queueId}.mp4`;
+  // The URL is handed out at queue, before the fate is known (a failed job's URL then 404s), except
+  // for completed_no_media: the upstream that "completes" without media never gave one.
+  if (downloadModel && outcome !== "completed_no_media")
+    out.download_url = `http://${ctx.req.headers.host ?? "127.0.0.1"}/__media/${queueId}.mp4`;
   sendApiJson(ctx, 200, out, admitted.headers);
 }
 
@@ -517,18 +534,20 @@ function findJob(ctx: ApiContext, body: Record<string, unknown>) {
   return job;
 }
 
-function refundJob(state: SimState, job: NonNullable<ReturnType<typeof findJob>>): void {
-  if (job.refunded) return;
-  job.refunded = true;
-  const key = state.lookupActiveKey(job.key);
-  if (typeof key !== "string") state.refund(key, job.charged);
-  job.record.refundedMicro = job.quoteMicro;
+function completedBody(job: SimVideoJob): Record<string, Json> {
+  return {
+    status: "COMPLETED",
+    average_execution_time: AVERAGE_EXECUTION_MS,
+    execution_duration: Math.max(0, (job.completedAt?.getTime() ?? 0) - job.createdAt.getTime()),
+  };
 }
 
 /**
- * `POST /video/retrieve`: 200 JSON PROCESSING for the job's processing polls, then 200 `video/mp4`
- * bytes (or JSON COMPLETED for download_url models); `failed` jobs answer 200 `{status:"failed"}`
- * and content-policy jobs 422, both refunded; unknown/deleted → 404.
+ * `POST /video/retrieve`: 200 JSON PROCESSING while the job renders (its processing polls, and its
+ * render time on the sim clock), then by outcome: 200 `video/mp4` bytes; JSON COMPLETED
+ * (download_url models, and `completed_no_media`, which never serves media); `failed` → 200
+ * `{status:"failed"}` and content policy → 422, both refunded once by the first retrieve that sees
+ * them and answered again on every later retrieve; unknown/deleted/other key's → 404.
  */
 export async function handleVideoRetrieve(ctx: ApiContext): Promise<void> {
   const body = ctx.body;
@@ -547,8 +566,7 @@ export async function handleVideoRetrieve(ctx: ApiContext): Promise<void> {
   }
   ctx.record.model = job.model;
   const state = ctx.rt.state;
-  if (job.processingPollsLeft > 0) {
-    job.processingPollsLeft -= 1;
+  if (job.completedAt === null && state.takeVideoProcessingPoll(job)) {
     sendApiJson(ctx, 200, {
       status: "PROCESSING",
       average_execution_time: AVERAGE_EXECUTION_MS,
@@ -559,11 +577,11 @@ export async function handleVideoRetrieve(ctx: ApiContext): Promise<void> {
   job.completedAt ??= state.now();
   switch (job.outcome) {
     case "failed":
-      refundJob(state, job);
+      state.refundVideoJob(job.queueId);
       sendApiJson(ctx, 200, { status: "failed", error: "Video generation failed. Credits have been refunded." });
       return;
     case "content_policy":
-      refundJob(state, job);
+      state.refundVideoJob(job.queueId);
       sendApiJson(ctx, 422, {
         error: {
           message: "The provider rejected this request under its content policy. Credits have been refunded.",
@@ -573,9 +591,10 @@ export async function handleVideoRetrieve(ctx: ApiContext): Promise<void> {
       });
       return;
     case "download_url":
-      sendApiJson(ctx, 200, { status: "COMPLETED", average_execution_time: AVERAGE_EXECUTION_MS });
+    case "completed_no_media":
+      sendApiJson(ctx, 200, completedBody(job));
       return;
-    default:
+    case "mp4":
       if (body.delete_media_on_completion === true) job.deleted = true;
       ctx.res.writeHead(200, {
         ...baseHeaders(ctx),
@@ -586,7 +605,11 @@ export async function handleVideoRetrieve(ctx: ApiContext): Promise<void> {
   }
 }
 
-/** `POST /video/complete` → `{success:true}`; deletes the media (retrieve then answers 404). */
+/**
+ * `POST /video/complete` → `{success:true}` on any live job of the key (delivered, still rendering,
+ * failed or completed without media); marks it deleted, so retrieve then answers 404. Deleting a job
+ * whose failure no retrieve has seen yet forgoes its refund (the sim refunds on discovery only).
+ */
 export async function handleVideoComplete(ctx: ApiContext): Promise<void> {
   const body = ctx.body;
   if (!isRecord(body) || typeof body.queue_id !== "string" || typeof body.model !== "string") {
