@@ -24,6 +24,8 @@ import { type ImageRequest, imageModality, openAiImageModality } from "./domain/
 import { createModelResolver } from "./domain/inference/model-resolver.js";
 import { InferencePipeline } from "./domain/inference/pipeline.js";
 import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
+import { VideoJobs } from "./domain/inference/video-jobs.js";
+import { VideoQueue } from "./domain/inference/video-queue.js";
 import { VideoQuotes } from "./domain/inference/video-quote.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
@@ -64,6 +66,10 @@ export interface Services {
   imagesOpenAi: InferenceEndpoint<ImageRequest>;
   /** `POST /v1/video/quote` */
   videoQuotes: VideoQuotes;
+  /** `POST /v1/video/queue` */
+  videoQueue: VideoQueue;
+  /** `POST /v1/video/retrieve|complete`, the buyer's jobs, and the `video` worker */
+  videoJobs: VideoJobs;
 }
 
 export interface ServiceDeps {
@@ -127,6 +133,14 @@ export function createServices(deps: ServiceDeps): Services {
     inFlight,
   });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
+  const videoQuotes = new VideoQuotes({
+    pipeline,
+    upstream: deps.upstream,
+    run: sqlRunner(deps.sql),
+    clock,
+    keyHealth,
+    markupBps: config.fees.videoMarkupBps,
+  });
   return {
     market,
     maintenance: new MaintenanceService(db, clock),
@@ -171,13 +185,21 @@ export function createServices(deps: ServiceDeps): Services {
     chat: new InferenceEndpoint(pipeline, deps.upstream, chatModality),
     image: new InferenceEndpoint(pipeline, deps.upstream, imageModality),
     imagesOpenAi: new InferenceEndpoint(pipeline, deps.upstream, openAiImageModality),
-    videoQuotes: new VideoQuotes({
+    videoQuotes,
+    videoQueue: new VideoQueue({
       pipeline,
       upstream: deps.upstream,
-      run: sqlRunner(deps.sql),
+      quotes: videoQuotes,
       clock,
-      keyHealth,
+      bus,
       markupBps: config.fees.videoMarkupBps,
+    }),
+    videoJobs: new VideoJobs({
+      db,
+      upstream: deps.upstream,
+      clock,
+      bus,
+      openKey: (id) => supply.openKey(id),
     }),
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
   };

@@ -8,6 +8,7 @@ import { confirmationsProcessor, reconciliationProcessor } from "./funding.worke
 import { maintenanceProcessor } from "./maintenance.worker.js";
 import { type Processor, withErrorPolicy } from "./processor.js";
 import { expiryProcessor, payoutsProcessor, syncProcessor } from "./supply.worker.js";
+import { videoProcessor } from "./video.worker.js";
 
 export interface Workers {
   workers: Worker[];
@@ -25,6 +26,8 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
   { queue: "sync", id: "sync-key-balances", every: 30_000, job: "sync-key-balances" },
   { queue: "sync", id: "sync-catalog", every: 600_000, job: "sync-catalog" },
   { queue: "payouts", id: "daily-payouts", every: 3600_000, job: "daily-payouts" },
+  // video: poll rendering jobs, refund failures and finishes without media, expire the undelivered
+  { queue: "video", id: "video-sweep", every: 5_000, job: "video-sweep" },
 ];
 
 /**
@@ -39,6 +42,7 @@ export async function startWorkers(rt: Runtime, opts: { schedules?: boolean } = 
     expiry: { fn: expiryProcessor(rt.services), concurrency: 1 },
     sync: { fn: syncProcessor(rt.services), concurrency: 2 },
     payouts: { fn: payoutsProcessor(rt.services), concurrency: 1 },
+    video: { fn: videoProcessor(rt.services), concurrency: 1 },
   };
   const connections: Redis[] = [];
   const workers: Worker[] = [];

@@ -24,6 +24,14 @@ export interface ClearRecordedEvent {
   grossMicroUsdc: bigint;
 }
 
+/** A buyer's video job changed state (queued, delivered, refunded, expired, …). */
+export interface VideoJobEvent {
+  accountId: string;
+  queueId: string;
+  status: string;
+  at: string;
+}
+
 export interface AccountEvent {
   accountId: string;
   kind: string;
@@ -50,6 +58,7 @@ export type Topics = {
   paymentConfirmed: [accountId: string, event: AccountEvent];
   offerUpdated: [accountId: string, event: AccountEvent];
   earningsChanged: [accountId: string, event: AccountEvent];
+  videoJobUpdated: [accountId: string, event: VideoJobEvent];
 };
 
 const BIGINT_TAG = "__bigint:";

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { type Dispatcher, Pool } from "undici";
+import { type Dispatcher, Pool, request } from "undici";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
 import { readSse, type SseFrame } from "../../lib/sse.js";
 
@@ -263,6 +263,20 @@ export class UpstreamClient {
   ): Promise<UpstreamResult<UpstreamResponse>> {
     try {
       const res = await this.pool.request({ ...this.inference(path, apiKey, body), signal: opts.signal });
+      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
+      return { ok: true, value: { status: res.statusCode, headers: res.headers, body: res.body } };
+    } catch (e) {
+      return { ok: false, failure: failureFromError(e) };
+    }
+  }
+
+  /**
+   * An unauthenticated GET of provider media (a private video model's `download_url`, VENICE_API §6).
+   * On success the caller owns the body (read it or `releaseBody` it).
+   */
+  async getMedia(url: string, signal?: AbortSignal): Promise<UpstreamResult<UpstreamResponse>> {
+    try {
+      const res = await request(url, { method: "GET", signal });
       if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
       return { ok: true, value: { status: res.statusCode, headers: res.headers, body: res.body } };
     } catch (e) {

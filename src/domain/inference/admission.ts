@@ -1,4 +1,4 @@
-import { burnMicroDiem, grossMicroUsdc, type TextPricing } from "../../lib/money.js";
+import { burnMicroDiem, grossMicroUsdc, MIN_OFFER_PRICE_CENTS, type TextPricing } from "../../lib/money.js";
 import type { AdmissionPlan, BurnPricer, RoutableModel } from "./session.js";
 
 /**
@@ -106,5 +106,30 @@ export function textPricer(
         availableMicroUsdc,
       }),
     burn: (usage) => burnMicroDiem(model.pricing, usage),
+  };
+}
+
+/**
+ * THE plan of a flat-priced job (an image, a video job): its maximum and its actual burn are the
+ * job's DIEM. Planned at the ceiling when the balance covers the job there; otherwise capped at the
+ * highest offer price the balance covers (the job then clears only on an offer at or below it, so
+ * a buyer whose balance covers the price the job clears at is never refused); unaffordable (402)
+ * when not even the lowest offer price is covered.
+ */
+export function flatJobPricer(jobMicroDiem: bigint): BurnPricer {
+  return {
+    plan: (ceilingCents, availableMicroUsdc) => {
+      let price = ceilingCents;
+      while (price >= MIN_OFFER_PRICE_CENTS && maxChargeFor(jobMicroDiem, price) > availableMicroUsdc) price--;
+      if (price < MIN_OFFER_PRICE_CENTS) return undefined;
+      return {
+        promptEstimate: 0,
+        admittedMaxTokens: 0,
+        maxBurnMicroDiem: jobMicroDiem,
+        maxChargeMicroUsdc: maxChargeFor(jobMicroDiem, price),
+        ...(price < ceilingCents ? { priceCapCents: price } : {}),
+      };
+    },
+    burn: () => jobMicroDiem,
   };
 }

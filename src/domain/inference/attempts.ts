@@ -115,7 +115,7 @@ export class Attempts {
       const now = clock.now();
       const { pick, waitingOnBusy } = chooseOffer(entries, {
         holder,
-        ceilingCents: session.ceilingCents,
+        ceilingCents: Math.min(session.ceilingCents, plan.priceCapCents ?? session.ceilingCents),
         maxBurnMicroDiem: plan.maxBurnMicroDiem,
         tried: session.tried,
         isBusy: (key) => busy.includes(key) || gates.inUse(this.supplierGate(key)) >= SUPPLIER_KEY_MAX_IN_FLIGHT,

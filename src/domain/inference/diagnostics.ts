@@ -47,6 +47,14 @@ export function escrowNotSecured(): DomainError {
  */
 export async function noSupply(run: QueryRunner, session: InferenceSession, now: Date): Promise<DomainError> {
   const atCeiling = await eligibleOffers(run, { now, maxPriceCents: session.ceilingCents });
+  const cap = session.plan.priceCapCents;
+  if (cap !== undefined && cap < session.ceilingCents) {
+    // a flat job planned below the ceiling because the balance affords no more: an offer that could
+    // hold it between the cap and the ceiling means the balance, not the market, is short
+    const need = session.plan.maxBurnMicroDiem;
+    const holds = atCeiling.filter((o) => o.routableMicroDiem >= need && !session.tried.includes(o.upstreamKeyId));
+    if (holds.length > 0 && holds.every((o) => o.priceCentsPerDollar > cap)) return insufficientBalance(session);
+  }
   if (atCeiling.length > 0) {
     const total = atCeiling.reduce((a, o) => a + o.routableMicroDiem, 0n);
     const largest = maxBig(0n, ...atCeiling.map((o) => o.routableMicroDiem));

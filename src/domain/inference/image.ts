@@ -1,6 +1,6 @@
 import { DomainError } from "../../lib/errors.js";
 import { imageUnitPriceMicro } from "../catalog/catalog-pricing.js";
-import { maxChargeFor } from "./admission.js";
+import { flatJobPricer } from "./admission.js";
 import type { InferenceModality, ModalityRequest } from "./endpoint.js";
 import type { BurnPricer, RoutableModel } from "./session.js";
 import { isObject, type Json, requireModel, switchedOn } from "./text-request.js";
@@ -235,15 +235,7 @@ export function imagePricer(req: ImageRequest, model: RoutableModel): BurnPricer
       field: req.resolution !== undefined ? "resolution" : "quality",
     });
   }
-  const job = unit * BigInt(req.variants);
-  return {
-    plan: (ceilingCents, availableMicroUsdc) => {
-      const charge = maxChargeFor(job, ceilingCents);
-      if (charge > availableMicroUsdc) return undefined;
-      return { promptEstimate: 0, admittedMaxTokens: 0, maxBurnMicroDiem: job, maxChargeMicroUsdc: charge };
-    },
-    burn: () => job,
-  };
+  return flatJobPricer(unit * BigInt(req.variants));
 }
 
 function imagesOf(answer: Json): string[] | null {

@@ -32,7 +32,7 @@ import {
   type Settled,
   type Usage,
 } from "./session.js";
-import { endItem, Settlement } from "./settlement.js";
+import { type EndVideo, endItem, Settlement } from "./settlement.js";
 import { estimateIncompleteUsage, type IncompleteStream } from "./usage.js";
 
 export interface PipelineDeps {
@@ -218,12 +218,24 @@ export class InferencePipeline {
     return this.attempts.next(session);
   }
 
+  /** Ends the current attempt (recorded with `failure`, its admission and key slot back) without a next one. */
+  endAttempt(session: InferenceSession, failure: AttemptFailure): Promise<void> {
+    return this.attempts.end(session, failure);
+  }
+
   /**
    * Settles a completed request on its usage: burn = the modality's price of it, never above the
    * admitted maximum. See `charge`.
    */
-  settle(session: InferenceSession, usage: Usage): Promise<Settled> {
-    return this.charge(session, usage, minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem), "settled");
+  settle(session: InferenceSession, usage: Usage, video?: EndVideo): Promise<Settled> {
+    return this.charge(
+      session,
+      usage,
+      minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem),
+      "settled",
+      undefined,
+      video,
+    );
   }
 
   /**
@@ -262,6 +274,7 @@ export class InferencePipeline {
     burn: bigint,
     mode: "settled" | "incomplete" | "uncharged",
     uncharged?: string,
+    video?: EndVideo,
   ): Promise<Settled> {
     const incomplete = mode === "incomplete";
     const attempt = session.attempt;
@@ -299,6 +312,7 @@ export class InferencePipeline {
               buyer_holder: buyer.holder,
               offer_holder: attempt.offerSlice.holder,
             },
+      ...(video ? { video } : {}),
     });
     let balance: bigint;
     try {

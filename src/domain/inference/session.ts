@@ -13,8 +13,13 @@ export interface AdmissionPlan {
   /** the completion cap sent upstream (0 where the price is not per token) */
   admittedMaxTokens: number;
   maxBurnMicroDiem: bigint;
-  /** the most the buyer can be charged: `maxChargeFor(maxBurn, ceiling)` */
+  /** the most the buyer can be charged: `maxChargeFor(maxBurn, priceCap ?? ceiling)` */
   maxChargeMicroUsdc: bigint;
+  /**
+   * the highest offer price the request may clear at when the buyer's balance cannot cover the
+   * maximum at the ceiling (a flat job: clearing cheaper is what makes it affordable); absent: the ceiling
+   */
+  priceCapCents?: number;
 }
 
 /**

@@ -14,6 +14,20 @@ import type { AttemptRecord, InferenceSession, Modality, RouteKind } from "./ses
 /** An escrow give-back: part of a holder's slice of a buyer (account) or an offer goes back. */
 export type EscrowReturn = { holder: string; amount: string } & ({ account: string } | { offer: string });
 
+/**
+ * A queued video job, written with its charge in the same transaction (`video_jobs`): our queue id,
+ * the upstream's, the upstream quote (micro-DIEM, decimal string), the body as queued and, for private
+ * models, where the upstream will serve the media.
+ */
+export interface EndVideo {
+  id: string;
+  queue_id: string;
+  upstream_queue_id: string;
+  upstream_quote: string;
+  body: Record<string, unknown>;
+  download_url: string | null;
+}
+
 /** One ended request (fields of the SQL type `svc_end_item`; bigints as decimal strings). */
 export interface EndItem {
   request: string;
@@ -49,6 +63,8 @@ export interface EndItem {
   offer_holder: string | null;
   returns: EscrowReturn[];
   attempts: AttemptRecord[];
+  /** a queued video job (charged items only) */
+  video: EndVideo | null;
 }
 
 /** The charge part of an item (null fields for a request that ends without one). */
@@ -97,7 +113,7 @@ const NO_CHARGE: EndCharge = {
 export function endItem(
   session: InferenceSession,
   now: Date,
-  end: { status: EndItem["status"]; error_code: string | null; charge?: EndCharge },
+  end: { status: EndItem["status"]; error_code: string | null; charge?: EndCharge; video?: EndVideo },
 ): { item: EndItem; undo: () => void } {
   if (session.buyerSlice) {
     session.buyerSlice.release(session.plan.maxChargeMicroUsdc);
@@ -142,6 +158,7 @@ export function endItem(
     ...(end.charge ?? NO_CHARGE),
     returns,
     attempts: session.attempts,
+    video: end.video ?? null,
   };
   return {
     item,

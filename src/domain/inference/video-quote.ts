@@ -76,8 +76,11 @@ export class VideoQuotes {
     };
   }
 
-  /** The upstream's quote in micro-DIEM, asked of up to MAX_ATTEMPTS keys (the buyer's own 4xx is relayed). */
-  private async askUpstream(ceiling: number, body: Record<string, unknown>): Promise<bigint> {
+  /**
+   * The upstream's quote in micro-DIEM for a body already checked against its row, asked of up to
+   * MAX_ATTEMPTS keys (the buyer's own 4xx is relayed; 503 keys_busy / pool_empty).
+   */
+  async askUpstream(ceiling: number, body: Record<string, unknown>): Promise<bigint> {
     const tried: string[] = [];
     while (tried.length < MAX_ATTEMPTS) {
       const key = await this.deps.pipeline.borrowKey(ceiling, tried);

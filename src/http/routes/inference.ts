@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { pipeline } from "node:stream/promises";
 import { Router } from "express";
 import type { Viewer } from "../../domain/identity/viewer.js";
+import { costHeaders } from "../../domain/inference/buffered.js";
 import type { StreamSink } from "../../domain/inference/sink.js";
 import type { VideoQuote } from "../../domain/inference/video-quote.js";
 import { DomainError } from "../../lib/errors.js";
@@ -182,6 +184,51 @@ export function inferenceRoutes(rt: Runtime): Router {
     const v = viewerOf(res);
     const q = await videoQuotes.quote({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" }, req.body);
     res.json(presentVideoQuote(q));
+  });
+
+  // video: the queue (settled up front; the job's row commits with its charge)
+  const { videoQueue, videoJobs } = rt.services;
+  r.post("/v1/video/queue", bearer, async (req, res) => {
+    const v = viewerOf(res);
+    const q = await videoQueue.queue({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" }, req.body);
+    writeJson(res, 200, costHeaders(q.settled, q.session), {
+      queue_id: q.queueId,
+      model: q.model,
+      svc: {
+        cost_usdc: formatDecimal6(q.settled.costMicroUsdc),
+        clearing_price_cents: q.settled.clearingPriceCents,
+        quote_diem: formatDecimal6(q.quoteMicroDiem),
+        upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
+        balance_remaining_usdc: formatDecimal6(q.settled.balanceRemainingMicroUsdc),
+        support_reference: q.settled.supportReference,
+        request_id: q.settled.requestId,
+      },
+    });
+  });
+  // retrieve: JSON while rendering, the mp4 once (then 410); branch on Content-Type
+  r.post("/v1/video/retrieve", bearer, async (req, res) => {
+    const out = await videoJobs.retrieve(viewerOf(res).accountId, req.body);
+    if (out.kind === "status") {
+      res.json(out.body);
+      return;
+    }
+    res.writeHead(200, {
+      "Content-Type": out.contentType,
+      ...(out.contentLength !== null ? { "Content-Length": String(out.contentLength) } : {}),
+      "Cache-Control": "no-store",
+    });
+    try {
+      await pipeline(out.body, res);
+      await out.delivered();
+    } catch (err) {
+      logger.warn({ err }, "video delivery broke; the job can be retrieved again");
+      await out.undelivered();
+      res.destroy();
+    }
+  });
+  r.post("/v1/video/complete", bearer, async (req, res) => {
+    const out = await videoJobs.complete(viewerOf(res).accountId, req.body);
+    res.json({ success: out.success, queue_id: out.queueId, state: out.status });
   });
 
   // Responses is stateless: nothing is stored, so nothing can be read back

@@ -51,6 +51,7 @@ const END_ITEM_SQL: { [K in keyof EndItem]-?: string } = {
   offer_holder: "uuid",
   returns: "jsonb",
   attempts: "jsonb",
+  video: "jsonb",
 };
 
 /** Each AttemptRecord field and the SQL type `svc_end_items` reads it as (jsonb_to_recordset). */

@@ -1,0 +1,153 @@
+import { randomUUID } from "node:crypto";
+import type { EventBus } from "../../adapters/pubsub.js";
+import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
+import type { Clock } from "../../lib/clock.js";
+import { DomainError } from "../../lib/errors.js";
+import { videoJobMicroDiem } from "../../lib/money.js";
+import { bareModelId } from "../catalog/catalog-service.js";
+import { flatJobPricer } from "./admission.js";
+import type { InferencePipeline } from "./pipeline.js";
+import type { Caller, InferenceSession, Settled } from "./session.js";
+import { failAttempt } from "./upstream-attempt.js";
+import type { VideoQuotes } from "./video-quote.js";
+import { checkVideoRequest, parseVideoBody } from "./video-request.js";
+
+/** A queue call gives up after this long; its answer then counts as lost (never re-queued). */
+export const VIDEO_QUEUE_TIMEOUT_MS = 60_000;
+
+/** A queued job, as the buyer is told it. */
+export interface QueuedVideo {
+  queueId: string;
+  model: string;
+  /** the job's DIEM (upstream quote + markup): the burn of its clear */
+  quoteMicroDiem: bigint;
+  upstreamQuoteMicroDiem: bigint;
+  settled: Settled;
+  session: InferenceSession;
+}
+
+export interface VideoQueueDeps {
+  pipeline: InferencePipeline;
+  upstream: UpstreamClient;
+  quotes: VideoQuotes;
+  clock: Clock;
+  bus: EventBus;
+  markupBps: number;
+}
+
+/**
+ * Whether a failed queue call may have reached the upstream and queued (and charged) the job: a
+ * timeout, or a connection that broke after it was made. Only an answer the upstream gave (an HTTP
+ * status) or a connection never made proves nothing was queued.
+ */
+export function mayHaveQueued(f: UpstreamFailure): boolean {
+  if (f.kind === "timeout") return true;
+  if (f.kind === "network") return !/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(f.message);
+  return false;
+}
+
+/**
+ * `POST /v1/video/queue` (SPEC "Video", quote rules 1–4): the video modality on the inference
+ * pipeline. The body is checked against the row, the upstream's quote asked and the markup added
+ * (the job's DIEM); the whole job is admitted as one flat burn on ONE offer that holds it at or
+ * below the buyer's ceiling (503 insufficient_routable_at_price otherwise; 402 when confirmed USDC
+ * cannot cover its price); the upstream queues it on that offer's key; the charge and the job's
+ * row commit in one transaction (`svc_end_items`). An HTTP refusal by the upstream falls forward
+ * like chat; an answer that may have been lost (timeout, broken connection, no queue id) is never
+ * re-queued — nothing is charged and the request fails (502), so the buyer is never charged twice.
+ */
+export class VideoQueue {
+  constructor(private readonly deps: VideoQueueDeps) {}
+
+  async queue(caller: Caller, raw: unknown): Promise<QueuedVideo> {
+    const { pipeline, upstream } = this.deps;
+    const req = parseVideoBody(raw);
+    const model = await pipeline.model(bareModelId(req.model), "video", "video_queue");
+    checkVideoRequest(req, model);
+    const body = { ...req.body, model: model.id };
+    const ceiling = await pipeline.ceilingOf(caller.accountId);
+    let upstreamQuote: bigint;
+    try {
+      upstreamQuote = await this.deps.quotes.askUpstream(ceiling, body);
+    } catch (e) {
+      // quote rule 5 is the quote route's; a queue that finds every key busy timed out waiting
+      if (e instanceof DomainError && e.code === "keys_busy") {
+        throw new DomainError("key_wait_timeout", "Timed out waiting for a free upstream key; retry.", {
+          retryAfterSeconds: 1,
+        });
+      }
+      throw e;
+    }
+    const jobMicroDiem = videoJobMicroDiem(upstreamQuote, this.deps.markupBps);
+    const session = await pipeline.open({
+      ...caller,
+      route: "video_queue",
+      modality: "video",
+      model: model.id,
+      stream: false,
+      price: () => flatJobPricer(jobMicroDiem),
+    });
+    try {
+      for (;;) {
+        const attempt = session.attempt;
+        if (!attempt) throw new DomainError("internal_error", "no attempt");
+        // no buyer signal: a buyer leaving must not cut the call and lose a queued job's id
+        const res = await upstream.postJson("/video/queue", attempt.secret, body, {
+          timeoutMs: VIDEO_QUEUE_TIMEOUT_MS,
+        });
+        if (!res.ok && mayHaveQueued(res.failure)) throw await this.lost(session, res.failure.message);
+        if (!res.ok && res.failure.kind !== "invalid_response") {
+          await failAttempt(pipeline, session, res.failure);
+          continue;
+        }
+        const answer = res.ok ? (res.value.json as Record<string, unknown> | null) : null;
+        const upstreamQueueId = typeof answer?.queue_id === "string" ? answer.queue_id : null;
+        if (!upstreamQueueId) throw await this.lost(session, "no queue_id in the upstream's answer");
+        pipeline.markFirstByte(session);
+        const queueId = randomUUID();
+        const settled = await pipeline.settle(
+          session,
+          { promptTokens: 0, completionTokens: 0 },
+          {
+            id: randomUUID(),
+            queue_id: queueId,
+            upstream_queue_id: upstreamQueueId,
+            upstream_quote: upstreamQuote.toString(),
+            body,
+            download_url: typeof answer?.download_url === "string" ? answer.download_url : null,
+          },
+        );
+        this.deps.bus.publish("videoJobUpdated", caller.accountId, {
+          accountId: caller.accountId,
+          queueId,
+          status: "rendering",
+          at: this.deps.clock.now().toISOString(),
+        });
+        return {
+          queueId,
+          model: model.id,
+          quoteMicroDiem: jobMicroDiem,
+          upstreamQuoteMicroDiem: upstreamQuote,
+          settled,
+          session,
+        };
+      }
+    } catch (e) {
+      if (!session.done) await pipeline.abort(session, e instanceof DomainError ? e.code : "internal_error");
+      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+      throw e;
+    }
+  }
+
+  /** The queue call's answer may be lost: end without a charge, never re-queue. */
+  private async lost(session: InferenceSession, detail: string): Promise<DomainError> {
+    if (session.attempt)
+      await this.deps.pipeline.endAttempt(session, { kind: "retryable", detail: `answer lost: ${detail}` });
+    await this.deps.pipeline.abort(session, "upstream_answer_lost");
+    return new DomainError(
+      "upstream_error",
+      "The upstream's answer to the queue call was lost, so the job was not re-queued (that could charge twice). Nothing was charged; quote and queue again.",
+      { supportReference: session.supportReference },
+    );
+  }
+}
