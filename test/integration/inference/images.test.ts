@@ -127,18 +127,20 @@ describe("POST /v1/image/generate: priced by the service from the catalog", () =
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("402 when the confirmed balance cannot pay the job at the ceiling; nothing held", async () => {
+  test("402 only when the balance cannot pay the job where it clears; a balance short of the ceiling's price still buys it", async () => {
     await supply(40);
-    // 3 × 0.35 DIEM at the 80¢ ceiling = 0.84 USDC
-    const buyer = await fundedBuyerKey(world.app, 839_999n);
-    const r = await generate(world.app, buyer.apiKey, {
-      model: "nano-banana-pro",
-      prompt: "x",
-      resolution: "4K",
-      variants: 3,
-    });
+    // 3 × 0.35 DIEM = 1.05 DIEM: 0.84 USDC at the 80¢ ceiling, 0.42 at the 40¢ offer it clears on
+    const job = { model: "nano-banana-pro", prompt: "x", resolution: "4K", variants: 3 };
+    const short = await fundedBuyerKey(world.app, 419_999n);
+    const r = await generate(world.app, short.apiKey, job);
     expect([r.status, r.body.error?.code]).toEqual([402, "insufficient_balance"]);
-    await expectHoldsReleased(world.app, buyer.accountId);
+    await expectHoldsReleased(world.app, short.accountId);
+    const enough = await fundedBuyerKey(world.app, 420_000n);
+    const ok = await generate(world.app, enough.apiKey, job);
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.headers["x-svc-cost-usdc"]).toBe("0.420000");
+    expect(await confirmedOf(world.app, enough.accountId)).toBe(0n);
+    await expectHoldsReleased(world.app, enough.accountId);
     await assertBooksBalance(world.app.rt.db);
   });
 

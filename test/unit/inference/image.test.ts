@@ -57,7 +57,16 @@ describe("image price rules: one flat job price, the maximum and the actual burn
     });
     expect(p.burn({ promptTokens: 0, completionTokens: 0 })).toBe(280_000n);
     expect(p.plan(50, 140_000n)?.maxChargeMicroUsdc).toBe(140_000n);
-    expect(p.plan(50, 139_999n)).toBeUndefined();
+    // short of the ceiling's price: planned at the highest price the balance covers (clears only at or below it)
+    expect(p.plan(50, 139_999n)).toEqual({
+      promptEstimate: 0,
+      admittedMaxTokens: 0,
+      maxBurnMicroDiem: 280_000n,
+      maxChargeMicroUsdc: 137_200n,
+      priceCapCents: 49,
+    });
+    expect(p.plan(50, 2_800n)?.priceCapCents).toBe(1);
+    expect(p.plan(50, 2_799n)).toBeUndefined();
     // defaults: 1K high
     expect(
       imagePricer(parseImageBody({ model: "m", prompt: "x" }), BY_QUALITY).burn({
