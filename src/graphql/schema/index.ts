@@ -8,6 +8,7 @@ import "./api-keys.js";
 import "./payments.js";
 import "./supply.js";
 import "./catalog.js";
+import "./video-jobs.js";
 
 export function buildSchema() {
   return builder.toSchema({ sortSchema: true });
