@@ -420,7 +420,7 @@ export class VideoJobs {
       expired: "This job expired before it was delivered; its media is gone.",
     };
     const message = why[job.status];
-    if (message) throw new DomainError("gone", message, { status: job.status });
+    if (message) throw new DomainError("gone", message, { state: job.status });
   }
 
   /** Asks the upstream about a job, on the key that queued it. */
