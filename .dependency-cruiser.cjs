@@ -4,6 +4,8 @@
  *   composition root (src/main.ts, src/runtime.ts, src/services.ts)
  *     → transports (src/http, src/graphql, src/mcp, workers)
  *       → domain (src/domain) → adapters (src/adapters) → lib (src/lib)
+ *   and beside them src/contract: the API's zod schemas (requests, responses, the OpenAPI
+ *   registry), shared by the REST routes, /openapi.json and the MCP tools; it imports only lib.
  *
  * Type-only imports count: a type pulled from a transport couples the layers just the same.
  * test/unit/lint/dependency-rules.test.ts plants each kind of violation in a copy and sees it fail.
@@ -45,6 +47,13 @@ module.exports = {
       severity: "error",
       from: { path: "^src/lib/" },
       to: { path: "^src/(domain|adapters|local|http|graphql|mcp)/" },
+    },
+    {
+      name: "contract-is-pure",
+      comment: "the API contract (zod schemas) is shared by the transports: it imports only zod and lib",
+      severity: "error",
+      from: { path: "^src/contract/" },
+      to: { path: "^src/(domain|adapters|local|http|graphql|mcp)/|^src/(main|runtime|services)\\.ts$|^workers/" },
     },
     {
       name: "domain-no-framework",

@@ -245,8 +245,9 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
     urls: {
       base,
       mcp: stripSlash(e.MCP_URL ?? base),
-      web: stripSlash(e.WEB_URL ?? base),
-      docs: stripSlash(e.DOCS_URL ?? base),
+      // served by this process at the URL's path (docs/decisions.md "Documents, OpenAPI, MCP")
+      web: stripSlash(e.WEB_URL ?? `${base}/app`),
+      docs: stripSlash(e.DOCS_URL ?? `${base}/docs`),
     },
     database: { url: e.DATABASE_URL },
     redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX },

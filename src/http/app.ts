@@ -2,6 +2,7 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import express, { type Express, type Request, type Response } from "express";
 import { createGraphQL } from "../graphql/yoga.js";
 import { DomainError } from "../lib/errors.js";
+import { mcpRoutes } from "../mcp/routes.js";
 import type { Runtime } from "../runtime.js";
 import { readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
 import { errorMiddleware, sendError } from "./error-response.js";
@@ -10,10 +11,12 @@ import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
 import { catalogRoutes } from "./routes/catalog.js";
+import { documentRoutes } from "./routes/documents.js";
 import { fundingRoutes } from "./routes/funding.js";
 import { healthRoutes } from "./routes/health.js";
 import { inferenceListener, inferenceRoutes } from "./routes/inference.js";
 import { marketRoutes } from "./routes/market.js";
+import { openApiRoutes } from "./routes/openapi.js";
 import { supplyRoutes } from "./routes/supply.js";
 
 export interface HttpApp {
@@ -53,6 +56,9 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(catalogRoutes(rt));
   app.use(marketRoutes(rt));
   app.use(supplyRoutes(rt));
+  app.use(openApiRoutes(rt));
+  app.use(documentRoutes(rt));
+  app.use(mcpRoutes(rt));
 
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },

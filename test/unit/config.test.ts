@@ -49,9 +49,14 @@ describe("loadConfig: defaults (CONTRACT Environment)", () => {
     expect(r2.ok && r2.config.urls).toEqual({
       base: "https://api.example.com",
       mcp: "https://api.example.com",
-      web: "https://api.example.com",
+      web: "https://api.example.com/app",
       docs: "https://docs.example.com",
     });
+    const r3 = loadConfig({ ...PROD, BASE_URL: "https://api.example.com" });
+    expect(r3.ok && [r3.config.urls.web, r3.config.urls.docs]).toEqual([
+      "https://api.example.com/app",
+      "https://api.example.com/docs",
+    ]);
   });
 
   test("empty values count as unset", () => {
