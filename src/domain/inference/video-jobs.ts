@@ -273,7 +273,12 @@ export class VideoJobs {
     });
     let refunded = 0;
     for (const { id } of due) {
-      if (await this.refundVideoJob(id, { reason: "completed_without_media", upstreamRefunded: false })) refunded++;
+      // one job's failing refund must not hold up the others (nor the expiry): it is retried next tick
+      try {
+        if (await this.refundVideoJob(id, { reason: "completed_without_media", upstreamRefunded: false })) refunded++;
+      } catch (err) {
+        logger.warn({ err, jobId: id }, "video refund failed");
+      }
     }
     return { refunded };
   }
@@ -294,7 +299,11 @@ export class VideoJobs {
     let refunded = 0;
     for (const job of stale) {
       if (job.completedAt === null || job.status === "completed_no_media") {
-        if (await this.refundVideoJob(job.id, { reason: "never_finished", upstreamRefunded: false })) refunded++;
+        try {
+          if (await this.refundVideoJob(job.id, { reason: "never_finished", upstreamRefunded: false })) refunded++;
+        } catch (err) {
+          logger.warn({ err, queueId: job.queueId }, "video refund failed");
+        }
         continue;
       }
       const n = await this.deps.db.$executeRaw`
