@@ -28,6 +28,8 @@ export const NO_MEDIA_REFUND_AFTER_MS = 60 * 60_000;
 export const VIDEO_EXPIRE_AFTER_MS = 24 * 60 * 60_000;
 /** The worker polls a rendering job this often. */
 export const VIDEO_POLL_EVERY_MS = 10_000;
+/** A job whose media is ready waits for its buyer; the worker looks at it again this much later. */
+export const VIDEO_READY_RECHECK_MS = 5 * 60_000;
 /** An upstream retrieve gives up after this long. */
 const RETRIEVE_TIMEOUT_MS = 30_000;
 const RUNNING = /^(processing|pending|queued|in_progress|running|starting)$/i;
@@ -192,7 +194,14 @@ export class VideoJobs {
     if (job.status === "refunded" || job.status === "expired") {
       throw new DomainError("invalid_request", `This job is ${job.status}; there is no media to delete.`);
     }
-    await this.deleteMedia(job);
+    try {
+      await this.deleteMedia(job);
+    } catch (err) {
+      logger.warn({ err, queueId: job.queueId }, "video complete: the upstream did not delete the media");
+      throw new DomainError("upstream_error", "The upstream could not delete this job's media right now; retry.", {
+        retryAfterSeconds: 5,
+      });
+    }
     const now = this.deps.clock.now();
     await this.deps.db.$executeRaw`
       UPDATE video_jobs SET status = 'expired', media_deleted_at = ${now}, next_poll_at = NULL
@@ -249,9 +258,11 @@ export class VideoJobs {
         const seen = await this.observe(job);
         if (seen.kind === "media") {
           releaseBody(seen.body);
+          // ready: only its expiry is left to watch, so it is looked at again much later
+          const later = new Date(now.getTime() + VIDEO_READY_RECHECK_MS);
           await this.deps.db.$executeRaw`
             UPDATE video_jobs SET completed_at = COALESCE(completed_at, ${now}), upstream_status = 'ready',
-                   poll_count = poll_count + 1, last_polled_at = ${now}
+                   poll_count = poll_count + 1, last_polled_at = ${now}, next_poll_at = ${later}
              WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
           continue;
         }
