@@ -1,0 +1,181 @@
+import { extendZodWithOpenApi } from "@asteasolutions/zod-to-openapi";
+import { z } from "zod";
+import { ERROR_CODES, type ErrorCode } from "../lib/errors.js";
+
+/**
+ * The API contract's shared pieces. Every contract file imports `z` from here, so zod carries
+ * `.openapi()` before any schema is built (ESM runs this module body first).
+ *
+ * Message convention: a message that begins with its field's name is a whole sentence and is sent as
+ * is (`maxPriceCentsPerDollar must be an integer 30-80; nothing was changed.`), so a route that now
+ * parses with the contract answers the same 400 the domain answered before; any other message is
+ * prefixed with the field (`name: is required`). See http/validate.ts `parse`.
+ */
+extendZodWithOpenApi(z);
+
+export { z };
+
+/** A UUID the service issued (ids, support references, request ids). */
+export const uuid = z.string().uuid().openapi({ format: "uuid", example: "0b4f3a52-5d0e-4f43-9a43-8d6d5d3c1a11" });
+
+/** A six-decimal amount string: USDC or DIEM ("1.250000"); money never leaves as a JSON number. */
+export const decimal6 = z
+  .string()
+  .regex(/^-?\d+\.\d{6}$/)
+  .openapi({ pattern: "^-?\\d+\\.\\d{6}$", example: "1.250000" });
+
+/** ISO-8601 timestamp (UTC, `Date.toISOString()`). */
+export const timestamp = z.string().datetime().openapi({ format: "date-time", example: "2025-01-31T12:00:00.000Z" });
+
+/** `0x` plus 40 hex characters. */
+export const walletAddress = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{40}$/)
+  .openapi({ pattern: "^0x[0-9a-fA-F]{40}$", example: "0x1111111111111111111111111111111111111111" });
+
+/** `GET /v1/agent/requests/{support_reference}`: the reference from `X-Svc-Support-Reference`. */
+export const supportReference = z
+  .string({
+    required_error: "support_reference must be a uuid.",
+    invalid_type_error: "support_reference must be a uuid.",
+  })
+  .uuid({ message: "support_reference must be a uuid." })
+  .openapi({ format: "uuid", description: "The support reference of a stored attempt (X-Svc-Support-Reference)." });
+
+/** Path (and MCP tool) parameter object: `{support_reference}` (lower-cased after validation). */
+export const supportReferenceParam = z.object({
+  support_reference: supportReference.transform((s) => s.toLowerCase()),
+});
+
+/** A path `{id}` that must be a uuid (key and offer ids). */
+export const idParam = z.object({
+  id: z
+    .string({ required_error: "id must be a uuid.", invalid_type_error: "id must be a uuid." })
+    .uuid({ message: "id must be a uuid." })
+    .transform((s) => s.toLowerCase())
+    .openapi({ format: "uuid" }),
+});
+
+export const errorCode = z.enum(ERROR_CODES as [ErrorCode, ...ErrorCode[]]).openapi("ErrorCode");
+
+/**
+ * SPEC "Errors" 3: `{"error":{"code","message",...}}`. The error's details (the offending `field`,
+ * supply hints, `supportReference`, `requestId` on a 500, funding's `transaction`/`reconciling`) are
+ * rendered inside `error` and mirrored at the top level (docs/decisions.md "Error bodies").
+ */
+export const errorDetail = z
+  .object({
+    code: errorCode,
+    message: z.string().openapi({ description: "Safe to show." }),
+    field: z.string().optional().openapi({ description: "The request field that failed validation." }),
+    supportReference: uuid.optional(),
+    requestId: uuid.optional(),
+    buyerMaxCents: z.number().int().optional(),
+    cheapestPostedCents: z.number().int().nullable().optional(),
+    routableDiemAboveMax: z.string().optional(),
+    eligibleRoutableDiem: z.string().optional(),
+    maxEligibleOfferDiem: z.string().optional(),
+    transaction: z.string().nullable().optional(),
+    reconciling: z.boolean().optional(),
+    credited: z.boolean().optional(),
+  })
+  .passthrough()
+  .openapi("ErrorDetail");
+
+export const errorBody = z
+  .object({ error: errorDetail })
+  .passthrough()
+  .openapi("ErrorBody", { description: "The error body; details are also mirrored at the top level." });
+export type ErrorBody = z.infer<typeof errorBody>;
+
+/** `{"status":"ok"}` (logout, key revocation, offer cancellation). */
+export const statusOk = z.object({ status: z.literal("ok") }).openapi("StatusOk");
+
+/** `?limit=&cursor=`: keyset pages (the cursor is opaque). */
+export const pageQuery = z.object({
+  limit: z
+    .string()
+    .regex(/^\d+$/, { message: "must be an integer 1-100" })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= 100, { message: "must be an integer 1-100" })
+    .optional()
+    .openapi({ type: "integer", minimum: 1, maximum: 100, description: "page size (default 50)" }),
+  cursor: z.string().max(200).optional().openapi({ description: "`nextCursor` of the previous page" }),
+});
+
+/** A key name: 1-64 characters (session route), at most 64 (agent route, signup). */
+export const keyName = (min: number) =>
+  z
+    .string({ required_error: "is required", invalid_type_error: "must be a string" })
+    .min(min, { message: `must be ${min}-64 characters` })
+    .max(64, { message: "must be at most 64 characters" });
+
+/** Response headers (SPEC "Identifiers used for tracing", "Errors" rule 1, "Limits"). */
+export const HEADERS = {
+  requestId: {
+    name: "X-Svc-Request-Id",
+    schema: { type: "string", format: "uuid" },
+    description: "Per-request id; on every response, including errors.",
+  },
+  supportReference: {
+    name: "X-Svc-Support-Reference",
+    schema: { type: "string", format: "uuid" },
+    description: "Resolves at GET /v1/agent/requests/{support_reference}; sent when an attempt record was stored.",
+  },
+  costUsdc: {
+    name: "X-Svc-Cost-Usdc",
+    schema: { type: "string", example: "0.001234" },
+    description: "Cost of the request in USDC (six decimals).",
+  },
+  clearingPriceCents: {
+    name: "X-Svc-Clearing-Price-Cents",
+    schema: { type: "integer" },
+    description: "Posted ask (cents per 1 USD of DIEM face) the request cleared at.",
+  },
+  balanceRemaining: {
+    name: "X-Balance-Remaining",
+    schema: { type: "string", example: "4.998766" },
+    description: "Confirmed USDC after settlement (six decimals).",
+  },
+  errorCode: {
+    name: "X-Svc-Error-Code",
+    schema: { type: "string" },
+    description: "Stable machine code of the error (the body's error.code).",
+  },
+  retryAfter: {
+    name: "Retry-After",
+    schema: { type: "integer" },
+    description: "Seconds to wait before retrying.",
+  },
+  paymentResponse: {
+    name: "X-PAYMENT-RESPONSE",
+    schema: { type: "string" },
+    description: "Base64 x402 settlement receipt.",
+  },
+  buyerMaxCents: {
+    name: "X-Svc-Buyer-Max-Cents",
+    schema: { type: "integer" },
+    description: "The buyer's ceiling (no_eligible_supply).",
+  },
+  cheapestPostedCents: {
+    name: "X-Svc-Cheapest-Posted-Cents",
+    schema: { type: "integer" },
+    description: "The cheapest posted price (no_eligible_supply): send it to PATCH /v1/agent/max-price.",
+  },
+  routableDiemAboveMax: {
+    name: "X-Svc-Routable-Diem-Above-Max",
+    schema: { type: "string" },
+    description: "Routable DIEM priced above the ceiling (no_eligible_supply).",
+  },
+  maxEligibleOfferDiem: {
+    name: "X-Svc-Max-Eligible-Offer-Diem",
+    schema: { type: "string" },
+    description: "The largest single eligible offer (insufficient_routable_at_price).",
+  },
+  eligibleRoutableDiem: {
+    name: "X-Svc-Eligible-Routable-Diem",
+    schema: { type: "string" },
+    description: "Routable DIEM at or below the ceiling (insufficient_routable_at_price).",
+  },
+} as const;
+export type HeaderName = keyof typeof HEADERS;
