@@ -19,8 +19,8 @@ describe("loadConfig: defaults (CONTRACT Environment)", () => {
     expect(c.urls).toEqual({
       base: "http://127.0.0.1:8080",
       mcp: "http://127.0.0.1:8080",
-      web: "http://127.0.0.1:8080",
-      docs: "http://127.0.0.1:8080",
+      web: "http://127.0.0.1:8080/app",
+      docs: "http://127.0.0.1:8080/docs",
     });
     expect(c.upstream.baseUrl).toBe("https://api.venice.ai/api/v1");
     expect(c.chain).toMatchObject({

@@ -89,7 +89,7 @@ describe("success", () => {
     expect(a.nonce).toMatch(/^[A-Za-z0-9]{8,}$/);
     expect(b.nonce).not.toBe(a.nonce);
     expect(a.domain).toBe(new URL(app.baseUrl).host);
-    expect(a.uri).toBe(app.baseUrl);
+    expect(a.uri).toBe(`${app.baseUrl}/app`); // {web_url}: the web app signs in
     expect(a.chainId).toBe(8453);
     const ttl = Date.parse(a.expiresAt) - before;
     expect(ttl).toBeGreaterThan(9 * 60_000);
