@@ -1,0 +1,62 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { toJsonSchemaCompat } from "@modelcontextprotocol/sdk/server/zod-json-schema-compat.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+import { asDomainError, parseArguments, toolError, toolResult } from "./tool-result.js";
+import { TOOLS, type ToolContext } from "./tools.js";
+
+const INSTRUCTIONS = [
+  "A prepaid inference market: your API key's account pays for inference from its confirmed USDC balance.",
+  "Start with agent_me (balance, ceiling) and capacity (supply and prices), pick a live model with list_models,",
+  "then call chat_completion; every paid result carries costUsdc and a supportReference for request_lookup.",
+  'Tool errors carry {"error":{"code","message",...}} with the REST API\'s codes; each tool says what to do on them.',
+].join(" ");
+
+/** A tool's JSON Schema, converted the way the SDK's McpServer converts a zod schema (arguments as sent). */
+function jsonSchema(schema: z.AnyZodObject, io: "input" | "output"): Tool["inputSchema"] {
+  return toJsonSchemaCompat(schema, { strictUnions: true, pipeStrategy: io }) as Tool["inputSchema"];
+}
+
+const TOOL_LIST: Tool[] = TOOLS.map((t) => ({
+  name: t.name,
+  title: t.title,
+  description: t.description,
+  inputSchema: jsonSchema(t.input, "input"),
+  outputSchema: jsonSchema(t.output, "output"),
+  annotations: { title: t.title, ...t.annotations },
+}));
+
+const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
+
+/**
+ * One MCP server for one HTTP request (stateless, docs/decisions.md "MCP connector"), bound to the
+ * caller the Bearer key resolved to. The SDK's low-level `Server` rather than `McpServer`: McpServer
+ * validates tool arguments itself and answers a failure with its own text, where ours must be the
+ * REST error body with `invalid_request` and the field; so the two tool handlers are ours, and the
+ * schemas are listed with the SDK's own zod converter.
+ */
+export function createMcpServer(ctx: ToolContext & { requestId: string | undefined }): Server {
+  const server = new Server(
+    { name: "svc-inference-market", title: "Prepaid inference market", version: "1.0.0" },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = BY_NAME.get(request.params.name);
+    // an unknown tool is a protocol error (MCP "Tools": -32602), not a tool error
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    try {
+      const args = parseArguments(tool.input, request.params.arguments);
+      return toolResult(await tool.run(args, ctx));
+    } catch (err) {
+      return toolError(asDomainError(err, { tool: tool.name, requestId: ctx.requestId }));
+    }
+  });
+  return server;
+}

@@ -1,0 +1,335 @@
+import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { agentMeResponse, agentRequestResponse, maxPriceBody, maxPriceResponse } from "../contract/agent.js";
+import { capacityInput, modality, modelList, modelStatsQuery, modelStatsResponse } from "../contract/catalog.js";
+import { decimal6, supportReferenceParam, uuid } from "../contract/common.js";
+import { chatCompletionBody, type VideoQuoteResponse, videoBody, videoQuoteResponse } from "../contract/inference.js";
+import { capacityResponse } from "../contract/market.js";
+import type { Viewer } from "../domain/identity/viewer.js";
+import type { VideoQuote } from "../domain/inference/video-quote.js";
+import { presentHistoryRow } from "../http/present.js";
+import { presentModel, presentModelStats } from "../http/routes/catalog.js";
+import { presentCapacity } from "../http/routes/market.js";
+import { DomainError } from "../lib/errors.js";
+import { formatDecimal6 } from "../lib/money.js";
+import type { Runtime } from "../runtime.js";
+import type { Json } from "./tool-result.js";
+
+/**
+ * The connector's tools (SPEC "What the service does" 14, issue 17 item 4). Each is what its REST
+ * route is: the same contract schema checks the arguments, the same service method does the work
+ * (authorisation and ownership included), the same presenter shapes the answer. Descriptions are
+ * written for agents: what it costs, the units, what to do on each error code.
+ */
+
+export interface ToolContext {
+  rt: Runtime;
+  /** the Bearer key's account, resolved before any MCP processing */
+  viewer: Viewer;
+  /** aborted when the HTTP client goes away (a paid call is then ended without a charge) */
+  signal: AbortSignal;
+}
+
+export interface ToolDefinition {
+  name: string;
+  title: string;
+  description: string;
+  /** validates the arguments; its JSON Schema is the tool's `inputSchema` */
+  input: z.AnyZodObject;
+  /** the shape of a successful result's `structuredContent` (a contract response schema) */
+  output: z.AnyZodObject;
+  annotations: ToolAnnotations;
+  run(args: unknown, ctx: ToolContext): Promise<Json>;
+}
+
+/** Keeps each tool's `run` typed by its own input schema. */
+function defineTool<I extends z.AnyZodObject>(def: {
+  name: string;
+  title: string;
+  description: string;
+  input: I;
+  output: z.AnyZodObject;
+  annotations: ToolAnnotations;
+  run(args: z.output<I>, ctx: ToolContext): Promise<Json>;
+}): ToolDefinition {
+  return def as unknown as ToolDefinition;
+}
+
+const UNITS =
+  'USDC and DIEM amounts are decimal strings with six decimals ("0.001234"); prices are integer cents per 1 USD of DIEM face value.';
+
+const ON_INVALID =
+  "invalid_request: an argument is wrong (error.field names it); fix it and call again, nothing was changed.";
+
+const ON_SUPPLY = [
+  "no_eligible_supply: every posted price is above your ceiling; call set_max_price with error.cheapestPostedCents, then repeat the same call.",
+  "pool_empty: nothing is posted at any price; wait and retry later (capacity shows depth).",
+  "insufficient_routable_at_price: offers at your ceiling are too small for this request; send a smaller request or retry later (raising the ceiling does not help).",
+].join(" ");
+
+/**
+ * A contract schema with a description on some fields, for the agent reading `inputSchema` (the
+ * contract's own descriptions are OpenAPI metadata, which the JSON Schema converter does not read).
+ * Validation is the contract's, unchanged.
+ */
+function described<S extends z.AnyZodObject>(schema: S, text: Partial<Record<keyof S["shape"] & string, string>>): S {
+  const shape: z.ZodRawShape = {};
+  for (const [field, description] of Object.entries(text)) {
+    const f = schema.shape[field] as z.ZodTypeAny | undefined;
+    if (f && typeof description === "string") shape[field] = f.describe(description);
+  }
+  return schema.extend(shape) as unknown as S;
+}
+
+const capacityArgs = described(capacityInput, {
+  maxPriceCents: "optional ceiling to look at, integer 30-80 cents per 1 USD of DIEM face; omit for the whole corridor",
+});
+
+const modelStatsArgs = described(modelStatsQuery, { window: "24h, 7d or 30d (default 7d)" });
+
+const lookupArgs = described(supportReferenceParam, {
+  support_reference: "the supportReference a paid call returned (a uuid)",
+});
+
+const maxPriceArgs = described(maxPriceBody, {
+  maxPriceCentsPerDollar: "your new ceiling: integer 30-80 cents per 1 USD of DIEM face",
+});
+
+const videoArgs = described(videoBody, {
+  model: "a live video model id from list_models (modality video)",
+  duration: 'one of the row\'s constraints.durations, e.g. "5s"',
+  image_url: "http(s) or data: URL; required by image-to-video models",
+});
+
+/** The chat tool takes the buffered call's essentials: the contract's model, messages and max_tokens. */
+const chatCompletionArgs = described(
+  chatCompletionBody.pick({ model: true, messages: true, max_tokens: true }).strip(),
+  {
+    model: "a live text model id from list_models (a `svc/` prefix is accepted)",
+    messages: 'OpenAI chat messages, e.g. [{"role":"user","content":"Hello"}]',
+    max_tokens: "optional cap on completion tokens; it also caps what the call holds from your balance while it runs",
+  },
+);
+
+/** The REST quote's shape (SPEC "Video quote"): snake_case, six-decimal strings, `svc` repeats cost and price. */
+function presentVideoQuote(q: VideoQuote): VideoQuoteResponse {
+  return {
+    model: q.model,
+    quote_diem: formatDecimal6(q.quoteMicroDiem),
+    estimated_usdc: formatDecimal6(q.estimatedMicroUsdc),
+    max_price_cents: q.maxPriceCents,
+    max_eligible_offer_diem: formatDecimal6(q.maxEligibleOfferMicroDiem),
+    eligible_routable_diem: formatDecimal6(q.eligibleRoutableMicroDiem),
+    clears_now: q.clearsNow,
+    svc: {
+      cost_usdc: formatDecimal6(q.estimatedMicroUsdc),
+      clearing_price_cents: q.clearingPriceCents,
+      upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
+      markup_bps: q.markupBps,
+    },
+  };
+}
+
+const chatCompletionOutput = z.object({
+  id: z.string().optional(),
+  model: z.string().optional(),
+  message: z.object({ role: z.string(), content: z.string().nullable() }).passthrough(),
+  finishReason: z.string().nullable(),
+  usage: z.record(z.unknown()).nullable(),
+  costUsdc: decimal6.describe("what this call cost; your confirmed balance moved by exactly this"),
+  clearingPriceCents: z.number().int().describe("the posted price of the offer the call cleared at"),
+  balanceRemainingUsdc: decimal6.describe("your confirmed USDC after settlement"),
+  supportReference: uuid.describe("look the call up later with request_lookup"),
+  requestId: uuid,
+});
+
+function header(headers: Record<string, string>, name: string): string {
+  const v = headers[name];
+  if (v === undefined) throw new DomainError("internal_error", `settled answer without ${name}`);
+  return v;
+}
+
+function caller(v: Viewer) {
+  return { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
+}
+
+export const TOOLS: readonly ToolDefinition[] = [
+  defineTool({
+    name: "agent_me",
+    title: "My account",
+    description: [
+      "Your account as your API key sees it (GET /v1/agent/me): wallet address, confirmedUsdc (what pays for",
+      "inference), pendingUsdc (top-ups awaiting confirmationBlocks block confirmations; never spendable),",
+      "availableUsdc (confirmed minus what in-flight calls hold) and maxPriceCentsPerDollar (your ceiling, 30-80).",
+      `Free. ${UNITS}`,
+    ].join(" "),
+    input: z.object({}),
+    output: agentMeResponse,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(_args, { rt, viewer }) {
+      const a = await rt.services.accounts.getSummary(viewer.accountId);
+      return {
+        accountId: a.accountId,
+        walletAddress: a.walletAddress,
+        confirmedUsdc: formatDecimal6(a.balances.confirmedMicroUsdc),
+        pendingUsdc: formatDecimal6(a.balances.pendingMicroUsdc),
+        availableUsdc: formatDecimal6(a.balances.availableMicroUsdc),
+        maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
+        confirmationBlocks: rt.config.chain.confirmationBlocks,
+        hasEverFunded: a.hasEverFunded,
+        firstFundedAt: a.firstFundedAt?.toISOString() ?? null,
+      } satisfies z.infer<typeof agentMeResponse>;
+    },
+  }),
+  defineTool({
+    name: "capacity",
+    title: "Market capacity",
+    description: [
+      "Routable supply right now (GET /v1/capacity): routableDiem and usdcToBuyAll in total and per price row",
+      "(cheapest first), cheapestPostedCents (null when nothing is eligible) and which modalities are live.",
+      "maxPriceCents (integer 30-80, optional) narrows the ladder to rows at or below it, as the router would",
+      "with that ceiling. Free; a pre-flight view cached 30 s, not a reservation.",
+      `${UNITS} Errors: ${ON_INVALID}`,
+    ].join(" "),
+    input: capacityArgs,
+    output: capacityResponse,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args, { rt }) {
+      return presentCapacity(await rt.services.market.capacity(args.maxPriceCents));
+    },
+  }),
+  defineTool({
+    name: "list_models",
+    title: "List models",
+    description: [
+      "The catalog (GET /v1/models): each row's id (the `model` value for calls), status (live = callable,",
+      "coming_soon = listed only), modality (text, image, video), pricing (text: micro-USDC per million tokens,",
+      "informational; the charge is metered burn × clearing price) and, for image and video, constraints",
+      "(a missing key means the field must not be sent). modality (optional) keeps only that modality. Free.",
+      `Errors: ${ON_INVALID}`,
+    ].join(" "),
+    input: z.object({ modality: modality.optional().describe("keep only rows of this modality") }),
+    output: modelList,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args, { rt }) {
+      const rows = await rt.services.catalog.listModels();
+      const kept = args.modality ? rows.filter((r) => r.modality === args.modality) : rows;
+      return { object: "list", data: kept.map(presentModel) };
+    },
+  }),
+  defineTool({
+    name: "model_stats",
+    title: "Model usage statistics",
+    description: [
+      "Which models the market uses (GET /v1/models/stats): models ranked by share of burn over window",
+      "(24h, 7d or 30d; default 7d), with daily shares. When volume is below the privacy threshold",
+      `hasSufficientVolume is false and models is empty. Free. Errors: ${ON_INVALID}`,
+    ].join(" "),
+    input: modelStatsArgs,
+    output: modelStatsResponse,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args, { rt }) {
+      return presentModelStats(await rt.services.catalog.modelStats(args.window));
+    },
+  }),
+  defineTool({
+    name: "video_quote",
+    title: "Quote a video job",
+    description: [
+      "Prices a video job without queueing it (POST /v1/video/quote, same body as the queue): quote_diem (the",
+      "upstream quote plus the published markup), estimated_usdc (what it would cost at clearing_price_cents),",
+      "max_eligible_offer_diem and eligible_routable_diem at your ceiling, and clears_now (true when one",
+      "eligible offer holds the whole job). Free: no charge, no job, no support reference. The body is",
+      "model-specific: read the row's constraints in list_models (durations, resolutions, aspect_ratios,",
+      "audio; image_url for image-to-video, reference-to-video and video-to-video models). If clears_now is false",
+      "and eligible_routable_diem is 0 while capacity shows supply, raise your ceiling with set_max_price; if the",
+      `market is thin, a smaller job or a later retry helps, more money does not. ${UNITS}`,
+      `Errors: ${ON_INVALID} model_not_found / model_not_live / unsupported_modality: pick a live video id from`,
+      `list_models. ${ON_SUPPLY} keys_busy: every eligible supplier key is busy; retry shortly.`,
+    ].join(" "),
+    input: videoArgs,
+    output: videoQuoteResponse,
+    annotations: { readOnlyHint: true, openWorldHint: true },
+    async run(args, { rt, viewer }) {
+      return presentVideoQuote(await rt.services.videoQuotes.quote(caller(viewer), args));
+    },
+  }),
+  defineTool({
+    name: "request_lookup",
+    title: "Look up a request",
+    description: [
+      "One of your requests by its support reference (GET /v1/agent/requests/{support_reference}): status,",
+      "costUsdc, clearingPriceCents, burnDiem, token usage, attempts and timings; a stream still running is",
+      "in_progress. chat_completion returns the reference as supportReference. Free.",
+      `${UNITS} Errors: ${ON_INVALID} not_found: no request with this reference on your account.`,
+    ].join(" "),
+    input: lookupArgs,
+    output: agentRequestResponse,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args, { rt, viewer }) {
+      return presentHistoryRow(
+        await rt.services.accounts.requestDetail({
+          accountId: viewer.accountId,
+          supportReference: args.support_reference,
+        }),
+      );
+    },
+  }),
+  defineTool({
+    name: "set_max_price",
+    title: "Set my price ceiling",
+    description: [
+      "Sets your buyer ceiling (PATCH /v1/agent/max-price): maxPriceCentsPerDollar, an integer 30-80 cents per",
+      "1 USD of DIEM face. The router picks the cheapest offer at or below it and you pay that offer's price,",
+      "not the ceiling. Use it after no_eligible_supply with error.cheapestPostedCents. Free; applies to your",
+      `next call. Errors: ${ON_INVALID} Outside 30-80 nothing is changed and nothing is clamped.`,
+    ].join(" "),
+    input: maxPriceArgs,
+    output: maxPriceResponse,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    async run(args, { rt, viewer }) {
+      return rt.services.accounts.setMaxPrice({
+        accountId: viewer.accountId,
+        maxPriceCentsPerDollar: args.maxPriceCentsPerDollar,
+      });
+    },
+  }),
+  defineTool({
+    name: "chat_completion",
+    title: "Chat completion (paid)",
+    description: [
+      "A paid, non-streaming chat completion (POST /v1/chat/completions), debited from your confirmed USDC:",
+      "the metered burn times the clearing price (the posted price of the cheapest offer at or below your",
+      "ceiling; see pricing.md). Returns the assistant message, costUsdc (your balance moved by exactly this),",
+      "clearingPriceCents, balanceRemainingUsdc and supportReference (for request_lookup). On an error nothing",
+      `is charged. ${UNITS}`,
+      "Errors: insufficient_balance: confirmed USDC too low (pending does not count); fund the wallet",
+      `(POST /v1/x402/refill) and retry. ${ON_SUPPLY} ${ON_INVALID} model_not_found / model_not_live /`,
+      "unsupported_modality: pick a live text id from list_models. key_concurrency_limit: too many calls in",
+      "flight on this key; retry after error.retryAfterSeconds. key_wait_timeout, upstream_error, settle_failed,",
+      "internal_error: retry (not charged).",
+    ].join(" "),
+    input: chatCompletionArgs,
+    output: chatCompletionOutput,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    async run(args, { rt, viewer, signal }) {
+      // the buffered REST call, body for body: stream off, one choice
+      const body = { ...args, stream: false };
+      const out = await rt.services.chat.buffered(caller(viewer), body, signal);
+      const choice = (Array.isArray(out.body.choices) ? out.body.choices[0] : undefined) as Json | undefined;
+      const message = (choice?.message ?? { role: "assistant", content: null }) as Json;
+      return {
+        id: typeof out.body.id === "string" ? out.body.id : undefined,
+        model: typeof out.body.model === "string" ? out.body.model : undefined,
+        message: { ...message, role: typeof message.role === "string" ? message.role : "assistant" },
+        finishReason: typeof choice?.finish_reason === "string" ? choice.finish_reason : null,
+        usage: (out.body.usage as Json | undefined) ?? null,
+        costUsdc: header(out.headers, "X-Svc-Cost-Usdc"),
+        clearingPriceCents: Number(header(out.headers, "X-Svc-Clearing-Price-Cents")),
+        balanceRemainingUsdc: header(out.headers, "X-Balance-Remaining"),
+        supportReference: header(out.headers, "X-Svc-Support-Reference"),
+        requestId: header(out.headers, "X-Svc-Request-Id"),
+      };
+    },
+  }),
+];
