@@ -1,4 +1,4 @@
-import { burnMicroDiem, grossMicroUsdc, MIN_OFFER_PRICE_CENTS, type TextPricing } from "../../lib/money.js";
+import { burnMicroDiem, grossMicroUsdc, MIN_OFFER_PRICE_CENTS, minBig, type TextPricing } from "../../lib/money.js";
 import type { AdmissionPlan, BurnPricer, RoutableModel } from "./session.js";
 
 /**
@@ -38,9 +38,21 @@ export function maxChargeFor(maxBurnMicroDiem: bigint, ceilingCents: number): bi
 }
 
 /**
- * The completion cap and the reservation for a request, or `undefined` when the buyer cannot afford
- * even MIN_ADMITTED_TOKENS at the ceiling. The cap is the smallest of what the buyer asked, the
- * model's published cap, and what the available balance affords at the ceiling price.
+ * When the balance cannot cover a request's full completion cap, the request reserves at most
+ * 1/BALANCE_SHARE_DIVISOR of the available balance (the default per-key in-flight limit is 8)…
+ */
+export const BALANCE_SHARE_DIVISOR = 8n;
+/** …or RESERVE_FLOOR_TOKENS completion tokens' worth, when that is more (and affordable). */
+export const RESERVE_FLOOR_TOKENS = 1024;
+/** The largest `max_tokens` a request may ask for (a number beyond it is a 400, not a reservation). */
+export const MAX_REQUESTED_TOKENS = 10_000_000;
+
+/**
+ * The completion cap and the reservation for a request, or `undefined` (402) when the buyer cannot
+ * afford even MIN_ADMITTED_TOKENS at the ceiling. The cap is the smallest of what the buyer asked
+ * and the model's published cap; when the available balance cannot pay that at the ceiling price,
+ * the cap is sized to a share of the balance (`BALANCE_SHARE_DIVISOR`, `RESERVE_FLOOR_TOKENS`), so
+ * one unbounded request never reserves the whole balance and concurrent ones are not refused.
  */
 export function planAdmission(input: {
   pricing: TextPricing;
@@ -59,20 +71,26 @@ export function planAdmission(input: {
       burnMicroDiem(input.pricing, { promptTokens: input.promptEstimate, completionTokens: tokens }),
       input.ceilingCents,
     );
-  const affordable = (tokens: number) => charge(tokens) <= input.availableMicroUsdc;
   let admitted = cap;
-  if (!affordable(admitted)) {
-    // largest affordable cap by binary search (charge is monotone in tokens)
-    let lo = 0;
-    let hi = admitted;
+  if (charge(admitted) > input.availableMicroUsdc) {
+    // the balance binds: 402 only when not even the floor is affordable
+    const floor = Math.min(MIN_ADMITTED_TOKENS, cap);
+    if (charge(floor) > input.availableMicroUsdc) return undefined;
+    // an unbounded request must not take the whole balance: it reserves a share of what is
+    // available (or a useful completion's worth, when that is more), so the buyer's concurrent
+    // requests still fit; the cap sent upstream is sized to it, so no charge can exceed it
+    const share = input.availableMicroUsdc / BALANCE_SHARE_DIVISOR;
+    const useful = charge(Math.min(cap, RESERVE_FLOOR_TOKENS));
+    const budget = minBig(input.availableMicroUsdc, share > useful ? share : useful);
+    // largest cap within the budget by binary search (charge is monotone in tokens)
+    let lo = floor;
+    let hi = cap;
     while (lo < hi) {
       const mid = Math.floor((lo + hi + 1) / 2);
-      if (affordable(mid)) lo = mid;
+      if (charge(mid) <= budget) lo = mid;
       else hi = mid - 1;
     }
     admitted = lo;
-    const floor = Math.min(MIN_ADMITTED_TOKENS, cap);
-    if (admitted < floor || !affordable(admitted)) return undefined;
   }
   const maxBurnMicroDiem = burnMicroDiem(input.pricing, {
     promptTokens: input.promptEstimate,

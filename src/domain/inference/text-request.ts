@@ -1,4 +1,5 @@
 import { DomainError } from "../../lib/errors.js";
+import { MAX_REQUESTED_TOKENS } from "./admission.js";
 
 /**
  * The request rules chat and Responses share: the model field, `stream`, positive integer token
@@ -30,11 +31,13 @@ export function streamFlag(body: Json): boolean {
   return body.stream === true;
 }
 
-/** An optional positive integer field (absent or null: undefined). */
+/** An optional token cap (absent or null: undefined): an integer 1–MAX_REQUESTED_TOKENS, else 400. */
 export function positiveInt(v: unknown, field: string): number | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < 1) {
-    throw new DomainError("invalid_request", `${field} must be a positive integer.`, { field });
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_REQUESTED_TOKENS) {
+    throw new DomainError("invalid_request", `${field} must be an integer from 1 to ${MAX_REQUESTED_TOKENS}.`, {
+      field,
+    });
   }
   return v;
 }

@@ -1,10 +1,12 @@
 import { describe, expect, test } from "vitest";
 import {
+  BALANCE_SHARE_DIVISOR,
   DEFAULT_MAX_COMPLETION_TOKENS,
   estimatePromptTokens,
   MIN_ADMITTED_TOKENS,
   maxChargeFor,
   planAdmission,
+  RESERVE_FLOOR_TOKENS,
   textPricer,
 } from "../../../src/domain/inference/admission.js";
 import type { TextPricing } from "../../../src/lib/money.js";
@@ -84,6 +86,45 @@ describe("planAdmission", () => {
       expect(p, String(available)).toBeDefined();
       expect(p?.maxChargeMicroUsdc).toBeLessThanOrEqual(available);
     }
+  });
+});
+
+describe("planAdmission: an unbounded request reserves a share of a short balance (issue 18 finding 5)", () => {
+  const unbounded = { ...base, requestedMaxTokens: undefined, modelMaxCompletionTokens: 100_000 };
+
+  test("a balance short of the model's full cap: the cap is sized to 1/8 of it, not the whole balance", () => {
+    // the full cap would cost burn(1000 + 300000) = 301000 → 150500 at 50¢; the balance is 100000
+    const p = planAdmission({ ...unbounded, availableMicroUsdc: 100_000n });
+    // 1/8 of 100000 = 12500 → burn ≤ 25000 → (25000 − 1000) / 3 = 8000 tokens
+    expect(p).toMatchObject({ admittedMaxTokens: 8_000, maxChargeMicroUsdc: 12_500n });
+    expect(p?.maxChargeMicroUsdc).toBeLessThanOrEqual(100_000n / BALANCE_SHARE_DIVISOR);
+  });
+
+  test("a share smaller than a useful completion: RESERVE_FLOOR_TOKENS' worth when affordable", () => {
+    // 1024 tokens cost burn(1000 + 3072) = 4072 → 2036; 1/8 of 8000 is only 1000
+    const p = planAdmission({ ...unbounded, availableMicroUsdc: 8_000n });
+    expect(p?.admittedMaxTokens).toBe(RESERVE_FLOOR_TOKENS);
+    expect(p?.maxChargeMicroUsdc).toBe(2_036n);
+  });
+
+  test("eight concurrent unbounded requests all fit a balance that covers each many times over", () => {
+    let available = 4_920_000n;
+    for (let i = 0; i < 8; i++) {
+      const p = planAdmission({ ...unbounded, ceilingCents: 80, availableMicroUsdc: available });
+      expect(p, `request ${i + 1}`).toBeDefined();
+      available -= p?.maxChargeMicroUsdc ?? 0n;
+    }
+    expect(available).toBeGreaterThan(0n);
+  });
+
+  test("the maximum charge never exceeds the available balance, and never 402 while 16 tokens are affordable", () => {
+    for (let available = 524n; available < 400_000n; available = (available * 7n) / 5n) {
+      const p = planAdmission({ ...unbounded, availableMicroUsdc: available });
+      expect(p, String(available)).toBeDefined();
+      expect(p?.maxChargeMicroUsdc).toBeLessThanOrEqual(available);
+      expect(p?.admittedMaxTokens).toBeGreaterThanOrEqual(MIN_ADMITTED_TOKENS);
+    }
+    expect(planAdmission({ ...unbounded, availableMicroUsdc: 523n })).toBeUndefined();
   });
 });
 
