@@ -3,6 +3,7 @@ import { type ChainGateway, createChainGateway } from "./adapters/chain/usdc-gat
 import { createPrisma, type Db } from "./adapters/db.js";
 import { createFacilitator } from "./adapters/facilitator/index.js";
 import type { Facilitator } from "./adapters/facilitator/types.js";
+import { PromMetrics } from "./adapters/metrics.js";
 import { createEventBus, type EventBus } from "./adapters/pubsub.js";
 import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
 import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
@@ -24,6 +25,8 @@ export interface Runtime {
   keys: RedisKeys;
   queues: Queues;
   services: Services;
+  /** this process's Prometheus registry (GET /metrics) */
+  metrics: PromMetrics;
   clock: Clock;
   chain: ChainGateway;
   /** the treasury side of the chain (payouts); undefined when PAYOUT_PRIVATE_KEY is unset */
@@ -79,7 +82,35 @@ export async function createRuntime(
     cdpKeyId: config.facilitator.cdpKeyId,
     cdpKeySecret: config.facilitator.cdpKeySecret,
   });
+  const metrics = new PromMetrics({
+    async escrowHeld() {
+      const [r] = await db.$queryRaw<{ b: bigint | null; o: bigint | null }[]>`
+        SELECT (SELECT sum(amount_micro_usdc) FROM buyer_escrows)::bigint AS b,
+               (SELECT sum(amount_micro_diem) FROM offer_escrows)::bigint AS o`;
+      return { buyerMicroUsdc: BigInt(r?.b ?? 0n), offerMicroDiem: BigInt(r?.o ?? 0n) };
+    },
+    async queueDepths() {
+      const out: Record<string, number> = {};
+      for (const [name, q] of Object.entries(queues)) {
+        const c = await q.getJobCounts("waiting", "delayed", "prioritized");
+        out[name] = (c.waiting ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0);
+      }
+      return out;
+    },
+    async reconciliationBacklog() {
+      return db.payment.count({ where: { status: { in: ["settling", "reconciling"] } } });
+    },
+    async videoJobsOpen() {
+      const rows = await db.videoJob.groupBy({
+        by: ["status"],
+        where: { status: { in: ["rendering", "completed_no_media"] } },
+        _count: { _all: true },
+      });
+      return Object.fromEntries(rows.map((r) => [r.status, r._count._all]));
+    },
+  });
   const services = createServices({
+    metrics,
     config,
     db,
     sql,
@@ -103,6 +134,7 @@ export async function createRuntime(
     keys,
     queues,
     services,
+    metrics,
     clock,
     chain,
     payoutChain,

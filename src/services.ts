@@ -35,6 +35,7 @@ import { KeyHealth } from "./domain/supply/key-health.js";
 import { OfferService } from "./domain/supply/offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import type { Clock } from "./lib/clock.js";
+import type { Metrics } from "./lib/metrics.js";
 import { SecretBox } from "./lib/secret-box.js";
 
 /** Every domain service, built once per process and shared by REST, GraphQL, MCP and workers. */
@@ -85,6 +86,8 @@ export interface ServiceDeps {
   payoutChain: ChainGateway | undefined;
   facilitator: Facilitator;
   upstream: UpstreamClient;
+  /** operators' counters (GET /metrics); none by default */
+  metrics?: Metrics;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -131,6 +134,7 @@ export function createServices(deps: ServiceDeps): Services {
     },
     forgetApiKey: (apiKeyId) => apiKeys.forget(apiKeyId),
     inFlight,
+    metrics: deps.metrics,
   });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   const videoQuotes = new VideoQuotes({
@@ -200,6 +204,7 @@ export function createServices(deps: ServiceDeps): Services {
       clock,
       bus,
       openKey: (id) => supply.openKey(id),
+      metrics: deps.metrics,
     }),
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
   };

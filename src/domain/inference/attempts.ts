@@ -61,6 +61,8 @@ export interface AttemptDeps {
   ceilings: Ceilings;
   /** after an upstream 402: refresh the key's balance (best effort, async) */
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** a request that waited for a busy supplier key (seconds) */
+  onKeyWait?: (seconds: number) => void;
   /** ends the whole request with `err` (recorded, everything released); returns the error to throw */
   fail: (session: InferenceSession, err: DomainError) => Promise<DomainError>;
 }
@@ -100,6 +102,7 @@ export class Attempts {
     const { clock, lease, book, gates } = this.deps;
     if (session.tried.length >= MAX_ATTEMPTS) throw await this.deps.fail(session, fallForwardExhausted());
     const deadline = clock.now().getTime() + KEY_WAIT_MS;
+    let waitedSince: number | null = null;
     let busy: string[] = [];
     let freshBook = false;
     let takes = 0;
@@ -130,6 +133,7 @@ export class Attempts {
         }
         const attempt = await this.admitOffer(session, pick.entry, pick.slice, now);
         if (attempt) {
+          if (waitedSince !== null) this.deps.onKeyWait?.((performance.now() - waitedSince) / 1000);
           this.stats.admitted++;
           if (takes === 0) this.stats.inMemory++;
           return attempt;
@@ -149,6 +153,7 @@ export class Attempts {
           throw await this.deps.fail(session, await noSupply(this.run, session, now));
         if (clock.now().getTime() > deadline) throw await this.deps.fail(session, keyWaitTimeout());
         busy = [];
+        waitedSince ??= performance.now();
         await new Promise((res) => setTimeout(res, KEY_POLL_MS));
         continue;
       }

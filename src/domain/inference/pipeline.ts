@@ -8,6 +8,7 @@ import type { Config } from "../../config.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
+import { type Metrics, noMetrics } from "../../lib/metrics.js";
 import { computeCharge, minBig } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
@@ -54,6 +55,8 @@ export interface PipelineDeps {
   inFlight?: InFlightRegistry;
   /** an API key revoked in another process: drop it from this process's authentication cache */
   forgetApiKey?: (apiKeyId: string) => void;
+  /** operators' counters (clears, fall-forwards, settlement failures, key waits) */
+  metrics?: Metrics;
 }
 
 /** What a modality opens a request with. */
@@ -88,8 +91,10 @@ export class InferencePipeline {
   private readonly events: ClearEvents;
   private readonly bridge: InFlightBridge;
   private stopListening: (() => void) | null = null;
+  private readonly metrics: Metrics;
 
   constructor(private readonly deps: PipelineDeps) {
+    this.metrics = deps.metrics ?? noMetrics;
     this.lease = new HolderLease(deps.sql, deps.clock, randomUUID);
     this.book = new OfferBook(deps.sql, deps.clock);
     this.ceilings = new Ceilings(deps.sql);
@@ -101,6 +106,7 @@ export class InferencePipeline {
       lease: this.lease,
       book: this.book,
       ceilings: this.ceilings,
+      onKeyWait: (seconds) => this.metrics.gateWait(seconds),
       fail: (session, err) => this.fail(session, err),
     });
   }
@@ -214,6 +220,7 @@ export class InferencePipeline {
    * slot, note why, act on the key (cooldown, auth mark), and admit on the next offer.
    */
   async fallForward(session: InferenceSession, failure: AttemptFailure): Promise<Attempt> {
+    this.metrics.fallForward(failure.kind);
     await this.attempts.end(session, failure);
     return this.attempts.next(session);
   }
@@ -319,6 +326,7 @@ export class InferencePipeline {
       balance = await this.settlement.submit(ending.item);
     } catch (e) {
       logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
+      this.metrics.settleFailed();
       // nothing of it happened: the slices hold the charge and what was to go back again; the
       // request is recorded as failed (its attempt aborted)
       buyer.restore(split.grossMicroUsdc);
@@ -338,6 +346,7 @@ export class InferencePipeline {
     session.timing.settleMs = performance.now() - settleStart;
     this.attempts.releaseSlots(session, attempt);
     void this.bridge.close(session);
+    if (mode !== "uncharged") this.metrics.clear(session.model.modality, split.grossMicroUsdc);
     if (mode !== "uncharged")
       this.events.cleared(
         {

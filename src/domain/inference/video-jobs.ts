@@ -9,6 +9,7 @@ import {
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
+import type { Metrics } from "../../lib/metrics.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { refundClear } from "../ledger/ledger.js";
 
@@ -109,6 +110,7 @@ export interface VideoJobsDeps {
   bus: EventBus;
   /** the plaintext secret of the supplier key the job was queued on (any status; never logged) */
   openKey: (upstreamKeyId: string) => Promise<string>;
+  metrics?: Metrics;
 }
 
 export interface VideoRefund {
@@ -396,6 +398,7 @@ export class VideoJobs {
       return { job, r, offerMicroDiem };
     });
     if (!out) return null;
+    this.deps.metrics?.videoRefund(why.reason);
     const at = now.toISOString();
     this.deps.bus.publish("videoJobUpdated", out.job.account_id, {
       accountId: out.job.account_id,
