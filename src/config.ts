@@ -177,7 +177,7 @@ export interface Config {
     readonly jwksUrl: string | undefined;
   };
   readonly secrets: { readonly sessionSecret: string; readonly keyEncryptionKey: Buffer };
-  /** platform fee on every charge; markup on the upstream's video quote (docs/pricing.md) */
+  /** platform fee on every charge; markup on the upstream's video quote (docs/public/pricing.md) */
   readonly fees: { readonly platformFeeBps: number; readonly videoMarkupBps: number };
   readonly signupFuse: { readonly max: number; readonly windowSeconds: number };
   readonly limits: { readonly keyMaxInFlight: number; readonly smallModelMaxInFlight: number };

@@ -1,6 +1,6 @@
 import { useGraphQLSSE } from "@graphql-yoga/plugin-graphql-sse";
 import type { Request, Response } from "express";
-import { createYoga } from "graphql-yoga";
+import { createYoga, type GraphiQLOptions } from "graphql-yoga";
 import type { Viewer } from "../domain/identity/viewer.js";
 import type { GraphQLContext } from "./context.js";
 import { maskError } from "./errors.js";
@@ -8,7 +8,6 @@ import { buildSchema } from "./schema/index.js";
 
 export interface YogaDeps {
   base: Omit<GraphQLContext, "viewer" | "requestId">;
-  graphiql: boolean;
   /** resolves the caller from the Express request (session cookie or Bearer) */
   resolveViewer: (req: Request) => Promise<Viewer | null>;
   /** browser origins allowed by CORS (credentials included) */
@@ -16,6 +15,30 @@ export interface YogaDeps {
 }
 
 export type ServerContext = { req: Request; res: Response };
+
+/** What GraphiQL opens with: a public query that works without signing in. */
+const GRAPHIQL_OPTIONS: GraphiQLOptions = {
+  title: "svc GraphiQL",
+  defaultQuery: `# Public: no sign-in needed. Amounts are integer strings of micro-units.
+{
+  capacity { cheapestPostedCents routableDiem }
+  models { id status }
+}
+`,
+  credentials: "same-origin",
+};
+
+let graphiqlPage: Promise<string> | undefined;
+
+/**
+ * GraphiQL from the installed @graphql-yoga/render-graphiql (scripts, styles and workers inlined),
+ * so /graphql works in a browser with no internet; yoga's default page loads GraphiQL from a CDN.
+ * The 9 MB module is imported on the first page view and the page rendered once.
+ */
+function renderGraphiQL(options: GraphiQLOptions): Promise<string> {
+  graphiqlPage ??= import("@graphql-yoga/render-graphiql").then((m) => m.renderGraphiQL(options));
+  return graphiqlPage;
+}
 
 /**
  * graphql-yoga at /graphql. Subscriptions: SSE distinct-connections mode on /graphql itself and
@@ -26,7 +49,9 @@ export function createGraphQL(deps: YogaDeps) {
   return createYoga<ServerContext, GraphQLContext>({
     schema,
     graphqlEndpoint: "/graphql",
-    graphiql: deps.graphiql,
+    // in production too (docs/decisions.md "Documents and the docs site"): it is the docs site's GraphQL explorer
+    graphiql: GRAPHIQL_OPTIONS,
+    renderGraphiQL,
     landingPage: false,
     logging: false,
     maskedErrors: { maskError },

@@ -62,7 +62,6 @@ export function createHttpApp(rt: Runtime): HttpApp {
 
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },
-    graphiql: rt.config.mode === "local",
     resolveViewer: (req: Request) => resolveViewer(rt.services, req),
     allowedOrigins: [new URL(rt.config.urls.base).origin, new URL(rt.config.urls.web).origin],
   });

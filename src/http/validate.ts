@@ -1,40 +1,45 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { uuid } from "../contract/common.js";
 import { DomainError } from "../lib/errors.js";
 
-/** Parses a body or query with zod; failures are 400 naming the field (nothing changed). */
-export function parse<T extends z.ZodTypeAny>(schema: T, value: unknown): z.infer<T> {
-  const r = schema.safeParse(value ?? {});
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
+/**
+ * Request validation with the API contract's schemas (src/contract). Failures are 400
+ * `invalid_request` naming the field (nothing changed). A message that begins with its field's name
+ * is a whole sentence and is sent as is; any other is prefixed with the field (`name: is required`).
+ */
+function invalid(error: z.ZodError): DomainError {
+  const issue = error.issues[0];
   const field = issue?.path.join(".") || undefined;
-  throw new DomainError(
+  const message = issue?.message ?? "invalid request";
+  return new DomainError(
     "invalid_request",
-    `${field ? `${field}: ` : ""}${issue?.message ?? "invalid request"}`,
+    field && !message.startsWith(field) ? `${field}: ${message}` : message,
     field ? { field } : {},
   );
 }
 
-export const uuidParam = z.string().uuid({ message: "must be a uuid" });
+/** A body, query or path params; an absent body counts as `{}`. */
+export function parse<T extends z.ZodTypeAny>(schema: T, value: unknown): z.infer<T> {
+  const r = schema.safeParse(value ?? {});
+  if (r.success) return r.data;
+  throw invalid(r.error);
+}
 
+/**
+ * The transport shape of a body the domain validates too (inference): parsed as sent (an absent body
+ * is not `{}`). On failure the domain's own check speaks first, so a request the service would refuse
+ * gets exactly the service's answer; the contract's answer is for what only it refuses.
+ */
+export function checkShape(schema: z.ZodTypeAny, value: unknown, domainCheck?: (value: unknown) => unknown): void {
+  const r = schema.safeParse(value);
+  if (r.success) return;
+  domainCheck?.(value);
+  throw invalid(r.error);
+}
+
+/** A uuid inside a body the domain goes on to check (the supply offer's `upstreamKeyId`). */
 export function parseUuid(value: unknown, field: string): string {
-  const r = uuidParam.safeParse(value);
+  const r = uuid.safeParse(value);
   if (!r.success) throw new DomainError("invalid_request", `${field} must be a uuid.`, { field });
   return r.data.toLowerCase();
 }
-
-export const keyName = (min: number) =>
-  z
-    .string({ required_error: "is required", invalid_type_error: "must be a string" })
-    .min(min, { message: `must be ${min}-64 characters` })
-    .max(64, { message: "must be at most 64 characters" });
-
-/** ?limit=&cursor= */
-export const pageQuery = z.object({
-  limit: z
-    .string()
-    .regex(/^\d+$/, { message: "must be an integer 1-100" })
-    .transform(Number)
-    .refine((n) => n >= 1 && n <= 100, { message: "must be an integer 1-100" })
-    .optional(),
-  cursor: z.string().max(200).optional(),
-});

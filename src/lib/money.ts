@@ -213,7 +213,7 @@ function numberToPlainString(n: number): string {
 }
 
 /**
- * A video job's DIEM (docs/pricing.md "A video job"): the upstream's quote plus the published
+ * A video job's DIEM (docs/public/pricing.md "A video job"): the upstream's quote plus the published
  * markup, rounded UP to the micro-DIEM.
  */
 export function videoJobMicroDiem(upstreamQuoteMicro: MicroDiem, markupBps: FeeBps): MicroDiem {

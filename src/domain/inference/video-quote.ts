@@ -16,7 +16,7 @@ const QUOTE_TIMEOUT_MS = 30_000;
 /** SPEC "Video quote": what a job would cost now, and whether it clears now. Amounts in micro-units. */
 export interface VideoQuote {
   model: string;
-  /** the job's DIEM: the upstream quote plus the markup (docs/pricing.md "A video job") */
+  /** the job's DIEM: the upstream quote plus the markup (docs/public/pricing.md "A video job") */
   quoteMicroDiem: bigint;
   /** the charge at the offer the job would clear on now, else at the buyer's ceiling */
   estimatedMicroUsdc: bigint;

@@ -1,13 +1,10 @@
 import { Router } from "express";
-import { z } from "zod";
+import { createKeyBody, historyQuery, maxPriceBody } from "../../contract/account.js";
+import { idParam } from "../../contract/common.js";
 import type { Runtime } from "../../runtime.js";
 import { requireSameOrigin, requireSession, viewerOf } from "../auth.js";
 import { presentAccount, presentHistoryRow, presentKey, presentSavings, STATUS_OK } from "../present.js";
-import { keyName, pageQuery, parse, parseUuid } from "../validate.js";
-
-const maxPriceBody = z.object({ maxPriceCentsPerDollar: z.unknown() });
-const createKeyBody = z.object({ name: keyName(1) });
-const historyQuery = pageQuery.extend({ modality: z.string().optional() });
+import { parse } from "../validate.js";
 
 /** SPEC "Account (session)". Every route: session cookie only. */
 export function accountRoutes(rt: Runtime): Router {
@@ -47,7 +44,7 @@ export function accountRoutes(rt: Runtime): Router {
   });
 
   r.delete("/v1/account/api-keys/:id", session, async (req, res) => {
-    const keyId = parseUuid(req.params.id, "id");
+    const { id: keyId } = parse(idParam, req.params);
     await apiKeys.revokeKey({ accountId: viewerOf(res).accountId, keyId });
     res.json(STATUS_OK);
   });

@@ -1,13 +1,12 @@
 import { Router } from "express";
-import { z } from "zod";
+import { createKeyBody } from "../../contract/account.js";
+import { type AgentMeResponse, maxPriceBody } from "../../contract/agent.js";
+import { idParam, supportReferenceParam } from "../../contract/common.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, viewerOf } from "../auth.js";
 import { presentHistoryRow, presentKey, STATUS_OK } from "../present.js";
-import { keyName, parse, parseUuid } from "../validate.js";
-
-const maxPriceBody = z.object({ maxPriceCentsPerDollar: z.unknown() });
-const createKeyBody = z.object({ name: keyName(1) });
+import { parse } from "../validate.js";
 
 /** SPEC "Agent self-service": Bearer only; a session cookie is refused. */
 export function agentRoutes(rt: Runtime): Router {
@@ -17,7 +16,7 @@ export function agentRoutes(rt: Runtime): Router {
 
   r.get("/v1/agent/me", bearer, async (_req, res) => {
     const a = await accounts.getSummary(viewerOf(res).accountId);
-    res.json({
+    const body: AgentMeResponse = {
       accountId: a.accountId,
       walletAddress: a.walletAddress,
       confirmedUsdc: formatDecimal6(a.balances.confirmedMicroUsdc),
@@ -27,7 +26,8 @@ export function agentRoutes(rt: Runtime): Router {
       confirmationBlocks: rt.config.chain.confirmationBlocks,
       hasEverFunded: a.hasEverFunded,
       firstFundedAt: a.firstFundedAt?.toISOString() ?? null,
-    });
+    };
+    res.json(body);
   });
 
   // any walletAddress in the body is ignored: the key decides the account
@@ -53,13 +53,13 @@ export function agentRoutes(rt: Runtime): Router {
   });
 
   r.delete("/v1/agent/keys/:id", bearer, async (req, res) => {
-    const keyId = parseUuid(req.params.id, "id");
+    const { id: keyId } = parse(idParam, req.params);
     await apiKeys.revokeKey({ accountId: viewerOf(res).accountId, keyId });
     res.json(STATUS_OK);
   });
 
-  r.get("/v1/agent/requests/:ref", bearer, async (req, res) => {
-    const ref = parseUuid(req.params.ref, "support_reference");
+  r.get("/v1/agent/requests/:support_reference", bearer, async (req, res) => {
+    const { support_reference: ref } = parse(supportReferenceParam, req.params);
     res.json(
       presentHistoryRow(await accounts.requestDetail({ accountId: viewerOf(res).accountId, supportReference: ref })),
     );

@@ -1,25 +1,11 @@
 import { type Request, type Response, Router } from "express";
-import { z } from "zod";
+import { idpVerifyBody, siweVerifyBody } from "../../contract/auth.js";
 import type { SignedIn } from "../../domain/identity/identity-service.js";
-import { LOGIN_SURFACES, SESSION_ABSOLUTE_MS } from "../../domain/identity/identity-service.js";
+import { SESSION_ABSOLUTE_MS } from "../../domain/identity/identity-service.js";
 import type { Runtime } from "../../runtime.js";
 import { clearedSessionCookie, requireSameOrigin, requireSession, sessionCookie, viewerOf } from "../auth.js";
 import { STATUS_OK } from "../present.js";
 import { parse } from "../validate.js";
-
-const idpBody = z.object({
-  accessToken: z.string({ required_error: "is required" }).min(1, { message: "is required" }).max(8192),
-  identityToken: z.string({ required_error: "is required" }).min(1, { message: "is required" }).max(65536),
-  walletAddress: z
-    .string({ required_error: "is required" })
-    .regex(/^0x[0-9a-fA-F]{40}$/, { message: "must be 0x + 40 hex" }),
-  idpLoginSurface: z.enum(LOGIN_SURFACES).optional(),
-});
-
-const siweBody = z.object({
-  message: z.string({ required_error: "is required" }).min(1).max(4096),
-  signature: z.string({ required_error: "is required" }).min(1).max(1024),
-});
 
 function sessionIdentityBody(s: SignedIn) {
   return {
@@ -41,7 +27,7 @@ export function authRoutes(rt: Runtime): Router {
   const sameOrigin = requireSameOrigin(rt.config);
 
   r.post("/auth/idp/verify", sameOrigin, async (req: Request, res: Response) => {
-    const body = parse(idpBody, req.body);
+    const body = parse(idpVerifyBody, req.body);
     const s = await identity.signInWithIdp({ ...body, userAgent: req.headers["user-agent"] });
     setCookie(res, s);
     res.status(200).json(sessionIdentityBody(s));
@@ -55,7 +41,7 @@ export function authRoutes(rt: Runtime): Router {
   });
 
   r.post("/auth/siwe/verify", sameOrigin, async (req, res) => {
-    const body = parse(siweBody, req.body);
+    const body = parse(siweVerifyBody, req.body);
     const s = await identity.signInWithSiwe({ ...body, userAgent: req.headers["user-agent"] });
     setCookie(res, s);
     res.status(200).json(sessionIdentityBody(s));

@@ -1,7 +1,8 @@
 import { Router } from "express";
-import { parseStatsWindow } from "../../domain/catalog/catalog-stats.js";
+import { modelIdParam, modelStatsQuery } from "../../contract/catalog.js";
 import type { CatalogModelRow, ModelStats } from "../../domain/catalog/catalog-types.js";
 import type { Runtime } from "../../runtime.js";
+import { parse } from "../validate.js";
 
 /**
  * The public catalog row (SPEC "Catalog model row"): `pricing` only on live rows, `constraints`
@@ -49,17 +50,17 @@ export function catalogRoutes(rt: Runtime): Router {
 
   // registered before `/v1/models/:id` so `stats` is never read as a model id
   r.get("/v1/models/stats", async (req, res) => {
-    const window = parseStatsWindow(req.query.window);
+    const { window } = parse(modelStatsQuery, req.query);
     res.json(presentModelStats(await catalog.modelStats(window)));
   });
 
   // `svc/<slug>` arrives as two path segments unless the slash is percent-encoded
   r.get("/v1/models/svc/:id", async (req, res) => {
-    res.json(presentModel(await catalog.getModel(req.params.id)));
+    res.json(presentModel(await catalog.getModel(parse(modelIdParam, req.params).id)));
   });
 
   r.get("/v1/models/:id", async (req, res) => {
-    res.json(presentModel(await catalog.getModel(req.params.id)));
+    res.json(presentModel(await catalog.getModel(parse(modelIdParam, req.params).id)));
   });
   return r;
 }

@@ -1,7 +1,9 @@
 import { type Request, type Response, Router } from "express";
-import type { FundingKind, FundingOutcome } from "../../domain/funding/funding-request.js";
+import { fundingBody, signupBody } from "../../contract/funding.js";
+import { type FundingKind, type FundingOutcome, parseFundingBody } from "../../domain/funding/funding-request.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, requireSameOrigin, requireSession, viewerOf } from "../auth.js";
+import { checkShape } from "../validate.js";
 
 /**
  * SPEC "Funding flow": x402 `exact` on Base. Signup is public (the settled payment is the only
@@ -22,6 +24,8 @@ export function fundingRoutes(rt: Runtime): Router {
   };
   const handler = (kind: FundingKind) => async (req: Request, res: Response) => {
     const viewer = kind === "signup" ? undefined : viewerOf(res);
+    // the body goes to the service as sent: the paid retry must repeat it byte for byte (SPEC rule 2)
+    checkShape(kind === "signup" ? signupBody : fundingBody, req.body, (b) => parseFundingBody(kind, b));
     const outcome = await funding.fund({
       kind,
       body: req.body,

@@ -1,10 +1,22 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import { Router } from "express";
+import {
+  chatCompletionBody,
+  imageGenerateBody,
+  openAiImageBody,
+  responsesBody,
+  videoBody,
+  videoRetrieveBody,
+} from "../../contract/inference.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import { costHeaders } from "../../domain/inference/buffered.js";
+import { parseChatBody } from "../../domain/inference/chat.js";
+import { parseImageBody, parseOpenAiImageBody } from "../../domain/inference/image.js";
+import { parseResponsesBody } from "../../domain/inference/responses.js";
 import type { StreamSink } from "../../domain/inference/sink.js";
 import type { VideoQuote } from "../../domain/inference/video-quote.js";
+import { parseVideoBody } from "../../domain/inference/video-request.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
@@ -13,6 +25,7 @@ import type { Services } from "../../services.js";
 import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
 import { writeError, writeJson } from "../error-response.js";
 import { type InFlight, readJsonBody, setRequestId } from "../middleware.js";
+import { checkShape } from "../validate.js";
 
 const CHAT_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
@@ -102,16 +115,29 @@ function presentVideoQuote(q: VideoQuote) {
 type InferenceService = Services["chat"] | Services["responses"] | Services["image"] | Services["imagesOpenAi"];
 
 /**
+ * The transport shape of each body (src/contract/inference.ts), checked before the service is
+ * called; the domain's own parser speaks first on a failure, so its 400s are unchanged.
+ */
+const checkChat = (b: unknown) => checkShape(chatCompletionBody, b, parseChatBody);
+const checkResponses = (b: unknown) => checkShape(responsesBody, b, parseResponsesBody);
+const checkImage = (b: unknown) => checkShape(imageGenerateBody, b, parseImageBody);
+const checkOpenAiImage = (b: unknown) => checkShape(openAiImageBody, b, parseOpenAiImageBody);
+const checkVideo = (b: unknown) => checkShape(videoBody, b, parseVideoBody);
+const checkVideoRef = (b: unknown) => checkShape(videoRetrieveBody, b);
+
+/**
  * One inference call (chat, Responses, images), the same for both transports below: `stream: true` → SSE, otherwise
  * the buffered JSON answer. Throws what the service throws; the caller renders it.
  */
 async function serveInference(
   svc: InferenceService,
+  check: (body: unknown) => void,
   viewer: Viewer,
   body: unknown,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
+  check(body);
   const caller = { accountId: viewer.accountId, apiKeyId: viewer.apiKeyId ?? "" };
   if ((body as { stream?: unknown } | undefined)?.stream === true) {
     await svc.stream(caller, body, sseSink(req, res));
@@ -135,13 +161,18 @@ export function inferenceListener(
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { chat, responses } = rt.services;
 
-  const serve = async (svc: InferenceService, req: IncomingMessage, res: ServerResponse) => {
+  const serve = async (
+    svc: InferenceService,
+    check: (body: unknown) => void,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ) => {
     inFlight.track(res);
     const requestId = setRequestId(res);
     try {
       const body = await readJsonBody(req, res);
       const viewer = await authenticateBearer(rt.services, req, { cached: true });
-      await serveInference(svc, viewer, body, req, res);
+      await serveInference(svc, check, viewer, body, req, res);
     } catch (err) {
       writeError(res, err, requestId);
     }
@@ -151,11 +182,16 @@ export function inferenceListener(
     if (req.method !== "POST" || req.url === undefined) return false;
     const q = req.url.indexOf("?");
     const path = q < 0 ? req.url : req.url.slice(0, q);
-    const svc = path === CHAT_PATH ? chat : path === RESPONSES_PATH ? responses : undefined;
-    if (!svc) return false;
+    const chosen =
+      path === CHAT_PATH
+        ? ([chat, checkChat] as const)
+        : path === RESPONSES_PATH
+          ? ([responses, checkResponses] as const)
+          : undefined;
+    if (!chosen) return false;
     // the error ending cannot throw for our own errors; should it, log and drop the connection
     // rather than take the process down with an unhandled rejection
-    serve(svc, req, res).catch((err: unknown) => {
+    serve(chosen[0], chosen[1], req, res).catch((err: unknown) => {
       logger.error({ err }, "inference error ending failed");
       res.destroy();
     });
@@ -171,17 +207,22 @@ export function inferenceRoutes(rt: Runtime): Router {
   const r = Router();
   const bearer = requireBearer(rt.services, { cached: true });
   const { chat, responses } = rt.services;
-  r.post(CHAT_PATH, bearer, (req, res) => serveInference(chat, viewerOf(res), req.body, req, res));
-  r.post(RESPONSES_PATH, bearer, (req, res) => serveInference(responses, viewerOf(res), req.body, req, res));
+  r.post(CHAT_PATH, bearer, (req, res) => serveInference(chat, checkChat, viewerOf(res), req.body, req, res));
+  r.post(RESPONSES_PATH, bearer, (req, res) =>
+    serveInference(responses, checkResponses, viewerOf(res), req.body, req, res),
+  );
   // images: synchronous, buffered only (a `stream: true` body is a 400)
   const { image, imagesOpenAi } = rt.services;
-  r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, viewerOf(res), req.body, req, res));
-  r.post(IMAGES_OPENAI_PATH, bearer, (req, res) => serveInference(imagesOpenAi, viewerOf(res), req.body, req, res));
+  r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, checkImage, viewerOf(res), req.body, req, res));
+  r.post(IMAGES_OPENAI_PATH, bearer, (req, res) =>
+    serveInference(imagesOpenAi, checkOpenAiImage, viewerOf(res), req.body, req, res),
+  );
 
   // video: the quote (no charge, no job, no record)
   const { videoQuotes } = rt.services;
   r.post("/v1/video/quote", bearer, async (req, res) => {
     const v = viewerOf(res);
+    checkVideo(req.body);
     const q = await videoQuotes.quote({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" }, req.body);
     res.json(presentVideoQuote(q));
   });
@@ -190,6 +231,7 @@ export function inferenceRoutes(rt: Runtime): Router {
   const { videoQueue, videoJobs } = rt.services;
   r.post("/v1/video/queue", bearer, async (req, res) => {
     const v = viewerOf(res);
+    checkVideo(req.body);
     const q = await videoQueue.queue({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" }, req.body);
     writeJson(res, 200, costHeaders(q.settled, q.session), {
       queue_id: q.queueId,
@@ -207,6 +249,7 @@ export function inferenceRoutes(rt: Runtime): Router {
   });
   // retrieve: JSON while rendering, the mp4 once (then 410); branch on Content-Type
   r.post("/v1/video/retrieve", bearer, async (req, res) => {
+    checkVideoRef(req.body);
     const out = await videoJobs.retrieve(viewerOf(res).accountId, req.body);
     if (out.kind === "status") {
       res.json(out.body);
@@ -227,6 +270,7 @@ export function inferenceRoutes(rt: Runtime): Router {
     }
   });
   r.post("/v1/video/complete", bearer, async (req, res) => {
+    checkVideoRef(req.body);
     const out = await videoJobs.complete(viewerOf(res).accountId, req.body);
     res.json({ success: out.success, queue_id: out.queueId, state: out.status });
   });

@@ -1,8 +1,9 @@
 import { Router } from "express";
+import { capacityQuery } from "../../contract/catalog.js";
 import type { Capacity, MarketLadder, MarketStats, PriceLevel } from "../../domain/market/market-types.js";
-import { DomainError } from "../../lib/errors.js";
-import { formatDecimal6, MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
+import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
+import { parse } from "../validate.js";
 
 const dec = formatDecimal6;
 
@@ -60,19 +61,8 @@ export function marketRoutes(rt: Runtime): Router {
   const { market } = rt.services;
 
   r.get("/v1/capacity", async (req, res) => {
-    const raw = req.query.maxPriceCents;
-    let max: number | undefined;
-    if (raw !== undefined) {
-      if (typeof raw !== "string" || !/^\d+$/.test(raw)) {
-        throw new DomainError(
-          "invalid_request",
-          `maxPriceCents must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}.`,
-          { field: "maxPriceCents" },
-        );
-      }
-      max = Number(raw);
-    }
-    res.json(presentCapacity(await market.capacity(max)));
+    const { maxPriceCents } = parse(capacityQuery, req.query);
+    res.json(presentCapacity(await market.capacity(maxPriceCents)));
   });
 
   r.get("/v1/supply/pool/summary", async (_req, res) => {

@@ -1,7 +1,18 @@
 import { Router } from "express";
+import { buildOpenApiDocument } from "../../contract/openapi.js";
 import type { Runtime } from "../../runtime.js";
 
-/** `GET /openapi.json`: OpenAPI 3.0, generated from the API contract's zod schemas (issue 17). */
-export function openApiRoutes(_rt: Runtime): Router {
-  return Router();
+/**
+ * `GET /openapi.json` (SPEC "Public", "Versioning" 2): OpenAPI 3.0, version 1.0.0, generated from
+ * the API contract's zod schemas (src/contract) with this deployment's URLs; built once per app.
+ */
+export function openApiRoutes(rt: Runtime): Router {
+  const r = Router();
+  const { base, mcp, docs } = rt.config.urls;
+  const body = JSON.stringify(buildOpenApiDocument({ base, mcp, docs }));
+  r.get("/openapi.json", (_req, res) => {
+    res.type("application/json").setHeader("Cache-Control", "public, max-age=300");
+    res.send(body);
+  });
+  return r;
 }

@@ -1,5 +1,6 @@
 import { Router } from "express";
-import { z } from "zod";
+import { idParam, pageQuery } from "../../contract/common.js";
+import { patchOfferBody, postOfferBody, registerUpstreamKeyBody } from "../../contract/supply.js";
 import { parseQuantityDiem } from "../../domain/supply/supply-rules.js";
 import type {
   OfferView,
@@ -8,10 +9,10 @@ import type {
   SupplierLedgerLine,
   UpstreamKeyView,
 } from "../../domain/supply/supply-types.js";
-import { formatDecimal6, MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
+import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import { requireSameOrigin, requireSession, viewerOf } from "../auth.js";
-import { pageQuery, parse, parseUuid } from "../validate.js";
+import { parse, parseUuid } from "../validate.js";
 
 /**
  * REST output shapes of the supply side. DIEM and USDC amounts are six-decimal strings;
@@ -99,29 +100,6 @@ function presentClear(c: SupplierClearRow) {
   };
 }
 
-// Bodies: types are checked here (400 naming the field); ranges and rules in the service.
-const registerKeyBody = z.object({
-  upstreamApiKey: z.string({ required_error: "is required", invalid_type_error: "must be a string" }),
-  label: z.string({ required_error: "is required", invalid_type_error: "must be a string" }),
-});
-const postOfferBody = z.object({
-  priceCentsPerDollar: z.number({
-    required_error: "is required",
-    invalid_type_error: `must be an integer ${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}`,
-  }),
-  quantityDiem: z.string({
-    required_error: "is required",
-    invalid_type_error: 'must be a decimal string such as "25.000000"',
-  }),
-  upstreamKeyId: z.string({ required_error: "is required", invalid_type_error: "must be a uuid" }),
-});
-const patchOfferBody = z.object({
-  priceCentsPerDollar: z
-    .number({ invalid_type_error: `must be an integer ${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` })
-    .optional(),
-  status: z.enum(["paused", "active"], { errorMap: () => ({ message: 'must be "paused" or "active"' }) }).optional(),
-});
-
 /** SPEC "Supplier (session)". Every route: session cookie only; writes must be same-origin. */
 export function supplyRoutes(rt: Runtime): Router {
   const r = Router();
@@ -130,7 +108,7 @@ export function supplyRoutes(rt: Runtime): Router {
   r.use(["/v1/supply/upstream-keys", "/v1/supply/offers"], requireSameOrigin(rt.config));
 
   r.post("/v1/supply/upstream-keys", session, async (req, res) => {
-    const body = parse(registerKeyBody, req.body);
+    const body = parse(registerUpstreamKeyBody, req.body);
     const key = await supply.registerUpstreamKey({
       accountId: viewerOf(res).accountId,
       upstreamApiKey: body.upstreamApiKey,
@@ -145,7 +123,7 @@ export function supplyRoutes(rt: Runtime): Router {
   });
 
   r.delete("/v1/supply/upstream-keys/:id", session, async (req, res) => {
-    const upstreamKeyId = parseUuid(req.params.id, "id");
+    const { id: upstreamKeyId } = parse(idParam, req.params);
     const out = await supply.revokeUpstreamKey({ accountId: viewerOf(res).accountId, upstreamKeyId });
     res.json({ status: "ok", cancelledOffers: out.cancelledOffers, upstreamKey: presentUpstreamKey(out.key) });
   });
@@ -170,7 +148,7 @@ export function supplyRoutes(rt: Runtime): Router {
   });
 
   r.patch("/v1/supply/offers/:id", session, async (req, res) => {
-    const offerId = parseUuid(req.params.id, "id");
+    const { id: offerId } = parse(idParam, req.params);
     const body = parse(patchOfferBody, req.body);
     const offer = await offers.updateOffer({
       accountId: viewerOf(res).accountId,
@@ -182,7 +160,7 @@ export function supplyRoutes(rt: Runtime): Router {
   });
 
   r.delete("/v1/supply/offers/:id", session, async (req, res) => {
-    const offerId = parseUuid(req.params.id, "id");
+    const { id: offerId } = parse(idParam, req.params);
     const offer = await offers.cancelOffer({ accountId: viewerOf(res).accountId, offerId });
     res.json(presentOffer(offer));
   });

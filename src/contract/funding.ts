@@ -1,0 +1,95 @@
+import { ceilingCents } from "./account.js";
+import { decimal6, uuid, walletAddress, z } from "./common.js";
+
+/** SPEC "Funding flow" (x402 `exact` on Base) and "Payment requirement", "Funding results". */
+
+export const MIN_PAYMENT_MICRO_USDC = 1_000_000;
+export const MAX_PAYMENT_MICRO_USDC = 1_000_000_000;
+
+const AMOUNT_TYPE_MESSAGE = "amountMicroUsdc must be an integer number of micro-USDC.";
+const AMOUNT_RANGE_MESSAGE = "amountMicroUsdc must be 1000000-1000000000 (1 to 1000 USDC).";
+const BODY_MESSAGE = "Body must be a JSON object with amountMicroUsdc.";
+
+const amountMicroUsdc = z
+  .number({ required_error: AMOUNT_TYPE_MESSAGE, invalid_type_error: AMOUNT_TYPE_MESSAGE })
+  .int({ message: AMOUNT_TYPE_MESSAGE })
+  .safe({ message: AMOUNT_TYPE_MESSAGE })
+  .min(MIN_PAYMENT_MICRO_USDC, { message: AMOUNT_RANGE_MESSAGE })
+  .max(MAX_PAYMENT_MICRO_USDC, { message: AMOUNT_RANGE_MESSAGE })
+  .openapi({ format: "int64", description: "micro-USDC (1000000 = 1 USDC)", example: 5_000_000 });
+
+/** `POST /v1/x402/top-up` and `POST /v1/x402/refill`. The paid retry must send the identical body. */
+export const fundingBody = z
+  .object({ amountMicroUsdc }, { required_error: BODY_MESSAGE, invalid_type_error: BODY_MESSAGE })
+  .openapi("FundingRequest");
+
+const KEY_NAME_MESSAGE = "keyName must be a string of at most 64 characters.";
+
+/** `POST /v1/x402/signup`: no `walletAddress`, the payer is the account. */
+export const signupBody = z
+  .object(
+    {
+      amountMicroUsdc,
+      keyName: z
+        .string({ invalid_type_error: KEY_NAME_MESSAGE })
+        .max(64, { message: KEY_NAME_MESSAGE })
+        .optional()
+        .openapi({ description: "name of the issued key (default `x402-signup`)" }),
+      maxPriceCentsPerDollar: ceilingCents.optional().openapi({ description: "buyer ceiling, 30-80 (default 80)" }),
+    },
+    { required_error: BODY_MESSAGE, invalid_type_error: BODY_MESSAGE },
+  )
+  .openapi("SignupRequest");
+
+export const paymentRequirements = z
+  .object({
+    scheme: z.literal("exact"),
+    network: z.literal("base"),
+    maxAmountRequired: z.string().openapi({ description: "integer micro-USDC as a string" }),
+    resource: z.string().openapi({ description: "URL of the route that issued the challenge" }),
+    description: z.string(),
+    mimeType: z.string(),
+    payTo: z.string(),
+    maxTimeoutSeconds: z.number().int(),
+    asset: z.string().openapi({ description: "USDC token contract address" }),
+    extra: z.object({ name: z.string(), version: z.string() }),
+  })
+  .openapi("PaymentRequirements");
+
+/** 402 on a funding route: always `accepts`; no money moved. Sign one requirement and retry with X-PAYMENT. */
+export const paymentChallenge = z
+  .object({
+    x402Version: z.literal(1),
+    error: z.object({ code: z.string(), message: z.string() }),
+    accepts: z.array(paymentRequirements),
+    amountMicroUsdc: z.number().int(),
+  })
+  .openapi("PaymentChallenge");
+
+/** 200 of top-up and refill. */
+export const fundedResponse = z
+  .object({
+    confirmedUsdc: decimal6,
+    pendingUsdc: decimal6,
+    topUpAmountUsdc: decimal6,
+    walletAddress,
+    transaction: z.string().nullable(),
+    confirmationBlocks: z.number().int(),
+    idempotent: z.literal(true).optional(),
+  })
+  .openapi("Funded");
+
+/** 200 of signup: `apiKey` once; a replayed settlement answers `idempotent: true` and no key. */
+export const signupResponse = z
+  .object({
+    walletAddress,
+    accountId: uuid,
+    pendingUsdc: decimal6,
+    transaction: z.string().nullable(),
+    confirmationBlocks: z.number().int(),
+    apiKey: z.string().optional().openapi({ description: "plaintext `svc_…`, returned once" }),
+    keyPrefix: z.string().optional(),
+    keyName: z.string().optional(),
+    idempotent: z.literal(true).optional(),
+  })
+  .openapi("SignedUp");

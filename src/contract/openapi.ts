@@ -1,0 +1,1006 @@
+import {
+  OpenAPIRegistry,
+  OpenApiGeneratorV3,
+  type ResponseConfig,
+  type RouteConfig,
+} from "@asteasolutions/zod-to-openapi";
+import {
+  accountResponse,
+  apiKeyList,
+  createdApiKey,
+  createKeyBody,
+  historyQuery,
+  historyResponse,
+  maxPriceBody,
+  maxPriceResponse,
+  meResponse,
+  savingsResponse,
+} from "./account.js";
+import { agentMeResponse, agentRequestResponse } from "./agent.js";
+import { idpVerifyBody, sessionIdentityResponse, siweNonceResponse, siweVerifyBody } from "./auth.js";
+import { capacityQuery, modelIdParam, modelList, modelRow, modelStatsQuery, modelStatsResponse } from "./catalog.js";
+import {
+  errorBody,
+  HEADERS,
+  type HeaderName,
+  idParam,
+  pageQuery,
+  statusOk,
+  supportReferenceParam,
+  z,
+} from "./common.js";
+import { fundedResponse, fundingBody, paymentChallenge, signupBody, signupResponse } from "./funding.js";
+import {
+  chatCompletionBody,
+  chatCompletionResponse,
+  imageGenerateBody,
+  imageGenerateResponse,
+  openAiImageBody,
+  openAiImageResponse,
+  responsesBody,
+  responsesResponse,
+  videoBody,
+  videoCompleteResponse,
+  videoQueueResponse,
+  videoQuoteResponse,
+  videoRetrieveBody,
+  videoStatusResponse,
+} from "./inference.js";
+import { capacityResponse, marketStatsResponse, poolSummaryResponse } from "./market.js";
+import {
+  offerList,
+  offerResponse,
+  patchOfferBody,
+  postOfferBody,
+  registerUpstreamKeyBody,
+  revokeUpstreamKeyResponse,
+  supplierHistoryResponse,
+  supplierLedgerResponse,
+  upstreamKeyList,
+  upstreamKeyResponse,
+} from "./supply.js";
+
+/**
+ * The OpenAPI registry: every route the app serves, described from the same zod schemas the routes
+ * validate with (SPEC "Public" /openapi.json, "Versioning" 2). `registry` holds the routes whose
+ * paths are fixed; `buildOpenApiDocument` adds the ones that live at the deployment's URLs (the MCP
+ * connector under `{mcp_url}`, the docs site at `{docs_url}`) and renders OpenAPI 3.0.
+ */
+
+type OpenAPIObject = ReturnType<OpenApiGeneratorV3["generateDocument"]>;
+type HeadersObject = Record<string, { $ref: string }>;
+
+export const OPENAPI_VERSION = "3.0.3";
+export const API_VERSION = "1.0.0";
+
+export const registry = new OpenAPIRegistry();
+registry.register("ErrorBody", errorBody);
+
+registry.registerComponent("securitySchemes", "bearerAuth", {
+  type: "http",
+  scheme: "bearer",
+  bearerFormat: "svc_…",
+  description:
+    "An API key (`svc_` prefix) in `Authorization: Bearer <key>`: inference, `/v1/agent/*`, refill, MCP. A session cookie is refused here (401).",
+});
+registry.registerComponent("securitySchemes", "cookieAuth", {
+  type: "apiKey",
+  in: "cookie",
+  name: "svc_session",
+  description:
+    "The HttpOnly session cookie set by `POST /auth/idp/verify` (or SIWE). Cookie-authenticated writes must come from an allowed Origin (403 `csrf_rejected`).",
+});
+registry.registerComponent("securitySchemes", "x402Payment", {
+  type: "apiKey",
+  in: "header",
+  name: "X-PAYMENT",
+  description:
+    "Base64 x402 `exact` payment payload (EIP-3009 authorization on Base) answering a 402 challenge; funding routes only. On signup it is the only credential.",
+});
+
+const BEARER = [{ bearerAuth: [] }];
+const SESSION = [{ cookieAuth: [] }];
+const PUBLIC: RouteConfig["security"] = [];
+
+// the tracing and hint headers, once, under components/headers (SPEC "Identifiers used for tracing")
+for (const h of Object.values(HEADERS)) {
+  registry.registerComponent("headers", h.name, { description: h.description, schema: { ...h.schema } });
+}
+
+/** Response headers: X-Svc-Request-Id (on every response) plus the named ones, as references. */
+function headers(...names: HeaderName[]): HeadersObject {
+  const out: HeadersObject = {};
+  for (const n of ["requestId", ...names] as HeaderName[]) {
+    const name = HEADERS[n].name;
+    out[name] = { $ref: `#/components/headers/${name}` };
+  }
+  return out;
+}
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: "Invalid request: malformed JSON, a field out of range (named in `error.field`), a model that is not live.",
+  401: "Authentication failed: missing or invalid credential, or the wrong kind (a cookie on a Bearer route).",
+  402: "Insufficient confirmed balance (inference): no `accepts`; fund first. Pending credit does not count.",
+  403: "Forbidden: a cookie-authenticated write from another origin (`csrf_rejected`), or the payer is not the caller (`payer_mismatch`).",
+  404: "Not found.",
+  405: "Method not allowed.",
+  409: "Conflict.",
+  410: "Gone: the video was already delivered, or the job was refunded or expired.",
+  413: "Request body too large.",
+  415: "Unsupported body encoding.",
+  429: "Too many in flight (`key_concurrency_limit`, `buyer_concurrency_limit`) or the signup fuse; see Retry-After.",
+  500: "Internal error, or `settle_failed` (nothing charged); `error.requestId` names the request in logs.",
+  502: "`upstream_error`: the upstream could not complete; safe to retry.",
+  503: "No supply: `no_eligible_supply` (raise the ceiling to `cheapestPostedCents`), `pool_empty`, `insufficient_routable_at_price`, `key_wait_timeout`, `keys_busy`; or not configured.",
+};
+
+const ERROR_HEADERS: Record<number, HeaderName[]> = {
+  429: ["errorCode", "retryAfter"],
+  503: [
+    "errorCode",
+    "retryAfter",
+    "supportReference",
+    "buyerMaxCents",
+    "cheapestPostedCents",
+    "routableDiemAboveMax",
+    "maxEligibleOfferDiem",
+    "eligibleRoutableDiem",
+  ],
+};
+
+function errorResponse(status: number, description?: string): ResponseConfig {
+  return {
+    description: description ?? ERROR_DESCRIPTIONS[status] ?? "Error.",
+    headers: headers(...(ERROR_HEADERS[status] ?? ["errorCode"])),
+    content: { "application/json": { schema: errorBody } },
+  };
+}
+
+// each status's error response once, under components/responses (`Error400`…); a route that says
+// more about a status inlines its own description
+const ERROR_REFS = new Map<number, { $ref: string }>();
+for (const status of Object.keys(ERROR_DESCRIPTIONS).map(Number)) {
+  const { ref } = registry.registerComponent("responses", `Error${status}`, {
+    description: ERROR_DESCRIPTIONS[status] ?? "Error.",
+    headers: headers(...(ERROR_HEADERS[status] ?? ["errorCode"])),
+    content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorBody" } } },
+  });
+  ERROR_REFS.set(status, ref);
+}
+
+function errorResponses(
+  statuses: number[],
+  overrides: Record<number, string> = {},
+): Record<string, ResponseConfig | { $ref: string }> {
+  // every route can fail unexpectedly
+  const all = [...new Set([...statuses, 500])].sort((a, b) => a - b);
+  return Object.fromEntries(
+    all.map((s) => [String(s), (overrides[s] === undefined && ERROR_REFS.get(s)) || errorResponse(s, overrides[s])]),
+  );
+}
+
+function jsonResponse(schema: z.ZodTypeAny, description: string, ...extra: HeaderName[]): ResponseConfig {
+  return { description, headers: headers(...extra), content: { "application/json": { schema } } };
+}
+
+function jsonBody(schema: z.ZodTypeAny): NonNullable<RouteConfig["request"]>["body"] {
+  return { required: true, content: { "application/json": { schema } } };
+}
+
+function textResponse(mime: string, description: string): ResponseConfig {
+  return { description, headers: headers(), content: { [mime]: { schema: { type: "string" } } } };
+}
+
+/** What a body-carrying request adds: 400 (bad JSON or fields), 413 and 415 from the one JSON parser. */
+const BODY_ERRORS = [400, 413, 415];
+
+// ---- public ----------------------------------------------------------------------------------
+
+registry.registerPath({
+  method: "get",
+  path: "/healthz",
+  operationId: "healthz",
+  tags: ["Public"],
+  summary: "Liveness",
+  security: PUBLIC,
+  responses: { 200: textResponse("text/plain", "`ok`") },
+});
+registry.registerPath({
+  method: "get",
+  path: "/readyz",
+  operationId: "readyz",
+  tags: ["Public"],
+  summary: "Readiness: Postgres and Redis answer",
+  security: PUBLIC,
+  responses: {
+    200: textResponse("text/plain", "`ready`"),
+    503: textResponse("text/plain", "`not ready`"),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/openapi.json",
+  operationId: "getOpenApi",
+  tags: ["Public"],
+  summary: "This OpenAPI 3.0 document",
+  security: PUBLIC,
+  responses: {
+    200: {
+      description: "OpenAPI 3.0 document",
+      headers: headers(),
+      content: { "application/json": { schema: { type: "object" } } },
+    },
+  },
+});
+
+const DOCUMENTS: [string, string, string, string][] = [
+  ["/llms.txt", "getLlmsTxt", "text/plain", "Integration guide for agents (plain text)"],
+  ["/SKILL.md", "getSkill", "text/markdown", "The agent skill"],
+  ["/skill.md", "getSkillLower", "text/markdown", "The agent skill (same document as /SKILL.md)"],
+  ["/pricing.md", "getPricing", "text/markdown", "How charges are computed: the debit formula, rounding, fees"],
+  ["/marketplace.md", "getMarketplace", "text/markdown", "Supply, offers, ceilings, clearing, capacity"],
+  ["/MCP.md", "getMcpGuide", "text/markdown", "MCP connector setup"],
+];
+for (const [path, operationId, mime, summary] of DOCUMENTS) {
+  registry.registerPath({
+    method: "get",
+    path,
+    operationId,
+    tags: ["Documents"],
+    summary,
+    security: PUBLIC,
+    responses: { 200: textResponse(mime, summary) },
+  });
+}
+
+registry.registerPath({
+  method: "get",
+  path: "/v1/models",
+  operationId: "listModels",
+  tags: ["Catalog"],
+  summary: "The catalog: live and coming-soon rows",
+  security: PUBLIC,
+  responses: { 200: jsonResponse(modelList, "Catalog rows"), ...errorResponses([]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/models/stats",
+  operationId: "modelStats",
+  tags: ["Catalog"],
+  summary: "Model statistics: rank and usage share (no raw counts)",
+  security: PUBLIC,
+  request: { query: modelStatsQuery },
+  responses: { 200: jsonResponse(modelStatsResponse, "Model statistics"), ...errorResponses([400]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/models/{id}",
+  operationId: "getModel",
+  tags: ["Catalog"],
+  summary: "One catalog row (`id` bare, or `svc/`-prefixed with the slash percent-encoded)",
+  security: PUBLIC,
+  request: { params: modelIdParam },
+  responses: {
+    200: jsonResponse(modelRow, "The row; a coming_soon row is 200 too"),
+    ...errorResponses([404], { 404: "Unknown, disabled or unlisted model." }),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/models/svc/{id}",
+  operationId: "getModelPrefixed",
+  tags: ["Catalog"],
+  summary: "One catalog row by its `svc/`-prefixed id (the response `id` is bare)",
+  security: PUBLIC,
+  request: { params: modelIdParam },
+  responses: {
+    200: jsonResponse(modelRow, "The row"),
+    ...errorResponses([404], { 404: "Unknown, disabled or unlisted model." }),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/capacity",
+  operationId: "capacity",
+  tags: ["Market"],
+  summary: "Routable capacity by price (cached 30 s; a pre-flight view, not a reservation)",
+  security: PUBLIC,
+  request: { query: capacityQuery },
+  responses: {
+    200: jsonResponse(capacityResponse, "The ladder; when nothing is eligible `prices` is [] and totals are 0"),
+    ...errorResponses([400], { 400: "`maxPriceCents` outside 30-80 (never clamped)." }),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/supply/pool/summary",
+  operationId: "poolSummary",
+  tags: ["Market"],
+  summary: "The pool's price ladder (no supplier identities)",
+  security: PUBLIC,
+  responses: { 200: jsonResponse(poolSummaryResponse, "Price rows"), ...errorResponses([]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/market/stats",
+  operationId: "marketStats",
+  tags: ["Market"],
+  summary: "Corridor depth, buyer savings, today's clears",
+  security: PUBLIC,
+  responses: { 200: jsonResponse(marketStatsResponse, "Market statistics"), ...errorResponses([]) },
+});
+
+// ---- identity and session --------------------------------------------------------------------
+
+registry.registerComponent("headers", "Set-Cookie", {
+  description: "`svc_session` (HttpOnly)",
+  schema: { type: "string" },
+});
+const SET_COOKIE: HeadersObject = { "Set-Cookie": { $ref: "#/components/headers/Set-Cookie" } };
+
+registry.registerPath({
+  method: "post",
+  path: "/auth/idp/verify",
+  operationId: "idpVerify",
+  tags: ["Session"],
+  summary: "Sign in with the identity provider's access and identity tokens",
+  security: PUBLIC,
+  request: { body: jsonBody(idpVerifyBody) },
+  responses: {
+    200: { ...jsonResponse(sessionIdentityResponse, "Signed in"), headers: { ...headers(), ...SET_COOKIE } },
+    ...errorResponses([...BODY_ERRORS, 401, 403]),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/auth/siwe/nonce",
+  operationId: "siweNonce",
+  tags: ["Session"],
+  summary: "A single-use Sign-In-With-Ethereum nonce (10 minutes)",
+  security: PUBLIC,
+  responses: { 200: jsonResponse(siweNonceResponse, "The nonce and the message's fields"), ...errorResponses([403]) },
+});
+registry.registerPath({
+  method: "post",
+  path: "/auth/siwe/verify",
+  operationId: "siweVerify",
+  tags: ["Session"],
+  summary: "Sign in with a signed EIP-4361 message",
+  security: PUBLIC,
+  request: { body: jsonBody(siweVerifyBody) },
+  responses: {
+    200: { ...jsonResponse(sessionIdentityResponse, "Signed in"), headers: { ...headers(), ...SET_COOKIE } },
+    ...errorResponses([...BODY_ERRORS, 401, 403]),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/auth/logout",
+  operationId: "logout",
+  tags: ["Session"],
+  summary: "End the session",
+  security: SESSION,
+  responses: {
+    200: { ...jsonResponse(statusOk, "Signed out; the cookie is cleared"), headers: { ...headers(), ...SET_COOKIE } },
+    ...errorResponses([401, 403]),
+  },
+});
+
+// ---- account (session) -----------------------------------------------------------------------
+
+registry.registerPath({
+  method: "get",
+  path: "/v1/me",
+  operationId: "me",
+  tags: ["Account"],
+  security: SESSION,
+  responses: { 200: jsonResponse(meResponse, "The signed-in identity"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/account",
+  operationId: "account",
+  tags: ["Account"],
+  summary: "Balances, ceiling and the recent ledger",
+  security: SESSION,
+  responses: { 200: jsonResponse(accountResponse, "Account summary"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "patch",
+  path: "/v1/account/max-price",
+  operationId: "setAccountMaxPrice",
+  tags: ["Account"],
+  summary: "Set the buyer ceiling (30-80; nothing clamped)",
+  security: SESSION,
+  request: { body: jsonBody(maxPriceBody) },
+  responses: { 200: jsonResponse(maxPriceResponse, "The new ceiling"), ...errorResponses([...BODY_ERRORS, 401, 403]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/account/api-keys",
+  operationId: "listAccountKeys",
+  tags: ["Account"],
+  summary: "Active API keys (metadata only) and the cap",
+  security: SESSION,
+  responses: { 200: jsonResponse(apiKeyList, "Keys"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/account/api-keys",
+  operationId: "createAccountKey",
+  tags: ["Account"],
+  summary: "Mint an API key (plaintext returned once)",
+  security: SESSION,
+  request: { body: jsonBody(createKeyBody) },
+  responses: {
+    201: jsonResponse(createdApiKey, "The key, with its plaintext"),
+    ...errorResponses([...BODY_ERRORS, 401, 403, 409], { 409: "At the active-key cap (10)." }),
+  },
+});
+registry.registerPath({
+  method: "delete",
+  path: "/v1/account/api-keys/{id}",
+  operationId: "revokeAccountKey",
+  tags: ["Account"],
+  security: SESSION,
+  request: { params: idParam },
+  responses: {
+    200: jsonResponse(statusOk, "Revoked"),
+    ...errorResponses([400, 401, 403, 404], { 404: "No such key on this account." }),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/account/inference-history",
+  operationId: "accountInferenceHistory",
+  tags: ["Account"],
+  summary: "Buyer inference records, newest first (keyset pages)",
+  security: SESSION,
+  request: { query: historyQuery },
+  responses: { 200: jsonResponse(historyResponse, "A page"), ...errorResponses([400, 401]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/account/savings",
+  operationId: "accountSavings",
+  tags: ["Account"],
+  summary: "Savings against face value and against the ceiling",
+  security: SESSION,
+  responses: { 200: jsonResponse(savingsResponse, "Savings"), ...errorResponses([401]) },
+});
+
+// ---- funding (x402) ----------------------------------------------------------------------------
+
+function fundingResponses(ok: z.ZodTypeAny, extra: number[]): RouteConfig["responses"] {
+  return {
+    200: jsonResponse(ok, "Payment settled; credit recorded as pending until confirmed", "paymentResponse"),
+    402: {
+      description:
+        "Payment challenge: `accepts` present; no money moved. Sign one requirement and retry with X-PAYMENT.",
+      headers: headers("errorCode"),
+      content: { "application/json": { schema: paymentChallenge } },
+    },
+    ...errorResponses([...BODY_ERRORS, 409, 503, ...extra], {
+      409: "Payment settled but the request did not finish: `transaction`, `reconciling` (and `credited` at signup's key cap). Do not pay again.",
+      503: "Funding is not configured, or the facilitator is unavailable.",
+    }),
+    409: { ...errorResponse(409), headers: headers("errorCode", "paymentResponse") },
+  };
+}
+
+registry.registerPath({
+  method: "post",
+  path: "/v1/x402/signup",
+  operationId: "signup",
+  tags: ["Funding"],
+  summary: "Create an account and an API key, prepaid with USDC (the payer's wallet is the account)",
+  security: [{}, { x402Payment: [] }],
+  request: { body: jsonBody(signupBody) },
+  responses: fundingResponses(signupResponse, [429]),
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/x402/top-up",
+  operationId: "topUp",
+  tags: ["Funding"],
+  summary: "Add prepaid USDC to the signed-in account (payer = session wallet)",
+  security: [{ cookieAuth: [] }, { cookieAuth: [], x402Payment: [] }],
+  request: { body: jsonBody(fundingBody) },
+  responses: fundingResponses(fundedResponse, [401, 403]),
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/x402/refill",
+  operationId: "refill",
+  tags: ["Funding"],
+  summary: "Add prepaid USDC to the account behind this API key (payer = key's wallet)",
+  security: [{ bearerAuth: [] }, { bearerAuth: [], x402Payment: [] }],
+  request: { body: jsonBody(fundingBody) },
+  responses: fundingResponses(fundedResponse, [401, 403]),
+});
+
+// ---- agent self-service (Bearer) -------------------------------------------------------------
+
+registry.registerPath({
+  method: "get",
+  path: "/v1/agent/me",
+  operationId: "agentMe",
+  tags: ["Agent"],
+  summary: "Wallet, balances, ceiling and confirmation depth",
+  security: BEARER,
+  responses: { 200: jsonResponse(agentMeResponse, "The key's account"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/agent/requests/{support_reference}",
+  operationId: "agentRequest",
+  tags: ["Agent"],
+  summary: "One request by support reference: cost, clearing price, status, timings",
+  security: BEARER,
+  request: { params: supportReferenceParam },
+  responses: {
+    200: jsonResponse(agentRequestResponse, "The request record"),
+    ...errorResponses([400, 401, 404], { 404: "The reference is not on this account." }),
+  },
+});
+registry.registerPath({
+  method: "patch",
+  path: "/v1/agent/max-price",
+  operationId: "setAgentMaxPrice",
+  tags: ["Agent"],
+  summary: "Set the buyer ceiling (30-80; nothing clamped; a `walletAddress` in the body is ignored)",
+  security: BEARER,
+  request: { body: jsonBody(maxPriceBody) },
+  responses: { 200: jsonResponse(maxPriceResponse, "The new ceiling"), ...errorResponses([...BODY_ERRORS, 401]) },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/agent/keys",
+  operationId: "createAgentKey",
+  tags: ["Agent"],
+  summary: "Mint another API key (rotation: mint, store, verify, revoke the old one)",
+  security: BEARER,
+  request: { body: jsonBody(createKeyBody) },
+  responses: {
+    201: jsonResponse(createdApiKey, "The key, with its plaintext"),
+    ...errorResponses([...BODY_ERRORS, 401, 409], { 409: "At the active-key cap (10); nothing paid." }),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/agent/keys",
+  operationId: "listAgentKeys",
+  tags: ["Agent"],
+  summary: "Active keys (metadata only) and the cap",
+  security: BEARER,
+  responses: { 200: jsonResponse(apiKeyList, "Keys"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "delete",
+  path: "/v1/agent/keys/{id}",
+  operationId: "revokeAgentKey",
+  tags: ["Agent"],
+  summary: "Revoke a key (the calling key included)",
+  security: BEARER,
+  request: { params: idParam },
+  responses: {
+    200: jsonResponse(statusOk, "Revoked"),
+    ...errorResponses([400, 401, 404], { 404: "No such key on this account." }),
+  },
+});
+
+// ---- inference (Bearer) ----------------------------------------------------------------------
+
+const COST_HEADERS: HeaderName[] = ["supportReference", "costUsdc", "clearingPriceCents", "balanceRemaining"];
+const INFERENCE_ERRORS = [...BODY_ERRORS, 401, 402, 404, 429, 502, 503];
+const SSE = {
+  "text/event-stream": {
+    schema: {
+      type: "string" as const,
+      description:
+        "With `stream: true`: SSE frames; no cost headers. Chat: content chunks, the usage chunk, one `svc.cost` frame (costUsdc, clearingPriceCents, supportReference), then `[DONE]`.",
+    },
+  },
+};
+
+registry.registerPath({
+  method: "post",
+  path: "/v1/chat/completions",
+  operationId: "createChatCompletion",
+  tags: ["Inference"],
+  summary: "OpenAI-compatible chat completion, routed to the cheapest eligible offer",
+  security: BEARER,
+  request: { body: jsonBody(chatCompletionBody) },
+  responses: {
+    200: {
+      description: "Buffered completion (JSON, with the cost headers) or, with `stream: true`, an SSE stream",
+      headers: headers(...COST_HEADERS),
+      content: { "application/json": { schema: chatCompletionResponse }, ...SSE },
+    },
+    ...errorResponses(INFERENCE_ERRORS),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/responses",
+  operationId: "createResponse",
+  tags: ["Inference"],
+  summary: "Stateless Responses facade (nothing stored)",
+  security: BEARER,
+  request: { body: jsonBody(responsesBody) },
+  responses: {
+    200: {
+      description:
+        "Buffered response (JSON, with the cost headers) or, with `stream: true`, `response.*` SSE events (cost on `response.completed`)",
+      headers: headers(...COST_HEADERS),
+      content: { "application/json": { schema: responsesResponse }, ...SSE },
+    },
+    ...errorResponses(INFERENCE_ERRORS),
+  },
+});
+for (const path of ["/v1/responses", "/v1/responses/{id}"]) {
+  registry.registerPath({
+    method: "get",
+    path,
+    operationId: path.endsWith("{id}") ? "getResponse" : "listResponses",
+    tags: ["Inference"],
+    summary: "Responses are not stored: always 404",
+    security: BEARER,
+    request: path.endsWith("{id}") ? { params: z.object({ id: z.string() }) } : undefined,
+    responses: errorResponses([401, 404], { 404: "Responses are not stored; there is nothing to retrieve." }),
+  });
+}
+registry.registerPath({
+  method: "post",
+  path: "/v1/image/generate",
+  operationId: "generateImage",
+  tags: ["Inference"],
+  summary: "Synchronous image generation (one in flight per wallet)",
+  security: BEARER,
+  request: { body: jsonBody(imageGenerateBody) },
+  responses: {
+    200: jsonResponse(imageGenerateResponse, "Base64 images, one per variant", ...COST_HEADERS),
+    ...errorResponses(INFERENCE_ERRORS),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/images/generations",
+  operationId: "createImage",
+  tags: ["Inference"],
+  summary: "OpenAI-compatible image generation",
+  security: BEARER,
+  request: { body: jsonBody(openAiImageBody) },
+  responses: {
+    200: jsonResponse(openAiImageResponse, "OpenAI images result", ...COST_HEADERS),
+    ...errorResponses(INFERENCE_ERRORS),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/video/quote",
+  operationId: "quoteVideo",
+  tags: ["Video"],
+  summary: "Price a video job and say whether it clears now (no charge, no job)",
+  security: BEARER,
+  request: { body: jsonBody(videoBody) },
+  responses: {
+    200: jsonResponse(videoQuoteResponse, "The quote"),
+    ...errorResponses([...BODY_ERRORS, 401, 404, 502, 503], { 503: "`keys_busy` (retry shortly), or no supply." }),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/video/queue",
+  operationId: "queueVideo",
+  tags: ["Video"],
+  summary: "Queue a video job; the charge settles up front",
+  security: BEARER,
+  request: { body: jsonBody(videoBody) },
+  responses: {
+    200: jsonResponse(videoQueueResponse, "Queued", ...COST_HEADERS),
+    ...errorResponses(INFERENCE_ERRORS),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/video/retrieve",
+  operationId: "retrieveVideo",
+  tags: ["Video"],
+  summary: "Poll a job: JSON while rendering, `video/mp4` once; branch on Content-Type",
+  security: BEARER,
+  request: { body: jsonBody(videoRetrieveBody) },
+  responses: {
+    200: {
+      description: "JSON status while rendering (or terminal), or the video bytes once (then 410)",
+      headers: headers(),
+      content: {
+        "application/json": { schema: videoStatusResponse },
+        "video/mp4": { schema: { type: "string", format: "binary" } },
+      },
+    },
+    ...errorResponses([...BODY_ERRORS, 401, 404, 410, 502]),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/video/complete",
+  operationId: "completeVideo",
+  tags: ["Video"],
+  summary: "Delete the provider-side media",
+  security: BEARER,
+  request: { body: jsonBody(videoRetrieveBody) },
+  responses: {
+    200: jsonResponse(videoCompleteResponse, "Media deleted"),
+    ...errorResponses([...BODY_ERRORS, 401, 404, 502], { 400: "Invalid body, or the media is already gone." }),
+  },
+});
+
+// ---- supplier (session) ----------------------------------------------------------------------
+
+registry.registerPath({
+  method: "post",
+  path: "/v1/supply/upstream-keys",
+  operationId: "registerUpstreamKey",
+  tags: ["Supply"],
+  summary: "Register an upstream key (stored encrypted)",
+  security: SESSION,
+  request: { body: jsonBody(registerUpstreamKeyBody) },
+  responses: {
+    201: jsonResponse(upstreamKeyResponse, "Registered"),
+    ...errorResponses([...BODY_ERRORS, 401, 403, 409, 502]),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/supply/upstream-keys/mine",
+  operationId: "listUpstreamKeys",
+  tags: ["Supply"],
+  security: SESSION,
+  responses: { 200: jsonResponse(upstreamKeyList, "Your keys"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "delete",
+  path: "/v1/supply/upstream-keys/{id}",
+  operationId: "revokeUpstreamKey",
+  tags: ["Supply"],
+  summary: "Revoke the key row and cancel its offers",
+  security: SESSION,
+  request: { params: idParam },
+  responses: {
+    200: jsonResponse(revokeUpstreamKeyResponse, "Revoked"),
+    ...errorResponses([400, 401, 403, 404]),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/supply/offers",
+  operationId: "postOffer",
+  tags: ["Supply"],
+  summary: "Post an offer (one live offer per key; expires at UTC midnight)",
+  security: SESSION,
+  request: { body: jsonBody(postOfferBody) },
+  responses: { 201: jsonResponse(offerResponse, "Posted"), ...errorResponses([...BODY_ERRORS, 401, 403, 404, 409]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/supply/offers/mine",
+  operationId: "listOffers",
+  tags: ["Supply"],
+  summary: "Your offers, excluding cancelled",
+  security: SESSION,
+  request: { query: pageQuery },
+  responses: { 200: jsonResponse(offerList, "A page"), ...errorResponses([400, 401]) },
+});
+registry.registerPath({
+  method: "patch",
+  path: "/v1/supply/offers/{id}",
+  operationId: "updateOffer",
+  tags: ["Supply"],
+  summary: "Reprice, pause or unpause",
+  security: SESSION,
+  request: { params: idParam, body: jsonBody(patchOfferBody) },
+  responses: { 200: jsonResponse(offerResponse, "Updated"), ...errorResponses([...BODY_ERRORS, 401, 403, 404, 409]) },
+});
+registry.registerPath({
+  method: "delete",
+  path: "/v1/supply/offers/{id}",
+  operationId: "cancelOffer",
+  tags: ["Supply"],
+  summary: "Cancel a live offer",
+  security: SESSION,
+  request: { params: idParam },
+  responses: { 200: jsonResponse(offerResponse, "Cancelled"), ...errorResponses([400, 401, 403, 404, 409]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/supply/ledger",
+  operationId: "supplierLedger",
+  tags: ["Supply"],
+  summary: "Supplier ledger and payouts",
+  security: SESSION,
+  request: { query: pageQuery },
+  responses: { 200: jsonResponse(supplierLedgerResponse, "A page"), ...errorResponses([400, 401]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/supply/inference-history",
+  operationId: "supplierInferenceHistory",
+  tags: ["Supply"],
+  summary: "Clears of your offers",
+  security: SESSION,
+  request: { query: pageQuery },
+  responses: { 200: jsonResponse(supplierHistoryResponse, "A page"), ...errorResponses([400, 401]) },
+});
+
+// ---- GraphQL ---------------------------------------------------------------------------------
+
+const graphqlRequest = z
+  .object({
+    query: z.string(),
+    variables: z.record(z.unknown()).nullable().optional(),
+    operationName: z.string().nullable().optional(),
+  })
+  .openapi("GraphQLRequest");
+const graphqlResult = z
+  .object({
+    data: z.record(z.unknown()).nullable().optional(),
+    errors: z
+      .array(
+        z
+          .object({
+            message: z.string(),
+            extensions: z.object({ code: z.string().optional() }).passthrough().optional(),
+          })
+          .passthrough(),
+      )
+      .optional(),
+  })
+  .openapi("GraphQLResult");
+const GRAPHQL_DESCRIPTION =
+  "The GraphQL API (schema at `schema.graphql`; errors carry `extensions.code` with the REST codes). Session cookie or Bearer key; subscriptions over graphql-sse.";
+
+registry.registerPath({
+  method: "post",
+  path: "/graphql",
+  operationId: "graphqlPost",
+  tags: ["GraphQL"],
+  summary: "GraphQL query or mutation",
+  description: GRAPHQL_DESCRIPTION,
+  security: [{}, { cookieAuth: [] }, { bearerAuth: [] }],
+  request: { body: jsonBody(graphqlRequest) },
+  responses: {
+    200: {
+      description: "GraphQL result (or an SSE stream for subscriptions)",
+      headers: headers(),
+      content: { "application/json": { schema: graphqlResult }, "text/event-stream": { schema: { type: "string" } } },
+    },
+    400: jsonResponse(graphqlResult, "Invalid GraphQL request"),
+    403: errorResponse(403, "A cookie-authenticated request from another origin (`csrf_rejected`)."),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/graphql",
+  operationId: "graphqlGet",
+  tags: ["GraphQL"],
+  summary: "GraphQL query over GET (GraphiQL in a browser)",
+  description: GRAPHQL_DESCRIPTION,
+  security: [{}, { cookieAuth: [] }, { bearerAuth: [] }],
+  request: {
+    query: z.object({
+      query: z.string().optional(),
+      variables: z.string().optional().openapi({ description: "JSON-encoded" }),
+      operationName: z.string().optional(),
+    }),
+  },
+  responses: {
+    200: {
+      description: "GraphQL result, or GraphiQL (text/html) for a browser",
+      headers: headers(),
+      content: { "application/json": { schema: graphqlResult }, "text/html": { schema: { type: "string" } } },
+    },
+    400: jsonResponse(graphqlResult, "Invalid GraphQL request"),
+  },
+});
+
+// ---- the document ----------------------------------------------------------------------------
+
+export interface DocumentUrls {
+  /** `{base_url}`: the API host */
+  base: string;
+  /** `{mcp_url}`: the MCP connector is at `{mcp_url}/mcp` */
+  mcp: string;
+  /** `{docs_url}`: the documentation site */
+  docs: string;
+}
+
+/** Path of a deployment URL (`""` for a bare host), and a server override when it lives elsewhere. */
+function placed(url: string, base: string): { path: string; servers?: { url: string }[] } {
+  const u = new URL(url);
+  const path = u.pathname.replace(/\/+$/, "");
+  return u.origin === new URL(base).origin ? { path } : { path, servers: [{ url: u.origin }] };
+}
+
+/** `{mcp_url}/mcp`'s path on this listener (`/mcp` by default). */
+export function mcpPathOf(urls: DocumentUrls): string {
+  return `${placed(urls.mcp, urls.base).path}/mcp`;
+}
+
+/** `{docs_url}`'s path on this listener (`/docs` by default). */
+export function docsPathOf(urls: DocumentUrls): string {
+  return placed(urls.docs, urls.base).path || "/";
+}
+
+const jsonRpc = z
+  .object({
+    jsonrpc: z.literal("2.0"),
+    id: z.union([z.string(), z.number()]).optional(),
+    method: z.string().openapi({ example: "tools/call" }),
+    params: z.record(z.unknown()).optional(),
+  })
+  .passthrough()
+  .openapi("JsonRpcRequest");
+
+/** The OpenAPI 3.0 document for a deployment (its URLs decide the servers and the MCP and docs paths). */
+export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
+  const local = new OpenAPIRegistry([registry]);
+  const mcp = placed(urls.mcp, urls.base);
+  local.registerPath({
+    method: "post",
+    path: mcpPathOf(urls),
+    operationId: "mcp",
+    tags: ["MCP"],
+    summary: "The hosted MCP connector (Streamable HTTP, stateless JSON-RPC)",
+    description:
+      "Model Context Protocol over Streamable HTTP with the same Bearer key. Tools include `agent_me`, capacity, models, model stats, video quote, request lookup, set max price and a paid chat completion. See /MCP.md.",
+    ...(mcp.servers ? { servers: mcp.servers } : {}),
+    security: BEARER,
+    request: { body: jsonBody(jsonRpc) },
+    responses: {
+      200: {
+        description: "JSON-RPC result (tool errors carry the REST error codes)",
+        headers: headers(),
+        content: { "application/json": { schema: { type: "object" } } },
+      },
+      ...errorResponses([...BODY_ERRORS, 401, 406]),
+    },
+  });
+  const docs = placed(urls.docs, urls.base);
+  local.registerPath({
+    method: "get",
+    path: docsPathOf(urls),
+    operationId: "docsSite",
+    tags: ["Documents"],
+    summary: "The documentation site: the documents as pages, the API reference, GraphiQL",
+    ...(docs.servers ? { servers: docs.servers } : {}),
+    security: PUBLIC,
+    responses: { 200: textResponse("text/html", "The documentation site") },
+  });
+
+  return new OpenApiGeneratorV3(local.definitions).generateDocument({
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: "svc: prepaid inference marketplace",
+      version: API_VERSION,
+      description:
+        'Buyers prepay USDC on Base (x402 `exact`) and call an OpenAI-compatible API routed to the cheapest eligible supplier offer; suppliers sell expiring DIEM capacity. Errors are `{"error":{"code","message",...}}` with `X-Svc-Error-Code`. Guides: /llms.txt, /SKILL.md, /pricing.md, /marketplace.md, /MCP.md.',
+    },
+    servers: [{ url: urls.base }],
+    tags: [
+      { name: "Public" },
+      { name: "Documents" },
+      { name: "Catalog" },
+      { name: "Market" },
+      { name: "Session" },
+      { name: "Account" },
+      { name: "Funding" },
+      { name: "Agent" },
+      { name: "Inference" },
+      { name: "Video" },
+      { name: "Supply" },
+      { name: "GraphQL" },
+      { name: "MCP" },
+    ],
+  });
+}
