@@ -4,6 +4,7 @@ import { createYoga, type GraphiQLOptions } from "graphql-yoga";
 import type { Viewer } from "../domain/identity/viewer.js";
 import type { GraphQLContext } from "./context.js";
 import { maskError } from "./errors.js";
+import { graphqlLimits } from "./limits.js";
 import { buildSchema } from "./schema/index.js";
 
 export interface YogaDeps {
@@ -55,7 +56,7 @@ export function createGraphQL(deps: YogaDeps) {
     landingPage: false,
     logging: false,
     maskedErrors: { maskError },
-    plugins: [useGraphQLSSE()],
+    plugins: [useGraphQLSSE(), ...graphqlLimits()],
     // only our own origins get CORS headers; anything else (including "null") gets none
     cors: (request) => {
       const origin = request.headers.get("origin");

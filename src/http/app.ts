@@ -6,7 +6,7 @@ import { mcpRoutes } from "../mcp/routes.js";
 import type { Runtime } from "../runtime.js";
 import { readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
 import { errorMiddleware, sendError } from "./error-response.js";
-import { InFlight, jsonBody, requestId } from "./middleware.js";
+import { InFlight, jsonBody, rejectUnsafeUrl, requestId } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
@@ -43,6 +43,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   const inFlight = new InFlight();
   app.use(inFlight.middleware);
   app.use(requestId);
+  app.use(rejectUnsafeUrl);
   app.use(jsonBody);
 
   // the inference routes first: the requests the fast path leaves to Express should not walk every

@@ -1,16 +1,54 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
+import { type DomainError, errors } from "../lib/errors.js";
+import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
 
 /** Body limit for JSON requests (chat bodies may carry images as data URLs). */
 export const JSON_BODY_LIMIT = "20mb";
+
+const parseJson = express.json({ limit: JSON_BODY_LIMIT, strict: false });
 
 /**
  * The one JSON body parser: Express's stack and the inference fast path (routes/inference.ts)
  * share it, so limits, charsets, content codings and error types are the same on both. It only needs
  * node's request and response; it leaves `req.body` undefined for a non-JSON content type.
+ * A parsed body with text Postgres cannot store (NUL, a lone surrogate) or nested deeper than
+ * MAX_JSON_DEPTH is a 400 naming the field, before any service sees it (issue 18, findings 1 and 3).
  */
-export const jsonBody = express.json({ limit: JSON_BODY_LIMIT, strict: false });
+export function jsonBody(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void {
+  parseJson(req as Request, res as Response, (err?: unknown) => {
+    next(err ?? unsafeBodyError((req as { body?: unknown }).body));
+  });
+}
+
+function unsafeBodyError(body: unknown): DomainError | undefined {
+  const found = body === undefined ? null : findJsonProblem(body);
+  return found ? errors.invalid(describeProblem(found.problem, found.field), found.field || "body") : undefined;
+}
+
+/**
+ * Path and query text the routes would hand to Postgres: a path whose percent-escapes do not decode
+ * (Express's "Failed to decode param" URIError), or that decodes to a NUL, and a query value with a
+ * NUL or a lone surrogate are 400 `invalid_request`, before routing and before any credential check
+ * (issue 18, findings 1 and 2).
+ */
+export function rejectUnsafeUrl(req: Request, _res: Response, next: NextFunction): void {
+  next(unsafeUrlError(req));
+}
+
+function unsafeUrlError(req: Request): DomainError | undefined {
+  let path: string;
+  try {
+    path = decodeURIComponent(req.path);
+  } catch {
+    return undefined;
+  }
+  const problem = textProblem(path);
+  if (problem) return errors.invalid(describeProblem(problem, "path"), "path");
+  const found = findJsonProblem(req.query);
+  return found ? errors.invalid(describeProblem(found.problem, found.field), found.field || "query") : undefined;
+}
 
 /** Sets a fresh `X-Svc-Request-Id` on the response and returns it (for logs). */
 export function setRequestId(res: ServerResponse): string {
