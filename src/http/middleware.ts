@@ -42,7 +42,7 @@ function unsafeUrlError(req: Request): DomainError | undefined {
   try {
     path = decodeURIComponent(req.path);
   } catch {
-    return undefined;
+    return errors.invalid("The path has a malformed percent-escape (%XX with two hex digits of UTF-8).", "path");
   }
   const problem = textProblem(path);
   if (problem) return errors.invalid(describeProblem(problem, "path"), "path");

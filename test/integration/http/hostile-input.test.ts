@@ -151,3 +151,59 @@ describe("finding 1: text Postgres cannot store is a 400 naming the field", () =
     expect(a.status, a.text).toBe(201);
   });
 });
+
+interface RouteLayer {
+  route?: { path: string | string[]; methods: Record<string, boolean> };
+  handle?: { stack?: RouteLayer[] };
+}
+
+/** Every Express route with a path parameter, as [method, path with each parameter replaced]. */
+function parameterisedRoutes(replacement: string): [string, string][] {
+  const out: [string, string][] = [];
+  const walk = (stack: RouteLayer[]) => {
+    for (const layer of stack) {
+      if (layer.route) {
+        const paths = Array.isArray(layer.route.path) ? layer.route.path : [layer.route.path];
+        for (const p of paths) {
+          if (!p.includes(":")) continue;
+          for (const m of Object.keys(layer.route.methods)) {
+            if (m !== "_all") out.push([m.toUpperCase(), p.replace(/:[A-Za-z_]+/g, replacement)]);
+          }
+        }
+      } else if (layer.handle?.stack) walk(layer.handle.stack);
+    }
+  };
+  walk((app.http.app as unknown as { router: { stack: RouteLayer[] } }).router.stack);
+  return out;
+}
+
+describe("finding 2: a malformed percent-escape in a path is a 400, always", () => {
+  test.each([
+    ["GET", "/v1/models/%ZZ", {}],
+    ["GET", "/v1/agent/requests/%ZZ", {}],
+    ["GET", "/v1/agent/requests/%ZZ", "bearer"],
+    ["DELETE", "/v1/agent/keys/%ZZ", "bearer"],
+    ["PATCH", "/v1/supply/offers/%ZZ", "session"],
+    ["DELETE", "/v1/supply/offers/%ZZ", "session"],
+    ["DELETE", "/v1/account/api-keys/%E0%A4%A", "session"],
+    ["DELETE", "/v1/supply/upstream-keys/%ED%A0%80", "session"],
+    ["GET", "/v1/models/svc/%", {}],
+    ["GET", "/no-such-route/%ZZ", {}],
+  ] as const)("%s %s (%o)", async (method, path, cred) => {
+    const headers =
+      cred === "bearer" ? { authorization: `Bearer ${apiKey}` } : cred === "session" ? { cookie: user.cookie } : {};
+    const a = await send(method, path, { headers, body: method === "PATCH" ? "{}" : undefined });
+    expectInvalid(a, "path", `${method} ${path}`);
+  });
+
+  test("every route with a path parameter, with and without a credential", async () => {
+    const routes = parameterisedRoutes("%ZZ");
+    expect(routes.length).toBeGreaterThan(8);
+    for (const [method, path] of routes) {
+      for (const headers of [{}, { authorization: `Bearer ${apiKey}` }, { cookie: user.cookie }]) {
+        const a = await send(method, path, { headers });
+        expectInvalid(a, "path", `${method} ${path} ${JSON.stringify(Object.keys(headers))}`);
+      }
+    }
+  });
+});

@@ -102,6 +102,11 @@ describe("toDomainError", () => {
     expect(e.details.field).toBe("amountMicroUsdc");
     expect(r.success ? undefined : r.error).toBeInstanceOf(ZodError);
   });
+  test("Express's URIError (a path parameter that does not decode) is 400 naming the path", () => {
+    const e = toDomainError(Object.assign(new URIError("Failed to decode param '%ZZ'"), { status: 400 }));
+    expect(e.code).toBe("invalid_request");
+    expect(e.details.field).toBe("path");
+  });
   test("anything else is a masked 500", () => {
     const e = toDomainError(new Error("db password is hunter2"));
     expect(e.code).toBe("internal_error");
