@@ -20,7 +20,8 @@ export type ServerContext = { req: Request; res: Response };
 /** What GraphiQL opens with: a public query that works without signing in. */
 const GRAPHIQL_OPTIONS: GraphiQLOptions = {
   title: "svc GraphiQL",
-  defaultQuery: `# Public: no sign-in needed. Amounts are integer strings of micro-units.
+  defaultQuery: `# Public: no sign-in needed.
+# Amounts are integer strings of micro-units.
 {
   capacity { cheapestPostedCents routableDiem }
   models { id status }

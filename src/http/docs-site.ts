@@ -195,6 +195,7 @@ export function layout(paths: SitePaths, o: PageOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(o.title)} · svc docs</title>
+<link rel="icon" href="${paths.asset("favicon.svg")}" type="image/svg+xml">
 <link rel="stylesheet" href="${paths.asset("site.css")}">
 ${o.head ?? ""}
 </head>
@@ -260,6 +261,9 @@ export const API_REFERENCE_SCRIPT = `"use strict";
     layout: "BaseLayout",
   });
 })();
+`;
+
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0550ae"/><text x="16" y="23" font-family="system-ui, sans-serif" font-size="20" font-weight="700" fill="#fff" text-anchor="middle">s</text></svg>
 `;
 
 export const SITE_CSS = `:root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #57606a; --link: #0550ae;

@@ -6,6 +6,7 @@ import type { Runtime } from "../../runtime.js";
 import {
   API_REFERENCE_SCRIPT,
   apiReferenceBody,
+  FAVICON_SVG,
   indexBody,
   layout,
   linkPages,
@@ -72,6 +73,7 @@ export function documentRoutes(rt: Runtime): Router {
   r.get(paths.page("graphql"), (_req, res) => res.redirect(302, paths.api("/graphql")));
 
   r.get(paths.asset("site.css"), (_req, res) => send(res, "text/css; charset=utf-8", SITE_CSS));
+  r.get(paths.asset("favicon.svg"), (_req, res) => send(res, "image/svg+xml", FAVICON_SVG));
   r.get(paths.asset("api-reference.js"), (_req, res) =>
     send(res, "text/javascript; charset=utf-8", API_REFERENCE_SCRIPT),
   );

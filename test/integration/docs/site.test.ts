@@ -83,6 +83,7 @@ describe("the documentation site", () => {
     { path: "/docs/assets/swagger-ui/swagger-ui.css", type: /^text\/css/ },
     { path: "/docs/assets/swagger-ui/favicon-32x32.png", type: /^image\/png/ },
     { path: "/docs/assets/site.css", type: /^text\/css/ },
+    { path: "/docs/assets/favicon.svg", type: /^image\/svg\+xml/ },
   ])("asset $path is served from the installed package", async ({ path, type }) => {
     const r = await get(path);
     expect(r.status).toBe(200);
