@@ -123,6 +123,7 @@ export async function startLocalWorld(opts: {
         "",
         `  API          ${baseUrl}/v1   (OpenAI-compatible base URL)`,
         `  GraphQL      ${baseUrl}/graphql   (GraphiQL in a browser)`,
+        `  Docs         ${baseUrl}/docs   (guides, API reference; for agents: ${baseUrl}/llms.txt)`,
         `  Health       ${baseUrl}/healthz`,
         `  Upstream     ${sim.baseUrl}   (simulator; admin at ${sim.adminUrl})`,
         `  Chain RPC    ${chain.rpcUrl}   (anvil, chain id ${chain.chainId})`,
