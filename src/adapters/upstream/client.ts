@@ -117,6 +117,20 @@ function retryAfterOf(headers: IncomingHttpHeaders): number | undefined {
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
+/**
+ * An inference body as JSON text. A body that cannot be serialised (nested past the stack, a cycle,
+ * a bigint) is the request's own failure (`request`: relayed to the buyer, no other key tried, no
+ * key marked), never a network failure: as one it fell forward through five keys (issue 18 finding 3).
+ */
+export function serialiseBody(body: unknown): UpstreamResult<string> {
+  try {
+    return { ok: true, value: JSON.stringify(body) };
+  } catch (e) {
+    const why = e instanceof RangeError ? "it is nested too deeply" : "it is not JSON";
+    return { ok: false, failure: { kind: "request", message: `the request body cannot be sent: ${why}` } };
+  }
+}
+
 /** A non-2xx answer → failure; always consumes the body. */
 async function failureFromResponse(res: Dispatcher.ResponseData): Promise<UpstreamFailure> {
   const text = await res.body.text().catch(() => "");
@@ -261,8 +275,10 @@ export class UpstreamClient {
     body: unknown,
     opts: { signal?: AbortSignal } = {},
   ): Promise<UpstreamResult<UpstreamResponse>> {
+    const json = serialiseBody(body);
+    if (!json.ok) return json;
     try {
-      const res = await this.pool.request({ ...this.inference(path, apiKey, body), signal: opts.signal });
+      const res = await this.pool.request({ ...this.inference(path, apiKey, json.value), signal: opts.signal });
       if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
       return { ok: true, value: { status: res.statusCode, headers: res.headers, body: res.body } };
     } catch (e) {
@@ -297,6 +313,8 @@ export class UpstreamClient {
     opts: { signal?: AbortSignal; timeoutMs: number },
   ): Promise<UpstreamResult<UpstreamJson>> {
     const { signal, timeoutMs } = opts;
+    const json = serialiseBody(body);
+    if (!json.ok) return Promise.resolve(json);
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | null = null;
       let cancelled: Error | null = null;
@@ -324,7 +342,7 @@ export class UpstreamClient {
       let headers: IncomingHttpHeaders = {};
       const chunks: Buffer[] = [];
       try {
-        this.pool.dispatch(this.inference(path, apiKey, body), {
+        this.pool.dispatch(this.inference(path, apiKey, json.value), {
           onRequestStart(c) {
             controller = c;
             if (cancelled) c.abort(cancelled);
@@ -363,7 +381,7 @@ export class UpstreamClient {
   }
 
   /** An inference call's request options (the body a string: sent with its content-length in one write). */
-  private inference(path: string, apiKey: string, body: unknown) {
+  private inference(path: string, apiKey: string, json: string) {
     return {
       path: `${this.basePath}${path}`,
       method: "POST" as const,
@@ -373,7 +391,7 @@ export class UpstreamClient {
         accept: "application/json, text/event-stream",
         "user-agent": USER_AGENT,
       },
-      body: JSON.stringify(body),
+      body: json,
     };
   }
 

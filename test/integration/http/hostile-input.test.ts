@@ -190,7 +190,7 @@ describe("finding 2: a malformed percent-escape in a path is a 400, always", () 
     ["GET", "/v1/models/svc/%", {}],
     ["GET", "/no-such-route/%ZZ", {}],
   ] as const)("%s %s (%o)", async (method, path, cred) => {
-    const headers =
+    const headers: Record<string, string> =
       cred === "bearer" ? { authorization: `Bearer ${apiKey}` } : cred === "session" ? { cookie: user.cookie } : {};
     const a = await send(method, path, { headers, body: method === "PATCH" ? "{}" : undefined });
     expectInvalid(a, "path", `${method} ${path}`);
@@ -200,7 +200,12 @@ describe("finding 2: a malformed percent-escape in a path is a 400, always", () 
     const routes = parameterisedRoutes("%ZZ");
     expect(routes.length).toBeGreaterThan(8);
     for (const [method, path] of routes) {
-      for (const headers of [{}, { authorization: `Bearer ${apiKey}` }, { cookie: user.cookie }]) {
+      const credentials: Record<string, string>[] = [
+        {},
+        { authorization: `Bearer ${apiKey}` },
+        { cookie: user.cookie },
+      ];
+      for (const headers of credentials) {
         const a = await send(method, path, { headers });
         expectInvalid(a, "path", `${method} ${path} ${JSON.stringify(Object.keys(headers))}`);
       }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { classifyStatus, failureFromError } from "../../../src/adapters/upstream/client.js";
+import { classifyStatus, failureFromError, UpstreamClient } from "../../../src/adapters/upstream/client.js";
 import { classifyFailure, outcomeOf } from "../../../src/domain/inference/failure.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
@@ -37,6 +37,29 @@ describe("classifyFailure: one classification of every upstream failure", () => 
       expect(r, String(status)).toBeInstanceOf(DomainError);
       expect((r as DomainError).code).toBe(code);
     }
+  });
+
+  test("a body that cannot be serialised is the buyer's error, not a network failure (no fall-forward)", async () => {
+    // nothing listens on port 9: a body that reached the network would fail as `network`
+    const client = new UpstreamClient({ baseUrl: "http://127.0.0.1:9/api/v1" });
+    const circular: Record<string, unknown> = { model: "m" };
+    circular.self = circular;
+    let deep: unknown = 1;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    for (const body of [circular, { model: "m", extra: deep }, { n: 1n }]) {
+      for (const r of [
+        await client.post("/chat/completions", "k", body),
+        await client.postJson("/chat/completions", "k", body, { timeoutMs: 1000 }),
+      ]) {
+        expect(r.ok).toBe(false);
+        if (r.ok) continue;
+        expect(r.failure.kind).toBe("request");
+        const c = classifyFailure(r.failure);
+        expect(c).toBeInstanceOf(DomainError);
+        expect((c as DomainError).code).toBe("invalid_request");
+      }
+    }
+    await client.close();
   });
 
   test("the detail recorded is bounded and names the kind and status", () => {
