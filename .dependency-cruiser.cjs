@@ -98,6 +98,30 @@ module.exports = {
       to: { dependencyTypes: ["npm-dev"], dependencyTypesNot: ["type-only"] },
     },
     {
+      name: "web-is-a-front-end",
+      comment:
+        "src/web/app runs in the browser: it reaches the service only through HTTP and GraphQL, never by importing the domain, adapters, transports, the local world, the wiring or a Node built-in.",
+      severity: "error",
+      from: { path: "^src/web/app/" },
+      to: {
+        path: "^src/(domain|adapters|lib|http|graphql|mcp|local|contract|generated)/|^src/(main|runtime|services|config)\\.ts$|^(workers|testkit|test|bench)/",
+      },
+    },
+    {
+      name: "web-app-no-node-builtins",
+      comment: "browser code: no Node built-in modules.",
+      severity: "error",
+      from: { path: "^src/web/app/" },
+      to: { dependencyTypes: ["core"] },
+    },
+    {
+      name: "web-build-not-to-domain",
+      comment: "the web build (src/web/vite.ts) only builds and serves the front end; it knows no domain or adapter.",
+      severity: "error",
+      from: { path: "^src/web/" },
+      to: { path: "^src/(domain|adapters)/" },
+    },
+    {
       name: "not-to-unresolvable",
       comment: "every import resolves to a file or an installed package.",
       severity: "error",
@@ -113,7 +137,7 @@ module.exports = {
     enhancedResolveOptions: {
       exportsFields: ["exports"],
       conditionNames: ["import", "require", "node", "default", "types"],
-      extensions: [".ts", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
+      extensions: [".ts", ".tsx", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
     },
     reporterOptions: { text: { highlightFocused: true } },
   },

@@ -4,9 +4,9 @@ import { createGraphQL } from "../graphql/yoga.js";
 import { DomainError } from "../lib/errors.js";
 import { mcpRoutes } from "../mcp/routes.js";
 import type { Runtime } from "../runtime.js";
-import { readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
-import { errorMiddleware, sendError } from "./error-response.js";
-import { InFlight, jsonBody, rejectUnsafeUrl, requestId } from "./middleware.js";
+import { bodyUnlessCredentialed, readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
+import { answerClientError, errorMiddleware, sendError } from "./error-response.js";
+import { InFlight, rejectUnsafeUrl, requestId } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
@@ -18,6 +18,7 @@ import { inferenceListener, inferenceRoutes } from "./routes/inference.js";
 import { marketRoutes } from "./routes/market.js";
 import { openApiRoutes } from "./routes/openapi.js";
 import { supplyRoutes } from "./routes/supply.js";
+import { webRoutes } from "./routes/web.js";
 
 export interface HttpApp {
   /** the Express app alone: it never sees the two hot inference POSTs (see `handler`) */
@@ -44,7 +45,8 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(inFlight.middleware);
   app.use(requestId);
   app.use(rejectUnsafeUrl);
-  app.use(jsonBody);
+  // a credentialed route's body is read after its credential checks out (requireBearer/requireSession)
+  app.use(bodyUnlessCredentialed);
 
   // the inference routes first: the requests the fast path leaves to Express should not walk every
   // other router's layers either (all routers own disjoint paths, so the order changes nothing else)
@@ -60,6 +62,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(openApiRoutes(rt));
   app.use(documentRoutes(rt));
   app.use(mcpRoutes(rt));
+  app.use(webRoutes(rt));
 
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },
@@ -84,5 +87,8 @@ export function createHttpApp(rt: Runtime): HttpApp {
   const handler: RequestListener = (req, res) => {
     if (!fast(req, res)) app(req, res);
   };
-  return { app, handler, server: createServer(handler), inFlight, yoga };
+  const server = createServer(handler);
+  // node's own refusals (431, 408, 400 before any handler) in the JSON error shape
+  server.on("clientError", answerClientError);
+  return { app, handler, server, inFlight, yoga };
 }

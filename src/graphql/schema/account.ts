@@ -93,7 +93,7 @@ builder.queryField("viewer", (t) =>
 
 // ───────────────────────────── buyer inference history ─────────────────────────────
 
-const InferenceRequestRef = builder.objectRef<HistoryRow>("InferenceRequest").implement({
+export const InferenceRequestRef = builder.objectRef<HistoryRow>("InferenceRequest").implement({
   description: "One of the buyer's requests (text, image or video), as GET /v1/account/inference-history lists it.",
   fields: (t) => ({
     requestId: t.exposeID("requestId"),

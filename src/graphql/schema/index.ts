@@ -9,6 +9,7 @@ import "./payments.js";
 import "./supply.js";
 import "./catalog.js";
 import "./video-jobs.js";
+import "./dashboard.js";
 
 export function buildSchema() {
   return builder.toSchema({ sortSchema: true });

@@ -120,7 +120,7 @@ builder.queryField("marketStats", (t) =>
   }),
 );
 
-const ClearRef = builder.objectRef<ClearRecordedEvent>("Clear").implement({
+export const ClearRef = builder.objectRef<ClearRecordedEvent>("Clear").implement({
   description: "Public and anonymised: one clear (no buyer, supplier, key or request identity).",
   fields: (t) => ({
     at: t.field({ type: "DateTime", resolve: (c) => new Date(c.at) }),
