@@ -31,10 +31,38 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
 ];
 
 /**
+ * How often a worker process checks that every schedule still exists in Redis. A Redis that
+ * restarts empty (no persistence, a failover, a flush) loses the schedulers with everything else;
+ * without this check no periodic job (confirmations, the escrow sweeper, video sweeps…) would run
+ * again until a worker process restarted.
+ */
+export const SCHEDULE_CHECK_MS = 10_000;
+
+/**
+ * Puts back every schedule missing from Redis. Only missing ones: upserting an existing scheduler
+ * would move its next run. Two processes doing it at once upsert the same id (idempotent).
+ */
+async function ensureSchedules(rt: Runtime): Promise<number> {
+  let restored = 0;
+  for (const s of SCHEDULES) {
+    const queue = rt.queues[QUEUES[s.queue]];
+    if (await queue.getJobScheduler(s.id)) continue;
+    await queue.upsertJobScheduler(s.id, { every: s.every }, { name: s.job, data: {} });
+    restored++;
+  }
+  return restored;
+}
+
+/**
  * Starts one BullMQ worker per queue that has a processor. Runs in the API process
  * (`npm run dev`, `npm start`) or alone (`npm run start:worker`). `close()` waits for active jobs.
+ * With schedules (the default), the periodic jobs are upserted now and checked every
+ * `scheduleCheckMs` (default SCHEDULE_CHECK_MS), so they come back after Redis lost them.
  */
-export async function startWorkers(rt: Runtime, opts: { schedules?: boolean } = {}): Promise<Workers> {
+export async function startWorkers(
+  rt: Runtime,
+  opts: { schedules?: boolean; scheduleCheckMs?: number } = {},
+): Promise<Workers> {
   const processors: Partial<Record<keyof typeof QUEUES, { fn: Processor; concurrency: number }>> = {
     maintenance: { fn: maintenanceProcessor(rt.services), concurrency: 1 },
     confirmations: { fn: confirmationsProcessor(rt.services), concurrency: 1 },
@@ -58,15 +86,31 @@ export async function startWorkers(rt: Runtime, opts: { schedules?: boolean } = 
     w.on("error", (err) => logger.warn({ err, queue }, "worker error"));
     workers.push(w);
   }
+  let checker: NodeJS.Timeout | undefined;
   if (opts.schedules !== false) {
     for (const s of SCHEDULES) {
       await rt.queues[QUEUES[s.queue]].upsertJobScheduler(s.id, { every: s.every }, { name: s.job, data: {} });
     }
+    let checking = false;
+    checker = setInterval(() => {
+      if (checking) return;
+      checking = true;
+      ensureSchedules(rt)
+        .then((restored) => {
+          if (restored > 0) logger.warn({ restored }, "job schedulers were missing from Redis; restored");
+        })
+        .catch((err: unknown) => logger.warn({ err }, "could not check the job schedulers"))
+        .finally(() => {
+          checking = false;
+        });
+    }, opts.scheduleCheckMs ?? SCHEDULE_CHECK_MS);
+    checker.unref();
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return {
     workers,
     async close() {
+      if (checker) clearInterval(checker);
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all(connections.map((c) => closeRedis(c)));
     },
