@@ -1,5 +1,7 @@
 import { type ASTNode, GraphQLError, Kind, type ValidationRule } from "graphql";
 import type { Plugin } from "graphql-yoga";
+import { errorPayload } from "../http/error-response.js";
+import { DomainError } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
 
 /**
@@ -53,7 +55,31 @@ function useTextSafety(): Plugin {
   };
 }
 
+/**
+ * yoga answers a POST whose content type it cannot read with a bare 415 (no body); every error the
+ * service sends carries the JSON error shape (issue 18 finding 6), the same one REST sends.
+ */
+function useJsonRefusals(): Plugin {
+  return {
+    onResponse({ response, setResponse, fetchAPI }) {
+      if (response.status !== 415 || response.headers.get("content-type")) return;
+      const p = errorPayload(
+        new DomainError(
+          "unsupported_media_type",
+          "POST /graphql takes application/json (or application/graphql+json, multipart/form-data).",
+        ),
+      );
+      setResponse(
+        new fetchAPI.Response(JSON.stringify(p.body), {
+          status: p.status,
+          headers: { ...p.headers, "Content-Type": "application/json; charset=utf-8" },
+        }),
+      );
+    },
+  };
+}
+
 /** The plugins yoga.ts installs: every limit on what a GraphQL request may carry. */
 export function graphqlLimits(): Plugin[] {
-  return [useTextSafety()];
+  return [useJsonRefusals(), useTextSafety()];
 }

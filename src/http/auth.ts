@@ -4,6 +4,7 @@ import type { Config } from "../config.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { DomainError } from "../lib/errors.js";
 import type { Services } from "../services.js";
+import { jsonBody } from "./middleware.js";
 
 /**
  * Credentials (SPEC "Authentication"). One rule per route family:
@@ -74,30 +75,57 @@ export async function resolveViewer(services: Services, req: Request): Promise<V
   return null;
 }
 
+/** The session rule for one request: an Authorization header, a missing or an unknown session → 401. */
+export async function authenticateSession(services: Services, req: IncomingMessage): Promise<Viewer> {
+  if (req.headers.authorization) {
+    throw new DomainError("authentication_failed", "This route takes a session cookie, not an Authorization header.");
+  }
+  const cookie = readCookie(req, SESSION_COOKIE);
+  if (!cookie)
+    throw new DomainError("authentication_failed", "Sign in first: this route needs the svc_session cookie.");
+  const s = await services.identity.resolveSession(cookie);
+  if (!s) throw new DomainError("authentication_failed", "The session is invalid, expired or signed out.");
+  return { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId };
+}
+
+/**
+ * The route families that take a credential (SPEC "Authentication"), by path: their bodies are read
+ * only once the credential checks out (`requireBearer` / `requireSession` parse them), so a 20 MB
+ * body from nobody costs nothing (issue 18 finding 6). Every other route's body is parsed up front
+ * (`bodyUnlessCredentialed`). Case-insensitive, trailing slash ignored, like Express's routing. A
+ * route under one of these paths must use requireBearer or requireSession, or its body stays unread.
+ */
+export function credentialFamily(path: string): "bearer" | "session" | null {
+  const p = path.toLowerCase().replace(/\/+$/, "");
+  const under = (prefix: string) => p === prefix || p.startsWith(`${prefix}/`);
+  if (
+    ["/v1/chat/completions", "/v1/responses", "/v1/image/generate", "/v1/images/generations"].some(under) ||
+    under("/v1/video") ||
+    under("/v1/agent") ||
+    p === "/v1/x402/refill"
+  ) {
+    return "bearer";
+  }
+  if (p === "/v1/supply/pool/summary") return null;
+  if (["/auth/logout", "/v1/me", "/v1/account", "/v1/supply"].some(under) || p === "/v1/x402/top-up") return "session";
+  return null;
+}
+
+/** The app-wide body parser: every route's body but the credentialed families' (see credentialFamily). */
+export function bodyUnlessCredentialed(req: Request, res: Response, next: NextFunction): void {
+  if (credentialFamily(req.path) !== null) next();
+  else jsonBody(req, res, next);
+}
+
+/** The session rule as middleware; the body is read after the credential checks out. */
 export function requireSession(services: Services): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      if (req.headers.authorization) {
-        throw new DomainError(
-          "authentication_failed",
-          "This route takes a session cookie, not an Authorization header.",
-        );
-      }
-      const cookie = readCookie(req, SESSION_COOKIE);
-      if (!cookie)
-        throw new DomainError("authentication_failed", "Sign in first: this route needs the svc_session cookie.");
-      const s = await services.identity.resolveSession(cookie);
-      if (!s) throw new DomainError("authentication_failed", "The session is invalid, expired or signed out.");
-      res.locals.viewer = {
-        credential: "session",
-        accountId: s.accountId,
-        walletAddress: s.walletAddress,
-        sessionId: s.sessionId,
-      } satisfies Viewer;
-      next();
+      res.locals.viewer = await authenticateSession(services, req);
     } catch (e) {
-      next(e);
+      return next(e);
     }
+    jsonBody(req, res, next);
   };
 }
 
@@ -123,14 +151,15 @@ export async function authenticateBearer(
   return { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId };
 }
 
+/** The Bearer rule as middleware; the body is read after the credential checks out. */
 export function requireBearer(services: Services, opts: { cached?: boolean } = {}): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       res.locals.viewer = await authenticateBearer(services, req, opts);
-      next();
     } catch (e) {
-      next(e);
+      return next(e);
     }
+    jsonBody(req, res, next);
   };
 }
 

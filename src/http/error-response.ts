@@ -1,4 +1,6 @@
-import type { ServerResponse } from "node:http";
+import { randomUUID } from "node:crypto";
+import { type ServerResponse, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import type { NextFunction, Request, Response } from "express";
 import { ZodError } from "zod";
 import { DomainError, type ErrorDetails, isDomainError } from "../lib/errors.js";
@@ -116,4 +118,43 @@ export function toDomainError(err: unknown, requestId?: string): DomainError {
 /** Express error middleware: the last `app.use`. */
 export function errorMiddleware(err: unknown, _req: Request, res: Response, _next: NextFunction): void {
   writeError(res, err, res.locals.requestId as string | undefined);
+}
+
+/**
+ * The answer to a request node's HTTP parser refused before any handler ran (the server's
+ * `clientError` event): oversized headers or query string (431), a request that timed out (408), a
+ * malformed request (400). Node would answer these itself with an empty body; every error the service
+ * sends carries the JSON error shape (issue 18 finding 6), so the same payload is written raw here and
+ * the connection closed. A socket already answering a request (pipelining) is only closed.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const answering = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === "ECONNRESET" || !socket.writable || answering?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const p = errorPayload(clientErrorOf(err));
+  const body = JSON.stringify(p.body);
+  const headers: Record<string, string> = {
+    ...p.headers,
+    "X-Svc-Request-Id": randomUUID(),
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": String(Buffer.byteLength(body)),
+    Connection: "close",
+  };
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.end(`HTTP/1.1 ${p.status} ${STATUS_CODES[p.status] ?? ""}\r\n${head.join("")}\r\n${body}`);
+}
+
+function clientErrorOf(err: Error & { code?: string }): DomainError {
+  switch (err.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return new DomainError("headers_too_large", "Request headers (the query string included) are too large.");
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return new DomainError("payload_too_large", "Chunk extensions too large.");
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return new DomainError("request_timeout", "The request was not received in time.");
+    default:
+      return new DomainError("invalid_request", "Malformed HTTP request.");
+  }
 }

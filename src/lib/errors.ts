@@ -20,10 +20,12 @@ export const ERROR_TABLE = {
   // 404
   not_found: { status: 404, retryable: false },
   model_not_found: { status: 404, retryable: false },
-  // 405, 413, 415
+  // 405, 408, 413, 415, 431
   method_not_allowed: { status: 405, retryable: false },
+  request_timeout: { status: 408, retryable: true },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
+  headers_too_large: { status: 431, retryable: false },
   // 409
   payment_unfinished: { status: 409, retryable: false },
   key_limit_reached: { status: 409, retryable: false },

@@ -150,7 +150,7 @@ async function serveInference(
 /**
  * The hot path without Express: `POST /v1/chat/completions` and `POST /v1/responses` (query ignored,
  * as Express routes) are served here with the steps Express would run for them, in its order: in-flight
- * count, request id, the shared JSON parser, the cached Bearer check, the call, the error ending.
+ * count, request id, the cached Bearer check, the shared JSON parser, the call, the error ending.
  * Returns false for every other request, which then goes to Express unchanged; so do the spellings
  * Express also routes here (trailing slash, other letter case, absolute-form target), served there by
  * the same `serveInference`.
@@ -170,8 +170,9 @@ export function inferenceListener(
     inFlight.track(res);
     const requestId = setRequestId(res);
     try {
-      const body = await readJsonBody(req, res);
+      // the credential before the body: a 20 MB body from nobody is never read (issue 18 finding 6)
       const viewer = await authenticateBearer(rt.services, req, { cached: true });
+      const body = await readJsonBody(req, res);
       await serveInference(svc, check, viewer, body, req, res);
     } catch (err) {
       writeError(res, err, requestId);

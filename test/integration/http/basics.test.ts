@@ -59,7 +59,8 @@ describe("HTTP basics", () => {
   });
 
   test("an oversized body is 413", async () => {
-    const res = await fetch(`${app.baseUrl}/v1/chat/completions`, {
+    // a public route: a credentialed route answers 401 first (hostile-input.test.ts, finding 6)
+    const res = await fetch(`${app.baseUrl}/graphql`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ pad: "x".repeat(21 * 1024 * 1024) }),

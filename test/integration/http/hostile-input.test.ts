@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
@@ -210,5 +211,135 @@ describe("finding 2: a malformed percent-escape in a path is a 400, always", () 
         expectInvalid(a, "path", `${method} ${path} ${JSON.stringify(Object.keys(headers))}`);
       }
     }
+  });
+});
+
+/**
+ * A POST whose body is announced (`Content-Length`) but only begun: the answer that arrives while the
+ * body is still being sent, or null when none comes within `waitMs` (the server is waiting for it).
+ */
+function partialPost(
+  path: string,
+  headers: Record<string, string>,
+  contentLength: number,
+  waitMs = 3000,
+): Promise<{ status: number; headers: string; body: unknown } | null> {
+  const { hostname, port } = new URL(app.baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    let data = "";
+    const done = (v: { status: number; headers: string; body: unknown } | null) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(v);
+    };
+    const timer = setTimeout(() => done(null), waitMs);
+    socket.on("error", (e) => (data ? undefined : reject(e)));
+    socket.on("data", (chunk) => {
+      data += chunk.toString("utf8");
+      const end = data.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const head = data.slice(0, end);
+      const length = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? "0");
+      const rest = data.slice(end + 4);
+      if (Buffer.byteLength(rest) < length) return;
+      let body: unknown = rest;
+      try {
+        body = JSON.parse(rest);
+      } catch {}
+      done({ status: Number(head.split(" ")[1]), headers: head, body });
+    });
+    const extra = Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join("");
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${contentLength}\r\n${extra}\r\n`,
+    );
+    // the first 64 KB of a body that never ends
+    socket.write(`{"pad":"${"x".repeat(64 * 1024)}`);
+  });
+}
+
+describe("finding 6: every error carries the JSON error shape; the credential before the body", () => {
+  function expectShape(a: Answer, status: number, code: string) {
+    expect(a.status, a.text.slice(0, 200)).toBe(status);
+    expect(a.headers.get("content-type") ?? "").toMatch(/^application\/json/);
+    expect(a.headers.get("x-svc-error-code")).toBe(code);
+    expect((a.body as { error?: { code?: string; message?: string } }).error?.code).toBe(code);
+  }
+
+  test("oversized headers → 431 with the JSON error shape (node's own answer had no body)", async () => {
+    expectShape(await send("GET", "/healthz", { headers: { "x-big": "a".repeat(20_000) } }), 431, "headers_too_large");
+  });
+
+  test("an oversized query string → 431 with the JSON error shape", async () => {
+    expectShape(await send("GET", `/v1/models?q=${"a".repeat(20_000)}`), 431, "headers_too_large");
+  });
+
+  test("a malformed request line → 400 with the JSON error shape", async () => {
+    const { hostname, port } = new URL(app.baseUrl);
+    const raw = await new Promise<string>((resolve) => {
+      const socket = connect({ host: hostname, port: Number(port) });
+      let data = "";
+      socket.on("data", (c) => {
+        data += c.toString("utf8");
+      });
+      socket.on("close", () => resolve(data));
+      socket.on("error", () => resolve(data));
+      socket.write("NOT A REQUEST\r\n\r\n");
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toMatch(/x-svc-error-code: invalid_request/i);
+    const body = JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)) as { error: { code: string } };
+    expect(body.error.code).toBe("invalid_request");
+  });
+
+  test("/graphql with an unsupported content type → 415 with the JSON error shape", async () => {
+    const a = await send("POST", "/graphql", { body: "{ models { id } }", headers: { "content-type": "text/plain" } });
+    expectShape(a, 415, "unsupported_media_type");
+  });
+
+  test.each([
+    ["the fast path (chat), no credential", "/v1/chat/completions", {}],
+    ["the fast path (Responses), an unknown key", "/v1/responses", { authorization: "Bearer svc_nope" }],
+    ["the fast path, a session cookie", "/v1/chat/completions", "cookie"],
+    ["an Express Bearer route (video quote)", "/v1/video/quote", {}],
+    ["an Express Bearer route (agent keys), an unknown key", "/v1/agent/keys", { authorization: "Bearer svc_nope" }],
+    ["refill", "/v1/x402/refill", {}],
+    ["a session route, no cookie", "/v1/account/api-keys", {}],
+    ["a session route, an Authorization header", "/v1/supply/offers", "bearer"],
+    ["a session route, an unknown session", "/v1/supply/upstream-keys", { cookie: "svc_session=nope" }],
+  ] as const)("%s: 401 while a 20 MB body is still being sent", async (_label, path, cred) => {
+    const headers: Record<string, string> =
+      cred === "cookie" ? { cookie: user.cookie } : cred === "bearer" ? { authorization: `Bearer ${apiKey}` } : cred;
+    const a = await partialPost(path, headers, 20_000_000);
+    expect(a, "an answer before the body is complete").not.toBeNull();
+    expect(a?.status).toBe(401);
+    expect((a?.body as { error?: { code?: string } } | undefined)?.error?.code).toBe("authentication_failed");
+  });
+
+  test.each([
+    ["the fast path", "/v1/chat/completions", "bearer"],
+    ["an Express Bearer route", "/v1/agent/keys", "bearer"],
+    ["a session route", "/v1/account/api-keys", "cookie"],
+  ] as const)("%s with a valid credential: the body limit still applies (413)", async (_l, path, cred) => {
+    const headers: Record<string, string> =
+      cred === "cookie" ? { cookie: user.cookie } : { authorization: `Bearer ${apiKey}` };
+    const a = await send("POST", path, { body: JSON.stringify({ pad: "x".repeat(21 * 1024 * 1024) }), headers });
+    expectShape(a, 413, "payload_too_large");
+  });
+
+  test("a valid credential's body is read and served as before", async () => {
+    const a = await send("POST", "/v1/account/api-keys", {
+      body: JSON.stringify({ name: "after the credential" }),
+      headers: { cookie: user.cookie },
+    });
+    expect(a.status, a.text).toBe(201);
+    const malformed = await send("POST", "/v1/agent/keys", {
+      body: '{"name":',
+      headers: { authorization: `Bearer ${apiKey}` },
+    });
+    expectInvalid(malformed, /.*/);
   });
 });
