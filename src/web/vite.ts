@@ -86,7 +86,13 @@ export async function buildWebApp(opts: { mountPath: string; outDir?: string; fo
   const staging = `${outDir}.staging-${process.pid}-${Date.now()}`;
   const { build } = await import("vite");
   const config = await baseConfig(opts.mountPath);
-  await build({ ...config, build: { ...config.build, outDir: staging } });
+  await build({
+    ...config,
+    mode: "production",
+    // React's production build whatever NODE_ENV the building process runs under (vitest sets "test")
+    define: { "process.env.NODE_ENV": JSON.stringify("production") },
+    build: { ...config.build, outDir: staging },
+  });
   writeFileSync(join(staging, STAMP_FILE), `${stamp}\n`);
   if (builtStampOf(outDir) === stamp) {
     rmSync(staging, { recursive: true, force: true }); // another process finished the same build first

@@ -20,6 +20,8 @@ export function createGraphqlClient(config: AppConfig): { client: Client; dispos
   const client = new Client({
     url: config.graphqlUrl,
     fetchOptions: { credentials: "include" },
+    // POST for every operation: account data never sits in a URL, a log line or an HTTP cache
+    preferGetMethod: false,
     requestPolicy: "cache-and-network",
     exchanges: [
       cacheExchange,

@@ -20,10 +20,21 @@ export function formatMicro(micro: string | bigint | null | undefined, decimals 
   return `${neg ? "−" : ""}${whole}${decimals > 0 ? `.${frac}` : ""}`;
 }
 
-/** `"$1.23"`-style USDC for headline numbers (2 decimals, truncated; exact value in the title). */
-export function usd(micro: string | bigint | null | undefined, decimals = 2): string {
-  const s = formatMicro(micro, decimals);
+/**
+ * `"$1.23"`-style USDC for headline numbers: 2 decimals from $1 up, otherwise up to 6 (trailing
+ * zeros trimmed to 2), so a sub-cent amount never reads as $0.00. Truncated; exact value in a title.
+ */
+export function usd(micro: string | bigint | null | undefined, decimals?: number): string {
+  const v = toBig(micro);
+  const abs = v < 0n ? -v : v;
+  let s = formatMicro(v, decimals ?? (abs >= SCALE || abs === 0n ? 2 : 6));
+  if (decimals === undefined && abs < SCALE && abs !== 0n) s = s.replace(/(\.\d{2}\d*?)0+$/, "$1");
   return s.startsWith("−") ? `−$${s.slice(1)}` : `$${s}`;
+}
+
+/** `1 clear`, `2 clears`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
 /** DIEM with up to `decimals` places. */
@@ -67,4 +78,10 @@ export function bigOf(micro: string | bigint | null | undefined): bigint {
 export function bpsPercent(bps: number | null | undefined): string {
   if (bps === null || bps === undefined) return "—";
   return `${Math.trunc(bps / 100)}.${Math.trunc((Math.abs(bps) % 100) / 10)}%`;
+}
+
+/** An axis tick in dollars (chart geometry only, see `chartUnits`): `$0`, `$0.00018`, `$1.5`. */
+export function dollarTick(v: number): string {
+  if (v === 0) return "$0";
+  return `$${Number(v.toPrecision(2))}`;
 }

@@ -4,7 +4,7 @@ import { useMutation, useQuery } from "urql";
 import { Dialog, Empty, ErrorNote, Loading, Notice, Panel, Stat, Stats, StatusBadge, Table } from "../components/ui";
 import { errorInfo } from "../lib/graphql";
 import { useCoalesced, useEvent } from "../lib/live";
-import { bigOf, chartUnits, diem, formatMicro, parseDecimal6, usd } from "../lib/money";
+import { bigOf, chartUnits, diem, dollarTick, formatMicro, parseDecimal6, usd } from "../lib/money";
 import {
   type ApiKey,
   BALANCE_CHANGED,
@@ -193,7 +193,9 @@ function Payments(props: { payments: Payment[] }) {
               <StatusBadge status={p.status} />
             </td>
             <td className="num">
-              {Math.min(p.confirmations, p.confirmationsRequired)} / {p.confirmationsRequired}
+              {p.status === "CONFIRMED"
+                ? `${p.confirmationsRequired} / ${p.confirmationsRequired}`
+                : `${Math.min(p.confirmations, p.confirmationsRequired)} / ${p.confirmationsRequired}`}
             </td>
           </tr>
         ))}
@@ -387,8 +389,8 @@ function SpendChart(props: { items: InferenceRequest[] }) {
           <BarChart data={data} margin={{ top: 8, right: 8, bottom: 8, left: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke="#d5dae1" />
             <XAxis dataKey="label" stroke="#3d4756" />
-            <YAxis stroke="#3d4756" width={60} tickFormatter={(v: number) => `$${v}`} />
-            <Tooltip formatter={(v, name) => [`$${Number(v).toFixed(6)}`, name]} />
+            <YAxis stroke="#3d4756" width={76} tickFormatter={dollarTick} />
+            <Tooltip formatter={(v, name) => [dollarTick(Number(v)), name]} />
             <Legend />
             <Bar dataKey="paid" name="paid" stackId="a" fill="#1f5fbf" isAnimationActive={false} />
             <Bar dataKey="saved" name="saved vs face" stackId="a" fill="#0b7a53" isAnimationActive={false} />

@@ -4,7 +4,7 @@ import { useQuery } from "urql";
 import { DepthChart } from "../components/depth-chart";
 import { Empty, ErrorNote, Loading, Panel, Stat, Stats, Table } from "../components/ui";
 import { useCoalesced, useEvent, useNow } from "../lib/live";
-import { bpsPercent, diem, formatMicro, usd } from "../lib/money";
+import { bpsPercent, diem, formatMicro, plural, usd } from "../lib/money";
 import {
   CAPACITY_CHANGED,
   CLEARS_SUBSCRIPTION,
@@ -91,14 +91,14 @@ export function MarketView() {
             testId="today-volume"
             value={s ? usd(s.todayGross) : "…"}
             title={s ? `${formatMicro(s.todayGross)} USDC` : undefined}
-            hint={s ? `${s.todayClears} clears · ${diem(s.todayBurn)}` : undefined}
+            hint={s ? `${plural(s.todayClears, "clear")} · ${diem(s.todayBurn)}` : undefined}
           />
           <Stat
             label="Buyers saved vs face"
             testId="buyer-savings"
             value={s ? usd(s.saved) : "…"}
             title={s ? `${formatMicro(s.saved)} USDC saved on ${formatMicro(s.faceValue)} of face value` : undefined}
-            hint={s ? `paid ${bpsPercent(s.paidOfFaceBps)} of face over ${s.clears} clears` : undefined}
+            hint={s ? `paid ${bpsPercent(s.paidOfFaceBps)} of face over ${plural(s.clears, "clear")}` : undefined}
           />
           <Stat
             label="Average clearing price today"
@@ -148,9 +148,12 @@ export function MarketView() {
                   <time dateTime={c.at}>{timeOf(c.at)}</time>
                   <span className="feed-model">{c.model}</span>
                   <span className="badge">{c.modality}</span>
-                  <span className="num">{c.priceCentsPerDollar}¢</span>
-                  <span className="num" title={`${formatMicro(c.grossUsdc)} USDC for ${formatMicro(c.burnDiem)} DIEM`}>
-                    {usd(c.grossUsdc, 4)}
+                  <span className="num feed-price">{c.priceCentsPerDollar}¢</span>
+                  <span
+                    className="num feed-gross"
+                    title={`${formatMicro(c.grossUsdc)} USDC for ${formatMicro(c.burnDiem)} DIEM`}
+                  >
+                    {usd(c.grossUsdc)}
                   </span>
                 </li>
               ))}

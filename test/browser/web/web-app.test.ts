@@ -1,0 +1,262 @@
+import { randomUUID } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { newWallet, signIn } from "../../../testkit/actors.js";
+import { fundConfirmed } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
+
+/**
+ * The web app at {web_url} end to end, in Debian's chromium driven by playwright-core (no browser
+ * download; .ci/run installs the package), against the real app in local mode (Vite's dev server in
+ * the API process) with the upstream simulator. Every number on the page comes from GraphQL and
+ * moves through subscriptions: nothing here reloads a page to see a change. Screenshots of each view
+ * go to artifacts/screenshots/ (CI keeps it), each checked for a blank page and an error overlay.
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SCREENSHOTS = join(process.cwd(), "artifacts", "screenshots");
+const MODEL = "zai-org-glm-5-1";
+/** the first page load compiles the app and pre-bundles its dependencies */
+const FIRST_LOAD_MS = 60_000;
+const LIVE_MS = 15_000;
+
+const world = useMarketWorld({ syncCatalog: true });
+let profile: string;
+let context: BrowserContext;
+/** console errors, page errors and failed requests of every page, by page */
+const problems = new Map<Page, string[]>();
+
+beforeAll(async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  profile = mkdtempSync(join(tmpdir(), "svc-web-browser-"));
+  // a persistent context is how playwright takes a fresh --user-data-dir of our own
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function open(path: string, opts: { context?: BrowserContext } = {}): Promise<Page> {
+  const page = await (opts.context ?? context).newPage();
+  const list: string[] = [];
+  problems.set(page, list);
+  page.on("console", (m) => {
+    if (m.type() === "error") list.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => {
+    list.push(`page error: ${e.message}`);
+  });
+  page.on("requestfailed", (r) => {
+    // a request the app itself abandoned (a refetch superseding another, a stream closed with its
+    // page) is not a failure
+    const error = r.failure()?.errorText ?? "";
+    if (error !== "net::ERR_ABORTED") list.push(`request failed: ${r.url()} ${error}`);
+  });
+  const res = await page.goto(`${world.app.baseUrl}${path}`, { waitUntil: "load" });
+  expect(res?.status(), path).toBe(200);
+  await page.locator("main#main").waitFor({ timeout: FIRST_LOAD_MS });
+  return page;
+}
+
+/** A screenshot that is not blank, with no Vite error overlay and no console or page error. */
+async function shoot(page: Page, name: string) {
+  expect(await page.locator("vite-error-overlay").count(), `${name}: error overlay`).toBe(0);
+  const text = (await page.locator("body").textContent()) ?? "";
+  expect(text.length, `${name}: page text`).toBeGreaterThan(80);
+  const png = await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  // a uniform (blank) page compresses to a few KB at this size
+  expect(png.length, `${name}: screenshot size`).toBeGreaterThan(15_000);
+  expect(problems.get(page) ?? [], `${name}: console and page errors`).toEqual([]);
+}
+
+function ladderRow(page: Page, cents: number) {
+  return page.getByTestId("ladder-table").locator("tr", { hasText: `${cents}¢` });
+}
+
+describe("the web app in chromium", () => {
+  let market: Page;
+
+  test(
+    "the market view: the ladder, the figures, the countdown and the live-clears panel, keyboard first",
+    async () => {
+      market = await open("/app/");
+      await market.getByTestId("cheapest-posted").waitFor();
+      await expect.poll(() => market.getByTestId("cheapest-posted").textContent()).toBe("nothing posted");
+      expect(await market.locator("html").getAttribute("lang")).toBe("en");
+      expect(await market.title()).toBe("Market · svc inference market");
+      expect(await market.getByRole("heading", { level: 1 }).textContent()).toBe("Market");
+      expect(await market.getByTestId("depth-chart").count()).toBe(1);
+      expect(await market.getByTestId("expiry-countdown").textContent()).toMatch(/^\d\d:\d\d:\d\d$/);
+      await market.getByText("No clears yet today").waitFor();
+      // the first Tab reaches the skip link, which leads to the content
+      await market.keyboard.press("Tab");
+      expect(await market.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content");
+      // the navigation marks the current page
+      expect(await market.locator('nav a[aria-current="page"]').textContent()).toBe("Market");
+      await shoot(market, "web-market-empty");
+    },
+    FIRST_LOAD_MS + 30_000,
+  );
+
+  test("a supplier signs in with the dev wallet, registers a key and posts an offer; the open market page shows it live", async () => {
+    const supplier = await open("/app/sign-in");
+    await supplier.getByTestId("dev-wallet-supplier").click();
+    await supplier.waitForURL(/\/app\/supplier$/);
+    await supplier.getByRole("heading", { level: 1, name: "Supplier" }).waitFor();
+    expect(await supplier.getByTestId("signed-in-wallet").textContent()).toMatch(/^0x90F7/i);
+    await supplier.getByText("No upstream keys yet").waitFor();
+
+    const secret = `VENICE_INFERENCE_KEY_web_${randomUUID().replaceAll("-", "")}`;
+    world.sim.state.addKey({ key: secret, diemMicro: 100_000_000n });
+    await supplier.getByLabel("Label", { exact: true }).fill("web key");
+    await supplier.getByLabel("Upstream API key").fill(secret);
+    await supplier.getByRole("button", { name: "Register key" }).click();
+    const keys = supplier.getByTestId("upstream-keys");
+    await keys.locator("tr", { hasText: "web key" }).waitFor({ timeout: LIVE_MS });
+    // never shown back: only the masked form
+    expect(await keys.textContent()).not.toContain(secret);
+    expect(await keys.textContent()).toContain(`…${secret.slice(-4)}`);
+    expect(await supplier.getByLabel("Upstream API key").inputValue()).toBe("");
+
+    await supplier.getByLabel("Price (¢ per $1, 1–80)").fill("47");
+    await supplier.getByLabel("Quantity (DIEM)").fill("20");
+    expect(await ladderRow(market, 47).count()).toBe(0);
+    await supplier.getByRole("button", { name: "Post offer" }).click();
+    const offers = supplier.getByTestId("offers");
+    await offers.locator("tr", { hasText: "web key" }).waitFor({ timeout: LIVE_MS });
+    await expect.poll(() => offers.locator("tr", { hasText: "web key" }).textContent()).toContain("active");
+
+    // the market page, open all along, learns of it through capacityChanged: no reload
+    await ladderRow(market, 47).waitFor({ timeout: LIVE_MS });
+    await expect.poll(() => market.getByTestId("cheapest-posted").textContent(), { timeout: LIVE_MS }).toBe("47¢");
+    expect(await ladderRow(market, 47).textContent()).toContain("20.00");
+
+    // pause and unpause, live in both pages
+    await offers.getByRole("button", { name: "Pause" }).click();
+    await expect
+      .poll(() => offers.locator("tr", { hasText: "web key" }).textContent(), { timeout: LIVE_MS })
+      .toContain("paused");
+    await expect.poll(() => ladderRow(market, 47).count(), { timeout: LIVE_MS }).toBe(0);
+    await offers.getByRole("button", { name: "Unpause" }).click();
+    await ladderRow(market, 47).waitFor({ timeout: LIVE_MS });
+
+    await shoot(supplier, "web-supplier");
+    await shoot(market, "web-market");
+    await supplier.close();
+  }, 90_000);
+
+  test("a buyer signs in through the identity provider, sets the ceiling, creates a key; a completion made outside the browser moves the balance and the clears feed live", async () => {
+    // the account exists and holds 5 confirmed USDC before the browser signs in (same wallet)
+    const wallet = newWallet();
+    const seeded = await signIn(world.app, wallet);
+    await fundConfirmed(world.app, seeded.accountId, 5_000_000n);
+
+    const buyer = await open("/app/sign-in");
+    const tokens = await world.app.idp.mintTokens(wallet.address);
+    const idp = buyer.getByRole("region", { name: "Identity provider" });
+    await idp.getByLabel("Wallet address").fill(wallet.address);
+    await idp.getByLabel("Access token").fill(tokens.accessToken);
+    await idp.getByLabel("Identity token").fill(tokens.identityToken);
+    await idp.getByRole("button", { name: "Sign in with identity provider" }).click();
+    await buyer.waitForURL(/\/app\/buyer$/);
+    await expect.poll(() => buyer.getByTestId("buyer-confirmed").textContent(), { timeout: LIVE_MS }).toBe("5.000000");
+    expect(await buyer.getByTestId("buyer-pending").textContent()).toBe("0.000000");
+
+    // a ceiling under every posted price: the empty state says what to raise it to
+    await buyer.getByLabel("Ceiling (cents per $1 of face, 30–80)").fill("30");
+    await buyer.getByRole("button", { name: "Save ceiling" }).click();
+    const empty = buyer.getByTestId("ceiling-empty");
+    await empty.waitFor({ timeout: LIVE_MS });
+    expect(await empty.textContent()).toContain("Nothing posted at your ceiling — raise it to 47¢");
+    await empty.getByRole("button", { name: "Raise to 47¢" }).click();
+    await expect.poll(() => buyer.getByTestId("current-ceiling").textContent(), { timeout: LIVE_MS }).toBe("47¢");
+
+    await buyer.getByLabel("New key name").fill("from the browser");
+    await buyer.getByRole("button", { name: "Create key" }).click();
+    const apiKey = await buyer.getByTestId("new-api-key-value").textContent();
+    expect(apiKey).toMatch(/^svc_/);
+    await buyer.getByTestId("api-keys").locator("tr", { hasText: "from the browser" }).waitFor({ timeout: LIVE_MS });
+    await buyer.getByText("No requests yet").waitFor();
+    const feedBefore = await market.getByTestId("clears-feed").count();
+    expect(feedBefore).toBe(0);
+
+    // a chat completion with that key, from outside the browser
+    const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        messages: [{ role: "user", content: "hello from a test [[sim:tokens=30]]" }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    expect(res.headers.get("x-svc-clearing-price-cents")).toBe("47");
+    const remaining = res.headers.get("x-balance-remaining") ?? "";
+    const cost = res.headers.get("x-svc-cost-usdc") ?? "";
+    const reference = res.headers.get("x-svc-support-reference") ?? "";
+    expect(remaining).toMatch(/^4\.\d{6}$/);
+
+    // the buyer's balance and history move without a reload
+    await expect.poll(() => buyer.getByTestId("buyer-confirmed").textContent(), { timeout: LIVE_MS }).toBe(remaining);
+    const row = buyer.getByTestId("history").locator("tr", { hasText: MODEL });
+    await row.waitFor({ timeout: LIVE_MS });
+    expect(await row.textContent()).toContain(cost);
+    expect(await row.textContent()).toContain("47¢");
+    // the public feed gets the clear, anonymised: price, modality, model, time
+    const feed = market.getByTestId("clears-feed");
+    await feed.waitFor({ timeout: LIVE_MS });
+    const item = await feed.locator("li").first().textContent();
+    expect(item).toContain(MODEL);
+    expect(item).toContain("47¢");
+    expect(item).toContain("text");
+    expect(item).not.toContain(wallet.address.slice(2, 10));
+    await expect.poll(() => market.getByTestId("today-volume").textContent(), { timeout: LIVE_MS }).not.toBe("$0.00");
+
+    // the support reference opens its detail
+    await buyer.getByRole("button", { name: `Details of request ${reference}` }).click();
+    const detail = buyer.getByTestId("request-detail");
+    await detail.waitFor({ timeout: LIVE_MS });
+    expect(await detail.textContent()).toContain(reference);
+    expect(await detail.textContent()).toContain(`${cost} USDC`);
+    await shoot(buyer, "web-buyer-request-detail");
+    await buyer.getByRole("dialog").getByRole("button", { name: "Close" }).click();
+    await shoot(buyer, "web-buyer");
+    await shoot(market, "web-market-live");
+    await buyer.close();
+  }, 90_000);
+
+  test("the sign-in view and the market at phone width", async () => {
+    const signInPage = await open("/app/sign-in");
+    await signInPage.getByTestId("dev-wallet-buyer").first().waitFor();
+    expect(await signInPage.getByRole("button", { name: "Sign in with identity provider" }).count()).toBe(1);
+    await shoot(signInPage, "web-sign-in");
+    await signInPage.setViewportSize({ width: 390, height: 844 });
+    await signInPage.goto(`${world.app.baseUrl}/app/`);
+    await signInPage.getByTestId("depth-chart").waitFor({ timeout: LIVE_MS });
+    // nothing wider than the screen: the tables scroll inside their own region
+    const overflow = await signInPage.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await shoot(signInPage, "web-market-phone");
+    await signInPage.close();
+  }, 60_000);
+});
