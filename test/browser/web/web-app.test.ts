@@ -4,8 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { LocalChain } from "../../../src/local/chain/index.js";
 import { newWallet, signIn } from "../../../testkit/actors.js";
 import { fundConfirmed } from "../../../testkit/market.js";
+import { chainEnv, startLocalChain } from "../../support/funding.js";
 import { useMarketWorld } from "../../support/market-world.js";
 
 /**
@@ -23,7 +25,15 @@ const MODEL = "zai-org-glm-5-1";
 const FIRST_LOAD_MS = 60_000;
 const LIVE_MS = 15_000;
 
-const world = useMarketWorld({ syncCatalog: true });
+// a local chain (anvil, chain id 8453, EIP-3009 USDC) and the in-process facilitator, for the top-up
+let chain: LocalChain;
+beforeAll(async () => {
+  chain = await startLocalChain();
+}, 60_000);
+afterAll(async () => {
+  await chain?.stop();
+});
+const world = useMarketWorld({ syncCatalog: true, env: () => chainEnv(chain) });
 let profile: string;
 let context: BrowserContext;
 /** console errors, page errors and failed requests of every page, by page */
@@ -60,7 +70,8 @@ async function open(path: string, opts: { context?: BrowserContext } = {}): Prom
   const list: string[] = [];
   problems.set(page, list);
   page.on("console", (m) => {
-    if (m.type() === "error") list.push(`console: ${m.text()}`);
+    // the x402 challenge is a 402 by design (the top-up asks for it, then pays); chromium logs it
+    if (m.type() === "error" && !/status of 402 \(Payment Required\)/.test(m.text())) list.push(`console: ${m.text()}`);
   });
   page.on("pageerror", (e) => {
     list.push(`page error: ${e.message}`);
@@ -243,6 +254,40 @@ describe("the web app in chromium", () => {
     await shoot(buyer, "web-buyer");
     await shoot(market, "web-market-live");
     await buyer.close();
+  }, 90_000);
+
+  test("a dev buyer tops up with x402 from the browser; pending turns confirmed live when the blocks land", async () => {
+    const page = await open("/app/sign-in");
+    const button = page.getByTestId("dev-wallet-buyer").first();
+    await button.waitFor();
+    const wallets = (await (await fetch(`${world.app.baseUrl}/app/dev/wallets`)).json()) as {
+      wallets: { role: string; address: `0x${string}` }[];
+    };
+    const devBuyer = wallets.wallets.find((w) => w.role === "buyer");
+    if (!devBuyer) throw new Error("no dev buyer");
+    await chain.mintUsdc(devBuyer.address, 50_000_000n);
+    await button.click();
+    await page.waitForURL(/\/app\/buyer$/);
+    await expect.poll(() => page.getByTestId("buyer-pending").textContent(), { timeout: LIVE_MS }).toBe("0.000000");
+
+    await page.getByLabel("Amount (USDC)").fill("2.5");
+    await page.getByRole("button", { name: "Top up" }).click();
+    await page.getByText("Paid 2.500000 USDC").waitFor({ timeout: LIVE_MS });
+    await expect.poll(() => page.getByTestId("buyer-pending").textContent(), { timeout: LIVE_MS }).toBe("2.500000");
+    expect(await page.getByTestId("buyer-confirmed").textContent()).toBe("0.000000");
+    await expect.poll(() => page.getByTestId("payments").textContent(), { timeout: LIVE_MS }).toContain("pending");
+    await shoot(page, "web-buyer-top-up-pending");
+
+    // the confirmation depth (CONFIRMATION_BLOCKS=5 here) lands; the worker's sweep confirms it
+    await chain.mine(6);
+    await expect
+      .poll(async () => (await world.app.rt.services.payments.confirmPending()).confirmed, { timeout: LIVE_MS })
+      .toBe(1);
+    await expect.poll(() => page.getByTestId("buyer-confirmed").textContent(), { timeout: LIVE_MS }).toBe("2.500000");
+    expect(await page.getByTestId("buyer-pending").textContent()).toBe("0.000000");
+    await expect.poll(() => page.getByTestId("payments").textContent(), { timeout: LIVE_MS }).toContain("confirmed");
+    await shoot(page, "web-buyer-top-up-confirmed");
+    await page.close();
   }, 90_000);
 
   test("the sign-in view and the market at phone width", async () => {
