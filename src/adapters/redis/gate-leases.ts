@@ -212,6 +212,10 @@ export class GateLeases {
       const want = Math.min(limit - g.leased, 1 + g.waiting + headroom);
       const grown = this.grow(gate, g, want, limit);
       g.growing = grown.then((r) => r.granted);
+      // only waiters await `growing`: when none came, a failed grow (Redis down) must not leave it
+      // rejecting unobserved — Node ends the process on an unhandled rejection. Waiters still get
+      // the failure; this request gets it from `grown` below.
+      g.growing.catch(() => undefined);
       const r = await grown.finally(() => {
         g.growing = null;
       });
