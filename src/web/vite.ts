@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { InlineConfig, ViteDevServer } from "vite";
 
@@ -27,7 +27,7 @@ async function baseConfig(mountPath: string): Promise<InlineConfig> {
   const { default: react } = await import("@vitejs/plugin-react");
   return {
     configFile: false,
-    envFile: false,
+    envDir: false,
     root: WEB_APP_ROOT,
     base: `${mountPath}/`,
     plugins: [react()],
@@ -83,6 +83,7 @@ export async function buildWebApp(opts: { mountPath: string; outDir?: string; fo
   const outDir = opts.outDir ?? WEB_DIST_DIR;
   const stamp = webBuildStamp(opts.mountPath);
   if (!opts.force && builtStampOf(outDir) === stamp) return { outDir, built: false };
+  removeAbandoned(outDir);
   const staging = `${outDir}.staging-${process.pid}-${Date.now()}`;
   const { build } = await import("vite");
   const config = await baseConfig(opts.mountPath);
@@ -103,6 +104,26 @@ export async function buildWebApp(opts: { mountPath: string; outDir?: string; fo
   renameSync(staging, outDir);
   rmSync(old, { recursive: true, force: true });
   return { outDir, built: true };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Staging and old directories left by a process that stopped mid-build (SIGTERM during a start). */
+function removeAbandoned(outDir: string): void {
+  const parent = dirname(outDir);
+  if (!existsSync(parent)) return;
+  const prefix = basename(outDir);
+  for (const name of readdirSync(parent)) {
+    const m = new RegExp(`^${prefix}\\.(?:staging|old)-(\\d+)-\\d+$`).exec(name);
+    if (m && !alive(Number(m[1]))) rmSync(join(parent, name), { recursive: true, force: true });
+  }
 }
 
 /**
