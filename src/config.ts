@@ -131,6 +131,8 @@ const envSchema = z.object({
   PAYOUT_PRIVATE_KEY: optional(pattern(PRIVATE_KEY, "a private key (0x + 64 hex)")),
   /** not in CONTRACT: global in-flight cap on small-tier models (0 = unthrottled); frontier models are never throttled */
   SMALL_MODEL_MAX_IN_FLIGHT: withDefault(intIn(0, 1_000_000), "0"),
+  /** not in CONTRACT: GraphQL cost points one caller (account, or IP when anonymous) may spend per minute */
+  GRAPHQL_COST_PER_MINUTE: withDefault(intIn(1, 1_000_000_000), "100000"),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
   REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
   LOG_LEVEL: withDefault(
@@ -180,7 +182,12 @@ export interface Config {
   /** platform fee on every charge; markup on the upstream's video quote (docs/public/pricing.md) */
   readonly fees: { readonly platformFeeBps: number; readonly videoMarkupBps: number };
   readonly signupFuse: { readonly max: number; readonly windowSeconds: number };
-  readonly limits: { readonly keyMaxInFlight: number; readonly smallModelMaxInFlight: number };
+  readonly limits: {
+    readonly keyMaxInFlight: number;
+    readonly smallModelMaxInFlight: number;
+    /** GraphQL cost points per caller per minute (graphql/limits.ts) */
+    readonly graphqlCostPerMinute: number;
+  };
   readonly logLevel: string;
 }
 
@@ -278,7 +285,11 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
     secrets: { sessionSecret: e.SESSION_SECRET ?? LOCAL_SESSION_SECRET, keyEncryptionKey },
     fees: { platformFeeBps: Number(e.PLATFORM_FEE_BPS), videoMarkupBps: Number(e.VIDEO_MARKUP_BPS) },
     signupFuse: { max: Number(e.SIGNUP_FUSE_MAX), windowSeconds: Number(e.SIGNUP_FUSE_WINDOW_S) },
-    limits: { keyMaxInFlight: Number(e.KEY_MAX_IN_FLIGHT), smallModelMaxInFlight: Number(e.SMALL_MODEL_MAX_IN_FLIGHT) },
+    limits: {
+      keyMaxInFlight: Number(e.KEY_MAX_IN_FLIGHT),
+      smallModelMaxInFlight: Number(e.SMALL_MODEL_MAX_IN_FLIGHT),
+      graphqlCostPerMinute: Number(e.GRAPHQL_COST_PER_MINUTE),
+    },
     logLevel: e.LOG_LEVEL,
   };
   return { ok: true, config: deepFreeze(config) };

@@ -1,15 +1,43 @@
-import { type ASTNode, GraphQLError, Kind, type ValidationRule } from "graphql";
+import { costLimitPlugin } from "@escape.tech/graphql-armor-cost-limit";
+import { maxAliasesPlugin } from "@escape.tech/graphql-armor-max-aliases";
+import { maxDepthPlugin } from "@escape.tech/graphql-armor-max-depth";
+import { maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
+import {
+  type ASTNode,
+  type DocumentNode,
+  GraphQLError,
+  Kind,
+  type ValidationContext,
+  type ValidationRule,
+} from "graphql";
 import type { Plugin } from "graphql-yoga";
+import type { CostBudget } from "../adapters/redis/budget.js";
+import type { Viewer } from "../domain/identity/viewer.js";
 import { errorPayload } from "../http/error-response.js";
+import type { Clock } from "../lib/clock.js";
 import { DomainError } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
+import { logger } from "../lib/logger.js";
 
 /**
- * What GraphQL refuses before a resolver runs (issue 18): argument text Postgres cannot store.
- * The REST side refuses the same text at its JSON parser (http/middleware.ts); GraphQL arguments
- * also arrive as literals in the document and as variables from a GET query string, so they are
- * checked here, with the schema's bad-input code (`invalid_request`, as in graphql/errors.ts).
+ * What GraphQL refuses before a resolver runs (issue 18, findings 1, 4 and 6):
+ * - argument text Postgres cannot store (the REST side refuses it at its JSON parser; GraphQL
+ *   arguments also arrive as document literals and as variables from a GET query string);
+ * - documents past the per-operation limits (GraphQL Armor: depth, aliases, tokens, cost), so one
+ *   request cannot recurse through `myOffers → upstreamKey → offers` or run 10,000 aliases;
+ * - callers past their cost budget: every executed operation's cost is spent on a per-caller
+ *   (account, or IP when anonymous) budget in Redis; past it, `rate_limited` (HTTP 429);
+ * - a bare 415 from yoga, answered with the JSON error shape.
+ * Refusals carry the schema's codes in `extensions.code` (`invalid_request`, `rate_limited`), as
+ * graphql/errors.ts renders a DomainError.
  */
+
+/**
+ * Per-operation limits. The web app's heaviest operation (the supplier dashboard, `myOffers(first:
+ * 50)`) has depth 4, no alias, 96 tokens and cost about 2,600; GraphiQL's introspection query has
+ * 183 tokens (introspection costs nothing and has no depth limit under Armor's defaults).
+ */
+export const GRAPHQL_LIMITS = { maxDepth: 10, maxAliases: 20, maxTokens: 2_000, maxCost: 10_000 } as const;
 
 function badInput(message: string, field: string, nodes?: ASTNode): GraphQLError {
   return new GraphQLError(message, {
@@ -79,7 +107,103 @@ function useJsonRefusals(): Plugin {
   };
 }
 
+/** An Armor refusal as the schema's bad-input error (Armor prefixes every message with "Syntax Error: "). */
+function limitError(err: GraphQLError, limit: string): GraphQLError {
+  return new GraphQLError(err.message.replace(/^Syntax Error: /, ""), {
+    nodes: err.nodes,
+    extensions: { code: "invalid_request", status: 400, details: { limit } },
+  });
+}
+
+/** Armor's validation rules report through the validation context (every violation, no throw). */
+function reportAs(limit: string) {
+  return {
+    exposeLimits: true,
+    propagateOnRejection: false,
+    onReject: [(ctx: ValidationContext | null, err: GraphQLError) => ctx?.reportError(limitError(err, limit))],
+  };
+}
+
+/** Each validated document's cost (the most expensive of its operations), for the budget. */
+const documentCosts = new WeakMap<DocumentNode, number>();
+
+function useArmor(): Plugin[] {
+  return [
+    // counted in the lexer: parsing stops at the limit (the parser is recursive; depth needs tokens)
+    maxTokensPlugin({
+      n: GRAPHQL_LIMITS.maxTokens,
+      exposeLimits: true,
+      onReject: [
+        (_ctx, err) => {
+          Object.assign(err.extensions, { code: "invalid_request", status: 400, details: { limit: "tokens" } });
+          err.message = err.message.replace(/^Syntax Error: /, "");
+        },
+      ],
+    }),
+    maxDepthPlugin({ n: GRAPHQL_LIMITS.maxDepth, ...reportAs("depth") }),
+    maxAliasesPlugin({ n: GRAPHQL_LIMITS.maxAliases, ...reportAs("aliases") }),
+    costLimitPlugin({
+      maxCost: GRAPHQL_LIMITS.maxCost,
+      ...reportAs("cost"),
+      onAccept: [
+        (ctx: ValidationContext | null, details: { n: number }) => {
+          const doc = ctx?.getDocument();
+          if (doc) documentCosts.set(doc, Math.max(documentCosts.get(doc) ?? 0, details.n));
+        },
+      ],
+    }),
+  ] as Plugin[];
+}
+
+export interface GraphQLBudgetDeps {
+  budget: CostBudget;
+  clock: Clock;
+}
+
+/** Who pays for an operation: the signed-in account, else the client's address. */
+function subjectOf(context: unknown): string {
+  const c = context as { viewer?: Viewer | null; req?: { socket?: { remoteAddress?: string } } };
+  if (c.viewer) return `account:${c.viewer.accountId}`;
+  return `ip:${c.req?.socket?.remoteAddress ?? "unknown"}`;
+}
+
+function rateLimited(retryAfterSeconds: number): GraphQLError {
+  return new GraphQLError("GraphQL cost budget spent for this minute; retry after the window resets.", {
+    extensions: {
+      code: "rate_limited",
+      status: 429,
+      details: { retryAfterSeconds },
+      // yoga turns this into the HTTP status and header, and leaves it out of the body
+      http: { status: 429, headers: { "Retry-After": String(retryAfterSeconds) } },
+    },
+  });
+}
+
+/**
+ * Spends each operation's cost (queries and mutations at execution, subscriptions at subscribe) on
+ * the caller's budget. A Redis failure lets the operation through (logged): the per-operation
+ * limits still hold, and GraphQL stays up when the budget's store is down.
+ */
+function useCostBudget(deps: GraphQLBudgetDeps): Plugin {
+  const charge = async (
+    args: { document: DocumentNode; contextValue: unknown },
+    stop: (result: { errors: GraphQLError[] }) => void,
+  ) => {
+    const cost = documentCosts.get(args.document) ?? 1;
+    try {
+      const r = await deps.budget.spend(subjectOf(args.contextValue), cost, deps.clock.now());
+      if (!r.ok) stop({ errors: [rateLimited(r.retryAfterSeconds)] });
+    } catch (err) {
+      logger.warn({ err }, "graphql cost budget unavailable; operation let through");
+    }
+  };
+  return {
+    onExecute: ({ args, setResultAndStopExecution }) => charge(args, setResultAndStopExecution),
+    onSubscribe: ({ args, setResultAndStopExecution }) => charge(args, setResultAndStopExecution),
+  };
+}
+
 /** The plugins yoga.ts installs: every limit on what a GraphQL request may carry. */
-export function graphqlLimits(): Plugin[] {
-  return [useJsonRefusals(), useTextSafety()];
+export function graphqlLimits(budget?: GraphQLBudgetDeps): Plugin[] {
+  return [useJsonRefusals(), useTextSafety(), ...useArmor(), ...(budget ? [useCostBudget(budget)] : [])];
 }

@@ -4,7 +4,7 @@ import { createYoga, type GraphiQLOptions } from "graphql-yoga";
 import type { Viewer } from "../domain/identity/viewer.js";
 import type { GraphQLContext } from "./context.js";
 import { maskError } from "./errors.js";
-import { graphqlLimits } from "./limits.js";
+import { type GraphQLBudgetDeps, graphqlLimits } from "./limits.js";
 import { buildSchema } from "./schema/index.js";
 
 export interface YogaDeps {
@@ -13,6 +13,8 @@ export interface YogaDeps {
   resolveViewer: (req: Request) => Promise<Viewer | null>;
   /** browser origins allowed by CORS (credentials included) */
   allowedOrigins: string[];
+  /** the per-caller GraphQL cost budget (graphql/limits.ts); none: per-operation limits only */
+  budget?: GraphQLBudgetDeps;
 }
 
 export type ServerContext = { req: Request; res: Response };
@@ -57,7 +59,7 @@ export function createGraphQL(deps: YogaDeps) {
     landingPage: false,
     logging: false,
     maskedErrors: { maskError },
-    plugins: [useGraphQLSSE(), ...graphqlLimits()],
+    plugins: [useGraphQLSSE(), ...graphqlLimits(deps.budget)],
     // only our own origins get CORS headers; anything else (including "null") gets none
     cors: (request) => {
       const origin = request.headers.get("origin");

@@ -1,12 +1,13 @@
 import { createServer, type RequestListener, type Server } from "node:http";
 import express, { type Express, type Request, type Response } from "express";
+import { createGraphqlCostBudget } from "../adapters/redis/budget.js";
 import { createGraphQL } from "../graphql/yoga.js";
 import { DomainError } from "../lib/errors.js";
 import { mcpRoutes } from "../mcp/routes.js";
 import type { Runtime } from "../runtime.js";
 import { bodyUnlessCredentialed, readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
 import { answerClientError, errorMiddleware, sendError } from "./error-response.js";
-import { InFlight, rejectUnsafeUrl, requestId } from "./middleware.js";
+import { graphqlJsonBody, InFlight, rejectUnsafeUrl, requestId } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
@@ -45,6 +46,8 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(inFlight.middleware);
   app.use(requestId);
   app.use(rejectUnsafeUrl);
+  // GraphQL documents are small (graphql/limits.ts): a smaller body limit there (yoga's endpoint and /graphql/stream)
+  app.use("/graphql", graphqlJsonBody);
   // a credentialed route's body is read after its credential checks out (requireBearer/requireSession)
   app.use(bodyUnlessCredentialed);
 
@@ -68,6 +71,10 @@ export function createHttpApp(rt: Runtime): HttpApp {
     base: { db: rt.db, bus: rt.bus, services: rt.services },
     resolveViewer: (req: Request) => resolveViewer(rt.services, req),
     allowedOrigins: [new URL(rt.config.urls.base).origin, new URL(rt.config.urls.web).origin],
+    budget: {
+      budget: createGraphqlCostBudget(rt.redis.command, rt.keys, rt.config.limits.graphqlCostPerMinute),
+      clock: rt.clock,
+    },
   });
   // cookie-authenticated GraphQL writes must come from our own origins (CSRF)
   const sameOrigin = requireSameOrigin(rt.config);

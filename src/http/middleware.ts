@@ -7,7 +7,22 @@ import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safet
 /** Body limit for JSON requests (chat bodies may carry images as data URLs). */
 export const JSON_BODY_LIMIT = "20mb";
 
-const parseJson = express.json({ limit: JSON_BODY_LIMIT, strict: false });
+/**
+ * Body limit for /graphql: a document is bounded at 2,000 tokens (graphql/limits.ts) and its
+ * variables are small, so an anonymous flood cannot make the process hold 20 MB per request.
+ */
+export const GRAPHQL_BODY_LIMIT = "1mb";
+
+type Middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+/** express.json with `limit`, then the text and depth checks on what it parsed. */
+function checkedJsonParser(limit: string): Middleware {
+  const parse = express.json({ limit, strict: false });
+  return (req, res, next) =>
+    parse(req as Request, res as Response, (err?: unknown) => {
+      next(err ?? unsafeBodyError((req as { body?: unknown }).body));
+    });
+}
 
 /**
  * The one JSON body parser: Express's stack and the inference fast path (routes/inference.ts)
@@ -16,11 +31,10 @@ const parseJson = express.json({ limit: JSON_BODY_LIMIT, strict: false });
  * A parsed body with text Postgres cannot store (NUL, a lone surrogate) or nested deeper than
  * MAX_JSON_DEPTH is a 400 naming the field, before any service sees it (issue 18, findings 1 and 3).
  */
-export function jsonBody(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void): void {
-  parseJson(req as Request, res as Response, (err?: unknown) => {
-    next(err ?? unsafeBodyError((req as { body?: unknown }).body));
-  });
-}
+export const jsonBody: Middleware = checkedJsonParser(JSON_BODY_LIMIT);
+
+/** The same parser with GRAPHQL_BODY_LIMIT, mounted on /graphql before the app-wide one. */
+export const graphqlJsonBody: Middleware = checkedJsonParser(GRAPHQL_BODY_LIMIT);
 
 function unsafeBodyError(body: unknown): DomainError | undefined {
   const found = body === undefined ? null : findJsonProblem(body);

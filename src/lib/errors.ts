@@ -37,6 +37,7 @@ export const ERROR_TABLE = {
   buyer_concurrency_limit: { status: 429, retryable: true },
   signup_fuse: { status: 429, retryable: true },
   model_throttled: { status: 429, retryable: true },
+  rate_limited: { status: 429, retryable: true },
   // 500
   internal_error: { status: 500, retryable: true },
   settle_failed: { status: 500, retryable: true },

@@ -24,6 +24,8 @@ export interface RedisKeys {
   walletImageGate(accountId: string): string;
   /** global signup fuse window counter */
   signupFuse(windowStart: number): string;
+  /** GraphQL cost points one caller spent in a fixed one-minute window (graphql/limits.ts) */
+  graphqlCost(subject: string, windowStart: number): string;
   /** one-shot locks for periodic jobs */
   lock(name: string): string;
 }
@@ -42,6 +44,7 @@ export function redisKeys(prefix: string): RedisKeys {
     inFlightRequest: (ref) => `${p}:inflight:request:${ref}`,
     walletImageGate: (accountId) => `${p}:gate:image:${accountId}`,
     signupFuse: (windowStart) => `${p}:fuse:signup:${windowStart}`,
+    graphqlCost: (subject, windowStart) => `${p}:budget:graphql:${subject}:${windowStart}`,
     lock: (name) => `${p}:lock:${name}`,
   };
 }

@@ -27,6 +27,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   buyer_concurrency_limit: 429,
   signup_fuse: 429,
   model_throttled: 429,
+  rate_limited: 429,
   internal_error: 500,
   settle_failed: 500,
   upstream_error: 502,

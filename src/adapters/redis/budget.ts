@@ -1,0 +1,38 @@
+import type { Redis } from "ioredis";
+import type { RedisKeys } from "./keys.js";
+
+/**
+ * A per-caller spending budget shared by every process through Redis: at most `perWindow` points per
+ * fixed window of `windowSeconds`, per subject (an account, or an IP address). GraphQL spends an
+ * operation's cost on it (graphql/limits.ts). A spend that crosses the budget is refused and stays
+ * counted, so a caller hammering past its budget stays refused until the window turns.
+ */
+export interface CostBudget {
+  spend(
+    subject: string,
+    points: number,
+    now: Date,
+  ): Promise<{ ok: true; spent: number } | { ok: false; retryAfterSeconds: number }>;
+}
+
+export function createGraphqlCostBudget(
+  redis: Redis,
+  keys: RedisKeys,
+  perWindow: number,
+  windowSeconds = 60,
+): CostBudget {
+  return {
+    async spend(subject, points, now) {
+      const nowS = Math.floor(now.getTime() / 1000);
+      const windowStart = nowS - (nowS % windowSeconds);
+      const key = keys.graphqlCost(subject, windowStart);
+      const [[, spent]] = (await redis
+        .multi()
+        .incrby(key, Math.max(1, Math.ceil(points)))
+        .expire(key, windowSeconds * 2)
+        .exec()) as [[null, number], unknown];
+      if (spent <= perWindow) return { ok: true, spent };
+      return { ok: false, retryAfterSeconds: Math.max(1, windowStart + windowSeconds - nowS) };
+    },
+  };
+}
