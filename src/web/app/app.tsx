@@ -1,17 +1,20 @@
-import { type MouseEvent, type ReactNode, useCallback, useEffect, useMemo, useState } from "react";
+import { lazy, type MouseEvent, type ReactNode, Suspense, useCallback, useEffect, useMemo, useState } from "react";
 import { Provider, useQuery } from "urql";
 import { ErrorNote, Loading } from "./components/ui";
 import { type AppConfig, loadAppConfig } from "./lib/config";
 import { createGraphqlClient } from "./lib/graphql";
+import { signOut } from "./lib/http";
 import { VIEWER_IDENTITY, type ViewerIdentityData } from "./lib/operations";
 import { navigate, pathOf, type Route, useRoute } from "./lib/router";
 import type { Session } from "./lib/session";
 import { shortAddress } from "./lib/time";
-import { signOut } from "./lib/wallet";
-import { BuyerView } from "./views/buyer";
 import { MarketView } from "./views/market";
-import { SignInView } from "./views/sign-in";
-import { SupplierView } from "./views/supplier";
+
+// the signed-in views (and viem, which signs for them) load when first opened: the public market
+// page does not carry them
+const SignInView = lazy(() => import("./views/sign-in").then((m) => ({ default: m.SignInView })));
+const BuyerView = lazy(() => import("./views/buyer").then((m) => ({ default: m.BuyerView })));
+const SupplierView = lazy(() => import("./views/supplier").then((m) => ({ default: m.SupplierView })));
 
 export function App() {
   const [config, setConfig] = useState<AppConfig | undefined>();
@@ -99,7 +102,7 @@ function Shell(props: { config: AppConfig; refreshSession: () => void }) {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        {body}
+        <Suspense fallback={<Loading what="the page" />}>{body}</Suspense>
       </main>
       <footer className="foot">
         <p>

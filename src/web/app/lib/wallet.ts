@@ -2,6 +2,7 @@ import { getAddress, type Hex, stringToHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import type { AppConfig } from "./config";
+import { DEV_WALLET_KEY, failure, postJson } from "./http";
 
 /**
  * Wallets in the browser: an injected EIP-1193 provider (a wallet extension), or, in local mode,
@@ -56,8 +57,6 @@ export function devWalletProvider(wallet: DevWallet, chainId: number): Eip1193Pr
   };
 }
 
-const DEV_WALLET_KEY = "svc.devWallet";
-
 /** Remembers which dev wallet signed in (this tab only), so a top-up can sign with it. */
 export function rememberDevWallet(wallet: DevWallet | undefined): void {
   if (wallet) sessionStorage.setItem(DEV_WALLET_KEY, JSON.stringify(wallet));
@@ -77,42 +76,6 @@ export async function fetchDevWallets(): Promise<{ wallets: DevWallet[]; idpToke
   const res = await fetch(`${import.meta.env.BASE_URL}dev/wallets`, { cache: "no-store" });
   if (!res.ok) throw new Error(`dev wallets: ${res.status}`);
   return (await res.json()) as { wallets: DevWallet[]; idpTokens: boolean };
-}
-
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string | undefined,
-    message: string,
-    readonly body: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
-
-async function postJson(
-  url: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, {
-    method: "POST",
-    credentials: "include",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-  let json: Record<string, unknown> = {};
-  try {
-    json = (await res.json()) as Record<string, unknown>;
-  } catch {
-    json = {};
-  }
-  return { status: res.status, body: json };
-}
-
-function failure(status: number, body: Record<string, unknown>): ApiError {
-  const error = (body.error ?? {}) as { code?: string; message?: string };
-  return new ApiError(status, error.code, error.message ?? `Request failed (${status}).`, body);
 }
 
 async function requestAccount(provider: Eip1193Provider): Promise<`0x${string}`> {
@@ -163,11 +126,6 @@ export async function mintDevIdpTokens(walletAddress: string): Promise<{ accessT
   const r = await postJson(`${import.meta.env.BASE_URL}dev/idp-tokens`, { walletAddress });
   if (r.status !== 200) throw failure(r.status, r.body);
   return r.body as { accessToken: string; identityToken: string };
-}
-
-export async function signOut(config: AppConfig): Promise<void> {
-  await postJson(`${config.baseUrl}/auth/logout`, {});
-  rememberDevWallet(undefined);
 }
 
 interface Requirement {
