@@ -219,6 +219,17 @@ registry.registerPath({
 });
 registry.registerPath({
   method: "get",
+  path: "/metrics",
+  operationId: "metrics",
+  tags: ["Public"],
+  summary: "Prometheus metrics of this process (docs/operations.md): requests, clears, fall-forwards, escrow, queues",
+  security: PUBLIC,
+  responses: {
+    200: textResponse("text/plain", "Prometheus text exposition format 0.0.4"),
+  },
+});
+registry.registerPath({
+  method: "get",
   path: "/openapi.json",
   operationId: "getOpenApi",
   tags: ["Public"],

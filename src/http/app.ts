@@ -7,6 +7,7 @@ import { mcpRoutes } from "../mcp/routes.js";
 import type { Runtime } from "../runtime.js";
 import { bodyUnlessCredentialed, readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
 import { answerClientError, errorMiddleware, sendError } from "./error-response.js";
+import { httpMetrics } from "./metrics.js";
 import { graphqlJsonBody, InFlight, rejectUnsafeUrl, requestId } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
@@ -44,6 +45,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.set("etag", false);
   const inFlight = new InFlight();
   app.use(inFlight.middleware);
+  app.use(httpMetrics(rt.metrics));
   app.use(requestId);
   app.use(rejectUnsafeUrl);
   // GraphQL documents are small (graphql/limits.ts): a smaller body limit there (yoga's endpoint and /graphql/stream)

@@ -1,7 +1,10 @@
 import { Router } from "express";
 import type { Runtime } from "../../runtime.js";
 
-/** `/healthz`: liveness, 200 text/plain (SPEC "Public"). `/readyz`: Postgres and Redis answer. */
+/**
+ * `/healthz`: liveness, 200 text/plain (SPEC "Public"). `/readyz`: Postgres and Redis answer.
+ * `/metrics`: this process's Prometheus metrics (aggregates only: no account, key or supplier).
+ */
 export function healthRoutes(rt: Runtime): Router {
   const r = Router();
   r.get("/healthz", (_req, res) => {
@@ -14,6 +17,10 @@ export function healthRoutes(rt: Runtime): Router {
       .status(ok ? 200 : 503)
       .type("text/plain")
       .send(ok ? "ready\n" : "not ready\n");
+  });
+  r.get("/metrics", async (_req, res) => {
+    const m = await rt.metrics.text();
+    res.type(m.contentType).send(m.body);
   });
   return r;
 }

@@ -24,6 +24,7 @@ import type { Runtime } from "../../runtime.js";
 import type { Services } from "../../services.js";
 import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
 import { writeError, writeJson } from "../error-response.js";
+import { recordFastPath } from "../metrics.js";
 import { type InFlight, readJsonBody, setRequestId } from "../middleware.js";
 import { checkShape } from "../validate.js";
 
@@ -190,6 +191,7 @@ export function inferenceListener(
           ? ([responses, checkResponses] as const)
           : undefined;
     if (!chosen) return false;
+    recordFastPath(rt.metrics, path, req, res);
     // the error ending cannot throw for our own errors; should it, log and drop the connection
     // rather than take the process down with an unhandled rejection
     serve(chosen[0], chosen[1], req, res).catch((err: unknown) => {

@@ -1,0 +1,86 @@
+// Operability (issue 18): GET /metrics in Prometheus form — HTTP answers by route pattern, clears by
+// modality, fall-forwards, scrape-time gauges — and /readyz failing when a dependency is gone.
+import { describe, expect, test } from "vitest";
+import { startTestApp } from "../../../testkit/harness.js";
+import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
+
+const world = useMarketWorld({ syncCatalog: true });
+
+async function scrape(): Promise<string> {
+  const res = await fetch(`${world.app.baseUrl}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+  return res.text();
+}
+
+/** The value of one sample line (name with its labels exactly as exposed), or 0 when absent. */
+function sample(text: string, line: string): number {
+  const hit = text.split("\n").find((l) => l.startsWith(`${line} `));
+  return hit ? Number(hit.slice(line.length + 1)) : 0;
+}
+
+describe("GET /metrics", () => {
+  test("a clear, a fall-forward and the HTTP answers are counted; gauges are read at scrape time", async () => {
+    const supply = await addSupply(world.app, world.sim, [
+      { priceCents: 30, quantityMicroDiem: 50_000_000n },
+      { priceCents: 31, quantityMicroDiem: 50_000_000n },
+    ]);
+    world.app.rt.services.inference.invalidateBook();
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await scrape();
+    // the cheaper key fails once: the request falls forward to the next and clears there
+    const first = supply.keys[0];
+    if (!first) throw new Error("no key");
+    world.sim.state.injectFault(first.secret, { kind: "http_500", count: 1 });
+    const r = await chat(world.app, buyer.apiKey, {
+      model: "zai-org-glm-5-1",
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect(r.status).toBe(200);
+    const bad = await fetch(`${world.app.baseUrl}/v1/models/no-such-model`);
+    expect(bad.status).toBe(404);
+    const after = await scrape();
+    expect(
+      sample(after, 'svc_clears_total{modality="text"}') - sample(before, 'svc_clears_total{modality="text"}'),
+    ).toBe(1);
+    expect(
+      sample(after, 'svc_fall_forwards_total{kind="retryable"}') -
+        sample(before, 'svc_fall_forwards_total{kind="retryable"}'),
+    ).toBe(1);
+    const chatCount =
+      'svc_http_request_duration_seconds_count{route="/v1/chat/completions",method="POST",status="200"}';
+    expect(sample(after, chatCount) - sample(before, chatCount)).toBe(1);
+    // the route pattern, never the raw path
+    expect(after).toContain('route="/v1/models/:id",method="GET",status="404"');
+    expect(after).not.toContain("no-such-model");
+    // scrape-time gauges and Node's own
+    expect(after).toMatch(/^svc_escrow_held\{side="buyer_micro_usdc"\} \d+/m);
+    expect(after).toMatch(/^svc_queue_depth\{queue="video"\} \d+/m);
+    expect(after).toMatch(/^svc_reconciliation_backlog \d+/m);
+    expect(after).toMatch(/^svc_process_resident_memory_bytes \d+/m);
+    // aggregates only: no key, wallet or account in the exposition
+    expect(after).not.toContain(buyer.apiKey);
+    expect(after).not.toContain(buyer.accountId);
+  });
+});
+
+describe("GET /readyz", () => {
+  test("200 while Postgres and Redis answer; 503 once Redis is gone", async () => {
+    const ok = await fetch(`${world.app.baseUrl}/readyz`);
+    expect([ok.status, await ok.text()]).toEqual([200, "ready\n"]);
+    // a runtime of its own, whose Redis command connection is then closed
+    const other = await startTestApp({
+      databaseUrl: world.app.rt.config.database.url,
+      prefix: `${world.app.rt.config.redis.prefix}-readyz`,
+      env: { UPSTREAM_BASE_URL: world.sim.baseUrl },
+    });
+    try {
+      other.rt.redis.command.disconnect();
+      const down = await fetch(`${other.baseUrl}/readyz`);
+      expect([down.status, await down.text()]).toEqual([503, "not ready\n"]);
+    } finally {
+      await other.close().catch(() => undefined);
+    }
+  });
+});
