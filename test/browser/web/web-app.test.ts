@@ -34,16 +34,14 @@ afterAll(async () => {
   await chain?.stop();
 });
 const world = useMarketWorld({ syncCatalog: true, env: () => chainEnv(chain) });
-let profile: string;
+const profiles: string[] = [];
 let context: BrowserContext;
-/** console errors, page errors and failed requests of every page, by page */
-const problems = new Map<Page, string[]>();
+let supplierContext: BrowserContext;
 
-beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  profile = mkdtempSync(join(tmpdir(), "svc-web-browser-"));
-  // a persistent context is how playwright takes a fresh --user-data-dir of our own
-  context = await chromium.launchPersistentContext(profile, {
+async function launch(): Promise<BrowserContext> {
+  const profile = mkdtempSync(join(tmpdir(), "svc-web-browser-"));
+  profiles.push(profile);
+  return chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 900 },
@@ -58,11 +56,20 @@ beforeAll(async () => {
       "--disable-sync",
     ],
   });
+}
+/** console errors, page errors and failed requests of every page, by page */
+const problems = new Map<Page, string[]>();
+
+beforeAll(async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  // two browsers with profiles of their own: the supplier's session and the buyer's never share a
+  // cookie jar (a persistent context is how playwright takes a fresh --user-data-dir)
+  [context, supplierContext] = await Promise.all([launch(), launch()]);
 }, 60_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await Promise.all([context?.close(), supplierContext?.close()]);
+  for (const p of profiles) rmSync(p, { recursive: true, force: true });
 });
 
 async function open(path: string, opts: { context?: BrowserContext } = {}): Promise<Page> {
@@ -105,6 +112,8 @@ function ladderRow(page: Page, cents: number) {
 
 describe("the web app in chromium", () => {
   let market: Page;
+  /** the supplier's dashboard, left open so the buyer test can watch its fills arrive */
+  let supplier: Page;
 
   test(
     "the market view: the ladder, the figures, the countdown and the live-clears panel, keyboard first",
@@ -129,7 +138,7 @@ describe("the web app in chromium", () => {
   );
 
   test("a supplier signs in with the dev wallet, registers a key and posts an offer; the open market page shows it live", async () => {
-    const supplier = await open("/app/sign-in");
+    supplier = await open("/app/sign-in", { context: supplierContext });
     await supplier.getByTestId("dev-wallet-supplier").click();
     await supplier.waitForURL(/\/app\/supplier$/);
     await supplier.getByRole("heading", { level: 1, name: "Supplier" }).waitFor();
@@ -172,7 +181,6 @@ describe("the web app in chromium", () => {
 
     await shoot(supplier, "web-supplier");
     await shoot(market, "web-market");
-    await supplier.close();
   }, 90_000);
 
   test("a buyer signs in through the identity provider, sets the ceiling, creates a key; a completion made outside the browser moves the balance and the clears feed live", async () => {
@@ -253,6 +261,16 @@ describe("the web app in chromium", () => {
     await buyer.getByRole("dialog").getByRole("button", { name: "Close" }).click();
     await shoot(buyer, "web-buyer");
     await shoot(market, "web-market-live");
+    // the supplier's open dashboard: the fill, the remaining DIEM and the earnings move (earningsChanged)
+    const offer = supplier.getByTestId("offers").locator("tr", { hasText: "web key" });
+    await expect.poll(() => offer.getByTestId("offer-sold").textContent(), { timeout: LIVE_MS }).not.toBe("0.000000");
+    expect(await offer.getByTestId("offer-remaining").textContent()).not.toMatch(/^20\.000000/);
+    await supplier.getByTestId("fills").locator("tr", { hasText: MODEL }).waitFor({ timeout: LIVE_MS });
+    await expect
+      .poll(() => supplier.getByTestId("supplier-payable").textContent(), { timeout: LIVE_MS })
+      .not.toBe("$0.00");
+    await shoot(supplier, "web-supplier-filled");
+    await supplier.close();
     await buyer.close();
   }, 90_000);
 
