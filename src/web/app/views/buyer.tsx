@@ -1,4 +1,4 @@
-import { type FormEvent, type ReactNode, useState } from "react";
+import { type FormEvent, type ReactNode, useEffect, useState } from "react";
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { useMutation, useQuery } from "urql";
 import { Dialog, Empty, ErrorNote, Loading, Notice, Panel, Stat, Stats, StatusBadge, Table } from "../components/ui";
@@ -273,6 +273,8 @@ function TopUpPanel(props: { session: Session; walletAddress: string; onDone: ()
 
 function CeilingPanel(props: { ceiling: number; market: MarketData | undefined; onSaved: () => void }) {
   const [value, setValue] = useState(String(props.ceiling));
+  // a ceiling set elsewhere (an agent's PATCH /v1/agent/max-price) arrives by balanceChanged
+  useEffect(() => setValue(String(props.ceiling)), [props.ceiling]);
   const [state, setMaxPrice] = useMutation(SET_MAX_PRICE);
   const [saved, setSaved] = useState<string | undefined>();
   const m = props.market?.market;

@@ -1,4 +1,4 @@
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useEffect, useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { Empty, ErrorNote, Loading, Notice, Panel, Stat, Stats, StatusBadge, Table } from "../components/ui";
 import { errorInfo } from "../lib/graphql";
@@ -404,6 +404,8 @@ function OfferRow(props: {
 }) {
   const o = props.offer;
   const [price, setPrice] = useState(String(o.priceCentsPerDollar));
+  // a reprice from elsewhere (another tab, the REST API) replaces what the field shows
+  useEffect(() => setPrice(String(o.priceCentsPerDollar)), [o.priceCentsPerDollar]);
   const [confirmCancel, setConfirmCancel] = useState(false);
   const live = o.status === "ACTIVE" || o.status === "PAUSED";
   return (
