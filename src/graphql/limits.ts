@@ -15,7 +15,7 @@ import type { CostBudget } from "../adapters/redis/budget.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { errorPayload } from "../http/error-response.js";
 import type { Clock } from "../lib/clock.js";
-import { DomainError } from "../lib/errors.js";
+import { DomainError, type ErrorCode } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
 import { logger } from "../lib/logger.js";
 
@@ -83,20 +83,29 @@ function useTextSafety(): Plugin {
   };
 }
 
+/** yoga's refusals that come without a body, as the service's errors. */
+const BARE_REFUSALS: Record<number, [ErrorCode, string]> = {
+  406: [
+    "not_acceptable",
+    "/graphql answers application/json, application/graphql-response+json or text/event-stream; the Accept header allows none of them.",
+  ],
+  415: [
+    "unsupported_media_type",
+    "POST /graphql takes application/json (or application/graphql+json, multipart/form-data).",
+  ],
+};
+
 /**
- * yoga answers a POST whose content type it cannot read with a bare 415 (no body); every error the
- * service sends carries the JSON error shape (issue 18 finding 6), the same one REST sends.
+ * yoga answers a POST whose content type it cannot read with a bare 415, and a request whose Accept
+ * header allows none of its answers with a bare 406 (no body); every error the service sends carries
+ * the JSON error shape (issue 18 finding 6), the same one REST sends.
  */
 function useJsonRefusals(): Plugin {
   return {
     onResponse({ response, setResponse, fetchAPI }) {
-      if (response.status !== 415 || response.headers.get("content-type")) return;
-      const p = errorPayload(
-        new DomainError(
-          "unsupported_media_type",
-          "POST /graphql takes application/json (or application/graphql+json, multipart/form-data).",
-        ),
-      );
+      const refusal = BARE_REFUSALS[response.status];
+      if (!refusal || response.headers.get("content-type")) return;
+      const p = errorPayload(new DomainError(...refusal));
       setResponse(
         new fetchAPI.Response(JSON.stringify(p.body), {
           status: p.status,

@@ -20,8 +20,9 @@ export const ERROR_TABLE = {
   // 404
   not_found: { status: 404, retryable: false },
   model_not_found: { status: 404, retryable: false },
-  // 405, 408, 413, 415, 431
+  // 405, 406, 408, 413, 415, 431
   method_not_allowed: { status: 405, retryable: false },
+  not_acceptable: { status: 406, retryable: false },
   request_timeout: { status: 408, retryable: true },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },

@@ -15,6 +15,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   model_not_found: 404,
   method_not_allowed: 405,
+  not_acceptable: 406,
   request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
