@@ -1,4 +1,5 @@
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type Request, type Response, Router } from "express";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { authenticateBearer } from "../http/auth.js";
@@ -32,6 +33,36 @@ async function authenticate(rt: Runtime, req: Request, res: Response): Promise<V
 }
 
 /**
+ * What the Streamable HTTP transport refuses before any JSON-RPC processing, answered the HTTP way
+ * with the service's error body (issue 18 finding 6; /openapi.json documents /mcp's 400, 406 and 415
+ * so): the SDK's own answers carry a JSON-RPC error (`"code": -32700`, which the MCP spec allows and
+ * does not require) and took an empty batch `[]` for a valid one (202). Its rules, in its order: the
+ * Accept header names both JSON and SSE, the body is JSON (the app's parser read it), and the body is
+ * a JSON-RPC message or a non-empty batch of them.
+ */
+function transportRefusal(req: Request): DomainError | undefined {
+  const accept = req.headers.accept ?? "";
+  if (!accept.includes("application/json") || !accept.includes("text/event-stream")) {
+    return new DomainError(
+      "not_acceptable",
+      "POST /mcp answers Streamable HTTP: send Accept: application/json, text/event-stream.",
+    );
+  }
+  if (req.body === undefined) {
+    return new DomainError("unsupported_media_type", "POST /mcp takes a JSON-RPC message as application/json.");
+  }
+  const messages: unknown[] = Array.isArray(req.body) ? req.body : [req.body];
+  if (messages.length === 0 || !messages.every((m) => JSONRPCMessageSchema.safeParse(m).success)) {
+    return new DomainError(
+      "invalid_request",
+      'The body is not a JSON-RPC 2.0 message: jsonrpc "2.0", a string method, an id that is a string or a number.',
+      { field: "body" },
+    );
+  }
+  return undefined;
+}
+
+/**
  * The hosted MCP connector (SPEC "What the service does" 14; issue 17 item 4): Streamable HTTP with
  * the official SDK, stateless: every POST gets its own server and transport (no session id, JSON
  * answers, nothing kept between requests), so any API process can serve any request. GET (the
@@ -44,6 +75,8 @@ export function mcpRoutes(rt: Runtime): Router {
 
   r.post(path, async (req, res) => {
     const viewer = await authenticate(rt, req, res);
+    const refusal = transportRefusal(req);
+    if (refusal) throw refusal;
     const requestId = res.locals.requestId as string | undefined;
     const ac = new AbortController();
     const server = createMcpServer({ rt, viewer, signal: ac.signal, requestId });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createKey, signIn } from "../../../testkit/actors.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 
 /**
@@ -8,11 +9,13 @@ import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harn
 
 let app: TestApp;
 let drop: () => Promise<void>;
+let apiKey: string;
 
 beforeAll(async () => {
   const w = await isolatedWorld();
   drop = w.drop;
   app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
+  apiKey = (await createKey(app, await signIn(app))).apiKey;
 });
 afterAll(async () => {
   await app?.close();
@@ -59,5 +62,55 @@ describe("/graphql: an Accept header it cannot answer", () => {
     );
     expect(a.status).toBe(200);
     expect(a.text).toContain("apiVersion");
+  });
+});
+
+describe("POST /mcp: what the transport refuses before any JSON-RPC processing", () => {
+  const STREAMABLE = "application/json, text/event-stream";
+  const mcp = (headers: Record<string, string>, body: string) =>
+    send("POST", "/mcp", { authorization: `Bearer ${apiKey}`, ...headers }, body);
+  const ping = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+
+  // the SDK answered each of these with a JSON-RPC error body (`"code": -32700`) and no X-Svc-Error-Code
+  test.each([
+    ["jsonrpc is not 2.0", '{"jsonrpc":"1.0","id":1,"method":"tools/list"}'],
+    ["method is not a string", '{"jsonrpc":"2.0","id":1,"method":5}'],
+    ["the id is an object", '{"jsonrpc":"2.0","id":{},"method":"tools/list"}'],
+    ["not an object", '"tools/list"'],
+    ["an array of numbers", "[1,2]"],
+    ["an empty batch", "[]"],
+    ["an empty object", "{}"],
+  ])("%s → 400 invalid_request with the error body", async (_label, body) => {
+    expectErrorBody(
+      await mcp({ "content-type": "application/json", accept: STREAMABLE }, body),
+      400,
+      "invalid_request",
+    );
+  });
+
+  test.each([
+    ["none", undefined],
+    ["application/json only", "application/json"],
+    ["text/html", "text/html"],
+  ])("Accept: %s → 406 not_acceptable with the error body", async (_label, accept) => {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (accept) headers.accept = accept;
+    expectErrorBody(await mcp(headers, ping), 406, "not_acceptable");
+  });
+
+  test("a body that is not JSON → 415 unsupported_media_type with the error body", async () => {
+    expectErrorBody(
+      await mcp({ "content-type": "text/plain", accept: STREAMABLE }, ping),
+      415,
+      "unsupported_media_type",
+    );
+  });
+
+  test("the credential still comes first, and a well-formed message is still served", async () => {
+    const anonymous = await send("POST", "/mcp", { "content-type": "application/json", accept: STREAMABLE }, "[]");
+    expectErrorBody(anonymous, 401, "authentication_failed");
+    const listed = await mcp({ "content-type": "application/json", accept: STREAMABLE }, ping);
+    expect(listed.status, listed.text.slice(0, 200)).toBe(200);
+    expect(listed.text).toContain("agent_me");
   });
 });
