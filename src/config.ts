@@ -131,6 +131,10 @@ const envSchema = z.object({
   PAYOUT_PRIVATE_KEY: optional(pattern(PRIVATE_KEY, "a private key (0x + 64 hex)")),
   /** not in CONTRACT: global in-flight cap on small-tier models (0 = unthrottled); frontier models are never throttled */
   SMALL_MODEL_MAX_IN_FLIGHT: withDefault(intIn(0, 1_000_000), "0"),
+  /** not in CONTRACT: connections of each Postgres pool the API side of a process opens (Prisma, and pg for the router) */
+  DB_POOL_SIZE: withDefault(intIn(1, 1_000), "20"),
+  /** not in CONTRACT: connections of each Postgres pool the workers of a process open (their own: the API cannot starve them) */
+  WORKER_DB_POOL_SIZE: withDefault(intIn(1, 1_000), "5"),
   /** not in CONTRACT: GraphQL cost points one caller (account, or IP when anonymous) may spend per minute */
   GRAPHQL_COST_PER_MINUTE: withDefault(intIn(1, 1_000_000_000), "100000"),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
@@ -152,7 +156,13 @@ export interface Config {
   readonly role: Role;
   readonly http: { readonly port: number; readonly host: string };
   readonly urls: { readonly base: string; readonly mcp: string; readonly web: string; readonly docs: string };
-  readonly database: { readonly url: string };
+  readonly database: {
+    readonly url: string;
+    /** connections per pool on the API side (Prisma; the router's pg pool) */
+    readonly poolSize: number;
+    /** connections per pool of the workers' own clients (workers/index.ts) */
+    readonly workerPoolSize: number;
+  };
   readonly redis: { readonly url: string; readonly prefix: string };
   readonly upstream: { readonly baseUrl: string; readonly catalogSyncKey: string | undefined };
   readonly chain: {
@@ -256,7 +266,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       web: stripSlash(e.WEB_URL ?? `${base}/app`),
       docs: stripSlash(e.DOCS_URL ?? `${base}/docs`),
     },
-    database: { url: e.DATABASE_URL },
+    database: { url: e.DATABASE_URL, poolSize: Number(e.DB_POOL_SIZE), workerPoolSize: Number(e.WORKER_DB_POOL_SIZE) },
     redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX },
     upstream: { baseUrl: stripSlash(e.UPSTREAM_BASE_URL), catalogSyncKey: e.CATALOG_SYNC_KEY },
     chain: {

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { type ChainGateway, createChainGateway } from "./adapters/chain/usdc-gateway.js";
-import { createPrisma, type Db } from "./adapters/db.js";
+import { createPrisma, type Db, WORKER_TRANSACTION_OPTIONS } from "./adapters/db.js";
 import { createFacilitator } from "./adapters/facilitator/index.js";
 import type { Facilitator } from "./adapters/facilitator/types.js";
 import { PromMetrics } from "./adapters/metrics.js";
@@ -42,8 +42,8 @@ export async function createRuntime(
 ): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const keys = redisKeys(config.redis.prefix);
-  const db = createPrisma(config.database.url, { onQuery: opts.onQuery });
-  const sql = createSql(config.database.url);
+  const db = createPrisma(config.database.url, { max: config.database.poolSize, onQuery: opts.onQuery });
+  const sql = createSql(config.database.url, config.database.poolSize);
   const redis = {
     command: createRedis(config.redis.url, "command"),
     publish: createRedis(config.redis.url, "command"),
@@ -151,6 +151,45 @@ export async function createRuntime(
       // pub/sub clients last (STACK_NOTES gotcha 7)
       await Promise.all([closeRedis(redis.command), closeRedis(redis.producer)]);
       await Promise.all([closeRedis(redis.publish), closeRedis(redis.subscribe)]);
+    },
+  };
+}
+
+/**
+ * The workers' own services, over their own Postgres pools (WORKER_DB_POOL_SIZE connections each,
+ * patient transaction options): with the API and the workers in one process (`npm start`), a busy
+ * API holds every connection of its pools, and a job waiting on them failed with "Unable to start a
+ * transaction in the given time" (issue 18 finding 7). Everything else (Redis, queues, bus, chain,
+ * upstream, metrics) is the runtime's. `close()` ends the pools; the runtime's own close is separate.
+ */
+export function createWorkerServices(rt: Runtime): { services: Services; close(): Promise<void> } {
+  const { config } = rt;
+  const db = createPrisma(config.database.url, {
+    max: config.database.workerPoolSize,
+    transactionOptions: WORKER_TRANSACTION_OPTIONS,
+  });
+  const sql = createSql(config.database.url, config.database.workerPoolSize);
+  const services = createServices({
+    config,
+    db,
+    sql,
+    bus: rt.bus,
+    keys: rt.keys,
+    clock: rt.clock,
+    redis: rt.redis.command,
+    queues: rt.queues,
+    chain: rt.chain,
+    payoutChain: rt.payoutChain,
+    facilitator: rt.facilitator,
+    upstream: rt.upstream,
+    metrics: rt.metrics,
+  });
+  return {
+    services,
+    async close() {
+      await services.inference.close().catch(() => undefined);
+      await db.$disconnect().catch(() => undefined);
+      await sql.end().catch(() => undefined);
     },
   };
 }

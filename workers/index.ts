@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { QUEUES } from "../src/adapters/queues.js";
 import { closeRedis, createRedis } from "../src/adapters/redis/client.js";
 import { logger } from "../src/lib/logger.js";
-import type { Runtime } from "../src/runtime.js";
+import { createWorkerServices, type Runtime } from "../src/runtime.js";
 import { confirmationsProcessor, reconciliationProcessor } from "./funding.worker.js";
 import { maintenanceProcessor } from "./maintenance.worker.js";
 import { type Processor, withErrorPolicy } from "./processor.js";
@@ -63,14 +63,17 @@ export async function startWorkers(
   rt: Runtime,
   opts: { schedules?: boolean; scheduleCheckMs?: number } = {},
 ): Promise<Workers> {
+  // the workers' own Postgres pools: a busy API in the same process cannot starve the jobs (issue 18 finding 7)
+  const own = createWorkerServices(rt);
+  const services = own.services;
   const processors: Partial<Record<keyof typeof QUEUES, { fn: Processor; concurrency: number }>> = {
-    maintenance: { fn: maintenanceProcessor(rt.services), concurrency: 1 },
-    confirmations: { fn: confirmationsProcessor(rt.services), concurrency: 1 },
-    reconciliation: { fn: reconciliationProcessor(rt.services), concurrency: 2 },
-    expiry: { fn: expiryProcessor(rt.services), concurrency: 1 },
-    sync: { fn: syncProcessor(rt.services), concurrency: 2 },
-    payouts: { fn: payoutsProcessor(rt.services), concurrency: 1 },
-    video: { fn: videoProcessor(rt.services), concurrency: 1 },
+    maintenance: { fn: maintenanceProcessor(services), concurrency: 1 },
+    confirmations: { fn: confirmationsProcessor(services), concurrency: 1 },
+    reconciliation: { fn: reconciliationProcessor(services), concurrency: 2 },
+    expiry: { fn: expiryProcessor(services), concurrency: 1 },
+    sync: { fn: syncProcessor(services), concurrency: 2 },
+    payouts: { fn: payoutsProcessor(services), concurrency: 1 },
+    video: { fn: videoProcessor(services), concurrency: 1 },
   };
   const connections: Redis[] = [];
   const workers: Worker[] = [];
@@ -113,6 +116,7 @@ export async function startWorkers(
       if (checker) clearInterval(checker);
       await Promise.all(workers.map((w) => w.close()));
       await Promise.all(connections.map((c) => closeRedis(c)));
+      await own.close();
     },
   };
 }

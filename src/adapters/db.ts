@@ -54,11 +54,28 @@ class LeakFreePrismaPg extends PrismaPg {
   }
 }
 
-export function createPrisma(databaseUrl: string, opts: { max?: number; onQuery?: (sql: string) => void } = {}): Db {
+/**
+ * How long a transaction may wait for a connection of the pool (`maxWait`) and run (`timeout`), ms.
+ * Prisma's defaults (2 s, 5 s) suit the API, whose callers are waiting; background jobs use longer
+ * ones (WORKER_TRANSACTION_OPTIONS) on their own pool.
+ */
+export interface TransactionOptions {
+  maxWait?: number;
+  timeout?: number;
+}
+
+/** Background jobs: a busy moment waits (up to 10 s for a connection) instead of failing the job. */
+export const WORKER_TRANSACTION_OPTIONS: TransactionOptions = { maxWait: 10_000, timeout: 60_000 };
+
+export function createPrisma(
+  databaseUrl: string,
+  opts: { max?: number; onQuery?: (sql: string) => void; transactionOptions?: TransactionOptions } = {},
+): Db {
   const adapter = new LeakFreePrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 });
-  if (!opts.onQuery) return new PrismaClient({ adapter });
+  const transactionOptions = opts.transactionOptions;
+  if (!opts.onQuery) return new PrismaClient({ adapter, transactionOptions });
   // query events (tests: N+1 guards); off by default
-  const db = new PrismaClient({ adapter, log: [{ emit: "event", level: "query" }] });
+  const db = new PrismaClient({ adapter, transactionOptions, log: [{ emit: "event", level: "query" }] });
   const onQuery = opts.onQuery;
   (db as unknown as { $on: (e: "query", cb: (ev: { query: string }) => void) => void }).$on("query", (ev) =>
     onQuery(ev.query),
