@@ -1,4 +1,5 @@
 import type { AccountSummary, HistoryRow, Savings } from "../domain/accounts/account-types.js";
+import type { VideoQuote } from "../domain/inference/video-quote.js";
 import type { ApiKeyMetadata } from "../domain/keys/api-key-service.js";
 import { formatDecimal6 } from "../lib/money.js";
 
@@ -84,3 +85,37 @@ export function presentKey(k: ApiKeyMetadata) {
 }
 
 export const STATUS_OK = { status: "ok" } as const;
+
+/** `GET /v1/agent/me` (and the MCP tool agent_me): wallet, balances, ceiling, confirmation depth. */
+export function presentAgentMe(a: AccountSummary, confirmationBlocks: number) {
+  return {
+    accountId: a.accountId,
+    walletAddress: a.walletAddress,
+    confirmedUsdc: formatDecimal6(a.balances.confirmedMicroUsdc),
+    pendingUsdc: formatDecimal6(a.balances.pendingMicroUsdc),
+    availableUsdc: formatDecimal6(a.balances.availableMicroUsdc),
+    maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
+    confirmationBlocks,
+    hasEverFunded: a.hasEverFunded,
+    firstFundedAt: a.firstFundedAt?.toISOString() ?? null,
+  };
+}
+
+/** SPEC "Video quote" (REST and the MCP tool video_quote): snake_case, six-decimal strings, `svc` repeats cost and price. */
+export function presentVideoQuote(q: VideoQuote) {
+  return {
+    model: q.model,
+    quote_diem: formatDecimal6(q.quoteMicroDiem),
+    estimated_usdc: formatDecimal6(q.estimatedMicroUsdc),
+    max_price_cents: q.maxPriceCents,
+    max_eligible_offer_diem: formatDecimal6(q.maxEligibleOfferMicroDiem),
+    eligible_routable_diem: formatDecimal6(q.eligibleRoutableMicroDiem),
+    clears_now: q.clearsNow,
+    svc: {
+      cost_usdc: formatDecimal6(q.estimatedMicroUsdc),
+      clearing_price_cents: q.clearingPriceCents,
+      upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
+      markup_bps: q.markupBps,
+    },
+  };
+}

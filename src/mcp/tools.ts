@@ -3,15 +3,13 @@ import { z } from "zod";
 import { agentMeResponse, agentRequestResponse, maxPriceBody, maxPriceResponse } from "../contract/agent.js";
 import { capacityInput, modality, modelList, modelStatsQuery, modelStatsResponse } from "../contract/catalog.js";
 import { decimal6, supportReferenceParam, uuid } from "../contract/common.js";
-import { chatCompletionBody, type VideoQuoteResponse, videoBody, videoQuoteResponse } from "../contract/inference.js";
+import { chatCompletionBody, videoBody, videoQuoteResponse } from "../contract/inference.js";
 import { capacityResponse } from "../contract/market.js";
 import type { Viewer } from "../domain/identity/viewer.js";
-import type { VideoQuote } from "../domain/inference/video-quote.js";
-import { presentHistoryRow } from "../http/present.js";
+import { presentAgentMe, presentHistoryRow, presentVideoQuote } from "../http/present.js";
 import { presentModel, presentModelStats } from "../http/routes/catalog.js";
 import { presentCapacity } from "../http/routes/market.js";
 import { DomainError } from "../lib/errors.js";
-import { formatDecimal6 } from "../lib/money.js";
 import type { Runtime } from "../runtime.js";
 import type { Json } from "./tool-result.js";
 
@@ -111,25 +109,6 @@ const chatCompletionArgs = described(
   },
 );
 
-/** The REST quote's shape (SPEC "Video quote"): snake_case, six-decimal strings, `svc` repeats cost and price. */
-function presentVideoQuote(q: VideoQuote): VideoQuoteResponse {
-  return {
-    model: q.model,
-    quote_diem: formatDecimal6(q.quoteMicroDiem),
-    estimated_usdc: formatDecimal6(q.estimatedMicroUsdc),
-    max_price_cents: q.maxPriceCents,
-    max_eligible_offer_diem: formatDecimal6(q.maxEligibleOfferMicroDiem),
-    eligible_routable_diem: formatDecimal6(q.eligibleRoutableMicroDiem),
-    clears_now: q.clearsNow,
-    svc: {
-      cost_usdc: formatDecimal6(q.estimatedMicroUsdc),
-      clearing_price_cents: q.clearingPriceCents,
-      upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
-      markup_bps: q.markupBps,
-    },
-  };
-}
-
 const chatCompletionOutput = z.object({
   id: z.string().optional(),
   model: z.string().optional(),
@@ -168,17 +147,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(_args, { rt, viewer }) {
       const a = await rt.services.accounts.getSummary(viewer.accountId);
-      return {
-        accountId: a.accountId,
-        walletAddress: a.walletAddress,
-        confirmedUsdc: formatDecimal6(a.balances.confirmedMicroUsdc),
-        pendingUsdc: formatDecimal6(a.balances.pendingMicroUsdc),
-        availableUsdc: formatDecimal6(a.balances.availableMicroUsdc),
-        maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
-        confirmationBlocks: rt.config.chain.confirmationBlocks,
-        hasEverFunded: a.hasEverFunded,
-        firstFundedAt: a.firstFundedAt?.toISOString() ?? null,
-      } satisfies z.infer<typeof agentMeResponse>;
+      return presentAgentMe(a, rt.config.chain.confirmationBlocks) satisfies z.infer<typeof agentMeResponse>;
     },
   }),
   defineTool({

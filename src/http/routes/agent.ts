@@ -2,10 +2,9 @@ import { Router } from "express";
 import { createKeyBody } from "../../contract/account.js";
 import { type AgentMeResponse, maxPriceBody } from "../../contract/agent.js";
 import { idParam, supportReferenceParam } from "../../contract/common.js";
-import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, viewerOf } from "../auth.js";
-import { presentHistoryRow, presentKey, STATUS_OK } from "../present.js";
+import { presentAgentMe, presentHistoryRow, presentKey, STATUS_OK } from "../present.js";
 import { parse } from "../validate.js";
 
 /** SPEC "Agent self-service": Bearer only; a session cookie is refused. */
@@ -16,17 +15,7 @@ export function agentRoutes(rt: Runtime): Router {
 
   r.get("/v1/agent/me", bearer, async (_req, res) => {
     const a = await accounts.getSummary(viewerOf(res).accountId);
-    const body: AgentMeResponse = {
-      accountId: a.accountId,
-      walletAddress: a.walletAddress,
-      confirmedUsdc: formatDecimal6(a.balances.confirmedMicroUsdc),
-      pendingUsdc: formatDecimal6(a.balances.pendingMicroUsdc),
-      availableUsdc: formatDecimal6(a.balances.availableMicroUsdc),
-      maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
-      confirmationBlocks: rt.config.chain.confirmationBlocks,
-      hasEverFunded: a.hasEverFunded,
-      firstFundedAt: a.firstFundedAt?.toISOString() ?? null,
-    };
+    const body: AgentMeResponse = presentAgentMe(a, rt.config.chain.confirmationBlocks);
     res.json(body);
   });
 

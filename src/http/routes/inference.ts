@@ -15,7 +15,6 @@ import { parseChatBody } from "../../domain/inference/chat.js";
 import { parseImageBody, parseOpenAiImageBody } from "../../domain/inference/image.js";
 import { parseResponsesBody } from "../../domain/inference/responses.js";
 import type { StreamSink } from "../../domain/inference/sink.js";
-import type { VideoQuote } from "../../domain/inference/video-quote.js";
 import { parseVideoBody } from "../../domain/inference/video-request.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
@@ -26,6 +25,7 @@ import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
 import { writeError, writeJson } from "../error-response.js";
 import { recordFastPath } from "../metrics.js";
 import { type InFlight, readJsonBody, setRequestId } from "../middleware.js";
+import { presentVideoQuote } from "../present.js";
 import { checkShape } from "../validate.js";
 
 const CHAT_PATH = "/v1/chat/completions";
@@ -92,25 +92,6 @@ function abortSignal(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) ac.abort();
   });
   return ac.signal;
-}
-
-/** SPEC "Video quote": snake_case fields; DIEM and USDC as six-decimal strings; `svc` repeats cost and price. */
-function presentVideoQuote(q: VideoQuote) {
-  return {
-    model: q.model,
-    quote_diem: formatDecimal6(q.quoteMicroDiem),
-    estimated_usdc: formatDecimal6(q.estimatedMicroUsdc),
-    max_price_cents: q.maxPriceCents,
-    max_eligible_offer_diem: formatDecimal6(q.maxEligibleOfferMicroDiem),
-    eligible_routable_diem: formatDecimal6(q.eligibleRoutableMicroDiem),
-    clears_now: q.clearsNow,
-    svc: {
-      cost_usdc: formatDecimal6(q.estimatedMicroUsdc),
-      clearing_price_cents: q.clearingPriceCents,
-      upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
-      markup_bps: q.markupBps,
-    },
-  };
 }
 
 type InferenceService = Services["chat"] | Services["responses"] | Services["image"] | Services["imagesOpenAi"];
