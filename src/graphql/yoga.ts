@@ -1,7 +1,9 @@
 import { useGraphQLSSE } from "@graphql-yoga/plugin-graphql-sse";
 import type { Request, Response } from "express";
-import { createYoga, type GraphiQLOptions } from "graphql-yoga";
+import { createYoga, type GraphiQLOptions, map, pipe } from "graphql-yoga";
+import type { EventBus } from "../adapters/pubsub.js";
 import type { Viewer } from "../domain/identity/viewer.js";
+import { DomainError } from "../lib/errors.js";
 import type { GraphQLContext } from "./context.js";
 import { maskError } from "./errors.js";
 import { type GraphQLBudgetDeps, graphqlLimits } from "./limits.js";
@@ -45,6 +47,28 @@ function renderGraphiQL(options: GraphiQLOptions): Promise<string> {
 }
 
 /**
+ * The caller's owner-only streams last as long as its credential: each event of a per-account
+ * channel is delivered only after the request's credential resolves again to the same account, so a
+ * key revoked or a session signed out while a subscription is open ends it (`authentication_failed`)
+ * instead of receiving the owner's next event. Public channels (no id) are not re-checked.
+ */
+function busWhileAuthenticated(bus: EventBus, viewer: Viewer, resolveAgain: () => Promise<Viewer | null>): EventBus {
+  const subscribe = (...args: Parameters<EventBus["subscribe"]>) =>
+    args[1] === undefined
+      ? bus.subscribe(...args)
+      : pipe(
+          bus.subscribe(...args),
+          map(async (event) => {
+            if ((await resolveAgain())?.accountId !== viewer.accountId) {
+              throw new DomainError("authentication_failed", "The credential was revoked or signed out.");
+            }
+            return event;
+          }),
+        );
+  return { ...bus, subscribe: subscribe as EventBus["subscribe"] };
+}
+
+/**
  * graphql-yoga at /graphql. Subscriptions: SSE distinct-connections mode on /graphql itself and
  * the graphql-sse single-connection mode at /graphql/stream. Errors masked by `maskError`.
  */
@@ -65,10 +89,14 @@ export function createGraphQL(deps: YogaDeps) {
       const origin = request.headers.get("origin");
       return origin && deps.allowedOrigins.includes(origin) ? { origin, credentials: true } : false;
     },
-    context: async ({ req, res }) => ({
-      ...deps.base,
-      viewer: await deps.resolveViewer(req),
-      requestId: String(res.locals.requestId ?? ""),
-    }),
+    context: async ({ req, res }) => {
+      const viewer = await deps.resolveViewer(req);
+      return {
+        ...deps.base,
+        bus: viewer ? busWhileAuthenticated(deps.base.bus, viewer, () => deps.resolveViewer(req)) : deps.base.bus,
+        viewer,
+        requestId: String(res.locals.requestId ?? ""),
+      };
+    },
   });
 }

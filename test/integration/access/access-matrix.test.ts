@@ -1140,6 +1140,46 @@ describe("access matrix: owner-only GraphQL subscriptions × credential", () => 
   );
 });
 
+describe("a subscription open when its credential is revoked", () => {
+  const op = SUB_OPS.find((o) => o.field === "videoJobUpdated") as SubOp;
+  test.each(["an API key revoked through REST", "a session signed out"])(
+    "%s: none of the owner's events after it, and the stream ends with authentication_failed",
+    async (how) => {
+      let headers: HeaderMap;
+      let revoke: () => Promise<Reply>;
+      if (how.includes("session")) {
+        const s = await signIn(app(), { address: w.owner.user.walletAddress, privateKey: w.owner.user.privateKey });
+        headers = cookie(s.cookie);
+        revoke = () => rest(app(), "POST", "/auth/logout", cookie(s.cookie));
+      } else {
+        const k = await createKey(app(), w.owner.user, "streaming");
+        headers = bearer(k.apiKey);
+        revoke = () => rest(app(), "DELETE", `/v1/account/api-keys/${k.id}`, cookie(w.owner.user.cookie));
+      }
+      const sub = openSubscription(app(), op.query, headers);
+      try {
+        expect(await deliverOne(sub, op, w.owner), "the stream is live").toBe(true);
+        expect((await revoke()).status).toBe(200);
+        const seen = sub.results.length;
+        for (let n = 0; n < 5; n++) {
+          op.publish(w.owner, n);
+          await sleep(50);
+        }
+        await sub.until(() => sub.ended(), 2_000);
+        const after = sub.results.slice(seen);
+        expect(
+          after.filter((r) => r.data?.[op.field]),
+          "the owner's job after the revocation",
+        ).toEqual([]);
+        expect(after[0]?.errors?.[0]?.extensions?.code, JSON.stringify(after)).toBe("authentication_failed");
+        expect(sub.ended(), "the stream ended").toBe(true);
+      } finally {
+        await sub.close();
+      }
+    },
+  );
+});
+
 // ───────────────────────────── coverage ─────────────────────────────
 
 const METHODS = ["get", "post", "put", "patch", "delete"] as const;
