@@ -138,6 +138,13 @@ export async function createWebDevServer(opts: { mountPath: string; hmrPort?: nu
     appType: "spa",
     server: {
       middlewareMode: true,
+      // the dev server reads only the app and the packages it imports (never the repo's other files,
+      // .dev-state/ with the local IdP key among them)
+      fs: {
+        strict: true,
+        allow: [WEB_APP_ROOT, join(REPO_ROOT, "node_modules")],
+        deny: [".env", ".env.*", "*.{crt,pem}"],
+      },
       hmr: opts.hmrPort ? { port: opts.hmrPort, clientPort: opts.hmrPort } : false,
     },
   });
