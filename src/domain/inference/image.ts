@@ -193,8 +193,8 @@ function sizeFields(size: [number, number], constraints: Record<string, unknown>
       ? constraints.widthHeightDivisor
       : 1;
   const scale = Math.min(1, MAX_SIDE / Math.max(w, h));
-  const fit = (v: number) => Math.max(divisor, Math.floor((v * scale) / divisor) * divisor);
-  return { width: fit(w), height: fit(h) };
+  const fitSide = (v: number) => Math.max(divisor, Math.floor((v * scale) / divisor) * divisor);
+  return { width: fitSide(w), height: fitSide(h) };
 }
 
 function listOf(constraints: Record<string, unknown> | null, key: string): string[] | null {
