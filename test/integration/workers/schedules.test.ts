@@ -31,15 +31,15 @@ async function schedulerIds(): Promise<string[]> {
   return ids.sort();
 }
 
-/** Everything under this test's Redis prefix gone, as after a restart of a Redis without persistence. */
-async function loseRedisData(): Promise<void> {
-  const redis = app.rt.redis.command;
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${app.rt.keys.prefix}:*`, "COUNT", 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
+/**
+ * Everything under this test's Redis prefix gone at once (one script: the workers' check sees all of
+ * it or none of it), as after a restart of a Redis without persistence. Returns how many keys went.
+ */
+async function loseRedisData(): Promise<number> {
+  const script = `local ks = redis.call('KEYS', ARGV[1])
+for i = 1, #ks, 500 do redis.call('DEL', unpack(ks, i, math.min(i + 499, #ks))) end
+return #ks`;
+  return Number(await app.rt.redis.command.eval(script, 0, `${app.rt.keys.prefix}:*`));
 }
 
 describe("job schedulers", () => {
@@ -49,8 +49,7 @@ describe("job schedulers", () => {
     expect(before).toContain("maintenance/release-expired-holds");
     expect(before).toContain("video/video-sweep");
 
-    await loseRedisData();
-    expect(await schedulerIds()).toEqual([]);
+    expect(await loseRedisData()).toBeGreaterThan(before.length);
 
     const end = Date.now() + 5_000;
     let after = await schedulerIds();
