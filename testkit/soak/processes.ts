@@ -18,9 +18,17 @@ let hooked = false;
 function hookExit(): void {
   if (hooked) return;
   hooked = true;
-  process.on("exit", () => {
+  const killAll = () => {
     for (const c of children) c.kill("SIGKILL");
-  });
+  };
+  process.on("exit", killAll);
+  // Ctrl-C or a SIGTERM: take the children along (the exit hooks, anvil's included, run on exit)
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      killAll();
+      process.exit(130);
+    });
+  }
 }
 
 function track(child: ChildProcess): void {

@@ -65,7 +65,9 @@ export class SoakWorld {
   /** Everything up, in dependency order: database, Redis, chain, simulator, supply, workers, APIs. */
   async start(): Promise<void> {
     await migrateTemplate();
-    this.dbName = `svc_soak_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    await dropAbandonedSoakDatabases();
+    // the creation time in the name lets a later run drop it if this run is interrupted
+    this.dbName = `svc_soak_${Math.floor(Date.now() / 1000)}_${randomUUID().replaceAll("-", "").slice(0, 8)}`;
     const template = templateName();
     await withAdmin(async (c) => {
       for (let attempt = 0; ; attempt++) {
@@ -243,6 +245,25 @@ export class SoakWorld {
       await withAdmin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS "${this.dbName}" WITH (FORCE)`)));
     }
   }
+}
+
+/** A soak database older than this with nobody connected was left by an interrupted run. */
+const ABANDONED_AFTER_S = 3 * 3600;
+
+/** Drops the databases of soak runs that were interrupted (a run drops its own at the end). */
+async function dropAbandonedSoakDatabases(): Promise<void> {
+  await withAdmin(async (c) => {
+    const rows = await c.query<{ datname: string }>(
+      `SELECT datname FROM pg_database d WHERE datname LIKE 'svc\\_soak\\_%'
+          AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`,
+    );
+    const now = Math.floor(Date.now() / 1000);
+    for (const { datname } of rows.rows) {
+      const created = Number(/^svc_soak_(\d+)_/.exec(datname)?.[1] ?? Number.NaN);
+      if (!(now - created > ABANDONED_AFTER_S)) continue;
+      await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => undefined);
+    }
+  });
 }
 
 /** micro-units as the simulator CLI's decimal. */
