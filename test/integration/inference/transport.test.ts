@@ -139,16 +139,22 @@ describe("success", () => {
 });
 
 describe("rejection", () => {
-  test.each([CHAT, RESPONSES])("malformed JSON on %s is 400 before the key is even read", async (path) => {
-    const a = await send("POST", path, { headers: json(), body: '{"model": "x",' });
+  test.each([CHAT, RESPONSES])("malformed JSON on %s is 400 once the key checks out; 401 without one", async (path) => {
+    const a = await send("POST", path, { headers: json(bearer()), body: '{"model": "x",' });
     expectJsonError(a, 400, "invalid_request", "Malformed JSON body.");
     expect(JSON.parse(a.text)).toEqual({ error: { code: "invalid_request", message: "Malformed JSON body." } });
+    // the credential before the body (issue 18 finding 6): no key, no parse
+    expectJsonError(
+      await send("POST", path, { headers: json(), body: '{"model": "x",' }),
+      401,
+      "authentication_failed",
+    );
   });
 
   test("a body over 20 MB is 413, with a declared length or chunked", async () => {
     const big = JSON.stringify({ pad: "x".repeat(21 * 1024 * 1024) });
     expectJsonError(
-      await send("POST", CHAT, { headers: json(), body: big }),
+      await send("POST", CHAT, { headers: json(bearer()), body: big }),
       413,
       "payload_too_large",
       "Request body too large.",
@@ -266,13 +272,8 @@ describe("Express keeps every other request on these paths", () => {
     expect([resp.status, resp.headers.allow]).toEqual([200, "GET, HEAD, POST"]);
   });
 
-  test("a PUT with malformed JSON meets Express's own parser: the same 400", async () => {
-    expectJsonError(
-      await send("PUT", CHAT, { headers: json(), body: "{" }),
-      400,
-      "invalid_request",
-      "Malformed JSON body.",
-    );
+  test("a PUT on an inference path is 404 without its body being read (issue 18 finding 6)", async () => {
+    expectJsonError(await send("PUT", CHAT, { headers: json(), body: "{" }), 404, "not_found");
   });
 });
 
