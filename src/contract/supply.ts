@@ -24,7 +24,7 @@ export const postOfferBody = z
       .openapi({ type: "integer", minimum: MIN_OFFER_PRICE_CENTS, maximum: MAX_OFFER_PRICE_CENTS }),
     quantityDiem: z
       .string({ required_error: "is required", invalid_type_error: 'must be a decimal string such as "25.000000"' })
-      .openapi({ description: "DIEM, a decimal string with up to six decimals", example: "25.000000" }),
+      .openapi({ description: "DIEM, a decimal string with exactly six decimals", example: "25.000000" }),
     upstreamKeyId: z
       .string({ required_error: "is required", invalid_type_error: "must be a uuid" })
       .openapi({ format: "uuid" }),

@@ -30,16 +30,20 @@ export function assertOfferPrice(value: unknown, field = "priceCentsPerDollar"):
   return value;
 }
 
+/** SPEC "Supplier records": a decimal string with six decimals — digits, a point, exactly six digits. */
+const SIX_DECIMALS = /^\d{1,15}\.\d{6}$/;
+
 /**
- * A DIEM quantity given as a decimal string with at most six decimals ("12.5", "0.000001"),
- * strictly positive and at most MAX_OFFER_QUANTITY. Nothing is rounded: seven decimals is a 400.
+ * A DIEM quantity given as a decimal string with exactly six decimals ("12.500000", "0.000001"),
+ * strictly positive and at most MAX_OFFER_QUANTITY. Nothing is rounded or padded: "12.5", "1" and
+ * seven decimals are a 400 (issue 18 finding 8).
  */
 export function parseQuantityDiem(value: unknown, field = "quantityDiem"): bigint {
-  const micro = typeof value === "string" ? parseDecimal6(value) : undefined;
+  const micro = typeof value === "string" && SIX_DECIMALS.test(value) ? parseDecimal6(value) : undefined;
   if (micro === undefined) {
     throw new DomainError(
       "invalid_request",
-      `${field} must be a decimal string with at most six decimals, e.g. "25.000000".`,
+      `${field} must be a decimal string with exactly six decimals, e.g. "25.000000".`,
       { field },
     );
   }

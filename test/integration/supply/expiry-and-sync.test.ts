@@ -61,7 +61,7 @@ function msToNextMidnight(): number {
 describe("expiry at UTC midnight", () => {
   test("live and depleted offers expire exactly once under concurrent runs in two processes", async () => {
     const suppliers = await Promise.all(Array.from({ length: 4 }, () => supplierWithKey()));
-    const offers = await Promise.all(suppliers.map((s, i) => postOffer(world.app, s.user, s.keyId, 61 + i, "3")));
+    const offers = await Promise.all(suppliers.map((s, i) => postOffer(world.app, s.user, s.keyId, 61 + i, "3.000000")));
     const [, paused, depleted] = offers;
     if (!paused || !depleted) throw new Error("setup");
     await patchOffer(world.app, suppliers[1]?.user as SignedInUser, paused.id, { status: "paused" });
@@ -124,7 +124,7 @@ describe("key balance sync", () => {
 
   test("a key revoked at the upstream is marked auth_failed (out of routing) and recovers when it authenticates", async () => {
     const s = await supplierWithKey();
-    const o = await postOffer(world.app, s.user, s.keyId, 67, "4");
+    const o = await postOffer(world.app, s.user, s.keyId, 67, "4.000000");
     expect(await routableAt(world.app, 67)).toBe(4_000_000n);
 
     world.sim.state.revokeKey(s.secret);
@@ -140,7 +140,7 @@ describe("key balance sync", () => {
       keyStatus: "auth_failed",
     });
     expectError(
-      await postOfferCall(world.app, s.user, { upstreamKeyId: s.keyId, priceCentsPerDollar: 67, quantityDiem: "1" }),
+      await postOfferCall(world.app, s.user, { upstreamKeyId: s.keyId, priceCentsPerDollar: 67, quantityDiem: "1.000000" }),
       409,
       "conflict",
     );
@@ -185,7 +185,7 @@ describe("key balance sync", () => {
 
   test("coolDownKey keeps a key out of routing until the instant given, and never shortens a cooldown", async () => {
     const s = await supplierWithKey();
-    await postOffer(world.app, s.user, s.keyId, 68, "2");
+    await postOffer(world.app, s.user, s.keyId, 68, "2.000000");
     const now = clock.now().getTime();
     await world.app.rt.services.supply.coolDownKey(s.keyId, now + 60_000);
     expect(await routableAt(world.app, 68)).toBe(0n);
@@ -199,7 +199,7 @@ describe("key balance sync", () => {
   test("openKey returns the plaintext for the router; markKeyAuthFailed takes a key out of routing", async () => {
     const s = await supplierWithKey();
     expect(await world.app.rt.services.supply.openKey(s.keyId)).toBe(s.secret);
-    await postOffer(world.app, s.user, s.keyId, 69, "2");
+    await postOffer(world.app, s.user, s.keyId, 69, "2.000000");
     await world.app.rt.services.supply.markKeyAuthFailed(s.keyId);
     expect((await myKeys(world.app, s.user))[0]?.status).toBe("auth_failed");
     expect(await routableAt(world.app, 69)).toBe(0n);

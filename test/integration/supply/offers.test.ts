@@ -52,7 +52,7 @@ describe("posting", () => {
     const res = await postOfferCall(world.app, user, {
       upstreamKeyId: key.id,
       priceCentsPerDollar: 41,
-      quantityDiem: "12.5",
+      quantityDiem: "12.500000",
     });
     expect(res.status).toBe(201);
     const offer = res.body as OfferBody;
@@ -75,7 +75,7 @@ describe("posting", () => {
 
   test("the routable depth is capped by the key's last known balance", async () => {
     const { user, key } = await supplier(3_000_000n);
-    await postOffer(world.app, user, key.id, 42, "10");
+    await postOffer(world.app, user, key.id, 42, "10.000000");
     expect(await routableAt(world.app, 42)).toBe(3_000_000n);
   });
 
@@ -83,7 +83,7 @@ describe("posting", () => {
     const { user, key } = await supplier();
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 20 + (i % 5), quantityDiem: "1" }),
+        postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 20 + (i % 5), quantityDiem: "1.000000" }),
       ),
     );
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
@@ -95,13 +95,13 @@ describe("posting", () => {
     const { user, key } = await supplier();
     const first = await postOffer(world.app, user, key.id, 43);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1.000000" }),
       409,
       "conflict",
     );
     expect((await patchOffer(world.app, user, first.id, { status: "paused" })).status).toBe(200);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1.000000" }),
       409,
       "conflict",
       "paused keeps the slot",
@@ -114,7 +114,7 @@ describe("posting", () => {
     const { user, key } = await supplier();
     await deleteKey(world.app, user, key.id);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
       409,
       "conflict",
     );
@@ -122,19 +122,19 @@ describe("posting", () => {
     const failing = await registerKey(world.app, user, simKey(world.sim));
     await world.app.rt.services.supply.markKeyAuthFailed(failing.id);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: failing.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: failing.id, priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
       409,
       "conflict",
     );
 
     const other = await supplier();
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: other.key.id, priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: other.key.id, priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
       404,
       "not_found",
     );
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: randomUUID(), priceCentsPerDollar: 50, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: randomUUID(), priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
       404,
       "not_found",
     );
@@ -160,7 +160,7 @@ describe("posting", () => {
   ])("%s: 400 naming the field, nothing created", async (_label, override, field) => {
     const { user, key } = await supplier();
     const before = await supplySnapshot(world.app.rt.db, user.accountId);
-    const body = { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1.5", ...override };
+    const body = { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1.500000", ...override };
     const res = await postOfferCall(world.app, user, body);
     expectError(res, 400, "invalid_request");
     expect((res.body as { error: { field?: string } }).error.field).toBe(field);
@@ -172,7 +172,7 @@ describe("posting", () => {
     const a = await postOffer(world.app, user, key.id, 1, "0.000001");
     expect(a.quantityDiem).toBe("0.000001");
     await deleteOffer(world.app, user, a.id);
-    const b = await postOffer(world.app, user, key.id, 80, "1000000");
+    const b = await postOffer(world.app, user, key.id, 80, "1000000.000000");
     expect(b.quantityDiem).toBe("1000000.000000");
   });
 });
@@ -180,14 +180,14 @@ describe("posting", () => {
 describe("the offer state table", () => {
   test("active → PATCH paused → paused: routing stops, the key's slot stays occupied", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(world.app, user, key.id, 45, "5");
+    const o = await postOffer(world.app, user, key.id, 45, "5.000000");
     expect(await routableAt(world.app, 45)).toBe(5_000_000n);
     const res = await patchOffer(world.app, user, o.id, { status: "paused" });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: o.id, status: "paused", priceCentsPerDollar: 45 });
     expect(await routableAt(world.app, 45)).toBe(0n);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 45, quantityDiem: "1" }),
+      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 45, quantityDiem: "1.000000" }),
       409,
       "conflict",
     );
@@ -197,7 +197,7 @@ describe("the offer state table", () => {
 
   test("paused → PATCH active → active: routing resumes", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(world.app, user, key.id, 46, "5");
+    const o = await postOffer(world.app, user, key.id, 46, "5.000000");
     await patchOffer(world.app, user, o.id, { status: "paused" });
     const res = await patchOffer(world.app, user, o.id, { status: "active" });
     expect(res.status).toBe(200);
@@ -207,7 +207,7 @@ describe("the offer state table", () => {
 
   test("reprice an active and a paused offer; price and status in one request", async () => {
     const { user, key } = await supplier();
-    const o = await postOffer(world.app, user, key.id, 47, "5");
+    const o = await postOffer(world.app, user, key.id, 47, "5.000000");
     let res = await patchOffer(world.app, user, o.id, { priceCentsPerDollar: 48 });
     expect(res.body).toMatchObject({ status: "active", priceCentsPerDollar: 48 });
     expect(await routableAt(world.app, 47)).toBe(0n);
@@ -365,7 +365,7 @@ describe("authorisation", () => {
       await postOfferCall(world.app, other.user, {
         upstreamKeyId: owner.key.id,
         priceCentsPerDollar: 60,
-        quantityDiem: "1",
+        quantityDiem: "1.000000",
       }),
       404,
       "not_found",

@@ -289,7 +289,7 @@ describe("authorisation", () => {
       ["POST", "/v1/supply/upstream-keys", { upstreamApiKey: "vk-x-1234567890", label: "x" }],
       ["GET", "/v1/supply/upstream-keys/mine"],
       ["DELETE", `/v1/supply/upstream-keys/${id}`],
-      ["POST", "/v1/supply/offers", { upstreamKeyId: id, priceCentsPerDollar: 50, quantityDiem: "1" }],
+      ["POST", "/v1/supply/offers", { upstreamKeyId: id, priceCentsPerDollar: 50, quantityDiem: "1.000000" }],
       ["GET", "/v1/supply/offers/mine"],
       ["PATCH", `/v1/supply/offers/${id}`, { status: "paused" }],
       ["DELETE", `/v1/supply/offers/${id}`],
