@@ -27,11 +27,26 @@ export function maskError(error: unknown, message: string): Error {
       extensions: { code: "authentication_failed", status: 401 },
     });
   }
-  // graphql validation/parse errors are safe to show
-  if (error instanceof GraphQLError && !error.originalError) return error;
-  if (error instanceof GraphQLError && original instanceof GraphQLError && original !== error) return original;
+  // graphql's own request errors are safe to show
+  if (error instanceof GraphQLError && !error.originalError) return withCode(error);
+  if (error instanceof GraphQLError && original instanceof GraphQLError && original !== error)
+    return withCode(original);
   logger.error({ err: original }, "graphql resolver error");
   return new GraphQLError(message, { extensions: { code: "internal_error", status: 500 } });
+}
+
+/**
+ * yoga codes parse and validation failures; the rest of graphql's request errors (a variable that
+ * does not coerce to its type, a scalar's refusal) come without a code and get invalid_request: every
+ * GraphQL error carries `extensions.code` (issue 18 Deliver 1, found by the GraphQL fuzz).
+ */
+function withCode(e: GraphQLError): GraphQLError {
+  if (typeof e.extensions.code === "string") return e;
+  return new GraphQLError(e.message, {
+    nodes: e.nodes,
+    path: e.path,
+    extensions: { ...e.extensions, code: "invalid_request", status: 400 },
+  });
 }
 
 function isForbidden(e: unknown): boolean {

@@ -114,3 +114,39 @@ describe("POST /mcp: what the transport refuses before any JSON-RPC processing",
     expect(listed.text).toContain("agent_me");
   });
 });
+
+describe("GraphQL: a variable that does not coerce to its type", () => {
+  const gql = (query: string, variables: unknown) =>
+    send(
+      "POST",
+      "/graphql",
+      { "content-type": "application/json", accept: "application/json" },
+      JSON.stringify({ query, variables }),
+    );
+
+  // graphql-js reports these without extensions; every GraphQL error carries a code (invalid_request)
+  test.each([
+    ["a number for a String", "query($v: String) { modelStats(window: $v) { window } }", { v: 1 }],
+    ["true for an Int", "query($v: Int) { market(maxPriceCents: $v) { routableDiem } }", { v: true }],
+    ["1e21 for an Int", "query($v: Int) { recentClears(limit: $v) { model } }", { v: 1e21 }],
+    ["a number for an enum", "query($v: VideoJobStatus) { myVideoJobs(status: $v) { queueId } }", { v: 1 }],
+    ["null for a non-null String", "query($v: String!) { model(id: $v) { id } }", { v: null }],
+    [
+      "null for a non-null input",
+      "mutation($v: SetMaxPriceInput!) { setMaxPrice(input: $v) { maxPriceCentsPerDollar } }",
+      { v: null },
+    ],
+    [
+      "a missing input field",
+      "mutation($v: SetMaxPriceInput!) { setMaxPrice(input: $v) { maxPriceCentsPerDollar } }",
+      { v: {} },
+    ],
+  ])("%s → extensions.code invalid_request, nothing executed", async (_label, query, variables) => {
+    const a = await gql(query, variables);
+    expect(a.status, a.text).toBeLessThan(500);
+    const body = JSON.parse(a.text) as { data?: unknown; errors?: { extensions?: { code?: string } }[] };
+    expect(body.data ?? null).toBeNull();
+    expect(body.errors?.length, a.text).toBeGreaterThan(0);
+    for (const e of body.errors ?? []) expect(e.extensions?.code, a.text).toBe("invalid_request");
+  });
+});
