@@ -2,8 +2,8 @@ import { useEffect, useReducer, useRef } from "react";
 import { type AnyVariables, type DocumentInput, useSubscription } from "urql";
 
 /**
- * Live data without polling: a subscription event triggers `onEvent`; bursts (a busy market
- * clears many times a second) are coalesced into one call per `waitMs`, trailing.
+ * Live data without polling: a subscription event triggers `onEvent` (pair it with `useCoalesced`:
+ * a busy market clears many times a second).
  */
 export function useEvent<T>(
   query: DocumentInput<T, AnyVariables>,
@@ -19,17 +19,29 @@ export function useEvent<T>(
   return { error: res.error };
 }
 
-export function useCoalesced(fn: () => void, waitMs: number): () => void {
+/** Events closer together than this are one burst (one re-read). */
+const BURST_MS = 100;
+
+/**
+ * Throttled re-reads: the first event of a burst re-reads after `BURST_MS`; then at most one
+ * re-read per `minIntervalMs`, the last one trailing so the final state is always fetched. The
+ * interval keeps a dashboard inside the API's per-caller GraphQL cost budget however busy the
+ * market is (docs/decisions.md "Web app").
+ */
+export function useCoalesced(fn: () => void, minIntervalMs: number): () => void {
   const ref = useRef(fn);
   ref.current = fn;
-  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
-  useEffect(() => () => clearTimeout(timer.current), []);
+  const state = useRef<{ timer?: ReturnType<typeof setTimeout>; last: number }>({ last: 0 });
+  useEffect(() => () => clearTimeout(state.current.timer), []);
   const trigger = useRef(() => {
-    if (timer.current !== undefined) return;
-    timer.current = setTimeout(() => {
-      timer.current = undefined;
+    const s = state.current;
+    if (s.timer !== undefined) return; // a re-read is already scheduled and will see this change
+    const wait = Math.max(BURST_MS, s.last + minIntervalMs - Date.now());
+    s.timer = setTimeout(() => {
+      s.timer = undefined;
+      s.last = Date.now();
       ref.current();
-    }, waitMs);
+    }, wait);
   });
   return trigger.current;
 }

@@ -42,15 +42,17 @@ export function BuyerView(props: { session: Session }) {
   const [market, refetchMarket] = useQuery<MarketData>({ query: MARKET });
   const [videos, refetchVideos] = useQuery<VideoJobsData>({ query: VIDEO_JOBS });
 
+  // ~700 of the per-minute GraphQL budget per re-read: at most one per 2 s while an agent spends
   const accountSoon = useCoalesced(() => {
     refetchBuyer(fresh);
     refetchHistory(fresh);
-  }, 300);
-  const marketSoon = useCoalesced(() => refetchMarket(fresh), 300);
+  }, 2000);
+  const marketSoon = useCoalesced(() => refetchMarket(fresh), 1000);
   useEvent(BALANCE_CHANGED, accountSoon);
   useEvent(PAYMENT_CONFIRMED, accountSoon);
   useEvent(CAPACITY_CHANGED, marketSoon);
-  useEvent(VIDEO_JOB_UPDATED, () => refetchVideos(fresh));
+  const videosSoon = useCoalesced(() => refetchVideos(fresh), 2000);
+  useEvent(VIDEO_JOB_UPDATED, videosSoon);
 
   if (buyer.error && !buyer.data)
     return <ErrorNote error={buyer.error} what="your account" onRetry={() => refetchBuyer(fresh)} />;

@@ -33,7 +33,7 @@ export function MarketView() {
   const [live, setLive] = useState<(Clear & { key: string })[]>([]);
 
   const fresh = { requestPolicy: "network-only" } as const;
-  const marketSoon = useCoalesced(() => refetchMarket(fresh), 250);
+  const marketSoon = useCoalesced(() => refetchMarket(fresh), 1000);
   const statsSoon = useCoalesced(() => {
     refetchStats(fresh);
     refetchMarket(fresh);
