@@ -47,7 +47,9 @@ export type RoutingChange =
   | { kind: "ceiling_changed"; id: string }
   | { kind: "supply_changed" }
   /** a process was refused slots of gate `id` while others held some: give back idle ones */
-  | { kind: "gate_pressure"; id: string };
+  | { kind: "gate_pressure"; id: string }
+  /** a process was refused for want of buyer `id`'s balance: give back the idle part of its slices */
+  | { kind: "escrow_pressure"; id: string };
 
 export type Topics = {
   routingChanged: [RoutingChange];

@@ -32,6 +32,9 @@ const KEY_POLL_MS = 25;
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
 /** Decrypted supplier secrets are kept in memory this long. */
 const KEY_CACHE_MS = 60_000;
+/** Rounds of escrow pressure (and the wait after each) before a request is refused 402. */
+export const ESCROW_PRESSURE_ROUNDS = 3;
+export const ESCROW_PRESSURE_WAIT_MS = 50;
 /** Top-ups per admission before giving up (each either grants or changes what is asked). */
 const MAX_TAKES = 16;
 
@@ -61,6 +64,8 @@ export interface AttemptDeps {
   ceilings: Ceilings;
   /** after an upstream 402: refresh the key's balance (best effort, async) */
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** a request refused for want of balance: ask every process to give back its idle slice of it */
+  onBalancePressure?: (accountId: string) => void;
   /** a request that waited for a busy supplier key (seconds) */
   onKeyWait?: (seconds: number) => void;
   /** ends the whole request with `err` (recorded, everything released); returns the error to throw */
@@ -103,6 +108,7 @@ export class Attempts {
     if (session.tried.length >= MAX_ATTEMPTS) throw await this.deps.fail(session, fallForwardExhausted());
     const deadline = clock.now().getTime() + KEY_WAIT_MS;
     let waitedSince: number | null = null;
+    let pressured = 0;
     let busy: string[] = [];
     let freshBook = false;
     let takes = 0;
@@ -201,6 +207,14 @@ export class Attempts {
         }
         const available = BigInt(r.available ?? 0n) + (buyer.free > 0n ? buyer.free : 0n);
         if (session.plans >= MAX_PLANS || !planRequest(session, available)) {
+          // other router processes may hold this buyer's balance idle in their slices: ask every
+          // process to give idle parts back, then take again (a few short rounds) before refusing
+          if (pressured < ESCROW_PRESSURE_ROUNDS && this.deps.onBalancePressure) {
+            pressured++;
+            this.deps.onBalancePressure(session.accountId);
+            await new Promise((res) => setTimeout(res, ESCROW_PRESSURE_WAIT_MS));
+            continue;
+          }
           throw await this.deps.fail(session, insufficientBalance(session));
         }
       }

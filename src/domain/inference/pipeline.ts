@@ -107,6 +107,7 @@ export class InferencePipeline {
       book: this.book,
       ceilings: this.ceilings,
       onKeyWait: (seconds) => this.metrics.gateWait(seconds),
+      onBalancePressure: (accountId) => deps.bus.publish("routingChanged", { kind: "escrow_pressure", id: accountId }),
       fail: (session, err) => this.fail(session, err),
     });
   }
@@ -444,6 +445,33 @@ export class InferencePipeline {
     else if (change.kind === "ceiling_changed") this.forgetCeiling(change.id);
     else if (change.kind === "api_key_revoked") this.deps.forgetApiKey?.(change.id);
     else if (change.kind === "gate_pressure") this.deps.gates.yieldIdle(change.id);
+    else if (change.kind === "escrow_pressure") void this.yieldIdleBuyer(change.id);
+  }
+
+  /**
+   * Escrow pressure: another process was refused for want of this buyer's balance. The part of this
+   * process's slice no request in flight uses goes back to Postgres at once (`svc_escrow_return`);
+   * it is deducted first, so nothing here admits against it meanwhile, and held again if the return
+   * does not commit.
+   */
+  async yieldIdleBuyer(accountId: string): Promise<void> {
+    const holder = this.lease.peek();
+    const slice = holder?.buyers.get(accountId);
+    if (!holder || !slice || slice.taking) return;
+    const back = slice.free;
+    if (back <= 0n) return;
+    slice.spend(back);
+    try {
+      await this.deps.sql.query("SELECT svc_escrow_return($1::uuid, $2::uuid, $3::bigint)", [
+        holder.id,
+        accountId,
+        back.toString(),
+      ]);
+    } catch (err) {
+      slice.restore(back);
+      logger.warn({ err, accountId }, "escrow give-back under pressure did not commit");
+    }
+    holder.tidy(slice);
   }
 
   /** Starts hearing supply changes and cache invalidations from every process (on the first request). */
