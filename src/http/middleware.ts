@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { parse as parseQueryString } from "node:querystring";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { type DomainError, errors } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
@@ -60,8 +61,20 @@ function unsafeUrlError(req: Request): DomainError | undefined {
   }
   const problem = textProblem(path);
   if (problem) return errors.invalid(describeProblem(problem, "path"), "path");
-  const found = findJsonProblem(req.query);
+  return unsafeQueryValue(req.query);
+}
+
+function unsafeQueryValue(query: unknown): DomainError | undefined {
+  const found = findJsonProblem(query);
   return found ? errors.invalid(describeProblem(found.problem, found.field), found.field || "query") : undefined;
+}
+
+/**
+ * rejectUnsafeUrl's query rule for a raw query string, parsed as Express parses it (node's
+ * querystring, Express's "simple" parser): for the inference fast path, which Express never sees.
+ */
+export function unsafeQueryError(search: string): DomainError | undefined {
+  return search === "" ? undefined : unsafeQueryValue(parseQueryString(search));
 }
 
 /** Sets a fresh `X-Svc-Request-Id` on the response and returns it (for logs). */

@@ -24,7 +24,7 @@ import type { Services } from "../../services.js";
 import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
 import { writeError, writeJson } from "../error-response.js";
 import { recordFastPath } from "../metrics.js";
-import { type InFlight, readJsonBody, setRequestId } from "../middleware.js";
+import { type InFlight, readJsonBody, setRequestId, unsafeQueryError } from "../middleware.js";
 import { presentVideoQuote } from "../present.js";
 import { checkShape } from "../validate.js";
 
@@ -132,7 +132,8 @@ async function serveInference(
 /**
  * The hot path without Express: `POST /v1/chat/completions` and `POST /v1/responses` (query ignored,
  * as Express routes) are served here with the steps Express would run for them, in its order: in-flight
- * count, request id, the cached Bearer check, the shared JSON parser, the call, the error ending.
+ * count, request id, the query's text check (rejectUnsafeUrl), the cached Bearer check, the shared JSON
+ * parser, the call, the error ending.
  * Returns false for every other request, which then goes to Express unchanged; so do the spellings
  * Express also routes here (trailing slash, other letter case, absolute-form target), served there by
  * the same `serveInference`.
@@ -146,12 +147,16 @@ export function inferenceListener(
   const serve = async (
     svc: InferenceService,
     check: (body: unknown) => void,
+    search: string,
     req: IncomingMessage,
     res: ServerResponse,
   ) => {
     inFlight.track(res);
     const requestId = setRequestId(res);
     try {
+      // Express's rejectUnsafeUrl, before the credential: a query Postgres could not store is a 400
+      const unsafe = unsafeQueryError(search);
+      if (unsafe) throw unsafe;
       // the credential before the body: a 20 MB body from nobody is never read (issue 18 finding 6)
       const viewer = await authenticateBearer(rt.services, req, { cached: true });
       const body = await readJsonBody(req, res);
@@ -175,7 +180,7 @@ export function inferenceListener(
     recordFastPath(rt.metrics, path, req, res);
     // the error ending cannot throw for our own errors; should it, log and drop the connection
     // rather than take the process down with an unhandled rejection
-    serve(chosen[0], chosen[1], req, res).catch((err: unknown) => {
+    serve(chosen[0], chosen[1], q < 0 ? "" : req.url.slice(q + 1), req, res).catch((err: unknown) => {
       logger.error({ err }, "inference error ending failed");
       res.destroy();
     });

@@ -150,3 +150,29 @@ describe("GraphQL: a variable that does not coerce to its type", () => {
     for (const e of body.errors ?? []) expect(e.extensions?.code, a.text).toBe("invalid_request");
   });
 });
+
+describe("the inference fast path: a query string Postgres could not store", () => {
+  // Express refuses these before routing (rejectUnsafeUrl); the two fast-path POSTs never reach
+  // Express, and the fuzz found a valid chat body served with `?%00=` while `/v1/chat/completions/?%00=`
+  // (Express's spelling of the same route) was a 400
+  const chat = JSON.stringify({ model: "qwen3-4b", messages: [{ role: "user", content: "hi" }] });
+  const responses = JSON.stringify({ model: "qwen3-4b", input: "hi" });
+
+  test.each([
+    ["/v1/chat/completions?%00=", chat],
+    ["/v1/chat/completions?a=%00", chat],
+    ["/v1/responses?x=%ED%A0%80%00", responses],
+    ["/v1/chat/completions/?%00=", chat],
+  ])("POST %s → 400 invalid_request before the credential and the body", async (path, body) => {
+    const credentials: Record<string, string>[] = [{}, { authorization: `Bearer ${apiKey}` }];
+    for (const headers of credentials) {
+      const a = await send("POST", path, { "content-type": "application/json", ...headers }, body);
+      expectErrorBody(a, 400, "invalid_request");
+    }
+  });
+
+  test("an ordinary query string is still ignored", async () => {
+    const a = await send("POST", "/v1/chat/completions?trace=1", { "content-type": "application/json" }, chat);
+    expectErrorBody(a, 401, "authentication_failed");
+  });
+});
