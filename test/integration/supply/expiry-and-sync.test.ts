@@ -61,7 +61,9 @@ function msToNextMidnight(): number {
 describe("expiry at UTC midnight", () => {
   test("live and depleted offers expire exactly once under concurrent runs in two processes", async () => {
     const suppliers = await Promise.all(Array.from({ length: 4 }, () => supplierWithKey()));
-    const offers = await Promise.all(suppliers.map((s, i) => postOffer(world.app, s.user, s.keyId, 61 + i, "3.000000")));
+    const offers = await Promise.all(
+      suppliers.map((s, i) => postOffer(world.app, s.user, s.keyId, 61 + i, "3.000000")),
+    );
     const [, paused, depleted] = offers;
     if (!paused || !depleted) throw new Error("setup");
     await patchOffer(world.app, suppliers[1]?.user as SignedInUser, paused.id, { status: "paused" });
@@ -140,7 +142,11 @@ describe("key balance sync", () => {
       keyStatus: "auth_failed",
     });
     expectError(
-      await postOfferCall(world.app, s.user, { upstreamKeyId: s.keyId, priceCentsPerDollar: 67, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, s.user, {
+        upstreamKeyId: s.keyId,
+        priceCentsPerDollar: 67,
+        quantityDiem: "1.000000",
+      }),
       409,
       "conflict",
     );

@@ -83,7 +83,11 @@ describe("posting", () => {
     const { user, key } = await supplier();
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 20 + (i % 5), quantityDiem: "1.000000" }),
+        postOfferCall(world.app, user, {
+          upstreamKeyId: key.id,
+          priceCentsPerDollar: 20 + (i % 5),
+          quantityDiem: "1.000000",
+        }),
       ),
     );
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
@@ -95,13 +99,21 @@ describe("posting", () => {
     const { user, key } = await supplier();
     const first = await postOffer(world.app, user, key.id, 43);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, user, {
+        upstreamKeyId: key.id,
+        priceCentsPerDollar: 44,
+        quantityDiem: "1.000000",
+      }),
       409,
       "conflict",
     );
     expect((await patchOffer(world.app, user, first.id, { status: "paused" })).status).toBe(200);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 44, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, user, {
+        upstreamKeyId: key.id,
+        priceCentsPerDollar: 44,
+        quantityDiem: "1.000000",
+      }),
       409,
       "conflict",
       "paused keeps the slot",
@@ -114,7 +126,11 @@ describe("posting", () => {
     const { user, key } = await supplier();
     await deleteKey(world.app, user, key.id);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, user, {
+        upstreamKeyId: key.id,
+        priceCentsPerDollar: 50,
+        quantityDiem: "1.000000",
+      }),
       409,
       "conflict",
     );
@@ -122,19 +138,31 @@ describe("posting", () => {
     const failing = await registerKey(world.app, user, simKey(world.sim));
     await world.app.rt.services.supply.markKeyAuthFailed(failing.id);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: failing.id, priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, user, {
+        upstreamKeyId: failing.id,
+        priceCentsPerDollar: 50,
+        quantityDiem: "1.000000",
+      }),
       409,
       "conflict",
     );
 
     const other = await supplier();
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: other.key.id, priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, user, {
+        upstreamKeyId: other.key.id,
+        priceCentsPerDollar: 50,
+        quantityDiem: "1.000000",
+      }),
       404,
       "not_found",
     );
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: randomUUID(), priceCentsPerDollar: 50, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, user, {
+        upstreamKeyId: randomUUID(),
+        priceCentsPerDollar: 50,
+        quantityDiem: "1.000000",
+      }),
       404,
       "not_found",
     );
@@ -187,7 +215,11 @@ describe("the offer state table", () => {
     expect(res.body).toMatchObject({ id: o.id, status: "paused", priceCentsPerDollar: 45 });
     expect(await routableAt(world.app, 45)).toBe(0n);
     expectError(
-      await postOfferCall(world.app, user, { upstreamKeyId: key.id, priceCentsPerDollar: 45, quantityDiem: "1.000000" }),
+      await postOfferCall(world.app, user, {
+        upstreamKeyId: key.id,
+        priceCentsPerDollar: 45,
+        quantityDiem: "1.000000",
+      }),
       409,
       "conflict",
     );
