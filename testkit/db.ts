@@ -43,7 +43,8 @@ export async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T>
  * Returns its URL and a drop function.
  */
 export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
-  const name = `svc_t_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+  // the creation time in the name: another run's clean-up leaves a young database alone
+  const name = `svc_t_${Math.floor(Date.now() / 1000)}_${randomUUID().replaceAll("-", "").slice(0, 8)}`;
   const template = templateName();
   await withAdmin(async (c) => {
     for (let attempt = 0; ; attempt++) {

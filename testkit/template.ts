@@ -3,6 +3,9 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { dbUrl, templateName, withAdmin } from "./db.js";
 
+/** A test database is a leftover once it is this old and nobody is connected to it. */
+const STALE_AFTER_S = 2 * 3600;
+
 /**
  * Once per test (or bench) run: migrate a template database (named by the migrations' hash) that every
  * test file clones, and drop databases left behind by earlier runs.
@@ -21,7 +24,12 @@ export async function migrateTemplate(): Promise<void> {
           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)`,
       [template],
     );
+    const nowS = Date.now() / 1000;
     for (const { datname } of stale.rows) {
+      // a test database younger than STALE_AFTER_S may belong to a run in progress that has not
+      // connected yet (another checkout, a parallel run): only older ones are leftovers
+      const born = /^svc_t_(\d{10})_/.exec(datname)?.[1];
+      if (born !== undefined && nowS - Number(born) < STALE_AFTER_S) continue;
       await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => undefined);
     }
     const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [template]);

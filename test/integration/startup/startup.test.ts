@@ -80,7 +80,8 @@ describe("npm run dev (local mode)", () => {
       REDIS_PREFIX: `test-dev-${port}`,
     });
     try {
-      await waitFor(() => child.output().stdout.includes("Ctrl-C stops"), 20_000, "the banner");
+      // generous: a loaded two-core machine starts the chain, the simulator and the app slowly
+      await waitFor(() => child.output().stdout.includes("Ctrl-C stops"), 60_000, "the banner");
       const out = child.output().stdout;
       const base = `http://127.0.0.1:${port}`;
       expect(out).toContain(`${base}/v1`);
