@@ -1,14 +1,42 @@
 // `npm run bench`: one JSON line per figure. Speed is measured here, never asserted in tests.
-// Later issues add the router figures (added latency vs the simulator, clears/s, streaming TTFB).
+// Issue 19's targets print as `target.<name>` lines: the service's figure beside its floor, measured
+// in the same run, and whether it is met. Sections can be run alone, for alternated A/B runs:
+//   npm run bench -- --only=serial,streaming      (or BENCH_ONLY=serial,streaming npm run bench)
+// Sections: micro, serial, streaming, saturation, modalities, memory (docs/performance.md).
+import { execFileSync } from "node:child_process";
+import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { computeCharge } from "../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "../testkit/fixtures.js";
-import { isolatedWorld, startTestApp } from "../testkit/harness.js";
+import { startTestApp } from "../testkit/harness.js";
 import { migrateTemplate } from "../testkit/template.js";
-import { benchRouter, pct } from "./router.js";
+import { type Market, pinnedWorld, startMarket } from "./market.js";
+import { benchMemory } from "./memory.js";
+import { benchModalities } from "./modalities.js";
+import { benchSaturation } from "./saturation.js";
+import { benchSerial, benchStreaming } from "./serial.js";
+import { pct } from "./stats.js";
+
+export const SECTIONS = ["micro", "serial", "streaming", "saturation", "modalities", "memory"] as const;
+type Section = (typeof SECTIONS)[number];
+
+const targets: Record<string, unknown>[] = [];
 
 function emit(figure: Record<string, unknown>): void {
+  if (typeof figure.bench === "string" && figure.bench.startsWith("target.")) targets.push(figure);
   console.log(JSON.stringify(figure));
+}
+
+function selected(): Section[] {
+  const arg = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? process.env.BENCH_ONLY;
+  if (!arg) return [...SECTIONS];
+  const names = arg.split(",").map((s) => s.trim());
+  const unknown = names.filter((n) => !(SECTIONS as readonly string[]).includes(n));
+  if (unknown.length > 0) {
+    console.error(`unknown bench section(s): ${unknown.join(", ")}; expected some of ${SECTIONS.join(", ")}`);
+    process.exit(2);
+  }
+  return SECTIONS.filter((s) => names.includes(s));
 }
 
 async function benchCharge(): Promise<void> {
@@ -21,7 +49,7 @@ async function benchCharge(): Promise<void> {
 }
 
 async function benchHttp(): Promise<void> {
-  const world = await isolatedWorld();
+  const world = await pinnedWorld();
   const app = await startTestApp({ databaseUrl: world.databaseUrl, prefix: world.prefix });
   try {
     const supplier = await createAccount(app.rt.db);
@@ -83,7 +111,41 @@ async function benchHttp(): Promise<void> {
   }
 }
 
+function commit(): string | null {
+  try {
+    return execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+  } catch {
+    return null;
+  }
+}
+
+const sections = selected();
+const t0 = performance.now();
+// how busy the machine already is: every figure here shares its two cores with whatever else runs
+emit({ bench: "run", sections, commit: commit(), cpus: cpus().length, loadavg: loadavg().map((x) => +x.toFixed(2)) });
 await migrateTemplate();
-await benchCharge();
-await benchHttp();
-await benchRouter(emit);
+if (sections.includes("micro")) {
+  await benchCharge();
+  await benchHttp();
+}
+const marketSections = sections.filter((s) => ["serial", "streaming", "saturation", "modalities"].includes(s));
+if (marketSections.length > 0) {
+  const market: Market = await startMarket();
+  try {
+    if (sections.includes("serial")) await benchSerial(market, emit);
+    if (sections.includes("streaming")) await benchStreaming(market, emit);
+    if (sections.includes("saturation")) await benchSaturation(market, emit);
+    if (sections.includes("modalities")) await benchModalities(market, emit);
+  } finally {
+    await market.close(emit);
+  }
+}
+if (sections.includes("memory")) await benchMemory(emit);
+emit({
+  bench: "targets",
+  met: targets.filter((t) => t.met === true).length,
+  of: targets.length,
+  notMet: targets.filter((t) => t.met !== true).map((t) => t.bench),
+  seconds: Math.round((performance.now() - t0) / 1000),
+  loadavg: loadavg().map((x) => +x.toFixed(2)),
+});

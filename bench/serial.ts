@@ -1,0 +1,130 @@
+// Issue 19 targets 1 and 2: what one request adds when it is alone. Direct (the simulator), the bare
+// pass-through proxy (the floor) and the service are sent one request at a time, interleaved
+// request by request (the order rotated every round), so machine noise hits all three alike.
+import { interleave, post, type Sample } from "./client.js";
+import { CHAT_BODY, type Market, STREAM_BODY } from "./market.js";
+import { ms, p50p99, serverTimingP50, targetLine } from "./stats.js";
+
+type Emit = (f: Record<string, unknown>) => void;
+
+function rounds(name: string, fallback: number): number {
+  const n = Number(process.env[name]);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+}
+
+/** Target 1: serial buffered chat, added p50 ≤ 1.5 ms and p99 ≤ 4 ms over direct. */
+export async function benchSerial(m: Market, emit: Emit): Promise<void> {
+  const n = rounds("BENCH_SERIAL_ROUNDS", 600);
+  const targets = {
+    direct: () => post(`${m.sim.baseUrl}/chat/completions`, m.directKey, CHAT_BODY),
+    proxy: () => post(`${m.proxyUrl}/v1/chat/completions`, m.directKey, CHAT_BODY),
+    service: () => post(`${m.svcUrl}/v1/chat/completions`, m.buyer.apiKey, CHAT_BODY),
+  };
+  await interleave(100, targets); // warm-up: JIT, connections, the buyer's escrow
+  const r = await interleave(n, targets);
+  const total = (s: Sample) => s.totalMs;
+  const d = p50p99(r.direct, total);
+  const p = p50p99(r.proxy, total);
+  const s = p50p99(r.service, total);
+  // each request's own added time (service minus the direct request of the same round)
+  const paired = r.service.map((x, i) => x.totalMs - (r.direct[i]?.totalMs ?? Number.NaN)).sort((a, b) => a - b);
+  emit({
+    bench: "serial.buffered_chat",
+    rounds: n,
+    directP50Ms: ms(d.p50),
+    directP99Ms: ms(d.p99),
+    proxyP50Ms: ms(p.p50),
+    proxyP99Ms: ms(p.p99),
+    serviceP50Ms: ms(s.p50),
+    serviceP99Ms: ms(s.p99),
+    pairedAddedP50Ms: ms(paired[Math.floor(paired.length / 2)] ?? Number.NaN),
+    // the service's own Server-Timing: admission (gates + escrow), upstream, settlement
+    serverTimingP50Ms: serverTimingP50(r.service),
+  });
+  emit(
+    targetLine("serial_added_p50", {
+      target: 1.5,
+      service: s.p50 - d.p50,
+      floor: p.p50 - d.p50,
+      unit: "ms",
+      method: "p50(service) - p50(direct), serial, interleaved; floor: the bare proxy's, same rounds",
+      rounds: n,
+    }),
+  );
+  emit(
+    targetLine("serial_added_p99", {
+      target: 4,
+      service: s.p99 - d.p99,
+      floor: p.p99 - d.p99,
+      unit: "ms",
+      method: "p99(service) - p99(direct), serial, interleaved; floor: the bare proxy's, same rounds",
+      rounds: n,
+    }),
+  );
+}
+
+/**
+ * Target 2: serial streamed chat. Time to first content added over direct ≤ 1 ms; and the `svc.cost`
+ * frame follows the last content chunk by ≤ 2 ms at p50 more than the upstream's usage chunk follows
+ * its last content chunk (all timed in the client: a stream's last content chunk leaves the service
+ * as soon as the upstream's arrives, and the upstream sends its usage chunk right after it, so the
+ * difference is what the service adds between the upstream's last chunk and the cost frame).
+ */
+export async function benchStreaming(m: Market, emit: Emit): Promise<void> {
+  const n = rounds("BENCH_STREAM_ROUNDS", 400);
+  const targets = {
+    direct: () => post(`${m.sim.baseUrl}/chat/completions`, m.directKey, STREAM_BODY, "chat"),
+    proxy: () => post(`${m.proxyUrl}/v1/chat/completions`, m.directKey, STREAM_BODY, "chat"),
+    service: () => post(`${m.svcUrl}/v1/chat/completions`, m.buyer.apiKey, STREAM_BODY, "chat"),
+  };
+  await interleave(100, targets);
+  const r = await interleave(n, targets);
+  const ttfb = (s: Sample) => s.ttfbMs;
+  const usageGap = (s: Sample) => s.usageMs - s.lastContentMs;
+  const costGap = (s: Sample) => s.costMs - s.lastContentMs;
+  const d = p50p99(r.direct, ttfb);
+  const p = p50p99(r.proxy, ttfb);
+  const s = p50p99(r.service, ttfb);
+  const dGap = p50p99(r.direct, usageGap);
+  const pGap = p50p99(r.proxy, usageGap);
+  const sGap = p50p99(r.service, costGap);
+  const sUsageGap = p50p99(r.service, usageGap);
+  const total = (x: Sample) => x.totalMs;
+  emit({
+    bench: "serial.streamed_chat",
+    rounds: n,
+    directTtfbP50Ms: ms(d.p50),
+    proxyTtfbP50Ms: ms(p.p50),
+    serviceTtfbP50Ms: ms(s.p50),
+    ttfbOverheadP99Ms: ms(s.p99 - d.p99),
+    // last content chunk → usage chunk (direct, proxy) / → svc.cost frame (service)
+    directUsageAfterLastContentP50Ms: ms(dGap.p50),
+    proxyUsageAfterLastContentP50Ms: ms(pGap.p50),
+    serviceUsageAfterLastContentP50Ms: ms(sUsageGap.p50),
+    serviceCostAfterLastContentP50Ms: ms(sGap.p50),
+    serviceCostAfterLastContentP99Ms: ms(sGap.p99),
+    addedTotalP50Ms: ms(p50p99(r.service, total).p50 - p50p99(r.direct, total).p50),
+    serverTimingP50Ms: serverTimingP50(r.service),
+  });
+  emit(
+    targetLine("streaming_ttfb_overhead", {
+      target: 1,
+      service: s.p50 - d.p50,
+      floor: p.p50 - d.p50,
+      unit: "ms",
+      method: "p50 time to first content: service - direct, serial, interleaved; floor: the bare proxy's",
+      rounds: n,
+    }),
+  );
+  emit(
+    targetLine("streaming_cost_after_last_chunk", {
+      target: 2,
+      service: sGap.p50 - dGap.p50,
+      floor: pGap.p50 - dGap.p50,
+      unit: "ms",
+      method:
+        "p50(last content -> svc.cost frame, through the service) - p50(last content -> usage chunk, direct); floor: the bare proxy's usage chunk, same way",
+      rounds: n,
+    }),
+  );
+}
