@@ -36,8 +36,11 @@ function treeOf(side: string): string {
   }
   if (!existsSync(join(dir, "node_modules"))) symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"), "dir");
   if (!existsSync(join(dir, "src", "generated"))) {
+    // as `npm run` would: the generators' binaries on the PATH
+    const path = `${join(ROOT, "node_modules", ".bin")}:${process.env.PATH ?? ""}`;
     execFileSync(process.execPath, [join(ROOT, "node_modules", "prisma", "build", "index.js"), "generate"], {
       cwd: dir,
+      env: { ...process.env, PATH: path },
       stdio: ["ignore", "ignore", "inherit"],
     });
   }
