@@ -111,8 +111,41 @@ export function toDomainError(err: unknown, requestId?: string): DomainError {
   if (e?.expose && typeof (e.status ?? e.statusCode) === "number" && (e.status ?? e.statusCode ?? 500) < 500) {
     return new DomainError("invalid_request", "Invalid request.");
   }
+  if (isDependencyOutage(err)) {
+    logger.warn({ err, requestId }, "a dependency did not answer");
+    return new DomainError(
+      "service_unavailable",
+      "A dependency of the service did not answer; nothing was done. Retry shortly.",
+      {
+        retryAfterSeconds: 1,
+        ...(requestId ? { requestId } : {}),
+      },
+    );
+  }
   logger.error({ err, requestId }, "unhandled error");
   return new DomainError("internal_error", "Internal error.", requestId ? { requestId } : {});
+}
+
+/**
+ * Postgres or Redis not answering — a connection refused or reset, Redis offline or out of
+ * retries, Prisma unable to reach the server or to get a pooled connection in time, Postgres out of
+ * connections — is a 503 the client may retry, not an internal error.
+ */
+export function isDependencyOutage(err: unknown): boolean {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string } } | null;
+  if (!e || typeof e !== "object") return false;
+  const code = e.code ?? e.cause?.code ?? "";
+  if (
+    ["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "P1001", "P1002", "P1017", "P2024", "53300", "57P01"].includes(
+      code,
+    )
+  )
+    return true;
+  if (e.name === "MaxRetriesPerRequestError") return true;
+  const m = e.message ?? "";
+  return /Connection is closed|Stream isn't writeable|too many clients|Can't reach database server|Timed out fetching a new connection|terminating connection due to administrator command/i.test(
+    m,
+  );
 }
 
 /** Express error middleware: the last `app.use`. */

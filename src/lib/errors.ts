@@ -51,6 +51,8 @@ export const ERROR_TABLE = {
   key_wait_timeout: { status: 503, retryable: true },
   keys_busy: { status: 503, retryable: true },
   not_configured: { status: 503, retryable: false },
+  /** Postgres or Redis did not answer (an outage, a full pool): nothing happened; retry shortly */
+  service_unavailable: { status: 503, retryable: true },
   facilitator_unavailable: { status: 503, retryable: true },
   // in-band only (streams)
   stream_incomplete: { status: 200, retryable: false },

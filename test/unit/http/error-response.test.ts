@@ -38,6 +38,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   key_wait_timeout: 503,
   keys_busy: 503,
   not_configured: 503,
+  service_unavailable: 503,
   facilitator_unavailable: 503,
   stream_incomplete: 200,
 };
@@ -110,6 +111,27 @@ describe("toDomainError", () => {
     const e = toDomainError(Object.assign(new URIError("Failed to decode param '%ZZ'"), { status: 400 }));
     expect(e.code).toBe("invalid_request");
     expect(e.details.field).toBe("path");
+  });
+  test("Postgres or Redis not answering is a retryable 503 service_unavailable, never a 500", () => {
+    const outages = [
+      Object.assign(new Error("Reached the max retries per request limit (which is 20)."), {
+        name: "MaxRetriesPerRequestError",
+      }),
+      new Error("Connection is closed."),
+      Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6379"), { code: "ECONNREFUSED" }),
+      Object.assign(new Error("Timed out fetching a new connection from the connection pool."), { code: "P2024" }),
+      new Error("sorry, too many clients already"),
+      new Error("terminating connection due to administrator command"),
+    ];
+    for (const err of outages) {
+      const e = toDomainError(err);
+      expect([err.message, e.code, e.status, e.details.retryAfterSeconds]).toEqual([
+        err.message,
+        "service_unavailable",
+        503,
+        1,
+      ]);
+    }
   });
   test("anything else is a masked 500", () => {
     const e = toDomainError(new Error("db password is hunter2"));
