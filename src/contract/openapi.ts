@@ -953,8 +953,12 @@ const jsonRpc = z
   .passthrough()
   .openapi("JsonRpcRequest");
 
-/** The OpenAPI 3.0 document for a deployment (its URLs decide the servers and the MCP and docs paths). */
-export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
+/**
+ * Every route of a deployment, with its zod schemas: `registry` plus the routes at the deployment's
+ * URLs (the MCP connector, the docs site). The document is generated from it; the fuzz tests
+ * (test/integration/fuzz) walk its routes.
+ */
+export function deploymentRegistry(urls: DocumentUrls): OpenAPIRegistry {
   const local = new OpenAPIRegistry([registry]);
   const mcp = placed(urls.mcp, urls.base);
   local.registerPath({
@@ -988,8 +992,12 @@ export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
     security: PUBLIC,
     responses: { 200: textResponse("text/html", "The documentation site") },
   });
+  return local;
+}
 
-  return new OpenApiGeneratorV3(local.definitions).generateDocument({
+/** The OpenAPI 3.0 document for a deployment (its URLs decide the servers and the MCP and docs paths). */
+export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
+  return new OpenApiGeneratorV3(deploymentRegistry(urls).definitions).generateDocument({
     openapi: OPENAPI_VERSION,
     info: {
       title: "svc: prepaid inference marketplace",
