@@ -249,6 +249,8 @@ describe("the web app in chromium", () => {
     const feed = market.getByTestId("clears-feed");
     await feed.waitFor({ timeout: LIVE_MS });
     const item = await feed.locator("li").first().textContent();
+    // one completion, one line in the feed (the live event and the recent list never show it twice)
+    expect(await feed.locator("li").count()).toBe(1);
     expect(item).toContain(MODEL);
     expect(item).toContain("47¢");
     expect(item).toContain("text");

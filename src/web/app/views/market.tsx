@@ -23,6 +23,11 @@ import { formatCountdown, msUntilUtcMidnight, timeOf } from "../lib/time";
 const FEED_LENGTH = 30;
 const WINDOWS = ["24h", "7d", "30d"] as const;
 
+/** What tells two clears apart on screen (the feed carries no ids: clears are anonymised). */
+function clearSignature(c: Clear): string {
+  return `${c.at}|${c.model}|${c.priceCentsPerDollar}|${c.burnDiem}|${c.grossUsdc}`;
+}
+
 /** The public market: depth, prices, today's volume and savings, live clears, model shares. */
 export function MarketView() {
   const [market, refetchMarket] = useQuery<MarketData>({ query: MARKET });
@@ -41,15 +46,29 @@ export function MarketView() {
   const modelsSoon = useCoalesced(() => refetchModels(fresh), 5000);
 
   const clearsSub = useEvent<{ clears: Clear }>(CLEARS_SUBSCRIPTION, (d) => {
-    setLive((prev) => [{ ...d.clears, key: `${d.clears.at}-${Math.random()}` }, ...prev].slice(0, FEED_LENGTH));
+    // one event per clear even if the stream delivers it twice (a resubscription replays the tick)
+    setLive((prev) =>
+      prev.some((p) => clearSignature(p) === clearSignature(d.clears))
+        ? prev
+        : [{ ...d.clears, key: `${d.clears.at}-${Math.random()}` }, ...prev].slice(0, FEED_LENGTH),
+    );
     statsSoon();
     modelsSoon();
   });
   const capacitySub = useEvent(CAPACITY_CHANGED, () => marketSoon());
 
-  const feed = [...live, ...(recent.data?.recentClears ?? []).map((c, i) => ({ ...c, key: `r-${c.at}-${i}` }))]
-    .filter((c, i, all) => all.findIndex((o) => o.key === c.key) === i)
-    .slice(0, FEED_LENGTH);
+  // a clear heard live and also in the (re-)read recent list is shown once: each recent clear
+  // cancels one live event with the same time, model, price and charge
+  const recentClears = recent.data?.recentClears ?? [];
+  const unmatched = new Map<string, number>();
+  for (const c of recentClears) unmatched.set(clearSignature(c), (unmatched.get(clearSignature(c)) ?? 0) + 1);
+  const liveOnly = live.filter((c) => {
+    const n = unmatched.get(clearSignature(c)) ?? 0;
+    if (n === 0) return true;
+    unmatched.set(clearSignature(c), n - 1);
+    return false;
+  });
+  const feed = [...liveOnly, ...recentClears.map((c, i) => ({ ...c, key: `r-${c.at}-${i}` }))].slice(0, FEED_LENGTH);
   const m = market.data?.market;
   const s = stats.data?.marketStats;
   const liveError = clearsSub.error ?? capacitySub.error;
