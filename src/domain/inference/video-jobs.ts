@@ -204,11 +204,7 @@ export class VideoJobs {
         retryAfterSeconds: 5,
       });
     }
-    const now = this.deps.clock.now();
-    await this.deps.db.$executeRaw`
-      UPDATE video_jobs SET status = 'expired', media_deleted_at = ${now}, next_poll_at = NULL
-       WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
-    this.publish(job, "expired");
+    await this.expire(job, ["rendering", "completed_no_media"], this.deps.clock.now());
     return { success: true, queueId: job.queueId, status: "expired" };
   }
 
@@ -286,12 +282,7 @@ export class VideoJobs {
     });
     let refunded = 0;
     for (const { id } of due) {
-      // one job's failing refund must not hold up the others (nor the expiry): it is retried next tick
-      try {
-        if (await this.refundVideoJob(id, { reason: "completed_without_media", upstreamRefunded: false })) refunded++;
-      } catch (err) {
-        logger.warn({ err, jobId: id }, "video refund failed");
-      }
+      if (await this.tryRefund(id, "completed_without_media")) refunded++;
     }
     return { refunded };
   }
@@ -312,19 +303,12 @@ export class VideoJobs {
     let refunded = 0;
     for (const job of stale) {
       if (job.completedAt === null || job.status === "completed_no_media") {
-        try {
-          if (await this.refundVideoJob(job.id, { reason: "never_finished", upstreamRefunded: false })) refunded++;
-        } catch (err) {
-          logger.warn({ err, queueId: job.queueId }, "video refund failed");
-        }
+        if (await this.tryRefund(job.id, "never_finished")) refunded++;
         continue;
       }
-      const n = await this.deps.db.$executeRaw`
-        UPDATE video_jobs SET status = 'expired', next_poll_at = NULL
-         WHERE id = ${job.id}::uuid AND status = 'rendering'`;
-      if (n === 1) {
+      // only a rendering job: one that turned finished-without-media meanwhile is owed its refund
+      if (await this.expire(job as unknown as JobRow, ["rendering"], null)) {
         expired++;
-        this.publish(job as unknown as JobRow, "expired");
         await this.deleteMedia(job as unknown as JobRow).catch(() => undefined);
       }
     }
@@ -544,12 +528,32 @@ export class VideoJobs {
       if (job.completedAt === null) {
         return (await this.refundVideoJob(job.id, { reason: "provider_lost_job", upstreamRefunded: false })) !== null;
       }
-      const n = await this.deps.db.$executeRaw`
-        UPDATE video_jobs SET status = 'expired', next_poll_at = NULL
-         WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
-      if (n === 1) this.publish(job, "expired");
+      await this.expire(job, ["rendering", "completed_no_media"], null);
     }
     return false;
+  }
+
+  /**
+   * A job moves to `expired` (no refund) if it is still in one of `from`; its buyer hears of it.
+   * `mediaDeletedAt`: when the buyer had the provider delete the media. True when it moved.
+   */
+  private async expire(job: JobRow, from: VideoJobStatus[], mediaDeletedAt: Date | null): Promise<boolean> {
+    const n = await this.deps.db.$executeRaw`
+      UPDATE video_jobs SET status = 'expired', next_poll_at = NULL,
+             media_deleted_at = COALESCE(${mediaDeletedAt}::timestamptz, media_deleted_at)
+       WHERE id = ${job.id}::uuid AND status::text = ANY(${from})`;
+    if (n === 1) this.publish(job, "expired");
+    return n === 1;
+  }
+
+  /** The worker's refund of one job: a failure is logged and retried next tick, never holding up the others. */
+  private async tryRefund(jobId: string, reason: string): Promise<boolean> {
+    try {
+      return (await this.refundVideoJob(jobId, { reason, upstreamRefunded: false })) !== null;
+    } catch (err) {
+      logger.warn({ err, jobId }, "video refund failed");
+      return false;
+    }
   }
 
   /** Claims the media for one caller; null when another caller (or a state change) got there first. */
