@@ -135,6 +135,8 @@ const envSchema = z.object({
   DB_POOL_SIZE: withDefault(intIn(1, 1_000), "20"),
   /** not in CONTRACT: connections of each Postgres pool the workers of a process open (their own: the API cannot starve them) */
   WORKER_DB_POOL_SIZE: withDefault(intIn(1, 1_000), "5"),
+  /** not in CONTRACT: how long a router process keeps an idle escrow slice for the buyer's or offer's next request (0 = give it back at once) */
+  ESCROW_LINGER_MS: withDefault(intIn(0, 30_000), "1000"),
   /** not in CONTRACT: GraphQL cost points one caller (account, or IP when anonymous) may spend per minute */
   GRAPHQL_COST_PER_MINUTE: withDefault(intIn(1, 1_000_000_000), "100000"),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
@@ -197,6 +199,8 @@ export interface Config {
     readonly smallModelMaxInFlight: number;
     /** GraphQL cost points per caller per minute (graphql/limits.ts) */
     readonly graphqlCostPerMinute: number;
+    /** how long an idle escrow slice stays with its router process (docs/decisions.md "Escrow") */
+    readonly escrowLingerMs: number;
   };
   readonly logLevel: string;
 }
@@ -299,6 +303,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       keyMaxInFlight: Number(e.KEY_MAX_IN_FLIGHT),
       smallModelMaxInFlight: Number(e.SMALL_MODEL_MAX_IN_FLIGHT),
       graphqlCostPerMinute: Number(e.GRAPHQL_COST_PER_MINUTE),
+      escrowLingerMs: Number(e.ESCROW_LINGER_MS),
     },
     logLevel: e.LOG_LEVEL,
   };

@@ -36,6 +36,9 @@ export function testConfig(opts: {
       REDIS_URL,
       PORT: String(opts.port),
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+      // an ending gives an idle slice back at once, so a test may read "nothing reserved" right after a
+      // request; lingering slices (the default, 1 s) have their own tests (escrow-linger.test.ts)
+      ESCROW_LINGER_MS: "0",
       ...opts.env,
     },
     { mode: "local", redisPrefix: opts.prefix },

@@ -51,6 +51,8 @@ export class Slice {
   /** top-up size in units: grows while top-ups come fast, so a busy slice tops up rarely */
   #units = TOPUP_UNITS;
   #lastTakeAt = 0;
+  /** when (a monotonic clock's ms) the last request using it ended, while nothing uses it */
+  #idleSince: number | null = null;
   /** a top-up in flight: others needing more wait for it instead of taking again */
   taking: Promise<unknown> | null = null;
 
@@ -80,6 +82,7 @@ export class Slice {
     if (amount > this.free)
       throw new RangeError(`slice ${this.kind}:${this.id} admits ${amount} with ${this.free} free`);
     this.#used += amount;
+    this.#idleSince = null;
   }
 
   /** A request ended or moved on: its admitted maximum is no longer in use. */
@@ -113,19 +116,40 @@ export class Slice {
   }
 
   /**
-   * What to give back now that a request using it ended: everything once nothing in flight needs
-   * it (an idle buyer or offer has nothing escrowed); while busy, what is free beyond twice the
-   * larger of its in-flight need and its current top-up size. Deducted from `total` at once.
+   * What to give back now that a request using it ended. Once nothing in flight needs it: everything
+   * (`lingering` false), or nothing yet (`lingering`: it stays with this process for the next request
+   * and `takeIdle` gives it back once it stayed idle long enough). While busy: what is free beyond
+   * twice the larger of its in-flight need and its current top-up size. Deducted from `total` at once.
    */
-  giveBack(): bigint {
+  giveBack(lingering = false, nowMs = 0): bigint {
     let back = 0n;
-    if (this.#used === 0n) back = this.#total;
-    else {
+    if (this.#used === 0n) {
+      if (lingering) {
+        this.#idleSince = nowMs;
+        return 0n;
+      }
+      back = this.#total;
+    } else {
       const keep = maxBig(this.#used, this.#unit * this.#units);
       if (this.free > 2n * keep) back = this.free - keep;
     }
     if (back < 0n) back = 0n;
     this.#total -= back;
+    return back;
+  }
+
+  /**
+   * Everything it holds, if nothing has used it for `lingerMs` (and no top-up is under way);
+   * deducted from `total` at once (`restore` if the give-back does not commit). A slice found idle
+   * without a recorded end (a top-up whose request never admitted against it) starts its linger now.
+   */
+  takeIdle(nowMs: number, lingerMs: number): bigint {
+    if (this.#used !== 0n || this.taking || this.#total <= 0n) return 0n;
+    this.#idleSince ??= nowMs;
+    if (nowMs - this.#idleSince < lingerMs) return 0n;
+    const back = this.#total;
+    this.#total = 0n;
+    this.#idleSince = null;
     return back;
   }
 }

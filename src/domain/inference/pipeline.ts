@@ -17,6 +17,7 @@ import { Ceilings } from "./ceilings.js";
 import { ClearEvents } from "./clear-events.js";
 import { insufficientBalance } from "./diagnostics.js";
 import { HolderLease, releaseExpiredHolders } from "./escrow.js";
+import { EscrowGiveBack } from "./escrow-give-back.js";
 import type { AttemptFailure } from "./failure.js";
 import { InFlightBridge } from "./in-flight-bridge.js";
 import { OfferBook } from "./offer-book.js";
@@ -85,6 +86,7 @@ export interface OpenInput {
 export class InferencePipeline {
   readonly book: OfferBook;
   private readonly lease: HolderLease;
+  private readonly giveBack: EscrowGiveBack;
   private readonly ceilings: Ceilings;
   private readonly attempts: Attempts;
   private readonly settlement: Settlement;
@@ -96,6 +98,7 @@ export class InferencePipeline {
   constructor(private readonly deps: PipelineDeps) {
     this.metrics = deps.metrics ?? noMetrics;
     this.lease = new HolderLease(deps.sql, deps.clock, randomUUID);
+    this.giveBack = new EscrowGiveBack(deps.sql, this.lease, deps.config.limits.escrowLingerMs);
     this.book = new OfferBook(deps.sql, deps.clock);
     this.ceilings = new Ceilings(deps.sql);
     this.settlement = new Settlement(deps.sql);
@@ -297,7 +300,7 @@ export class InferencePipeline {
     // the charge leaves the slices now; what they no longer need goes back in the same commit
     buyer.spend(split.grossMicroUsdc);
     attempt.offerSlice.spend(burn);
-    const ending = endItem(session, now, {
+    const ending = endItem(session, now, this.giveBack.lingering, {
       status: incomplete ? "incomplete" : "succeeded",
       error_code: incomplete ? "stream_incomplete" : (uncharged ?? null),
       charge:
@@ -388,7 +391,7 @@ export class InferencePipeline {
     const now = this.deps.clock.now();
     const attempt = session.attempt;
     if (attempt) this.attempts.record(session, attempt, outcome, null, now);
-    const ending = endItem(session, now, { status: "failed", error_code: errorCode });
+    const ending = endItem(session, now, this.giveBack.lingering, { status: "failed", error_code: errorCode });
     try {
       await this.settlement.submit(ending.item);
     } catch (e) {
@@ -445,37 +448,12 @@ export class InferencePipeline {
     else if (change.kind === "ceiling_changed") this.forgetCeiling(change.id);
     else if (change.kind === "api_key_revoked") this.deps.forgetApiKey?.(change.id);
     else if (change.kind === "gate_pressure") this.deps.gates.yieldIdle(change.id);
-    else if (change.kind === "escrow_pressure") void this.yieldIdleBuyer(change.id);
-  }
-
-  /**
-   * Escrow pressure: another process was refused for want of this buyer's balance. The part of this
-   * process's slice no request in flight uses goes back to Postgres at once (`svc_escrow_return`);
-   * it is deducted first, so nothing here admits against it meanwhile, and held again if the return
-   * does not commit.
-   */
-  async yieldIdleBuyer(accountId: string): Promise<void> {
-    const holder = this.lease.peek();
-    const slice = holder?.buyers.get(accountId);
-    if (!holder || !slice || slice.taking) return;
-    const back = slice.free;
-    if (back <= 0n) return;
-    slice.spend(back);
-    try {
-      await this.deps.sql.query("SELECT svc_escrow_return($1::uuid, $2::uuid, $3::bigint)", [
-        holder.id,
-        accountId,
-        back.toString(),
-      ]);
-    } catch (err) {
-      slice.restore(back);
-      logger.warn({ err, accountId }, "escrow give-back under pressure did not commit");
-    }
-    holder.tidy(slice);
+    else if (change.kind === "escrow_pressure") void this.giveBack.yieldBuyer(change.id);
   }
 
   /** Starts hearing supply changes and cache invalidations from every process (on the first request). */
   private listen(): void {
+    this.giveBack.start();
     this.stopListening ??= listenForChanges(this.deps.bus, {
       capacity: () => this.invalidateBook(),
       routing: (e) => this.applyChange(e),
@@ -485,12 +463,18 @@ export class InferencePipeline {
   /** Stops listening and gives every escrow slice and gate slot back (call after the server drained). */
   async close(): Promise<void> {
     this.stopListening?.();
+    this.giveBack.stop();
     await Promise.all([this.lease.close(), this.deps.gates.close()]);
   }
 
   /** Sweeper (worker): gives back the slices of holders whose lease expired (see `releaseExpiredHolders`). */
   releaseExpiredHolds(): Promise<{ released: number }> {
     return releaseExpiredHolders(this.deps.sql, this.deps.clock.now());
+  }
+
+  /** Gives back the slices that lingered idle long enough now (the timer does it four times per linger period). */
+  returnIdleEscrow(): Promise<number> {
+    return this.giveBack.returnIdle();
   }
 
   /** This process's holder id and slices (tests, diagnostics). */

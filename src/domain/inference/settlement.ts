@@ -107,12 +107,14 @@ const NO_CHARGE: EndCharge = {
 
 /**
  * The ending of a request as one item: its record, its attempts, its charge (when given) and the
- * give-backs of every slice it touched. Its admitted maximum leaves the buyer's slice and the
+ * give-backs of every slice it touched (none for an idle slice that lingers). Its admitted maximum leaves the buyer's slice and the
  * give-backs leave the slices now; `undo` puts the give-backs back if the item does not commit.
  */
 export function endItem(
   session: InferenceSession,
   now: Date,
+  /** an idle slice stays with the process (see `Slice.giveBack`, `EscrowGiveBack`) */
+  lingering: boolean,
   end: { status: EndItem["status"]; error_code: string | null; charge?: EndCharge; video?: EndVideo },
 ): { item: EndItem; undo: () => void } {
   if (session.buyerSlice) {
@@ -126,8 +128,9 @@ export function endItem(
       for (const t of touched) session.touched.add(t);
     },
   ];
+  const nowMs = performance.now();
   for (const slice of touched) {
-    const back = slice.giveBack();
+    const back = slice.giveBack(lingering, nowMs);
     if (back > 0n) {
       returns.push(
         slice.kind === "buyer"

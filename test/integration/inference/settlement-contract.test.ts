@@ -128,7 +128,7 @@ describe("the end-item contract", () => {
       buyer_holder: session.buyerSlice?.holder ?? null,
       offer_holder: attempt.offerSlice.holder,
     };
-    const ending = endItem(session, now, { status: "succeeded", error_code: null, charge });
+    const ending = endItem(session, now, false, { status: "succeeded", error_code: null, charge });
     const item: EndItem = { ...ending.item, attempts: [record] };
     try {
       expect(Object.keys(item).sort()).toEqual(Object.keys(END_ITEM_SQL).sort());

@@ -50,6 +50,47 @@ describe("Slice: its state moves only through its methods", () => {
     expect([s.total, s.used, s.giveBack()]).toEqual([0n, 0n, 0n]);
   });
 
+  test("a lingering ending keeps an idle slice; takeIdle gives it all back once idle for the linger period", () => {
+    const s = slice();
+    s.grant(1_000n);
+    s.admit(100n);
+    s.release(100n);
+    s.spend(40n); // the charge left with the ending
+    expect(s.giveBack(true, 5_000)).toBe(0n);
+    expect([s.total, s.used]).toEqual([960n, 0n]);
+    expect(s.takeIdle(5_999, 1_000)).toBe(0n); // not idle long enough
+    expect(s.takeIdle(6_000, 1_000)).toBe(960n);
+    expect([s.total, s.takeIdle(9_000, 1_000)]).toEqual([0n, 0n]);
+  });
+
+  test("takeIdle leaves a slice in use or being topped up, and a new admission restarts the linger", () => {
+    const s = slice();
+    s.grant(500n);
+    s.admit(100n);
+    expect(s.takeIdle(10_000, 0)).toBe(0n); // in use
+    s.release(100n);
+    expect(s.giveBack(true, 1_000)).toBe(0n);
+    s.admit(50n); // the next request: busy again
+    expect(s.takeIdle(3_000, 1_000)).toBe(0n);
+    s.release(50n);
+    expect(s.giveBack(true, 3_000)).toBe(0n);
+    s.taking = Promise.resolve();
+    expect(s.takeIdle(9_000, 1_000)).toBe(0n); // a top-up under way
+    s.taking = null;
+    expect(s.takeIdle(9_000, 1_000)).toBe(500n);
+  });
+
+  test("an idle slice with no recorded ending starts its linger when first seen; restore holds it again", () => {
+    const s = slice();
+    s.grant(300n);
+    expect(s.takeIdle(1_000, 500)).toBe(0n); // first seen idle now
+    expect(s.takeIdle(1_500, 500)).toBe(300n);
+    s.restore(300n); // the give-back did not commit
+    expect(s.total).toBe(300n);
+    expect(s.takeIdle(1_600, 500)).toBe(0n); // lingers again from now
+    expect(s.takeIdle(2_100, 500)).toBe(300n);
+  });
+
   test("while busy it keeps twice the larger of its in-flight need and its top-up size", () => {
     const s = slice();
     expect(s.want(10n, 100_000)).toBe(10n * TOPUP_UNITS); // unit 10, 8 units → asks for 80

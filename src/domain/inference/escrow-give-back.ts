@@ -1,0 +1,103 @@
+import type { Sql } from "../../adapters/sql.js";
+import { logger } from "../../lib/logger.js";
+import type { HolderLease, Slice } from "./escrow.js";
+
+/**
+ * What a router process gives back of its escrow slices outside a request's ending
+ * (docs/decisions.md "Escrow"): idle slices once they lingered long enough (`returnIdle`, on a timer),
+ * and the idle part of a buyer's slice when another process was refused for want of it
+ * (`yieldBuyer`, escrow pressure). Either way the amount leaves the slice first, so nothing here
+ * admits against it meanwhile, and is held again if the give-back does not commit.
+ */
+export class EscrowGiveBack {
+  private timer: NodeJS.Timeout | null = null;
+  private returning: Promise<number> | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly lease: HolderLease,
+    /** how long an idle slice stays with this process (0: an ending gives it back at once) */
+    readonly lingerMs: number,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {}
+
+  /** Whether an ending keeps an idle slice (see `Slice.giveBack`). */
+  get lingering(): boolean {
+    return this.lingerMs > 0;
+  }
+
+  /** Starts returning lingered slices: checked four times per linger period (at least every 25 ms). */
+  start(): void {
+    if (!this.lingering || this.timer) return;
+    this.timer = setInterval(() => void this.returnIdle(), Math.max(25, Math.floor(this.lingerMs / 4)));
+    this.timer.unref();
+  }
+
+  /** Stops the timer (a clean shutdown then gives every slice back through the lease). */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /**
+   * Gives back, in one transaction (`svc_escrow_give_back`), every slice of this process that no
+   * request has used for `lingerMs`. One pass at a time. Returns how many slices went back.
+   */
+  returnIdle(): Promise<number> {
+    this.returning ??= this.returnIdleNow().finally(() => {
+      this.returning = null;
+    });
+    return this.returning;
+  }
+
+  private async returnIdleNow(): Promise<number> {
+    const holder = this.lease.peek();
+    if (!holder) return 0;
+    const now = this.nowMs();
+    const out: Array<{ slice: Slice; back: bigint }> = [];
+    for (const map of [holder.buyers, holder.offers]) {
+      for (const slice of map.values()) {
+        const back = slice.takeIdle(now, this.lingerMs);
+        if (back > 0n) out.push({ slice, back });
+      }
+    }
+    if (out.length === 0) return 0;
+    try {
+      await this.giveBack(holder.id, out);
+    } catch (err) {
+      for (const { slice, back } of out) slice.restore(back);
+      logger.warn({ err, slices: out.length }, "idle escrow give-back did not commit; held until the next pass");
+    }
+    for (const { slice } of out) holder.tidy(slice);
+    return out.length;
+  }
+
+  /**
+   * Escrow pressure: another process was refused for want of this buyer's balance. The part of this
+   * process's slice no request in flight uses goes back at once.
+   */
+  async yieldBuyer(accountId: string): Promise<void> {
+    const holder = this.lease.peek();
+    const slice = holder?.buyers.get(accountId);
+    if (!holder || !slice || slice.taking) return;
+    const back = slice.free;
+    if (back <= 0n) return;
+    slice.spend(back);
+    try {
+      await this.giveBack(holder.id, [{ slice, back }]);
+    } catch (err) {
+      slice.restore(back);
+      logger.warn({ err, accountId }, "escrow give-back under pressure did not commit");
+    }
+    holder.tidy(slice);
+  }
+
+  private async giveBack(holder: string, out: Array<{ slice: Slice; back: bigint }>): Promise<void> {
+    const returns = out.map(({ slice, back }) =>
+      slice.kind === "buyer"
+        ? { account: slice.id, amount: back.toString() }
+        : { offer: slice.id, amount: back.toString() },
+    );
+    await this.sql.query("SELECT svc_escrow_give_back($1::uuid, $2::jsonb)", [holder, JSON.stringify(returns)]);
+  }
+}
