@@ -248,6 +248,16 @@ export class GateLeases {
     return this.gates.get(gate)?.used ?? 0;
   }
 
+  /**
+   * Slots of `gate` in use here plus those being acquired (waiting on a grow of the lease, and the
+   * request growing it): a gate whose claims reach its limit is full for a new request, which would
+   * otherwise join the grow and most likely be refused.
+   */
+  claimed(gate: string): number {
+    const g = this.gates.get(gate);
+    return g ? g.used + g.waiting + (g.growing ? 1 : 0) : 0;
+  }
+
   /** Slots of `gate` this process holds in Redis. */
   leased(gate: string): number {
     return this.gates.get(gate)?.leased ?? 0;

@@ -32,6 +32,9 @@ const KEY_POLL_MS = 25;
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
 /** Decrypted supplier secrets are kept in memory this long. */
 const KEY_CACHE_MS = 60_000;
+/** Gate names remembered (one per supplier key seen; forgotten all at once past this many). */
+const GATE_NAMES_MAX = 100_000;
+
 /** Rounds of escrow pressure (and the wait after each) before a request is refused 402. */
 export const ESCROW_PRESSURE_ROUNDS = 3;
 export const ESCROW_PRESSURE_WAIT_MS = 50;
@@ -91,6 +94,8 @@ export function planRequest(session: InferenceSession, availableMicroUsdc: bigin
 export class Attempts {
   readonly stats = { takes: 0, admitted: 0, inMemory: 0 };
   private readonly secrets = new Map<string, { secret: string; at: number }>();
+  /** supplier key id → its gate's name (see `supplierGate`) */
+  private readonly gateNames = new Map<string, string>();
   private readonly run: QueryRunner;
 
   constructor(private readonly deps: AttemptDeps) {
@@ -127,7 +132,7 @@ export class Attempts {
         ceilingCents: Math.min(session.ceilingCents, plan.priceCapCents ?? session.ceilingCents),
         maxBurnMicroDiem: plan.maxBurnMicroDiem,
         tried: session.tried,
-        isBusy: (key) => busy.includes(key) || gates.inUse(this.supplierGate(key)) >= SUPPLIER_KEY_MAX_IN_FLIGHT,
+        isBusy: (key) => busy.includes(key) || gates.claimed(this.supplierGate(key)) >= SUPPLIER_KEY_MAX_IN_FLIGHT,
         nowMs: now.getTime(),
       });
       if (usdcShort <= 0n && pick && pick.short <= 0n) {
@@ -371,9 +376,19 @@ export class Attempts {
     return "busy";
   }
 
-  /** The gate of a supplier key's in-flight completions. */
+  /**
+   * The gate of a supplier key's in-flight completions. Named once per key: an admission asks for
+   * it for every key it passes over, and a name built anew each time must be hashed anew by the
+   * gates' map (with thousands of streams open that was most of admission's CPU).
+   */
   private supplierGate(upstreamKeyId: string): string {
-    return this.deps.keys.upstreamKeyInFlight(upstreamKeyId);
+    let gate = this.gateNames.get(upstreamKeyId);
+    if (gate === undefined) {
+      if (this.gateNames.size >= GATE_NAMES_MAX) this.gateNames.clear();
+      gate = this.deps.keys.upstreamKeyInFlight(upstreamKeyId);
+      this.gateNames.set(upstreamKeyId, gate);
+    }
+    return gate;
   }
 
   private openSecret(entry: BookEntry): string {

@@ -60,6 +60,22 @@ describe("gate leases", () => {
     expect(await held(gate)).toEqual({ [a.id]: 2 });
   });
 
+  test("claimed counts the slots being acquired (the grow under way and its waiters) beside those in use", async () => {
+    const d = deployment();
+    const a = processOf(d);
+    const gate = d.gate();
+    expect(a.claimed(gate)).toBe(0);
+    // three acquisitions in one tick: the first grows the lease, the other two wait on that grow
+    const pending = [a.acquire(gate, 8), a.acquire(gate, 8), a.acquire(gate, 8)];
+    await Promise.resolve();
+    expect(a.inUse(gate)).toBe(0);
+    expect(a.claimed(gate)).toBe(3);
+    expect(await Promise.all(pending)).toEqual([true, true, true]);
+    expect([a.inUse(gate), a.claimed(gate)]).toEqual([3, 3]);
+    for (let i = 0; i < 3; i++) a.release(gate);
+    expect(a.claimed(gate)).toBe(0);
+  });
+
   test("the limit holds across processes under 300 concurrent acquisitions; everything goes back once idle", async () => {
     const d = deployment();
     const procs = [processOf(d), processOf(d), processOf(d)];
