@@ -156,6 +156,8 @@ export interface Market {
   buyer: { apiKey: string; accountId: string };
   /** one buyer (wallet) per lane: a wallet may have one image job in flight */
   imageBuyers: { apiKey: string; accountId: string }[];
+  /** the bench world's database (the durable-commit floor writes a table of its own there) */
+  databaseUrl: string;
   svcUrl: string;
   svcPid: number | undefined;
   proxyUrl: string;
@@ -197,6 +199,7 @@ export async function startMarket(): Promise<Market> {
     directKey,
     buyer,
     imageBuyers,
+    databaseUrl: world.databaseUrl,
     svcUrl,
     svcPid: svc.pid,
     proxyUrl: proxy.url,

@@ -1,6 +1,8 @@
 // Issue 19 targets 1 and 2: what one request adds when it is alone. Direct (the simulator), the bare
 // pass-through proxy (the floor) and the service are sent one request at a time, interleaved
 // request by request (the order rotated every round), so machine noise hits all three alike.
+import { randomUUID } from "node:crypto";
+import pg from "pg";
 import { interleave, post, type Sample } from "./client.js";
 import { CHAT_BODY, type Market, STREAM_BODY } from "./market.js";
 import { ms, p50p99, serverTimingP50, targetLine } from "./stats.js";
@@ -12,20 +14,47 @@ function rounds(name: string, fallback: number): number {
   return Number.isInteger(n) && n > 0 ? n : fallback;
 }
 
+/**
+ * A second floor for target 1: one durable write, i.e. a one-row INSERT committed synchronously (as
+ * the settlement commits) by node-postgres from this process: what any service that records a
+ * request durably before answering pays on this machine at least once per request, on top of what
+ * proxying costs.
+ */
+async function durableCommitFloor(m: Market): Promise<{ run: () => Promise<Sample>; close: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: m.databaseUrl });
+  await client.connect();
+  await client.query("CREATE TABLE IF NOT EXISTS bench_commit_floor (id uuid PRIMARY KEY, at timestamptz NOT NULL)");
+  const run = async (): Promise<Sample> => {
+    const t0 = performance.now();
+    await client.query({
+      name: "bench_commit_floor",
+      text: "INSERT INTO bench_commit_floor (id, at) VALUES ($1, now())",
+      values: [randomUUID()],
+    });
+    const t = performance.now() - t0;
+    return { status: 200, totalMs: t, ttfbMs: t, lastContentMs: 0, usageMs: 0, costMs: 0 };
+  };
+  return { run, close: () => client.end() };
+}
+
 /** Target 1: serial buffered chat, added p50 ≤ 1.5 ms and p99 ≤ 4 ms over direct. */
 export async function benchSerial(m: Market, emit: Emit): Promise<void> {
   const n = rounds("BENCH_SERIAL_ROUNDS", 600);
+  const commit = await durableCommitFloor(m);
   const targets = {
     direct: () => post(`${m.sim.baseUrl}/chat/completions`, m.directKey, CHAT_BODY),
     proxy: () => post(`${m.proxyUrl}/v1/chat/completions`, m.directKey, CHAT_BODY),
     service: () => post(`${m.svcUrl}/v1/chat/completions`, m.buyer.apiKey, CHAT_BODY),
+    commit: commit.run,
   };
   await interleave(100, targets); // warm-up: JIT, connections, the buyer's escrow
   const r = await interleave(n, targets);
+  await commit.close();
   const total = (s: Sample) => s.totalMs;
   const d = p50p99(r.direct, total);
   const p = p50p99(r.proxy, total);
   const s = p50p99(r.service, total);
+  const c = p50p99(r.commit, total);
   // each request's own added time (service minus the direct request of the same round)
   const paired = r.service.map((x, i) => x.totalMs - (r.direct[i]?.totalMs ?? Number.NaN)).sort((a, b) => a - b);
   emit({
@@ -38,6 +67,9 @@ export async function benchSerial(m: Market, emit: Emit): Promise<void> {
     serviceP50Ms: ms(s.p50),
     serviceP99Ms: ms(s.p99),
     pairedAddedP50Ms: ms(paired[Math.floor(paired.length / 2)] ?? Number.NaN),
+    // one durable one-row commit from this process (see durableCommitFloor)
+    durableCommitP50Ms: ms(c.p50),
+    durableCommitP99Ms: ms(c.p99),
     // the service's own Server-Timing: admission (gates + escrow), upstream, settlement
     serverTimingP50Ms: serverTimingP50(r.service),
   });
@@ -46,8 +78,11 @@ export async function benchSerial(m: Market, emit: Emit): Promise<void> {
       target: 1.5,
       service: s.p50 - d.p50,
       floor: p.p50 - d.p50,
+      // proxying plus one durable commit: what answering only after a durable record costs at least
+      durableFloor: ms(p.p50 - d.p50 + c.p50),
       unit: "ms",
-      method: "p50(service) - p50(direct), serial, interleaved; floor: the bare proxy's, same rounds",
+      method:
+        "p50(service) - p50(direct), serial, interleaved; floor: the bare proxy's, same rounds; durableFloor: floor + p50 of one durable one-row commit, same rounds",
       rounds: n,
     }),
   );
@@ -56,8 +91,10 @@ export async function benchSerial(m: Market, emit: Emit): Promise<void> {
       target: 4,
       service: s.p99 - d.p99,
       floor: p.p99 - d.p99,
+      durableFloor: ms(p.p99 - d.p99 + c.p99),
       unit: "ms",
-      method: "p99(service) - p99(direct), serial, interleaved; floor: the bare proxy's, same rounds",
+      method:
+        "p99(service) - p99(direct), serial, interleaved; floor: the bare proxy's, same rounds; durableFloor: floor + p99 of one durable one-row commit",
       rounds: n,
     }),
   );
