@@ -3,7 +3,7 @@ import express, { type Express, type Request, type Response } from "express";
 import { createGraphqlCostBudget } from "../adapters/redis/budget.js";
 import { createGraphQL } from "../graphql/yoga.js";
 import { DomainError } from "../lib/errors.js";
-import { mcpRoutes } from "../mcp/routes.js";
+import { mcpPath, mcpRoutes } from "../mcp/routes.js";
 import type { Runtime } from "../runtime.js";
 import { bodyUnlessCredentialed, readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
 import { answerClientError, errorMiddleware, sendError } from "./error-response.js";
@@ -51,7 +51,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   // GraphQL documents are small (graphql/limits.ts): a smaller body limit there (yoga's endpoint and /graphql/stream)
   app.use("/graphql", graphqlJsonBody);
   // a credentialed route's body is read after its credential checks out (requireBearer/requireSession)
-  app.use(bodyUnlessCredentialed);
+  app.use(bodyUnlessCredentialed([mcpPath(rt.config.urls.mcp)]));
 
   // the inference routes first: the requests the fast path leaves to Express should not walk every
   // other router's layers either (all routers own disjoint paths, so the order changes nothing else)

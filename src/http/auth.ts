@@ -111,10 +111,17 @@ export function credentialFamily(path: string): "bearer" | "session" | null {
   return null;
 }
 
-/** The app-wide body parser: every route's body but the credentialed families' (see credentialFamily). */
-export function bodyUnlessCredentialed(req: Request, res: Response, next: NextFunction): void {
-  if (credentialFamily(req.path) !== null) next();
-  else jsonBody(req, res, next);
+/**
+ * The app-wide body parser: every route's body but the credentialed families' (see credentialFamily)
+ * and `bearerPaths`' (routes outside /v1 that read their body after their own Bearer check, e.g.
+ * the MCP connector at its configured path).
+ */
+export function bodyUnlessCredentialed(bearerPaths: readonly string[] = []): RequestHandler {
+  const own = new Set(bearerPaths.map((p) => p.toLowerCase().replace(/\/+$/, "")));
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (credentialFamily(req.path) !== null || own.has(req.path.toLowerCase().replace(/\/+$/, ""))) next();
+    else jsonBody(req, res, next);
+  };
 }
 
 /** The session rule as middleware; the body is read after the credential checks out. */

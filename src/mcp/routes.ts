@@ -3,6 +3,7 @@ import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type Request, type Response, Router } from "express";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { authenticateBearer } from "../http/auth.js";
+import { readJsonBody } from "../http/middleware.js";
 import { DomainError, isDomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 import type { Runtime } from "../runtime.js";
@@ -67,7 +68,7 @@ function transportRefusal(req: Request): DomainError | undefined {
  * the official SDK, stateless: every POST gets its own server and transport (no session id, JSON
  * answers, nothing kept between requests), so any API process can serve any request. GET (the
  * server-to-client SSE stream) and DELETE (session end) have nothing to serve: 405. Bodies are read
- * by the app's one JSON parser (its size limit and error answers).
+ * by the app's one JSON parser (its size limit and error answers), after the Bearer key checks out.
  */
 export function mcpRoutes(rt: Runtime): Router {
   const r = Router();
@@ -75,6 +76,8 @@ export function mcpRoutes(rt: Runtime): Router {
 
   r.post(path, async (req, res) => {
     const viewer = await authenticate(rt, req, res);
+    // the body is read only once the credential checks out (bodyUnlessCredentialed leaves it unread)
+    await readJsonBody(req, res);
     const refusal = transportRefusal(req);
     if (refusal) throw refusal;
     const requestId = res.locals.requestId as string | undefined;

@@ -344,6 +344,13 @@ describe("authorisation", () => {
     // even a body that is not JSON-RPC is refused for the credential first
     await expect401(await rawPost({}, { nonsense: true }), false);
     await expect401(await rawPost({}, SET_CEILING), false);
+    // the body is not read before the credential checks out: malformed JSON is a 401 without a key
+    // (it was the JSON parser's 400 before), and the parser's 400 only with one
+    await expect401(await rawPost({}, "{not json"), false);
+    await expect401(await rawPost(bearer("svc_not_a_real_key"), "{not json"), true);
+    const malformed = await rawPost(bearer(buyer.apiKey), "{not json");
+    expect(malformed.status).toBe(400);
+    expect(((await malformed.json()) as ToolErrorBody).error.code).toBe("invalid_request");
     expect((await rest(buyer.apiKey, "GET", "/v1/agent/me")).body).toMatchObject({ maxPriceCentsPerDollar: 80 });
   });
 
