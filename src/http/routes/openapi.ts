@@ -10,8 +10,11 @@ export function openApiRoutes(rt: Runtime): Router {
   const r = Router();
   const { base, mcp, docs } = rt.config.urls;
   const body = JSON.stringify(buildOpenApiDocument({ base, mcp, docs }));
+  // a public document without credentials: any origin may read it (a docs site on another host than
+  // the API, DOCS_URL, loads it from the browser)
   r.get("/openapi.json", (_req, res) => {
     res.type("application/json").setHeader("Cache-Control", "public, max-age=300");
+    res.setHeader("Access-Control-Allow-Origin", "*");
     res.send(body);
   });
   return r;

@@ -36,6 +36,8 @@ async function fetchDocument(): Promise<Doc> {
   const res = await fetch(`${world.app.baseUrl}/openapi.json`);
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+  // public and credential-free: a docs site on another origin (DOCS_URL) may load it
+  expect(res.headers.get("access-control-allow-origin")).toBe("*");
   return (await res.json()) as Doc;
 }
 
