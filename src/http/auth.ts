@@ -94,11 +94,17 @@ export async function authenticateSession(services: Services, req: IncomingMessa
  * body from nobody costs nothing (issue 18 finding 6). Every other route's body is parsed up front
  * (`bodyUnlessCredentialed`). Case-insensitive, trailing slash ignored, like Express's routing. A
  * route under one of these paths must use requireBearer or requireSession, or its body stays unread.
+ * `bearerPaths` (as `routeKey` gives them): Bearer routes whose path is configured, not fixed (the
+ * MCP connector at `{mcp_url}/mcp`), which check the key themselves before reading the body.
  */
-export function credentialFamily(path: string): "bearer" | "session" | null {
-  const p = path.toLowerCase().replace(/\/+$/, "");
+export function credentialFamily(
+  path: string,
+  bearerPaths: ReadonlySet<string> = new Set(),
+): "bearer" | "session" | null {
+  const p = routeKey(path);
   const under = (prefix: string) => p === prefix || p.startsWith(`${prefix}/`);
   if (
+    bearerPaths.has(p) ||
     ["/v1/chat/completions", "/v1/responses", "/v1/image/generate", "/v1/images/generations"].some(under) ||
     under("/v1/video") ||
     under("/v1/agent") ||
@@ -111,15 +117,19 @@ export function credentialFamily(path: string): "bearer" | "session" | null {
   return null;
 }
 
+/** A path as Express routes it: case-insensitive, trailing slash ignored. */
+function routeKey(path: string): string {
+  return path.toLowerCase().replace(/\/+$/, "");
+}
+
 /**
- * The app-wide body parser: every route's body but the credentialed families' (see credentialFamily)
- * and `bearerPaths`' (routes outside /v1 that read their body after their own Bearer check, e.g.
- * the MCP connector at its configured path).
+ * The app-wide body parser: every route's body but the credentialed families' (see
+ * credentialFamily, with the app's configured Bearer paths).
  */
 export function bodyUnlessCredentialed(bearerPaths: readonly string[] = []): RequestHandler {
-  const own = new Set(bearerPaths.map((p) => p.toLowerCase().replace(/\/+$/, "")));
+  const own = new Set(bearerPaths.map(routeKey));
   return (req: Request, res: Response, next: NextFunction) => {
-    if (credentialFamily(req.path) !== null || own.has(req.path.toLowerCase().replace(/\/+$/, ""))) next();
+    if (credentialFamily(req.path, own) !== null) next();
     else jsonBody(req, res, next);
   };
 }

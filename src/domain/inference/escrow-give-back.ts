@@ -1,6 +1,6 @@
 import type { Sql } from "../../adapters/sql.js";
 import { logger } from "../../lib/logger.js";
-import type { HolderLease, Slice } from "./escrow.js";
+import type { Holder, HolderLease, Slice } from "./escrow.js";
 
 /**
  * What a router process gives back of its escrow slices outside a request's ending
@@ -61,14 +61,7 @@ export class EscrowGiveBack {
         if (back > 0n) out.push({ slice, back });
       }
     }
-    if (out.length === 0) return 0;
-    try {
-      await this.giveBack(holder.id, out);
-    } catch (err) {
-      for (const { slice, back } of out) slice.restore(back);
-      logger.warn({ err, slices: out.length }, "idle escrow give-back did not commit; held until the next pass");
-    }
-    for (const { slice } of out) holder.tidy(slice);
+    await this.giveBack(holder, out, "idle escrow give-back did not commit; held until the next pass");
     return out.length;
   }
 
@@ -83,21 +76,27 @@ export class EscrowGiveBack {
     const back = slice.free;
     if (back <= 0n) return;
     slice.spend(back);
-    try {
-      await this.giveBack(holder.id, [{ slice, back }]);
-    } catch (err) {
-      slice.restore(back);
-      logger.warn({ err, accountId }, "escrow give-back under pressure did not commit");
-    }
-    holder.tidy(slice);
+    await this.giveBack(holder, [{ slice, back }], "escrow give-back under pressure did not commit");
   }
 
-  private async giveBack(holder: string, out: Array<{ slice: Slice; back: bigint }>): Promise<void> {
+  /**
+   * Returns what left the slices (`out`, already deducted from them) in one transaction
+   * (`svc_escrow_give_back`); if it does not commit, the slices hold it again. Either way a slice
+   * left holding nothing is forgotten.
+   */
+  private async giveBack(holder: Holder, out: Array<{ slice: Slice; back: bigint }>, failure: string): Promise<void> {
+    if (out.length === 0) return;
     const returns = out.map(({ slice, back }) =>
       slice.kind === "buyer"
         ? { account: slice.id, amount: back.toString() }
         : { offer: slice.id, amount: back.toString() },
     );
-    await this.sql.query("SELECT svc_escrow_give_back($1::uuid, $2::jsonb)", [holder, JSON.stringify(returns)]);
+    try {
+      await this.sql.query("SELECT svc_escrow_give_back($1::uuid, $2::jsonb)", [holder.id, JSON.stringify(returns)]);
+    } catch (err) {
+      for (const { slice, back } of out) slice.restore(back);
+      logger.warn({ err, slices: out.length }, failure);
+    }
+    for (const { slice } of out) holder.tidy(slice);
   }
 }

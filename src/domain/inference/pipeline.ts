@@ -451,10 +451,14 @@ export class InferencePipeline {
     else if (change.kind === "escrow_pressure") void this.giveBack.yieldBuyer(change.id);
   }
 
-  /** Starts hearing supply changes and cache invalidations from every process (on the first request). */
+  /**
+   * Starts hearing supply changes and cache invalidations from every process, and the idle escrow
+   * give-back timer (on the first request).
+   */
   private listen(): void {
+    if (this.stopListening) return;
     this.giveBack.start();
-    this.stopListening ??= listenForChanges(this.deps.bus, {
+    this.stopListening = listenForChanges(this.deps.bus, {
       capacity: () => this.invalidateBook(),
       routing: (e) => this.applyChange(e),
     });
