@@ -487,13 +487,13 @@ function fundingResponses(ok: z.ZodTypeAny, extra: number[]): RouteConfig["respo
     200: jsonResponse(ok, "Payment settled; credit recorded as pending until confirmed", "paymentResponse"),
     402: {
       description:
-        "Payment challenge: `accepts` present; no money moved. Sign one requirement and retry with X-PAYMENT.",
+        "Payment challenge: `accepts` present; no money moved (`payment_required`, or `invalid_payment` when the payment sent was refused before it settled). Sign one requirement and retry with X-PAYMENT.",
       headers: headers("errorCode"),
       content: { "application/json": { schema: paymentChallenge } },
     },
     ...errorResponses([...BODY_ERRORS, 409, 503, ...extra], {
-      409: "Payment settled but the request did not finish: `transaction`, `reconciling` (and `credited` at signup's key cap). Do not pay again.",
-      503: "Funding is not configured, or the facilitator is unavailable.",
+      409: "Money moved, or may have, and the request did not finish (`payment_unfinished`, never with `accepts`): `transaction` and `reconciling` (true: credited from the chain exactly once if the transfer happened; false: a human must recover it), or `credited: true` without `reconciling` (signup's key cap; a payment already used by another funding route). `X-PAYMENT-RESPONSE` says `success: false` while the outcome is unknown. Do not pay again.",
+      503: "`not_configured`, or `facilitator_unavailable`: the facilitator could not be reached and nothing moved; retry the same request and X-PAYMENT after Retry-After.",
     }),
     409: { ...errorResponse(409), headers: headers("errorCode", "paymentResponse") },
   };

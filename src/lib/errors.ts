@@ -13,7 +13,10 @@ export const ERROR_TABLE = {
   authentication_failed: { status: 401, retryable: false },
   // 402
   insufficient_balance: { status: 402, retryable: false },
+  /** funding: the x402 challenge, no payment sent yet (the body carries `accepts`) */
   payment_required: { status: 402, retryable: false },
+  /** funding: the payment sent cannot settle (malformed, mismatched, refused); no money moved; `accepts` */
+  invalid_payment: { status: 402, retryable: false },
   // 403
   payer_mismatch: { status: 403, retryable: false },
   csrf_rejected: { status: 403, retryable: false },

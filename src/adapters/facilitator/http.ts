@@ -85,10 +85,17 @@ function payerOf(payload: PaymentPayload, reported?: string | null): Address | u
 }
 
 /**
- * Client for a standard x402 v1 facilitator (e.g. CDP's). Every outcome is data: connection
- * problems are `unreachable` (or `timeout` for a settle whose request may have been processed),
- * non-2xx or unreadable answers are `rejected`, `isValid: false` is `invalid`, `success: false`
- * is `settle_failed`.
+ * x402's code for "an exception was thrown while settling" (its facilitator catches everything,
+ * a receipt wait that timed out after the broadcast included): it does not prove nothing moved.
+ */
+const UNPROVEN_SETTLE_REASONS = new Set(["unexpected_settle_error"]);
+
+/**
+ * Client for a standard x402 v1 facilitator (e.g. CDP's). Every outcome is data. Verify and
+ * supported: connection problems are `unreachable`, non-2xx or unreadable answers `rejected`,
+ * `isValid: false` is `invalid`. Settle: `settle_failed` only when the facilitator itself says
+ * `success: false` with a reason, in a 2xx or 4xx answer (nothing moved); a connection that never
+ * opened is `unreachable`; every other outcome may hide a transfer on chain and is `unknown`.
  */
 export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilitator {
   const base = opts.url.replace(/\/+$/, "");
@@ -126,7 +133,7 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
         : `facilitator ${path} unreachable: ${code ?? (error instanceof Error ? error.message : String(error))}`;
       // A settle that may have reached the facilitator has an unknown outcome.
       const maybeProcessed = path === "/settle" && !(code !== undefined && NOT_SENT_CODES.has(code));
-      return { ok: false, failure: { kind: maybeProcessed ? "timeout" : "unreachable", message } };
+      return { ok: false, failure: { kind: maybeProcessed ? "unknown" : "unreachable", message } };
     }
     let parsed: unknown;
     try {
@@ -178,29 +185,48 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     const res = await exchange("POST", "/settle", requestBody(payload, requirements), settleTimeoutMs);
     if (!res.ok) return res;
     const parsed = settleBody.safeParse(res.body);
-    if (!parsed.success || (res.status >= 300 && parsed.data.success)) return rejected("/settle", res.status, res.text);
+    const payerHint = payerOf(payload, parsed.success ? parsed.data.payer : undefined);
+    const unknown = (message: string, transaction?: Hex): { ok: false; failure: FacilitatorFailure } => ({
+      ok: false,
+      failure: {
+        kind: "unknown",
+        status: res.status,
+        message,
+        ...(payerHint ? { payer: payerHint } : {}),
+        ...(transaction ? { transaction } : {}),
+      },
+    });
+    // a gateway error in front of the facilitator, an unreadable body, a 3xx: the settle request may
+    // have been processed, so nothing here proves the transfer did not happen
+    if (!parsed.success) return unknown(`facilitator /settle answered ${res.status}: ${res.text.slice(0, 300)}`);
     const data = parsed.data;
-    const payer = payerOf(payload, data.payer);
+    const payer = payerHint;
     const transaction: Hex | undefined = data.transaction && isHex(data.transaction) ? data.transaction : undefined;
     if (!data.success) {
       const reason = data.errorReason ?? "unexpected_settle_error";
+      // the facilitator's own refusal proves nothing moved only when it is a definite answer: a 2xx
+      // or 4xx with a reason other than x402's catch-all for an exception mid-settlement
+      if (res.status >= 500 || (res.status >= 300 && res.status < 400) || UNPROVEN_SETTLE_REASONS.has(reason)) {
+        return unknown(`facilitator /settle answered ${res.status} success: false (${reason})`, transaction);
+      }
       return {
         ok: false,
         failure: {
           kind: "settle_failed",
           reason,
+          status: res.status,
           message: `settlement failed: ${reason}`,
           ...(payer ? { payer } : {}),
           ...(transaction ? { transaction } : {}),
         },
       };
     }
-    if (transaction === undefined || payer === undefined) {
-      // Success claimed without a transaction hash: we cannot prove or reconcile it.
-      return {
-        ok: false,
-        failure: { kind: "timeout", message: "facilitator reported success without a transaction hash or payer" },
-      };
+    if (res.status >= 300 || transaction === undefined || payer === undefined) {
+      // success claimed in an error answer, or without a transaction hash: we cannot prove it
+      return unknown(
+        `facilitator /settle answered ${res.status} success without a usable transaction or payer`,
+        transaction,
+      );
     }
     const network = data.network ?? payload.network;
     const response = { success: true, transaction, network, payer } as SettleResponse;

@@ -231,7 +231,7 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
         return {
           ok: false,
           failure: {
-            kind: "timeout",
+            kind: "unknown",
             reason: "unexpected_settle_error",
             message: failure.message,
             payer,

@@ -4,24 +4,30 @@ import type { ExactEvmPayload, PaymentPayload, PaymentRequirements, SettleRespon
 export type { PaymentPayload, PaymentRequirements, SettleResponse };
 
 /**
- * What went wrong, as data. Every kind except `timeout` means NO money moved, so the caller may
- * answer 402 and let the buyer sign a fresh payment.
+ * What went wrong, as data. The kinds split by one question: can money have moved?
  *
+ * Nothing moved (the caller may answer 402, or 503 and let the buyer retry the same payment):
  * - `invalid`: the payment does not satisfy the requirements or is no longer usable (bad
  *   signature, wrong amount/payTo, expired, nonce already used, insufficient funds). `reason` is
  *   the x402 `invalidReason` / `errorReason` code.
- * - `settle_failed`: settlement was attempted and definitively failed (transaction reverted or
- *   refused at gas estimation; a remote facilitator answered `success: false`). `transaction` is
- *   set when a reverted transaction exists.
+ * - `settle_failed`: settlement definitively failed: the transaction reverted, or was refused at
+ *   gas estimation, or a facilitator answered `success: false` with a reason of its own
+ *   (`transaction` is set when a reverted transaction exists).
  * - `network`: the local facilitator could not reach its RPC before broadcasting anything.
- * - `unreachable`: the HTTP facilitator could not be reached (connection refused, DNS, timeout on
- *   verify/supported). Nothing was processed.
- * - `rejected`: the HTTP facilitator answered non-2xx or with a body we cannot read.
- * - `timeout`: OUTCOME UNKNOWN. A settlement was sent (transaction broadcast, or /settle request
- *   written) but no final answer came in time. Money MAY have moved: reconcile from the chain
- *   using `transaction` when present (SPEC funding rule 6, 409 `reconciling`), never re-settle.
+ * - `unreachable`: the HTTP facilitator could not be reached (the connection never opened, or a
+ *   verify/supported call failed in transport). A settle request was never sent.
+ * - `rejected`: a verify or supported call answered non-2xx or with a body we cannot read.
+ *   Never returned by `settle`.
+ *
+ * Money MAY have moved:
+ * - `unknown`: a settlement was sent (transaction broadcast, or the /settle request written) and no
+ *   answer proves what happened: a timeout, a connection broken after the request went out, a
+ *   non-2xx or unreadable /settle answer (a gateway 502/504 in front of the facilitator), a 5xx
+ *   `success: false`, or a claimed success without a transaction. Reconcile from the chain (the
+ *   authorization's nonce says whether it was used; `transaction` when known), never re-settle:
+ *   SPEC funding rule 6, 409 `reconciling`.
  */
-export type FacilitatorFailureKind = "invalid" | "settle_failed" | "network" | "unreachable" | "rejected" | "timeout";
+export type FacilitatorFailureKind = "invalid" | "settle_failed" | "network" | "unreachable" | "rejected" | "unknown";
 
 export interface FacilitatorFailure {
   kind: FacilitatorFailureKind;
@@ -33,8 +39,30 @@ export interface FacilitatorFailure {
   payer?: Address;
   /** Settlement transaction, when one was broadcast. */
   transaction?: Hex;
-  /** HTTP status of a `rejected` answer. */
+  /** HTTP status of the facilitator's answer, when one came (`rejected`, `unknown`). */
   status?: number;
+}
+
+/**
+ * What a failed settle proves (THE rule; funding answers from it):
+ * - `refused`: nothing moved and this payment cannot settle as sent (402, sign a new one);
+ * - `not_sent`: nothing moved, the settlement never left (503; the same payment may be retried);
+ * - `unknown`: money may have moved (409 `reconciling`; the chain decides, never settle again).
+ */
+export type SettleVerdict = "refused" | "not_sent" | "unknown";
+
+export function settleVerdict(f: FacilitatorFailure): SettleVerdict {
+  switch (f.kind) {
+    case "invalid":
+    case "settle_failed":
+      return "refused";
+    case "unreachable":
+    case "network":
+      return "not_sent";
+    case "rejected":
+    case "unknown":
+      return "unknown";
+  }
 }
 
 export type FacilitatorResult<T> = { ok: true; value: T } | { ok: false; failure: FacilitatorFailure };

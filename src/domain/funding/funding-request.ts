@@ -26,8 +26,11 @@ export interface FundingRequest {
   caller?: { accountId: string; walletAddress: string };
 }
 
+/** The code of a 402 challenge: none sent yet, or the one sent cannot settle (no money moved either way). */
+export type ChallengeCode = "payment_required" | "invalid_payment";
+
 export type FundingOutcome =
-  | { type: "challenge"; status: 402; body: Record<string, unknown> }
+  | { type: "challenge"; status: 402; code: ChallengeCode; body: Record<string, unknown> }
   | { type: "funded"; status: 200; body: Record<string, unknown>; paymentResponse: string };
 
 export interface ParsedBody {
@@ -98,7 +101,9 @@ export function fundedOutcome(
       throw new DomainError(
         "payment_unfinished",
         "Payment credited, but this wallet already holds 10 active API keys; no key was issued.",
-        { transaction, reconciling: false, credited: true, paymentResponse: o.paymentResponse },
+        // credited: nothing to reconcile and nothing for a human to recover, so no `reconciling`
+        // (SPEC funding rules 6 and 9 together; docs/decisions.md, issue 26)
+        { transaction, credited: true, paymentResponse: o.paymentResponse },
       );
     }
     const body: Record<string, unknown> = {

@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import type { Db } from "../../adapters/db.js";
-import type { Facilitator } from "../../adapters/facilitator/types.js";
+import { type Facilitator, settleVerdict } from "../../adapters/facilitator/types.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Fuse } from "../../adapters/redis/fuse.js";
 import type { Config } from "../../config.js";
@@ -10,6 +10,7 @@ import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
 import {
+  type ChallengeCode,
   DESCRIPTIONS,
   type FundingKind,
   type FundingOutcome,
@@ -80,9 +81,10 @@ export class FundingService {
       usdcName: this.deps.config.chain.usdcName,
       usdcVersion: this.deps.config.chain.usdcVersion,
     });
-    const challenge = (error: string, code = "payment_required"): FundingOutcome => ({
+    const challenge = (error: string, code: ChallengeCode = "payment_required"): FundingOutcome => ({
       type: "challenge",
       status: 402,
+      code,
       body: {
         x402Version: 1,
         error: { code, message: error },
@@ -128,15 +130,13 @@ export class FundingService {
 
     const verified = await this.deps.facilitator.verify(decoded.payload, requirements);
     if (!verified.ok) {
-      if (verified.failure.kind === "invalid" || verified.failure.kind === "rejected") {
-        return challenge(
-          `Payment verification failed: ${verified.failure.reason ?? verified.failure.message}.`,
-          "invalid_payment",
-        );
+      const f = verified.failure;
+      // a verdict on the payment itself is 402; a facilitator that cannot give one (down, 5xx, an
+      // answer we cannot read, our own credentials refused) is 503: nothing moved, retry as sent
+      if (f.kind === "invalid" || (f.kind === "rejected" && (f.status === 400 || f.status === 422))) {
+        return challenge(`Payment verification failed: ${f.reason ?? f.message}.`, "invalid_payment");
       }
-      throw new DomainError("facilitator_unavailable", "The payment facilitator is unavailable; nothing was charged.", {
-        retryAfterSeconds: 5,
-      });
+      throw facilitatorUnavailable();
     }
 
     // write-ahead intent: the unique nonce makes concurrent duplicates wait for this one
@@ -150,33 +150,27 @@ export class FundingService {
 
     const settled = await this.deps.facilitator.settle(decoded.payload, requirements);
     if (!settled.ok) {
-      if (settled.failure.kind === "timeout") {
-        // the outcome is unknown: money may have moved. Reconciliation decides from the chain.
-        const tx = settled.failure.transaction ?? null;
-        await this.markReconciling(intent.paymentId, tx).catch(() => undefined);
-        const reconciling = await this.enqueueReconciliation(intent.paymentId, tx);
-        throw new DomainError("payment_unfinished", "The settlement did not finish in time; do not pay again.", {
+      const f = settled.failure;
+      const verdict = settleVerdict(f);
+      if (verdict === "unknown") {
+        // money may have moved: the chain decides (the authorization's nonce), never a second settle
+        const tx = f.transaction ? (f.transaction.toLowerCase() as Hex) : null;
+        logger.warn({ paymentId: intent.paymentId, transaction: tx, failure: f.message }, "settlement outcome unknown");
+        return this.reconcileLater(intent.paymentId, {
           transaction: tx,
-          reconciling,
+          payer: decoded.payer,
+          settled: false,
+          note: `${OUTCOME_UNKNOWN}: ${f.message}`,
+          message:
+            "The payment facilitator did not say whether the payment settled; it may have moved. It will be credited from the chain if it did. Do not pay again.",
         });
       }
       await this.deps.db.payment.update({
         where: { id: intent.paymentId },
-        data: { status: "failed", failureReason: `${settled.failure.kind}: ${settled.failure.message}`.slice(0, 500) },
+        data: { status: "failed", failureReason: `${f.kind}: ${f.message}`.slice(0, 500) },
       });
-      if (settled.failure.kind === "unreachable" || settled.failure.kind === "network") {
-        throw new DomainError(
-          "facilitator_unavailable",
-          "The payment facilitator is unavailable; nothing was charged.",
-          {
-            retryAfterSeconds: 5,
-          },
-        );
-      }
-      return challenge(
-        `Payment settlement failed: ${settled.failure.reason ?? settled.failure.message}.`,
-        "invalid_payment",
-      );
+      if (verdict === "not_sent") throw facilitatorUnavailable();
+      return challenge(`Payment settlement failed: ${f.reason ?? f.message}.`, "invalid_payment");
     }
 
     const txHash = settled.value.transaction.toLowerCase() as Hex;
@@ -187,13 +181,13 @@ export class FundingService {
     } catch (e) {
       // settled but not recorded (SPEC rule 6): queue reconciliation; money must never be lost
       logger.error({ err: e, paymentId: intent.paymentId, transaction: txHash }, "settled payment not recorded");
-      await this.markReconciling(intent.paymentId, txHash).catch(() => undefined);
-      const reconciling = await this.enqueueReconciliation(intent.paymentId, txHash);
-      throw new DomainError(
-        "payment_unfinished",
-        "The payment settled but could not be recorded; it will be credited from the chain. Do not pay again.",
-        { transaction: txHash, reconciling, paymentResponse },
-      );
+      return this.reconcileLater(intent.paymentId, {
+        transaction: txHash,
+        payer: decoded.payer,
+        settled: true,
+        note: SETTLED_NOT_RECORDED,
+        message: "The payment settled but could not be recorded; it will be credited from the chain. Do not pay again.",
+      });
     }
     return this.respond(req.kind, recorded, { paymentResponse, idempotent: false });
   }
@@ -255,6 +249,7 @@ export class FundingService {
         throw new DomainError("payment_unfinished", "This payment is still being settled; do not pay again.", {
           transaction: p?.settlementTxHash ?? null,
           reconciling: true,
+          paymentResponse: paymentResponseHeader(p?.settlementTxHash ?? null, d.payer, { settled: false }),
         });
       }
       await new Promise((r) => setTimeout(r, 100));
@@ -262,19 +257,32 @@ export class FundingService {
   }
 
   private async answerExisting(kind: FundingKind, p: PaymentRow, d: DecodedPayment): Promise<FundingOutcome | null> {
-    if (p.status === "settling" || p.status === "reconciling") {
-      if (p.status === "settling") return this.awaitDuplicate(kind, d);
-      throw new DomainError("payment_unfinished", "This payment settled and is being reconciled; do not pay again.", {
-        transaction: p.settlementTxHash,
-        reconciling: true,
-        ...(p.settlementTxHash ? { paymentResponse: paymentResponseHeader(p.settlementTxHash, p.payerAddress) } : {}),
-      });
+    if (p.status === "settling") return this.awaitDuplicate(kind, d);
+    if (p.status === "reconciling") {
+      throw new DomainError(
+        "payment_unfinished",
+        "This payment is being reconciled from the chain; do not pay again.",
+        {
+          transaction: p.settlementTxHash,
+          reconciling: true,
+          paymentResponse: paymentResponseHeader(p.settlementTxHash, p.payerAddress, {
+            settled: p.failureReason === SETTLED_NOT_RECORDED,
+          }),
+        },
+      );
     }
     if (p.status === "failed") return null;
     if (p.kind !== kind) {
-      throw new DomainError("conflict", `This payment was already used for ${p.kind.replace("_", "-")}.`, {
-        transaction: p.settlementTxHash,
-      });
+      // the money moved and was credited to this wallet's account, by the route it was signed for
+      throw new DomainError(
+        "payment_unfinished",
+        `This payment was already used for ${p.kind.replace("_", "-")} and credited to this wallet's account; it cannot fund this request too. Do not pay again.`,
+        {
+          transaction: p.settlementTxHash,
+          credited: true,
+          paymentResponse: paymentResponseHeader(p.settlementTxHash, p.payerAddress),
+        },
+      );
     }
     const account = p.account ?? (await this.deps.db.account.findUniqueOrThrow({ where: { id: p.accountId ?? "" } }));
     const paymentResponse = paymentResponseHeader(p.settlementTxHash ?? "", p.payerAddress);
@@ -289,24 +297,58 @@ export class FundingService {
     return fundedOutcome(kind, r, { ...o, confirmationBlocks: this.deps.config.chain.confirmationBlocks });
   }
 
-  private async markReconciling(paymentId: string, txHash: string | null): Promise<void> {
-    await this.deps.db.payment.updateMany({
-      where: { id: paymentId, status: "settling" },
-      data: { status: "reconciling", ...(txHash ? { settlementTxHash: txHash } : {}) },
-    });
-  }
-
-  /** Queues reconciliation; `false` (and an operator-facing error log) when even that fails. */
-  private async enqueueReconciliation(paymentId: string, txHash: string | null): Promise<boolean> {
+  /**
+   * Money moved, or may have, and is not credited (SPEC funding rule 6): the payment is marked for
+   * reconciliation and queued; 409 `reconciling: true` when either was recorded (the chain scan
+   * covers a marked row even without the job), `false` only when neither was — a human must look.
+   */
+  private async reconcileLater(
+    paymentId: string,
+    o: { transaction: Hex | null; payer: string; settled: boolean; note: string; message: string },
+  ): Promise<never> {
+    const marked = await this.deps.db.payment
+      .updateMany({
+        where: { id: paymentId, status: "settling" },
+        data: {
+          status: "reconciling",
+          failureReason: o.note.slice(0, 500),
+          ...(o.transaction ? { settlementTxHash: o.transaction } : {}),
+        },
+      })
+      .then(
+        (r) => r.count === 1,
+        () => false,
+      );
+    let queued = false;
     try {
       await this.deps.reconciliation.enqueue(paymentId);
-      return true;
+      queued = true;
     } catch (e) {
-      logger.error(
-        { err: e, paymentId, transaction: txHash, action: "manual recovery: credit this settlement" },
-        "PAYMENT NEEDS MANUAL RECOVERY: settled on chain, not recorded, reconciliation could not be queued",
-      );
-      return false;
+      logger.error({ err: e, paymentId }, "reconciliation could not be queued");
     }
+    const reconciling = marked || queued;
+    if (!reconciling) {
+      logger.error(
+        { paymentId, transaction: o.transaction, action: "manual recovery: credit this payment if it settled" },
+        "PAYMENT NEEDS MANUAL RECOVERY: money may have moved, not recorded, reconciliation could not be queued",
+      );
+    }
+    throw new DomainError("payment_unfinished", o.message, {
+      transaction: o.transaction,
+      reconciling,
+      paymentResponse: paymentResponseHeader(o.transaction, o.payer, { settled: o.settled }),
+    });
   }
+}
+
+/** `failureReason` of a `reconciling` payment: what is known of its settlement. */
+const SETTLED_NOT_RECORDED = "settled, not recorded";
+const OUTCOME_UNKNOWN = "settlement outcome unknown";
+
+function facilitatorUnavailable(): DomainError {
+  return new DomainError(
+    "facilitator_unavailable",
+    "The payment facilitator is unavailable; nothing was charged. Retry the same request, with the same X-PAYMENT, after Retry-After seconds.",
+    { retryAfterSeconds: 5 },
+  );
 }

@@ -83,7 +83,16 @@ export function mismatch(d: DecodedPayment, req: PaymentRequirements): string | 
   return undefined;
 }
 
-/** `X-PAYMENT-RESPONSE`: the base64 settlement receipt. */
-export function paymentResponseHeader(transaction: string, payer: string): string {
-  return settleResponseHeader({ success: true, transaction, network: X402_NETWORK, payer });
+/**
+ * `X-PAYMENT-RESPONSE`: the base64 settlement receipt, on every 200 and 409 of a funding route.
+ * `success` is true only for a settlement the facilitator or the chain proved; a 409 whose outcome
+ * is still unknown sends `success: false` with the broadcast transaction when one is known (else an
+ * empty one), and its body says the payment is being reconciled (docs/decisions.md, issue 26).
+ */
+export function paymentResponseHeader(
+  transaction: string | null,
+  payer: string,
+  o: { settled: boolean } = { settled: true },
+): string {
+  return settleResponseHeader({ success: o.settled, transaction: transaction ?? "", network: X402_NETWORK, payer });
 }

@@ -15,7 +15,7 @@ export function fundingRoutes(rt: Runtime): Router {
 
   const send = (res: Response, outcome: FundingOutcome) => {
     if (outcome.type === "challenge") {
-      res.status(402).setHeader("X-Svc-Error-Code", "payment_required");
+      res.status(402).setHeader("X-Svc-Error-Code", outcome.code);
       res.json(outcome.body);
       return;
     }

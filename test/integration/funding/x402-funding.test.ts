@@ -25,6 +25,13 @@ afterAll(async () => {
   await chain?.stop();
 });
 
+/** Redis refuses every new reconciliation job: the queue's job counter is no longer a number. */
+async function refuseReconciliationJobs(t: TestApp): Promise<void> {
+  const counter = `${t.rt.keys.bullPrefix()}:reconciliation:id`;
+  await t.rt.redis.command.set(counter, "not-a-number");
+  await expect(t.rt.queues.reconciliation.add("reconcile-payment", { paymentId: "probe" })).rejects.toThrow();
+}
+
 const SIGNUP = (amount: number, extra: Record<string, unknown> = {}) => ({
   path: "/v1/x402/signup" as const,
   body: { amountMicroUsdc: amount, ...extra },
@@ -250,6 +257,9 @@ describe("rejections", () => {
     const r = await post(app, SIGNUP(2_000_000), payment);
     expect(r.status).toBe(402);
     expect(r.body.accepts).toHaveLength(1);
+    // the header and the body name the same code (SPEC Errors rule 1)
+    expect((r.body.error as { code: string }).code).toBe("invalid_payment");
+    expect(r.headers.get("x-svc-error-code")).toBe("invalid_payment");
     expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n);
   });
 
@@ -257,6 +267,38 @@ describe("rejections", () => {
     const r = await post(app, SIGNUP(1_000_000), "bm90IGEgcGF5bWVudA==");
     expect(r.status).toBe(402);
     expect(r.body.accepts).toHaveLength(1);
+    expect(r.headers.get("x-svc-error-code")).toBe((r.body.error as { code: string }).code);
+    const plain = await post(app, SIGNUP(1_000_000));
+    expect(plain.headers.get("x-svc-error-code")).toBe("payment_required");
+    expect((plain.body.error as { code: string }).code).toBe("payment_required");
+  });
+
+  test("a payment credited by signup, replayed on refill: 409 credited, with its transaction and receipt", async () => {
+    const buyer = await fundedBuyer(chain, 5_000_000n);
+    const c = SIGNUP(1_000_000);
+    const payment = await signedPayment(app, buyer, c);
+    const first = await post(app, c, payment);
+    expect(first.status).toBe(200);
+    const refill = {
+      path: "/v1/x402/refill" as const,
+      body: { amountMicroUsdc: 1_000_000 },
+      headers: { authorization: `Bearer ${String(first.body.apiKey)}` },
+    };
+    const r = await post(app, refill, payment);
+    expect(r.status).toBe(409);
+    expect(r.body).not.toHaveProperty("accepts");
+    expect(r.body).toMatchObject({ credited: true, transaction: first.body.transaction });
+    expect((r.body.error as { code: string }).code).toBe("payment_unfinished");
+    expect(r.headers.get("x-svc-error-code")).toBe("payment_unfinished");
+    expect(decodeXPaymentResponse(r.headers.get("x-payment-response") ?? "")).toMatchObject({
+      success: true,
+      transaction: first.body.transaction,
+    });
+    const account = await app.rt.db.account.findUniqueOrThrow({
+      where: { walletAddress: buyer.address.toLowerCase() },
+    });
+    expect(account.pendingMicroUsdc).toBe(1_000_000n);
+    await assertBooksBalance(app.rt.db);
   });
 });
 
@@ -351,6 +393,76 @@ describe("settled but not recorded (409) and reconciliation", () => {
     await assertBooksBalance(app.rt.db);
   });
 
+  test("settled, the write fails and the queue is down, but the row is marked: reconciling true, the scan credits it", async () => {
+    const w = await isolatedWorld();
+    const broken = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: chainEnv(chain) });
+    try {
+      const buyer = await fundedBuyer(chain, 5_000_000n);
+      const c = SIGNUP(1_000_000);
+      const payment = await signedPayment(broken, buyer, c);
+      await broken.rt.db.$executeRawUnsafe(`
+        CREATE FUNCTION test_fail_topup() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'injected database failure'; END $$`);
+      await broken.rt.db.$executeRawUnsafe(
+        `CREATE TRIGGER test_fail_topup BEFORE INSERT ON ledger_entries FOR EACH ROW EXECUTE FUNCTION test_fail_topup()`,
+      );
+      await refuseReconciliationJobs(broken);
+      const r = await post(broken, c, payment);
+      await broken.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_topup ON ledger_entries");
+      expect(r.status).toBe(409);
+      expect(r.body).toMatchObject({ reconciling: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      const p = await broken.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
+      expect(p.status).toBe("reconciling");
+      expect((await broken.rt.services.payments.reconcileOutstanding()).credited).toBe(1);
+      expect(
+        (await broken.rt.db.account.findUniqueOrThrow({ where: { walletAddress: buyer.address.toLowerCase() } }))
+          .pendingMicroUsdc,
+      ).toBe(1_000_000n);
+      await assertBooksBalance(broken.rt.db);
+    } finally {
+      await broken.close().catch(() => undefined);
+      await w.drop();
+    }
+  });
+
+  test("settled, and neither the credit, the mark nor the queue can be written: 409 reconciling false", async () => {
+    const w = await isolatedWorld();
+    const broken = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: chainEnv(chain) });
+    try {
+      const buyer = await fundedBuyer(chain, 5_000_000n);
+      const c = SIGNUP(1_000_000);
+      const payment = await signedPayment(broken, buyer, c);
+      // every move of a payment row past `settling` fails: the credit and the reconciling mark
+      await broken.rt.db.$executeRawUnsafe(`
+        CREATE FUNCTION test_fail_payment_move() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'injected database failure'; END $$`);
+      await broken.rt.db.$executeRawUnsafe(
+        `CREATE TRIGGER test_fail_payment_move BEFORE UPDATE ON payments FOR EACH ROW
+           WHEN (NEW.status <> 'settling') EXECUTE FUNCTION test_fail_payment_move()`,
+      );
+      await refuseReconciliationJobs(broken);
+      const r = await post(broken, c, payment);
+      await broken.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_payment_move ON payments");
+      expect(r.status).toBe(409);
+      expect(r.body).not.toHaveProperty("accepts");
+      expect(r.body).toMatchObject({ reconciling: false, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+      expect(decodeXPaymentResponse(r.headers.get("x-payment-response") ?? "")).toMatchObject({
+        success: true,
+        transaction: r.body.transaction,
+      });
+      expect(await usdcBalance(chain, buyer.address)).toBe(4_000_000n);
+      // what the operator's recovery does: reconcile the payment from the chain, once
+      const p = await broken.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
+      expect(p.status).toBe("settling");
+      expect(await broken.rt.services.payments.reconcilePayment(p.id)).toBe("credited");
+      expect(await broken.rt.services.payments.reconcilePayment(p.id)).toBe("already");
+      await assertBooksBalance(broken.rt.db);
+    } finally {
+      await broken.close().catch(() => undefined);
+      await w.drop();
+    }
+  });
+
   test("signup on a wallet with 10 active keys: 409 credited, no key", async () => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const user = await signIn(app, { address: buyer.address, privateKey: buyer.privateKey });
@@ -358,8 +470,15 @@ describe("settled but not recorded (409) and reconciliation", () => {
     const c = SIGNUP(1_000_000);
     const r = await post(app, c, await signedPayment(app, buyer, c));
     expect(r.status).toBe(409);
-    expect(r.body).toMatchObject({ credited: true, reconciling: false, transaction: expect.stringMatching(/^0x/) });
-    expect(r.headers.get("x-payment-response")).toBeTruthy();
+    expect(r.body).toMatchObject({ credited: true, transaction: expect.stringMatching(/^0x/) });
+    // credited: neither queued for crediting nor waiting for a human (SPEC funding rules 6 and 9)
+    expect(r.body).not.toHaveProperty("reconciling");
+    expect(r.body.error).not.toHaveProperty("reconciling");
+    expect(r.body).not.toHaveProperty("accepts");
+    expect(decodeXPaymentResponse(r.headers.get("x-payment-response") ?? "")).toMatchObject({
+      success: true,
+      transaction: r.body.transaction,
+    });
     const account = await app.rt.db.account.findUniqueOrThrow({ where: { id: user.accountId } });
     expect(account.pendingMicroUsdc).toBe(1_000_000n);
     expect(await app.rt.db.apiKey.count({ where: { accountId: user.accountId, status: "active" } })).toBe(10);

@@ -362,7 +362,7 @@ describe("http facilitator client", () => {
     }
   });
 
-  test("non-2xx or unreadable answers → rejected; a silent /settle → timeout (outcome unknown)", async () => {
+  test("verify/supported: non-2xx or unreadable answers → rejected; a silent /settle → unknown", async () => {
     const broken = await startTestServer((req, res) => {
       if (req.url === "/verify") {
         res.writeHead(500, { "content-type": "text/plain" });
@@ -381,9 +381,57 @@ describe("http facilitator client", () => {
         failure: { kind: "rejected", status: 500 },
       });
       expect(await client.supported()).toMatchObject({ ok: false, failure: { kind: "rejected", status: 200 } });
-      expect(await client.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "timeout" } });
+      expect(await client.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "unknown" } });
     } finally {
       await broken.close();
+    }
+  });
+
+  test("/settle: only the facilitator's own definite refusal is settle_failed; every other answer is unknown", async () => {
+    const answers: [number, string, string][] = [
+      [502, "text/html", "<h1>502 Bad Gateway</h1>"],
+      [504, "application/json", JSON.stringify({ message: "upstream timed out" })],
+      [500, "application/json", JSON.stringify({ success: false, errorReason: "invalid_transaction_state" })],
+      [200, "application/json", JSON.stringify({ success: false, errorReason: "unexpected_settle_error" })],
+      [200, "application/json", "{not json"],
+      [200, "application/json", JSON.stringify({ success: true, network: "base" })],
+      [302, "application/json", JSON.stringify({ success: false, errorReason: "invalid_scheme" })],
+      [400, "application/json", JSON.stringify({ success: false, errorReason: "invalid_exact_evm_payload_signature" })],
+      [200, "application/json", JSON.stringify({ success: false, errorReason: "insufficient_funds" })],
+    ];
+    let next = 0;
+    const server = await startTestServer((_req, res) => {
+      const [status, type, body] = answers[next++] ?? [500, "text/plain", "?"];
+      res.writeHead(status, { "content-type": type });
+      res.end(body);
+    });
+    try {
+      const client = createHttpFacilitator({ url: server.url });
+      const req = requirements(1_000_000n);
+      const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
+      const kinds: string[] = [];
+      for (let i = 0; i < answers.length; i++) {
+        const r = await client.settle(payload, req);
+        kinds.push(r.ok ? "ok" : r.failure.kind);
+      }
+      expect(kinds).toEqual([...Array(7).fill("unknown"), "settle_failed", "settle_failed"]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test("/settle: a connection broken after the request went out is unknown", async () => {
+    const server = await startTestServer((req) => {
+      req.on("data", () => undefined);
+      req.on("end", () => req.socket.destroy());
+    });
+    try {
+      const client = createHttpFacilitator({ url: server.url });
+      const req = requirements(1_000_000n);
+      const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
+      expect(await client.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "unknown" } });
+    } finally {
+      await server.close();
     }
   });
 

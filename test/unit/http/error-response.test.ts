@@ -10,6 +10,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   authentication_failed: 401,
   insufficient_balance: 402,
   payment_required: 402,
+  invalid_payment: 402,
   payer_mismatch: 403,
   csrf_rejected: 403,
   not_found: 404,

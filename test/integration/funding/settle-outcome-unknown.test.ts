@@ -1,0 +1,205 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { decodeXPaymentResponse } from "x402/shared";
+import type { LocalChain } from "../../../src/local/chain/index.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../support/funding.js";
+import { type HttpFacilitatorStandIn, startHttpFacilitator } from "../../support/http-facilitator.js";
+
+/**
+ * Issue 26 finding 1: a facilitator's answer that does not prove nothing moved is never a 402. The
+ * service talks to a standard x402 facilitator over HTTP that settles on the local chain and then
+ * loses its answer (a gateway 502, a dropped connection): the buyer gets 409 `reconciling: true`,
+ * is credited exactly once by reconciliation (the real worker), and is never asked to pay again.
+ */
+
+let chain: LocalChain;
+let facilitator: HttpFacilitatorStandIn;
+let app: TestApp;
+let drop: () => Promise<void>;
+
+beforeAll(async () => {
+  chain = await startLocalChain();
+  facilitator = await startHttpFacilitator(chain);
+  const w = await isolatedWorld();
+  drop = w.drop;
+  app = await startTestApp({
+    databaseUrl: w.databaseUrl,
+    prefix: w.prefix,
+    env: chainEnv(chain, { FACILITATOR_URL: facilitator.url }),
+    workers: true,
+  });
+});
+afterAll(async () => {
+  await app?.close();
+  await drop?.();
+  await facilitator?.close();
+  await chain?.stop();
+});
+
+const SIGNUP = (amount: number) => ({ path: "/v1/x402/signup" as const, body: { amountMicroUsdc: amount } });
+
+async function pendingOf(wallet: string): Promise<bigint | undefined> {
+  const a = await app.rt.db.account.findUnique({ where: { walletAddress: wallet.toLowerCase() } });
+  return a?.pendingMicroUsdc;
+}
+
+/** Waits for the reconciliation worker to credit the wallet (it retries with backoff). */
+async function creditedBy(wallet: string, amount: bigint): Promise<void> {
+  const deadline = Date.now() + 25_000;
+  while (Date.now() < deadline) {
+    if ((await pendingOf(wallet)) === amount) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`not credited: ${await pendingOf(wallet)}`);
+}
+
+function expectUnfinished(r: Awaited<ReturnType<typeof post>>) {
+  expect(r.status).toBe(409);
+  expect(r.body).not.toHaveProperty("accepts");
+  expect(r.body.reconciling).toBe(true);
+  expect((r.body.error as { code: string }).code).toBe("payment_unfinished");
+  expect(r.headers.get("x-svc-error-code")).toBe("payment_unfinished");
+  // SPEC: X-PAYMENT-RESPONSE on 409 too; an outcome not yet proven is not called a success
+  const receipt = decodeXPaymentResponse(r.headers.get("x-payment-response") ?? "");
+  expect(receipt.success).toBe(false);
+  expect(receipt.network).toBe("base");
+}
+
+describe("a facilitator that settles on chain and loses its answer", () => {
+  test.each([["settle-then-502" as const], ["settle-then-drop" as const]])(
+    "signup, %s: 409 reconciling, credited once from the chain, never asked to pay again",
+    async (mode) => {
+      const buyer = await fundedBuyer(chain, 5_000_000n);
+      const c = SIGNUP(2_000_000);
+      const payment = await signedPayment(app, buyer, c);
+      facilitator.mode = mode;
+      const calls = facilitator.settleCalls;
+      let r: Awaited<ReturnType<typeof post>>;
+      try {
+        r = await post(app, c, payment);
+      } finally {
+        facilitator.mode = "honest";
+      }
+      expectUnfinished(r);
+      // the transfer happened on chain
+      expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
+      // paying the same authorization again is answered from the record: 409, never a second settle
+      const replay = await post(app, c, payment);
+      expect(replay.status).toBe(409);
+      expect(replay.body.reconciling).toBe(true);
+      expect(facilitator.settleCalls).toBe(calls + 1);
+
+      await creditedBy(buyer.address, 2_000_000n);
+      const p = await app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
+      expect(p.status).toBe("pending");
+      expect(p.settlementTxHash).toMatch(/^0x[0-9a-f]{64}$/);
+      // exactly once: another scan and another job credit nothing more
+      expect(await app.rt.services.payments.reconcilePayment(p.id)).toBe("already");
+      expect((await app.rt.services.payments.reconcileOutstanding()).credited).toBe(0);
+      expect(await pendingOf(buyer.address)).toBe(2_000_000n);
+      expect(await app.rt.db.payment.count({ where: { payerAddress: buyer.address.toLowerCase() } })).toBe(1);
+      // the record now answers: the idempotent replay (no key: the signup's key was never issued)
+      const after = await post(app, c, payment);
+      expect(after.status).toBe(200);
+      expect(after.body.idempotent).toBe(true);
+      expect(after.body.transaction).toBe(p.settlementTxHash);
+      expect(facilitator.settleCalls).toBe(calls + 1);
+      await assertBooksBalance(app.rt.db);
+    },
+  );
+
+  test("refill, settle-then-502: 409 reconciling, credited once to the key's account", async () => {
+    const buyer = await fundedBuyer(chain, 10_000_000n);
+    const sc = SIGNUP(1_000_000);
+    const signup = await post(app, sc, await signedPayment(app, buyer, sc));
+    expect(signup.status).toBe(200);
+    const c = {
+      path: "/v1/x402/refill" as const,
+      body: { amountMicroUsdc: 3_000_000 },
+      headers: { authorization: `Bearer ${String(signup.body.apiKey)}` },
+    };
+    const payment = await signedPayment(app, buyer, c);
+    facilitator.mode = "settle-then-502";
+    let r: Awaited<ReturnType<typeof post>>;
+    try {
+      r = await post(app, c, payment);
+    } finally {
+      facilitator.mode = "honest";
+    }
+    expectUnfinished(r);
+    expect(await usdcBalance(chain, buyer.address)).toBe(6_000_000n);
+    expect((await post(app, c, payment)).status).toBe(409);
+    await creditedBy(buyer.address, 4_000_000n);
+    const again = await post(app, c, payment);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ pendingUsdc: "4.000000", topUpAmountUsdc: "3.000000", idempotent: true });
+    expect(await pendingOf(buyer.address)).toBe(4_000_000n);
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("a 502 that came before the facilitator settled: reconciliation watches and credits once when it lands", async () => {
+    const buyer = await fundedBuyer(chain, 5_000_000n);
+    const c = SIGNUP(1_500_000);
+    const payment = await signedPayment(app, buyer, c);
+    facilitator.mode = "502-then-settle";
+    let r: Awaited<ReturnType<typeof post>>;
+    try {
+      r = await post(app, c, payment);
+    } finally {
+      facilitator.mode = "honest";
+    }
+    expectUnfinished(r);
+    await facilitator.lateSettlements();
+    expect(await usdcBalance(chain, buyer.address)).toBe(3_500_000n);
+    await creditedBy(buyer.address, 1_500_000n);
+    expect((await app.rt.services.payments.reconcileOutstanding()).credited).toBe(0);
+    expect(await pendingOf(buyer.address)).toBe(1_500_000n);
+    await assertBooksBalance(app.rt.db);
+  });
+
+  test("a 502 with nothing settled: still 409 (unknown), nothing credited while the authorization is unused", async () => {
+    const buyer = await fundedBuyer(chain, 5_000_000n);
+    const c = SIGNUP(1_000_000);
+    const payment = await signedPayment(app, buyer, c);
+    facilitator.mode = "502-no-settle";
+    let r: Awaited<ReturnType<typeof post>>;
+    try {
+      r = await post(app, c, payment);
+    } finally {
+      facilitator.mode = "honest";
+    }
+    expectUnfinished(r);
+    expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n);
+    const p = await app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
+    expect(p.status).toBe("reconciling");
+    // the authorization is valid until validBefore: the reconciler keeps watching, credits nothing
+    expect(await app.rt.services.payments.reconcilePayment(p.id)).toBe("waiting");
+    expect(await app.rt.db.account.count({ where: { walletAddress: buyer.address.toLowerCase() } })).toBe(0);
+    expect((await post(app, c, payment)).status).toBe(409);
+    await assertBooksBalance(app.rt.db);
+  });
+});
+
+describe("a facilitator that says no before anything moved", () => {
+  test("success: false with a reason: 402 with accepts, nothing moved, the row failed", async () => {
+    const buyer = await fundedBuyer(chain, 5_000_000n);
+    const c = SIGNUP(1_000_000);
+    const payment = await signedPayment(app, buyer, c);
+    facilitator.mode = "refuse";
+    let r: Awaited<ReturnType<typeof post>>;
+    try {
+      r = await post(app, c, payment);
+    } finally {
+      facilitator.mode = "honest";
+    }
+    expect(r.status).toBe(402);
+    expect(r.body.accepts).toHaveLength(1);
+    expect((r.body.error as { code: string }).code).toBe("invalid_payment");
+    expect(r.headers.get("x-svc-error-code")).toBe("invalid_payment");
+    expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n);
+    const p = await app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
+    expect(p.status).toBe("failed");
+    await assertBooksBalance(app.rt.db);
+  });
+});
