@@ -1,0 +1,408 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { beforeAll, describe, expect, test } from "vitest";
+import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
+import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
+import { call } from "../../../testkit/actors.js";
+import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../support/market-world.js";
+
+/**
+ * Statements of the served documents that describe behaviour, each checked against the running
+ * service (issue 26 finding 8): the document must say it (`says`), and the service must do it.
+ */
+
+const MODEL = "zai-org-glm-5-1";
+const world = useMarketWorld({ syncCatalog: true, env: { PAY_TO: "0x00000000000000000000000000000000000000aa" } });
+const docs: Record<string, string> = {};
+
+beforeAll(async () => {
+  await addSupply(world.app, world.sim, [
+    { priceCents: 40, quantityMicroDiem: 200_000_000n },
+    { priceCents: 40, quantityMicroDiem: 200_000_000n },
+  ]);
+  world.app.rt.services.inference.invalidateBook();
+  for (const path of ["/SKILL.md", "/llms.txt", "/pricing.md", "/MCP.md", "/marketplace.md"]) {
+    docs[path] = await (await fetch(`${world.app.baseUrl}${path}`)).text();
+  }
+});
+
+/** Markdown wraps lines anywhere: compare with runs of whitespace collapsed. */
+const flat = (s: string) => s.replace(/\s+/g, " ");
+
+function says(path: string, statement: string): void {
+  expect(flat(docs[path] ?? "").includes(flat(statement)), `${path} should say: ${statement}`).toBe(true);
+}
+
+function bearer(apiKey: string) {
+  return { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
+}
+
+async function lookup(apiKey: string, ref: string) {
+  return call(world.app, { method: "GET", path: `/v1/agent/requests/${ref}`, headers: bearer(apiKey) });
+}
+
+async function post(apiKey: string, path: string, body: unknown) {
+  const res = await fetch(`${world.app.baseUrl}${path}`, {
+    method: "POST",
+    headers: bearer(apiKey),
+    body: JSON.stringify(body),
+  });
+  return res;
+}
+
+/** The `data:` payloads of an SSE body. */
+function frames(text: string): string[] {
+  return text
+    .split("\n\n")
+    .map((f) =>
+      f
+        .split("\n")
+        .filter((l) => l.startsWith("data: "))
+        .map((l) => l.slice(6))
+        .join("\n"),
+    )
+    .filter((d) => d !== "");
+}
+
+describe("SKILL.md: looking a request up", () => {
+  test("a stream still running answers 200 `in_progress`, then its record", async () => {
+    says(
+      "/SKILL.md",
+      "A stream still running answers 200 with `status` `in_progress` and `costUsdc` `null`; once it ends, the same reference answers its record.",
+    );
+    says("/SKILL.md", "`status` (`in_progress`, `succeeded`, `incomplete`, `failed`)");
+    expect(flat(docs["/SKILL.md"] ?? "")).not.toContain("404 until it ends");
+
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      stream: true,
+      messages: [{ role: "user", content: "[[sim:tokens=20]] [[sim:chunks=8]] [[sim:chunk_delay_ms=100]]" }],
+    });
+    expect(res.status).toBe(200);
+    const ref = res.headers.get("x-svc-support-reference") ?? "";
+    const running = await lookup(buyer.apiKey, ref);
+    expect(running.status).toBe(200);
+    expect(running.body).toMatchObject({ supportReference: ref, status: "in_progress", costUsdc: null });
+    await res.text();
+    await expect
+      .poll(async () => ((await lookup(buyer.apiKey, ref)).body as { status?: string }).status)
+      .toBe("succeeded");
+  });
+});
+
+describe("llms.txt and SKILL.md: which answers carry a support reference", () => {
+  test("paid answers and failures after routing opened carry one; refusals before it, quotes and polls do not", async () => {
+    says(
+      "/llms.txt",
+      "A support reference (`X-Svc-Support-Reference`; `supportReference` in the cost frame and in error bodies) comes with every paid inference answer and every failure after the request was opened for routing (402 `insufficient_balance`, 500 `settle_failed`, 502, the 503 supply codes)",
+    );
+    says(
+      "/llms.txt",
+      "Video quotes, video retrieve polls and requests refused before routing (an invalid body, a bad key, an unknown model, a concurrency limit) have none.",
+    );
+    expect(flat(docs["/llms.txt"] ?? "")).not.toContain("Every request has a support reference");
+    says(
+      "/SKILL.md",
+      "Requests refused before routing (an invalid body, a bad key, an unknown model, a concurrency limit: 400, 401, 404, 429), video quotes and video retrieve polls have none.",
+    );
+
+    const rich = await fundedBuyerKey(world.app, 5_000_000n);
+    const chat = (apiKey: string, body: Record<string, unknown>) => post(apiKey, "/v1/chat/completions", body);
+    const hi = { model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 20 };
+
+    // carries one that resolves: a paid answer, a 402 for the balance, a 503 of the market
+    const paid = await chat(rich.apiKey, hi);
+    expect(paid.status).toBe(200);
+    const paidRef = paid.headers.get("x-svc-support-reference") ?? "";
+    expect((await lookup(rich.apiKey, paidRef)).body).toMatchObject({ status: "succeeded" });
+
+    const broke = await fundedBuyerKey(world.app, 0n);
+    const poor = await chat(broke.apiKey, hi);
+    const poorBody = (await poor.json()) as { error: { code: string; supportReference?: string } };
+    expect([poor.status, poorBody.error.code]).toEqual([402, "insufficient_balance"]);
+    const poorRef = poor.headers.get("x-svc-support-reference") ?? "";
+    expect(poorBody.error.supportReference).toBe(poorRef);
+    expect((await lookup(broke.apiKey, poorRef)).body).toMatchObject({
+      status: "failed",
+      errorCode: "insufficient_balance",
+    });
+
+    const low = await fundedBuyerKey(world.app, 5_000_000n, 30); // every offer is at 40
+    const refused = await chat(low.apiKey, hi);
+    expect([refused.status, refused.headers.get("x-svc-error-code")]).toEqual([503, "no_eligible_supply"]);
+    const refusedRef = refused.headers.get("x-svc-support-reference") ?? "";
+    expect((await lookup(low.apiKey, refusedRef)).body).toMatchObject({
+      status: "failed",
+      errorCode: "no_eligible_supply",
+    });
+
+    // none: refused before routing
+    const none = [
+      await chat(rich.apiKey, { model: MODEL, messages: "hi" }), // 400
+      await chat("svc_not_a_key", hi), // 401
+      await chat(rich.apiKey, { ...hi, model: "no-such-model" }), // 404
+    ];
+    expect(none.map((r) => r.status)).toEqual([400, 401, 404]);
+    for (const r of none) expect(r.headers.get("x-svc-support-reference")).toBeNull();
+  });
+
+  test("a concurrency refusal (429) carries none", async () => {
+    says("/SKILL.md", "a concurrency limit: 400, 401, 404, 429");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const limit = world.app.rt.config.limits.keyMaxInFlight;
+    const slow = {
+      model: MODEL,
+      stream: true,
+      messages: [{ role: "user", content: "[[sim:tokens=8]] [[sim:chunks=4]] [[sim:chunk_delay_ms=300]]" }],
+    };
+    const streams = await Promise.all(
+      Array.from({ length: limit }, () => post(buyer.apiKey, "/v1/chat/completions", slow)),
+    );
+    expect(streams.map((s) => s.status)).toEqual(Array(limit).fill(200));
+    const over = await post(buyer.apiKey, "/v1/chat/completions", slow);
+    expect([over.status, over.headers.get("x-svc-error-code")]).toEqual([429, "key_concurrency_limit"]);
+    expect(over.headers.get("x-svc-support-reference")).toBeNull();
+    await over.text();
+    await Promise.all(streams.map((s) => s.text()));
+  });
+
+  test("a video job: the queue answer has one; the quote and the retrieve polls do not; 410 after delivery", async () => {
+    world.sim.state.setVideoConfig({ processingPolls: 1, renderMs: 0, defaultOutcome: "mp4" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const job = { model: "wan-2.6-text-to-video", prompt: "a fox in the snow", duration: "5s", resolution: "720p" };
+    const quote = await post(buyer.apiKey, "/v1/video/quote", job);
+    expect(quote.status).toBe(200);
+    expect(quote.headers.get("x-svc-support-reference")).toBeNull();
+    const queued = await post(buyer.apiKey, "/v1/video/queue", job);
+    expect(queued.status).toBe(200);
+    expect(queued.headers.get("x-svc-support-reference")).toMatch(/^[0-9a-f-]{36}$/);
+    const { queue_id } = (await queued.json()) as { queue_id: string };
+    const types: string[] = [];
+    for (;;) {
+      const poll = await post(buyer.apiKey, "/v1/video/retrieve", { queue_id });
+      expect(poll.headers.get("x-svc-support-reference")).toBeNull();
+      const type = poll.headers.get("content-type") ?? "";
+      types.push(type);
+      await poll.arrayBuffer();
+      if (type.startsWith("video/")) break;
+      expect(types.length).toBeLessThan(10);
+    }
+    // SKILL.md's error table: 410 `gone` once delivered
+    const gone = await post(buyer.apiKey, "/v1/video/retrieve", { queue_id });
+    expect([gone.status, gone.headers.get("x-svc-error-code")]).toEqual([410, "gone"]);
+    expect(skillTable().find((r) => r.codes.includes("gone"))?.advice).toContain("already delivered");
+  });
+});
+
+describe("llms.txt: every paid answer says what it cost", () => {
+  test("a Responses stream: `costUsdc` on `response.completed`", async () => {
+    says("/llms.txt", "or `costUsdc` on `response.completed` (Responses streams)");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await post(buyer.apiKey, "/v1/responses", { model: MODEL, input: "hi", stream: true });
+    expect(res.status).toBe(200);
+    const completed = frames(await res.text())
+      .map((d) => JSON.parse(d) as { type?: string; costUsdc?: string })
+      .find((e) => e.type === "response.completed");
+    expect(completed?.costUsdc).toMatch(/^\d+\.\d{6}$/);
+    const ref = res.headers.get("x-svc-support-reference") ?? "";
+    expect((await lookup(buyer.apiKey, ref)).body).toMatchObject({ costUsdc: completed?.costUsdc });
+  });
+});
+
+describe("pricing.md: what the catalog rates are, and what is debited", () => {
+  test("catalog rates are micro-USDC per 1M tokens at face value, informational; the debit is burn × clearing price", async () => {
+    says(
+      "/pricing.md",
+      "The catalog's `pricing.input_per_million`, `cache_per_million` and `output_per_million` are integer **micro-USDC per 1M tokens at face value**",
+    );
+    says("/pricing.md", "They are **informational**: no request is debited at them.");
+    says(
+      "/pricing.md",
+      "`debit = floor(burn × clearing price / 100)` micro-USDC, with `burn` in micro-DIEM and the clearing price in cents per dollar",
+    );
+    expect(flat(docs["/pricing.md"] ?? "")).not.toMatch(/output_per_million`: micro-DIEM/);
+
+    // one request: the debit is the metered burn at the clearing price (40), well below the
+    // catalog amount of the same usage (what it would cost at face)
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "[[sim:tokens=146]] a question" }],
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+    const row = (await (await fetch(`${world.app.baseUrl}/v1/models/${MODEL}`)).json()) as {
+      pricing: { input_per_million: number; cache_per_million: number; output_per_million: number };
+    };
+    const faceMicroUsdc = burnMicroDiem(
+      {
+        inputMicroPerM: BigInt(row.pricing.input_per_million),
+        cacheMicroPerM: BigInt(row.pricing.cache_per_million),
+        outputMicroPerM: BigInt(row.pricing.output_per_million),
+      },
+      { promptTokens: body.usage.prompt_tokens, completionTokens: body.usage.completion_tokens },
+    );
+    const detail = (await lookup(buyer.apiKey, res.headers.get("x-svc-support-reference") ?? "")).body as {
+      burnDiem: string;
+      costUsdc: string;
+      clearingPriceCents: number;
+    };
+    expect(detail.clearingPriceCents).toBe(40);
+    expect(detail.burnDiem).toBe(formatDecimal6(faceMicroUsdc));
+    const debit = computeCharge(faceMicroUsdc, 40, world.app.rt.config.fees.platformFeeBps).grossMicroUsdc;
+    expect(detail.costUsdc).toBe(formatDecimal6(debit));
+    expect(res.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(debit));
+    expect(debit).toBeLessThan(faceMicroUsdc);
+  });
+
+  test("an incomplete stream: an estimate capped at the admitted max_tokens (and the key's balance before the call)", async () => {
+    says(
+      "/pricing.md",
+      "billed on an estimate, capped at the admitted `max_tokens` and at the supplier key's balance before the call (the balance the upstream reported, less what other requests in flight on that key may burn)",
+    );
+    says(
+      "/pricing.md",
+      "the completion is estimated from the characters streamed to you (one token per 4 characters, rounded up)",
+    );
+    says("/SKILL.md", "`stream_incomplete`: the stream ended early and was billed on an estimate");
+
+    const run = async (maxTokens: number) => {
+      const supply = await addSupply(world.app, world.sim, [{ priceCents: 35, quantityMicroDiem: 50_000_000n }]);
+      world.app.rt.services.inference.invalidateBook();
+      const secret = supply.keys[0]?.secret ?? "";
+      world.sim.state.injectFault(secret, { kind: "truncate_stream", afterChunks: 1, count: 1 });
+      const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+      const res = await post(buyer.apiKey, "/v1/chat/completions", {
+        model: MODEL,
+        stream: true,
+        max_tokens: maxTokens,
+        messages: [{ role: "user", content: "[[sim:tokens=40]] [[sim:chunks=1]]" }],
+      });
+      const data = frames(await res.text());
+      await world.app.rt.services.offers.cancelOffer({
+        accountId: supply.supplierAccountId,
+        offerId: supply.keys[0]?.offerId ?? "",
+      });
+      world.app.rt.services.inference.invalidateBook();
+      const relayed = data
+        .filter((d) => d.startsWith("{") && d.includes('"delta"'))
+        .map((d) => (JSON.parse(d) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? "")
+        .join("");
+      expect(data.at(-1)).toContain('"stream_incomplete"');
+      const ref = res.headers.get("x-svc-support-reference") ?? "";
+      const detail = (await lookup(buyer.apiKey, ref)).body as {
+        status: string;
+        clearingPriceCents: number;
+        usage: { completionTokens: number };
+      };
+      expect(detail).toMatchObject({ status: "incomplete", clearingPriceCents: 35 });
+      return { estimate: Math.ceil(relayed.length / 4), billed: detail.usage.completionTokens };
+    };
+
+    // below the cap: the estimate itself
+    const loose = await run(1_000);
+    expect(loose.estimate).toBeLessThan(1_000);
+    expect(loose.billed).toBe(loose.estimate);
+    // above the cap: the admitted max_tokens
+    const capped = await run(12);
+    expect(capped.estimate).toBeGreaterThan(12);
+    expect(capped.billed).toBe(12);
+  });
+});
+
+/** SKILL.md section 6's table: one row per line, its status and the `codes` in its second column. */
+function skillTable(): { status: number; codes: string[]; advice: string }[] {
+  const text = docs["/SKILL.md"] ?? "";
+  const section = text.slice(text.indexOf("## 6. Errors"), text.indexOf("## 7."));
+  return [...section.matchAll(/^\| (\d{3}) +\| ([^|]+)\| ([^|]+)\|$/gm)].map((m) => ({
+    status: Number(m[1]),
+    // the codes, not what a parenthesis says about them ("(no `accepts`)")
+    codes: [...(m[2] ?? "").replace(/\([^)]*\)/g, "").matchAll(/`([a-z_]+)`/g)].map((c) => c[1] as string),
+    advice: (m[3] ?? "").trim(),
+  }));
+}
+
+/**
+ * The codes of ERROR_TABLE that no REST route answers, each with why and the only files that may
+ * name it (so a new use elsewhere fails here and is decided, not missed).
+ */
+const NOT_ON_REST: Partial<Record<ErrorCode, { reason: string; files: string[] }>> = {
+  method_not_allowed: {
+    reason: "only the MCP endpoint answers 405; a REST path answers a method it lacks with 404 `not_found`",
+    files: ["src/mcp/routes.ts"],
+  },
+  not_acceptable: {
+    reason: "an Accept header the GraphQL or MCP transport cannot answer; REST routes ignore Accept",
+    files: ["src/graphql/limits.ts", "src/mcp/routes.ts"],
+  },
+  rate_limited: {
+    reason:
+      "GraphQL's query budget; the upstream client's `rate_limited` is a failure kind a supplier key falls forward on, never an answer",
+    files: ["src/graphql/limits.ts", "src/adapters/upstream/client.ts"],
+  },
+  stream_incomplete: {
+    reason: "in-band only: an error frame inside a 200 stream, never a status (SKILL.md section 3 names it)",
+    files: [
+      "src/domain/inference/chat.ts",
+      "src/domain/inference/pipeline.ts",
+      "src/domain/inference/responses-stream.ts",
+    ],
+  },
+};
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return name === "generated" ? [] : sourceFiles(path);
+    return path.endsWith(".ts") ? [path] : [];
+  });
+}
+
+describe("SKILL.md: the error table", () => {
+  test("lists every code a REST route can answer, under its status (ERROR_TABLE)", () => {
+    const rows = skillTable();
+    expect(rows.length).toBeGreaterThan(10);
+    const listed = new Map<string, number>();
+    for (const r of rows) for (const c of r.codes) listed.set(c, r.status);
+    for (const [code, { status }] of Object.entries(ERROR_TABLE)) {
+      if (NOT_ON_REST[code as ErrorCode]) {
+        expect(listed.has(code), `${code} is not a REST answer: ${NOT_ON_REST[code as ErrorCode]?.reason}`).toBe(false);
+        continue;
+      }
+      expect(listed.get(code), `SKILL.md's error table lacks ${status} \`${code}\``).toBe(status);
+    }
+    for (const code of listed.keys()) expect(Object.keys(ERROR_TABLE), `${code} is not a code`).toContain(code);
+    says("/SKILL.md", "`stream_incomplete`");
+  });
+
+  test("the codes left out are named only where their reason says", () => {
+    const root = join(__dirname, "../../..");
+    const files = sourceFiles(join(root, "src")).filter((f) => !f.endsWith("src/lib/errors.ts"));
+    for (const [code, why] of Object.entries(NOT_ON_REST)) {
+      const naming = files.filter((f) => readFileSync(f, "utf8").includes(`"${code}"`)).map((f) => relative(root, f));
+      expect(naming.sort(), `${code}: ${why?.reason}`).toEqual([...(why?.files ?? [])].sort());
+    }
+  });
+
+  test("a REST path answers a method it lacks with 404, and ignores Accept", async () => {
+    const put = await fetch(`${world.app.baseUrl}/v1/models`, { method: "PUT" });
+    expect([put.status, put.headers.get("x-svc-error-code")]).toEqual([404, "not_found"]);
+    const png = await fetch(`${world.app.baseUrl}/v1/models`, { headers: { accept: "image/png" } });
+    expect(png.status).toBe(200);
+  });
+
+  test("409 `key_limit_reached`: minting past 10 active keys creates nothing", async () => {
+    const row = skillTable().find((r) => r.codes.includes("key_limit_reached"));
+    expect(row?.advice).toContain("10 active keys");
+    const buyer = await fundedBuyerKey(world.app, 0n);
+    const mint = (name: string) =>
+      call(world.app, { method: "POST", path: "/v1/agent/keys", headers: bearer(buyer.apiKey), body: { name } });
+    for (let i = 2; i <= 10; i++) expect((await mint(`k${i}`)).status).toBe(201);
+    const over = await mint("k11");
+    expect([over.status, (over.body as { error: { code: string } }).error.code]).toEqual([409, "key_limit_reached"]);
+    const list = await call(world.app, { method: "GET", path: "/v1/agent/keys", headers: bearer(buyer.apiKey) });
+    expect((list.body as { active: number }).active).toBe(10);
+  });
+});
