@@ -3,7 +3,7 @@ import { AccountRef, viewerOrThrow } from "./account.js";
 
 const PaymentStatusEnum = builder.enumType("PaymentStatus", {
   description:
-    "settling → pending → confirmed; reconciling when settled but not yet recorded; failed when no money moved (or the transfer left the chain).",
+    "settling → pending → confirmed; reconciling when the payment settled, or may have (the facilitator gave no definite answer), and is not credited yet: the chain decides, and it is credited once if the transfer happened; failed when no money moved (or the transfer left the chain).",
   values: {
     SETTLING: { value: "settling" },
     PENDING: { value: "pending" },
