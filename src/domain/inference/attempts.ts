@@ -349,11 +349,46 @@ export class Attempts {
    * A supplier key lent for a call that is not an attempt (a video quote): the first routable
    * entry of the book in clearing order at or below `ceilingCents` — or, when none is, at any
    * price — on a key not in `exclude` whose in-flight gate has a free slot (held until `release`).
-   * "busy" when such keys exist but every one is at its limit; "none" when no key is routable.
+   * "busy" when such keys exist but every one is at its limit — at once, or with `waitForKey` only
+   * once they stayed so for KEY_WAIT_MS (the wait of an attempt, `next`); "none" when no key is
+   * routable (on a book read afresh).
    */
-  async borrowKey(ceilingCents: number, exclude: readonly string[]): Promise<BorrowedKey | "busy" | "none"> {
+  async borrowKey(
+    ceilingCents: number,
+    exclude: readonly string[],
+    waitForKey = false,
+  ): Promise<BorrowedKey | "busy" | "none"> {
+    const { clock, book } = this.deps;
+    const deadline = clock.now().getTime() + KEY_WAIT_MS;
+    let waitedSince: number | null = null;
+    let freshBook = false;
+    for (;;) {
+      const got = await this.lendKey(await book.current(), ceilingCents, exclude);
+      if (got === "none" && !freshBook) {
+        // never refuse on a stale book: read it again first
+        await book.fresh();
+        freshBook = true;
+        continue;
+      }
+      if (got !== "busy" || !waitForKey || clock.now().getTime() > deadline) {
+        if (waitedSince !== null && typeof got === "object") {
+          this.deps.onKeyWait?.((performance.now() - waitedSince) / 1000);
+        }
+        return got;
+      }
+      waitedSince ??= performance.now();
+      await new Promise((res) => setTimeout(res, KEY_POLL_MS));
+    }
+  }
+
+  /** One look for a key to lend (see `borrowKey`). */
+  private async lendKey(
+    book: BookEntry[],
+    ceilingCents: number,
+    exclude: readonly string[],
+  ): Promise<BorrowedKey | "busy" | "none"> {
     const nowMs = this.deps.clock.now().getTime();
-    const entries = (await this.deps.book.current()).filter((e) => !exclude.includes(e.upstreamKeyId));
+    const entries = book.filter((e) => !exclude.includes(e.upstreamKeyId));
     const atCeiling = entries.filter((e) => routable(e, ceilingCents, nowMs));
     const candidates =
       atCeiling.length > 0 ? atCeiling : entries.filter((e) => routable(e, MAX_OFFER_PRICE_CENTS, nowMs));

@@ -61,7 +61,7 @@ export interface PipelineDeps {
 }
 
 /** What a modality opens a request with. */
-export interface OpenInput {
+export type OpenInput = {
   accountId: string;
   apiKeyId: string;
   route: RouteKind;
@@ -70,9 +70,24 @@ export interface OpenInput {
   /** the model as the buyer sent it (bare or `svc/`) */
   model: string;
   stream: boolean;
-  /** the modality's price rules for this request, given the resolved model */
-  price: (model: RoutableModel) => BurnPricer;
-}
+} & (
+  | {
+      /** the modality's price rules for this request, given the resolved model */
+      price: (model: RoutableModel) => BurnPricer;
+    }
+  | {
+      /**
+       * price rules that must be asked of the upstream (a video job's quote, on a borrowed key):
+       * asked once the request is open — its gate slots taken, its support reference made — so
+       * that a refusal (503 `pool_empty`, `key_wait_timeout`, …) ends the request, recorded under
+       * that reference like any other refusal (SPEC "Errors" rule 2)
+       */
+      askPrice: (session: InferenceSession) => Promise<BurnPricer>;
+    }
+);
+
+/** The price rules of a request whose price is still being asked (`OpenInput.askPrice`): nothing is admissible. */
+const UNPRICED: BurnPricer = Object.freeze({ plan: () => undefined, burn: () => 0n });
 
 /**
  * The inference pipeline (SPEC "What the service does" 3–6), the same for every modality:
@@ -127,9 +142,9 @@ export class InferencePipeline {
 
   /**
    * Admits a request: resolves the model (404; another modality or not live: 400), takes the buyer
-   * key's in-flight slot (429) and the small tier's (429), prices its maximum (402), and admits its
-   * first attempt (503s). Its record is written when it ends (refusals included) with its support
-   * reference.
+   * key's in-flight slot (429) and the small tier's (429), prices its maximum (an asked price is
+   * asked here; 402), and admits its first attempt (503s). Its record is written when it ends
+   * (refusals included) with its support reference.
    */
   async open(input: OpenInput): Promise<InferenceSession> {
     const start = performance.now();
@@ -138,7 +153,7 @@ export class InferencePipeline {
     // the ceiling as last seen by this process (a top-up verifies it)
     const ceilingCents = await this.ceilings.of(input.accountId);
     // the modality's price rules first: a request they refuse (400) holds nothing
-    const pricer = input.price(model);
+    const pricer = "price" in input ? input.price(model) : UNPRICED;
     const held = await takeRequestGates(this.deps, model, input);
     // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
     const session: InferenceSession = {
@@ -166,6 +181,7 @@ export class InferencePipeline {
       timing: { start },
     };
     try {
+      if ("askPrice" in input) session.pricer = await this.askPrice(session, input.askPrice);
       if (!planRequest(session, UNLIMITED_MICRO_USDC)) throw await this.fail(session, insufficientBalance(session));
       await this.attempts.next(session);
       session.timing.admitMs = performance.now() - start;
@@ -179,6 +195,19 @@ export class InferencePipeline {
       } else if (!session.done) {
         this.attempts.releaseSlots(session, null);
       }
+      throw e;
+    }
+  }
+
+  /** The request's price asked (`OpenInput.askPrice`); a refusal ends the request, recorded. */
+  private async askPrice(
+    session: InferenceSession,
+    ask: (session: InferenceSession) => Promise<BurnPricer>,
+  ): Promise<BurnPricer> {
+    try {
+      return await ask(session);
+    } catch (e) {
+      if (e instanceof DomainError) throw await this.fail(session, e);
       throw e;
     }
   }
@@ -209,9 +238,16 @@ export class InferencePipeline {
     return this.ceilings.of(accountId);
   }
 
-  /** A supplier key for a call outside an attempt, e.g. a video quote (see `Attempts.borrowKey`). */
-  borrowKey(ceilingCents: number, exclude: readonly string[] = []): Promise<BorrowedKey | "busy" | "none"> {
-    return this.attempts.borrowKey(ceilingCents, exclude);
+  /**
+   * A supplier key for a call outside an attempt, e.g. a video quote; with `waitForKey`, a busy key
+   * is waited for as an attempt waits (see `Attempts.borrowKey`).
+   */
+  borrowKey(
+    ceilingCents: number,
+    exclude: readonly string[] = [],
+    waitForKey = false,
+  ): Promise<BorrowedKey | "busy" | "none"> {
+    return this.attempts.borrowKey(ceilingCents, exclude, waitForKey);
   }
 
   /** Admits the next attempt (see `Attempts.next`). */

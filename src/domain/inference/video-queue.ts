@@ -48,8 +48,10 @@ export function mayHaveQueued(f: UpstreamFailure): boolean {
 
 /**
  * `POST /v1/video/queue` (SPEC "Video", quote rules 1–4): the video modality on the inference
- * pipeline. The body is checked against the row, the upstream's quote asked and the markup added
- * (the job's DIEM); the whole job is admitted as one flat burn on ONE offer that holds it at or
+ * pipeline. The body is checked against the row; the request is opened (its support reference
+ * made, so every refusal after this is recorded under it, SPEC "Errors" rule 2) and the upstream's
+ * quote asked — a busy key waited for like an attempt's (503 key_wait_timeout) — and the markup
+ * added (the job's DIEM); the whole job is admitted as one flat burn on ONE offer that holds it at or
  * below the buyer's ceiling (503 insufficient_routable_at_price otherwise; 402 when confirmed USDC
  * cannot cover its price); the upstream queues it on that offer's key; the charge and the job's
  * row commit in one transaction (`svc_end_items`). An HTTP refusal by the upstream falls forward
@@ -65,27 +67,22 @@ export class VideoQueue {
     const model = await pipeline.model(bareModelId(req.model), "video", "video_queue");
     checkVideoRequest(req, model);
     const body = { ...req.body, model: model.id };
-    const ceiling = await pipeline.ceilingOf(caller.accountId);
-    let upstreamQuote: bigint;
-    try {
-      upstreamQuote = await this.deps.quotes.askUpstream(ceiling, body);
-    } catch (e) {
-      // quote rule 5 is the quote route's; a queue that finds every key busy timed out waiting
-      if (e instanceof DomainError && e.code === "keys_busy") {
-        throw new DomainError("key_wait_timeout", "Timed out waiting for a free upstream key; retry.", {
-          retryAfterSeconds: 1,
-        });
-      }
-      throw e;
-    }
-    const jobMicroDiem = videoJobMicroDiem(upstreamQuote, this.deps.markupBps);
+    let upstreamQuote = 0n;
+    let jobMicroDiem = 0n;
+    // the request is open (its support reference made) before the upstream is asked for the quote,
+    // so every refusal from here on is recorded and carries the reference (SPEC "Errors" rule 2);
+    // every key busy is waited for like an attempt's key (quote rule 5's keys_busy is the quote route's)
     const session = await pipeline.open({
       ...caller,
       route: "video_queue",
       modality: "video",
       model: model.id,
       stream: false,
-      price: () => flatJobPricer(jobMicroDiem),
+      askPrice: async (s) => {
+        upstreamQuote = await this.deps.quotes.askUpstream(s.ceilingCents, body, true);
+        jobMicroDiem = videoJobMicroDiem(upstreamQuote, this.deps.markupBps);
+        return flatJobPricer(jobMicroDiem);
+      },
     });
     try {
       for (;;) {

@@ -5,6 +5,7 @@ import { DomainError } from "../../lib/errors.js";
 import { grossMicroUsdc, maxBig, upstreamDecimalToMicro, videoJobMicroDiem } from "../../lib/money.js";
 import type { KeyMarks } from "./attempts.js";
 import { eligibleOffers, MAX_ATTEMPTS } from "./clearing.js";
+import { keyWaitTimeout } from "./diagnostics.js";
 import { classifyFailure } from "./failure.js";
 import type { InferencePipeline } from "./pipeline.js";
 import type { Caller } from "./session.js";
@@ -78,13 +79,16 @@ export class VideoQuotes {
 
   /**
    * The upstream's quote in micro-DIEM for a body already checked against its row, asked of up to
-   * MAX_ATTEMPTS keys (the buyer's own 4xx is relayed; 503 keys_busy / pool_empty).
+   * MAX_ATTEMPTS keys (the buyer's own 4xx is relayed; 503 pool_empty). Every eligible key busy:
+   * 503 keys_busy at once (the quote route, SPEC quote rule 5), or — with `waitForKey` (a queue
+   * call) — waited for as an attempt waits, then 503 key_wait_timeout.
    */
-  async askUpstream(ceiling: number, body: Record<string, unknown>): Promise<bigint> {
+  async askUpstream(ceiling: number, body: Record<string, unknown>, waitForKey = false): Promise<bigint> {
     const tried: string[] = [];
     while (tried.length < MAX_ATTEMPTS) {
-      const key = await this.deps.pipeline.borrowKey(ceiling, tried);
+      const key = await this.deps.pipeline.borrowKey(ceiling, tried, waitForKey);
       if (key === "busy") {
+        if (waitForKey) throw keyWaitTimeout();
         throw new DomainError("keys_busy", "Every eligible supplier key is in flight; retry shortly.", {
           retryAfterSeconds: 1,
         });

@@ -113,6 +113,9 @@ describe("POST /v1/video/quote", () => {
     expect(new Set(held.map((k) => k.upstreamKeyId)).size).toBe(1);
     const busy = await quote(buyer.apiKey, JOB);
     expect([busy.status, busy.body.error?.code, busy.headers.get("retry-after")]).toEqual([503, "keys_busy", "1"]);
+    // answered at once, and a quote has no support reference, not even on a 503
+    expect(busy.headers.get("x-svc-support-reference")).toBeNull();
+    expect(JSON.stringify(busy.body)).not.toContain("supportReference");
     for (const k of held) k.release();
     expect((await quote(buyer.apiKey, JOB)).status).toBe(200);
   });

@@ -189,6 +189,26 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
 });
 
 describe("queue admission", () => {
+  test("with nothing posted: 503 pool_empty with a support reference that resolves (SPEC Errors rule 2)", async () => {
+    const buyer = await fundedBuyerKey(world.app, 1_000_000n);
+    const r = await queue(buyer.apiKey);
+    expect([r.status, r.body.error?.code]).toEqual([503, "pool_empty"]);
+    const ref = r.headers.get("x-svc-support-reference");
+    expect(ref).toMatch(/^[0-9a-f-]{36}$/);
+    expect((r.body.error as { supportReference?: string }).supportReference).toBe(ref);
+    const detail = await call(world.app, {
+      method: "GET",
+      path: `/v1/agent/requests/${ref}`,
+      headers: { authorization: `Bearer ${buyer.apiKey}` },
+    });
+    expect([detail.status, detail.body]).toMatchObject([
+      200,
+      { supportReference: ref, route: "video_queue", status: "failed", errorCode: "pool_empty", costUsdc: null },
+    ]);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("402 when confirmed USDC is below the price; nothing charged, nothing queued upstream", async () => {
     const supply = await market(40);
     const key = supply.keys[0];
@@ -221,6 +241,10 @@ describe("queue admission", () => {
     const buyer = await fundedBuyerKey(world.app, 1_000_000n);
     const r = await queue(buyer.apiKey);
     expect([r.status, r.body.error?.code]).toEqual([503, "insufficient_routable_at_price"]);
+    expect(r.headers.get("x-svc-support-reference")).toMatch(/^[0-9a-f-]{36}$/);
+    expect((r.body.error as { supportReference?: string }).supportReference).toBe(
+      r.headers.get("x-svc-support-reference"),
+    );
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
   });
 
