@@ -104,3 +104,118 @@ describe("an incomplete stream is capped at the supplier's pre-call balance (Cha
     await assertBooksBalance(world.app.rt.db);
   });
 });
+
+/** Runs `fn` while the settlement's clear cannot be written (a real database failure at commit). */
+async function withClearsFailing<T>(fn: () => Promise<T>): Promise<T> {
+  const db = world.app.rt.db;
+  await db.$executeRawUnsafe(`
+    CREATE FUNCTION test_fail_clear() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'injected database failure'; END $$`);
+  await db.$executeRawUnsafe(
+    "CREATE TRIGGER test_fail_clear BEFORE INSERT ON clears FOR EACH ROW EXECUTE FUNCTION test_fail_clear()",
+  );
+  try {
+    return await fn();
+  } finally {
+    await db.$executeRawUnsafe("DROP TRIGGER test_fail_clear ON clears");
+    await db.$executeRawUnsafe("DROP FUNCTION test_fail_clear()");
+  }
+}
+
+describe("a settlement that does not commit after content streamed (Chat SSE 5, Responses SSE 5)", () => {
+  test("chat: content frames, then an error object in a data: frame; no usage, no svc.cost, no [DONE]; nothing charged", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const r = await withClearsFailing(() =>
+      stream(buyer.apiKey, "/v1/chat/completions", {
+        model: MODEL,
+        messages: [{ role: "user", content: "hello [[sim:tokens=12]] [[sim:chunks=3]]" }],
+      }),
+    );
+    expect(r.status).toBe(200);
+    expect(r.reference).toMatch(/^[0-9a-f-]{36}$/);
+    const frames = dataOf(r.text) as Record<string, unknown>[];
+    const content = frames.filter((f) => {
+      const delta = (f.choices as { delta?: { content?: string } }[] | undefined)?.[0]?.delta;
+      return typeof delta?.content === "string" && delta.content.length > 0;
+    });
+    expect(content.length).toBeGreaterThan(0);
+    const last = frames.at(-1);
+    expect(last).toEqual({
+      error: { code: "settle_failed", message: expect.any(String), supportReference: r.reference },
+    });
+    expect(frames.indexOf(last as Record<string, unknown>)).toBeGreaterThan(frames.indexOf(content.at(-1) ?? {}));
+    expect(frames.filter((f) => f.error !== undefined)).toHaveLength(1);
+    expect(frames.some((f) => f.usage !== undefined && f.usage !== null)).toBe(false);
+    expect(frames.some((f) => f.object === "svc.cost")).toBe(false);
+    expect(frames).not.toContain("[DONE]");
+    expect(r.text).not.toContain("[DONE]");
+    expect(r.text).not.toMatch(/^event: /m);
+
+    const req = await endedRequest(world.app, r.reference);
+    expect(req).toMatchObject({ status: "failed", errorCode: "settle_failed" });
+    expect(await world.app.rt.db.clear.count({ where: { requestId: req.id } })).toBe(0);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("chat, a truncated stream whose estimated bill does not commit: settle_failed, no svc.cost, no stream_incomplete", async () => {
+    const supply = await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "truncate_stream", afterChunks: 2 });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const r = await withClearsFailing(() =>
+      stream(buyer.apiKey, "/v1/chat/completions", {
+        model: MODEL,
+        messages: [{ role: "user", content: "hello [[sim:tokens=30]]" }],
+      }),
+    );
+    const frames = dataOf(r.text) as Record<string, unknown>[];
+    expect(frames.length).toBeGreaterThan(1);
+    expect(frames.at(-1)).toMatchObject({ error: { code: "settle_failed", supportReference: r.reference } });
+    expect(frames.filter((f) => f.error !== undefined)).toHaveLength(1);
+    expect(frames.some((f) => f.object === "svc.cost")).toBe(false);
+    expect(frames).not.toContain("[DONE]");
+    const req = await endedRequest(world.app, r.reference);
+    expect(req).toMatchObject({ status: "failed", errorCode: "settle_failed" });
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("responses: content events, then response.failed (nested status failed, no error); nothing charged", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const r = await withClearsFailing(() =>
+      stream(buyer.apiKey, "/v1/responses", { model: MODEL, input: "hello [[sim:tokens=12]] [[sim:chunks=3]]" }),
+    );
+    expect(r.status).toBe(200);
+    const events = r.text
+      .split("\n\n")
+      .filter(Boolean)
+      .map((block) => {
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? "null") as Record<string, unknown>;
+        return { event, data };
+      });
+    const deltas = events.filter((e) => e.event === "response.output_text.delta");
+    expect(deltas.length).toBeGreaterThan(0);
+    const last = events.at(-1);
+    expect(last?.event).toBe("response.failed");
+    expect(last?.data.type).toBe("response.failed");
+    expect(last?.data.response).toMatchObject({ status: "failed" });
+    expect(last?.data.response).not.toHaveProperty("error");
+    expect(last?.data).not.toHaveProperty("costUsdc");
+    expect(events.some((e) => e.event === "response.completed" || e.event === "error")).toBe(false);
+    expect(r.text).not.toContain("[DONE]");
+
+    const req = await endedRequest(world.app, r.reference);
+    expect(req).toMatchObject({ status: "failed", errorCode: "settle_failed" });
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+});
