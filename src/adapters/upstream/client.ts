@@ -103,6 +103,12 @@ export interface UpstreamResponse {
   status: number;
   headers: IncomingHttpHeaders;
   body: UpstreamBody;
+  /**
+   * The key's DIEM balance before this call as the upstream reports it (`x-venice-balance-diem`,
+   * VENICE_API §3 "Response headers"), micro-DIEM, never below 0; null when absent or unreadable
+   * (the upstream leaves it out when the account has no DIEM).
+   */
+  diemBalanceMicro: bigint | null;
 }
 
 function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -153,6 +159,22 @@ function failureOf(status: number, statusText: string, headers: IncomingHttpHead
 }
 
 const isOk = (status: number) => status >= 200 && status < 300;
+
+/**
+ * `x-venice-balance-diem` → micro-DIEM (the same decimal reading as the rate-limits balance:
+ * `upstreamDecimalToMicro`); a negative balance (DIEM may go slightly below zero) is 0; absent or
+ * not a decimal: null.
+ */
+export function reportedDiemBalance(headers: IncomingHttpHeaders): bigint | null {
+  const v = headerOf(headers, "x-venice-balance-diem");
+  if (v === undefined || v.trim() === "") return null;
+  try {
+    const m = upstreamDecimalToMicro(v);
+    return m < 0n ? 0n : m;
+  } catch {
+    return null;
+  }
+}
 
 /** Why `signal` aborted, as an Error (an AbortError when it gave no Error). */
 function abortReason(signal: AbortSignal | undefined): Error {
@@ -280,7 +302,8 @@ export class UpstreamClient {
     try {
       const res = await this.pool.request({ ...this.inference(path, apiKey, json.value), signal: opts.signal });
       if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
-      return { ok: true, value: { status: res.statusCode, headers: res.headers, body: res.body } };
+      const { statusCode: status, headers, body } = res;
+      return { ok: true, value: { status, headers, body, diemBalanceMicro: reportedDiemBalance(headers) } };
     } catch (e) {
       return { ok: false, failure: failureFromError(e) };
     }
@@ -294,7 +317,11 @@ export class UpstreamClient {
     try {
       const res = await request(url, { method: "GET", signal });
       if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
-      return { ok: true, value: { status: res.statusCode, headers: res.headers, body: res.body } };
+      // media, not an inference call: no balance is reported
+      return {
+        ok: true,
+        value: { status: res.statusCode, headers: res.headers, body: res.body, diemBalanceMicro: null },
+      };
     } catch (e) {
       return { ok: false, failure: failureFromError(e) };
     }

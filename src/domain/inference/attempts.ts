@@ -270,6 +270,7 @@ export class Attempts {
       priceCentsPerDollar: entry.priceCentsPerDollar,
       secret: this.openSecret(entry),
       keyBalanceMicroDiem: entry.keyBalanceMicroDiem,
+      preCallBalance: null,
       keyHeld: true,
       offerSlice: slice,
       startedAt: now,

@@ -9,7 +9,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { type Metrics, noMetrics } from "../../lib/metrics.js";
-import { computeCharge, minBig } from "../../lib/money.js";
+import { computeCharge, maxBig, minBig } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
 import { Attempts, type BorrowedKey, type KeyMarks, planRequest } from "./attempts.js";
@@ -35,7 +35,7 @@ import {
   type Usage,
 } from "./session.js";
 import { type EndVideo, endItem, Settlement } from "./settlement.js";
-import { estimateIncompleteUsage, type IncompleteStream } from "./usage.js";
+import { billIncomplete, type IncompleteStream } from "./usage.js";
 
 export interface PipelineDeps {
   /** pg pool for the hot path (the stored functions of the initial migration) */
@@ -295,17 +295,38 @@ export class InferencePipeline {
   }
 
   /**
+   * The upstream answered the current attempt, reporting the key's balance before the call
+   * (`reportedMicroDiem`, null when it did not): notes the supplier's pre-call balance as known now —
+   * that, the key's last known balance, and the admitted maxima of the other requests in flight on
+   * the key at this moment (this process's slice of the key's one live offer: none of theirs is
+   * debited upstream yet, so the reported balance does not net them).
+   */
+  notePreCallBalance(session: InferenceSession, reportedMicroDiem: bigint | null): void {
+    const attempt = session.attempt;
+    if (!attempt) return;
+    attempt.preCallBalance = {
+      reportedMicroDiem,
+      knownMicroDiem: attempt.keyBalanceMicroDiem,
+      othersInFlightMicroDiem: maxBig(attempt.offerSlice.used - session.plan.maxBurnMicroDiem, 0n),
+    };
+  }
+
+  /**
    * SPEC "Events" Chat SSE 6 / Responses SSE 4: THE billing of a stream that ended without its
-   * usage (truncation, an error after content, the buyer leaving). Usage is estimated
-   * (`estimateIncompleteUsage`: capped at the admitted max_tokens); the burn is capped at the
-   * admitted maximum and at the supplier key's balance before the call. Recorded `incomplete`.
+   * usage (truncation, an error after content, the buyer leaving), priced by `billIncomplete`
+   * (estimated usage capped at the admitted max_tokens; burn capped at the admitted maximum and at
+   * the supplier's pre-call balance noted when the upstream answered). Recorded `incomplete`.
    */
   settleIncomplete(session: InferenceSession, stream: IncompleteStream): Promise<Settled> {
-    const usage = estimateIncompleteUsage(session.plan, stream);
-    let burn = minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem);
-    const keyBalance = session.attempt?.keyBalanceMicroDiem ?? null;
-    if (keyBalance !== null && burn > keyBalance) burn = keyBalance;
-    return this.charge(session, usage, burn, "incomplete");
+    const attempt = session.attempt;
+    if (attempt && !attempt.preCallBalance) this.notePreCallBalance(session, null);
+    const { usage, burnMicroDiem } = billIncomplete(
+      session.plan,
+      (u) => session.pricer.burn(u),
+      stream,
+      attempt?.preCallBalance ?? { reportedMicroDiem: null, knownMicroDiem: null, othersInFlightMicroDiem: 0n },
+    );
+    return this.charge(session, usage, burnMicroDiem, "incomplete");
   }
 
   /**

@@ -90,6 +90,19 @@ export interface Settled {
   requestId: string;
 }
 
+/**
+ * What the supplier's key could still burn for an attempt when its call began (SPEC "Events" Chat
+ * SSE 6: "the supplier's pre-call balance"), as known when the upstream answered the attempt.
+ */
+export interface PreCallBalance {
+  /** the key's balance before the call as the upstream reported it on the attempt (`x-venice-balance-diem`); null when not reported */
+  reportedMicroDiem: bigint | null;
+  /** the key's last known balance (synced every 30 s, lowered by each settlement; the fallback); null when unknown */
+  knownMicroDiem: bigint | null;
+  /** the admitted maxima of the other requests in flight on the key then (none of it debited upstream yet) */
+  othersInFlightMicroDiem: bigint;
+}
+
 /** The attempt in flight: one supplier key, one offer, its maximum burn admitted on the offer's slice. */
 export interface Attempt {
   ordinal: number;
@@ -99,8 +112,13 @@ export interface Attempt {
   priceCentsPerDollar: number;
   /** the supplier's upstream secret (decrypted; never logged) */
   secret: string;
-  /** the key's last known balance when the attempt began (caps an incomplete stream's burn) */
+  /** the key's last known balance when the attempt began (the fallback of `preCallBalance`) */
   keyBalanceMicroDiem: bigint | null;
+  /**
+   * the supplier's pre-call balance as known when the upstream answered this attempt (caps an
+   * incomplete stream's burn; see `billIncomplete`); null until it answered
+   */
+  preCallBalance: PreCallBalance | null;
   /** whether it still holds its slot of the supplier key's gate (given back exactly once) */
   keyHeld: boolean;
   /** the slice of the offer this attempt's maximum burn is admitted against */

@@ -72,6 +72,7 @@ export async function runStream(
         }
         if (!res.ok) continue;
         const value = res.value;
+        pipeline.notePreCallBalance(session, value.diemBalanceMicro);
         if (value.status === 204 || value.status === 205) {
           // null-body statuses (what fetch reported as no body)
           releaseBody(value.body, true);

@@ -1,4 +1,5 @@
-import type { AdmissionPlan, Usage } from "./session.js";
+import { maxBig, minBig } from "../../lib/money.js";
+import type { AdmissionPlan, PreCallBalance, Usage } from "./session.js";
 
 type Json = Record<string, unknown>;
 
@@ -43,17 +44,27 @@ export function approxItemTokens(chars: number): number {
 }
 
 /**
- * THE usage estimate of a stream that ended without its usage (SPEC Events: chat `stream_incomplete`,
- * Responses `response.incomplete`): the rough prompt count, never above the admission's generous
- * estimate, and the relayed characters / 4, never above the admitted max_tokens. The pipeline's
- * `settleIncomplete` also caps the burn at the supplier's pre-call balance.
+ * THE bill of a stream that ended without its usage (SPEC "Events" Chat SSE 6 `stream_incomplete`,
+ * Responses SSE 4 `response.incomplete`), every cap in one place:
+ * - usage: the rough prompt count, never above the admission's generous estimate; the relayed
+ *   characters / 4, never above the admitted max_tokens;
+ * - burn: that usage's price, never above the admitted maximum burn, nor above the supplier's
+ *   pre-call balance — the balance the upstream reported on the attempt (else the last known one)
+ *   less what the other requests in flight on the key may burn (their admitted maxima), never below 0.
+ *   No known balance at all: no balance cap (docs/decisions.md, issue 26 finding 4).
  */
-export function estimateIncompleteUsage(
-  plan: Pick<AdmissionPlan, "promptEstimate" | "admittedMaxTokens">,
+export function billIncomplete(
+  plan: Pick<AdmissionPlan, "promptEstimate" | "admittedMaxTokens" | "maxBurnMicroDiem">,
+  burnOf: (usage: Usage) => bigint,
   stream: IncompleteStream,
-): Usage {
-  return {
+  balance: PreCallBalance,
+): { usage: Usage; burnMicroDiem: bigint } {
+  const usage: Usage = {
     promptTokens: Math.min(stream.approxPromptTokens, plan.promptEstimate),
     completionTokens: Math.min(Math.ceil(stream.relayedChars / CHARS_PER_TOKEN), plan.admittedMaxTokens),
   };
+  let burn = minBig(burnOf(usage), plan.maxBurnMicroDiem);
+  const preCall = balance.reportedMicroDiem ?? balance.knownMicroDiem;
+  if (preCall !== null) burn = minBig(burn, maxBig(preCall - balance.othersInFlightMicroDiem, 0n));
+  return { usage, burnMicroDiem: burn };
 }

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { usageOf } from "../../../src/domain/inference/usage.js";
+import { reportedDiemBalance } from "../../../src/adapters/upstream/client.js";
+import type { Usage } from "../../../src/domain/inference/session.js";
+import { billIncomplete, usageOf } from "../../../src/domain/inference/usage.js";
 
 describe("usageOf: the upstream's usage, the only basis of a charge", () => {
   test("reads both shapes, with cached tokens", () => {
@@ -46,5 +48,51 @@ describe("usageOf: the upstream's usage, the only basis of a charge", () => {
     expect(
       usageOf({ prompt_tokens: 8, completion_tokens: 1, prompt_tokens_details: { cached_tokens: -5 } })?.cachedTokens,
     ).toBe(0);
+  });
+});
+
+describe("billIncomplete: a stream without usage, every cap in one place (Chat SSE 6)", () => {
+  // 1 micro-DIEM per prompt token, 10 per completion token
+  const burnOf = (u: Usage) => BigInt(u.promptTokens) + 10n * BigInt(u.completionTokens);
+  const plan = { promptEstimate: 50, admittedMaxTokens: 20, maxBurnMicroDiem: 250n };
+  const shown = { approxPromptTokens: 40, relayedChars: 400 }; // 100 completion tokens before the cap
+  const bill = (reportedMicroDiem: bigint | null, knownMicroDiem: bigint | null, othersInFlightMicroDiem = 0n) =>
+    billIncomplete(plan, burnOf, shown, { reportedMicroDiem, knownMicroDiem, othersInFlightMicroDiem });
+
+  test.each([
+    ["no balance known: the max_tokens cap alone", null, null, 0n, 240n],
+    ["a balance above the estimate changes nothing", 1_000n, 1_000n, 0n, 240n],
+    ["the reported balance, not the (stale) known one", 100n, 1_000_000n, 0n, 100n],
+    ["the reported balance less the others in flight", 100n, 1_000_000n, 30n, 70n],
+    ["no header: the last known balance less the others in flight", null, 90n, 30n, 60n],
+    ["others in flight may burn it all: nothing", 100n, 1_000n, 150n, 0n],
+    ["a reported zero is a balance, not a missing header", 0n, 1_000n, 0n, 0n],
+  ] as const)("%s", (_name, reported, known, others, burn) => {
+    const r = bill(reported, known, others);
+    expect(r.usage).toEqual({ promptTokens: 40, completionTokens: 20 });
+    expect(r.burnMicroDiem).toBe(burn);
+  });
+
+  test("the prompt is capped at the admission's estimate, the burn at the admitted maximum", () => {
+    const r = billIncomplete(
+      { promptEstimate: 30, admittedMaxTokens: 100, maxBurnMicroDiem: 250n },
+      burnOf,
+      { approxPromptTokens: 40, relayedChars: 400 },
+      { reportedMicroDiem: null, knownMicroDiem: null, othersInFlightMicroDiem: 0n },
+    );
+    expect(r.usage).toEqual({ promptTokens: 30, completionTokens: 100 });
+    expect(r.burnMicroDiem).toBe(250n);
+  });
+});
+
+describe("reportedDiemBalance: the upstream's pre-call balance header", () => {
+  test.each([
+    ["a decimal", { "x-venice-balance-diem": "30.847123" }, 30_847_123n],
+    ["a negative balance is nothing left", { "x-venice-balance-diem": "-0.25" }, 0n],
+    ["absent (an account without DIEM)", { "x-venice-balance-usd": "5.00" }, null],
+    ["empty", { "x-venice-balance-diem": "" }, null],
+    ["not a decimal", { "x-venice-balance-diem": "n/a" }, null],
+  ] as const)("%s", (_name, headers, micro) => {
+    expect(reportedDiemBalance(headers)).toBe(micro);
   });
 });
