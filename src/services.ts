@@ -6,6 +6,7 @@ import { createIdpVerifier } from "./adapters/idp/verify.js";
 import type { EventBus } from "./adapters/pubsub.js";
 import { type Queues, reconciliationProducer } from "./adapters/queues.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
+import { createEscrowUsageBoard } from "./adapters/redis/escrow-usage.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
 import { GateLeases } from "./adapters/redis/gate-leases.js";
 import { createInFlightRegistry } from "./adapters/redis/in-flight.js";
@@ -134,8 +135,10 @@ export function createServices(deps: ServiceDeps): Services {
     },
     forgetApiKey: (apiKeyId) => apiKeys.forget(apiKeyId),
     inFlight,
+    escrowUsage: createEscrowUsageBoard(deps.redis, deps.keys),
     metrics: deps.metrics,
   });
+  const router = pipeline;
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   const videoQuotes = new VideoQuotes({
     pipeline,
@@ -148,7 +151,14 @@ export function createServices(deps: ServiceDeps): Services {
   return {
     market,
     maintenance: new MaintenanceService(db, clock),
-    accounts: new AccountService(db, bus, clock, (accountId) => pipeline?.forgetCeiling(accountId), inFlight),
+    accounts: new AccountService(
+      db,
+      bus,
+      clock,
+      (accountId) => pipeline?.forgetCeiling(accountId),
+      inFlight,
+      (accountId, holders) => router.escrowInUse(accountId, holders),
+    ),
     apiKeys,
     keyHealth,
     offers: new OfferService({ db, clock, bus, keyHealth }),

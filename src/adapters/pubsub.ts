@@ -49,7 +49,9 @@ export type RoutingChange =
   /** a process was refused slots of gate `id` while others held some: give back idle ones */
   | { kind: "gate_pressure"; id: string }
   /** a process was refused for want of buyer `id`'s balance: give back the idle part of its slices */
-  | { kind: "escrow_pressure"; id: string };
+  | { kind: "escrow_pressure"; id: string }
+  /** how much of buyer `id`'s slice do requests in flight use here? (answers go to `EscrowUsageBoard`) */
+  | { kind: "escrow_usage"; id: string; query: string };
 
 export type Topics = {
   routingChanged: [RoutingChange];

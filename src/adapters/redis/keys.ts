@@ -20,6 +20,8 @@ export interface RedisKeys {
   gateHolders(): string;
   /** a streamed request in flight, by support reference (until its record is written) */
   inFlightRequest(supportReference: string): string;
+  /** the answers to one question "how much of this buyer's slice do your requests in flight use?" */
+  escrowUsage(query: string): string;
   /** per-wallet image gate */
   walletImageGate(accountId: string): string;
   /** global signup fuse window counter */
@@ -42,6 +44,7 @@ export function redisKeys(prefix: string): RedisKeys {
     smallModelGate: () => `${p}:gate:small-model-tier`,
     gateHolders: () => `${p}:gate-holders`,
     inFlightRequest: (ref) => `${p}:inflight:request:${ref}`,
+    escrowUsage: (query) => `${p}:escrow-usage:${query}`,
     walletImageGate: (accountId) => `${p}:gate:image:${accountId}`,
     signupFuse: (windowStart) => `${p}:fuse:signup:${windowStart}`,
     graphqlCost: (subject, windowStart) => `${p}:budget:graphql:${subject}:${windowStart}`,

@@ -12,9 +12,20 @@ import {
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
-import type { AccountIdentity, AccountSummary, HistoryRow, LedgerLine, Savings } from "./account-types.js";
+import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
+import { type BalanceColumns, balancesOf, type HeldSlice } from "./balances.js";
 
 export const RECENT_LEDGER_LINES = 20;
+
+/** What `balancesOf` needs of an account: its balance columns and its escrow slices. */
+const BALANCE_SELECT = {
+  id: true,
+  confirmedMicroUsdc: true,
+  pendingMicroUsdc: true,
+  reservedMicroUsdc: true,
+  supplierPayableMicroUsdc: true,
+  buyerEscrows: { select: { holder: true, amountMicroUsdc: true } },
+} as const;
 
 export function assertCeiling(value: unknown, field = "maxPriceCentsPerDollar"): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < MIN_CEILING_CENTS || value > MAX_CEILING_CENTS) {
@@ -45,6 +56,8 @@ export class AccountService {
     private readonly onCeilingChanged?: (accountId: string) => void,
     /** streamed requests in flight (their records are written when they end) */
     private readonly inFlight?: InFlightRegistry,
+    /** what requests in flight use of each holder's escrow slice of the buyer (the router's `escrowInUse`) */
+    private readonly escrowInUse?: (accountId: string, holders: readonly string[]) => Promise<Map<string, bigint>>,
   ) {}
 
   /** Prisma `where` that scopes reads to the viewer's own account (GraphQL prismaField). */
@@ -59,10 +72,33 @@ export class AccountService {
     return { accountId: a.id, walletAddress: a.walletAddress, authProvider: a.authProvider };
   }
 
+  /** The account's balances (`balancesOf`). Reads only. @throws not_found when the account does not exist */
+  async balances(accountId: string): Promise<Balances> {
+    const a = await this.db.account.findUnique({ where: { id: accountId }, select: BALANCE_SELECT });
+    if (!a) throw new DomainError("not_found", "Account not found.");
+    return this.balancesOf(a);
+  }
+
+  /** `balancesOf` an account read with BALANCE_SELECT: asks the slices' holders only when it has slices. */
+  private async balancesOf(a: BalanceColumns & { id: string; buyerEscrows: HeldSlice[] }): Promise<Balances> {
+    const slices = a.buyerEscrows;
+    const inUse =
+      slices.length > 0 && this.escrowInUse
+        ? await this.escrowInUse(
+            a.id,
+            slices.map((s) => s.holder),
+          )
+        : new Map<string, bigint>();
+    return balancesOf(a, slices, inUse);
+  }
+
   /** Balances, ceiling, funding flags and the most recent ledger lines. Reads only. */
   async getSummary(accountId: string): Promise<AccountSummary> {
     const [a, entries] = await Promise.all([
-      this.db.account.findUnique({ where: { id: accountId } }),
+      this.db.account.findUnique({
+        where: { id: accountId },
+        include: { buyerEscrows: { select: { holder: true, amountMicroUsdc: true } } },
+      }),
       this.db.ledgerEntry.findMany({
         where: { accountId },
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
@@ -85,13 +121,7 @@ export class AccountService {
       walletAddress: a.walletAddress,
       authProvider: a.authProvider,
       maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
-      balances: {
-        confirmedMicroUsdc: a.confirmedMicroUsdc,
-        pendingMicroUsdc: a.pendingMicroUsdc,
-        reservedMicroUsdc: a.reservedMicroUsdc,
-        availableMicroUsdc: a.confirmedMicroUsdc - a.reservedMicroUsdc,
-        supplierPayableMicroUsdc: a.supplierPayableMicroUsdc,
-      },
+      balances: await this.balancesOf(a),
       hasEverFunded: a.hasEverFunded,
       firstFundedAt: a.firstFundedAt,
       createdAt: a.createdAt,

@@ -11,9 +11,9 @@ export interface AccountIdentity {
 export interface Balances {
   confirmedMicroUsdc: MicroUsdc;
   pendingMicroUsdc: MicroUsdc;
-  /** held by in-flight requests (part of confirmed) */
+  /** held by requests in flight (part of confirmed; an idle escrow slice's unused part is not), see `balancesOf` */
   reservedMicroUsdc: MicroUsdc;
-  /** confirmed − reserved: what a new request can use */
+  /** confirmed − reserved: what a new request can use, in any process */
   availableMicroUsdc: MicroUsdc;
   supplierPayableMicroUsdc: MicroUsdc;
 }

@@ -69,6 +69,8 @@ export interface AttemptDeps {
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
   /** a request refused for want of balance: ask every process to give back its idle slice of it */
   onBalancePressure?: (accountId: string) => void;
+  /** what other processes' slices of the buyer's balance hold that no request in flight there uses */
+  idleElsewhere?: (accountId: string) => Promise<bigint>;
   /** a request that waited for a busy supplier key (seconds) */
   onKeyWait?: (seconds: number) => void;
   /** ends the whole request with `err` (recorded, everything released); returns the error to throw */
@@ -211,6 +213,20 @@ export class Attempts {
           session.ceilingCents = Number(r.ceiling);
         }
         const available = BigInt(r.available ?? 0n) + (buyer.free > 0n ? buyer.free : 0n);
+        // the request as planned fits in the balance once other processes give back what their
+        // slices hold idle (availableUsdc counts it): ask for it (escrow pressure) before shrinking it
+        if (
+          r.outcome === "insufficient_balance" &&
+          pressured < ESCROW_PRESSURE_ROUNDS &&
+          this.deps.onBalancePressure &&
+          this.deps.idleElsewhere &&
+          session.plan.maxChargeMicroUsdc <= available + (await this.deps.idleElsewhere(session.accountId))
+        ) {
+          pressured++;
+          this.deps.onBalancePressure(session.accountId);
+          await new Promise((res) => setTimeout(res, ESCROW_PRESSURE_WAIT_MS));
+          continue;
+        }
         if (session.plans >= MAX_PLANS || !planRequest(session, available)) {
           // other router processes may hold this buyer's balance idle in their slices: ask every
           // process to give idle parts back, then take again (a few short rounds) before refusing

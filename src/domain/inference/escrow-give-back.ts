@@ -7,7 +7,8 @@ import type { Holder, HolderLease, Slice } from "./escrow.js";
  * (docs/decisions.md "Escrow"): idle slices once they lingered long enough (`returnIdle`, on a timer),
  * and the idle part of a buyer's slice when another process was refused for want of it
  * (`yieldBuyer`, escrow pressure). Either way the amount leaves the slice first, so nothing here
- * admits against it meanwhile, and is held again if the give-back does not commit.
+ * admits against it meanwhile, and is held again if the give-back does not commit. Once it has
+ * committed, `onReturned` names the buyers whose slices went back (their dashboards read again).
  */
 export class EscrowGiveBack {
   private timer: NodeJS.Timeout | null = null;
@@ -19,6 +20,8 @@ export class EscrowGiveBack {
     /** how long an idle slice stays with this process (0: an ending gives it back at once) */
     readonly lingerMs: number,
     private readonly nowMs: () => number = () => performance.now(),
+    /** a give-back committed: the buyers (account ids) whose slices it returned */
+    private readonly onReturned?: (accountIds: string[]) => void,
   ) {}
 
   /** Whether an ending keeps an idle slice (see `Slice.giveBack`). */
@@ -91,12 +94,16 @@ export class EscrowGiveBack {
         ? { account: slice.id, amount: back.toString() }
         : { offer: slice.id, amount: back.toString() },
     );
+    let committed = false;
     try {
       await this.sql.query("SELECT svc_escrow_give_back($1::uuid, $2::jsonb)", [holder.id, JSON.stringify(returns)]);
+      committed = true;
     } catch (err) {
       for (const { slice, back } of out) slice.restore(back);
       logger.warn({ err, slices: out.length }, failure);
     }
     for (const { slice } of out) holder.tidy(slice);
+    const buyers = committed ? out.filter(({ slice }) => slice.kind === "buyer").map(({ slice }) => slice.id) : [];
+    if (buyers.length > 0) this.onReturned?.(buyers);
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { EventBus, RoutingChange } from "../../adapters/pubsub.js";
+import type { EscrowUsageBoard } from "../../adapters/redis/escrow-usage.js";
 import type { GateLeases } from "../../adapters/redis/gate-leases.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
@@ -18,6 +19,7 @@ import { ClearEvents } from "./clear-events.js";
 import { insufficientBalance } from "./diagnostics.js";
 import { HolderLease, releaseExpiredHolders } from "./escrow.js";
 import { EscrowGiveBack } from "./escrow-give-back.js";
+import { EscrowUsage } from "./escrow-usage.js";
 import type { AttemptFailure } from "./failure.js";
 import { InFlightBridge } from "./in-flight-bridge.js";
 import { OfferBook } from "./offer-book.js";
@@ -54,6 +56,8 @@ export interface PipelineDeps {
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
   /** streamed requests in flight, so their support reference resolves before their record is written */
   inFlight?: InFlightRegistry;
+  /** where processes answer what their requests in flight use of a buyer's slice (`EscrowUsage`) */
+  escrowUsage?: EscrowUsageBoard;
   /** an API key revoked in another process: drop it from this process's authentication cache */
   forgetApiKey?: (apiKeyId: string) => void;
   /** operators' counters (clears, fall-forwards, settlement failures, key waits) */
@@ -102,6 +106,7 @@ export class InferencePipeline {
   readonly book: OfferBook;
   private readonly lease: HolderLease;
   private readonly giveBack: EscrowGiveBack;
+  private readonly usage: EscrowUsage;
   private readonly ceilings: Ceilings;
   private readonly attempts: Attempts;
   private readonly settlement: Settlement;
@@ -113,7 +118,14 @@ export class InferencePipeline {
   constructor(private readonly deps: PipelineDeps) {
     this.metrics = deps.metrics ?? noMetrics;
     this.lease = new HolderLease(deps.sql, deps.clock, randomUUID);
-    this.giveBack = new EscrowGiveBack(deps.sql, this.lease, deps.config.limits.escrowLingerMs);
+    // a slice given back outside an ending: its buyer's dashboard reads the balances again
+    this.giveBack = new EscrowGiveBack(deps.sql, this.lease, deps.config.limits.escrowLingerMs, undefined, (ids) => {
+      const at = deps.clock.now().toISOString();
+      for (const id of ids) deps.bus.publish("balanceChanged", id, { accountId: id, kind: "escrow_returned", at });
+    });
+    this.usage = new EscrowUsage(deps.sql, this.lease, deps.escrowUsage, (id, query) =>
+      deps.bus.publish("routingChanged", { kind: "escrow_usage", id, query }),
+    );
     this.book = new OfferBook(deps.sql, deps.clock);
     this.ceilings = new Ceilings(deps.sql);
     this.settlement = new Settlement(deps.sql);
@@ -126,6 +138,7 @@ export class InferencePipeline {
       ceilings: this.ceilings,
       onKeyWait: (seconds) => this.metrics.gateWait(seconds),
       onBalancePressure: (accountId) => deps.bus.publish("routingChanged", { kind: "escrow_pressure", id: accountId }),
+      idleElsewhere: (accountId) => this.usage.idleElsewhere(accountId),
       fail: (session, err) => this.fail(session, err),
     });
   }
@@ -506,6 +519,7 @@ export class InferencePipeline {
     else if (change.kind === "api_key_revoked") this.deps.forgetApiKey?.(change.id);
     else if (change.kind === "gate_pressure") this.deps.gates.yieldIdle(change.id);
     else if (change.kind === "escrow_pressure") void this.giveBack.yieldBuyer(change.id);
+    else if (change.kind === "escrow_usage") this.usage.answer(change.id, change.query);
   }
 
   /**
@@ -536,6 +550,14 @@ export class InferencePipeline {
   /** Gives back the slices that lingered idle long enough now (the timer does it four times per linger period). */
   returnIdleEscrow(): Promise<number> {
     return this.giveBack.returnIdle();
+  }
+
+  /**
+   * What requests in flight use of each of `holders`' slices of the buyer's balance (micro-USDC);
+   * a holder that did not answer in time is absent (see `EscrowUsage`).
+   */
+  escrowInUse(accountId: string, holders: readonly string[]): Promise<Map<string, bigint>> {
+    return this.usage.inUse(accountId, holders);
   }
 
   /** This process's holder id and slices (tests, diagnostics). */

@@ -1,4 +1,4 @@
-import type { HistoryRow } from "../../domain/accounts/account-types.js";
+import type { Balances, HistoryRow } from "../../domain/accounts/account-types.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
@@ -8,6 +8,22 @@ import type { GraphQLContext } from "../context.js";
 export function viewerOrThrow(ctx: GraphQLContext): Viewer {
   if (!ctx.viewer) throw new DomainError("authentication_failed", "Authentication failed.");
   return ctx.viewer;
+}
+
+/** One balances read per account per GraphQL request, shared by the fields that show it (consistent figures). */
+const balancesRead = new WeakMap<GraphQLContext, Map<string, Promise<Balances>>>();
+function balancesOf(ctx: GraphQLContext, accountId: string): Promise<Balances> {
+  let reads = balancesRead.get(ctx);
+  if (!reads) {
+    reads = new Map();
+    balancesRead.set(ctx, reads);
+  }
+  let read = reads.get(accountId);
+  if (!read) {
+    read = ctx.services.accounts.balances(accountId);
+    reads.set(accountId, read);
+  }
+  return read;
 }
 
 export const AuthProviderEnum = builder.enumType("AuthProvider", {
@@ -50,17 +66,27 @@ export const AccountRef = builder.prismaObject("Account", {
     walletAddress: t.exposeString("walletAddress"),
     authProvider: t.field({ type: AuthProviderEnum, resolve: (a) => a.authProvider }),
     maxPriceCentsPerDollar: t.exposeInt("maxPriceCentsPerDollar"),
-    confirmedUsdc: t.expose("confirmedMicroUsdc", { type: "MicroUsdc", description: "funds inference" }),
+    confirmedUsdc: t.field({
+      type: "MicroUsdc",
+      description: "funds inference",
+      select: { id: true },
+      resolve: async (a, _args, ctx) => (await balancesOf(ctx, a.id)).confirmedMicroUsdc,
+    }),
     pendingUsdc: t.expose("pendingMicroUsdc", {
       type: "MicroUsdc",
       description: "awaiting confirmation depth; never funds inference",
     }),
-    reservedUsdc: t.expose("reservedMicroUsdc", { type: "MicroUsdc", description: "held by requests in flight" }),
+    reservedUsdc: t.field({
+      type: "MicroUsdc",
+      description: "held by requests in flight (an idle escrow slice's unused part is available, not held)",
+      select: { id: true },
+      resolve: async (a, _args, ctx) => (await balancesOf(ctx, a.id)).reservedMicroUsdc,
+    }),
     availableUsdc: t.field({
       type: "MicroUsdc",
-      description: "confirmed − reserved",
-      select: { confirmedMicroUsdc: true, reservedMicroUsdc: true },
-      resolve: (a) => a.confirmedMicroUsdc - a.reservedMicroUsdc,
+      description: "confirmed − reserved: what a new request can use",
+      select: { id: true },
+      resolve: async (a, _args, ctx) => (await balancesOf(ctx, a.id)).availableMicroUsdc,
     }),
     supplierPayableUsdc: t.expose("supplierPayableMicroUsdc", {
       type: "MicroUsdc",
