@@ -149,7 +149,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     output: agentMeResponse,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(_args, { rt, viewer }) {
-      const a = await rt.services.accounts.getSummary(viewer.accountId);
+      const a = await rt.services.accounts.getSummary(viewer);
       return presentAgentMe(a, rt.config.chain.confirmationBlocks) satisfies z.infer<typeof agentMeResponse>;
     },
   }),

@@ -12,7 +12,9 @@ import {
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
+import type { Viewer } from "../identity/viewer.js";
 import type { AccountIdentity, AccountSummary, HistoryRow, LedgerLine, Savings } from "./account-types.js";
+import { authProviderFor } from "./auth-provider.js";
 
 export const RECENT_LEDGER_LINES = 20;
 
@@ -52,15 +54,19 @@ export class AccountService {
     return { id: viewer.accountId };
   }
 
-  /** @throws not_found when the account does not exist */
-  async getIdentity(accountId: string): Promise<AccountIdentity> {
-    const a = await this.db.account.findUnique({ where: { id: accountId } });
+  /**
+   * The caller's identity; `authProvider` as `authProviderFor` decides (a session's own provider).
+   * @throws not_found when the account does not exist
+   */
+  async getIdentity(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountIdentity> {
+    const a = await this.db.account.findUnique({ where: { id: viewer.accountId } });
     if (!a) throw new DomainError("not_found", "Account not found.");
-    return { accountId: a.id, walletAddress: a.walletAddress, authProvider: a.authProvider };
+    return { accountId: a.id, walletAddress: a.walletAddress, authProvider: authProviderFor(viewer, a.authProvider) };
   }
 
-  /** Balances, ceiling, funding flags and the most recent ledger lines. Reads only. */
-  async getSummary(accountId: string): Promise<AccountSummary> {
+  /** Balances, ceiling, funding flags and the most recent ledger lines of the caller's account. Reads only. */
+  async getSummary(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountSummary> {
+    const accountId = viewer.accountId;
     const [a, entries] = await Promise.all([
       this.db.account.findUnique({ where: { id: accountId } }),
       this.db.ledgerEntry.findMany({
@@ -83,7 +89,7 @@ export class AccountService {
     return {
       accountId: a.id,
       walletAddress: a.walletAddress,
-      authProvider: a.authProvider,
+      authProvider: authProviderFor(viewer, a.authProvider),
       maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
       balances: {
         confirmedMicroUsdc: a.confirmedMicroUsdc,
