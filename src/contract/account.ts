@@ -3,7 +3,13 @@ import { decimal6, keyName, pageQuery, timestamp, uuid, walletAddress, z } from 
 
 /** SPEC "Account" and "Account (session)": the session routes' requests and responses. */
 
-export const authProvider = z.enum(["idp", "siwe", "x402"]).openapi("AuthProvider");
+/**
+ * SPEC "Account": enum `idp`, `siwe`. The session routes answer the provider of the caller's session
+ * (docs/decisions.md "Issue 26 — finding 6"); an account a paid signup created is never shown as such.
+ */
+export const authProvider = z.enum(["idp", "siwe"]).openapi("AuthProvider", {
+  description: "How the session was signed in: idp (identity provider) or siwe (Sign-In with Ethereum).",
+});
 
 const CEILING_MESSAGE = `maxPriceCentsPerDollar must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}; nothing was changed.`;
 

@@ -15,7 +15,7 @@ import type { CostBudget } from "../adapters/redis/budget.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { errorPayload } from "../http/error-response.js";
 import type { Clock } from "../lib/clock.js";
-import { DomainError, type ErrorCode } from "../lib/errors.js";
+import { DomainError, type ErrorCode, errors } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
 import { logger } from "../lib/logger.js";
 
@@ -27,7 +27,8 @@ import { logger } from "../lib/logger.js";
  *   request cannot recurse through `myOffers → upstreamKey → offers` or run 10,000 aliases;
  * - callers past their cost budget: every executed operation's cost is spent on a per-caller
  *   (account, or IP when anonymous) budget in Redis; past it, `rate_limited` (HTTP 429);
- * - a bare 415 from yoga, answered with the JSON error shape.
+ * - a bare 415 from yoga, answered with the JSON error shape;
+ * - parameters that do not decode (a malformed percent-escape, `variables` that are not JSON).
  * Refusals carry the schema's codes in `extensions.code` (`invalid_request`, `rate_limited`), as
  * graphql/errors.ts renders a DomainError.
  */
@@ -95,6 +96,15 @@ const BARE_REFUSALS: Record<number, [ErrorCode, string]> = {
   ],
 };
 
+/** A refusal in the JSON error shape REST sends (status, `X-Svc-Error-Code`, `{"error":{…}}`). */
+function jsonRefusal(fetchAPI: { Response: typeof Response }, err: DomainError): Response {
+  const p = errorPayload(err);
+  return new fetchAPI.Response(JSON.stringify(p.body), {
+    status: p.status,
+    headers: { ...p.headers, "Content-Type": "application/json; charset=utf-8" },
+  });
+}
+
 /**
  * yoga answers a POST whose content type it cannot read with a bare 415, and a request whose Accept
  * header allows none of its answers with a bare 406 (no body); every error the service sends carries
@@ -105,13 +115,90 @@ function useJsonRefusals(): Plugin {
     onResponse({ response, setResponse, fetchAPI }) {
       const refusal = BARE_REFUSALS[response.status];
       if (!refusal || response.headers.get("content-type")) return;
-      const p = errorPayload(new DomainError(...refusal));
-      setResponse(
-        new fetchAPI.Response(JSON.stringify(p.body), {
-          status: p.status,
-          headers: { ...p.headers, "Content-Type": "application/json; charset=utf-8" },
-        }),
+      setResponse(jsonRefusal(fetchAPI, new DomainError(...refusal)));
+    },
+  };
+}
+
+/** The GraphQL-over-HTTP parameters yoga reads as JSON when they come urlencoded. */
+const JSON_PARAMS: ReadonlySet<string> = new Set(["variables", "extensions"]);
+
+/** A urlencoded component decoded as URLSearchParams would, or undefined when an escape does not decode. */
+function decodeComponent(raw: string): string | undefined {
+  if (!raw.includes("%")) return raw.replaceAll("+", " ");
+  try {
+    return decodeURIComponent(raw.replaceAll("+", " "));
+  } catch {
+    return undefined;
+  }
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What is wrong with urlencoded text (a query string, a form body), if anything: a parameter whose
+ * name or value has a percent-escape that does not decode (`%ZZ`, `%7`, escapes of invalid UTF-8),
+ * where URLSearchParams would silently keep the `%` or put U+FFFD in its place; and, where yoga reads
+ * the GraphQL parameters from it (`json`), `variables` or `extensions` that are not JSON, which yoga's
+ * own JSON.parse turns into a masked 500.
+ */
+export function urlencodedParamsError(text: string, where: string, json: boolean): DomainError | undefined {
+  if (text === "") return undefined;
+  for (const pair of text.split("&")) {
+    const eq = pair.indexOf("=");
+    const rawName = eq < 0 ? pair : pair.slice(0, eq);
+    const name = decodeComponent(rawName);
+    const value = eq < 0 ? "" : decodeComponent(pair.slice(eq + 1));
+    if (name === undefined || value === undefined) {
+      const field = name ?? rawName;
+      return errors.invalid(
+        `${field}: the ${where} has a malformed percent-escape (%XX with two hex digits of UTF-8); nothing was run.`,
+        field,
       );
+    }
+    if (json && value !== "" && JSON_PARAMS.has(name) && !isJson(value)) {
+      return errors.invalid(`${name} in the ${where} is not valid JSON; nothing was run.`, name);
+    }
+  }
+  return undefined;
+}
+
+function isFormBody(request: Request): boolean {
+  const type = request.headers.get("content-type")?.split(",")[0]?.split(";")[0]?.trim().toLowerCase();
+  return request.method === "POST" && type === "application/x-www-form-urlencoded";
+}
+
+/**
+ * Parameters that do not decode are malformed input (issue 26 finding 10): 400 `invalid_request`
+ * naming the parameter, in the JSON error shape a malformed JSON body gets, before anything runs.
+ * Checked: /graphql's query string on every method (the URL is the request's too, even where a POST
+ * reads its parameters from the body), and the form body a urlencoded POST carries its parameters in.
+ */
+function useDecodableParams(): Plugin {
+  return {
+    onRequestParse({ request, serverContext, requestParser, setRequestParser, endResponse, fetchAPI }) {
+      // the URL as the client sent it: the fetch Request's is re-encoded (`%ZZ` arrives as `%25ZZ`)
+      const url = (serverContext as { req?: { originalUrl?: string } } | undefined)?.req?.originalUrl ?? request.url;
+      const q = url.indexOf("?");
+      const search = q < 0 ? "" : (url.slice(q + 1).split("#")[0] ?? "");
+      const refused = urlencodedParamsError(search, "query string", request.method === "GET");
+      if (refused) {
+        endResponse(jsonRefusal(fetchAPI, refused));
+        return;
+      }
+      if (!requestParser || !isFormBody(request)) return;
+      const parse = requestParser;
+      setRequestParser(async (req) => {
+        const formRefused = urlencodedParamsError(await req.clone().text(), "form body", true);
+        return formRefused ? jsonRefusal(fetchAPI, formRefused) : parse(req);
+      });
     },
   };
 }
@@ -214,5 +301,11 @@ function useCostBudget(deps: GraphQLBudgetDeps): Plugin {
 
 /** The plugins yoga.ts installs: every limit on what a GraphQL request may carry. */
 export function graphqlLimits(budget?: GraphQLBudgetDeps): Plugin[] {
-  return [useJsonRefusals(), useTextSafety(), ...useArmor(), ...(budget ? [useCostBudget(budget)] : [])];
+  return [
+    useJsonRefusals(),
+    useDecodableParams(),
+    useTextSafety(),
+    ...useArmor(),
+    ...(budget ? [useCostBudget(budget)] : []),
+  ];
 }

@@ -69,7 +69,13 @@ export async function resolveViewer(services: Services, req: Request): Promise<V
   if (cookie) {
     const s = await services.identity.resolveSession(cookie);
     return s
-      ? { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId }
+      ? {
+          credential: "session",
+          accountId: s.accountId,
+          walletAddress: s.walletAddress,
+          sessionId: s.sessionId,
+          authProvider: s.authProvider,
+        }
       : null;
   }
   return null;
@@ -85,7 +91,13 @@ export async function authenticateSession(services: Services, req: IncomingMessa
     throw new DomainError("authentication_failed", "Sign in first: this route needs the svc_session cookie.");
   const s = await services.identity.resolveSession(cookie);
   if (!s) throw new DomainError("authentication_failed", "The session is invalid, expired or signed out.");
-  return { credential: "session", accountId: s.accountId, walletAddress: s.walletAddress, sessionId: s.sessionId };
+  return {
+    credential: "session",
+    accountId: s.accountId,
+    walletAddress: s.walletAddress,
+    sessionId: s.sessionId,
+    authProvider: s.authProvider,
+  };
 }
 
 /**

@@ -41,7 +41,7 @@ const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
  * REST error body with `invalid_request` and the field; so the two tool handlers are ours, and the
  * schemas are listed with the SDK's own zod converter.
  */
-export function createMcpServer(ctx: ToolContext & { requestId: string | undefined }): Server {
+export function createMcpServer(ctx: ToolContext): Server {
   const server = new Server(
     { name: "svc-inference-market", title: "Prepaid inference market", version: "1.0.0" },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },

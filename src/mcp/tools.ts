@@ -6,6 +6,7 @@ import { decimal6, supportReferenceParam, uuid } from "../contract/common.js";
 import { chatCompletionBody, videoBody, videoQuoteResponse } from "../contract/inference.js";
 import { capacityResponse } from "../contract/market.js";
 import type { Viewer } from "../domain/identity/viewer.js";
+import type { Caller } from "../domain/inference/session.js";
 import { presentAgentMe, presentHistoryRow, presentVideoQuote } from "../http/present.js";
 import { presentModel, presentModelStats } from "../http/routes/catalog.js";
 import { presentCapacity } from "../http/routes/market.js";
@@ -26,6 +27,8 @@ export interface ToolContext {
   viewer: Viewer;
   /** aborted when the HTTP client goes away (a paid call is then ended without a charge) */
   signal: AbortSignal;
+  /** the HTTP request's `X-Svc-Request-Id`: a paid call's record takes it (one id per request) */
+  requestId: string | undefined;
 }
 
 export interface ToolDefinition {
@@ -128,8 +131,8 @@ function header(headers: Record<string, string>, name: string): string {
   return v;
 }
 
-function caller(v: Viewer) {
-  return { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" };
+function caller(v: Viewer, requestId?: string): Caller {
+  return { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "", ...(requestId ? { requestId } : {}) };
 }
 
 export const TOOLS: readonly ToolDefinition[] = [
@@ -146,7 +149,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     output: agentMeResponse,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(_args, { rt, viewer }) {
-      const a = await rt.services.accounts.getSummary(viewer.accountId);
+      const a = await rt.services.accounts.getSummary(viewer);
       return presentAgentMe(a, rt.config.chain.confirmationBlocks) satisfies z.infer<typeof agentMeResponse>;
     },
   }),
@@ -281,10 +284,10 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: chatCompletionArgs,
     output: chatCompletionOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    async run(args, { rt, viewer, signal }) {
+    async run(args, { rt, viewer, signal, requestId }) {
       // the buffered REST call, body for body: stream off, one choice
       const body = { ...args, stream: false };
-      const out = await rt.services.chat.buffered(caller(viewer), body, signal);
+      const out = await rt.services.chat.buffered(caller(viewer, requestId), body, signal);
       const choice = (Array.isArray(out.body.choices) ? out.body.choices[0] : undefined) as Json | undefined;
       const message = (choice?.message ?? { role: "assistant", content: null }) as Json;
       return {

@@ -12,7 +12,9 @@ import {
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
+import type { Viewer } from "../identity/viewer.js";
 import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
+import { authProviderFor } from "./auth-provider.js";
 import { type BalanceColumns, balancesOf, type HeldSlice } from "./balances.js";
 
 export const RECENT_LEDGER_LINES = 20;
@@ -65,11 +67,14 @@ export class AccountService {
     return { id: viewer.accountId };
   }
 
-  /** @throws not_found when the account does not exist */
-  async getIdentity(accountId: string): Promise<AccountIdentity> {
-    const a = await this.db.account.findUnique({ where: { id: accountId } });
+  /**
+   * The caller's identity; `authProvider` as `authProviderFor` decides (a session's own provider).
+   * @throws not_found when the account does not exist
+   */
+  async getIdentity(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountIdentity> {
+    const a = await this.db.account.findUnique({ where: { id: viewer.accountId } });
     if (!a) throw new DomainError("not_found", "Account not found.");
-    return { accountId: a.id, walletAddress: a.walletAddress, authProvider: a.authProvider };
+    return { accountId: a.id, walletAddress: a.walletAddress, authProvider: authProviderFor(viewer, a.authProvider) };
   }
 
   /** The account's balances (`balancesOf`). Reads only. @throws not_found when the account does not exist */
@@ -92,8 +97,9 @@ export class AccountService {
     return balancesOf(a, slices, inUse);
   }
 
-  /** Balances, ceiling, funding flags and the most recent ledger lines. Reads only. */
-  async getSummary(accountId: string): Promise<AccountSummary> {
+  /** Balances, ceiling, funding flags and the most recent ledger lines of the caller's account. Reads only. */
+  async getSummary(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountSummary> {
+    const accountId = viewer.accountId;
     const [a, entries] = await Promise.all([
       this.db.account.findUnique({
         where: { id: accountId },
@@ -119,7 +125,7 @@ export class AccountService {
     return {
       accountId: a.id,
       walletAddress: a.walletAddress,
-      authProvider: a.authProvider,
+      authProvider: authProviderFor(viewer, a.authProvider),
       maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
       balances: await this.balancesOf(a),
       hasEverFunded: a.hasEverFunded,

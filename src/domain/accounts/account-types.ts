@@ -1,11 +1,19 @@
 import type { MicroDiem, MicroUsdc } from "../../lib/money.js";
 
+/**
+ * What the accounts table stores: `x402` marks an account a paid signup created that no one has
+ * signed in to yet. Internal: responses carry a `SignInProvider` (see auth-provider.ts).
+ */
 export type AuthProviderName = "idp" | "siwe" | "x402";
+
+/** SPEC "Account" `authProvider`: enum `idp`, `siwe`; how a wallet signs in (a session's provider). */
+export type SignInProvider = "idp" | "siwe";
 
 export interface AccountIdentity {
   accountId: string;
   walletAddress: string;
-  authProvider: AuthProviderName;
+  /** see `authProviderFor`: null only for a Bearer caller whose wallet has never signed in */
+  authProvider: SignInProvider | null;
 }
 
 export interface Balances {

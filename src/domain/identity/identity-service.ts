@@ -7,8 +7,9 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { sha256Hex } from "../../lib/secret-box.js";
-import type { AuthProviderName } from "../accounts/account-types.js";
+import type { SignInProvider } from "../accounts/account-types.js";
 import { upsertAccountByWallet } from "../accounts/account-upsert.js";
+import { signInProviderOf } from "../accounts/auth-provider.js";
 
 /**
  * Session lifetime (docs/decisions.md "Sessions"): sliding 7 days of inactivity, at most 30 days
@@ -26,7 +27,8 @@ export interface SessionIdentity {
   sessionId: string;
   accountId: string;
   walletAddress: string;
-  authProvider: AuthProviderName;
+  /** how this session was signed in (stored on the session; the account may have used the other too) */
+  authProvider: SignInProvider;
   expiresAt: Date;
   absoluteExpiresAt: Date;
 }
@@ -103,7 +105,7 @@ export class IdentityService {
         userAgent: input.userAgent,
       });
       return {
-        identity: { ...s.identity, walletAddress: account.walletAddress, authProvider: account.authProvider },
+        identity: { ...s.identity, walletAddress: account.walletAddress },
         cookieValue: s.cookieValue,
         createdAccount: account.created,
       };
@@ -175,7 +177,7 @@ export class IdentityService {
       const account = await upsertAccountByWallet(tx, { walletAddress: wallet, provider: "siwe" });
       const s = await this.openSession(tx, { accountId: account.id, authProvider: "siwe", userAgent: input.userAgent });
       return {
-        identity: { ...s.identity, walletAddress: account.walletAddress, authProvider: account.authProvider },
+        identity: { ...s.identity, walletAddress: account.walletAddress },
         cookieValue: s.cookieValue,
         createdAccount: account.created,
       };
@@ -191,9 +193,12 @@ export class IdentityService {
     const now = this.clock.now();
     const s = await this.db.session.findUnique({
       where: { tokenHash: sha256Hex(cookieValue) },
-      include: { account: { select: { walletAddress: true, authProvider: true } } },
+      include: { account: { select: { walletAddress: true } } },
     });
     if (!s || s.revokedAt || s.expiresAt <= now || s.absoluteExpiresAt <= now) return null;
+    // sessions are only opened by an IdP or a SIWE sign-in
+    const authProvider = signInProviderOf(s.authProvider);
+    if (!authProvider) return null;
     let expiresAt = s.expiresAt;
     if (now.getTime() - s.lastSeenAt.getTime() > SESSION_TOUCH_MS) {
       expiresAt = new Date(Math.min(now.getTime() + SESSION_IDLE_MS, s.absoluteExpiresAt.getTime()));
@@ -206,7 +211,7 @@ export class IdentityService {
       sessionId: s.id,
       accountId: s.accountId,
       walletAddress: s.account.walletAddress,
-      authProvider: s.account.authProvider,
+      authProvider,
       expiresAt,
       absoluteExpiresAt: s.absoluteExpiresAt,
     };
@@ -222,7 +227,7 @@ export class IdentityService {
 
   private async openSession(
     tx: Pick<Db, "session">,
-    input: { accountId: string; authProvider: AuthProviderName; idpLoginSurface?: string; userAgent?: string },
+    input: { accountId: string; authProvider: SignInProvider; idpLoginSurface?: string; userAgent?: string },
   ): Promise<{ identity: SessionIdentity; cookieValue: string }> {
     const now = this.clock.now();
     const secret = randomBytes(32).toString("base64url");

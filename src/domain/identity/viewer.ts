@@ -1,3 +1,5 @@
+import type { SignInProvider } from "../accounts/account-types.js";
+
 /**
  * Who is calling: the authenticated principal that every transport (REST, GraphQL, MCP) resolves
  * from a session cookie or a Bearer API key and hands to the domain services. `null` where a
@@ -10,4 +12,6 @@ export interface Viewer {
   credential: "session" | "bearer";
   apiKeyId?: string;
   sessionId?: string;
+  /** a session caller: the provider the session was signed in with */
+  authProvider?: SignInProvider;
 }

@@ -68,6 +68,8 @@ export interface PipelineDeps {
 export type OpenInput = {
   accountId: string;
   apiKeyId: string;
+  /** the transport's request id (see `Caller.requestId`); a fresh uuid when absent */
+  requestId?: string;
   route: RouteKind;
   /** the modality the route serves (a model of another modality is refused) */
   modality: Modality;
@@ -170,7 +172,7 @@ export class InferencePipeline {
     const held = await takeRequestGates(this.deps, model, input);
     // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
     const session: InferenceSession = {
-      requestId: randomUUID(),
+      requestId: input.requestId ?? randomUUID(),
       supportReference: randomUUID(),
       accountId: input.accountId,
       apiKeyId: input.apiKeyId,

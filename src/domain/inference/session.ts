@@ -69,6 +69,12 @@ export interface RoutableModel {
 export interface Caller {
   accountId: string;
   apiKeyId: string;
+  /**
+   * the transport's id for this call (its `X-Svc-Request-Id`), which becomes the request's id: one
+   * id per request on the answer, in error bodies and in its record (issue 26 finding 7); a fresh
+   * one when absent
+   */
+  requestId?: string;
 }
 
 /** Tokens the upstream reported (or the pipeline estimated) for a request. */

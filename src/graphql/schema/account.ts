@@ -1,4 +1,5 @@
 import type { Balances, HistoryRow } from "../../domain/accounts/account-types.js";
+import { authProviderFor } from "../../domain/accounts/auth-provider.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
@@ -27,7 +28,8 @@ function balancesOf(ctx: GraphQLContext, accountId: string): Promise<Balances> {
 }
 
 export const AuthProviderEnum = builder.enumType("AuthProvider", {
-  values: { IDP: { value: "idp" }, SIWE: { value: "siwe" }, X402: { value: "x402" } } as const,
+  description: "How a wallet signs in: the identity provider or Sign-In with Ethereum (SPEC enum idp, siwe).",
+  values: { IDP: { value: "idp" }, SIWE: { value: "siwe" } } as const,
 });
 
 export const KeySourceEnum = builder.enumType("ApiKeySource", {
@@ -64,7 +66,13 @@ export const AccountRef = builder.prismaObject("Account", {
   fields: (t) => ({
     accountId: t.exposeID("id"),
     walletAddress: t.exposeString("walletAddress"),
-    authProvider: t.field({ type: AuthProviderEnum, resolve: (a) => a.authProvider }),
+    authProvider: t.field({
+      type: AuthProviderEnum,
+      nullable: true,
+      description:
+        "With a session: the provider that session signed in with. With an API key: IDP once the wallet signed in through the identity provider, else SIWE; null while it has never signed in (an account a paid signup created).",
+      resolve: (a, _args, ctx) => authProviderFor(ctx.viewer, a.authProvider),
+    }),
     maxPriceCentsPerDollar: t.exposeInt("maxPriceCentsPerDollar"),
     confirmedUsdc: t.field({
       type: "MicroUsdc",

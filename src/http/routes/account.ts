@@ -14,12 +14,12 @@ export function accountRoutes(rt: Runtime): Router {
   r.use(["/v1/me", "/v1/account"], requireSameOrigin(rt.config));
 
   r.get("/v1/me", session, async (_req, res) => {
-    const id = await accounts.getIdentity(viewerOf(res).accountId);
+    const id = await accounts.getIdentity(viewerOf(res));
     res.json({ accountId: id.accountId, walletAddress: id.walletAddress, authProvider: id.authProvider });
   });
 
   r.get("/v1/account", session, async (_req, res) => {
-    res.json(presentAccount(await accounts.getSummary(viewerOf(res).accountId)));
+    res.json(presentAccount(await accounts.getSummary(viewerOf(res))));
   });
 
   r.patch("/v1/account/max-price", session, async (req, res) => {

@@ -14,7 +14,7 @@ export function agentRoutes(rt: Runtime): Router {
   const bearer = requireBearer(rt.services);
 
   r.get("/v1/agent/me", bearer, async (_req, res) => {
-    const a = await accounts.getSummary(viewerOf(res).accountId);
+    const a = await accounts.getSummary(viewerOf(res));
     const body: AgentMeResponse = presentAgentMe(a, rt.config.chain.confirmationBlocks);
     res.json(body);
   });

@@ -14,6 +14,7 @@ import { costHeaders } from "../../domain/inference/buffered.js";
 import { parseChatBody } from "../../domain/inference/chat.js";
 import { parseImageBody, parseOpenAiImageBody } from "../../domain/inference/image.js";
 import { parseResponsesBody } from "../../domain/inference/responses.js";
+import type { Caller } from "../../domain/inference/session.js";
 import type { StreamSink } from "../../domain/inference/sink.js";
 import { parseVideoBody } from "../../domain/inference/video-request.js";
 import { DomainError } from "../../lib/errors.js";
@@ -108,6 +109,19 @@ const checkVideo = (b: unknown) => checkShape(videoBody, b, parseVideoBody);
 const checkVideoRef = (b: unknown) => checkShape(videoRetrieveBody, b);
 
 /**
+ * Who pays for a call, with the `X-Svc-Request-Id` already on its response: the request's record
+ * takes that id, so the answer, an error body and the record name one id (issue 26 finding 7).
+ */
+function callerOf(viewer: Viewer, res: ServerResponse): Caller {
+  const requestId = res.getHeader("X-Svc-Request-Id");
+  return {
+    accountId: viewer.accountId,
+    apiKeyId: viewer.apiKeyId ?? "",
+    ...(typeof requestId === "string" ? { requestId } : {}),
+  };
+}
+
+/**
  * One inference call (chat, Responses, images), the same for both transports below: `stream: true` → SSE, otherwise
  * the buffered JSON answer. Throws what the service throws; the caller renders it.
  */
@@ -120,7 +134,7 @@ async function serveInference(
   res: ServerResponse,
 ): Promise<void> {
   check(body);
-  const caller = { accountId: viewer.accountId, apiKeyId: viewer.apiKeyId ?? "" };
+  const caller = callerOf(viewer, res);
   if ((body as { stream?: unknown } | undefined)?.stream === true) {
     await svc.stream(caller, body, sseSink(req, res));
     return;
@@ -221,7 +235,7 @@ export function inferenceRoutes(rt: Runtime): Router {
   r.post("/v1/video/queue", bearer, async (req, res) => {
     const v = viewerOf(res);
     checkVideo(req.body);
-    const q = await videoQueue.queue({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" }, req.body);
+    const q = await videoQueue.queue(callerOf(v, res), req.body);
     writeJson(res, 200, costHeaders(q.settled, q.session), {
       queue_id: q.queueId,
       model: q.model,

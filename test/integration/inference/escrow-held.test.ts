@@ -51,7 +51,7 @@ async function figures(app: TestApp, buyer: Awaited<ReturnType<typeof fundedBuye
     body: { query: "{ viewer { confirmedUsdc reservedUsdc availableUsdc } }" },
   });
   expect(gql.status).toBe(200);
-  const mcp = await app.rt.services.accounts.getSummary(buyer.accountId);
+  const mcp = await app.rt.services.accounts.getSummary({ accountId: buyer.accountId });
   const m = me.body as { confirmedUsdc: string; availableUsdc: string };
   const a = account.body as { confirmedUsdc: string; reservedUsdc: string; availableUsdc: string };
   const v = (gql.body as { data: { viewer: Record<string, string> } }).data.viewer;

@@ -167,7 +167,8 @@ export const CAPACITY_CHANGED = gql`
 export interface ViewerIdentity {
   accountId: string;
   walletAddress: string;
-  authProvider: "IDP" | "SIWE" | "X402";
+  /** a session always has one (null only for an API-key caller that never signed in) */
+  authProvider: "IDP" | "SIWE" | null;
 }
 
 export interface ViewerIdentityData {
