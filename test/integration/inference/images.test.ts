@@ -192,7 +192,9 @@ describe("POST /v1/image/generate: priced by the service from the catalog", () =
 
   test("one image job in flight per wallet across two API processes: 10 at once → 1 runs, 9 get 429", async () => {
     const s = await supply(40);
-    world.sim.state.injectFault("*", { kind: "latency", ms: 400, route: "/image/generate" });
+    // the one job runs long enough that all ten arrive while it is in flight, even on a loaded
+    // machine (a request delayed past the end of a 400 ms job was rightly admitted: a flake in CI)
+    world.sim.state.injectFault("*", { kind: "latency", ms: 2_500, route: "/image/generate" });
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const both = [world.app, world.peer];
     const results = await Promise.all(
