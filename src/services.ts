@@ -25,7 +25,6 @@ import { type ImageRequest, imageModality, openAiImageModality } from "./domain/
 import { createModelResolver } from "./domain/inference/model-resolver.js";
 import { InferencePipeline } from "./domain/inference/pipeline.js";
 import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
-import { VideoJobs } from "./domain/inference/video-jobs.js";
 import { VideoQueue } from "./domain/inference/video-queue.js";
 import { VideoQuotes } from "./domain/inference/video-quote.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
@@ -35,6 +34,7 @@ import { EarningsService } from "./domain/supply/earnings.js";
 import { KeyHealth } from "./domain/supply/key-health.js";
 import { OfferService } from "./domain/supply/offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
+import { VideoJobs } from "./domain/video/video-jobs.js";
 import type { Clock } from "./lib/clock.js";
 import type { Metrics } from "./lib/metrics.js";
 import { SecretBox } from "./lib/secret-box.js";
