@@ -1,6 +1,7 @@
 import type { AccountSummary, HistoryRow, Savings } from "../domain/accounts/account-types.js";
 import type { VideoQuote } from "../domain/inference/video-quote.js";
 import type { ApiKeyMetadata } from "../domain/keys/api-key-service.js";
+import type { VideoJobStatusReport } from "../domain/video/video-jobs.js";
 import { formatDecimal6 } from "../lib/money.js";
 
 /**
@@ -118,4 +119,41 @@ export function presentVideoQuote(q: VideoQuote) {
       markup_bps: q.markupBps,
     },
   };
+}
+
+/**
+ * The JSON status body of `POST /v1/video/retrieve` (SPEC: branch on content type): the upstream's
+ * `status` as it said it (`PROCESSING`, `COMPLETED`, `failed`), the job's `state` here, and the
+ * refund when there is one.
+ */
+export function presentVideoStatus(r: VideoJobStatusReport): Record<string, unknown> {
+  const base: Record<string, unknown> = { queue_id: r.queueId, model: r.model, state: r.status };
+  if (r.progress) {
+    return {
+      ...base,
+      status: "PROCESSING",
+      upstream_status: r.progress.upstreamStatus,
+      average_execution_time: r.progress.averageMs,
+      execution_duration: r.progress.elapsedMs,
+    };
+  }
+  if (r.status === "refunded") {
+    return {
+      ...base,
+      status: "failed",
+      refunded: true,
+      reason: r.failureReason,
+      refunded_usdc: formatDecimal6(r.chargeMicroUsdc),
+    };
+  }
+  if (r.status === "completed_no_media") {
+    return {
+      ...base,
+      status: "COMPLETED",
+      media: false,
+      refund_due_at: r.refundDueAt?.toISOString() ?? null,
+      message: "The provider finished without serving media; the charge will be refunded automatically.",
+    };
+  }
+  return { ...base, status: r.upstreamStatus ?? "PROCESSING" };
 }

@@ -1,4 +1,4 @@
-import type { VideoJobView } from "../../domain/video/video-jobs.js";
+import type { VideoJobView } from "../../domain/video/job-rows.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
 import { viewerOrThrow } from "./account.js";

@@ -26,7 +26,7 @@ import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
 import { writeError, writeJson } from "../error-response.js";
 import { recordFastPath } from "../metrics.js";
 import { type InFlight, readJsonBody, setRequestId, unsafeQueryError } from "../middleware.js";
-import { presentVideoQuote } from "../present.js";
+import { presentVideoQuote, presentVideoStatus } from "../present.js";
 import { checkShape } from "../validate.js";
 
 const CHAT_PATH = "/v1/chat/completions";
@@ -255,7 +255,7 @@ export function inferenceRoutes(rt: Runtime): Router {
     checkVideoRef(req.body);
     const out = await videoJobs.retrieve(viewerOf(res).accountId, req.body);
     if (out.kind === "status") {
-      res.json(out.body);
+      res.json(presentVideoStatus(out.report));
       return;
     }
     res.writeHead(200, {

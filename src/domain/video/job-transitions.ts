@@ -1,0 +1,130 @@
+import type { Db } from "../../adapters/db.js";
+import type { EventBus } from "../../adapters/pubsub.js";
+import type { Clock } from "../../lib/clock.js";
+import type { VideoRefunds } from "./job-refunds.js";
+import type { VideoJobRow, VideoJobStatus } from "./job-rows.js";
+import type { Observation } from "./provider-protocol.js";
+
+/**
+ * The state machine of a video job (SPEC "Video job"; docs/decisions.md "Job states"):
+ * `rendering` → `delivered` | `completed_no_media` → `refunded` | `expired`. Every move is one
+ * conditional UPDATE on the job's current status, so concurrent retrieves, pollers and retried
+ * worker jobs move a job once; a move that happened tells its buyer (`videoJobUpdated`). The move to
+ * `refunded` carries the money and is `VideoRefunds.refundVideoJob`.
+ */
+
+/** A job the provider finished without serving media is refunded this long after (SPEC: within 6 hours). */
+export const NO_MEDIA_REFUND_AFTER_MS = 60 * 60_000;
+
+export interface VideoJobTransitionsDeps {
+  db: Db;
+  clock: Clock;
+  bus: EventBus;
+  refunds: VideoRefunds;
+}
+
+export class VideoJobTransitions {
+  constructor(private readonly deps: VideoJobTransitionsDeps) {}
+
+  /**
+   * Records what a retrieve or poll saw (status, counts); refunds a failure, or an unfinished job the
+   * provider lost; marks a finish without media; expires a finished job whose media is gone. The
+   * media itself is not handled here (`claimDelivery`, `markReady`). True when it refunded the job.
+   */
+  async apply(job: VideoJobRow, seen: Observation): Promise<boolean> {
+    const now = this.deps.clock.now();
+    if (seen.kind === "failed") {
+      return (
+        (await this.deps.refunds.refundVideoJob(job.id, {
+          reason: seen.reason,
+          upstreamRefunded: seen.upstreamRefunded,
+        })) !== null
+      );
+    }
+    if (seen.kind === "processing") {
+      await this.deps.db.$executeRaw`
+        UPDATE video_jobs SET upstream_status = ${seen.upstreamStatus}, poll_count = poll_count + 1, last_polled_at = ${now}
+         WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
+      return false;
+    }
+    if (seen.kind === "completed_no_media") {
+      const due = new Date(now.getTime() + NO_MEDIA_REFUND_AFTER_MS);
+      const n = await this.deps.db.$executeRaw`
+        UPDATE video_jobs SET status = 'completed_no_media', upstream_status = ${seen.upstreamStatus},
+               completed_at = COALESCE(completed_at, ${now}), refund_due_at = COALESCE(refund_due_at, ${due}),
+               poll_count = poll_count + 1, last_polled_at = ${now}
+         WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
+      if (n === 1 && job.status === "rendering") this.publish(job, "completed_no_media");
+      return false;
+    }
+    if (seen.kind === "gone") {
+      // the provider no longer has it: a finished job's media expired; an unfinished one never came
+      if (job.completedAt === null) {
+        return (
+          (await this.deps.refunds.refundVideoJob(job.id, { reason: "provider_lost_job", upstreamRefunded: false })) !==
+          null
+        );
+      }
+      await this.expire(job, ["rendering", "completed_no_media"], null);
+    }
+    return false;
+  }
+
+  /**
+   * A poll found the media ready: only its expiry is left to watch, so the job is looked at again at
+   * `recheckAt` (its buyer fetches it; the body is not read here).
+   */
+  async markReady(job: Pick<VideoJobRow, "id">, now: Date, recheckAt: Date): Promise<void> {
+    await this.deps.db.$executeRaw`
+      UPDATE video_jobs SET completed_at = COALESCE(completed_at, ${now}), upstream_status = 'ready',
+             poll_count = poll_count + 1, last_polled_at = ${now}, next_poll_at = ${recheckAt}
+       WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
+  }
+
+  /**
+   * A job moves to `expired` (no refund) if it is still in one of `from`; its buyer hears of it.
+   * `mediaDeletedAt`: when the buyer had the provider delete the media. True when it moved.
+   */
+  async expire(job: VideoJobRow, from: VideoJobStatus[], mediaDeletedAt: Date | null): Promise<boolean> {
+    const n = await this.deps.db.$executeRaw`
+      UPDATE video_jobs SET status = 'expired', next_poll_at = NULL,
+             media_deleted_at = COALESCE(${mediaDeletedAt}::timestamptz, media_deleted_at)
+       WHERE id = ${job.id}::uuid AND status::text = ANY(${from})`;
+    if (n === 1) this.publish(job, "expired");
+    return n === 1;
+  }
+
+  /** Claims the media for one caller (→ `delivered`); null when another caller (or a state change) got there first. */
+  async claimDelivery(job: Pick<VideoJobRow, "id">): Promise<Date | null> {
+    const now = this.deps.clock.now();
+    const n = await this.deps.db.$executeRaw`
+      UPDATE video_jobs SET status = 'delivered', delivered_at = ${now}, completed_at = COALESCE(completed_at, ${now}),
+             refund_due_at = NULL, next_poll_at = NULL
+       WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
+    return n === 1 ? now : null;
+  }
+
+  /** The transfer broke before the end: the claim `stamp` is undone, so the buyer can retrieve again. */
+  async undoDelivery(job: VideoJobRow, stamp: Date): Promise<void> {
+    await this.deps.db.$executeRaw`
+      UPDATE video_jobs SET status = ${job.status === "completed_no_media" ? "completed_no_media" : "rendering"}::video_job_status,
+             delivered_at = NULL, refund_due_at = ${job.refundDueAt}
+       WHERE id = ${job.id}::uuid AND status = 'delivered' AND delivered_at = ${stamp}`;
+  }
+
+  /** The provider's copy of a delivered job's media was asked to go. */
+  async markMediaDeleted(job: Pick<VideoJobRow, "id">): Promise<void> {
+    await this.deps.db
+      .$executeRaw`UPDATE video_jobs SET media_deleted_at = ${this.deps.clock.now()} WHERE id = ${job.id}::uuid`;
+  }
+
+  /** Tells the job's buyer (any process) it moved to `status`. */
+  publish(job: Pick<VideoJobRow, "accountId" | "queueId">, status: VideoJobStatus): void {
+    this.deps.bus.publish("videoJobUpdated", job.accountId, {
+      accountId: job.accountId,
+      queueId: job.queueId,
+      status,
+      at: this.deps.clock.now().toISOString(),
+    });
+  }
+}
