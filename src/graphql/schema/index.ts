@@ -10,6 +10,7 @@ import "./supply.js";
 import "./catalog.js";
 import "./video-jobs.js";
 import "./dashboard.js";
+import "./limits.js";
 
 export function buildSchema() {
   return builder.toSchema({ sortSchema: true });

@@ -1,20 +1,21 @@
 import { lazy, type MouseEvent, type ReactNode, Suspense, useCallback, useEffect, useMemo, useState } from "react";
 import { Provider, useQuery } from "urql";
+import { createCache } from "./cache";
 import { ErrorNote, Loading } from "./components/ui";
 import { type AppConfig, loadAppConfig } from "./lib/config";
 import { createGraphqlClient } from "./lib/graphql";
 import { signOut } from "./lib/http";
-import { VIEWER_IDENTITY, type ViewerIdentityData } from "./lib/operations";
 import { navigate, pathOf, type Route, useRoute } from "./lib/router";
 import type { Session } from "./lib/session";
 import { shortAddress } from "./lib/time";
-import { MarketView } from "./views/market";
+import { ViewerIdentityQuery } from "./lib/viewer";
+import { MarketView } from "./views/market/index";
 
 // the signed-in views (and viem, which signs for them) load when first opened: the public market
 // page does not carry them
-const SignInView = lazy(() => import("./views/sign-in").then((m) => ({ default: m.SignInView })));
-const BuyerView = lazy(() => import("./views/buyer").then((m) => ({ default: m.BuyerView })));
-const SupplierView = lazy(() => import("./views/supplier").then((m) => ({ default: m.SupplierView })));
+const SignInView = lazy(() => import("./views/sign-in/index").then((m) => ({ default: m.SignInView })));
+const BuyerView = lazy(() => import("./views/buyer/index").then((m) => ({ default: m.BuyerView })));
+const SupplierView = lazy(() => import("./views/supplier/index").then((m) => ({ default: m.SupplierView })));
 
 export function App() {
   const [config, setConfig] = useState<AppConfig | undefined>();
@@ -24,7 +25,7 @@ export function App() {
     loadAppConfig().then(setConfig, setError);
   }, []);
   // biome-ignore lint/correctness/useExhaustiveDependencies: `epoch` makes a new client (and subscriptions) for a new credential
-  const gql = useMemo(() => (config ? createGraphqlClient(config) : undefined), [config, epoch]);
+  const gql = useMemo(() => (config ? createGraphqlClient(config, createCache()) : undefined), [config, epoch]);
   useEffect(() => () => gql?.dispose(), [gql]);
   const refreshSession = useCallback(() => setEpoch((n) => n + 1), []);
 
@@ -39,7 +40,7 @@ export function App() {
 
 function Shell(props: { config: AppConfig; refreshSession: () => void }) {
   const route = useRoute();
-  const [viewerRes] = useQuery<ViewerIdentityData>({ query: VIEWER_IDENTITY, requestPolicy: "network-only" });
+  const [viewerRes] = useQuery({ query: ViewerIdentityQuery, requestPolicy: "network-only" });
   const viewer = viewerRes.data?.viewer ?? null;
   const session: Session = { config: props.config, viewer, refreshSession: props.refreshSession };
   const checking = viewerRes.fetching && !viewerRes.data;

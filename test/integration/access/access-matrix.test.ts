@@ -858,6 +858,7 @@ const GRAPHQL_EXCLUDED: Record<string, string> = {
   "query model": "public",
   "query modelStats": "public",
   "query models": "public",
+  "query limits": "public (the bounds the service enforces)",
   "query recentClears": "public (anonymised clears)",
   "subscription capacityChanged": "public",
   "subscription clears": "public (anonymised clears)",

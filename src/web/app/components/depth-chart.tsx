@@ -1,10 +1,7 @@
 import { Area, Bar, CartesianGrid, ComposedChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { chartUnits, diem } from "../lib/money";
-import type { PriceLevel } from "../lib/operations";
-
-/** The buyer corridor: ceilings run 30-80 ¢ per 1 USD of face (SPEC "Limits"). */
-const CORRIDOR_LOW = 30;
-const CORRIDOR_HIGH = 80;
+import { type FragmentOf, readFragment } from "../lib/tada";
+import { DepthChartLimitsFragment, DepthChartPriceFragment } from "./depth-chart.gql";
 
 interface Point {
   price: number;
@@ -17,20 +14,25 @@ interface Point {
  * = DIEM a buyer with that ceiling can reach (everything at or below it, the router's rule).
  * Prices below the corridor (offers may post from 1 ¢) widen the axis instead of disappearing.
  */
-export function DepthChart(props: { prices: PriceLevel[]; ceiling?: number }) {
-  const low = Math.min(CORRIDOR_LOW, ...props.prices.map((p) => p.priceCentsPerDollar));
-  const byPrice = new Map(props.prices.map((p) => [p.priceCentsPerDollar, chartUnits(p.routableDiem)]));
+export function DepthChart(props: {
+  prices: readonly FragmentOf<typeof DepthChartPriceFragment>[];
+  limits: FragmentOf<typeof DepthChartLimitsFragment>;
+}) {
+  const prices = readFragment(DepthChartPriceFragment, props.prices);
+  const { ceilingCentsMin: corridorLow, ceilingCentsMax: high } = readFragment(DepthChartLimitsFragment, props.limits);
+  const low = Math.min(corridorLow, ...prices.map((p) => p.priceCentsPerDollar));
+  const byPrice = new Map(prices.map((p) => [p.priceCentsPerDollar, chartUnits(p.routableDiem)]));
   const data: Point[] = [];
   let cumulative = 0;
-  for (let price = low; price <= CORRIDOR_HIGH; price++) {
+  for (let price = low; price <= high; price++) {
     const level = byPrice.get(price) ?? 0;
     cumulative += level;
     data.push({ price, level, cumulative });
   }
   const summary =
-    props.prices.length === 0
+    prices.length === 0
       ? "No routable capacity at any price."
-      : `Routable capacity at ${props.prices.length} price level${props.prices.length === 1 ? "" : "s"}: ${props.prices
+      : `Routable capacity at ${prices.length} price level${prices.length === 1 ? "" : "s"}: ${prices
           .map((p) => `${diem(p.routableDiem)} at ${p.priceCentsPerDollar}¢`)
           .join(", ")}.`;
   return (
@@ -42,8 +44,8 @@ export function DepthChart(props: { prices: PriceLevel[]; ceiling?: number }) {
             <XAxis
               dataKey="price"
               type="number"
-              domain={[low, CORRIDOR_HIGH]}
-              ticks={ticks(low)}
+              domain={[low, high]}
+              ticks={ticks(low, high)}
               tickFormatter={(v: number) => `${v}¢`}
               stroke="#3d4756"
             />
@@ -75,9 +77,9 @@ export function DepthChart(props: { prices: PriceLevel[]; ceiling?: number }) {
   );
 }
 
-function ticks(low: number): number[] {
+function ticks(low: number, high: number): number[] {
   const out: number[] = [];
-  for (let t = Math.ceil(low / 10) * 10; t <= CORRIDOR_HIGH; t += 10) out.push(t);
+  for (let t = Math.ceil(low / 10) * 10; t <= high; t += 10) out.push(t);
   if (out[0] !== low) out.unshift(low);
   return out;
 }

@@ -1,4 +1,4 @@
-import { Client, cacheExchange, fetchExchange, subscriptionExchange } from "@urql/core";
+import { Client, type Exchange, fetchExchange, subscriptionExchange } from "@urql/core";
 import { createClient as createSseClient } from "graphql-sse";
 import type { AppConfig } from "./config";
 
@@ -7,9 +7,10 @@ import type { AppConfig } from "./config";
  * single-connection mode (`/graphql/stream`: one EventSource-like stream for every subscription, so
  * the browser's six-connections-per-host limit is never spent on events). The session cookie rides
  * along (`credentials: include`); a new client is made when the viewer signs in or out, so owner-only
- * subscriptions are opened with the new credential.
+ * subscriptions are opened with the new credential. `cache` is the normalised cache (cache.ts), made
+ * anew with each client so one viewer's data never shows another's.
  */
-export function createGraphqlClient(config: AppConfig): { client: Client; dispose: () => void } {
+export function createGraphqlClient(config: AppConfig, cache: Exchange): { client: Client; dispose: () => void } {
   const sse = createSseClient({
     url: `${config.graphqlUrl}/stream`,
     singleConnection: true,
@@ -24,7 +25,7 @@ export function createGraphqlClient(config: AppConfig): { client: Client; dispos
     preferGetMethod: false,
     requestPolicy: "cache-and-network",
     exchanges: [
-      cacheExchange,
+      cache,
       fetchExchange,
       subscriptionExchange({
         forwardSubscription(request) {

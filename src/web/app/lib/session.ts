@@ -1,5 +1,5 @@
 import type { AppConfig } from "./config";
-import type { ViewerIdentity } from "./operations";
+import type { ViewerIdentity } from "./viewer";
 
 /** What every view knows of the deployment and the signed-in viewer. */
 export interface Session {

@@ -1,41 +1,31 @@
 import { useState } from "react";
-import { Bar, BarChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { useQuery } from "urql";
-import { DepthChart } from "../components/depth-chart";
-import { Empty, ErrorNote, Loading, Panel, Stat, Stats, Table } from "../components/ui";
-import { useCoalesced, useEvent, useNow } from "../lib/live";
-import { bpsPercent, diem, formatMicro, plural, usd } from "../lib/money";
+import { DepthChart } from "../../components/depth-chart";
+import { Empty, ErrorNote, Loading, Panel, Stat, Stats, Table } from "../../components/ui";
+import { useCoalesced, useEvent, useNow } from "../../lib/live";
+import { bpsPercent, diem, formatMicro, plural, usd } from "../../lib/money";
+import { formatCountdown, msUntilUtcMidnight } from "../../lib/time";
+import { ClearsFeed } from "./clears-feed";
 import {
-  CAPACITY_CHANGED,
-  CLEARS_SUBSCRIPTION,
-  type Clear,
-  MARKET,
-  MARKET_STATS,
-  type MarketData,
-  type MarketStatsData,
-  MODEL_STATS,
-  type ModelStatsData,
-  RECENT_CLEARS,
-  type RecentClearsData,
-} from "../lib/operations";
-import { formatCountdown, msUntilUtcMidnight, timeOf } from "../lib/time";
+  CapacityChangedSubscription,
+  ClearsSubscription,
+  FEED_LENGTH,
+  MarketQuery,
+  MarketStatsQuery,
+  ModelStatsQuery,
+  RecentClearsQuery,
+} from "./documents";
+import { ModelShares } from "./model-shares";
 
-const FEED_LENGTH = 30;
 const WINDOWS = ["24h", "7d", "30d"] as const;
-
-/** What tells two clears apart on screen (the feed carries no ids: clears are anonymised). */
-function clearSignature(c: Clear): string {
-  return `${c.at}|${c.model}|${c.priceCentsPerDollar}|${c.burnDiem}|${c.grossUsdc}`;
-}
 
 /** The public market: depth, prices, today's volume and savings, live clears, model shares. */
 export function MarketView() {
-  const [market, refetchMarket] = useQuery<MarketData>({ query: MARKET });
-  const [stats, refetchStats] = useQuery<MarketStatsData>({ query: MARKET_STATS });
+  const [market, refetchMarket] = useQuery({ query: MarketQuery });
+  const [stats, refetchStats] = useQuery({ query: MarketStatsQuery });
   const [statsWindow, setStatsWindow] = useState<(typeof WINDOWS)[number]>("24h");
-  const [models, refetchModels] = useQuery<ModelStatsData>({ query: MODEL_STATS, variables: { window: statsWindow } });
-  const [recent] = useQuery<RecentClearsData>({ query: RECENT_CLEARS, variables: { limit: FEED_LENGTH } });
-  const [live, setLive] = useState<(Clear & { key: string })[]>([]);
+  const [models, refetchModels] = useQuery({ query: ModelStatsQuery, variables: { window: statsWindow } });
+  const [recent] = useQuery({ query: RecentClearsQuery, variables: { limit: FEED_LENGTH } });
 
   const fresh = { requestPolicy: "network-only" } as const;
   const marketSoon = useCoalesced(() => refetchMarket(fresh), 1000);
@@ -45,31 +35,17 @@ export function MarketView() {
   }, 1000);
   const modelsSoon = useCoalesced(() => refetchModels(fresh), 5000);
 
-  const clearsSub = useEvent<{ clears: Clear }>(CLEARS_SUBSCRIPTION, (d) => {
-    // one event per clear even if the stream delivers it twice (a resubscription replays the tick)
-    setLive((prev) =>
-      prev.some((p) => clearSignature(p) === clearSignature(d.clears))
-        ? prev
-        : [{ ...d.clears, key: `${d.clears.at}-${Math.random()}` }, ...prev].slice(0, FEED_LENGTH),
-    );
+  // the clear itself is prepended to the cached feed by the client's cache (cache.ts);
+  // the figures it moves (today's volume, savings, the ladder, model shares) are the server's sums,
+  // so they are re-read, throttled
+  const clearsSub = useEvent(ClearsSubscription, () => {
     statsSoon();
     modelsSoon();
   });
-  const capacitySub = useEvent(CAPACITY_CHANGED, () => marketSoon());
+  const capacitySub = useEvent(CapacityChangedSubscription, () => marketSoon());
 
-  // a clear heard live and also in the (re-)read recent list is shown once: each recent clear
-  // cancels one live event with the same time, model, price and charge
-  const recentClears = recent.data?.recentClears ?? [];
-  const unmatched = new Map<string, number>();
-  for (const c of recentClears) unmatched.set(clearSignature(c), (unmatched.get(clearSignature(c)) ?? 0) + 1);
-  const liveOnly = live.filter((c) => {
-    const n = unmatched.get(clearSignature(c)) ?? 0;
-    if (n === 0) return true;
-    unmatched.set(clearSignature(c), n - 1);
-    return false;
-  });
-  const feed = [...liveOnly, ...recentClears.map((c, i) => ({ ...c, key: `r-${c.at}-${i}` }))].slice(0, FEED_LENGTH);
   const m = market.data?.market;
+  const limits = market.data?.limits;
   const s = stats.data?.marketStats;
   const liveError = clearsSub.error ?? capacitySub.error;
 
@@ -129,9 +105,12 @@ export function MarketView() {
 
       <Panel title="Capacity ladder">
         {!m && market.fetching ? <Loading what="the ladder" /> : null}
-        {m ? <DepthChart prices={m.prices} /> : null}
-        {m && m.prices.length === 0 ? (
-          <Empty>Nothing is posted at any price right now. Suppliers post DIEM from 1¢ to 80¢ per $1.</Empty>
+        {m && limits ? <DepthChart prices={m.prices} limits={limits} /> : null}
+        {m && limits && m.prices.length === 0 ? (
+          <Empty>
+            Nothing is posted at any price right now. Suppliers post DIEM from {limits.offerPriceCentsMin}¢ to{" "}
+            {limits.offerPriceCentsMax}¢ per $1.
+          </Empty>
         ) : null}
         {m && m.prices.length > 0 ? (
           <Table caption="Routable DIEM by price" testId="ladder-table">
@@ -158,26 +137,7 @@ export function MarketView() {
       <div className="two-col">
         <Panel title="Live clears">
           {recent.error ? <ErrorNote error={recent.error} what="recent clears" /> : null}
-          {feed.length === 0 ? (
-            <Empty>No clears yet today. Each completed request appears here the moment it settles.</Empty>
-          ) : (
-            <ol className="feed" aria-live="polite" aria-label="Latest clears, newest first" data-testid="clears-feed">
-              {feed.map((c) => (
-                <li key={c.key} className="feed-item">
-                  <time dateTime={c.at}>{timeOf(c.at)}</time>
-                  <span className="feed-model">{c.model}</span>
-                  <span className="badge">{c.modality}</span>
-                  <span className="num feed-price">{c.priceCentsPerDollar}¢</span>
-                  <span
-                    className="num feed-gross"
-                    title={`${formatMicro(c.grossUsdc)} USDC for ${formatMicro(c.burnDiem)} DIEM`}
-                  >
-                    {usd(c.grossUsdc)}
-                  </span>
-                </li>
-              ))}
-            </ol>
-          )}
+          <ClearsFeed clears={recent.data?.recentClears ?? []} />
         </Panel>
 
         <Panel
@@ -201,7 +161,7 @@ export function MarketView() {
           }
         >
           {models.error ? <ErrorNote error={models.error} what="model usage" /> : null}
-          <ModelShares data={models.data} />
+          <ModelShares stats={models.data?.modelStats} />
           {s ? (
             <Table caption="Today's clears by modality">
               <thead>
@@ -227,39 +187,6 @@ export function MarketView() {
         </Panel>
       </div>
     </div>
-  );
-}
-
-function ModelShares(props: { data: ModelStatsData | undefined }) {
-  const stats = props.data?.modelStats;
-  if (!stats) return null;
-  if (!stats.hasSufficientVolume || stats.models.length === 0) {
-    return (
-      <Empty>
-        Not enough volume in the last {stats.window} to publish model shares (they are withheld below a privacy
-        threshold).
-      </Empty>
-    );
-  }
-  const data = stats.models.slice(0, 10).map((m) => ({ id: m.id, share: Math.round(m.usageShare * 1000) / 10 }));
-  return (
-    <figure className="chart" data-testid="model-shares">
-      <div
-        className="chart-box"
-        role="img"
-        aria-label={`Usage share by model over ${stats.window}: ${data.map((d) => `${d.id} ${d.share}%`).join(", ")}`}
-      >
-        <ResponsiveContainer width="100%" height={Math.max(120, data.length * 28)}>
-          <BarChart data={data} layout="vertical" margin={{ left: 8, right: 16 }}>
-            <XAxis type="number" domain={[0, 100]} tickFormatter={(v: number) => `${v}%`} stroke="#3d4756" />
-            <YAxis type="category" dataKey="id" width={150} stroke="#3d4756" />
-            <Tooltip formatter={(v) => [`${v}%`, "share"]} />
-            <Bar dataKey="share" fill="#1f5fbf" isAnimationActive={false} />
-          </BarChart>
-        </ResponsiveContainer>
-      </div>
-      <figcaption>Share of usage by model, {stats.window} window, top 10.</figcaption>
-    </figure>
   );
 }
 

@@ -1,8 +1,8 @@
 import { type FormEvent, useEffect, useState } from "react";
-import { Notice, Panel } from "../components/ui";
-import { navigate } from "../lib/router";
-import type { Session } from "../lib/session";
-import { shortAddress } from "../lib/time";
+import { Notice, Panel } from "../../components/ui";
+import { navigate } from "../../lib/router";
+import type { Session } from "../../lib/session";
+import { shortAddress } from "../../lib/time";
 import {
   type DevWallet,
   devWalletProvider,
@@ -12,7 +12,7 @@ import {
   rememberDevWallet,
   signInWithEthereum,
   signInWithIdp,
-} from "../lib/wallet";
+} from "../../lib/wallet";
 
 /** Sign-in: a browser wallet (SIWE), the identity provider's tokens, or (local mode) a dev wallet. */
 export function SignInView(props: { session: Session; reason?: string }) {

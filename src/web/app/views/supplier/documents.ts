@@ -1,0 +1,83 @@
+import { graphql } from "../../lib/tada.js";
+import { UpstreamKeyRowFragment } from "./keys.gql.js";
+import { OfferLimitsFragment, OfferRowFragment } from "./offers.gql.js";
+
+/** The supplier's dashboard in one read (~2,600 cost points: re-read at most every 3 s). */
+export const SupplierQuery = graphql(
+  `
+  query Supplier {
+    myUpstreamKeys {
+      ...UpstreamKeyRow
+    }
+    myOffers(first: 50) {
+      edges {
+        node {
+          ...OfferRow
+        }
+      }
+    }
+    limits {
+      ...OfferLimits
+    }
+    mySupplierLedger(limit: 20) {
+      payable
+      paidOut
+      payoutPending
+      payoutMinimum
+      entries {
+        id
+        kind
+        amount
+        createdAt
+        transactionKind
+      }
+      recentPayouts {
+        id
+        period
+        amount
+        status
+        transaction
+        createdAt
+        confirmedAt
+      }
+    }
+    mySupplierInferenceHistory(limit: 20) {
+      items {
+        clearId
+        createdAt
+        model
+        modality
+        priceCentsPerDollar
+        burn
+        gross
+        fee
+        earned
+        refundedAt
+      }
+    }
+  }
+`,
+  [UpstreamKeyRowFragment, OfferRowFragment, OfferLimitsFragment],
+);
+
+/** A signal only (fills move sold and remaining, which the event does not carry): re-read, throttled. */
+export const OfferUpdatedSubscription = graphql(`
+  subscription OfferUpdated {
+    offerUpdated {
+      at
+      id
+      status
+      subject
+    }
+  }
+`);
+
+/** A signal only: the ledger's sums are the server's. */
+export const EarningsChangedSubscription = graphql(`
+  subscription EarningsChanged {
+    earningsChanged {
+      at
+      kind
+    }
+  }
+`);
