@@ -7,8 +7,8 @@ import { mcpPath, mcpRoutes } from "../mcp/routes.js";
 import type { Runtime } from "../runtime.js";
 import { bodyUnlessCredentialed, readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
 import { answerClientError, errorMiddleware, sendError } from "./error-response.js";
-import { httpMetrics } from "./metrics.js";
-import { graphqlJsonBody, InFlight, rejectUnsafeUrl, requestId } from "./middleware.js";
+import { EntryLayers } from "./layers.js";
+import { graphqlJsonBody, InFlight } from "./middleware.js";
 import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
@@ -44,10 +44,10 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.set("trust proxy", false);
   app.set("etag", false);
   const inFlight = new InFlight();
-  app.use(inFlight.middleware);
-  app.use(httpMetrics(rt.metrics));
-  app.use(requestId);
-  app.use(rejectUnsafeUrl);
+  // the entry layers (in-flight count, timing, request id, unsafe URL refusal), defined once in
+  // layers.ts: the fast path below runs the same function, so a layer added there is on both paths
+  const entry = new EntryLayers(rt.metrics, inFlight);
+  app.use(entry.express);
   // GraphQL documents are small (graphql/limits.ts): a smaller body limit there (yoga's endpoint and /graphql/stream)
   app.use("/graphql", graphqlJsonBody);
   // a credentialed route's body is read after its credential checks out (requireBearer/requireSession)
@@ -91,8 +91,8 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(errorMiddleware);
 
   // the two hot inference POSTs skip Express (its router and per-request wrapping were a fifth of
-  // the service's CPU on them); routes/inference.ts runs the same steps for them
-  const fast = inferenceListener(rt, inFlight);
+  // the service's CPU on them); routes/inference.ts runs the same layers and route functions for them
+  const fast = inferenceListener(rt, entry);
   const handler: RequestListener = (req, res) => {
     if (!fast(req, res)) app(req, res);
   };

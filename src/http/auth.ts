@@ -4,6 +4,7 @@ import type { Config } from "../config.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { DomainError } from "../lib/errors.js";
 import type { Services } from "../services.js";
+import { type Authenticate, credentialLayer } from "./layers.js";
 import { jsonBody } from "./middleware.js";
 
 /**
@@ -146,16 +147,9 @@ export function bodyUnlessCredentialed(bearerPaths: readonly string[] = []): Req
   };
 }
 
-/** The session rule as middleware; the body is read after the credential checks out. */
+/** The session rule as middleware; the body is read after the credential checks out (layers.ts). */
 export function requireSession(services: Services): RequestHandler {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      res.locals.viewer = await authenticateSession(services, req);
-    } catch (e) {
-      return next(e);
-    }
-    jsonBody(req, res, next);
-  };
+  return credentialLayer((req) => authenticateSession(services, req));
 }
 
 /**
@@ -180,16 +174,14 @@ export async function authenticateBearer(
   return { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId };
 }
 
-/** The Bearer rule as middleware; the body is read after the credential checks out. */
+/** The Bearer rule as middleware; the body is read after the credential checks out (layers.ts). */
 export function requireBearer(services: Services, opts: { cached?: boolean } = {}): RequestHandler {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    try {
-      res.locals.viewer = await authenticateBearer(services, req, opts);
-    } catch (e) {
-      return next(e);
-    }
-    jsonBody(req, res, next);
-  };
+  return credentialLayer(bearerCheck(services, opts));
+}
+
+/** The Bearer rule as a layer's credential check (layers.ts `credentialed`). */
+export function bearerCheck(services: Services, opts: { cached?: boolean } = {}): Authenticate {
+  return (req) => authenticateBearer(services, req, opts);
 }
 
 /**

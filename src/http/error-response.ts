@@ -103,7 +103,7 @@ export function toDomainError(err: unknown, requestId?: string): DomainError {
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
     return new DomainError("unsupported_media_type", "Unsupported body encoding.");
   }
-  // Express's "Failed to decode param" (a path the router could not decode): rejectUnsafeUrl answers
+  // Express's "Failed to decode param" (a path the router could not decode): the entry layers (unsafeUrlError) answer
   // these before routing; this keeps any other decoding failure a 400 too
   if (err instanceof URIError) {
     return new DomainError("invalid_request", "The path has a malformed percent-escape.", { field: "path" });

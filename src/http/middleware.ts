@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQueryString } from "node:querystring";
-import express, { type NextFunction, type Request, type Response } from "express";
+import { parse as parseUrl } from "node:url";
+import express, { type Request, type Response } from "express";
 import { type DomainError, errors } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
 
@@ -46,48 +47,65 @@ function unsafeBodyError(body: unknown): DomainError | undefined {
  * Path and query text the routes would hand to Postgres: a path whose percent-escapes do not decode
  * (Express's "Failed to decode param" URIError), or that decodes to a NUL, and a query value with a
  * NUL or a lone surrogate are 400 `invalid_request`, before routing and before any credential check
- * (issue 18, findings 1 and 2).
+ * (issue 18, findings 1 and 2). The path and query are read as Express reads them (`req.path`,
+ * `req.query`: parseurl, then node's querystring, Express's "simple" parser), so the fast path and
+ * Express judge the same request alike: a `#…` after the query is not part of it. An entry layer
+ * (layers.ts).
  */
-export function rejectUnsafeUrl(req: Request, _res: Response, next: NextFunction): void {
-  next(unsafeUrlError(req));
-}
-
-function unsafeUrlError(req: Request): DomainError | undefined {
+export function unsafeUrlError(req: IncomingMessage): DomainError | undefined {
+  const url = req.url ?? "";
   let path: string;
+  let query: string | null;
+  if (isPlainTarget(url)) {
+    const q = url.indexOf("?");
+    path = q < 0 ? url : url.slice(0, q);
+    query = q < 0 ? null : url.slice(q + 1);
+  } else {
+    const parsed = parseUrl(url);
+    path = parsed.pathname ?? "";
+    query = parsed.query as string | null;
+  }
   try {
-    path = decodeURIComponent(req.path);
+    path = decodeURIComponent(path);
   } catch {
     return errors.invalid("The path has a malformed percent-escape (%XX with two hex digits of UTF-8).", "path");
   }
   const problem = textProblem(path);
   if (problem) return errors.invalid(describeProblem(problem, "path"), "path");
-  return unsafeQueryValue(req.query);
-}
-
-function unsafeQueryValue(query: unknown): DomainError | undefined {
-  const found = findJsonProblem(query);
+  if (!query) return undefined;
+  const found = findJsonProblem(parseQueryString(query));
   return found ? errors.invalid(describeProblem(found.problem, found.field), found.field || "query") : undefined;
 }
 
 /**
- * rejectUnsafeUrl's query rule for a raw query string, parsed as Express parses it (node's
- * querystring, Express's "simple" parser): for the inference fast path, which Express never sees.
+ * parseurl's fast case (Express's URL reader): an origin-form target with none of the characters
+ * that send it to node's legacy `url.parse` (a fragment mark, white space), split at its first `?`.
  */
-export function unsafeQueryError(search: string): DomainError | undefined {
-  return search === "" ? undefined : unsafeQueryValue(parseQueryString(search));
+function isPlainTarget(url: string): boolean {
+  if (url.charCodeAt(0) !== 0x2f /* / */) return false;
+  for (let i = 1; i < url.length; i++) {
+    switch (url.charCodeAt(i)) {
+      case 0x09:
+      case 0x0a:
+      case 0x0c:
+      case 0x0d:
+      case 0x20:
+      case 0x23 /* # */:
+      case 0xa0:
+      case 0xfeff:
+        return false;
+    }
+  }
+  return true;
 }
+
+export const REQUEST_ID_HEADER = "X-Svc-Request-Id";
 
 /** Sets a fresh `X-Svc-Request-Id` on the response and returns it (for logs). */
 export function setRequestId(res: ServerResponse): string {
   const id = randomUUID();
-  res.setHeader("X-Svc-Request-Id", id);
+  res.setHeader(REQUEST_ID_HEADER, id);
   return id;
-}
-
-/** Gives every request an id (`X-Svc-Request-Id`), kept in `res.locals.requestId` for logs. */
-export function requestId(_req: Request, res: Response, next: NextFunction): void {
-  res.locals.requestId = setRequestId(res);
-  next();
 }
 
 /** Tracks in-flight requests so shutdown can wait for them. */
@@ -108,11 +126,6 @@ export class InFlight {
     res.once("finish", finish);
     res.once("close", finish);
   }
-
-  middleware = (_req: Request, res: Response, next: NextFunction): void => {
-    this.track(res);
-    next();
-  };
 
   get size(): number {
     return this.count;

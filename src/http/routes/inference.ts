@@ -22,10 +22,9 @@ import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import type { Services } from "../../services.js";
-import { authenticateBearer, requireBearer, viewerOf } from "../auth.js";
-import { writeError, writeJson } from "../error-response.js";
-import { recordFastPath } from "../metrics.js";
-import { type InFlight, readJsonBody, setRequestId, unsafeQueryError } from "../middleware.js";
+import { bearerCheck, requireBearer, viewerOf } from "../auth.js";
+import { writeJson } from "../error-response.js";
+import { credentialed, type EntryLayers, endWithError } from "../layers.js";
 import { presentVideoQuote, presentVideoStatus } from "../present.js";
 import { checkShape } from "../validate.js";
 
@@ -144,60 +143,47 @@ async function serveInference(
 }
 
 /**
- * The hot path without Express: `POST /v1/chat/completions` and `POST /v1/responses` (query ignored,
- * as Express routes) are served here with the steps Express would run for them, in its order: in-flight
- * count, request id, the query's text check (rejectUnsafeUrl), the cached Bearer check, the shared JSON
- * parser, the call, the error ending.
+ * The two hot POSTs, `POST /v1/chat/completions` and `POST /v1/responses`: the cached Bearer check
+ * before the body, then the call (layers.ts `credentialed`). One function per route, built once,
+ * which the fast path below and Express's router both run.
+ */
+function hotPosts(rt: Runtime): ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>> {
+  const key = bearerCheck(rt.services, { cached: true });
+  const { chat, responses } = rt.services;
+  const post = (svc: InferenceService, check: (body: unknown) => void) => {
+    const handler = (viewer: Viewer, req: IncomingMessage, res: ServerResponse) =>
+      serveInference(svc, check, viewer, (req as { body?: unknown }).body, req, res);
+    return (req: IncomingMessage, res: ServerResponse) => credentialed(key, handler, req, res);
+  };
+  return new Map([
+    [CHAT_PATH, post(chat, checkChat)],
+    [RESPONSES_PATH, post(responses, checkResponses)],
+  ]);
+}
+
+/**
+ * The hot path without Express: the two hot POSTs at their exact paths (any query) are served on the
+ * bare listener by the same layers Express runs for them (layers.ts): the entry layers (in-flight
+ * count, timing, request id, unsafe URL refusal), the route's own `hotPosts` function (credential,
+ * body, call), the same error ending. Only Express's router and its per-request wrapping are skipped.
  * Returns false for every other request, which then goes to Express unchanged; so do the spellings
  * Express also routes here (trailing slash, other letter case, absolute-form target), served there by
- * the same `serveInference`.
+ * the same `hotPosts` functions.
  */
 export function inferenceListener(
   rt: Runtime,
-  inFlight: InFlight,
+  layers: EntryLayers,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { chat, responses } = rt.services;
-
-  const serve = async (
-    svc: InferenceService,
-    check: (body: unknown) => void,
-    search: string,
-    req: IncomingMessage,
-    res: ServerResponse,
-  ) => {
-    inFlight.track(res);
-    const requestId = setRequestId(res);
-    try {
-      // Express's rejectUnsafeUrl, before the credential: a query Postgres could not store is a 400
-      const unsafe = unsafeQueryError(search);
-      if (unsafe) throw unsafe;
-      // the credential before the body: a 20 MB body from nobody is never read (issue 18 finding 6)
-      const viewer = await authenticateBearer(rt.services, req, { cached: true });
-      const body = await readJsonBody(req, res);
-      await serveInference(svc, check, viewer, body, req, res);
-    } catch (err) {
-      writeError(res, err, requestId);
-    }
-  };
-
+  const posts = hotPosts(rt);
   return (req, res) => {
     if (req.method !== "POST" || req.url === undefined) return false;
     const q = req.url.indexOf("?");
     const path = q < 0 ? req.url : req.url.slice(0, q);
-    const chosen =
-      path === CHAT_PATH
-        ? ([chat, checkChat] as const)
-        : path === RESPONSES_PATH
-          ? ([responses, checkResponses] as const)
-          : undefined;
-    if (!chosen) return false;
-    recordFastPath(rt.metrics, path, req, res);
-    // the error ending cannot throw for our own errors; should it, log and drop the connection
-    // rather than take the process down with an unhandled rejection
-    serve(chosen[0], chosen[1], q < 0 ? "" : req.url.slice(q + 1), req, res).catch((err: unknown) => {
-      logger.error({ err }, "inference error ending failed");
-      res.destroy();
-    });
+    const post = posts.get(path);
+    if (!post) return false;
+    const refusal = layers.enter(req, res, path);
+    if (refusal) endWithError(res, refusal);
+    else post(req, res).catch((err: unknown) => endWithError(res, err));
     return true;
   };
 }
@@ -209,11 +195,7 @@ export function inferenceListener(
 export function inferenceRoutes(rt: Runtime): Router {
   const r = Router();
   const bearer = requireBearer(rt.services, { cached: true });
-  const { chat, responses } = rt.services;
-  r.post(CHAT_PATH, bearer, (req, res) => serveInference(chat, checkChat, viewerOf(res), req.body, req, res));
-  r.post(RESPONSES_PATH, bearer, (req, res) =>
-    serveInference(responses, checkResponses, viewerOf(res), req.body, req, res),
-  );
+  for (const [path, post] of hotPosts(rt)) r.post(path, post);
   // images: synchronous, buffered only (a `stream: true` body is a 400)
   const { image, imagesOpenAi } = rt.services;
   r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, checkImage, viewerOf(res), req.body, req, res));
