@@ -1,5 +1,5 @@
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../lib/money.js";
-import { decimal6, keyName, pageQuery, timestamp, uuid, walletAddress, z } from "./common.js";
+import { decimal6, keyName, pageQuery, timestamp, uuid, uuidField, walletAddress, z } from "./common.js";
 
 /** SPEC "Account" and "Account (session)": the session routes' requests and responses. */
 
@@ -130,3 +130,8 @@ export const apiKeyList = z
 
 /** `POST /v1/account/api-keys` and `POST /v1/agent/keys`: `name` 1-64 characters. */
 export const createKeyBody = z.object({ name: keyName(1) }).openapi("CreateKeyBody");
+
+/** GraphQL `myInferenceRequest(supportReference:)`: a uuid, lower-cased (REST's is `supportReferenceParam`). */
+export const requestDetailArgs = z.object({
+  supportReference: uuidField("supportReference").transform((s) => s.toLowerCase()),
+});

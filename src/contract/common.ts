@@ -1,6 +1,6 @@
 import { extendZodWithOpenApi } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
-import { ERROR_CODES, type ErrorCode } from "../lib/errors.js";
+import { DomainError, ERROR_CODES, type ErrorCode } from "../lib/errors.js";
 
 /**
  * The API contract's shared pieces. Every contract file imports `z` from here, so zod carries
@@ -15,8 +15,37 @@ extendZodWithOpenApi(z);
 
 export { z };
 
+/**
+ * The code base's one uuid check (zod's `uuid`, 8-4-4-4-12 hex digits, any case): the contract's
+ * schemas, the GraphQL arguments and the domain's `assertUuid` all use it.
+ */
+function uuidString(message?: string) {
+  return message
+    ? z.string({ required_error: message, invalid_type_error: message }).uuid({ message })
+    : z.string().uuid();
+}
+
+/** A uuid from a caller, named `field`: the message is the whole sentence `<field> must be a uuid.`. */
+export function uuidField(field: string) {
+  return uuidString(`${field} must be a uuid.`);
+}
+
 /** A UUID the service issued (ids, support references, request ids). */
-export const uuid = z.string().uuid().openapi({ format: "uuid", example: "0b4f3a52-5d0e-4f43-9a43-8d6d5d3c1a11" });
+export const uuid = uuidString().openapi({ format: "uuid", example: "0b4f3a52-5d0e-4f43-9a43-8d6d5d3c1a11" });
+
+/** True for a uuid (the check `uuid` makes). */
+export function isUuid(value: unknown): value is string {
+  return uuid.safeParse(value).success;
+}
+
+/**
+ * Ids from callers (REST paths and bodies, GraphQL ID arguments, the domain's own guard before a
+ * `::uuid` cast): the id lower-cased, or 400 `invalid_request` "`<field>` must be a uuid." naming the field.
+ */
+export function assertUuid(value: unknown, field: string): string {
+  if (!isUuid(value)) throw new DomainError("invalid_request", `${field} must be a uuid.`, { field });
+  return value.toLowerCase();
+}
 
 /** A six-decimal amount string: USDC or DIEM ("1.250000"); money never leaves as a JSON number. */
 export const decimal6 = z
@@ -34,13 +63,10 @@ export const walletAddress = z
   .openapi({ pattern: "^0x[0-9a-fA-F]{40}$", example: "0x1111111111111111111111111111111111111111" });
 
 /** `GET /v1/agent/requests/{support_reference}`: the reference from `X-Svc-Support-Reference`. */
-export const supportReference = z
-  .string({
-    required_error: "support_reference must be a uuid.",
-    invalid_type_error: "support_reference must be a uuid.",
-  })
-  .uuid({ message: "support_reference must be a uuid." })
-  .openapi({ format: "uuid", description: "The support reference of a stored attempt (X-Svc-Support-Reference)." });
+export const supportReference = uuidField("support_reference").openapi({
+  format: "uuid",
+  description: "The support reference of a stored attempt (X-Svc-Support-Reference).",
+});
 
 /** Path (and MCP tool) parameter object: `{support_reference}` (lower-cased after validation). */
 export const supportReferenceParam = z.object({
@@ -49,9 +75,7 @@ export const supportReferenceParam = z.object({
 
 /** A path `{id}` that must be a uuid (key and offer ids). */
 export const idParam = z.object({
-  id: z
-    .string({ required_error: "id must be a uuid.", invalid_type_error: "id must be a uuid." })
-    .uuid({ message: "id must be a uuid." })
+  id: uuidField("id")
     .transform((s) => s.toLowerCase())
     .openapi({ format: "uuid" }),
 });
@@ -102,6 +126,21 @@ export const pageQuery = z.object({
     .openapi({ type: "integer", minimum: 1, maximum: 100, description: "page size (default 50)" }),
   cursor: z.string().max(200).optional().openapi({ description: "`nextCursor` of the previous page" }),
 });
+
+/**
+ * An optional integer argument `field` in `min`-`max` (GraphQL page sizes), `fallback` when absent
+ * or null; outside the bounds: "`<field>` must be an integer `<min>`-`<max>`."
+ */
+export function boundedInt(field: string, min: number, max: number, fallback: number) {
+  const message = `${field} must be an integer ${min}-${max}.`;
+  return z
+    .number({ invalid_type_error: message })
+    .int({ message })
+    .min(min, { message })
+    .max(max, { message })
+    .nullish()
+    .transform((n) => n ?? fallback);
+}
 
 /** A key name: 1-64 characters (session route), at most 64 (agent route, signup). */
 export const keyName = (min: number) =>

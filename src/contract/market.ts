@@ -1,4 +1,4 @@
-import { decimal6, timestamp, z } from "./common.js";
+import { boundedInt, decimal6, timestamp, z } from "./common.js";
 
 /** SPEC "Capacity" and the public market views: the price ladder, pool summary, market statistics. */
 
@@ -55,3 +55,10 @@ export const marketStatsResponse = z
     }),
   })
   .openapi("MarketStats");
+
+/** GraphQL `recentClears(limit:)`: the public feed's seed, 1-100 clears (20 by default). */
+export const MAX_RECENT_CLEARS = 100;
+export const DEFAULT_RECENT_CLEARS = 20;
+export const recentClearsArgs = z.object({
+  limit: boundedInt("limit", 1, MAX_RECENT_CLEARS, DEFAULT_RECENT_CLEARS),
+});

@@ -1,3 +1,4 @@
+import { secretLast4 } from "../domain/supply/supply-rules.js";
 import { nextUtcMidnight } from "../lib/clock.js";
 import { logger } from "../lib/logger.js";
 import { SecretBox } from "../lib/secret-box.js";
@@ -39,7 +40,7 @@ export async function seedLocalData(rt: Runtime, opts: { supplierWallet: string 
           secretTag: sealed.tag,
           encryptionKeyId: sealed.keyId,
           secretFingerprint: fingerprint,
-          secretLast4: k.secret.slice(-4),
+          secretLast4: secretLast4(k.secret),
         },
       });
     }

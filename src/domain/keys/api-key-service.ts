@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Sql } from "../../adapters/sql.js";
+import { assertUuid } from "../../contract/common.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
@@ -25,6 +26,14 @@ const AUTH_CACHE_MAX = 50_000;
 
 export type KeySource = "session" | "agent" | "signup";
 
+/** The keys an account lists and counts against the cap: the active ones (revoked keys never show). */
+export const ACTIVE_API_KEYS = { status: "active" } as const satisfies Prisma.ApiKeyWhereInput;
+
+/** Prisma `where` for the viewer's own API keys (REST lists, GraphQL reads). */
+export function apiKeyScopeFor(viewer: { accountId: string }): { accountId: string } {
+  return { accountId: viewer.accountId };
+}
+
 export interface ApiKeyMetadata {
   id: string;
   name: string;
@@ -46,8 +55,6 @@ export interface AuthenticatedKey {
 }
 
 type Tx = Prisma.TransactionClient;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Key names are 1-64 characters (SPEC "Limits"). */
 export function assertKeyName(name: unknown, field = "name"): asserts name is string {
@@ -110,7 +117,7 @@ export class ApiKeyService {
     const locked = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM accounts WHERE id = ${input.accountId}::uuid FOR UPDATE`;
     if (locked.length === 0) throw new DomainError("not_found", "Account not found.");
-    const active = await tx.apiKey.count({ where: { accountId: input.accountId, status: "active" } });
+    const active = await tx.apiKey.count({ where: { ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS } });
     if (active >= MAX_ACTIVE_KEYS) {
       throw new DomainError(
         "key_limit_reached",
@@ -134,7 +141,7 @@ export class ApiKeyService {
   /** Active keys of an account, newest first (metadata only). */
   async listActive(accountId: string): Promise<{ keys: ApiKeyMetadata[]; cap: number }> {
     const rows = await this.db.apiKey.findMany({
-      where: { accountId, status: "active" },
+      where: { ...apiKeyScopeFor({ accountId }), ...ACTIVE_API_KEYS },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     });
     return { keys: rows.map(metadata), cap: MAX_ACTIVE_KEYS };
@@ -145,10 +152,10 @@ export class ApiKeyService {
    * @throws DomainError not_found when the key is not an active key of this account.
    */
   async revokeKey(input: { accountId: string; keyId: string }): Promise<void> {
-    if (!UUID.test(input.keyId)) throw new DomainError("invalid_request", "id must be a uuid.", { field: "id" });
+    assertUuid(input.keyId, "id");
     const now = this.clock.now();
     const r = await this.db.apiKey.updateMany({
-      where: { id: input.keyId, accountId: input.accountId, status: "active" },
+      where: { id: input.keyId, ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS },
       data: { status: "revoked", revokedAt: now },
     });
     if (r.count === 0) throw new DomainError("not_found", "API key not found on this account.");

@@ -1,5 +1,5 @@
 import type { Db } from "../../adapters/db.js";
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { ClearRecordedEvent, EventBus } from "../../adapters/pubsub.js";
 import type { SharedCache } from "../../adapters/redis/cache.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import type { QueryRunner } from "../../adapters/sql.js";
@@ -161,6 +161,35 @@ export class MarketService {
         byModality: { text: ofModality("text"), image: ofModality("image"), video: ofModality("video") },
       },
     };
+  }
+
+  /**
+   * The latest clears, newest first, as the public `clears` feed carries them (refunded ones left
+   * out). Public data: no buyer, supplier, key, offer or request identity is selected. The caller
+   * bounds `limit` (the contract's `recentClearsArgs`).
+   */
+  async recentClears(limit: number): Promise<ClearRecordedEvent[]> {
+    const rows = await this.db.clear.findMany({
+      where: { refundedAt: null },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      take: limit,
+      select: {
+        createdAt: true,
+        model: true,
+        modality: true,
+        priceCentsPerDollar: true,
+        burnMicroDiem: true,
+        grossMicroUsdc: true,
+      },
+    });
+    return rows.map((r) => ({
+      at: r.createdAt.toISOString(),
+      model: r.model,
+      modality: r.modality,
+      priceCentsPerDollar: r.priceCentsPerDollar,
+      burnMicroDiem: r.burnMicroDiem,
+      grossMicroUsdc: r.grossMicroUsdc,
+    }));
   }
 
   /** Recomputes the ladder and tells every process's subscribers (public data only). */

@@ -1,12 +1,14 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import { assertUuid } from "../../contract/common.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { pageSize } from "../accounts/account-service.js";
 import type { KeyHealth } from "./key-health.js";
-import { assertOfferPrice, assertQuantity, assertUuid } from "./supply-rules.js";
+import { newestFirst, offerScopeFor, soldMicroDiem } from "./supply-reads.js";
+import { assertOfferPrice, assertQuantity } from "./supply-rules.js";
 import { isUniqueViolation, keysetBefore, LIVE, pageOf, publishOwner } from "./supply-shared.js";
 import type { OfferStatusName, OfferView, UpstreamKeyStatusName } from "./supply-types.js";
 
@@ -28,11 +30,6 @@ const offerInclude = { upstreamKey: { select: { status: true, label: true } } } 
  */
 export class OfferService {
   constructor(private readonly deps: OfferDeps) {}
-
-  /** Prisma `where` for the viewer's own offers, cancelled excluded (SPEC "Supplier (session)"). */
-  offerScopeFor(viewer: { accountId: string }): Prisma.OfferWhereInput {
-    return { accountId: viewer.accountId, status: { not: "cancelled" } };
-  }
 
   /**
    * Posts an offer on the account's own active key. Initial state `active`; the DIEM expires at
@@ -103,8 +100,8 @@ export class OfferService {
     const take = pageSize(input.limit ?? 100);
     const after = input.cursor ? decodeCursor(input.cursor) : undefined;
     const rows = await this.deps.db.offer.findMany({
-      where: { accountId: input.accountId, status: { not: "cancelled" }, ...keysetBefore(after) },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      where: { ...offerScopeFor(input), ...keysetBefore(after) },
+      orderBy: newestFirst(),
       include: offerInclude,
       take: take + 1,
     });
@@ -248,7 +245,7 @@ function offerView(o: OfferRow): OfferView {
     quantityMicroDiem: o.quantityMicroDiem,
     remainingMicroDiem: o.remainingMicroDiem,
     reservedMicroDiem: o.reservedMicroDiem,
-    soldMicroDiem: o.quantityMicroDiem - o.remainingMicroDiem,
+    soldMicroDiem: soldMicroDiem(o),
     status: o.status,
     expiresAt: o.expiresAt,
     createdAt: o.createdAt,

@@ -86,17 +86,3 @@ export function assertUpstreamSecret(value: unknown, field = "upstreamApiKey"): 
 export function secretLast4(secret: string): string {
   return secret.length >= MIN_SECRET_LENGTH_FOR_LAST4 ? secret.slice(-4) : "";
 }
-
-export function maskedKey(last4: string): string {
-  return `…${last4}`;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Ids from callers (REST paths, GraphQL ID arguments) are uuids; anything else is a 400, not a lookup. */
-export function assertUuid(value: unknown, field: string): string {
-  if (typeof value !== "string" || !UUID.test(value)) {
-    throw new DomainError("invalid_request", `${field} must be a uuid.`, { field });
-  }
-  return value.toLowerCase();
-}

@@ -1,14 +1,16 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
+import { assertUuid } from "../../contract/common.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { KeyHealth } from "./key-health.js";
-import { assertLabel, assertUpstreamSecret, assertUuid, maskedKey, secretLast4 } from "./supply-rules.js";
-import { isUniqueViolation, LIVE, publishOwner } from "./supply-shared.js";
+import { liveOffers, maskedKey, newestFirst, upstreamKeyScopeFor } from "./supply-reads.js";
+import { assertLabel, assertUpstreamSecret, secretLast4 } from "./supply-rules.js";
+import { isUniqueViolation, publishOwner } from "./supply-shared.js";
 import type { KeyBalance, RevokedKey, SyncResult, UpstreamKeyStatusName, UpstreamKeyView } from "./supply-types.js";
 
 export interface SupplyDeps {
@@ -38,7 +40,7 @@ type SecretRow = {
 };
 
 const liveOfferInclude = {
-  offers: { where: { status: { in: LIVE } }, select: { id: true }, take: 1 },
+  offers: { where: liveOffers(), select: { id: true }, take: 1 },
 } as const;
 
 /**
@@ -49,13 +51,6 @@ const liveOfferInclude = {
  */
 export class SupplyService {
   constructor(protected readonly deps: SupplyDeps) {}
-
-  // ───────────────────────────── scopes (GraphQL reads) ─────────────────────────────
-
-  /** Prisma `where` for the viewer's own upstream keys. */
-  keyScopeFor(viewer: { accountId: string }): Prisma.UpstreamKeyWhereInput {
-    return { accountId: viewer.accountId };
-  }
 
   // ───────────────────────────── upstream keys ─────────────────────────────
 
@@ -116,8 +111,8 @@ export class SupplyService {
   /** The account's upstream keys (revoked ones included, with `revokedAt`), newest first. Masked. */
   async listUpstreamKeys(accountId: string): Promise<UpstreamKeyView[]> {
     const rows = await this.deps.db.upstreamKey.findMany({
-      where: { accountId },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      where: upstreamKeyScopeFor({ accountId }),
+      orderBy: newestFirst(),
       include: liveOfferInclude,
     });
     return rows.map(keyView);

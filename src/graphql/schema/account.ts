@@ -1,6 +1,7 @@
 import type { Balances, HistoryRow } from "../../domain/accounts/account-types.js";
 import { authProviderFor } from "../../domain/accounts/auth-provider.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
+import { ACTIVE_API_KEYS } from "../../domain/keys/api-key-service.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
@@ -105,7 +106,7 @@ export const AccountRef = builder.prismaObject("Account", {
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     apiKeys: t.relation("apiKeys", {
       description: "Active API keys, newest first (metadata only).",
-      query: { where: { status: "active" }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] },
+      query: { where: ACTIVE_API_KEYS, orderBy: [{ createdAt: "desc" }, { id: "desc" }] },
     }),
     ledger: t.relatedConnection("ledgerEntries", {
       description: "The account's ledger entries, newest first.",

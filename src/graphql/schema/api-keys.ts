@@ -1,3 +1,4 @@
+import { apiKeyScopeFor } from "../../domain/keys/api-key-service.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { ApiKeyRef, viewerOrThrow } from "./account.js";
@@ -11,7 +12,8 @@ const CreatedApiKey = builder.objectRef<{ apiKey: string; keyId: string }>("Crea
     apiKey: t.exposeString("apiKey", { description: "the plaintext `svc_…`, shown once" }),
     key: t.prismaField({
       type: ApiKeyRef,
-      resolve: (query, p, _args, ctx) => ctx.db.apiKey.findUniqueOrThrow({ ...query, where: { id: p.keyId } }),
+      resolve: (query, p, _args, ctx) =>
+        ctx.db.apiKey.findUniqueOrThrow({ ...query, where: { id: p.keyId, ...apiKeyScopeFor(viewerOrThrow(ctx)) } }),
     }),
   }),
 });

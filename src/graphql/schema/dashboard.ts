@@ -1,7 +1,8 @@
-import type { ClearRecordedEvent } from "../../adapters/pubsub.js";
+import { requestDetailArgs } from "../../contract/account.js";
+import { DEFAULT_RECENT_CLEARS, MAX_RECENT_CLEARS, recentClearsArgs } from "../../contract/market.js";
 import type { Savings } from "../../domain/accounts/account-types.js";
-import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
+import { withArgs } from "../validate.js";
 import { InferenceRequestRef, viewerOrThrow } from "./account.js";
 import { ClearRef } from "./market.js";
 
@@ -11,46 +12,12 @@ import { ClearRef } from "./market.js";
  * request by support reference (GET /v1/agent/requests/{ref}'s, for a session).
  */
 
-const MAX_RECENT_CLEARS = 100;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 builder.queryField("recentClears", (t) =>
   t.field({
     type: [ClearRef],
     description: `Public: the latest clears, newest first (\`limit\` 1-${MAX_RECENT_CLEARS}), anonymised like the \`clears\` subscription that continues them.`,
-    args: { limit: t.arg.int({ required: false, defaultValue: 20 }) },
-    resolve: async (_root, args, ctx) => {
-      const limit = args.limit ?? 20;
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_RECENT_CLEARS) {
-        throw new DomainError("invalid_request", `limit must be an integer 1-${MAX_RECENT_CLEARS}.`, {
-          field: "limit",
-        });
-      }
-      // public data: no buyer, supplier, key, offer or request identity is selected
-      const rows = await ctx.db.clear.findMany({
-        where: { refundedAt: null },
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        take: limit,
-        select: {
-          createdAt: true,
-          model: true,
-          modality: true,
-          priceCentsPerDollar: true,
-          burnMicroDiem: true,
-          grossMicroUsdc: true,
-        },
-      });
-      return rows.map(
-        (r): ClearRecordedEvent => ({
-          at: r.createdAt.toISOString(),
-          model: r.model,
-          modality: r.modality,
-          priceCentsPerDollar: r.priceCentsPerDollar,
-          burnMicroDiem: r.burnMicroDiem,
-          grossMicroUsdc: r.grossMicroUsdc,
-        }),
-      );
-    },
+    args: { limit: t.arg.int({ required: false, defaultValue: DEFAULT_RECENT_CLEARS }) },
+    resolve: withArgs(recentClearsArgs, (_root, args, ctx) => ctx.services.market.recentClears(args.limit)),
   }),
 );
 
@@ -90,14 +57,11 @@ builder.queryField("myInferenceRequest", (t) =>
     description:
       "One of the viewer's requests by support reference (as GET /v1/agent/requests/{support_reference}); another account's is not_found.",
     args: { supportReference: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => {
-      if (!UUID.test(args.supportReference)) {
-        throw new DomainError("invalid_request", "supportReference must be a uuid.", { field: "supportReference" });
-      }
-      return ctx.services.accounts.requestDetail({
+    resolve: withArgs(requestDetailArgs, (_root, args, ctx) =>
+      ctx.services.accounts.requestDetail({
         accountId: viewerOrThrow(ctx).accountId,
-        supportReference: args.supportReference.toLowerCase(),
-      });
-    },
+        supportReference: args.supportReference,
+      }),
+    ),
   }),
 );

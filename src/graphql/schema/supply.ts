@@ -1,7 +1,17 @@
 // GraphQL types, queries, mutations and subscriptions of issue 5 (supply). Same service calls as
-// src/http/routes/supply.ts; reads scope through SupplyService.keyScopeFor and OfferService.offerScopeFor. The secret never leaves.
+// src/http/routes/supply.ts; every `where` and derived field is a rule of domain/supply/supply-reads.ts
+// (the REST views use the same ones). The secret never leaves.
 import type { AccountEvent } from "../../adapters/pubsub.js";
-import { LIVE_OFFER_STATUSES } from "../../domain/supply/supply-types.js";
+import {
+  listedOffers,
+  liveOffers,
+  maskedKey,
+  newestFirst,
+  offerOwnerScopeFor,
+  offerScopeFor,
+  soldMicroDiem,
+  upstreamKeyScopeFor,
+} from "../../domain/supply/supply-reads.js";
 import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { viewerOrThrow } from "./account.js";
@@ -49,7 +59,7 @@ export const OfferRef = builder.prismaObject("Offer", {
     sold: t.field({
       type: "MicroDiem",
       select: { quantityMicroDiem: true, remainingMicroDiem: true },
-      resolve: (o) => o.quantityMicroDiem - o.remainingMicroDiem,
+      resolve: (o) => soldMicroDiem(o),
     }),
     status: t.field({ type: OfferStatusEnum, resolve: (o) => o.status }),
     expiresAt: t.expose("expiresAt", { type: "DateTime" }),
@@ -69,7 +79,7 @@ export const UpstreamKeyRef = builder.prismaObject("UpstreamKey", {
     maskedKey: t.string({
       description: "`…` plus the last four characters of the secret",
       select: { secretLast4: true },
-      resolve: (k) => `…${k.secretLast4}`,
+      resolve: (k) => maskedKey(k.secretLast4),
     }),
     balance: t.expose("lastBalanceMicroDiem", {
       type: "MicroDiem",
@@ -86,13 +96,13 @@ export const UpstreamKeyRef = builder.prismaObject("UpstreamKey", {
       nullable: true,
       description: "the key's live (active or paused) offer",
       select: (_args, _ctx, nestedSelection) => ({
-        offers: nestedSelection({ where: { status: { in: [...LIVE_OFFER_STATUSES] } }, take: 1 }),
+        offers: nestedSelection({ where: liveOffers(), take: 1 }),
       }),
       resolve: (k) => k.offers[0] ?? null,
     }),
     offers: t.relation("offers", {
       description: "Offers on this key, cancelled excluded, newest first.",
-      query: { where: { status: { not: "cancelled" } }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] },
+      query: { where: listedOffers(), orderBy: newestFirst() },
     }),
   }),
 });
@@ -107,8 +117,8 @@ builder.queryField("myUpstreamKeys", (t) =>
     resolve: (query, _root, _args, ctx) =>
       ctx.db.upstreamKey.findMany({
         ...query,
-        where: ctx.services.supply.keyScopeFor(viewerOrThrow(ctx)),
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        where: upstreamKeyScopeFor(viewerOrThrow(ctx)),
+        orderBy: newestFirst(),
       }),
   }),
 );
@@ -122,8 +132,8 @@ builder.queryField("myOffers", (t) =>
     resolve: (query, _root, _args, ctx) =>
       ctx.db.offer.findMany({
         ...query,
-        where: ctx.services.offers.offerScopeFor(viewerOrThrow(ctx)),
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        where: offerScopeFor(viewerOrThrow(ctx)),
+        orderBy: newestFirst(),
       }),
   }),
 );
@@ -274,7 +284,10 @@ const UpstreamKeyPayload = builder
       upstreamKey: t.prismaField({
         type: UpstreamKeyRef,
         resolve: (query, p, _args, ctx) =>
-          ctx.db.upstreamKey.findUniqueOrThrow({ ...query, where: { id: p.upstreamKeyId } }),
+          ctx.db.upstreamKey.findUniqueOrThrow({
+            ...query,
+            where: { id: p.upstreamKeyId, ...upstreamKeyScopeFor(viewerOrThrow(ctx)) },
+          }),
       }),
       cancelledOffers: t.int({
         description: "revokeUpstreamKey only: offers this call cancelled",
@@ -287,7 +300,11 @@ const OfferPayload = builder.objectRef<{ offerId: string }>("OfferPayload").impl
   fields: (t) => ({
     offer: t.prismaField({
       type: OfferRef,
-      resolve: (query, p, _args, ctx) => ctx.db.offer.findUniqueOrThrow({ ...query, where: { id: p.offerId } }),
+      resolve: (query, p, _args, ctx) =>
+        ctx.db.offer.findUniqueOrThrow({
+          ...query,
+          where: { id: p.offerId, ...offerOwnerScopeFor(viewerOrThrow(ctx)) },
+        }),
     }),
   }),
 });

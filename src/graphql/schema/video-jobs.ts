@@ -1,11 +1,8 @@
+import { DEFAULT_VIDEO_JOBS, MAX_VIDEO_JOBS, videoJobsArgs } from "../../contract/video-jobs.js";
 import type { VideoJobView } from "../../domain/video/job-rows.js";
-import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
+import { withArgs } from "../validate.js";
 import { viewerOrThrow } from "./account.js";
-
-/** `myVideoJobs(first:)` bounds (the page the service reads in one query). */
-const DEFAULT_VIDEO_JOBS = 20;
-const MAX_VIDEO_JOBS = 100;
 
 const VideoJobStatusEnum = builder.enumType("VideoJobStatus", {
   description:
@@ -63,13 +60,12 @@ builder.queryField("myVideoJobs", (t) =>
       first: t.arg.int({ required: false, defaultValue: DEFAULT_VIDEO_JOBS }),
       status: t.arg({ type: VideoJobStatusEnum, required: false }),
     },
-    resolve: (_root, args, ctx) => {
-      const first = args.first ?? DEFAULT_VIDEO_JOBS;
-      if (!Number.isInteger(first) || first < 1 || first > MAX_VIDEO_JOBS) {
-        throw new DomainError("invalid_request", `first must be an integer 1-${MAX_VIDEO_JOBS}.`, { field: "first" });
-      }
-      return ctx.services.videoJobs.list(viewerOrThrow(ctx).accountId, { first, status: args.status ?? undefined });
-    },
+    resolve: withArgs(videoJobsArgs, (_root, args, ctx) =>
+      ctx.services.videoJobs.list(viewerOrThrow(ctx).accountId, {
+        first: args.first,
+        status: args.status ?? undefined,
+      }),
+    ),
   }),
 );
 

@@ -1,5 +1,5 @@
 import { Router } from "express";
-import { idParam, pageQuery } from "../../contract/common.js";
+import { assertUuid, idParam, pageQuery } from "../../contract/common.js";
 import { patchOfferBody, postOfferBody, registerUpstreamKeyBody } from "../../contract/supply.js";
 import { parseQuantityDiem } from "../../domain/supply/supply-rules.js";
 import type {
@@ -12,7 +12,7 @@ import type {
 import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
 import { requireSameOrigin, requireSession, viewerOf } from "../auth.js";
-import { parse, parseUuid } from "../validate.js";
+import { parse } from "../validate.js";
 
 /**
  * REST output shapes of the supply side. DIEM and USDC amounts are six-decimal strings;
@@ -131,7 +131,7 @@ export function supplyRoutes(rt: Runtime): Router {
   r.post("/v1/supply/offers", session, async (req, res) => {
     const body = parse(postOfferBody, req.body);
     const quantityMicroDiem = parseQuantityDiem(body.quantityDiem);
-    const upstreamKeyId = parseUuid(body.upstreamKeyId, "upstreamKeyId");
+    const upstreamKeyId = assertUuid(body.upstreamKeyId, "upstreamKeyId");
     const offer = await offers.postOffer({
       accountId: viewerOf(res).accountId,
       upstreamKeyId,
