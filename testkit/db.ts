@@ -16,14 +16,23 @@ export function dbUrl(name: string): string {
   return u.toString();
 }
 
-/** Template name keyed by the migrations' content: a schema change gets a fresh template. */
-export function templateName(): string {
-  const dir = join(ROOT, "prisma", "migrations");
+/**
+ * Template name keyed by the content of the migrations and of the stored functions
+ * (prisma/functions): a schema or function change gets a fresh template.
+ */
+export function templateName(root: string = ROOT): string {
   const h = createHash("sha256");
-  for (const d of readdirSync(dir).sort()) {
+  const migrations = join(root, "prisma", "migrations");
+  for (const d of readdirSync(migrations).sort()) {
     if (d.endsWith(".toml")) continue;
     h.update(d);
-    h.update(readFileSync(join(dir, d, "migration.sql")));
+    h.update(readFileSync(join(migrations, d, "migration.sql")));
+  }
+  const functions = join(root, "prisma", "functions");
+  for (const f of readdirSync(functions).sort()) {
+    if (!f.endsWith(".sql")) continue;
+    h.update(`functions/${f}`);
+    h.update(readFileSync(join(functions, f)));
   }
   return `svc_test_template_${h.digest("hex").slice(0, 12)}`;
 }

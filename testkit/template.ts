@@ -1,14 +1,13 @@
-import { execFileSync } from "node:child_process";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import { runMigrations } from "../src/adapters/db.js";
 import { dbUrl, templateName, withAdmin } from "./db.js";
 
 /** A test database is a leftover once it is this old and nobody is connected to it. */
 const STALE_AFTER_S = 2 * 3600;
 
 /**
- * Once per test (or bench) run: migrate a template database (named by the migrations' hash) that every
- * test file clones, and drop databases left behind by earlier runs.
+ * Once per test (or bench) run: migrate a template database (named by the hash of the migrations and
+ * the stored functions) that every test file clones, and drop databases left behind by earlier runs.
+ * It is migrated as the service migrates at start-up (`runMigrations`: migrations, then functions).
  */
 export async function migrateTemplate(): Promise<void> {
   const template = templateName();
@@ -37,13 +36,7 @@ export async function migrateTemplate(): Promise<void> {
     const building = `${template}_building`;
     await c.query(`DROP DATABASE IF EXISTS "${building}" WITH (FORCE)`);
     await c.query(`CREATE DATABASE "${building}"`);
-    const require = createRequire(import.meta.url);
-    const cli = require.resolve("prisma/build/index.js");
-    execFileSync(process.execPath, [cli, "migrate", "deploy"], {
-      cwd: fileURLToPath(new URL("..", import.meta.url)),
-      env: { ...process.env, DATABASE_URL: dbUrl(building), PRISMA_HIDE_UPDATE_MESSAGE: "1" },
-      stdio: "pipe",
-    });
+    await runMigrations(dbUrl(building));
     await c.query(`ALTER DATABASE "${building}" RENAME TO "${template}"`);
   });
 }

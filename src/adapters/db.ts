@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "../generated/prisma/client.js";
+import { applyFunctions } from "./sql-functions.js";
 
 export type Db = PrismaClient;
 
@@ -144,7 +145,11 @@ function errText(e: unknown): string {
   return [err.code, err.message].filter(Boolean).join(" ") || String(e);
 }
 
-/** Applies pending migrations with the Prisma CLI (offline JS engine; see prisma.config.ts). */
+/**
+ * The migration step: applies pending migrations with the Prisma CLI (offline JS engine; see
+ * prisma.config.ts), then the stored functions from prisma/functions (`applyFunctions`: skipped when
+ * they are current, under an advisory lock when not). Every path that migrates a database runs this.
+ */
 export async function runMigrations(databaseUrl: string): Promise<void> {
   const require = createRequire(import.meta.url);
   const cli = require.resolve("prisma/build/index.js");
@@ -164,4 +169,9 @@ export async function runMigrations(databaseUrl: string): Promise<void> {
       },
     );
   });
+  try {
+    await applyFunctions(databaseUrl);
+  } catch (e) {
+    throw new StartupError(`DATABASE_URL: stored functions failed (${errText(e)})`);
+  }
 }

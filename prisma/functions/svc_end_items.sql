@@ -1,0 +1,171 @@
+-- THE settlement and request record, for one ended request or many in one transaction. Each item
+-- (the composite type svc_end_item, which is schema: migrations define it; its fields are pinned to
+-- EndItem in src/domain/inference/settlement.ts by test/integration/inference/settlement-contract.test.ts)
+-- gets its request record (with its modality) and attempts; a charged item its clear and its own
+-- balanced journal (buyer debit = supplier credit + platform fee), its charge taken out of the
+-- holder's buyer slice and its burn out of the holder's offer slice; a queued video job (`video`:
+-- id, queue_id, upstream_queue_id, upstream_quote, body, download_url) its video_jobs row, in the
+-- same transaction as its charge (a charge never exists without its job, nor a job without its
+-- charge). `returns` lists slice parts given back: [{"holder", "account" | "offer", "amount"}]
+-- (amounts as strings). `attempts`: [{"ordinal", "key", "offer", "price", "outcome", "status",
+-- "detail", "started", "ended"}].
+-- Hot rows (buyers, offers, upstream keys, suppliers: the lock order used everywhere) are updated
+-- once with the sums, last, each set in id order. Any guard that fails raises and the whole set
+-- rolls back (the caller then retries item by item, so one bad item fails alone). Returns each
+-- item's index (0-based) and its buyer's confirmed balance afterwards. Generic plans from the first
+-- call: custom planning of these statements cost more than running them (each pooled connection
+-- planned them anew).
+CREATE OR REPLACE FUNCTION svc_end_items(v svc_end_item[])
+RETURNS TABLE (idx integer, confirmed bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+  n integer := cardinality(v);
+  c integer;
+  d_account uuid[];
+  d_holder uuid[];
+  d_amount bigint[];
+  e_offer uuid[];
+  e_holder uuid[];
+  e_amount bigint[];
+BEGIN
+  IF n > 1 AND (SELECT count(DISTINCT i.request) FROM unnest(v) i) <> n THEN
+    RAISE EXCEPTION 'end: a request appears twice in one batch' USING ERRCODE = 'P0001';
+  END IF;
+  IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.clear IS NOT NULL
+               AND (i.buyer_holder IS NULL OR i.offer_holder IS NULL OR i.gross < 0 OR i.burn < 0
+                    OR i.fee + i.share <> i.gross)) THEN
+    RAISE EXCEPTION 'end: a charge without its slices or not balanced' USING ERRCODE = 'P0001';
+  END IF;
+  IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.video IS NOT NULL AND i.clear IS NULL) THEN
+    RAISE EXCEPTION 'end: a video job without its charge' USING ERRCODE = 'P0001';
+  END IF;
+  INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
+                                  error_code, max_price_cents, clearing_price_cents, admitted_max_tokens, prompt_tokens,
+                                  completion_tokens, cached_tokens, burn_micro_diem, cost_micro_usdc, attempt_count,
+                                  started_at, first_byte_at, completed_at)
+  SELECT i.request, i.support, i.account, i.api_key, i.route, i.modality, i.model, i.stream, i.status, i.error_code,
+         i.ceiling, i.price, i.admitted, i.prompt, i.completion, i.cached, i.burn, i.gross, i.attempt_count,
+         i.started, i.first_byte, i.now
+    FROM unnest(v) i;
+  INSERT INTO inference_attempts (request_id, ordinal, upstream_key_id, offer_id, price_cents, outcome, upstream_status,
+                                  error_kind, started_at, ended_at)
+  SELECT i.request, a.ordinal, a.key, a.offer, a.price, a.outcome, a.status, a.detail, a.started, a.ended
+    FROM unnest(v) i
+   CROSS JOIN LATERAL jsonb_to_recordset(COALESCE(i.attempts, '[]')) AS a(ordinal integer, key uuid, offer uuid,
+              price integer, outcome attempt_outcome, status integer, detail text, started timestamptz, ended timestamptz);
+  INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model, modality,
+                      price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc, fee_micro_usdc,
+                      supplier_micro_usdc, created_at)
+  SELECT i.clear, i.request, i.account, i.supplier, i.offer, i.key, i.model, i.modality, i.price, i.ceiling, i.burn,
+         i.gross, i.fee, i.share, i.now
+    FROM unnest(v) i WHERE i.clear IS NOT NULL;
+  -- a queued video job is written with its charge, so a charge never exists without its job
+  INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id,
+                          quote_micro_diem, upstream_quote_micro_diem, charge_micro_usdc, request_body, download_url,
+                          created_at)
+  SELECT (i.video->>'id')::uuid, i.request, i.account, i.key, i.model, i.video->>'queue_id',
+         i.video->>'upstream_queue_id', i.burn, (i.video->>'upstream_quote')::bigint, i.gross, i.video->'body',
+         i.video->>'download_url', i.now
+    FROM unnest(v) i WHERE i.video IS NOT NULL;
+  INSERT INTO ledger_transactions (id, kind, clear_id, idempotency_key, created_at)
+  SELECT i.journal, 'clear', i.clear, 'clear:' || i.request::text, i.now FROM unnest(v) i
+   WHERE i.clear IS NOT NULL AND i.gross > 0;
+  INSERT INTO ledger_entries (id, transaction_id, account_id, book, kind, amount_micro_usdc, created_at)
+  SELECT gen_random_uuid(), i.journal, e.account_id, e.book::ledger_book, e.kind::ledger_entry_kind, e.amount, i.now
+    FROM unnest(v) i
+   CROSS JOIN LATERAL (VALUES (i.account, 'buyer_confirmed', 'buyer_debit', -i.gross),
+                              (i.supplier, 'supplier_payable', 'supplier_credit', i.share),
+                              (NULL::uuid, 'platform_fee', 'platform_fee', i.fee)) AS e(account_id, book, kind, amount)
+   WHERE i.clear IS NOT NULL AND i.gross > 0 AND e.amount <> 0;
+
+  -- what leaves each buyer slice (charges and returns) and each offer slice (burns and returns)
+  SELECT array_agg(s.account ORDER BY s.account, s.holder), array_agg(s.holder ORDER BY s.account, s.holder),
+         array_agg(s.amount ORDER BY s.account, s.holder)
+    INTO d_account, d_holder, d_amount
+    FROM (SELECT x.account, x.holder, sum(x.amount)::bigint AS amount
+            FROM (SELECT i.account, i.buyer_holder AS holder, i.gross AS amount FROM unnest(v) i WHERE i.clear IS NOT NULL
+                  UNION ALL
+                  SELECT (r->>'account')::uuid, (r->>'holder')::uuid, (r->>'amount')::bigint
+                    FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
+                   WHERE r ? 'account') x
+           GROUP BY x.account, x.holder HAVING sum(x.amount) > 0) s;
+  SELECT array_agg(s.offer ORDER BY s.offer, s.holder), array_agg(s.holder ORDER BY s.offer, s.holder),
+         array_agg(s.amount ORDER BY s.offer, s.holder)
+    INTO e_offer, e_holder, e_amount
+    FROM (SELECT x.offer, x.holder, sum(x.amount)::bigint AS amount
+            FROM (SELECT i.offer, i.offer_holder AS holder, i.burn AS amount FROM unnest(v) i WHERE i.clear IS NOT NULL
+                  UNION ALL
+                  SELECT (r->>'offer')::uuid, (r->>'holder')::uuid, (r->>'amount')::bigint
+                    FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
+                   WHERE r ? 'offer') x
+           GROUP BY x.offer, x.holder HAVING sum(x.amount) > 0) s;
+
+  -- buyers (in id order), then their slices, then the balances
+  IF d_account IS NOT NULL THEN
+    PERFORM 1 FROM accounts a WHERE a.id = ANY(d_account) ORDER BY a.id FOR NO KEY UPDATE;
+    UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - d.amount
+      FROM unnest(d_account, d_holder, d_amount) AS d(account, holder, amount)
+     WHERE e.account_id = d.account AND e.holder = d.holder AND e.amount_micro_usdc >= d.amount;
+    GET DIAGNOSTICS c = ROW_COUNT;
+    IF c <> cardinality(d_account) THEN
+      RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
+    END IF;
+    DELETE FROM buyer_escrows e USING unnest(d_account, d_holder) AS d(account, holder)
+     WHERE e.account_id = d.account AND e.holder = d.holder AND e.amount_micro_usdc = 0;
+    UPDATE accounts a
+       SET reserved_micro_usdc = a.reserved_micro_usdc - s.m, confirmed_micro_usdc = a.confirmed_micro_usdc - s.g
+      FROM (SELECT d.account, sum(d.amount)::bigint AS m,
+                   COALESCE((SELECT sum(i.gross) FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.account = d.account), 0)::bigint AS g
+              FROM unnest(d_account, d_amount) AS d(account, amount) GROUP BY d.account) s
+     WHERE a.id = s.account AND a.reserved_micro_usdc >= s.m AND a.confirmed_micro_usdc - s.g >= a.reserved_micro_usdc - s.m;
+    GET DIAGNOSTICS c = ROW_COUNT;
+    IF c <> (SELECT count(DISTINCT x) FROM unnest(d_account) x) THEN
+      RAISE EXCEPTION 'end: a buyer balance is short' USING ERRCODE = 'P0001';
+    END IF;
+  END IF;
+  -- offers (in id order), then their slices, then remaining and reserved
+  IF e_offer IS NOT NULL THEN
+    PERFORM 1 FROM offers o WHERE o.id = ANY(e_offer) ORDER BY o.id FOR NO KEY UPDATE;
+    UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - d.amount
+      FROM unnest(e_offer, e_holder, e_amount) AS d(offer, holder, amount)
+     WHERE e.offer_id = d.offer AND e.holder = d.holder AND e.amount_micro_diem >= d.amount;
+    GET DIAGNOSTICS c = ROW_COUNT;
+    IF c <> cardinality(e_offer) THEN
+      RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
+    END IF;
+    DELETE FROM offer_escrows e USING unnest(e_offer, e_holder) AS d(offer, holder)
+     WHERE e.offer_id = d.offer AND e.holder = d.holder AND e.amount_micro_diem = 0;
+    UPDATE offers o
+       SET reserved_micro_diem = o.reserved_micro_diem - s.m,
+           remaining_micro_diem = o.remaining_micro_diem - s.b,
+           status = CASE WHEN o.remaining_micro_diem - s.b = 0 AND o.status IN ('active', 'paused') AND s.b > 0
+                         THEN 'depleted'::offer_status ELSE o.status END,
+           ended_at = CASE WHEN o.remaining_micro_diem - s.b = 0 AND o.status IN ('active', 'paused') AND s.b > 0
+                           THEN s.t ELSE o.ended_at END,
+           updated_at = CASE WHEN s.b > 0 THEN s.t ELSE o.updated_at END
+      FROM (SELECT d.offer, sum(d.amount)::bigint AS m,
+                   COALESCE((SELECT sum(i.burn) FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.offer = d.offer), 0)::bigint AS b,
+                   (SELECT max(i.now) FROM unnest(v) i) AS t
+              FROM unnest(e_offer, e_amount) AS d(offer, amount) GROUP BY d.offer) s
+     WHERE o.id = s.offer AND o.reserved_micro_diem >= s.m AND o.remaining_micro_diem >= s.b;
+    GET DIAGNOSTICS c = ROW_COUNT;
+    IF c <> (SELECT count(DISTINCT x) FROM unnest(e_offer) x) THEN
+      RAISE EXCEPTION 'end: an offer is short' USING ERRCODE = 'P0001';
+    END IF;
+  END IF;
+  UPDATE upstream_keys k SET last_balance_micro_diem = GREATEST(k.last_balance_micro_diem - s.b, 0)
+    FROM (SELECT i.key, sum(i.burn)::bigint AS b FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.burn > 0
+           GROUP BY i.key ORDER BY i.key) s
+   WHERE k.id = s.key AND k.last_balance_micro_diem IS NOT NULL;
+  UPDATE accounts a SET supplier_payable_micro_usdc = a.supplier_payable_micro_usdc + s.p
+    FROM (SELECT i.supplier, sum(i.share)::bigint AS p FROM unnest(v) i WHERE i.clear IS NOT NULL
+           GROUP BY i.supplier HAVING sum(i.share) > 0) s
+   WHERE a.id = s.supplier;
+  RETURN QUERY
+    SELECT (x.o - 1)::integer, a.confirmed_micro_usdc
+      FROM unnest(v) WITH ORDINALITY AS x(request, support, account, api_key, route, model, stream, status, error_code,
+                                         ceiling, admitted, attempt_count, started, first_byte, now, offer, key, supplier,
+                                         price, burn, gross, fee, share, clear, journal, prompt, completion, cached,
+                                         buyer_holder, offer_holder, returns, attempts, modality, video, o)
+      JOIN accounts a ON a.id = x.account;
+END $$;

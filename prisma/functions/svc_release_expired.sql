@@ -1,0 +1,31 @@
+-- The sweeper: gives back every slice of holders whose lease expired (their process died), up to
+-- p_limit holders at a time, or of the one holder p_holder (a process closing cleanly). Holders
+-- another sweeper is releasing are skipped; a lease renewed before the lock is taken is kept.
+-- Lock order as everywhere: buyers, offers, each in id order. Caller: src/domain/inference/escrow.ts.
+CREATE OR REPLACE FUNCTION svc_release_expired(p_now timestamptz, p_limit integer, p_holder uuid DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+  h uuid[];
+BEGIN
+  SELECT array_agg(x.id) INTO h FROM (
+    SELECT e.id FROM escrow_holders e
+     WHERE (p_holder IS NULL AND e.expires_at < p_now) OR e.id = p_holder
+     ORDER BY e.id LIMIT p_limit FOR UPDATE SKIP LOCKED) x;
+  IF h IS NULL THEN
+    RETURN 0;
+  END IF;
+  PERFORM 1 FROM accounts a WHERE a.id IN (SELECT b.account_id FROM buyer_escrows b WHERE b.holder = ANY(h))
+   ORDER BY a.id FOR NO KEY UPDATE;
+  WITH d AS (DELETE FROM buyer_escrows b WHERE b.holder = ANY(h) RETURNING b.account_id, b.amount_micro_usdc)
+  UPDATE accounts a SET reserved_micro_usdc = a.reserved_micro_usdc - s.m
+    FROM (SELECT d.account_id, sum(d.amount_micro_usdc)::bigint AS m FROM d GROUP BY d.account_id) s
+   WHERE a.id = s.account_id;
+  PERFORM 1 FROM offers o WHERE o.id IN (SELECT b.offer_id FROM offer_escrows b WHERE b.holder = ANY(h))
+   ORDER BY o.id FOR NO KEY UPDATE;
+  WITH d AS (DELETE FROM offer_escrows b WHERE b.holder = ANY(h) RETURNING b.offer_id, b.amount_micro_diem)
+  UPDATE offers o SET reserved_micro_diem = o.reserved_micro_diem - s.m
+    FROM (SELECT d.offer_id, sum(d.amount_micro_diem)::bigint AS m FROM d GROUP BY d.offer_id) s
+   WHERE o.id = s.offer_id;
+  DELETE FROM escrow_holders e WHERE e.id = ANY(h);
+  RETURN cardinality(h);
+END $$;
