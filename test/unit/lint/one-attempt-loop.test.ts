@@ -53,7 +53,7 @@ function attemptLoops(path: string, text: string): Loop[] {
       if (loop.incrementor) scan(loop.incrementor);
     } else if (ts.isWhileStatement(loop) || ts.isDoStatement(loop)) {
       scan(loop.expression);
-    } else {
+    } else if (ts.isForOfStatement(loop) || ts.isForInStatement(loop)) {
       scan(loop.expression);
     }
     if (why) found.push({ file: path, line: file.getLineAndCharacterOfPosition(loop.getStart(file)).line + 1, why });
