@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { textPricer } from "../src/domain/inference/admission.js";
-import type { InferenceSession } from "../src/domain/inference/session.js";
+import type { AttemptingSession } from "../src/domain/inference/session.js";
 import { confirmTopUp, creditPendingTopUp } from "../src/domain/ledger/ledger.js";
 import { nextUtcMidnight } from "../src/lib/clock.js";
 import { SecretBox } from "../src/lib/secret-box.js";
@@ -128,7 +128,7 @@ export async function openSession(
   app: TestApp,
   accountId: string,
   o: { model?: string; stream?: boolean; promptEstimate?: number; maxTokens?: number } = {},
-): Promise<InferenceSession> {
+): Promise<AttemptingSession> {
   return app.rt.services.inference.open({
     accountId,
     apiKeyId: (await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId } })).id,

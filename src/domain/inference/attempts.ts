@@ -8,7 +8,7 @@ import { MAX_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { MAX_PLANS } from "./admission.js";
 import type { Ceilings } from "./ceilings.js";
-import { type BookEntry, chooseOffer, MAX_ATTEMPTS, routable } from "./clearing.js";
+import { type BookEntry, chooseOffer, MAX_ATTEMPTS, type OfferPick, routable } from "./clearing.js";
 import {
   escrowNotSecured,
   fallForwardExhausted,
@@ -16,8 +16,8 @@ import {
   keyWaitTimeout,
   noSupply,
 } from "./diagnostics.js";
-import type { HolderLease, Slice } from "./escrow.js";
-import { takeEscrow } from "./escrow-take.js";
+import type { Holder, HolderLease, Slice } from "./escrow.js";
+import { type TakeRow, takeEscrow } from "./escrow-take.js";
 import { type AttemptFailure, outcomeOf } from "./failure.js";
 import type { OfferBook } from "./offer-book.js";
 import type { Attempt, AttemptOutcome, InferenceSession } from "./session.js";
@@ -77,6 +77,22 @@ export interface AttemptDeps {
   fail: (session: InferenceSession, err: DomainError) => Promise<DomainError>;
 }
 
+/** The state of one admission across its looks (see `Attempts.next`). */
+interface AdmitRound {
+  /** when a wait for a busy key gives up (epoch ms) */
+  deadline: number;
+  /** when the wait for a busy key began (`performance.now()`), for the key-wait metric */
+  waitedSince: number | null;
+  /** rounds of escrow pressure asked */
+  pressured: number;
+  /** keys found at their in-flight limit in this poll */
+  busy: string[];
+  /** the book was read afresh (never refuse on a stale one) */
+  freshBook: boolean;
+  /** top-ups taken */
+  takes: number;
+}
+
 /** (Re-)plans the request's maximum against `availableMicroUsdc`; false when even the minimum is unaffordable. */
 export function planRequest(session: InferenceSession, availableMicroUsdc: bigint): boolean {
   session.plans++;
@@ -106,140 +122,199 @@ export class Attempts {
 
   /**
    * Admits the request's next attempt. On the first call it also admits the buyer's maximum charge.
+   * Looks at the book and the slices until an attempt is admitted (`look`): each look admits on a
+   * covered offer (`admitCovered`), reads a stale book again or waits for a busy key (`noOffer`), or
+   * tops a slice up (`topUp`, re-planning on what the top-up read: `replan`).
    * @throws 401 (a revoked key, seen by a top-up), 402 insufficient_balance,
    *   503 pool_empty / no_eligible_supply / insufficient_routable_at_price / key_wait_timeout,
    *   502 upstream_error when fall-forward is exhausted
    */
   async next(session: InferenceSession): Promise<Attempt> {
-    const { clock, lease, book, gates } = this.deps;
     if (session.tried.length >= MAX_ATTEMPTS) throw await this.deps.fail(session, fallForwardExhausted());
-    const deadline = clock.now().getTime() + KEY_WAIT_MS;
-    let waitedSince: number | null = null;
-    let pressured = 0;
-    let busy: string[] = [];
-    let freshBook = false;
-    let takes = 0;
+    const round: AdmitRound = {
+      deadline: this.deps.clock.now().getTime() + KEY_WAIT_MS,
+      waitedSince: null,
+      pressured: 0,
+      busy: [],
+      freshBook: false,
+      takes: 0,
+    };
     for (;;) {
-      const holderOrPromise = lease.current();
-      const holder = holderOrPromise instanceof Promise ? await holderOrPromise : holderOrPromise;
-      const entries = await book.current();
-      if (holder.lost) continue;
-      // from here to the admission nothing awaits: what is free cannot change under us
-      const plan = session.plan;
-      const buyer = session.buyerSlice ?? holder.slice("buyer", session.accountId);
-      const usdcShort = session.buyerSlice ? 0n : plan.maxChargeMicroUsdc - buyer.free;
-      const now = clock.now();
-      const { pick, waitingOnBusy } = chooseOffer(entries, {
-        holder,
-        ceilingCents: Math.min(session.ceilingCents, plan.priceCapCents ?? session.ceilingCents),
-        maxBurnMicroDiem: plan.maxBurnMicroDiem,
-        tried: session.tried,
-        isBusy: (key) => busy.includes(key) || gates.claimed(this.supplierGate(key)) >= SUPPLIER_KEY_MAX_IN_FLIGHT,
-        nowMs: now.getTime(),
-      });
-      if (usdcShort <= 0n && pick && pick.short <= 0n) {
-        // admitted in memory: no database round trip
-        if (!session.buyerSlice) {
-          buyer.admit(plan.maxChargeMicroUsdc);
-          session.buyerSlice = buyer;
-          session.touched.add(buyer);
-        }
-        const attempt = await this.admitOffer(session, pick.entry, pick.slice, now);
-        if (attempt) {
-          if (waitedSince !== null) this.deps.onKeyWait?.((performance.now() - waitedSince) / 1000);
-          this.stats.admitted++;
-          if (takes === 0) this.stats.inMemory++;
-          return attempt;
-        }
-        busy.push(pick.entry.upstreamKeyId);
-        continue;
-      }
-      if (usdcShort <= 0n && !pick) {
-        holder.tidy(buyer);
-        if (!freshBook) {
-          // never refuse on a stale book: read it again first
-          await book.fresh();
-          freshBook = true;
-          continue;
-        }
-        if (!(busy.length > 0 || waitingOnBusy))
-          throw await this.deps.fail(session, await noSupply(this.run, session, now));
-        if (clock.now().getTime() > deadline) throw await this.deps.fail(session, keyWaitTimeout());
-        busy = [];
-        waitedSince ??= performance.now();
-        await new Promise((res) => setTimeout(res, KEY_POLL_MS));
-        continue;
-      }
-      // a slice is too small: wait for a top-up already under way, or take one
-      if (usdcShort > 0n && buyer.taking) {
-        await buyer.taking.catch(() => undefined);
-        continue;
-      }
-      if (pick && pick.short > 0n && pick.slice.taking) {
-        await pick.slice.taking.catch(() => undefined);
-        continue;
-      }
-      if (++takes > MAX_TAKES) throw await this.deps.fail(session, escrowNotSecured());
-      this.stats.takes++;
-      const offer = pick && pick.short > 0n ? pick : null;
-      const r = await takeEscrow(this.deps.sql, lease, {
-        holder,
-        accountId: session.accountId,
-        apiKeyId: session.apiKeyId,
-        ceilingCents: session.ceilingCents,
-        buyer: usdcShort > 0n ? { slice: buyer, short: usdcShort, need: plan.maxChargeMicroUsdc } : null,
-        offer: offer
-          ? { offerId: offer.entry.offerId, slice: offer.slice, short: offer.short, need: plan.maxBurnMicroDiem }
-          : null,
-        now,
-      });
-      if (r === "retry") continue;
-      if (usdcShort > 0n && BigInt(r.granted_usdc) > 0n) session.touched.add(buyer);
-      if (offer) {
-        if (BigInt(r.granted_diem) > 0n) session.touched.add(offer.slice);
-        if (r.outcome === "ok" || r.outcome === "offer_short") {
-          // the book learns what is left on the offer
-          offer.entry.routableMicroDiem = BigInt(r.routable ?? 0n);
-          if (r.key_balance !== null) offer.entry.keyBalanceMicroDiem = BigInt(r.key_balance);
-          if (r.outcome === "offer_short" && BigInt(r.routable ?? 0n) === 0n) offer.entry.eligible = false;
-        }
-      }
-      if (r.outcome === "key_inactive") throw new DomainError("authentication_failed", "Invalid or revoked API key.");
-      if (r.outcome === "stale_ceiling" || r.outcome === "insufficient_balance") {
-        // planned with a stale ceiling or more than the balance affords: plan again with the
-        // account's values as the top-up just read them (plus what this process already holds)
-        if (r.ceiling !== null) {
-          this.deps.ceilings.learn(session.accountId, Number(r.ceiling));
-          session.ceilingCents = Number(r.ceiling);
-        }
-        const available = BigInt(r.available ?? 0n) + (buyer.free > 0n ? buyer.free : 0n);
-        // the request as planned fits in the balance once other processes give back what their
-        // slices hold idle (availableUsdc counts it): ask for it (escrow pressure) before shrinking it
-        if (
-          r.outcome === "insufficient_balance" &&
-          pressured < ESCROW_PRESSURE_ROUNDS &&
-          this.deps.onBalancePressure &&
-          this.deps.idleElsewhere &&
-          session.plan.maxChargeMicroUsdc <= available + (await this.deps.idleElsewhere(session.accountId))
-        ) {
-          pressured++;
-          this.deps.onBalancePressure(session.accountId);
-          await new Promise((res) => setTimeout(res, ESCROW_PRESSURE_WAIT_MS));
-          continue;
-        }
-        if (session.plans >= MAX_PLANS || !planRequest(session, available)) {
-          // other router processes may hold this buyer's balance idle in their slices: ask every
-          // process to give idle parts back, then take again (a few short rounds) before refusing
-          if (pressured < ESCROW_PRESSURE_ROUNDS && this.deps.onBalancePressure) {
-            pressured++;
-            this.deps.onBalancePressure(session.accountId);
-            await new Promise((res) => setTimeout(res, ESCROW_PRESSURE_WAIT_MS));
-            continue;
-          }
-          throw await this.deps.fail(session, insufficientBalance(session));
-        }
+      const attempt = await this.look(session, round);
+      if (attempt) return attempt;
+    }
+  }
+
+  /** One look at the book and the slices: the admitted attempt, or undefined to look again. */
+  private async look(session: InferenceSession, round: AdmitRound): Promise<Attempt | undefined> {
+    const { clock, lease, book, gates } = this.deps;
+    const holderOrPromise = lease.current();
+    const holder = holderOrPromise instanceof Promise ? await holderOrPromise : holderOrPromise;
+    const entries = await book.current();
+    if (holder.lost) return undefined;
+    // from here to the admission nothing awaits: what is free cannot change under us
+    const plan = session.plan;
+    const buyer = session.buyerSlice ?? holder.slice("buyer", session.accountId);
+    const usdcShort = session.buyerSlice ? 0n : plan.maxChargeMicroUsdc - buyer.free;
+    const now = clock.now();
+    const { pick, waitingOnBusy } = chooseOffer(entries, {
+      holder,
+      ceilingCents: Math.min(session.ceilingCents, plan.priceCapCents ?? session.ceilingCents),
+      maxBurnMicroDiem: plan.maxBurnMicroDiem,
+      tried: session.tried,
+      isBusy: (key) => round.busy.includes(key) || gates.claimed(this.supplierGate(key)) >= SUPPLIER_KEY_MAX_IN_FLIGHT,
+      nowMs: now.getTime(),
+    });
+    if (usdcShort <= 0n && pick && pick.short <= 0n) return this.admitCovered(session, buyer, pick, round, now);
+    if (usdcShort <= 0n && !pick) return this.noOffer(session, holder, buyer, waitingOnBusy, round, now);
+    return this.topUp(session, holder, buyer, usdcShort, pick, round, now);
+  }
+
+  /** Both slices cover the request: admitted in memory (no database round trip), unless the key is busy. */
+  private async admitCovered(
+    session: InferenceSession,
+    buyer: Slice,
+    pick: OfferPick,
+    round: AdmitRound,
+    now: Date,
+  ): Promise<Attempt | undefined> {
+    if (!session.buyerSlice) {
+      buyer.admit(session.plan.maxChargeMicroUsdc);
+      session.buyerSlice = buyer;
+      session.touched.add(buyer);
+    }
+    const attempt = await this.admitOffer(session, pick.entry, pick.slice, now);
+    if (!attempt) {
+      round.busy.push(pick.entry.upstreamKeyId);
+      return undefined;
+    }
+    if (round.waitedSince !== null) this.deps.onKeyWait?.((performance.now() - round.waitedSince) / 1000);
+    this.stats.admitted++;
+    if (round.takes === 0) this.stats.inMemory++;
+    return attempt;
+  }
+
+  /**
+   * No offer can take the request: read a stale book again first; refuse when no key is merely busy
+   * (503 with its diagnosis) or the key wait is over (503 key_wait_timeout); else wait a poll.
+   */
+  private async noOffer(
+    session: InferenceSession,
+    holder: Holder,
+    buyer: Slice,
+    waitingOnBusy: boolean,
+    round: AdmitRound,
+    now: Date,
+  ): Promise<undefined> {
+    const { clock, book } = this.deps;
+    holder.tidy(buyer);
+    if (!round.freshBook) {
+      // never refuse on a stale book: read it again first
+      await book.fresh();
+      round.freshBook = true;
+      return undefined;
+    }
+    if (!(round.busy.length > 0 || waitingOnBusy))
+      throw await this.deps.fail(session, await noSupply(this.run, session, now));
+    if (clock.now().getTime() > round.deadline) throw await this.deps.fail(session, keyWaitTimeout());
+    round.busy = [];
+    round.waitedSince ??= performance.now();
+    await new Promise((res) => setTimeout(res, KEY_POLL_MS));
+    return undefined;
+  }
+
+  /**
+   * A slice is too small: wait for a top-up already under way, or take one in Postgres (the buyer's
+   * slice, the offer's, or both); the book learns what is left on the offer.
+   */
+  private async topUp(
+    session: InferenceSession,
+    holder: Holder,
+    buyer: Slice,
+    usdcShort: bigint,
+    pick: OfferPick | null,
+    round: AdmitRound,
+    now: Date,
+  ): Promise<undefined> {
+    if (usdcShort > 0n && buyer.taking) {
+      await buyer.taking.catch(() => undefined);
+      return undefined;
+    }
+    if (pick && pick.short > 0n && pick.slice.taking) {
+      await pick.slice.taking.catch(() => undefined);
+      return undefined;
+    }
+    if (++round.takes > MAX_TAKES) throw await this.deps.fail(session, escrowNotSecured());
+    this.stats.takes++;
+    const plan = session.plan;
+    const offer = pick && pick.short > 0n ? pick : null;
+    const r = await takeEscrow(this.deps.sql, this.deps.lease, {
+      holder,
+      accountId: session.accountId,
+      apiKeyId: session.apiKeyId,
+      ceilingCents: session.ceilingCents,
+      buyer: usdcShort > 0n ? { slice: buyer, short: usdcShort, need: plan.maxChargeMicroUsdc } : null,
+      offer: offer
+        ? { offerId: offer.entry.offerId, slice: offer.slice, short: offer.short, need: plan.maxBurnMicroDiem }
+        : null,
+      now,
+    });
+    if (r === "retry") return undefined;
+    if (usdcShort > 0n && BigInt(r.granted_usdc) > 0n) session.touched.add(buyer);
+    if (offer) {
+      if (BigInt(r.granted_diem) > 0n) session.touched.add(offer.slice);
+      if (r.outcome === "ok" || r.outcome === "offer_short") {
+        // the book learns what is left on the offer
+        offer.entry.routableMicroDiem = BigInt(r.routable ?? 0n);
+        if (r.key_balance !== null) offer.entry.keyBalanceMicroDiem = BigInt(r.key_balance);
+        if (r.outcome === "offer_short" && BigInt(r.routable ?? 0n) === 0n) offer.entry.eligible = false;
       }
     }
+    if (r.outcome === "key_inactive") throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+    if (r.outcome === "stale_ceiling" || r.outcome === "insufficient_balance")
+      await this.replan(session, buyer, r, round);
+    return undefined;
+  }
+
+  /**
+   * A top-up found the request planned with a stale ceiling or more than the balance affords: plan
+   * again with the account's values as the top-up just read them (plus what this process already
+   * holds) — after asking other processes for the idle slices of this buyer's balance (escrow
+   * pressure) while that could make the plan fit; 402 when even the smallest request cannot.
+   */
+  private async replan(session: InferenceSession, buyer: Slice, r: TakeRow, round: AdmitRound): Promise<void> {
+    if (r.ceiling !== null) {
+      this.deps.ceilings.learn(session.accountId, Number(r.ceiling));
+      session.ceilingCents = Number(r.ceiling);
+    }
+    const available = BigInt(r.available ?? 0n) + (buyer.free > 0n ? buyer.free : 0n);
+    // the request as planned fits in the balance once other processes give back what their
+    // slices hold idle (availableUsdc counts it): ask for it (escrow pressure) before shrinking it
+    if (
+      r.outcome === "insufficient_balance" &&
+      round.pressured < ESCROW_PRESSURE_ROUNDS &&
+      this.deps.onBalancePressure &&
+      this.deps.idleElsewhere &&
+      session.plan.maxChargeMicroUsdc <= available + (await this.deps.idleElsewhere(session.accountId))
+    ) {
+      await this.pressure(session, round);
+      return;
+    }
+    if (session.plans >= MAX_PLANS || !planRequest(session, available)) {
+      // other router processes may hold this buyer's balance idle in their slices: ask every
+      // process to give idle parts back, then take again (a few short rounds) before refusing
+      if (await this.pressure(session, round)) return;
+      throw await this.deps.fail(session, insufficientBalance(session));
+    }
+  }
+
+  /** One round of escrow pressure (ask, then wait a moment); false when the rounds are spent. */
+  private async pressure(session: InferenceSession, round: AdmitRound): Promise<boolean> {
+    if (round.pressured >= ESCROW_PRESSURE_ROUNDS || !this.deps.onBalancePressure) return false;
+    round.pressured++;
+    this.deps.onBalancePressure(session.accountId);
+    await new Promise((res) => setTimeout(res, ESCROW_PRESSURE_WAIT_MS));
+    return true;
   }
 
   /** Admits the attempt on an offer whose slice covers it: takes the supplier key's gate slot. */
@@ -304,14 +379,22 @@ export class Attempts {
     const now = this.deps.clock.now();
     this.record(session, a, outcomeOf(failure), failure, now);
     this.freeKey(a);
+    await this.markKey(a.upstreamKeyId, failure, now);
+  }
+
+  /**
+   * THE key-health path of a failed call on a supplier key (an attempt's or a borrowed key's):
+   * 402 → cooldown and a balance refresh; 401/403 → auth_failed; anything else leaves the key be.
+   */
+  async markKey(upstreamKeyId: string, failure: AttemptFailure | null, now = this.deps.clock.now()): Promise<void> {
     if (failure?.kind === "supplier_exhausted") {
-      await this.mark(a.upstreamKeyId, () =>
-        this.deps.keyHealth.coolDown(a.upstreamKeyId, now.getTime() + EXHAUSTED_COOLDOWN_MS),
+      await this.mark(upstreamKeyId, () =>
+        this.deps.keyHealth.coolDown(upstreamKeyId, now.getTime() + EXHAUSTED_COOLDOWN_MS),
       );
-      this.deps.onKeyExhausted?.(a.upstreamKeyId).catch(() => undefined);
+      this.deps.onKeyExhausted?.(upstreamKeyId).catch(() => undefined);
     } else if (failure?.kind === "supplier_auth") {
-      await this.mark(a.upstreamKeyId, () => this.deps.keyHealth.markAuthFailed(a.upstreamKeyId));
-      this.secrets.delete(a.upstreamKeyId);
+      await this.mark(upstreamKeyId, () => this.deps.keyHealth.markAuthFailed(upstreamKeyId));
+      this.secrets.delete(upstreamKeyId);
     }
   }
 

@@ -2,9 +2,9 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
-import type { InferencePipeline } from "./pipeline.js";
-import { type InferenceSession, type Settled, serverTiming, type Usage } from "./session.js";
-import { endOnError, failAttempt } from "./upstream-attempt.js";
+import { Attempted } from "./attempt-loop.js";
+import { answered, type InferencePipeline } from "./pipeline.js";
+import { type AttemptingSession, type InferenceSession, type Settled, serverTiming, type Usage } from "./session.js";
 
 type Json = Record<string, unknown>;
 
@@ -25,16 +25,17 @@ export function costHeaders(s: Settled, session: InferenceSession): Record<strin
 }
 
 /**
- * The buffered ending, for every modality: per attempt, an upstream call (the buyer leaving or
- * UPSTREAM_TIMEOUT_MS aborts it); an unreadable answer, or one the modality's `meter` refuses (no
- * usage, a failed response), falls forward; the first good answer is settled on what `meter` read
- * and returned with the settlement. On any error the request is ended without a charge (its
- * admissions released) and the thrown DomainError carries the support reference.
+ * The buffered call, for every modality, on the pipeline's attempt loop (`InferencePipeline.run`):
+ * per attempt, an upstream call (the buyer leaving or UPSTREAM_TIMEOUT_MS aborts it); an unreadable
+ * answer, or one the modality's `meter` refuses (no usage, a failed response), falls forward; the
+ * first good answer is settled on what `meter` read and returned with the settlement. On any error
+ * the request is ended without a charge (its admissions released) and the thrown DomainError
+ * carries the support reference.
  */
 export async function runBuffered(
   pipeline: InferencePipeline,
   upstream: UpstreamClient,
-  session: InferenceSession,
+  session: AttemptingSession,
   o: {
     path: string;
     /** the upstream body for the current attempt */
@@ -47,43 +48,29 @@ export async function runBuffered(
     meter: (answer: Json, headers: IncomingHttpHeaders) => Usage | { refused: string } | { uncharged: string };
   },
 ): Promise<{ answer: Json; settled: Settled }> {
-  try {
-    for (;;) {
-      const attempt = session.attempt;
-      if (!attempt) throw new DomainError("internal_error", "no attempt");
-      // the buyer leaving or UPSTREAM_TIMEOUT_MS cancels the call (its timer dies with the answer)
-      const res = await upstream.postJson(o.path, attempt.secret, o.body(), {
-        signal: o.signal,
-        timeoutMs: UPSTREAM_TIMEOUT_MS,
-      });
-      if (o.signal.aborted) {
-        await pipeline.abort(session, "client_closed");
-        throw new DomainError("invalid_request", "client closed the request");
-      }
-      if (!res.ok && res.failure.kind !== "invalid_response") {
-        await failAttempt(pipeline, session, res.failure);
-        continue;
-      }
-      const parsed = res.ok ? res.value.json : undefined;
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-        // an unreadable answer falls forward like any upstream fault
-        await pipeline.fallForward(session, { kind: "retryable", detail: "invalid JSON from upstream" });
-        continue;
-      }
-      const answer = parsed as Json;
-      const metered = o.meter(answer, res.ok ? res.value.headers : {});
-      if ("refused" in metered) {
-        await pipeline.fallForward(session, { kind: "retryable", detail: metered.refused });
-        continue;
-      }
-      pipeline.markFirstByte(session);
-      if ("uncharged" in metered) {
-        return { answer, settled: await pipeline.settleUncharged(session, metered.uncharged) };
-      }
-      return { answer, settled: await pipeline.settle(session, metered) };
+  const done = await pipeline.run(session, async ({ attempt }) => {
+    // the buyer leaving or UPSTREAM_TIMEOUT_MS cancels the call (its timer dies with the answer)
+    const res = await upstream.postJson(o.path, attempt.secret, o.body(), {
+      signal: o.signal,
+      timeoutMs: UPSTREAM_TIMEOUT_MS,
+    });
+    if (o.signal.aborted) return Attempted.closed(null);
+    if (!res.ok && res.failure.kind !== "invalid_response") return Attempted.failed(res.failure);
+    const parsed = res.ok ? res.value.json : undefined;
+    // an unreadable answer falls forward like any upstream fault
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      return Attempted.retry("invalid JSON from upstream");
     }
-  } catch (e) {
-    await endOnError(pipeline, session, e);
-    throw e;
+    const answer = parsed as Json;
+    const metered = o.meter(answer, res.ok ? res.value.headers : {});
+    if ("refused" in metered) return Attempted.retry(metered.refused);
+    if ("uncharged" in metered) return answered({ kind: "uncharged", reason: metered.uncharged }, answer);
+    return answered({ kind: "settled", usage: metered }, answer);
+  });
+  if (done === null) {
+    throw new DomainError("invalid_request", "client closed the request", {
+      supportReference: session.supportReference,
+    });
   }
+  return { answer: done.value, settled: done.settled };
 }

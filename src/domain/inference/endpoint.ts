@@ -4,7 +4,16 @@ import { DomainError } from "../../lib/errors.js";
 import { bareModelId } from "../catalog/catalog-service.js";
 import { costHeaders, runBuffered } from "./buffered.js";
 import type { InferencePipeline } from "./pipeline.js";
-import type { BurnPricer, Caller, InferenceSession, Modality, RoutableModel, RouteKind, Usage } from "./session.js";
+import type {
+  AttemptingSession,
+  BurnPricer,
+  Caller,
+  InferenceSession,
+  Modality,
+  RoutableModel,
+  RouteKind,
+  Usage,
+} from "./session.js";
 import type { BufferedResult, StreamSink } from "./sink.js";
 import { runStream, type StreamRenderer } from "./streamed.js";
 
@@ -58,7 +67,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
     private readonly modality: InferenceModality<R>,
   ) {}
 
-  private open(caller: Caller, req: R, stream: boolean): Promise<InferenceSession> {
+  private open(caller: Caller, req: R, stream: boolean): Promise<AttemptingSession> {
     const m = this.modality;
     return this.pipeline.open({
       ...caller,

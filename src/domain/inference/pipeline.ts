@@ -13,20 +13,23 @@ import { type Metrics, noMetrics } from "../../lib/metrics.js";
 import { computeCharge, maxBig, minBig } from "../../lib/money.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
+import { type AttemptResult, type Lane, runAttempts } from "./attempt-loop.js";
 import { Attempts, type BorrowedKey, type KeyMarks, planRequest } from "./attempts.js";
 import { Ceilings } from "./ceilings.js";
 import { ClearEvents } from "./clear-events.js";
-import { insufficientBalance } from "./diagnostics.js";
+import { MAX_ATTEMPTS } from "./clearing.js";
+import { insufficientBalance, keyWaitTimeout } from "./diagnostics.js";
 import { HolderLease, releaseExpiredHolders } from "./escrow.js";
 import { EscrowGiveBack } from "./escrow-give-back.js";
 import { EscrowUsage } from "./escrow-usage.js";
-import type { AttemptFailure } from "./failure.js";
 import { InFlightBridge } from "./in-flight-bridge.js";
 import { OfferBook } from "./offer-book.js";
 import { takeRequestGates } from "./request-gates.js";
 import { listenForChanges } from "./routing-changes.js";
 import {
   type Attempt,
+  type AttemptingSession,
+  type AttemptScope,
   type BurnPricer,
   type InferenceSession,
   type Modality,
@@ -36,8 +39,8 @@ import {
   type Settled,
   type Usage,
 } from "./session.js";
-import { type EndVideo, endItem, Settlement } from "./settlement.js";
-import { billIncomplete, type IncompleteStream } from "./usage.js";
+import { type Ending, endItem, Settlement } from "./settlement.js";
+import { billIncomplete } from "./usage.js";
 
 export interface PipelineDeps {
   /** pg pool for the hot path (the stored functions of the initial migration) */
@@ -92,17 +95,28 @@ export type OpenInput = {
     }
 );
 
+/** What a call answers with on the request's answer: the ending to settle, and the call's own value. */
+export interface Answered<V> {
+  ending: Ending;
+  value: V;
+}
+
+/** The call's answer: `run` settles `ending` and resolves with `value` and the settlement. */
+export function answered<V>(ending: Ending, value: V): { kind: "ok"; value: Answered<V> } {
+  return { kind: "ok", value: { ending, value } };
+}
+
 /** The price rules of a request whose price is still being asked (`OpenInput.askPrice`): nothing is admissible. */
 const UNPRICED: BurnPricer = Object.freeze({ plan: () => undefined, burn: () => 0n });
 
 /**
  * The inference pipeline (SPEC "What the service does" 3–6), the same for every modality:
  * admit (resolve the model, take the request's gate slots, price its maximum burn, admit it on the
- * cheapest eligible offer against this process's escrow slices) → attempts with fall-forward
- * (`Attempts`) → end (settle the actual burn in one group-committed transaction, or abort and
- * release). A modality supplies validation, pricing, the upstream call and the answer's shape
- * (docs/decisions.md "Inference pipeline"); the buffered and streamed endings are `buffered.ts`
- * and `streamed.ts`.
+ * cheapest eligible offer against this process's escrow slices: `open`) → attempts with
+ * fall-forward (`run`, the one attempt loop; admission of each attempt is `Attempts`) → end (settle
+ * the actual burn on an `Ending` in one group-committed transaction, or abort and release). A
+ * modality supplies validation, pricing, the upstream call and the answer's shape (docs/decisions.md
+ * "Inference pipeline"); its buffered and streamed calls are `buffered.ts` and `streamed.ts`.
  */
 export class InferencePipeline {
   readonly book: OfferBook;
@@ -161,7 +175,7 @@ export class InferencePipeline {
    * asked here; 402), and admits its first attempt (503s). Its record is written when it ends
    * (refusals included) with its support reference.
    */
-  async open(input: OpenInput): Promise<InferenceSession> {
+  async open(input: OpenInput): Promise<AttemptingSession> {
     const start = performance.now();
     this.listen();
     const model = await this.model(input.model, input.modality, input.route);
@@ -198,10 +212,10 @@ export class InferencePipeline {
     try {
       if ("askPrice" in input) session.pricer = await this.askPrice(session, input.askPrice);
       if (!planRequest(session, UNLIMITED_MICRO_USDC)) throw await this.fail(session, insufficientBalance(session));
-      await this.attempts.next(session);
+      const attempt = await this.attempts.next(session);
       session.timing.admitMs = performance.now() - start;
       if (session.stream) this.bridge.open(session);
-      return session;
+      return Object.assign(session, { attempt });
     } catch (e) {
       // a refusal ended the request through fail(); anything else still holding escrow is ended here
       // (recorded); an error before any escrow (a revoked key) leaves nothing but its gate slots
@@ -254,116 +268,134 @@ export class InferencePipeline {
   }
 
   /**
-   * A supplier key for a call outside an attempt, e.g. a video quote; with `waitForKey`, a busy key
-   * is waited for as an attempt waits (see `Attempts.borrowKey`).
+   * THE attempt loop of a request (`runAttempts`, docs/decisions.md "Inference pipeline"): `call`
+   * makes the current attempt's upstream call and answers what happened (`Attempted`); the pipeline
+   * alone classifies upstream failures, acts on the key (cooldown, auth mark), falls forward to the
+   * next offer, ends the request on every path (aborted, recorded, everything released; a thrown
+   * DomainError carries the support reference) and settles an answer on its `Ending`. Resolves with
+   * the call's value and the settlement, or with what `closed` gave when the buyer left.
    */
-  borrowKey(
-    ceilingCents: number,
-    exclude: readonly string[] = [],
-    waitForKey = false,
-  ): Promise<BorrowedKey | "busy" | "none"> {
-    return this.attempts.borrowKey(ceilingCents, exclude, waitForKey);
-  }
-
-  /** Admits the next attempt (see `Attempts.next`). */
-  nextAttempt(session: InferenceSession): Promise<Attempt> {
-    return this.attempts.next(session);
+  run<V, C = never>(
+    session: AttemptingSession,
+    call: (scope: AttemptScope) => Promise<AttemptResult<Answered<V>, C>>,
+  ): Promise<{ value: V; settled: Settled } | C> {
+    const lane: Lane<Attempt, Answered<V>, C, { value: V; settled: Settled }> = {
+      finish: async (attempt, { ending, value }) => {
+        this.firstByte(session);
+        return { value, settled: await this.charge(session, attempt, ending) };
+      },
+      fallForward: async (_attempt, failure) => {
+        this.metrics.fallForward(failure.kind);
+        await this.attempts.end(session, failure);
+        return this.attempts.next(session);
+      },
+      reject: async (_attempt, error) => {
+        await this.abort(session, error.code, "request_rejected");
+        error.details.supportReference = session.supportReference;
+        return error;
+      },
+      lost: async (_attempt, detail, error) => {
+        await this.attempts.end(session, { kind: "retryable", detail: `answer lost: ${detail}` });
+        await this.abort(session, "upstream_answer_lost");
+        error.details.supportReference = session.supportReference;
+        return error;
+      },
+      closed: async (_attempt, value) => {
+        await this.abort(session, "client_closed");
+        return value;
+      },
+      cleanUp: async (_attempt, e) => {
+        if (!session.done) await this.abort(session, e instanceof DomainError ? e.code : "internal_error");
+        if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
+      },
+    };
+    return runAttempts(session.attempt, (attempt) => call(this.scope(session, attempt)), lane);
   }
 
   /**
-   * The current attempt failed before anything reached the buyer: release its admission and key
-   * slot, note why, act on the key (cooldown, auth mark), and admit on the next offer.
+   * The attempt loop over supplier keys lent outside a request (a video quote; see
+   * `Attempts.borrowKey`): up to MAX_ATTEMPTS distinct keys, each failed one acted on through the
+   * same key-health path as an attempt (402 → cooldown, 401/403 → auth mark) and given back; the
+   * buyer's own 4xx is thrown. With `waitForKey`, a busy key is waited for as an attempt waits (then
+   * 503 key_wait_timeout); otherwise `refuse("busy")`. `refuse("none")` when no key is routable,
+   * `refuse("exhausted")` when every key asked failed.
    */
-  async fallForward(session: InferenceSession, failure: AttemptFailure): Promise<Attempt> {
-    this.metrics.fallForward(failure.kind);
-    await this.attempts.end(session, failure);
-    return this.attempts.next(session);
+  async runBorrowed<T>(
+    o: { ceilingCents: number; waitForKey: boolean; refuse: (why: "busy" | "none" | "exhausted") => DomainError },
+    call: (key: BorrowedKey) => Promise<AttemptResult<T>>,
+  ): Promise<T> {
+    const tried: string[] = [];
+    const borrow = async (): Promise<BorrowedKey> => {
+      const key = await this.attempts.borrowKey(o.ceilingCents, tried, o.waitForKey);
+      if (key === "busy") throw o.waitForKey ? keyWaitTimeout() : o.refuse("busy");
+      if (key === "none") throw o.refuse(tried.length > 0 ? "exhausted" : "none");
+      tried.push(key.upstreamKeyId);
+      return key;
+    };
+    const lane: Lane<BorrowedKey, T, never, T> = {
+      finish: async (key, value) => {
+        key.release();
+        return value;
+      },
+      fallForward: async (key, failure) => {
+        await this.attempts.markKey(key.upstreamKeyId, failure);
+        key.release();
+        if (tried.length >= MAX_ATTEMPTS) throw o.refuse("exhausted");
+        return borrow();
+      },
+      reject: async (key, error) => {
+        key.release();
+        return error;
+      },
+      lost: async (key, _detail, error) => {
+        key.release();
+        return error;
+      },
+      closed: async (key, value) => {
+        key.release();
+        return value;
+      },
+      cleanUp: async (key) => key.release(),
+    };
+    return runAttempts(await borrow(), call, lane);
   }
 
-  /** Ends the current attempt (recorded with `failure`, its admission and key slot back) without a next one. */
-  endAttempt(session: InferenceSession, failure: AttemptFailure): Promise<void> {
-    return this.attempts.end(session, failure);
-  }
-
-  /**
-   * Settles a completed request on its usage: burn = the modality's price of it, never above the
-   * admitted maximum. See `charge`.
-   */
-  settle(session: InferenceSession, usage: Usage, video?: EndVideo): Promise<Settled> {
-    return this.charge(
+  /** What a call is given for one attempt. */
+  private scope(session: AttemptingSession, attempt: Attempt): AttemptScope {
+    return {
       session,
-      usage,
-      minBig(session.pricer.burn(usage), session.plan.maxBurnMicroDiem),
-      "settled",
-      undefined,
-      video,
-    );
-  }
-
-  /**
-   * A completed request the provider did not charge for (an image its content policy blacked out):
-   * the buyer gets the answer, nothing is charged, no clear is recorded; the request is recorded as
-   * succeeded with `errorCode` saying why it cost nothing.
-   */
-  settleUncharged(session: InferenceSession, errorCode: string): Promise<Settled> {
-    return this.charge(session, { promptTokens: 0, completionTokens: 0 }, 0n, "uncharged", errorCode);
-  }
-
-  /**
-   * The upstream answered the current attempt, reporting the key's balance before the call
-   * (`reportedMicroDiem`, null when it did not): notes the supplier's pre-call balance as known now —
-   * that, the key's last known balance, and the admitted maxima of the other requests in flight on
-   * the key at this moment (this process's slice of the key's one live offer: none of theirs is
-   * debited upstream yet, so the reported balance does not net them).
-   */
-  notePreCallBalance(session: InferenceSession, reportedMicroDiem: bigint | null): void {
-    const attempt = session.attempt;
-    if (!attempt) return;
-    attempt.preCallBalance = {
-      reportedMicroDiem,
-      knownMicroDiem: attempt.keyBalanceMicroDiem,
-      othersInFlightMicroDiem: maxBig(attempt.offerSlice.used - session.plan.maxBurnMicroDiem, 0n),
+      attempt,
+      firstByte: () => this.firstByte(session),
+      preCallBalance: (reported) => notePreCallBalance(session, attempt, reported),
+      renew: () => this.bridge.renew(session),
     };
   }
 
   /**
-   * SPEC "Events" Chat SSE 6 / Responses SSE 4: THE billing of a stream that ended without its
-   * usage (truncation, an error after content, the buyer leaving), priced by `billIncomplete`
-   * (estimated usage capped at the admitted max_tokens; burn capped at the admitted maximum and at
-   * the supplier's pre-call balance noted when the upstream answered). Recorded `incomplete`.
+   * Ends a request on its attempt's answer, outside `run` (tests, tools): see `run` and `Ending`.
+   * Only a session with an attempt in flight can be settled.
    */
-  settleIncomplete(session: InferenceSession, stream: IncompleteStream): Promise<Settled> {
-    const attempt = session.attempt;
-    if (attempt && !attempt.preCallBalance) this.notePreCallBalance(session, null);
-    const { usage, burnMicroDiem } = billIncomplete(
-      session.plan,
-      (u) => session.pricer.burn(u),
-      stream,
-      attempt?.preCallBalance ?? { reportedMicroDiem: null, knownMicroDiem: null, othersInFlightMicroDiem: 0n },
-    );
-    return this.charge(session, usage, burnMicroDiem, "incomplete");
+  settle(session: AttemptingSession, ending: Ending): Promise<Settled> {
+    return this.charge(session, session.attempt, ending);
   }
 
   /**
    * Ends a request with a charge, in one group-committed transaction: buyer debit out of its slice,
    * supplier credit (gross − fee), platform fee (`computeCharge`: the fee in basis points of the
    * gross), offer remaining decreased (depleted at zero), the clear, the request and attempt records,
-   * and what the slices no longer need given back. If it does not commit: nothing is charged, the
-   * request is recorded as failed, 500 settle_failed.
+   * the ending's extra rows, and what the slices no longer need given back. The burn: `settled` — the
+   * modality's price of the usage, never above the admitted maximum; `incomplete` — SPEC "Events" Chat
+   * SSE 6 / Responses SSE 4, priced by `billIncomplete` (estimated usage capped at the admitted
+   * max_tokens; burn capped at the admitted maximum and at the supplier's pre-call balance noted
+   * when the upstream answered), recorded `incomplete`; `uncharged` — nothing charged, no clear, the
+   * request recorded as succeeded with the reason as its error code. If it does not commit: nothing
+   * is charged, the request is recorded as failed, 500 settle_failed.
    */
-  private async charge(
-    session: InferenceSession,
-    usage: Usage,
-    burn: bigint,
-    mode: "settled" | "incomplete" | "uncharged",
-    uncharged?: string,
-    video?: EndVideo,
-  ): Promise<Settled> {
-    const incomplete = mode === "incomplete";
-    const attempt = session.attempt;
-    if (!attempt || session.done || !session.buyerSlice) {
-      throw new DomainError("internal_error", "settle without an attempt");
-    }
+  private async charge(session: InferenceSession, attempt: Attempt, ending: Ending): Promise<Settled> {
+    if (session.done || !session.buyerSlice) throw new DomainError("internal_error", "request already ended");
+    const { usage, burn } = this.burnOf(session, attempt, ending);
+    const incomplete = ending.kind === "incomplete";
+    const uncharged = ending.kind === "uncharged" ? ending.reason : undefined;
     const split = computeCharge(burn, attempt.priceCentsPerDollar, this.deps.config.fees.platformFeeBps);
     const now = this.deps.clock.now();
     const settleStart = performance.now();
@@ -372,11 +404,11 @@ export class InferencePipeline {
     // the charge leaves the slices now; what they no longer need goes back in the same commit
     buyer.spend(split.grossMicroUsdc);
     attempt.offerSlice.spend(burn);
-    const ending = endItem(session, now, this.giveBack.lingering, {
+    const item = endItem(session, now, this.giveBack.lingering, {
       status: incomplete ? "incomplete" : "succeeded",
       error_code: incomplete ? "stream_incomplete" : (uncharged ?? null),
       charge:
-        mode === "uncharged"
+        ending.kind === "uncharged"
           ? undefined
           : {
               offer: attempt.offerId,
@@ -395,11 +427,11 @@ export class InferencePipeline {
               buyer_holder: buyer.holder,
               offer_holder: attempt.offerSlice.holder,
             },
-      ...(video ? { video } : {}),
+      ...(ending.kind === "settled" && ending.extra ? { extra: ending.extra } : {}),
     });
     let balance: bigint;
     try {
-      balance = await this.settlement.submit(ending.item);
+      balance = await this.settlement.submit(item.item);
     } catch (e) {
       logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
       this.metrics.settleFailed();
@@ -407,7 +439,7 @@ export class InferencePipeline {
       // request is recorded as failed (its attempt aborted)
       buyer.restore(split.grossMicroUsdc);
       attempt.offerSlice.restore(burn);
-      ending.undo();
+      item.undo();
       const last = session.attempts[session.attempts.length - 1];
       if (last) last.outcome = "aborted";
       this.attempts.freeKey(attempt);
@@ -422,8 +454,8 @@ export class InferencePipeline {
     session.timing.settleMs = performance.now() - settleStart;
     this.attempts.releaseSlots(session, attempt);
     void this.bridge.close(session);
-    if (mode !== "uncharged") this.metrics.clear(session.model.modality, split.grossMicroUsdc);
-    if (mode !== "uncharged")
+    if (ending.kind !== "uncharged") {
+      this.metrics.clear(session.model.modality, split.grossMicroUsdc);
       this.events.cleared(
         {
           at: now.toISOString(),
@@ -437,6 +469,7 @@ export class InferencePipeline {
         attempt.supplierAccountId,
         now,
       );
+    }
     return {
       costMicroUsdc: split.grossMicroUsdc,
       ...(uncharged ? { uncharged } : {}),
@@ -446,6 +479,22 @@ export class InferencePipeline {
       supportReference: session.supportReference,
       requestId: session.requestId,
     };
+  }
+
+  /** The usage recorded and the burn charged for an ending (see `charge`). */
+  private burnOf(session: InferenceSession, attempt: Attempt, ending: Ending): { usage: Usage; burn: bigint } {
+    if (ending.kind === "uncharged") return { usage: { promptTokens: 0, completionTokens: 0 }, burn: 0n };
+    if (ending.kind === "settled") {
+      return { usage: ending.usage, burn: minBig(session.pricer.burn(ending.usage), session.plan.maxBurnMicroDiem) };
+    }
+    if (!attempt.preCallBalance) notePreCallBalance(session, attempt, null);
+    const { usage, burnMicroDiem } = billIncomplete(
+      session.plan,
+      (u) => session.pricer.burn(u),
+      ending.stream,
+      attempt.preCallBalance ?? { reportedMicroDiem: null, knownMicroDiem: null, othersInFlightMicroDiem: 0n },
+    );
+    return { usage, burn: burnMicroDiem };
   }
 
   /**
@@ -490,13 +539,8 @@ export class InferencePipeline {
     return err;
   }
 
-  /** Keeps a long-running stream's in-flight record alive (see InFlightBridge). */
-  renew(session: InferenceSession, force = false): Promise<void> {
-    return this.bridge.renew(session, force);
-  }
-
   /** Marks the first byte sent to the buyer (timings). */
-  markFirstByte(session: InferenceSession): void {
+  private firstByte(session: InferenceSession): void {
     session.firstByteAt ??= this.deps.clock.now();
     const t = session.timing;
     if (t.upstreamMs === undefined) t.upstreamMs = performance.now() - t.start - (t.admitMs ?? 0);
@@ -571,4 +615,19 @@ export class InferencePipeline {
   heartbeat(): Promise<void> {
     return this.lease.heartbeat();
   }
+}
+
+/**
+ * The upstream answered the attempt, reporting the key's balance before the call
+ * (`reportedMicroDiem`, null when it did not): notes the supplier's pre-call balance as known now —
+ * that, the key's last known balance, and the admitted maxima of the other requests in flight on
+ * the key at this moment (this process's slice of the key's one live offer: none of theirs is
+ * debited upstream yet, so the reported balance does not net them).
+ */
+function notePreCallBalance(session: InferenceSession, attempt: Attempt, reportedMicroDiem: bigint | null): void {
+  attempt.preCallBalance = {
+    reportedMicroDiem,
+    knownMicroDiem: attempt.keyBalanceMicroDiem,
+    othersInFlightMicroDiem: maxBig(attempt.offerSlice.used - session.plan.maxBurnMicroDiem, 0n),
+  };
 }

@@ -166,7 +166,11 @@ export interface RequestTiming {
   settleMs?: number;
 }
 
-/** One paid request on its way through the pipeline (admit → attempts → end). */
+/**
+ * One paid request on its way through the pipeline, in three phases: admitted (`InferenceSession`:
+ * gates, plan and slices; no attempt yet) → attempting (`AttemptingSession`: an attempt in flight,
+ * what `open` answers and `run` drives) → ended (`done`: settled on an `Ending` or aborted, once).
+ */
 export interface InferenceSession {
   requestId: string;
   supportReference: string;
@@ -203,6 +207,24 @@ export interface InferenceSession {
   timing: RequestTiming;
   /** a stream's in-flight record being stored (see InFlightRegistry) */
   bridged?: Promise<void>;
+}
+
+/** A request with its attempt in flight: the only kind an ending can charge (see `InferencePipeline.run`). */
+export type AttemptingSession = InferenceSession & { readonly attempt: Attempt };
+
+/** What a modality's call is given for one attempt (see `InferencePipeline.run`). */
+export interface AttemptScope {
+  readonly session: AttemptingSession;
+  readonly attempt: Attempt;
+  /** the first byte reached the buyer (timings; the ending marks it too) */
+  firstByte(): void;
+  /**
+   * the upstream answered, reporting the key's balance before the call (null when it did not):
+   * noted as the attempt's pre-call balance (caps an incomplete stream's burn)
+   */
+  preCallBalance(reportedMicroDiem: bigint | null): void;
+  /** keeps a long stream's in-flight record alive (see InFlightBridge) */
+  renew(): Promise<void>;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Sql } from "../../adapters/sql.js";
 import { Batcher } from "../../lib/batcher.js";
-import type { AttemptRecord, InferenceSession, Modality, RouteKind } from "./session.js";
+import type { AttemptRecord, InferenceSession, Modality, RouteKind, Usage } from "./session.js";
+import type { IncompleteStream } from "./usage.js";
 
 /**
  * Request endings: THE contract between the pipeline and Postgres. Each ended request is one
@@ -13,6 +14,25 @@ import type { AttemptRecord, InferenceSession, Modality, RouteKind } from "./ses
 
 /** An escrow give-back: part of a holder's slice of a buyer (account) or an offer goes back. */
 export type EscrowReturn = { holder: string; amount: string } & ({ account: string } | { offer: string });
+
+/**
+ * How a request ends with its attempt's answer (the pipeline's one ending, see `InferencePipeline.run`):
+ * `settled` on the usage the upstream reported (with `extra` rows the modality writes in the same
+ * transaction), `incomplete` — a stream that ended without its usage, billed on what the buyer was
+ * shown (`billIncomplete`) — or `uncharged`: answered, but the provider did not charge for it (nothing
+ * charged, no clear; `reason` recorded as the error code). A request that ends without an answer is
+ * aborted (`InferencePipeline.abort`).
+ */
+export type Ending =
+  | { kind: "settled"; usage: Usage; extra?: EndRows }
+  | { kind: "incomplete"; stream: IncompleteStream }
+  | { kind: "uncharged"; reason: string };
+
+/**
+ * Rows a modality writes with its charge, in the ending's transaction: the settlement's one hook
+ * (`endItem` maps each onto its `svc_end_item` field; the SQL writes the table).
+ */
+export type EndRows = { table: "video_jobs"; row: EndVideo };
 
 /**
  * A queued video job, written with its charge in the same transaction (`video_jobs`): our queue id,
@@ -63,7 +83,7 @@ export interface EndItem {
   offer_holder: string | null;
   returns: EscrowReturn[];
   attempts: AttemptRecord[];
-  /** a queued video job (charged items only) */
+  /** a queued video job (charged items only; from `EndRows`) */
   video: EndVideo | null;
 }
 
@@ -115,7 +135,7 @@ export function endItem(
   now: Date,
   /** an idle slice stays with the process (see `Slice.giveBack`, `EscrowGiveBack`) */
   lingering: boolean,
-  end: { status: EndItem["status"]; error_code: string | null; charge?: EndCharge; video?: EndVideo },
+  end: { status: EndItem["status"]; error_code: string | null; charge?: EndCharge; extra?: EndRows },
 ): { item: EndItem; undo: () => void } {
   if (session.buyerSlice) {
     session.buyerSlice.release(session.plan.maxChargeMicroUsdc);
@@ -161,7 +181,8 @@ export function endItem(
     ...(end.charge ?? NO_CHARGE),
     returns,
     attempts: session.attempts,
-    video: end.video ?? null,
+    // the one place the extra rows meet the item's shape
+    video: end.extra?.table === "video_jobs" ? end.extra.row : null,
   };
   return {
     item,

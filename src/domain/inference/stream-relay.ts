@@ -1,7 +1,6 @@
 import { readUpstreamSse, releaseBody, type UpstreamBody } from "../../adapters/upstream/client.js";
 import type { SseFrame } from "../../lib/sse.js";
-import type { InferencePipeline } from "./pipeline.js";
-import { type InferenceSession, serverTiming } from "./session.js";
+import { type AttemptScope, serverTiming } from "./session.js";
 import type { StreamSink } from "./sink.js";
 
 /** A started stream silent this long is treated as truncated. */
@@ -9,7 +8,8 @@ export const STREAM_IDLE_TIMEOUT_MS = 120_000;
 
 /**
  * What a frame handler tells `StreamRelay.pump`: `finished` (the upstream's last frame: the rest is
- * drained, the connection reused), `stop` (the upstream call is cut), `retry` (fell forward).
+ * drained, the connection reused), `stop` (the upstream call is cut), `retry` (failed before
+ * content: the attempt falls forward, see `failBeforeContent`).
  */
 export type FrameVerdict = "finished" | "stop" | "retry";
 
@@ -22,15 +22,22 @@ export class StreamRelay {
   private readonly pending: string[] = [];
   private isCommitted = false;
   private idle: NodeJS.Timeout | undefined;
+  private failure: string | undefined;
 
   constructor(
-    private readonly pipeline: InferencePipeline,
-    private readonly session: InferenceSession,
-    private readonly sink: StreamSink,
-    private readonly body: UpstreamBody,
-    private readonly upstreamAbort: AbortController,
-    private readonly firstTimer: NodeJS.Timeout,
-    private readonly onStart: () => void,
+    private readonly o: {
+      /** the attempt being relayed */
+      scope: AttemptScope;
+      sink: StreamSink;
+      /** the upstream's stream */
+      body: UpstreamBody;
+      /** cuts the upstream call */
+      upstreamAbort: AbortController;
+      /** the first-content timer (cleared when the stream commits) */
+      firstTimer: NodeJS.Timeout;
+      /** the buyer's stream started */
+      onStart: () => void;
+    },
   ) {}
 
   /** true once the buyer's stream started (status and headers sent) */
@@ -47,11 +54,11 @@ export class StreamRelay {
   ): Promise<FrameVerdict> {
     let verdict: FrameVerdict = "stop";
     try {
-      for await (const frame of readUpstreamSse(this.body)) {
+      for await (const frame of readUpstreamSse(this.o.body)) {
         if (this.isCommitted) {
           if (this.idle) this.idle.refresh();
-          else this.idle = setTimeout(() => this.upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
-          void this.pipeline.renew(this.session).catch(() => undefined);
+          else this.idle = setTimeout(() => this.o.upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);
+          void this.o.scope.renew().catch(() => undefined);
         }
         const v = await onFrame(frame);
         if (v) {
@@ -63,7 +70,7 @@ export class StreamRelay {
       // reset, abort or idle timeout: the caller handles it as an early close
     } finally {
       if (this.idle) clearTimeout(this.idle);
-      releaseBody(this.body, verdict === "finished");
+      releaseBody(this.o.body, verdict === "finished");
     }
     return verdict;
   }
@@ -73,8 +80,8 @@ export class StreamRelay {
     if (!this.isCommitted) {
       this.pending.push(frame);
       if (content) this.commit();
-    } else if (!this.sink.closed) {
-      this.sink.write(frame);
+    } else if (!this.o.sink.closed) {
+      this.o.sink.write(frame);
     }
   }
 
@@ -82,35 +89,28 @@ export class StreamRelay {
   commit(): void {
     if (this.isCommitted) return;
     this.isCommitted = true;
-    clearTimeout(this.firstTimer);
-    const { requestId, supportReference } = this.session;
-    this.pipeline.markFirstByte(this.session);
-    this.sink.start({
+    clearTimeout(this.o.firstTimer);
+    const { session } = this.o.scope;
+    const { requestId, supportReference } = session;
+    this.o.scope.firstByte();
+    this.o.sink.start({
       "X-Svc-Request-Id": requestId,
       "X-Svc-Support-Reference": supportReference,
-      "Server-Timing": serverTiming(this.session),
+      "Server-Timing": serverTiming(session),
     });
-    this.onStart();
-    for (const f of this.pending.splice(0)) this.sink.write(f);
+    this.o.onStart();
+    for (const f of this.pending.splice(0)) this.o.sink.write(f);
   }
 
-  /** The upstream failed in-band before content: cuts it and falls forward. */
-  async failBeforeContent(detail: string): Promise<"retry"> {
-    this.upstreamAbort.abort();
-    await this.pipeline.fallForward(this.session, { kind: "retryable", detail });
+  /** The upstream failed in-band before content: cuts it; the attempt falls forward on `detail`. */
+  failBeforeContent(detail: string): "retry" {
+    this.o.upstreamAbort.abort();
+    this.failure = detail;
     return "retry";
   }
 
-  /** The upstream closed before content: ends the request if the buyer left, else falls forward. */
-  async closeBeforeContent(): Promise<"retry" | "done"> {
-    if (this.sink.closed) {
-      await this.pipeline.abort(this.session, "client_closed");
-      return "done";
-    }
-    await this.pipeline.fallForward(this.session, {
-      kind: "retryable",
-      detail: "upstream stream closed before its first content",
-    });
-    return "retry";
+  /** Why the attempt failed before content (`failBeforeContent`). */
+  get failedBeforeContent(): string {
+    return this.failure ?? "upstream failed before content";
   }
 }

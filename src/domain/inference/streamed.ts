@@ -1,11 +1,10 @@
 import { releaseBody, type UpstreamClient } from "../../adapters/upstream/client.js";
-import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
-import type { InferencePipeline } from "./pipeline.js";
-import type { InferenceSession, Settled, Usage } from "./session.js";
+import { Attempted, type AttemptResult } from "./attempt-loop.js";
+import { type Answered, answered, type InferencePipeline } from "./pipeline.js";
+import type { AttemptingSession, Settled, Usage } from "./session.js";
 import type { StreamSink } from "./sink.js";
 import { type FrameVerdict, StreamRelay } from "./stream-relay.js";
-import { endOnError, failAttempt } from "./upstream-attempt.js";
 import type { IncompleteStream } from "./usage.js";
 
 type Json = Record<string, unknown>;
@@ -40,64 +39,71 @@ export interface StreamRenderer {
 }
 
 /**
- * The streamed ending, for every modality: per attempt, an upstream call that the buyer leaving or
- * a silent first-content timer aborts; fall-forward until a relay finishes; the last frames are
- * withheld until settlement commits. Errors before the stream starts are thrown (the transport
- * answers JSON), after it in-band.
+ * The streamed call, for every modality, on the pipeline's attempt loop (`InferencePipeline.run`):
+ * per attempt, an upstream call that the buyer leaving or a silent first-content timer aborts;
+ * fall-forward until a relay finishes; the last frames are withheld until settlement commits.
+ * Errors before the stream starts are thrown (the transport answers JSON), after it in-band.
  */
 export async function runStream(
   pipeline: InferencePipeline,
   upstream: UpstreamClient,
-  session: InferenceSession,
+  session: AttemptingSession,
   sink: StreamSink,
   o: { path: string; body: () => Json; renderer: StreamRenderer },
 ): Promise<void> {
   let started = false;
+  // the buyer left while an attempt failed: that attempt is still acted on (key marks, fall-forward)
+  let leftOnFailure = false;
   try {
-    for (;;) {
-      const attempt = session.attempt;
-      if (!attempt) throw new DomainError("internal_error", "no attempt");
+    const done = await pipeline.run(session, async (scope): Promise<AttemptResult<Answered<LastFrames>, null>> => {
+      if (leftOnFailure) return Attempted.closed(null);
       const upstreamAbort = new AbortController();
       const onBuyerGone = () => upstreamAbort.abort();
       sink.signal.addEventListener("abort", onBuyerGone, { once: true });
       const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
       try {
-        const res = await upstream.post(o.path, attempt.secret, o.body(), { signal: upstreamAbort.signal });
-        // a failed attempt is acted on (key marks, fall-forward) even when the buyer left meanwhile
-        if (!res.ok) await failAttempt(pipeline, session, res.failure);
-        if (sink.closed) {
-          if (res.ok) releaseBody(res.value.body);
-          await pipeline.abort(session, "client_closed");
-          return;
+        const res = await upstream.post(o.path, scope.attempt.secret, o.body(), { signal: upstreamAbort.signal });
+        if (!res.ok) {
+          leftOnFailure = sink.closed;
+          return Attempted.failed(res.failure);
         }
-        if (!res.ok) continue;
         const value = res.value;
-        pipeline.notePreCallBalance(session, value.diemBalanceMicro);
+        if (sink.closed) {
+          releaseBody(value.body);
+          return Attempted.closed(null);
+        }
+        scope.preCallBalance(value.diemBalanceMicro);
         if (value.status === 204 || value.status === 205) {
           // null-body statuses (what fetch reported as no body)
           releaseBody(value.body, true);
-          await pipeline.fallForward(session, { kind: "retryable", detail: "empty upstream stream" });
-          continue;
+          return Attempted.retry("empty upstream stream");
         }
-        const relay = new StreamRelay(pipeline, session, sink, value.body, upstreamAbort, firstTimer, () => {
-          started = true;
+        const relay = new StreamRelay({
+          scope,
+          sink,
+          body: value.body,
+          upstreamAbort,
+          firstTimer,
+          onStart: () => {
+            started = true;
+          },
         });
-        let outcome: "retry" | "done";
         try {
-          outcome = await endAttempt(pipeline, session, sink, relay, o.renderer);
+          return await relayAttempt(sink, relay, o.renderer);
         } catch (e) {
           releaseBody(value.body); // backstop (no-op when the relay already read or released it)
           throw e;
         }
-        if (outcome === "retry") continue;
-        return;
       } finally {
         clearTimeout(firstTimer);
         sink.signal.removeEventListener("abort", onBuyerGone);
       }
-    }
+    });
+    if (done === null || sink.closed) return;
+    sink.write(done.value(done.settled));
+    sink.end();
   } catch (e) {
-    await endOnError(pipeline, session, e);
+    // the request was ended by the pipeline (a settlement that did not commit included)
     if (!started) throw e;
     logger.error({ err: e, requestId: session.requestId, path: o.path }, "stream failed after start");
     if (!sink.closed) {
@@ -107,33 +113,26 @@ export async function runStream(
   }
 }
 
+/** The last frames of a settled stream, given its settlement. */
+type LastFrames = (settled: Settled) => string;
+
 /**
- * One attempt's stream to its end. "retry" when it failed before any content (fall forward);
- * "done" when the buyer's stream was finished: settled on the upstream's usage, billed on estimated
- * usage (`settleIncomplete`), or — settlement not committed — ended with the in-band error.
+ * One attempt's stream to its end: a failure before any content falls forward (or, the buyer gone,
+ * ends the request); a committed stream is settled on the upstream's usage, or billed on estimated
+ * usage (`incomplete`) when it ended without it, and answers its last frames.
  */
-async function endAttempt(
-  pipeline: InferencePipeline,
-  session: InferenceSession,
+async function relayAttempt(
   sink: StreamSink,
   relay: StreamRelay,
   renderer: StreamRenderer,
-): Promise<"retry" | "done"> {
+): Promise<AttemptResult<Answered<LastFrames>, null>> {
   const { verdict, usage } = await renderer.relayAttempt(relay);
-  if (verdict === "retry") return "retry";
+  if (verdict === "retry") return Attempted.retry(relay.failedBeforeContent);
   if (usage && renderer.emptyAnswerIsResult && !sink.closed) relay.commit();
-  if (!relay.committed) return relay.closeBeforeContent();
-  let last: string;
-  try {
-    last = usage
-      ? renderer.completedFrames(await pipeline.settle(session, usage))
-      : renderer.incompleteFrames(await pipeline.settleIncomplete(session, renderer.incomplete()));
-  } catch (e) {
-    last = renderer.errorFrame(e);
+  if (!relay.committed) {
+    if (sink.closed) return Attempted.closed(null);
+    return Attempted.retry("upstream stream closed before its first content");
   }
-  if (!sink.closed) {
-    sink.write(last);
-    sink.end();
-  }
-  return "done";
+  if (usage) return answered({ kind: "settled", usage }, (s: Settled) => renderer.completedFrames(s));
+  return answered({ kind: "incomplete", stream: renderer.incomplete() }, (s: Settled) => renderer.incompleteFrames(s));
 }

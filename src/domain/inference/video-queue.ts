@@ -6,9 +6,10 @@ import { DomainError } from "../../lib/errors.js";
 import { videoJobMicroDiem } from "../../lib/money.js";
 import { bareModelId } from "../catalog/catalog-service.js";
 import { flatJobPricer } from "./admission.js";
-import type { InferencePipeline } from "./pipeline.js";
+import { Attempted } from "./attempt-loop.js";
+import { answered, type InferencePipeline } from "./pipeline.js";
 import type { Caller, InferenceSession, Settled } from "./session.js";
-import { failAttempt } from "./upstream-attempt.js";
+import type { EndRows } from "./settlement.js";
 import type { VideoQuotes } from "./video-quote.js";
 import { checkVideoRequest, parseVideoBody } from "./video-request.js";
 
@@ -57,6 +58,8 @@ export function mayHaveQueued(f: UpstreamFailure): boolean {
  * row commit in one transaction (`svc_end_items`). An HTTP refusal by the upstream falls forward
  * like chat; an answer that may have been lost (timeout, broken connection, no queue id) is never
  * re-queued — nothing is charged and the request fails (502), so the buyer is never charged twice.
+ * The attempts are the pipeline's loop (`InferencePipeline.run`); the job's row is the ending's
+ * extra rows (`EndRows`).
  */
 export class VideoQueue {
   constructor(private readonly deps: VideoQueueDeps) {}
@@ -84,67 +87,52 @@ export class VideoQueue {
         return flatJobPricer(jobMicroDiem);
       },
     });
-    try {
-      for (;;) {
-        const attempt = session.attempt;
-        if (!attempt) throw new DomainError("internal_error", "no attempt");
-        // no buyer signal: a buyer leaving must not cut the call and lose a queued job's id
-        const res = await upstream.postJson("/video/queue", attempt.secret, body, {
-          timeoutMs: VIDEO_QUEUE_TIMEOUT_MS,
-        });
-        if (!res.ok && mayHaveQueued(res.failure)) throw await this.lost(session, res.failure.message);
-        if (!res.ok && res.failure.kind !== "invalid_response") {
-          await failAttempt(pipeline, session, res.failure);
-          continue;
-        }
-        const answer = res.ok ? (res.value.json as Record<string, unknown> | null) : null;
-        const upstreamQueueId = typeof answer?.queue_id === "string" ? answer.queue_id : null;
-        if (!upstreamQueueId) throw await this.lost(session, "no queue_id in the upstream's answer");
-        pipeline.markFirstByte(session);
-        const queueId = randomUUID();
-        const settled = await pipeline.settle(
-          session,
-          { promptTokens: 0, completionTokens: 0 },
-          {
-            id: randomUUID(),
-            queue_id: queueId,
-            upstream_queue_id: upstreamQueueId,
-            upstream_quote: upstreamQuote.toString(),
-            body,
-            download_url: typeof answer?.download_url === "string" ? answer.download_url : null,
-          },
-        );
-        this.deps.bus.publish("videoJobUpdated", caller.accountId, {
-          accountId: caller.accountId,
-          queueId,
-          status: "rendering",
-          at: this.deps.clock.now().toISOString(),
-        });
-        return {
-          queueId,
-          model: model.id,
-          quoteMicroDiem: jobMicroDiem,
-          upstreamQuoteMicroDiem: upstreamQuote,
-          settled,
-          session,
-        };
-      }
-    } catch (e) {
-      if (!session.done) await pipeline.abort(session, e instanceof DomainError ? e.code : "internal_error");
-      if (e instanceof DomainError) e.details.supportReference ??= session.supportReference;
-      throw e;
-    }
+    const { value: queueId, settled } = await pipeline.run(session, async ({ attempt }) => {
+      // no buyer signal: a buyer leaving must not cut the call and lose a queued job's id
+      const res = await upstream.postJson("/video/queue", attempt.secret, body, {
+        timeoutMs: VIDEO_QUEUE_TIMEOUT_MS,
+      });
+      if (!res.ok && mayHaveQueued(res.failure)) return Attempted.lost(res.failure.message, answerLost());
+      if (!res.ok && res.failure.kind !== "invalid_response") return Attempted.failed(res.failure);
+      const answer = res.ok ? (res.value.json as Record<string, unknown> | null) : null;
+      const upstreamQueueId = typeof answer?.queue_id === "string" ? answer.queue_id : null;
+      if (!upstreamQueueId) return Attempted.lost("no queue_id in the upstream's answer", answerLost());
+      const queueId = randomUUID();
+      // the job's row is written with its charge, in the ending's transaction
+      const job: EndRows = {
+        table: "video_jobs",
+        row: {
+          id: randomUUID(),
+          queue_id: queueId,
+          upstream_queue_id: upstreamQueueId,
+          upstream_quote: upstreamQuote.toString(),
+          body,
+          download_url: typeof answer?.download_url === "string" ? answer.download_url : null,
+        },
+      };
+      return answered({ kind: "settled", usage: { promptTokens: 0, completionTokens: 0 }, extra: job }, queueId);
+    });
+    this.deps.bus.publish("videoJobUpdated", caller.accountId, {
+      accountId: caller.accountId,
+      queueId,
+      status: "rendering",
+      at: this.deps.clock.now().toISOString(),
+    });
+    return {
+      queueId,
+      model: model.id,
+      quoteMicroDiem: jobMicroDiem,
+      upstreamQuoteMicroDiem: upstreamQuote,
+      settled,
+      session,
+    };
   }
+}
 
-  /** The queue call's answer may be lost: end without a charge, never re-queue. */
-  private async lost(session: InferenceSession, detail: string): Promise<DomainError> {
-    if (session.attempt)
-      await this.deps.pipeline.endAttempt(session, { kind: "retryable", detail: `answer lost: ${detail}` });
-    await this.deps.pipeline.abort(session, "upstream_answer_lost");
-    return new DomainError(
-      "upstream_error",
-      "The upstream's answer to the queue call was lost, so the job was not re-queued (that could charge twice). Nothing was charged; quote and queue again.",
-      { supportReference: session.supportReference },
-    );
-  }
+/** The queue call's answer may be lost: nothing is charged and the job is never re-queued. */
+function answerLost(): DomainError {
+  return new DomainError(
+    "upstream_error",
+    "The upstream's answer to the queue call was lost, so the job was not re-queued (that could charge twice). Nothing was charged; quote and queue again.",
+  );
 }

@@ -3,10 +3,9 @@ import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { grossMicroUsdc, maxBig, upstreamDecimalToMicro, videoJobMicroDiem } from "../../lib/money.js";
+import { Attempted } from "./attempt-loop.js";
 import type { KeyMarks } from "./attempts.js";
-import { eligibleOffers, MAX_ATTEMPTS } from "./clearing.js";
-import { keyWaitTimeout } from "./diagnostics.js";
-import { classifyFailure } from "./failure.js";
+import { eligibleOffers } from "./clearing.js";
 import type { InferencePipeline } from "./pipeline.js";
 import type { Caller } from "./session.js";
 import { checkVideoRequest, parseVideoBody } from "./video-request.js";
@@ -79,44 +78,36 @@ export class VideoQuotes {
 
   /**
    * The upstream's quote in micro-DIEM for a body already checked against its row, asked of up to
-   * MAX_ATTEMPTS keys (the buyer's own 4xx is relayed; 503 pool_empty). Every eligible key busy:
+   * MAX_ATTEMPTS keys on the pipeline's attempt loop (`InferencePipeline.runBorrowed`: a key that
+   * fails is acted on like an attempt's — 402 cooled down, 401/403 marked; the buyer's own 4xx is
+   * relayed; 503 pool_empty). Every eligible key busy:
    * 503 keys_busy at once (the quote route, SPEC quote rule 5), or — with `waitForKey` (a queue
    * call) — waited for as an attempt waits, then 503 key_wait_timeout.
    */
   async askUpstream(ceiling: number, body: Record<string, unknown>, waitForKey = false): Promise<bigint> {
-    const tried: string[] = [];
-    while (tried.length < MAX_ATTEMPTS) {
-      const key = await this.deps.pipeline.borrowKey(ceiling, tried, waitForKey);
-      if (key === "busy") {
-        if (waitForKey) throw keyWaitTimeout();
-        throw new DomainError("keys_busy", "Every eligible supplier key is in flight; retry shortly.", {
-          retryAfterSeconds: 1,
-        });
-      }
-      if (key === "none") {
-        if (tried.length > 0) break;
-        throw new DomainError("pool_empty", "Nothing is posted at any price; no quote can be asked.", {
-          retryAfterSeconds: 30,
-        });
-      }
-      tried.push(key.upstreamKeyId);
-      try {
-        const res = await this.deps.upstream.postJson("/video/quote", key.secret, body, {
-          timeoutMs: QUOTE_TIMEOUT_MS,
-        });
-        if (res.ok) {
-          const q = (res.value.json as { quote?: unknown } | null)?.quote;
-          if (typeof q === "number" && Number.isFinite(q) && q >= 0) return upstreamDecimalToMicro(q);
-          continue; // an unreadable answer: ask another key
-        }
-        const failure = classifyFailure(res.failure);
-        if (failure instanceof DomainError) throw failure;
-        if (failure.kind === "supplier_auth")
-          await this.deps.keyHealth.markAuthFailed(key.upstreamKeyId).catch(() => {});
-      } finally {
-        key.release();
-      }
-    }
-    throw new DomainError("upstream_error", "The upstream could not quote this job; safe to retry.");
+    return this.deps.pipeline.runBorrowed({ ceilingCents: ceiling, waitForKey, refuse: quoteRefusal }, async (key) => {
+      const res = await this.deps.upstream.postJson("/video/quote", key.secret, body, {
+        timeoutMs: QUOTE_TIMEOUT_MS,
+      });
+      if (!res.ok) return Attempted.failed(res.failure);
+      const q = (res.value.json as { quote?: unknown } | null)?.quote;
+      if (typeof q === "number" && Number.isFinite(q) && q >= 0) return Attempted.ok(upstreamDecimalToMicro(q));
+      return Attempted.retry("unreadable quote"); // ask another key
+    });
   }
+}
+
+/** Why no quote could be asked (see `InferencePipeline.runBorrowed`). */
+function quoteRefusal(why: "busy" | "none" | "exhausted"): DomainError {
+  if (why === "busy") {
+    return new DomainError("keys_busy", "Every eligible supplier key is in flight; retry shortly.", {
+      retryAfterSeconds: 1,
+    });
+  }
+  if (why === "none") {
+    return new DomainError("pool_empty", "Nothing is posted at any price; no quote can be asked.", {
+      retryAfterSeconds: 30,
+    });
+  }
+  return new DomainError("upstream_error", "The upstream could not quote this job; safe to retry.");
 }

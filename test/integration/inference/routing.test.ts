@@ -514,7 +514,7 @@ describe("group commit and the hot path's caches", () => {
     let results: PromiseSettledResult<Awaited<ReturnType<typeof router.settle>>>[];
     try {
       results = await Promise.allSettled(
-        sessions.map((s) => router.settle(s, { promptTokens: 30, completionTokens: 10 })),
+        sessions.map((s) => router.settle(s, { kind: "settled", usage: { promptTokens: 30, completionTokens: 10 } })),
       );
     } finally {
       await world.app.rt.db.$executeRawUnsafe("DROP TRIGGER test_fail_one ON clears");

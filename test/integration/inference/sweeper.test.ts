@@ -3,7 +3,8 @@
 // lost its lease cannot charge against slices it no longer has, and registers anew.
 import pg from "pg";
 import { describe, expect, test } from "vitest";
-import type { InferenceSession } from "../../../src/domain/inference/session.js";
+import { Attempted } from "../../../src/domain/inference/attempt-loop.js";
+import type { AttemptingSession } from "../../../src/domain/inference/session.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../support/market-world.js";
@@ -38,12 +39,22 @@ describe("escrow holders and the sweeper", () => {
     ]);
     const [a, b] = [await fundedBuyerKey(world.app, 5_000_000n), await fundedBuyerKey(world.app, 5_000_000n)];
     // the peer admits six requests, one of them moved to the second offer by a fall-forward…
-    const dying: InferenceSession[] = [];
+    const dying: AttemptingSession[] = [];
     for (let i = 0; i < 3; i++) {
       dying.push(await openSession(world.peer, a.accountId), await openSession(world.peer, b.accountId));
     }
-    const moved = dying[5] as InferenceSession;
-    await world.peer.rt.services.inference.fallForward(moved, { kind: "retryable", status: 500, detail: "test" });
+    const moved = dying[5] as AttemptingSession;
+    // (its first attempt fails, its second is left in flight)
+    await new Promise<void>((onSecond) => {
+      let calls = 0;
+      void world.peer.rt.services.inference
+        .run(moved, async () => {
+          if (calls++ === 0) return Attempted.fallForward({ kind: "retryable", status: 500, detail: "test" });
+          onSecond();
+          return new Promise<never>(() => {});
+        })
+        .catch(() => undefined);
+    });
     expect(moved.attempt?.offerId).toBe(supply.keys[1]?.offerId);
     // …while this process admits one of its own
     const live = await openSession(world.app, a.accountId);
@@ -65,14 +76,19 @@ describe("escrow holders and the sweeper", () => {
     expect(await world.app.rt.db.escrowHolder.count({ where: { id: deadHolder ?? "" } })).toBe(0);
     // a second pass finds nothing; the live request settles and its idle slices go back
     expect((await router.releaseExpiredHolds()).released).toBe(0);
-    await router.settle(live, { promptTokens: 30, completionTokens: 10 });
+    await router.settle(live, { kind: "settled", usage: { promptTokens: 30, completionTokens: 10 } });
     expect(await reservedOf(a.accountId)).toBe(0n);
     expect(await offerReserved(supply.keys[0]?.offerId ?? "")).toBe(0n);
 
     // the presumed-dead process was only stalled: it cannot charge what it no longer holds
     const beforeA = await confirmedOf(world.app, a.accountId);
     const late = await Promise.allSettled(
-      dying.map((s) => world.peer.rt.services.inference.settle(s, { promptTokens: 30, completionTokens: 10 })),
+      dying.map((s) =>
+        world.peer.rt.services.inference.settle(s, {
+          kind: "settled",
+          usage: { promptTokens: 30, completionTokens: 10 },
+        }),
+      ),
     );
     expect(late.map((r) => r.status)).toEqual(Array(6).fill("rejected"));
     expect((late[0] as PromiseRejectedResult).reason).toMatchObject({ code: "settle_failed" });
@@ -143,7 +159,10 @@ describe("escrow holders and the sweeper", () => {
       await renewer.query("COMMIT");
       expect((await router.releaseExpiredHolds()).released).toBe(0);
       expect(await reservedOf(buyer.accountId)).toBe(held);
-      const settled = await router.settle(session, { promptTokens: 30, completionTokens: 10 });
+      const settled = await router.settle(session, {
+        kind: "settled",
+        usage: { promptTokens: 30, completionTokens: 10 },
+      });
       expect(settled.costMicroUsdc).toBeGreaterThan(0n);
     } finally {
       await renewer.end();

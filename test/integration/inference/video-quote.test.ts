@@ -103,20 +103,17 @@ describe("POST /v1/video/quote", () => {
   test("503 keys_busy while every eligible key is at its in-flight limit", async () => {
     const buyer = await fundedBuyerKey(world.app, 1_000_000n, 35);
     // the only key at or below 35 cents: take all of its slots
-    const pipeline = world.app.rt.services.inference;
-    const held = [];
-    for (let i = 0; i < 16; i++) {
-      const k = await pipeline.borrowKey(35);
-      if (typeof k === "string") throw new Error(`no slot: ${k}`);
-      held.push(k);
-    }
-    expect(new Set(held.map((k) => k.upstreamKeyId)).size).toBe(1);
+    const { services, keys } = world.app.rt;
+    const at35 = (await services.inference.book.current()).filter((e) => e.priceCentsPerDollar <= 35);
+    expect(new Set(at35.map((e) => e.upstreamKeyId)).size).toBe(1);
+    const gate = keys.upstreamKeyInFlight(at35[0]?.upstreamKeyId ?? "");
+    for (let i = 0; i < 16; i++) expect(await services.inference.gates.acquire(gate, 16)).toBe(true);
     const busy = await quote(buyer.apiKey, JOB);
     expect([busy.status, busy.body.error?.code, busy.headers.get("retry-after")]).toEqual([503, "keys_busy", "1"]);
     // answered at once, and a quote has no support reference, not even on a 503
     expect(busy.headers.get("x-svc-support-reference")).toBeNull();
     expect(JSON.stringify(busy.body)).not.toContain("supportReference");
-    for (const k of held) k.release();
+    for (let i = 0; i < 16; i++) services.inference.gates.release(gate);
     expect((await quote(buyer.apiKey, JOB)).status).toBe(200);
   });
 
@@ -136,5 +133,24 @@ describe("POST /v1/video/quote", () => {
       expect([r.status, r.body.error?.code, r.body.error?.field], JSON.stringify(body)).toEqual([status, code, field]);
     }
     expect(world.sim.state.listRequests({ route: "/video/quote" }).length).toBe(before);
+  });
+
+  test("a key the upstream refuses for lack of balance (402) is cooled down, and the next key quotes", async () => {
+    // the cheapest key is asked first; its upstream account is out of balance
+    const supply = await addSupply(world.app, world.sim, [
+      { priceCents: 31, quantityMicroDiem: 10_000_000n },
+      { priceCents: 32, quantityMicroDiem: 10_000_000n },
+    ]);
+    world.app.rt.services.inference.invalidateBook();
+    const [broke] = supply.keys;
+    world.sim.state.injectFault(broke?.secret ?? "", { kind: "http_402_balance", route: "/video/quote" });
+    const buyer = await fundedBuyerKey(world.app, 1_000_000n);
+    const r = await quote(buyer.apiKey, JOB);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(world.sim.state.listRequests({ key: broke?.secret, route: "/video/quote" })).toHaveLength(1);
+    expect(world.sim.state.listRequests({ key: supply.keys[1]?.secret, route: "/video/quote" })).toHaveLength(1);
+    // like an attempt's key (routing.test.ts "an upstream 402 … cools that key down")
+    const key = await world.app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: broke?.upstreamKeyId } });
+    expect(key.cooldownUntil?.getTime()).toBeGreaterThan(Date.now());
   });
 });
