@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import { createPublicClient, erc20Abi, http } from "viem";
+import { usdcAbi } from "../../src/adapters/chain/usdc-abi.js";
 import type { Db } from "../../src/adapters/db.js";
 import { assertBooksBalance } from "../books.js";
 import type { SoakLoad } from "./load.js";
@@ -97,7 +98,6 @@ export async function checkInvariants(
   const pay = await one<{
     uncredited: bigint;
     unconfirmed: bigint;
-    stuck: bigint;
     pending: bigint;
     credited: bigint;
     count: bigint;
@@ -111,8 +111,6 @@ export async function checkInvariants(
        (SELECT count(*) FROM payments p WHERE p.status = 'confirmed' AND (
           SELECT count(*) FROM ledger_transactions t WHERE t.payment_id = p.id AND t.kind = 'confirmation') <> 1)
          AS unconfirmed,
-       (SELECT count(*) FROM payments WHERE status IN ('settling', 'reconciling')
-           OR (status = 'failed' AND settlement_tx_hash IS NOT NULL)) AS stuck,
        (SELECT count(*) FROM payments WHERE status = 'pending') AS pending,
        (SELECT COALESCE(SUM(amount_micro_usdc), 0) FROM payments WHERE status IN ('pending', 'confirmed')) AS credited,
        (SELECT count(*) FROM payments WHERE status IN ('pending', 'confirmed')) AS count`,
@@ -129,6 +127,27 @@ export async function checkInvariants(
     select: { settlementTxHash: true, amountMicroUsdc: true, status: true },
   });
   const creditedTx = new Map(byTx.map((p) => [p.settlementTxHash?.toLowerCase(), p]));
+  // an uncredited payment is stuck only if its money moved: its authorization was used on chain.
+  // One whose authorization is still unused moved nothing; reconciliation watches it until its
+  // validBefore (a process killed between the intent row and the broadcast leaves one; issue 26)
+  const uncreditedRows = await db.payment.findMany({
+    where: {
+      OR: [{ status: { in: ["settling", "reconciling"] } }, { status: "failed", settlementTxHash: { not: null } }],
+    },
+    select: { payerAddress: true, authorizationNonce: true, status: true },
+  });
+  let stuck = 0;
+  let watchedUnused = 0;
+  for (const p of uncreditedRows) {
+    const used = await chain.readContract({
+      address: opts.chain.usdcAddress,
+      abi: usdcAbi,
+      functionName: "authorizationState",
+      args: [p.payerAddress as `0x${string}`, p.authorizationNonce as `0x${string}`],
+    });
+    if (used) stuck++;
+    else if (p.status !== "failed") watchedUnused++;
+  }
   const answeredNotCredited = [...opts.load.settled].filter(([tx, amount]) => {
     const p = creditedTx.get(tx.toLowerCase());
     return !p || p.amountMicroUsdc !== amount || (p.status !== "pending" && p.status !== "confirmed");
@@ -138,7 +157,7 @@ export async function checkInvariants(
     ok:
       n(pay.uncredited) === 0 &&
       n(pay.unconfirmed) === 0 &&
-      n(pay.stuck) === 0 &&
+      stuck === 0 &&
       received === BigInt(pay.credited) &&
       answeredNotCredited.length === 0,
     payments: n(pay.count),
@@ -146,7 +165,8 @@ export async function checkInvariants(
     receivedOnChainMicroUsdc: received.toString(),
     stillPending: n(pay.pending),
     withoutTheirCredit: n(pay.uncredited) + n(pay.unconfirmed),
-    stuckOrFailedAfterSettling: n(pay.stuck),
+    stuckOrFailedAfterSettling: stuck,
+    unsettledAuthorizationsWatched: watchedUnused,
     answeredButNotCredited: answeredNotCredited.length,
   });
 
