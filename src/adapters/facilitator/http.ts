@@ -185,14 +185,14 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     const res = await exchange("POST", "/settle", requestBody(payload, requirements), settleTimeoutMs);
     if (!res.ok) return res;
     const parsed = settleBody.safeParse(res.body);
-    const payerHint = payerOf(payload, parsed.success ? parsed.data.payer : undefined);
+    const payer = payerOf(payload, parsed.success ? parsed.data.payer : undefined);
     const unknown = (message: string, transaction?: Hex): { ok: false; failure: FacilitatorFailure } => ({
       ok: false,
       failure: {
         kind: "unknown",
         status: res.status,
         message,
-        ...(payerHint ? { payer: payerHint } : {}),
+        ...(payer ? { payer } : {}),
         ...(transaction ? { transaction } : {}),
       },
     });
@@ -200,7 +200,6 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     // have been processed, so nothing here proves the transfer did not happen
     if (!parsed.success) return unknown(`facilitator /settle answered ${res.status}: ${res.text.slice(0, 300)}`);
     const data = parsed.data;
-    const payer = payerHint;
     const transaction: Hex | undefined = data.transaction && isHex(data.transaction) ? data.transaction : undefined;
     if (!data.success) {
       const reason = data.errorReason ?? "unexpected_settle_error";

@@ -103,7 +103,7 @@ export class AccountService {
     const [a, entries] = await Promise.all([
       this.db.account.findUnique({
         where: { id: accountId },
-        include: { buyerEscrows: { select: { holder: true, amountMicroUsdc: true } } },
+        include: { buyerEscrows: BALANCE_SELECT.buyerEscrows },
       }),
       this.db.ledgerEntry.findMany({
         where: { accountId },

@@ -31,13 +31,7 @@ export function balancesOf(
   slices: readonly HeldSlice[],
   inUse: ReadonlyMap<string, bigint>,
 ): Balances {
-  let idle = 0n;
-  for (const s of slices) {
-    const used = inUse.get(s.holder);
-    if (used === undefined) continue;
-    if (used < s.amountMicroUsdc) idle += s.amountMicroUsdc - (used > 0n ? used : 0n);
-  }
-  let held = a.reservedMicroUsdc - idle;
+  let held = a.reservedMicroUsdc - idleOf(slices, inUse);
   if (held < 0n) held = 0n;
   if (held > a.reservedMicroUsdc) held = a.reservedMicroUsdc;
   return {
@@ -47,4 +41,19 @@ export function balancesOf(
     availableMicroUsdc: a.confirmedMicroUsdc - held,
     supplierPayableMicroUsdc: a.supplierPayableMicroUsdc,
   };
+}
+
+/**
+ * What `slices` hold that no request in flight uses, per `inUse` (holder → used); a slice whose
+ * holder did not answer counts as fully used. THE idle figure of both `balancesOf` and escrow
+ * pressure's `EscrowUsage.idleElsewhere`.
+ */
+export function idleOf(slices: readonly HeldSlice[], inUse: ReadonlyMap<string, bigint>): bigint {
+  let idle = 0n;
+  for (const s of slices) {
+    const used = inUse.get(s.holder);
+    if (used === undefined) continue;
+    if (used < s.amountMicroUsdc) idle += s.amountMicroUsdc - (used > 0n ? used : 0n);
+  }
+  return idle;
 }

@@ -285,7 +285,7 @@ export class FundingService {
       );
     }
     const account = p.account ?? (await this.deps.db.account.findUniqueOrThrow({ where: { id: p.accountId ?? "" } }));
-    const paymentResponse = paymentResponseHeader(p.settlementTxHash ?? "", p.payerAddress);
+    const paymentResponse = paymentResponseHeader(p.settlementTxHash, p.payerAddress);
     return this.respond(
       kind,
       { payment: p, account, key: null, keyCapReached: false, fresh: false },

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { EscrowUsageBoard } from "../../adapters/redis/escrow-usage.js";
 import type { Sql } from "../../adapters/sql.js";
 import { logger } from "../../lib/logger.js";
+import { idleOf } from "../accounts/balances.js";
 import type { HolderLease } from "./escrow.js";
 
 /** How long a reader waits for the other holders' answers (one that has not answered counts its slice as held). */
@@ -83,12 +84,9 @@ export class EscrowUsage {
       accountId,
       r.rows.map((row) => row.holder),
     );
-    let idle = 0n;
-    for (const row of r.rows) {
-      const amount = BigInt(row.amount);
-      const used = inUse.get(row.holder);
-      if (used !== undefined && used < amount) idle += amount - used;
-    }
-    return idle;
+    return idleOf(
+      r.rows.map((row) => ({ holder: row.holder, amountMicroUsdc: BigInt(row.amount) })),
+      inUse,
+    );
   }
 }

@@ -487,12 +487,11 @@ export class InferencePipeline {
     if (ending.kind === "settled") {
       return { usage: ending.usage, burn: minBig(session.pricer.burn(ending.usage), session.plan.maxBurnMicroDiem) };
     }
-    if (!attempt.preCallBalance) notePreCallBalance(session, attempt, null);
     const { usage, burnMicroDiem } = billIncomplete(
       session.plan,
       (u) => session.pricer.burn(u),
       ending.stream,
-      attempt.preCallBalance ?? { reportedMicroDiem: null, knownMicroDiem: null, othersInFlightMicroDiem: 0n },
+      attempt.preCallBalance ?? notePreCallBalance(session, attempt, null),
     );
     return { usage, burn: burnMicroDiem };
   }
@@ -624,10 +623,14 @@ export class InferencePipeline {
  * the key at this moment (this process's slice of the key's one live offer: none of theirs is
  * debited upstream yet, so the reported balance does not net them).
  */
-function notePreCallBalance(session: InferenceSession, attempt: Attempt, reportedMicroDiem: bigint | null): void {
-  attempt.preCallBalance = {
+function notePreCallBalance(
+  session: InferenceSession,
+  attempt: Attempt,
+  reportedMicroDiem: bigint | null,
+): NonNullable<Attempt["preCallBalance"]> {
+  return (attempt.preCallBalance = {
     reportedMicroDiem,
     knownMicroDiem: attempt.keyBalanceMicroDiem,
     othersInFlightMicroDiem: maxBig(attempt.offerSlice.used - session.plan.maxBurnMicroDiem, 0n),
-  };
+  });
 }
