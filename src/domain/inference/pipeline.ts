@@ -628,9 +628,11 @@ function notePreCallBalance(
   attempt: Attempt,
   reportedMicroDiem: bigint | null,
 ): NonNullable<Attempt["preCallBalance"]> {
-  return (attempt.preCallBalance = {
+  const noted = {
     reportedMicroDiem,
     knownMicroDiem: attempt.keyBalanceMicroDiem,
     othersInFlightMicroDiem: maxBig(attempt.offerSlice.used - session.plan.maxBurnMicroDiem, 0n),
-  });
+  };
+  attempt.preCallBalance = noted;
+  return noted;
 }

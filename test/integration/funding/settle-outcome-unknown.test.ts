@@ -4,7 +4,7 @@ import type { LocalChain } from "../../../src/local/chain/index.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { type HttpFacilitatorStandIn, startHttpFacilitator } from "../../support/http-facilitator.js";
+import { type HttpFacilitatorStandIn, type SettleMode, startHttpFacilitator } from "../../support/http-facilitator.js";
 
 /**
  * Issue 26 finding 1: a facilitator's answer that does not prove nothing moved is never a 402. The
@@ -54,6 +54,16 @@ async function creditedBy(wallet: string, amount: bigint): Promise<void> {
   throw new Error(`not credited: ${await pendingOf(wallet)}`);
 }
 
+/** One funding call while the facilitator answers `/settle` in `mode`; honest again after. */
+async function postWhile(mode: SettleMode, c: Parameters<typeof post>[1], payment: string) {
+  facilitator.mode = mode;
+  try {
+    return await post(app, c, payment);
+  } finally {
+    facilitator.mode = "honest";
+  }
+}
+
 function expectUnfinished(r: Awaited<ReturnType<typeof post>>) {
   expect(r.status).toBe(409);
   expect(r.body).not.toHaveProperty("accepts");
@@ -73,14 +83,8 @@ describe("a facilitator that settles on chain and loses its answer", () => {
       const buyer = await fundedBuyer(chain, 5_000_000n);
       const c = SIGNUP(2_000_000);
       const payment = await signedPayment(app, buyer, c);
-      facilitator.mode = mode;
       const calls = facilitator.settleCalls;
-      let r: Awaited<ReturnType<typeof post>>;
-      try {
-        r = await post(app, c, payment);
-      } finally {
-        facilitator.mode = "honest";
-      }
+      const r = await postWhile(mode, c, payment);
       expectUnfinished(r);
       // the transfer happened on chain
       expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
@@ -120,13 +124,7 @@ describe("a facilitator that settles on chain and loses its answer", () => {
       headers: { authorization: `Bearer ${String(signup.body.apiKey)}` },
     };
     const payment = await signedPayment(app, buyer, c);
-    facilitator.mode = "settle-then-502";
-    let r: Awaited<ReturnType<typeof post>>;
-    try {
-      r = await post(app, c, payment);
-    } finally {
-      facilitator.mode = "honest";
-    }
+    const r = await postWhile("settle-then-502", c, payment);
     expectUnfinished(r);
     expect(await usdcBalance(chain, buyer.address)).toBe(6_000_000n);
     expect((await post(app, c, payment)).status).toBe(409);
@@ -142,13 +140,7 @@ describe("a facilitator that settles on chain and loses its answer", () => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_500_000);
     const payment = await signedPayment(app, buyer, c);
-    facilitator.mode = "502-then-settle";
-    let r: Awaited<ReturnType<typeof post>>;
-    try {
-      r = await post(app, c, payment);
-    } finally {
-      facilitator.mode = "honest";
-    }
+    const r = await postWhile("502-then-settle", c, payment);
     expectUnfinished(r);
     await facilitator.lateSettlements();
     expect(await usdcBalance(chain, buyer.address)).toBe(3_500_000n);
@@ -162,13 +154,7 @@ describe("a facilitator that settles on chain and loses its answer", () => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_000_000);
     const payment = await signedPayment(app, buyer, c);
-    facilitator.mode = "502-no-settle";
-    let r: Awaited<ReturnType<typeof post>>;
-    try {
-      r = await post(app, c, payment);
-    } finally {
-      facilitator.mode = "honest";
-    }
+    const r = await postWhile("502-no-settle", c, payment);
     expectUnfinished(r);
     expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n);
     const p = await app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
@@ -186,13 +172,7 @@ describe("a facilitator that says no before anything moved", () => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_000_000);
     const payment = await signedPayment(app, buyer, c);
-    facilitator.mode = "refuse";
-    let r: Awaited<ReturnType<typeof post>>;
-    try {
-      r = await post(app, c, payment);
-    } finally {
-      facilitator.mode = "honest";
-    }
+    const r = await postWhile("refuse", c, payment);
     expect(r.status).toBe(402);
     expect(r.body.accepts).toHaveLength(1);
     expect((r.body.error as { code: string }).code).toBe("invalid_payment");
