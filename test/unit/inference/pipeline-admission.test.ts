@@ -162,6 +162,37 @@ describe("admission holds the maximum, and the ending gives back what it does no
     expect(world.market.tables.requests.map((r) => r.status)).toEqual(["succeeded", "failed"]);
   });
 
+  test("a second request the first one's top-up covers is admitted in memory: no store round trip", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50_000_000n });
+    const a = await openText(world, buyer, { maxTokens: 100 });
+    expect(world.market.calls.get("escrow.take")).toBe(1);
+    const b = await openText(world, buyer, { maxTokens: 100 });
+    expect(world.market.calls.get("escrow.take")).toBe(1);
+    expect(world.pipeline.batchStats().escrow).toMatchObject({ takes: 1, admitted: 2, inMemory: 1 });
+    await settle(a);
+    await settle(b);
+  });
+
+  test("a settlement that does not commit charges nothing: 500 settle_failed, recorded, everything back", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n });
+    const offer = world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50_000_000n });
+    const session = await openText(world, buyer);
+    world.market.failNextCommit = new Error("connection reset");
+    const err = await settle(session).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "settle_failed", details: { supportReference: session.supportReference } });
+    expect(onlyRecord()).toMatchObject({ status: "failed", error_code: "settle_failed", clear: null });
+    expect(onlyRecord()?.attempts.map((a) => a.outcome)).toEqual(["aborted"]);
+    expect(world.market.account(buyer.accountId)).toMatchObject({
+      confirmedMicroUsdc: 10_000_000n,
+      reservedMicroUsdc: 0n,
+    });
+    expect(world.market.offer(offer.offerId)).toMatchObject({ remainingMicroDiem: 50_000_000n, reservedMicroDiem: 0n });
+    expect(world.gates.held()).toEqual([]);
+  });
+
   test("the price rules' refusal (400) holds nothing", async () => {
     world = memoryPipeline();
     const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n });
