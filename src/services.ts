@@ -25,6 +25,7 @@ import { type ImageRequest, imageModality, openAiImageModality } from "./domain/
 import { createModelResolver } from "./domain/inference/model-resolver.js";
 import { InferencePipeline } from "./domain/inference/pipeline.js";
 import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
+import { sqlStores } from "./domain/inference/sql-stores.js";
 import { VideoQueue } from "./domain/inference/video-queue.js";
 import { VideoQuotes } from "./domain/inference/video-quote.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
@@ -115,7 +116,7 @@ export function createServices(deps: ServiceDeps): Services {
   const keyHealth = new KeyHealth({ db, clock, bus, market, onSupplyChanged: () => pipeline?.invalidateBook() });
   const supply = new SupplyService({ db, clock, bus, upstream: deps.upstream, secrets, keyHealth });
   pipeline = new InferencePipeline({
-    sql: deps.sql,
+    stores: sqlStores(deps.sql),
     config,
     clock,
     bus,
@@ -157,7 +158,7 @@ export function createServices(deps: ServiceDeps): Services {
       clock,
       (accountId) => pipeline?.forgetCeiling(accountId),
       inFlight,
-      (accountId, holders) => router.escrowInUse(accountId, holders),
+      (accountId, holders) => router.escrow.inUse(accountId, holders),
     ),
     apiKeys,
     keyHealth,

@@ -8,7 +8,7 @@ export function maintenanceProcessor(services: Services): Processor {
       case "purge-expired":
         return services.maintenance.purgeExpired();
       case "release-expired-holds":
-        return services.inference.releaseExpiredHolds();
+        return services.inference.escrow.releaseExpired();
       default:
         throw new Error(`unknown maintenance job ${job.name}`);
     }

@@ -2,7 +2,8 @@ import { Queue } from "bullmq";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { QUEUES } from "../../src/adapters/queues.js";
 import { createSql } from "../../src/adapters/sql.js";
-import { HOLDER_LEASE_MS, releaseExpiredHolders } from "../../src/domain/inference/escrow.js";
+import { HOLDER_LEASE_MS, releaseExpiredHolders } from "../../src/domain/inference/holder-lease.js";
+import { sqlEscrowStore } from "../../src/domain/inference/sql-stores.js";
 import { checkInvariants, type Invariant, volumeFigures } from "./checks.js";
 import { type Kind, SoakLoad } from "./load.js";
 import { SoakWorld, type SupplySpec } from "./world.js";
@@ -296,7 +297,7 @@ export async function runSoak(opts: SoakOptions, emit: Emit): Promise<SoakReport
       phase("services_stopped");
       // whatever a killed process held, released as of its lease's end (the sweeper's own function)
       const asOf = new Date(Math.max(Date.now(), killedAt + HOLDER_LEASE_MS + 1_000));
-      const released = await releaseExpiredHolders(sql, asOf);
+      const released = await releaseExpiredHolders(sqlEscrowStore(sql), asOf);
       phase("swept", { releasedHolders: released.released, asOf: asOf.toISOString() });
     } finally {
       await sql.end();

@@ -58,7 +58,7 @@ export class AccountService {
     private readonly onCeilingChanged?: (accountId: string) => void,
     /** streamed requests in flight (their records are written when they end) */
     private readonly inFlight?: InFlightRegistry,
-    /** what requests in flight use of each holder's escrow slice of the buyer (the router's `escrowInUse`) */
+    /** what requests in flight use of each holder's escrow slice of the buyer (the router's `escrow.inUse`) */
     private readonly escrowInUse?: (accountId: string, holders: readonly string[]) => Promise<Map<string, bigint>>,
   ) {}
 

@@ -3,7 +3,8 @@ import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { Attempted } from "./attempt-loop.js";
-import { answered, type InferencePipeline } from "./pipeline.js";
+import { answered } from "./lanes.js";
+import type { InferencePipeline } from "./pipeline.js";
 import { type AttemptingSession, type InferenceSession, type Settled, serverTiming, type Usage } from "./session.js";
 
 type Json = Record<string, unknown>;

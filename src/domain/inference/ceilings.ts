@@ -1,5 +1,5 @@
-import type { Sql } from "../../adapters/sql.js";
 import { DomainError } from "../../lib/errors.js";
+import type { CeilingStore } from "./stores.js";
 
 /** Accounts whose ceiling this process remembers before it starts over (a bound, not a tuning). */
 const MAX_REMEMBERED = 100_000;
@@ -12,19 +12,15 @@ const MAX_REMEMBERED = 100_000;
 export class Ceilings {
   private readonly known = new Map<string, number>();
 
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly store: CeilingStore) {}
 
   async of(accountId: string): Promise<number> {
     const hit = this.known.get(accountId);
     if (hit !== undefined) return hit;
-    const rows = await this.sql.query<{ ceiling: number }>(
-      "SELECT max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
-      [accountId],
-    );
-    const row = rows.rows[0];
-    if (!row) throw new DomainError("authentication_failed", "Account not found.");
-    this.learn(accountId, Number(row.ceiling));
-    return Number(row.ceiling);
+    const ceiling = await this.store.ceilingOf(accountId);
+    if (ceiling === null) throw new DomainError("authentication_failed", "Account not found.");
+    this.learn(accountId, ceiling);
+    return ceiling;
   }
 
   /** What a top-up just read from the account row. */

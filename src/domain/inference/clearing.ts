@@ -68,14 +68,22 @@ const ELIGIBLE_SQL = `
    ORDER BY ${CLEARING_ORDER_SQL}
    LIMIT $5`;
 
+/** Which eligible offers to list (see `eligibleOffers`). */
+export interface EligibleQuery {
+  now: Date;
+  maxPriceCents: number;
+  /** at least this much routable (at least 1 micro-DIEM) */
+  minRoutableMicroDiem?: bigint;
+  /** offers on these supplier keys are left out */
+  excludeKeyIds?: string[];
+  limit?: number;
+}
+
 /**
  * Eligible offers priced at or below `maxPriceCents` with at least `minRoutableMicroDiem` routable,
  * cheapest first; ties broken by age then id (deterministic).
  */
-export async function eligibleOffers(
-  run: QueryRunner,
-  q: { now: Date; maxPriceCents: number; minRoutableMicroDiem?: bigint; excludeKeyIds?: string[]; limit?: number },
-): Promise<EligibleOffer[]> {
+export async function eligibleOffers(run: QueryRunner, q: EligibleQuery): Promise<EligibleOffer[]> {
   const min = q.minRoutableMicroDiem && q.minRoutableMicroDiem > 0n ? q.minRoutableMicroDiem : 1n;
   const exclude = q.excludeKeyIds && q.excludeKeyIds.length > 0 ? q.excludeKeyIds : null;
   const rows = await run<{

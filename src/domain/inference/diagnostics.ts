@@ -1,8 +1,8 @@
-import type { QueryRunner } from "../../adapters/sql.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6, MAX_OFFER_PRICE_CENTS, maxBig } from "../../lib/money.js";
-import { eligibleOffers, MAX_ATTEMPTS } from "./clearing.js";
+import { MAX_ATTEMPTS } from "./clearing.js";
 import type { InferenceSession } from "./session.js";
+import type { OfferStore } from "./stores.js";
 
 /**
  * Why a request could not be admitted or completed: the refusals the pipeline answers with, their
@@ -45,8 +45,8 @@ export function escrowNotSecured(): DomainError {
  * `upstream_error` (the keys that could hold it were tried), `pool_empty` (nothing posted at any
  * price), or `no_eligible_supply` (everything posted is above the ceiling; says which ceiling clears).
  */
-export async function noSupply(run: QueryRunner, session: InferenceSession, now: Date): Promise<DomainError> {
-  const atCeiling = await eligibleOffers(run, { now, maxPriceCents: session.ceilingCents });
+export async function noSupply(offers: OfferStore, session: InferenceSession, now: Date): Promise<DomainError> {
+  const atCeiling = await offers.eligible({ now, maxPriceCents: session.ceilingCents });
   const cap = session.plan.priceCapCents;
   if (cap !== undefined && cap < session.ceilingCents) {
     // a flat job planned below the ceiling because the balance affords no more: an offer that could
@@ -71,7 +71,7 @@ export async function noSupply(run: QueryRunner, session: InferenceSession, now:
       { eligibleRoutableDiem: formatDecimal6(total), maxEligibleOfferDiem: formatDecimal6(largest) },
     );
   }
-  const all = await eligibleOffers(run, { now, maxPriceCents: MAX_OFFER_PRICE_CENTS });
+  const all = await offers.eligible({ now, maxPriceCents: MAX_OFFER_PRICE_CENTS });
   if (all.length === 0)
     return new DomainError("pool_empty", "Nothing is posted at any price right now; retry later.", {
       retryAfterSeconds: 30,

@@ -1,6 +1,7 @@
-import type { Sql } from "../../adapters/sql.js";
 import { logger } from "../../lib/logger.js";
-import type { Holder, HolderLease, Slice } from "./escrow.js";
+import type { Holder, Slice } from "./escrow.js";
+import type { HolderLease } from "./holder-lease.js";
+import type { EscrowStore } from "./stores.js";
 
 /**
  * What a router process gives back of its escrow slices outside a request's ending
@@ -15,7 +16,7 @@ export class EscrowGiveBack {
   private returning: Promise<number> | null = null;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly escrow: EscrowStore,
     private readonly lease: HolderLease,
     /** how long an idle slice stays with this process (0: an ending gives it back at once) */
     readonly lingerMs: number,
@@ -89,14 +90,12 @@ export class EscrowGiveBack {
    */
   private async giveBack(holder: Holder, out: Array<{ slice: Slice; back: bigint }>, failure: string): Promise<void> {
     if (out.length === 0) return;
-    const returns = out.map(({ slice, back }) =>
-      slice.kind === "buyer"
-        ? { account: slice.id, amount: back.toString() }
-        : { offer: slice.id, amount: back.toString() },
-    );
     let committed = false;
     try {
-      await this.sql.query("SELECT svc_escrow_give_back($1::uuid, $2::jsonb)", [holder.id, JSON.stringify(returns)]);
+      await this.escrow.giveBack(
+        holder.id,
+        out.map(({ slice, back }) => ({ kind: slice.kind, id: slice.id, amount: back })),
+      );
       committed = true;
     } catch (err) {
       for (const { slice, back } of out) slice.restore(back);

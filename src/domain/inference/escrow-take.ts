@@ -1,15 +1,48 @@
-import type { Sql } from "../../adapters/sql.js";
-import type { Holder, HolderLease, Slice } from "./escrow.js";
+import { DomainError } from "../../lib/errors.js";
+import { MAX_PLANS } from "./admission.js";
+import type { Ceilings } from "./ceilings.js";
+import type { OfferPick } from "./clearing.js";
+import { escrowNotSecured, insufficientBalance } from "./diagnostics.js";
+import type { Holder, Slice } from "./escrow.js";
+import type { HolderLease } from "./holder-lease.js";
+import type { InferenceSession } from "./session.js";
+import type { EscrowStore, TakeResult } from "./stores.js";
 
-/** What `svc_escrow_take` answers (one row). */
-export interface TakeRow {
-  outcome: "ok" | "holder_lost" | "key_inactive" | "stale_ceiling" | "insufficient_balance" | "offer_short";
-  granted_usdc: bigint;
-  available: bigint | null;
-  ceiling: number | null;
-  granted_diem: bigint;
-  routable: bigint | null;
-  key_balance: bigint | null;
+/**
+ * The escrow-facing part of admitting an attempt (`Attempts.next`): a slice too small is topped up
+ * in Postgres (`takeEscrow`, `svc_escrow_take`), and what the top-up read (a changed ceiling, a
+ * balance short of the plan) re-plans the request, after escrow pressure where that could help.
+ */
+
+/** Rounds of escrow pressure (and the wait after each) before a request is refused 402. */
+export const ESCROW_PRESSURE_ROUNDS = 3;
+export const ESCROW_PRESSURE_WAIT_MS = 50;
+/** Top-ups per admission before giving up (each either grants or changes what is asked). */
+const MAX_TAKES = 16;
+
+/** The state of one admission across its looks (see `Attempts.next`). */
+export interface AdmitRound {
+  /** when a wait for a busy key gives up (epoch ms) */
+  deadline: number;
+  /** when the wait for a busy key began (`performance.now()`), for the key-wait metric */
+  waitedSince: number | null;
+  /** rounds of escrow pressure asked */
+  pressured: number;
+  /** keys found at their in-flight limit in this poll */
+  busy: string[];
+  /** the book was read afresh (never refuse on a stale one) */
+  freshBook: boolean;
+  /** top-ups taken */
+  takes: number;
+}
+
+/** (Re-)plans the request's maximum against `availableMicroUsdc`; false when even the minimum is unaffordable. */
+export function planRequest(session: InferenceSession, availableMicroUsdc: bigint): boolean {
+  session.plans++;
+  const plan = session.pricer.plan(session.ceilingCents, availableMicroUsdc);
+  if (!plan) return false;
+  session.plan = plan;
+  return true;
 }
 
 /** One top-up: the buyer's slice and/or an offer's, each with what is short and the request's need. */
@@ -30,7 +63,7 @@ export interface TakeAsk {
  * Grants land in the slices; others needing more wait on `slice.taking` meanwhile. Returns `retry`
  * when the holder's lease was lost (the next `current()` registers anew).
  */
-export async function takeEscrow(sql: Sql, lease: HolderLease, ask: TakeAsk): Promise<"retry" | TakeRow> {
+export async function takeEscrow(escrow: EscrowStore, lease: HolderLease, ask: TakeAsk): Promise<"retry" | TakeResult> {
   const { holder, buyer, offer } = ask;
   let done!: () => void;
   const taking = new Promise<void>((res) => {
@@ -42,31 +75,24 @@ export async function takeEscrow(sql: Sql, lease: HolderLease, ask: TakeAsk): Pr
     const nowMs = ask.now.getTime();
     const usdcWant = buyer ? buyer.slice.want(buyer.need, nowMs) : 0n;
     const diemWant = offer ? offer.slice.want(offer.need, nowMs) : 0n;
-    const r = await sql.query<TakeRow>({
-      name: "svc_escrow_take",
-      text: `SELECT * FROM svc_escrow_take($1::uuid, $2::uuid, $3::uuid, $4::int, $5::bigint, $6::bigint, $7::uuid,
-                                       $8::bigint, $9::bigint, $10::timestamptz)`,
-      values: [
-        holder.id,
-        buyer ? ask.accountId : null,
-        ask.apiKeyId,
-        ask.ceilingCents,
-        buyer ? buyer.short.toString() : "0",
-        usdcWant.toString(),
-        offer ? offer.offerId : null,
-        offer ? offer.short.toString() : "0",
-        diemWant.toString(),
-        ask.now,
-      ],
+    const row = await escrow.take({
+      holder: holder.id,
+      accountId: buyer ? ask.accountId : null,
+      apiKeyId: ask.apiKeyId,
+      ceilingCents: ask.ceilingCents,
+      usdcMin: buyer ? buyer.short : 0n,
+      usdcWant,
+      offerId: offer ? offer.offerId : null,
+      diemMin: offer ? offer.short : 0n,
+      diemWant,
+      now: ask.now,
     });
-    const row = r.rows[0];
-    if (!row) throw new Error("svc_escrow_take returned nothing");
     if (row.outcome === "holder_lost") {
       lease.lose(holder);
       return "retry";
     }
-    if (buyer && BigInt(row.granted_usdc) > 0n) buyer.slice.grant(BigInt(row.granted_usdc));
-    if (offer && BigInt(row.granted_diem) > 0n) offer.slice.grant(BigInt(row.granted_diem));
+    if (buyer && row.grantedUsdc > 0n) buyer.slice.grant(row.grantedUsdc);
+    if (offer && row.grantedDiem > 0n) offer.slice.grant(row.grantedDiem);
     return row;
   } finally {
     if (buyer) buyer.slice.taking = null;
@@ -74,5 +100,120 @@ export async function takeEscrow(sql: Sql, lease: HolderLease, ask: TakeAsk): Pr
     done();
     if (buyer) holder.tidy(buyer.slice);
     if (offer) holder.tidy(offer.slice);
+  }
+}
+
+export interface TopUpDeps {
+  escrow: EscrowStore;
+  lease: HolderLease;
+  ceilings: Ceilings;
+  /** a request refused for want of balance: ask every process to give back its idle slice of it */
+  onBalancePressure?: (accountId: string) => void;
+  /** what other processes' slices of the buyer's balance hold that no request in flight there uses */
+  idleElsewhere?: (accountId: string) => Promise<bigint>;
+  /** ends the whole request with `err` (recorded, everything released); returns the error to throw */
+  fail: (session: InferenceSession, err: DomainError) => Promise<DomainError>;
+}
+
+/** Top-ups of a request's slices and the re-planning they lead to (see the module comment). */
+export class TopUps {
+  constructor(
+    private readonly deps: TopUpDeps,
+    /** top-ups taken by this process (observability) */
+    private readonly stats: { takes: number },
+  ) {}
+
+  /**
+   * A slice is too small: wait for a top-up already under way, or take one in Postgres (the buyer's
+   * slice, the offer's, or both); the book learns what is left on the offer.
+   */
+  async topUp(
+    session: InferenceSession,
+    holder: Holder,
+    buyer: Slice,
+    usdcShort: bigint,
+    pick: OfferPick | null,
+    round: AdmitRound,
+    now: Date,
+  ): Promise<undefined> {
+    if (usdcShort > 0n && buyer.taking) {
+      await buyer.taking.catch(() => undefined);
+      return undefined;
+    }
+    if (pick && pick.short > 0n && pick.slice.taking) {
+      await pick.slice.taking.catch(() => undefined);
+      return undefined;
+    }
+    if (++round.takes > MAX_TAKES) throw await this.deps.fail(session, escrowNotSecured());
+    this.stats.takes++;
+    const plan = session.plan;
+    const offer = pick && pick.short > 0n ? pick : null;
+    const r = await takeEscrow(this.deps.escrow, this.deps.lease, {
+      holder,
+      accountId: session.accountId,
+      apiKeyId: session.apiKeyId,
+      ceilingCents: session.ceilingCents,
+      buyer: usdcShort > 0n ? { slice: buyer, short: usdcShort, need: plan.maxChargeMicroUsdc } : null,
+      offer: offer
+        ? { offerId: offer.entry.offerId, slice: offer.slice, short: offer.short, need: plan.maxBurnMicroDiem }
+        : null,
+      now,
+    });
+    if (r === "retry") return undefined;
+    if (usdcShort > 0n && r.grantedUsdc > 0n) session.touched.add(buyer);
+    if (offer) {
+      if (r.grantedDiem > 0n) session.touched.add(offer.slice);
+      if (r.outcome === "ok" || r.outcome === "offer_short") {
+        // the book learns what is left on the offer
+        offer.entry.routableMicroDiem = r.routable ?? 0n;
+        if (r.keyBalance !== null) offer.entry.keyBalanceMicroDiem = r.keyBalance;
+        if (r.outcome === "offer_short" && (r.routable ?? 0n) === 0n) offer.entry.eligible = false;
+      }
+    }
+    if (r.outcome === "key_inactive") throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+    if (r.outcome === "stale_ceiling" || r.outcome === "insufficient_balance")
+      await this.replan(session, buyer, r, round);
+    return undefined;
+  }
+
+  /**
+   * A top-up found the request planned with a stale ceiling or more than the balance affords: plan
+   * again with the account's values as the top-up just read them (plus what this process already
+   * holds) — after asking other processes for the idle slices of this buyer's balance (escrow
+   * pressure) while that could make the plan fit; 402 when even the smallest request cannot.
+   */
+  private async replan(session: InferenceSession, buyer: Slice, r: TakeResult, round: AdmitRound): Promise<void> {
+    if (r.ceiling !== null) {
+      this.deps.ceilings.learn(session.accountId, r.ceiling);
+      session.ceilingCents = r.ceiling;
+    }
+    const available = (r.available ?? 0n) + (buyer.free > 0n ? buyer.free : 0n);
+    // the request as planned fits in the balance once other processes give back what their
+    // slices hold idle (availableUsdc counts it): ask for it (escrow pressure) before shrinking it
+    if (
+      r.outcome === "insufficient_balance" &&
+      round.pressured < ESCROW_PRESSURE_ROUNDS &&
+      this.deps.onBalancePressure &&
+      this.deps.idleElsewhere &&
+      session.plan.maxChargeMicroUsdc <= available + (await this.deps.idleElsewhere(session.accountId))
+    ) {
+      await this.pressure(session, round);
+      return;
+    }
+    if (session.plans >= MAX_PLANS || !planRequest(session, available)) {
+      // other router processes may hold this buyer's balance idle in their slices: ask every
+      // process to give idle parts back, then take again (a few short rounds) before refusing
+      if (await this.pressure(session, round)) return;
+      throw await this.deps.fail(session, insufficientBalance(session));
+    }
+  }
+
+  /** One round of escrow pressure (ask, then wait a moment); false when the rounds are spent. */
+  private async pressure(session: InferenceSession, round: AdmitRound): Promise<boolean> {
+    if (round.pressured >= ESCROW_PRESSURE_ROUNDS || !this.deps.onBalancePressure) return false;
+    round.pressured++;
+    this.deps.onBalancePressure(session.accountId);
+    await new Promise((res) => setTimeout(res, ESCROW_PRESSURE_WAIT_MS));
+    return true;
   }
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { EscrowUsageBoard } from "../../adapters/redis/escrow-usage.js";
-import type { Sql } from "../../adapters/sql.js";
 import { logger } from "../../lib/logger.js";
 import { idleOf } from "../accounts/balances.js";
-import type { HolderLease } from "./escrow.js";
+import type { HolderLease } from "./holder-lease.js";
+import type { EscrowStore } from "./stores.js";
 
 /** How long a reader waits for the other holders' answers (one that has not answered counts its slice as held). */
 export const USAGE_WAIT_MS = 250;
@@ -20,7 +20,7 @@ const USAGE_POLL_MS = 2;
  */
 export class EscrowUsage {
   constructor(
-    private readonly sql: Sql,
+    private readonly escrow: EscrowStore,
     private readonly lease: HolderLease,
     private readonly board: EscrowUsageBoard | undefined,
     /** publishes the question to every router process */
@@ -75,18 +75,12 @@ export class EscrowUsage {
    */
   async idleElsewhere(accountId: string): Promise<bigint> {
     const own = this.lease.peek()?.id ?? null;
-    const r = await this.sql.query<{ holder: string; amount: string }>(
-      "SELECT holder, amount_micro_usdc::text AS amount FROM buyer_escrows WHERE account_id = $1 AND holder IS DISTINCT FROM $2::uuid",
-      [accountId, own],
-    );
-    if (r.rows.length === 0) return 0n;
+    const slices = await this.escrow.buyerSlices(accountId, own);
+    if (slices.length === 0) return 0n;
     const inUse = await this.inUse(
       accountId,
-      r.rows.map((row) => row.holder),
+      slices.map((s) => s.holder),
     );
-    return idleOf(
-      r.rows.map((row) => ({ holder: row.holder, amountMicroUsdc: BigInt(row.amount) })),
-      inUse,
-    );
+    return idleOf(slices, inUse);
   }
 }

@@ -1,6 +1,3 @@
-import type { Sql } from "../../adapters/sql.js";
-import type { Clock } from "../../lib/clock.js";
-import { logger } from "../../lib/logger.js";
 import { maxBig } from "../../lib/money.js";
 
 /**
@@ -17,23 +14,6 @@ export const MAX_TOPUP_UNITS = 1024n;
 export const TOPUP_SPEED_MS = 1_000;
 /** …and back to TOPUP_UNITS after this long without one. */
 export const TOPUP_RESET_MS = 10_000;
-/** A holder's lease; the heartbeat renews it. Slices of a holder whose lease expired go back. */
-export const HOLDER_LEASE_MS = 60_000;
-export const HOLDER_RENEW_MS = 15_000;
-/** Expired escrow holders the sweeper releases per pass. */
-const SWEEP_LIMIT = 500;
-
-/**
- * Sweeper (worker): gives back the escrow slices of holders whose lease expired (their process
- * died). Requests in flight there leave no record and no charge. Idempotent.
- */
-export async function releaseExpiredHolders(sql: Sql, now: Date): Promise<{ released: number }> {
-  const r = await sql.query<{ released: number }>("SELECT svc_release_expired($1::timestamptz, $2::int) AS released", [
-    now,
-    SWEEP_LIMIT,
-  ]);
-  return { released: Number(r.rows[0]?.released ?? 0) };
-}
 
 /**
  * One slice: what this process holds of one buyer's balance (micro-USDC) or of one offer's DIEM
@@ -178,92 +158,5 @@ export class Holder {
       const map = s.kind === "buyer" ? this.buyers : this.offers;
       if (map.get(s.id) === s) map.delete(s.id);
     }
-  }
-}
-
-/**
- * The holder registration and its heartbeat. `current()` registers lazily (a process that never
- * routes holds nothing); a heartbeat that finds its row gone (the sweeper took it after a stall)
- * starts a new registration, and requests admitted against the old one fail their settlement
- * guards (nothing charged).
- */
-export class HolderLease {
-  private holder: Holder | null = null;
-  private registering: Promise<Holder> | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private closed = false;
-
-  constructor(
-    private readonly sql: Sql,
-    private readonly clock: Clock,
-    private readonly newId: () => string,
-  ) {}
-
-  /** This process's holder id and how many slices it holds (tests, diagnostics). */
-  snapshot(): { holder: string | null; buyers: number; offers: number } {
-    const h = this.peek();
-    return { holder: h?.id ?? null, buyers: h?.buyers.size ?? 0, offers: h?.offers.size ?? 0 };
-  }
-
-  /** The live registration, if any (no registration is made). */
-  peek(): Holder | null {
-    return this.holder && !this.holder.lost ? this.holder : null;
-  }
-
-  current(): Promise<Holder> | Holder {
-    if (this.holder && !this.holder.lost) return this.holder;
-    if (this.registering) return this.registering;
-    this.registering = this.register().finally(() => {
-      this.registering = null;
-    });
-    return this.registering;
-  }
-
-  /** Marks the registration lost (the database no longer knows it); the next `current()` registers anew. */
-  lose(h: Holder): void {
-    if (h.lost) return;
-    h.lost = true;
-    logger.warn({ holder: h.id }, "escrow holder lease lost; registering again");
-  }
-
-  private async register(): Promise<Holder> {
-    if (this.closed) throw new Error("router closed");
-    const h = new Holder(this.newId());
-    await this.sql.query("INSERT INTO escrow_holders (id, expires_at) VALUES ($1, $2)", [h.id, this.expiry()]);
-    this.holder = h;
-    if (!this.timer) {
-      this.timer = setInterval(() => void this.heartbeat(), HOLDER_RENEW_MS);
-      this.timer.unref();
-    }
-    return h;
-  }
-
-  private expiry(): Date {
-    return new Date(this.clock.now().getTime() + HOLDER_LEASE_MS);
-  }
-
-  async heartbeat(): Promise<void> {
-    const h = this.holder;
-    if (!h || h.lost) return;
-    try {
-      const r = await this.sql.query("UPDATE escrow_holders SET expires_at = $2 WHERE id = $1", [h.id, this.expiry()]);
-      if (r.rowCount === 0) this.lose(h);
-    } catch (e) {
-      logger.warn({ err: e, holder: h.id }, "escrow heartbeat failed");
-    }
-  }
-
-  /** Stops the heartbeat and gives every slice back (a clean shutdown). */
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    const h = this.holder;
-    this.holder = null;
-    if (!h || h.lost) return;
-    h.lost = true;
-    await this.sql
-      .query("SELECT svc_release_expired($1::timestamptz, 1, $2::uuid)", [this.clock.now(), h.id])
-      .catch((e) => logger.warn({ err: e }, "could not give escrow back at close; the sweeper will"));
   }
 }

@@ -1,8 +1,8 @@
-import type { GateLeases } from "../../adapters/redis/gate-leases.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import type { Config } from "../../config.js";
 import { DomainError } from "../../lib/errors.js";
 import type { RoutableModel } from "./session.js";
+import type { InFlightGates } from "./stores.js";
 
 /** SPEC "Limits": image jobs in flight per wallet (account), across every API process. */
 export const IMAGE_JOBS_PER_WALLET = 1;
@@ -14,7 +14,7 @@ export const IMAGE_JOBS_PER_WALLET = 1;
  * gates held; on a refusal nothing is held.
  */
 export async function takeRequestGates(
-  deps: { gates: GateLeases; keys: RedisKeys; config: Config },
+  deps: { gates: InFlightGates; keys: RedisKeys; config: Config },
   model: Pick<RoutableModel, "id" | "tier" | "modality">,
   caller: { accountId: string; apiKeyId: string },
 ): Promise<string[]> {

@@ -1,15 +1,14 @@
-import type { Sql } from "../../adapters/sql.js";
-import { Batcher } from "../../lib/batcher.js";
 import type { AttemptRecord, InferenceSession, Modality, RouteKind, Usage } from "./session.js";
 import type { IncompleteStream } from "./usage.js";
 
 /**
  * Request endings: THE contract between the pipeline and Postgres. Each ended request is one
  * `EndItem` (the SQL composite type `svc_end_item`, one field each; a test fails if the two
- * disagree), and endings are group-committed by `svc_end_batch`: for each item, in one transaction
- * with the others of its batch, the request and attempt records, and for a charge the buyer debit,
- * the supplier credit and the platform fee (ledger, double entry), the offer's remaining DIEM and
- * the clear; plus what the request's escrow slices give back.
+ * disagree), and endings are group-committed by `svc_end_batch` (`SettlementStore.commit`, batched
+ * in `ending.ts`): for each item, in one transaction with the others of its batch, the request and
+ * attempt records, and for a charge the buyer debit, the supplier credit and the platform fee
+ * (ledger, double entry), the offer's remaining DIEM and the clear; plus what the request's escrow
+ * slices give back.
  */
 
 /** An escrow give-back: part of a holder's slice of a buyer (account) or an offer goes back. */
@@ -190,45 +189,4 @@ export function endItem(
       for (const u of undo) u();
     },
   };
-}
-
-/** Request endings per group commit (see Batcher). One batch in flight keeps a process's endings in order. */
-const BATCH = { maxBatch: 64, maxInFlight: 1 };
-
-/**
- * Submits endings to `svc_end_batch`, group-committed: one transaction for the endings that arrive
- * while the previous batch commits. Resolves each with the buyer's confirmed balance after it.
- */
-export class Settlement {
-  private readonly batcher: Batcher<EndItem, bigint>;
-
-  constructor(sql: Sql) {
-    const endBatch = async (items: EndItem[]) => {
-      // a named statement: each pooled connection parses and plans it once
-      const r = await sql.query<{ idx: number; confirmed: bigint }>({
-        name: "svc_end_batch",
-        text: "SELECT * FROM svc_end_batch($1::jsonb)",
-        values: [JSON.stringify(items)],
-      });
-      return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
-    };
-    this.batcher = new Batcher(endBatch, async (i) => (await endBatch([i]))[0] ?? 0n, BATCH);
-  }
-
-  /** Commits one ending (with others); the buyer's confirmed balance after it. */
-  submit(item: EndItem): Promise<bigint> {
-    return this.batcher.submit(item);
-  }
-
-  get stats() {
-    return { ...this.batcher.stats };
-  }
-}
-
-/** Batch rows back in item order; exactly one per item. */
-function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {
-  const out = new Array<T>(n);
-  for (const row of rows) out[Number(row.idx)] = row;
-  for (let i = 0; i < n; i++) if (!out[i]) throw new Error(`batch row ${i} missing`);
-  return out;
 }

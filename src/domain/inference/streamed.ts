@@ -1,7 +1,8 @@
 import { releaseBody, type UpstreamClient } from "../../adapters/upstream/client.js";
 import { logger } from "../../lib/logger.js";
 import { Attempted, type AttemptResult } from "./attempt-loop.js";
-import { type Answered, answered, type InferencePipeline } from "./pipeline.js";
+import { type Answered, answered } from "./lanes.js";
+import type { InferencePipeline } from "./pipeline.js";
 import type { AttemptingSession, Settled, Usage } from "./session.js";
 import type { StreamSink } from "./sink.js";
 import { type FrameVerdict, StreamRelay } from "./stream-relay.js";

@@ -4,10 +4,10 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { grossMicroUsdc, maxBig, upstreamDecimalToMicro, videoJobMicroDiem } from "../../lib/money.js";
 import { Attempted } from "./attempt-loop.js";
-import type { KeyMarks } from "./attempts.js";
 import { eligibleOffers } from "./clearing.js";
 import type { InferencePipeline } from "./pipeline.js";
 import type { Caller } from "./session.js";
+import type { KeyMarks } from "./stores.js";
 import { checkVideoRequest, parseVideoBody } from "./video-request.js";
 
 /** A quote call gives up after this long (then asks the next key). */

@@ -133,12 +133,12 @@ describe("lingering escrow slices", () => {
     expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
     // the process stalls past its lease: the sweeper gives its slices back
     await world.app.rt.db.escrowHolder.updateMany({ data: { expiresAt: new Date(Date.now() - 1_000) } });
-    const { released } = await router.releaseExpiredHolds();
+    const { released } = await router.escrow.releaseExpired();
     expect(released).toBeGreaterThan(0);
     await expectHoldsReleased(world.app, buyer.accountId);
     // the lingered slices' own give-back comes later and finds nothing to move
     await new Promise((r) => setTimeout(r, LINGER_MS + 100));
-    await router.returnIdleEscrow();
+    await router.escrow.returnIdle();
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
     // the next request finds the lease gone, registers again and clears

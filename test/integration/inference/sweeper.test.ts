@@ -58,8 +58,8 @@ describe("escrow holders and the sweeper", () => {
     expect(moved.attempt?.offerId).toBe(supply.keys[1]?.offerId);
     // …while this process admits one of its own
     const live = await openSession(world.app, a.accountId);
-    const liveHolder = world.app.rt.services.inference.escrowSnapshot().holder;
-    const deadHolder = world.peer.rt.services.inference.escrowSnapshot().holder;
+    const liveHolder = world.app.rt.services.inference.escrow.snapshot().holder;
+    const deadHolder = world.peer.rt.services.inference.escrow.snapshot().holder;
     expect(liveHolder).not.toBeNull();
     expect(deadHolder).not.toBe(liveHolder);
     const liveSlice = await escrowOf(liveHolder, a.accountId);
@@ -68,14 +68,14 @@ describe("escrow holders and the sweeper", () => {
     // the peer stops renewing: its lease expires and the sweeper gives everything it held back
     await expireHolder(deadHolder);
     const router = world.app.rt.services.inference;
-    expect((await router.releaseExpiredHolds()).released).toBe(1);
+    expect((await router.escrow.releaseExpired()).released).toBe(1);
     expect(await reservedOf(a.accountId)).toBe(liveSlice);
     expect(await reservedOf(b.accountId)).toBe(0n);
     expect(await offerReserved(supply.keys[1]?.offerId ?? "")).toBe(0n);
     expect(await world.app.rt.db.buyerEscrow.count({ where: { holder: deadHolder ?? "" } })).toBe(0);
     expect(await world.app.rt.db.escrowHolder.count({ where: { id: deadHolder ?? "" } })).toBe(0);
     // a second pass finds nothing; the live request settles and its idle slices go back
-    expect((await router.releaseExpiredHolds()).released).toBe(0);
+    expect((await router.escrow.releaseExpired()).released).toBe(0);
     await router.settle(live, { kind: "settled", usage: { promptTokens: 30, completionTokens: 10 } });
     expect(await reservedOf(a.accountId)).toBe(0n);
     expect(await offerReserved(supply.keys[0]?.offerId ?? "")).toBe(0n);
@@ -105,7 +105,7 @@ describe("escrow holders and the sweeper", () => {
     // and its next request registers a new lease and clears normally
     const r = await chat(world.peer, a.apiKey, MSG());
     expect(r.status).toBe(200);
-    const renewed = world.peer.rt.services.inference.escrowSnapshot().holder;
+    const renewed = world.peer.rt.services.inference.escrow.snapshot().holder;
     expect(renewed).not.toBeNull();
     expect(renewed).not.toBe(deadHolder);
     expect(await reservedOf(a.accountId)).toBe(0n);
@@ -134,7 +134,7 @@ describe("escrow holders and the sweeper", () => {
       holders,
     ]);
     const router = world.app.rt.services.inference;
-    const passes = await Promise.all([1, 2, 3].map(() => router.releaseExpiredHolds()));
+    const passes = await Promise.all([1, 2, 3].map(() => router.escrow.releaseExpired()));
     expect(passes.reduce((n, p) => n + p.released, 0)).toBe(8);
     expect(await reservedOf(buyer.accountId)).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
@@ -145,7 +145,7 @@ describe("escrow holders and the sweeper", () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const router = world.app.rt.services.inference;
     const session = await openSession(world.app, buyer.accountId);
-    const holder = router.escrowSnapshot().holder;
+    const holder = router.escrow.snapshot().holder;
     const held = await reservedOf(buyer.accountId);
     expect(held).toBeGreaterThanOrEqual(session.plan.maxChargeMicroUsdc);
     await expireHolder(holder);
@@ -155,9 +155,9 @@ describe("escrow holders and the sweeper", () => {
       await renewer.query("BEGIN");
       await renewer.query("UPDATE escrow_holders SET expires_at = now() + interval '1 minute' WHERE id = $1", [holder]);
       // the renewal holds the row: the sweeper passes over it instead of waiting or releasing it
-      expect((await router.releaseExpiredHolds()).released).toBe(0);
+      expect((await router.escrow.releaseExpired()).released).toBe(0);
       await renewer.query("COMMIT");
-      expect((await router.releaseExpiredHolds()).released).toBe(0);
+      expect((await router.escrow.releaseExpired()).released).toBe(0);
       expect(await reservedOf(buyer.accountId)).toBe(held);
       const settled = await router.settle(session, {
         kind: "settled",
@@ -176,12 +176,12 @@ describe("escrow holders and the sweeper", () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const router = world.app.rt.services.inference;
     const session = await openSession(world.app, buyer.accountId, { stream: true });
-    const holder = router.escrowSnapshot().holder;
+    const holder = router.escrow.snapshot().holder;
     await expireHolder(holder);
-    await router.heartbeat();
+    await router.escrow.heartbeat();
     const row = await world.app.rt.db.escrowHolder.findUniqueOrThrow({ where: { id: holder ?? "" } });
     expect(row.expiresAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
-    expect((await router.releaseExpiredHolds()).released).toBe(0);
+    expect((await router.escrow.releaseExpired()).released).toBe(0);
     await router.abort(session, "test_done");
     expect(await reservedOf(buyer.accountId)).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
@@ -195,7 +195,7 @@ describe("escrow holders and the sweeper", () => {
     const open = await openSession(world.peer, other.accountId);
     expect((await chat(world.peer, buyer.apiKey, MSG())).status).toBe(200);
     expect(await reservedOf(other.accountId)).toBeGreaterThan(0n);
-    const holder = world.peer.rt.services.inference.escrowSnapshot().holder;
+    const holder = world.peer.rt.services.inference.escrow.snapshot().holder;
     await world.peer.rt.services.inference.close();
     expect(await reservedOf(other.accountId)).toBe(0n);
     expect(await world.app.rt.db.escrowHolder.count({ where: { id: holder ?? "" } })).toBe(0);

@@ -1,0 +1,196 @@
+import { type Sql, sqlRunner } from "../../adapters/sql.js";
+import { type BookEntry, CLEARING_ORDER_SQL, eligibleOffers } from "./clearing.js";
+import type { EndItem } from "./settlement.js";
+import type {
+  CeilingStore,
+  EscrowStore,
+  InferenceStores,
+  OfferStore,
+  SettlementStore,
+  TakeRequest,
+  TakeResult,
+} from "./stores.js";
+
+/**
+ * The pipeline's stores in Postgres (see `stores.ts`): the statements and stored functions of the
+ * hot path (prisma/functions), over the plain `pg` pool. Kept in the domain because they map rows
+ * onto the domain's types (adapters may not import them); nothing here decides a rule.
+ */
+export function sqlStores(sql: Sql): InferenceStores {
+  return {
+    offers: sqlOfferStore(sql),
+    ceilings: sqlCeilingStore(sql),
+    escrow: sqlEscrowStore(sql),
+    settlement: sqlSettlementStore(sql),
+  };
+}
+
+const BOOK_SQL = `
+  SELECT o.id, o.upstream_key_id, o.account_id, o.price_cents_per_dollar AS price, o.expires_at,
+         svc_routable(o, k) AS routable, k.last_balance_micro_diem AS key_balance, k.cooldown_until,
+         k.secret_ciphertext, k.secret_iv, k.secret_tag, k.encryption_key_id
+    FROM offers o
+    JOIN upstream_keys k ON k.id = o.upstream_key_id
+   WHERE svc_eligible(o, k, $1)
+   ORDER BY ${CLEARING_ORDER_SQL}`;
+
+export function sqlOfferStore(sql: Sql): OfferStore {
+  const run = sqlRunner(sql);
+  return {
+    async book(now: Date): Promise<BookEntry[]> {
+      const r = await sql.query<{
+        id: string;
+        upstream_key_id: string;
+        account_id: string;
+        price: number;
+        expires_at: Date;
+        routable: string;
+        key_balance: string | null;
+        cooldown_until: Date | null;
+        secret_ciphertext: Buffer;
+        secret_iv: Buffer;
+        secret_tag: Buffer;
+        encryption_key_id: string;
+      }>(BOOK_SQL, [now]);
+      return r.rows.map((o) => ({
+        offerId: o.id,
+        upstreamKeyId: o.upstream_key_id,
+        supplierAccountId: o.account_id,
+        priceCentsPerDollar: Number(o.price),
+        expiresAt: o.expires_at.getTime(),
+        routableMicroDiem: BigInt(o.routable),
+        keyBalanceMicroDiem: o.key_balance === null ? null : BigInt(o.key_balance),
+        eligible: true,
+        cooldownUntil: o.cooldown_until ? o.cooldown_until.getTime() : null,
+        sealed: {
+          ciphertext: new Uint8Array(o.secret_ciphertext),
+          iv: new Uint8Array(o.secret_iv),
+          tag: new Uint8Array(o.secret_tag),
+          keyId: o.encryption_key_id,
+        },
+      }));
+    },
+    eligible: (q) => eligibleOffers(run, q),
+  };
+}
+
+export function sqlCeilingStore(sql: Sql): CeilingStore {
+  return {
+    async ceilingOf(accountId: string): Promise<number | null> {
+      const rows = await sql.query<{ ceiling: number }>(
+        "SELECT max_price_cents_per_dollar AS ceiling FROM accounts WHERE id = $1",
+        [accountId],
+      );
+      const row = rows.rows[0];
+      return row ? Number(row.ceiling) : null;
+    },
+  };
+}
+
+/** `svc_escrow_take`'s row as `pg` reads it (BIGINT as bigint, see `createSql`). */
+interface TakeRow {
+  outcome: TakeResult["outcome"];
+  granted_usdc: bigint | string;
+  available: bigint | string | null;
+  ceiling: number | null;
+  granted_diem: bigint | string;
+  routable: bigint | string | null;
+  key_balance: bigint | string | null;
+}
+
+const big = (v: bigint | string | null): bigint | null => (v === null ? null : BigInt(v));
+
+export function sqlEscrowStore(sql: Sql): EscrowStore {
+  return {
+    async enrol(holder: string, expiresAt: Date): Promise<void> {
+      await sql.query("INSERT INTO escrow_holders (id, expires_at) VALUES ($1, $2)", [holder, expiresAt]);
+    },
+
+    async renew(holder: string, expiresAt: Date): Promise<boolean> {
+      const r = await sql.query("UPDATE escrow_holders SET expires_at = $2 WHERE id = $1", [holder, expiresAt]);
+      return r.rowCount !== 0;
+    },
+
+    async take(ask: TakeRequest): Promise<TakeResult> {
+      const r = await sql.query<TakeRow>({
+        name: "svc_escrow_take",
+        text: `SELECT * FROM svc_escrow_take($1::uuid, $2::uuid, $3::uuid, $4::int, $5::bigint, $6::bigint, $7::uuid,
+                                       $8::bigint, $9::bigint, $10::timestamptz)`,
+        values: [
+          ask.holder,
+          ask.accountId,
+          ask.apiKeyId,
+          ask.ceilingCents,
+          ask.usdcMin.toString(),
+          ask.usdcWant.toString(),
+          ask.offerId,
+          ask.diemMin.toString(),
+          ask.diemWant.toString(),
+          ask.now,
+        ],
+      });
+      const row = r.rows[0];
+      if (!row) throw new Error("svc_escrow_take returned nothing");
+      return {
+        outcome: row.outcome,
+        grantedUsdc: BigInt(row.granted_usdc ?? 0n),
+        available: big(row.available),
+        ceiling: row.ceiling === null ? null : Number(row.ceiling),
+        grantedDiem: BigInt(row.granted_diem ?? 0n),
+        routable: big(row.routable),
+        keyBalance: big(row.key_balance),
+      };
+    },
+
+    async giveBack(holder, returns): Promise<void> {
+      const json = returns.map((r) =>
+        r.kind === "buyer"
+          ? { account: r.id, amount: r.amount.toString() }
+          : { offer: r.id, amount: r.amount.toString() },
+      );
+      await sql.query("SELECT svc_escrow_give_back($1::uuid, $2::jsonb)", [holder, JSON.stringify(json)]);
+    },
+
+    async buyerSlices(accountId, exceptHolder) {
+      const r = await sql.query<{ holder: string; amount: string }>(
+        "SELECT holder, amount_micro_usdc::text AS amount FROM buyer_escrows WHERE account_id = $1 AND holder IS DISTINCT FROM $2::uuid",
+        [accountId, exceptHolder],
+      );
+      return r.rows.map((row) => ({ holder: row.holder, amountMicroUsdc: BigInt(row.amount) }));
+    },
+
+    async release(holder: string, now: Date): Promise<void> {
+      await sql.query("SELECT svc_release_expired($1::timestamptz, 1, $2::uuid)", [now, holder]);
+    },
+
+    async releaseExpired(now: Date, limit: number): Promise<number> {
+      const r = await sql.query<{ released: number }>(
+        "SELECT svc_release_expired($1::timestamptz, $2::int) AS released",
+        [now, limit],
+      );
+      return Number(r.rows[0]?.released ?? 0);
+    },
+  };
+}
+
+export function sqlSettlementStore(sql: Sql): SettlementStore {
+  return {
+    async commit(items: EndItem[]): Promise<bigint[]> {
+      // a named statement: each pooled connection parses and plans it once
+      const r = await sql.query<{ idx: number; confirmed: bigint }>({
+        name: "svc_end_batch",
+        text: "SELECT * FROM svc_end_batch($1::jsonb)",
+        values: [JSON.stringify(items)],
+      });
+      return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
+    },
+  };
+}
+
+/** Batch rows back in item order; exactly one per item. */
+function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {
+  const out = new Array<T>(n);
+  for (const row of rows) out[Number(row.idx)] = row;
+  for (let i = 0; i < n; i++) if (!out[i]) throw new Error(`batch row ${i} missing`);
+  return out;
+}

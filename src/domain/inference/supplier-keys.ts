@@ -1,0 +1,192 @@
+import type { RedisKeys } from "../../adapters/redis/keys.js";
+import type { Clock } from "../../lib/clock.js";
+import { logger } from "../../lib/logger.js";
+import { MAX_OFFER_PRICE_CENTS } from "../../lib/money.js";
+import type { SecretBox } from "../../lib/secret-box.js";
+import { type BookEntry, routable } from "./clearing.js";
+import type { AttemptFailure } from "./failure.js";
+import type { OfferBook } from "./offer-book.js";
+import type { Attempt } from "./session.js";
+import type { InFlightGates, KeyMarks } from "./stores.js";
+
+/** In-flight completions per supplier key (a supplier key is one upstream account's rate limits). */
+export const SUPPLIER_KEY_MAX_IN_FLIGHT = 16;
+/** How long a request waits for a busy supplier key before 503 key_wait_timeout. */
+export const KEY_WAIT_MS = 5_000;
+/** How often a request waiting for a busy key looks again. */
+export const KEY_POLL_MS = 25;
+/** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
+export const EXHAUSTED_COOLDOWN_MS = 60_000;
+/** Decrypted supplier secrets are kept in memory this long. */
+const KEY_CACHE_MS = 60_000;
+/** Gate names remembered (one per supplier key seen; forgotten all at once past this many). */
+const GATE_NAMES_MAX = 100_000;
+
+/** A supplier key lent outside an attempt (see `SupplierKeys.borrowKey`); `release` gives its slot back. */
+export interface BorrowedKey {
+  upstreamKeyId: string;
+  priceCentsPerDollar: number;
+  secret: string;
+  release(): void;
+}
+
+export interface SupplierKeyDeps {
+  clock: Clock;
+  gates: InFlightGates;
+  keys: Pick<RedisKeys, "upstreamKeyInFlight">;
+  secrets: SecretBox;
+  /** the one key-marking path (cooldown, auth failure), shared with the supply service */
+  keyHealth: KeyMarks;
+  book: OfferBook;
+  /** after an upstream 402: refresh the key's balance (best effort, async) */
+  onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** a call that waited for a busy supplier key (seconds) */
+  onKeyWait?: (seconds: number) => void;
+}
+
+/**
+ * The supplier keys as the pipeline uses them: each key's in-flight gate (at most
+ * SUPPLIER_KEY_MAX_IN_FLIGHT calls across every process), its decrypted secret (cached), THE
+ * key-health path of a failed call (`mark`), and keys lent outside an attempt (`borrowKey`).
+ */
+export class SupplierKeys {
+  private readonly secrets = new Map<string, { secret: string; at: number }>();
+  /** supplier key id → its gate's name (see `gate`) */
+  private readonly gateNames = new Map<string, string>();
+
+  constructor(private readonly deps: SupplierKeyDeps) {}
+
+  /** Whether the key is at its in-flight limit here (its slots in use and being acquired reach it). */
+  busy(upstreamKeyId: string): boolean {
+    return this.deps.gates.claimed(this.gate(upstreamKeyId)) >= SUPPLIER_KEY_MAX_IN_FLIGHT;
+  }
+
+  /** Takes one of the key's in-flight slots; false when it is at its limit across processes. */
+  acquire(upstreamKeyId: string): Promise<boolean> {
+    return this.deps.gates.acquire(this.gate(upstreamKeyId), SUPPLIER_KEY_MAX_IN_FLIGHT);
+  }
+
+  /** The attempt's slot of its supplier key's gate back (once). */
+  free(attempt: Attempt): void {
+    if (!attempt.keyHeld) return;
+    attempt.keyHeld = false;
+    this.deps.gates.release(this.gate(attempt.upstreamKeyId));
+  }
+
+  /**
+   * THE key-health path of a failed call on a supplier key (an attempt's or a borrowed key's):
+   * 402 → cooldown and a balance refresh; 401/403 → auth_failed; anything else leaves the key be.
+   */
+  async mark(upstreamKeyId: string, failure: AttemptFailure | null, now = this.deps.clock.now()): Promise<void> {
+    if (failure?.kind === "supplier_exhausted") {
+      await this.markWith(upstreamKeyId, () =>
+        this.deps.keyHealth.coolDown(upstreamKeyId, now.getTime() + EXHAUSTED_COOLDOWN_MS),
+      );
+      this.deps.onKeyExhausted?.(upstreamKeyId).catch(() => undefined);
+    } else if (failure?.kind === "supplier_auth") {
+      await this.markWith(upstreamKeyId, () => this.deps.keyHealth.markAuthFailed(upstreamKeyId));
+      this.secrets.delete(upstreamKeyId);
+    }
+  }
+
+  /** A key mark never fails the request; the book is read again before the next attempt either way. */
+  private async markWith(upstreamKeyId: string, how: () => Promise<unknown>): Promise<void> {
+    try {
+      await how();
+    } catch (e) {
+      logger.error({ err: e, upstreamKeyId }, "could not mark a supplier key");
+    }
+    this.deps.book.invalidate();
+  }
+
+  /**
+   * A supplier key lent for a call that is not an attempt (a video quote): the first routable
+   * entry of the book in clearing order at or below `ceilingCents` — or, when none is, at any
+   * price — on a key not in `exclude` whose in-flight gate has a free slot (held until `release`).
+   * "busy" when such keys exist but every one is at its limit — at once, or with `waitForKey` only
+   * once they stayed so for KEY_WAIT_MS (the wait of an attempt, `Attempts.next`); "none" when no
+   * key is routable (on a book read afresh).
+   */
+  async borrowKey(
+    ceilingCents: number,
+    exclude: readonly string[],
+    waitForKey = false,
+  ): Promise<BorrowedKey | "busy" | "none"> {
+    const { clock, book } = this.deps;
+    const deadline = clock.now().getTime() + KEY_WAIT_MS;
+    let waitedSince: number | null = null;
+    let freshBook = false;
+    for (;;) {
+      const got = await this.lendKey(await book.current(), ceilingCents, exclude);
+      if (got === "none" && !freshBook) {
+        // never refuse on a stale book: read it again first
+        await book.fresh();
+        freshBook = true;
+        continue;
+      }
+      if (got !== "busy" || !waitForKey || clock.now().getTime() > deadline) {
+        if (waitedSince !== null && typeof got === "object") {
+          this.deps.onKeyWait?.((performance.now() - waitedSince) / 1000);
+        }
+        return got;
+      }
+      waitedSince ??= performance.now();
+      await new Promise((res) => setTimeout(res, KEY_POLL_MS));
+    }
+  }
+
+  /** One look for a key to lend (see `borrowKey`). */
+  private async lendKey(
+    book: BookEntry[],
+    ceilingCents: number,
+    exclude: readonly string[],
+  ): Promise<BorrowedKey | "busy" | "none"> {
+    const nowMs = this.deps.clock.now().getTime();
+    const entries = book.filter((e) => !exclude.includes(e.upstreamKeyId));
+    const atCeiling = entries.filter((e) => routable(e, ceilingCents, nowMs));
+    const candidates =
+      atCeiling.length > 0 ? atCeiling : entries.filter((e) => routable(e, MAX_OFFER_PRICE_CENTS, nowMs));
+    if (candidates.length === 0) return "none";
+    for (const entry of candidates) {
+      const gate = this.gate(entry.upstreamKeyId);
+      if (!(await this.deps.gates.acquire(gate, SUPPLIER_KEY_MAX_IN_FLIGHT))) continue;
+      let released = false;
+      return {
+        upstreamKeyId: entry.upstreamKeyId,
+        priceCentsPerDollar: entry.priceCentsPerDollar,
+        secret: this.secretOf(entry),
+        release: () => {
+          if (released) return;
+          released = true;
+          this.deps.gates.release(gate);
+        },
+      };
+    }
+    return "busy";
+  }
+
+  /** The key's upstream secret, decrypted (kept KEY_CACHE_MS; a key marked auth_failed is forgotten). */
+  secretOf(entry: BookEntry): string {
+    const nowMs = this.deps.clock.now().getTime();
+    const hit = this.secrets.get(entry.upstreamKeyId);
+    if (hit && nowMs - hit.at < KEY_CACHE_MS) return hit.secret;
+    const secret = this.deps.secrets.open(entry.sealed, entry.supplierAccountId);
+    this.secrets.set(entry.upstreamKeyId, { secret, at: nowMs });
+    return secret;
+  }
+
+  /**
+   * The gate of a supplier key's in-flight completions. Named once per key: an admission asks for
+   * it for every key it passes over, and a name built anew each time must be hashed anew by the
+   * gates' map (with thousands of streams open that was most of admission's CPU).
+   */
+  private gate(upstreamKeyId: string): string {
+    let gate = this.gateNames.get(upstreamKeyId);
+    if (gate === undefined) {
+      if (this.gateNames.size >= GATE_NAMES_MAX) this.gateNames.clear();
+      gate = this.deps.keys.upstreamKeyInFlight(upstreamKeyId);
+      this.gateNames.set(upstreamKeyId, gate);
+    }
+    return gate;
+  }
+}

@@ -1,0 +1,534 @@
+// The in-memory stores (testkit/memory-stores.ts) the unit tests build the pipeline on must answer
+// what the SQL stores (src/domain/inference/sql-stores.ts: the stored functions in Postgres) answer.
+// Each scenario below runs against both, seeded with the same rows, and compares every answer and
+// the rows afterwards: the offer book and eligibility (svc_eligible, svc_routable, the clearing
+// order), ceilings, escrow top-ups (svc_escrow_take, each outcome), give-backs, the sweeper and the
+// endings (svc_end_batch: effects and guards). A change to one side that the other does not mirror
+// fails here.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createSql, type Sql } from "../../../src/adapters/sql.js";
+import { LOCAL_KEY_ENCRYPTION_KEY } from "../../../src/config.js";
+import type { EndItem } from "../../../src/domain/inference/settlement.js";
+import { sqlStores } from "../../../src/domain/inference/sql-stores.js";
+import type { InferenceStores, TakeRequest } from "../../../src/domain/inference/stores.js";
+import { SecretBox } from "../../../src/lib/secret-box.js";
+import { createTestDatabase } from "../../../testkit/db.js";
+import { MemoryMarket } from "../../../testkit/memory-stores.js";
+
+const NOW = new Date("2030-01-15T12:00:00.000Z");
+const at = (ms: number) => new Date(NOW.getTime() + ms);
+const id = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`;
+
+// ─────────────────────────── the rows both sides start from ───────────────────────────
+
+const BUYER = id(1);
+const POOR = id(2);
+const SUPPLIER = id(3);
+const KEY = id(101);
+const REVOKED = id(102);
+const POOR_KEY = id(103);
+
+interface KeyRow {
+  id: string;
+  status: "active" | "auth_failed" | "revoked";
+  balance: bigint | null;
+  cooldownUntil: Date | null;
+}
+interface OfferRow {
+  id: string;
+  key: KeyRow;
+  price: number;
+  quantity: bigint;
+  status: "active" | "paused";
+  expiresAt: Date;
+  createdAt: Date;
+}
+
+const key = (n: number, o: Partial<KeyRow> = {}): KeyRow => ({
+  id: id(n),
+  status: "active",
+  balance: 100_000_000n,
+  cooldownUntil: null,
+  ...o,
+});
+const offer = (n: number, price: number, o: Partial<OfferRow> = {}): OfferRow => ({
+  id: id(n),
+  key: key(n + 1000),
+  price,
+  quantity: 10_000_000n,
+  status: "active",
+  expiresAt: at(86_400_000),
+  createdAt: at(-60_000 + n),
+  ...o,
+});
+
+const OFFERS: OfferRow[] = [
+  offer(0x20, 30),
+  offer(0x21, 30), // same price, a little younger
+  offer(0x22, 35, { key: key(0x1022, { cooldownUntil: at(1_000) }) }),
+  offer(0x23, 25, { key: key(0x1023, { status: "auth_failed" }) }),
+  offer(0x24, 28, { expiresAt: NOW }),
+  offer(0x25, 33, { status: "paused" }),
+  offer(0x26, 40, { key: key(0x1026, { balance: null }) }),
+  offer(0x27, 45, { key: key(0x1027, { balance: 500n }) }),
+  offer(0x28, 50, { quantity: 1_000n }),
+  offer(0x2a, 60, { createdAt: at(-1_000) }), // same price and age: by id
+  offer(0x29, 60, { createdAt: at(-1_000) }),
+  offer(0x2b, 75, { key: key(0x102b, { status: "revoked" }) }),
+];
+const [CHEAP, TWIN, COOLING] = OFFERS as [OfferRow, OfferRow, OfferRow];
+const ABOVE = OFFERS[9] as OfferRow;
+const H1 = id(0x501);
+const H2 = id(0x502);
+const GONE = id(0x503);
+const SEALED = { ciphertext: randomBytes(24), iv: randomBytes(12), tag: randomBytes(16), keyId: "k1" };
+
+async function seedSql(sql: Sql): Promise<void> {
+  const account = (aid: string, confirmed: bigint, ceiling: number) =>
+    sql.query(
+      `INSERT INTO accounts (id, wallet_address, auth_provider, max_price_cents_per_dollar, confirmed_micro_usdc)
+       VALUES ($1, $2, 'siwe', $3, $4)`,
+      [aid, `0x${aid.replaceAll("-", "").padEnd(40, "0")}`, ceiling, confirmed.toString()],
+    );
+  await account(BUYER, 10_000_000n, 50);
+  await account(POOR, 1_000n, 80);
+  await account(SUPPLIER, 0n, 80);
+  for (const [kid, owner, status] of [
+    [KEY, BUYER, "active"],
+    [REVOKED, BUYER, "revoked"],
+    [POOR_KEY, POOR, "active"],
+  ]) {
+    await sql.query(
+      `INSERT INTO api_keys (id, account_id, name, key_prefix, key_hash, status, source, revoked_at)
+       VALUES ($1, $2, 'k', 'svc_x', $4, $3::api_key_status, 'session', CASE WHEN $3::text = 'revoked' THEN now() END)`,
+      [kid, owner, status, kid],
+    );
+  }
+  for (const o of OFFERS) {
+    await sql.query(
+      `INSERT INTO upstream_keys (id, account_id, label, secret_ciphertext, secret_iv, secret_tag, encryption_key_id,
+                                  secret_fingerprint, secret_last4, status, last_balance_micro_diem, cooldown_until,
+                                  revoked_at)
+       VALUES ($1, $2, 'k', $3, $4, $5, $6, $10, 'abcd', $7::upstream_key_status, $8, $9, CASE WHEN $7::text = 'revoked' THEN now() END)`,
+      [
+        o.key.id,
+        SUPPLIER,
+        SEALED.ciphertext,
+        SEALED.iv,
+        SEALED.tag,
+        SEALED.keyId,
+        o.key.status,
+        o.key.balance?.toString() ?? null,
+        o.key.cooldownUntil,
+        o.key.id,
+      ],
+    );
+    await sql.query(
+      `INSERT INTO offers (id, account_id, upstream_key_id, price_cents_per_dollar, quantity_micro_diem,
+                           remaining_micro_diem, status, expires_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8)`,
+      [o.id, SUPPLIER, o.key.id, o.price, o.quantity.toString(), o.status, o.expiresAt, o.createdAt],
+    );
+  }
+}
+
+function seedMemory(m: MemoryMarket): void {
+  m.addBuyer({ accountId: BUYER, apiKeyId: KEY, confirmedMicroUsdc: 10_000_000n, ceilingCents: 50 });
+  m.addBuyer({ accountId: POOR, apiKeyId: POOR_KEY, confirmedMicroUsdc: 1_000n, ceilingCents: 80 });
+  m.tables.apiKeys.set(REVOKED, { id: REVOKED, accountId: BUYER, status: "revoked" });
+  m.addSupplier(SUPPLIER);
+  for (const o of OFFERS) {
+    m.tables.upstreamKeys.set(o.key.id, {
+      id: o.key.id,
+      accountId: SUPPLIER,
+      status: o.key.status,
+      lastBalanceMicroDiem: o.key.balance,
+      cooldownUntil: o.key.cooldownUntil,
+      authFailedAt: null,
+      sealed: {
+        ciphertext: new Uint8Array(SEALED.ciphertext),
+        iv: new Uint8Array(SEALED.iv),
+        tag: new Uint8Array(SEALED.tag),
+        keyId: SEALED.keyId,
+      },
+    });
+    m.tables.offers.set(o.id, {
+      id: o.id,
+      accountId: SUPPLIER,
+      upstreamKeyId: o.key.id,
+      priceCentsPerDollar: o.price,
+      quantityMicroDiem: o.quantity,
+      remainingMicroDiem: o.quantity,
+      reservedMicroDiem: 0n,
+      status: o.status,
+      expiresAt: o.expiresAt,
+      createdAt: o.createdAt,
+      endedAt: null,
+    });
+  }
+}
+
+// ─────────────────────────── the rows afterwards ───────────────────────────
+
+async function sqlRows(sql: Sql) {
+  const q = async (text: string) => (await sql.query(text)).rows.map((r) => ({ ...r }));
+  return {
+    accounts: await q(
+      `SELECT id, confirmed_micro_usdc::text AS confirmed, reserved_micro_usdc::text AS reserved,
+              supplier_payable_micro_usdc::text AS payable FROM accounts ORDER BY id`,
+    ),
+    offers: await q(
+      `SELECT id, remaining_micro_diem::text AS remaining, reserved_micro_diem::text AS reserved, status::text AS status
+         FROM offers ORDER BY id`,
+    ),
+    keys: await q(`SELECT id, last_balance_micro_diem::text AS balance FROM upstream_keys ORDER BY id`),
+    holders: (await q(`SELECT id FROM escrow_holders ORDER BY id`)).map((r) => r.id),
+    buyerEscrows: await q(
+      `SELECT account_id AS id, holder, amount_micro_usdc::text AS amount FROM buyer_escrows ORDER BY 1, 2`,
+    ),
+    offerEscrows: await q(
+      `SELECT offer_id AS id, holder, amount_micro_diem::text AS amount FROM offer_escrows ORDER BY 1, 2`,
+    ),
+    requests: await q(`SELECT id, status::text AS status, error_code FROM inference_requests ORDER BY id`),
+    clears: await q(
+      `SELECT id, offer_id AS offer, burn_micro_diem::text AS burn, gross_micro_usdc::text AS gross FROM clears ORDER BY id`,
+    ),
+  };
+}
+
+function memoryRows(m: MemoryMarket) {
+  const t = m.tables;
+  const byId = <T extends { id: string }>(rows: Iterable<T>) => [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
+  const escrows = (e: Map<string, bigint>) =>
+    [...e]
+      .map(([k, amount]) => {
+        const [eid = "", holder = ""] = k.split("/");
+        return { id: eid, holder, amount: amount.toString() };
+      })
+      .sort((a, b) => (a.id === b.id ? (a.holder < b.holder ? -1 : 1) : a.id < b.id ? -1 : 1));
+  return {
+    accounts: byId(t.accounts.values()).map((a) => ({
+      id: a.id,
+      confirmed: a.confirmedMicroUsdc.toString(),
+      reserved: a.reservedMicroUsdc.toString(),
+      payable: a.supplierPayableMicroUsdc.toString(),
+    })),
+    offers: byId(t.offers.values()).map((o) => ({
+      id: o.id,
+      remaining: o.remainingMicroDiem.toString(),
+      reserved: o.reservedMicroDiem.toString(),
+      status: o.status,
+    })),
+    keys: byId(t.upstreamKeys.values()).map((k) => ({ id: k.id, balance: k.lastBalanceMicroDiem?.toString() ?? null })),
+    holders: [...t.holders.keys()].sort(),
+    buyerEscrows: escrows(t.buyerEscrows),
+    offerEscrows: escrows(t.offerEscrows),
+    requests: byId(t.requests.map((r) => ({ id: r.request, status: r.status, error_code: r.error_code }))),
+    clears: byId(
+      t.clears.map((c) => ({
+        id: c.id,
+        offer: c.offer,
+        burn: c.burnMicroDiem.toString(),
+        gross: c.grossMicroUsdc.toString(),
+      })),
+    ),
+  };
+}
+
+// ─────────────────────────── both sides ───────────────────────────
+
+let drop: () => Promise<void>;
+let sql: Sql;
+let both: Array<{ name: "sql" | "memory"; stores: InferenceStores }>;
+const memory = new MemoryMarket(new SecretBox(Buffer.from(LOCAL_KEY_ENCRYPTION_KEY, "hex")), () => NOW);
+
+beforeAll(async () => {
+  const db = await createTestDatabase();
+  drop = db.drop;
+  sql = createSql(db.url, 2);
+  await seedSql(sql);
+  seedMemory(memory);
+  both = [
+    { name: "sql", stores: sqlStores(sql) },
+    { name: "memory", stores: memory.stores },
+  ];
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await drop?.();
+});
+
+/** Asks both sides the same; expects the same answer (or the same failure) and returns it. */
+async function same<T>(ask: (s: InferenceStores) => Promise<T>): Promise<T> {
+  const [a, b] = await Promise.all(
+    both.map(async (side) => {
+      try {
+        return { ok: true as const, value: await ask(side.stores) };
+      } catch (e) {
+        return { ok: false as const, error: e instanceof Error ? e.message : String(e) };
+      }
+    }),
+  );
+  if (!a || !b) throw new Error("two sides expected");
+  expect({ memory: b.ok }, `sql ${a.ok ? "answered" : `threw ${(a as { error: string }).error}`}`).toEqual({
+    memory: a.ok,
+  });
+  if (a.ok && b.ok) {
+    expect(b.value).toEqual(a.value);
+    return a.value;
+  }
+  throw new Error("both sides refused");
+}
+
+/** The rows on both sides are the same. */
+async function sameRows(): Promise<ReturnType<typeof memoryRows>> {
+  const rows = memoryRows(memory);
+  expect(rows).toEqual(await sqlRows(sql));
+  return rows;
+}
+
+/** An ended request, as the pipeline sends it (`endItem`); failed and without a charge unless told. */
+const item = (n: number, o: Partial<EndItem> = {}): EndItem => ({
+  request: id(0x900 + n),
+  support: id(0x950 + n),
+  account: BUYER,
+  api_key: KEY,
+  route: "chat",
+  modality: "text",
+  model: "m",
+  stream: false,
+  status: "failed",
+  error_code: "test",
+  ceiling: 50,
+  admitted: null,
+  attempt_count: 0,
+  started: NOW.toISOString(),
+  first_byte: null,
+  now: NOW.toISOString(),
+  offer: null,
+  key: null,
+  supplier: null,
+  price: null,
+  burn: null,
+  gross: null,
+  fee: null,
+  share: null,
+  clear: null,
+  journal: null,
+  prompt: null,
+  completion: null,
+  cached: null,
+  buyer_holder: null,
+  offer_holder: null,
+  returns: [],
+  attempts: [],
+  video: null,
+  ...o,
+});
+/** A charged ending on H1's slices (fee 10%). */
+const charge = (n: number, o: { gross: bigint; burn: bigint; offer?: OfferRow }) =>
+  item(n, {
+    status: "succeeded",
+    error_code: null,
+    offer: (o.offer ?? CHEAP).id,
+    key: (o.offer ?? CHEAP).key.id,
+    supplier: SUPPLIER,
+    price: 30,
+    burn: o.burn.toString(),
+    gross: o.gross.toString(),
+    fee: (o.gross / 10n).toString(),
+    share: (o.gross - o.gross / 10n).toString(),
+    clear: id(0xa00 + n),
+    journal: id(0xb00 + n),
+    prompt: 10,
+    completion: 5,
+    cached: 0,
+    buyer_holder: H1,
+    offer_holder: H1,
+    attempt_count: 1,
+    attempts: [
+      {
+        ordinal: 1,
+        key: (o.offer ?? CHEAP).key.id,
+        offer: (o.offer ?? CHEAP).id,
+        price: 30,
+        outcome: "succeeded",
+        status: null,
+        detail: null,
+        started: NOW.toISOString(),
+        ended: NOW.toISOString(),
+      },
+    ],
+  });
+
+const withoutSecrets = <T extends { sealed: unknown }>(entries: T[]) => entries.map(({ sealed: _s, ...e }) => e);
+
+describe("the offer book and eligibility", () => {
+  test("the book: eligible offers only, in clearing order (price, age, id), with routable, balance and cooldown", async () => {
+    const book = await same(async (s) => withoutSecrets(await s.offers.book(NOW)));
+    expect(book.map((e) => e.offerId)).toEqual([CHEAP.id, TWIN.id, id(0x26), id(0x27), id(0x28), id(0x29), id(0x2a)]);
+    expect(book.find((e) => e.offerId === id(0x26))?.routableMicroDiem).toBe(0n);
+    expect(book.find((e) => e.offerId === id(0x27))?.routableMicroDiem).toBe(500n);
+    // the cooldown ends exactly at its time
+    const later = await same(async (s) => withoutSecrets(await s.offers.book(at(1_000))));
+    expect(later.map((e) => e.offerId)).toContain(COOLING.id);
+    // the sealed secret comes back as stored
+    for (const side of both) {
+      const [first] = await side.stores.offers.book(NOW);
+      expect(Buffer.from(first?.sealed.ciphertext ?? [])).toEqual(SEALED.ciphertext);
+    }
+  });
+
+  test.each([
+    ["at any price", { maxPriceCents: 80 }],
+    ["at or below 35", { maxPriceCents: 35 }],
+    ["at least 600 routable", { maxPriceCents: 80, minRoutableMicroDiem: 600n }],
+    ["keys excluded", { maxPriceCents: 80, excludeKeyIds: [CHEAP.key.id, id(0x1028)] }],
+    ["the first two", { maxPriceCents: 80, limit: 2 }],
+    ["nothing that cheap", { maxPriceCents: 10 }],
+  ])("eligible offers %s", async (_name, q) => {
+    await same((s) => s.offers.eligible({ now: NOW, ...q }));
+  });
+
+  test("ceilings: the account's, or null for no account", async () => {
+    expect(await same((s) => s.ceilings.ceilingOf(BUYER))).toBe(50);
+    expect(await same((s) => s.ceilings.ceilingOf(id(999)))).toBeNull();
+  });
+});
+
+describe("escrow", () => {
+  const take = (o: Partial<TakeRequest>): TakeRequest => ({
+    holder: H1,
+    accountId: BUYER,
+    apiKeyId: KEY,
+    ceilingCents: 50,
+    usdcMin: 0n,
+    usdcWant: 0n,
+    offerId: null,
+    diemMin: 0n,
+    diemWant: 0n,
+    now: NOW,
+    ...o,
+  });
+
+  test("holders: enrol, renew, and a lease that expired or never was is lost", async () => {
+    await same((s) => s.escrow.enrol(H1, at(60_000)));
+    await same((s) => s.escrow.enrol(H2, at(30_000)));
+    await same((s) => s.escrow.enrol(GONE, at(-1)));
+    expect(await same((s) => s.escrow.renew(H1, at(90_000)))).toBe(true);
+    expect(await same((s) => s.escrow.renew(id(0x5ff), at(90_000)))).toBe(false);
+    expect((await same((s) => s.escrow.take(take({ holder: GONE, usdcMin: 1n })))).outcome).toBe("holder_lost");
+    expect((await same((s) => s.escrow.take(take({ holder: id(0x5ff), usdcMin: 1n })))).outcome).toBe("holder_lost");
+    await sameRows();
+  });
+
+  test("top-ups: each outcome of svc_escrow_take, with what it grants and reads", async () => {
+    const outcomes: string[] = [];
+    const ask = async (o: Partial<TakeRequest>) => {
+      const r = await same((s) => s.escrow.take(take(o)));
+      outcomes.push(r.outcome);
+      return r;
+    };
+    // the buyer's slice: at least the minimum, the want when the balance allows
+    expect(await ask({ usdcMin: 1_000n, usdcWant: 8_000n })).toMatchObject({ outcome: "ok", grantedUsdc: 8_000n });
+    // both slices at once
+    await ask({ usdcMin: 100n, usdcWant: 100n, offerId: CHEAP.id, diemMin: 500n, diemWant: 4_000n });
+    // the offer's slice alone, on a second holder
+    await ask({ holder: H2, accountId: null, offerId: CHEAP.id, diemMin: 1_000n, diemWant: 1_000n });
+    await ask({ holder: H2, accountId: null, offerId: TWIN.id, diemMin: 200n, diemWant: 9_000_000n });
+    // refusals
+    await ask({ ceilingCents: 60, usdcMin: 1n });
+    await ask({ accountId: POOR, apiKeyId: POOR_KEY, ceilingCents: 80, usdcMin: 5_000n });
+    await ask({ apiKeyId: REVOKED, usdcMin: 1n });
+    await ask({ apiKeyId: POOR_KEY, usdcMin: 1n });
+    // the offer part short: too little routable, not eligible, above the ceiling, unknown; the
+    // buyer part before it commits anyway
+    await ask({ accountId: null, offerId: id(0x27), diemMin: 600n, diemWant: 600n });
+    await ask({ accountId: null, offerId: COOLING.id, diemMin: 1n, diemWant: 1n });
+    await ask({ usdcMin: 10n, usdcWant: 10n, offerId: ABOVE.id, diemMin: 1n, diemWant: 1n });
+    await ask({ accountId: null, offerId: id(0x777), diemMin: 1n, diemWant: 1n });
+    expect(outcomes).toEqual([
+      "ok",
+      "ok",
+      "ok",
+      "ok",
+      "stale_ceiling",
+      "insufficient_balance",
+      "key_inactive",
+      "key_inactive",
+      "offer_short",
+      "offer_short",
+      "offer_short",
+      "offer_short",
+    ]);
+    const rows = await sameRows();
+    expect(rows.buyerEscrows).toEqual([{ id: BUYER, holder: H1, amount: "8110" }]);
+    // what a holder took is no longer routable on the book
+    const book = await same(async (s) => withoutSecrets(await s.offers.book(NOW)));
+    expect(book.find((e) => e.offerId === TWIN.id)?.routableMicroDiem).toBe(10_000_000n - 9_000_000n);
+  });
+
+  test("buyer slices elsewhere, give-backs (by at most what a slice holds), the sweeper and a clean release", async () => {
+    await same((s) => s.escrow.enrol(id(0x504), at(60_000)));
+    await same((s) => s.escrow.take(take({ holder: id(0x504), usdcMin: 500n, usdcWant: 500n })));
+    expect(await same((s) => s.escrow.buyerSlices(BUYER, H1))).toEqual([{ holder: id(0x504), amountMicroUsdc: 500n }]);
+    await same(async (s) => (await s.escrow.buyerSlices(BUYER, null)).length);
+    await same((s) =>
+      s.escrow.giveBack(H1, [
+        { kind: "buyer", id: BUYER, amount: 110n },
+        { kind: "offer", id: CHEAP.id, amount: 4_000n },
+        { kind: "offer", id: TWIN.id, amount: 1n }, // H1 holds none of it
+      ]),
+    );
+    // more than the slice holds: left alone
+    await same((s) => s.escrow.giveBack(id(0x504), [{ kind: "buyer", id: BUYER, amount: 501n }]));
+    await sameRows();
+    expect(await same((s) => s.escrow.releaseExpired(at(45_000), 500))).toBe(2); // H2 and GONE
+    await same((s) => s.escrow.release(id(0x504), NOW));
+    await same((s) => s.escrow.release(id(0x5ff), NOW));
+    const rows = await sameRows();
+    expect(rows.holders).toEqual([H1]);
+  });
+
+  test("endings: a charge and a failure in one batch; each buyer's balance after; a guard that fails commits nothing", async () => {
+    await same((s) =>
+      s.escrow.take(take({ usdcMin: 1_000n, usdcWant: 1_000n, offerId: CHEAP.id, diemMin: 2_000n, diemWant: 2_000n })),
+    );
+    const balances = await same((s) =>
+      s.settlement.commit([
+        charge(1, { gross: 300n, burn: 1_000n }),
+        item(2, { returns: [{ holder: H1, account: BUYER, amount: "100" }] }),
+      ]),
+    );
+    expect(balances).toEqual([10_000_000n - 300n, 10_000_000n - 300n]);
+    await sameRows();
+    // guards: a charge its slice cannot cover, a request twice, a charge not balanced — nothing commits
+    const refused = "both sides refused";
+    await expect(same((s) => s.settlement.commit([charge(3, { gross: 9_000_000n, burn: 1n })]))).rejects.toThrow(
+      refused,
+    );
+    await expect(same((s) => s.settlement.commit([item(4), item(4)]))).rejects.toThrow(refused);
+    await expect(
+      same((s) => s.settlement.commit([{ ...charge(5, { gross: 10n, burn: 10n }), fee: "9" }])),
+    ).rejects.toThrow(refused);
+    await expect(same((s) => s.settlement.commit([item(1)]))).rejects.toThrow(refused);
+    const rows = await sameRows();
+    expect(rows.requests.map((r) => r.id)).toEqual([id(0x901), id(0x902)]);
+    expect(rows.clears).toEqual([{ id: id(0xa01), offer: CHEAP.id, burn: "1000", gross: "300" }]);
+  });
+
+  test("an ending that empties an offer depletes it and lowers its key's balance", async () => {
+    const small = OFFERS[8] as OfferRow;
+    await same((s) =>
+      s.escrow.take(take({ usdcMin: 500n, usdcWant: 500n, offerId: small.id, diemMin: 1_000n, diemWant: 1_000n })),
+    );
+    await same((s) => s.settlement.commit([charge(6, { gross: 300n, burn: 1_000n, offer: small })]));
+    const rows = await sameRows();
+    expect(rows.offers.find((o) => o.id === small.id)).toMatchObject({ remaining: "0", status: "depleted" });
+    expect(rows.keys.find((k) => k.id === small.key.id)?.balance).toBe((100_000_000n - 1_000n).toString());
+    const book = await same(async (s) => withoutSecrets(await s.offers.book(NOW)));
+    expect(book.map((e) => e.offerId)).not.toContain(small.id);
+  });
+});

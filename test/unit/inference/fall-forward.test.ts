@@ -1,0 +1,220 @@
+// Fall-forward across supplier keys (SPEC "What the service does" 4), on the pipeline built over
+// in-memory stores (testkit/memory-pipeline.ts): which keys are tried, in which order, how each
+// failure marks its key, the five-key cap and a lost answer. No database: the integration tests
+// (test/integration/inference) prove the same against Postgres and the upstream simulator.
+import { afterEach, describe, expect, test } from "vitest";
+import type { UpstreamFailure } from "../../../src/adapters/upstream/client.js";
+import { Attempted, type AttemptResult } from "../../../src/domain/inference/attempt-loop.js";
+import { MAX_ATTEMPTS } from "../../../src/domain/inference/clearing.js";
+import { type Answered, answered } from "../../../src/domain/inference/lanes.js";
+import type { AttemptScope, Usage } from "../../../src/domain/inference/session.js";
+import { EXHAUSTED_COOLDOWN_MS } from "../../../src/domain/inference/supplier-keys.js";
+import { DomainError } from "../../../src/lib/errors.js";
+import { type MemoryWorld, memoryPipeline, openText } from "../../../testkit/memory-pipeline.js";
+
+const USAGE: Usage = { promptTokens: 30, completionTokens: 10 };
+const PRICES = [30, 35, 40, 45, 50, 55];
+
+let world: MemoryWorld;
+afterEach(async () => {
+  await world?.pipeline.close();
+});
+
+/** A buyer and one offer (on its own key) per price; the keys by price. */
+function market(prices = PRICES) {
+  world = memoryPipeline();
+  const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 80 });
+  const keys = new Map<number, string>();
+  for (const priceCents of prices) {
+    keys.set(priceCents, world.market.addOffer({ priceCents, quantityMicroDiem: 50_000_000n }).upstreamKeyId);
+  }
+  const keyAt = (price: number) => keys.get(price) as string;
+  return { buyer, keyAt };
+}
+
+/** A call that answers with `script[i]` on the i-th attempt (then settles), noting each attempt's key. */
+function scripted(script: Array<UpstreamFailure | "lost" | "ok">) {
+  const tried: string[] = [];
+  const call = async ({ attempt }: AttemptScope): Promise<AttemptResult<Answered<string>>> => {
+    const step = script[tried.length] ?? "ok";
+    tried.push(attempt.upstreamKeyId);
+    if (step === "ok") return answered({ kind: "settled", usage: USAGE }, "answer");
+    if (step === "lost") return Attempted.lost("timeout", new DomainError("upstream_error", "The answer was lost."));
+    return Attempted.failed(step);
+  };
+  return { tried, call };
+}
+
+const fail = (kind: UpstreamFailure["kind"], status?: number): UpstreamFailure => ({ kind, status, message: kind });
+
+/** The one ended request (the record written with its ending). */
+function record() {
+  const [item, ...more] = world.market.tables.requests;
+  expect(more).toEqual([]);
+  if (!item) throw new Error("no request recorded");
+  return item;
+}
+
+/** Nothing is held once the request ended: no gate slot, no escrow reservation. */
+function expectNothingHeld() {
+  expect(world.gates.held()).toEqual([]);
+  for (const a of world.market.tables.accounts.values()) expect(a.reservedMicroUsdc).toBe(0n);
+  for (const o of world.market.tables.offers.values()) expect(o.reservedMicroDiem).toBe(0n);
+}
+
+describe("fall-forward to the next cheapest offer", () => {
+  test("a 401 marks the key auth_failed (no cooldown) and the next cheapest offer answers", async () => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted([fail("auth", 401)]);
+    const { settled } = await world.pipeline.run(await openText(world, buyer), call);
+    expect(tried).toEqual([keyAt(30), keyAt(35)]);
+    expect(settled.clearingPriceCents).toBe(35);
+    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "auth_failed", cooldownUntil: null });
+    expect(world.market.upstreamKey(keyAt(35)).status).toBe("active");
+    expect(record().attempts.map((a) => [a.key, a.outcome, a.status])).toEqual([
+      [keyAt(30), "supplier_auth_failed", 401],
+      [keyAt(35), "succeeded", null],
+    ]);
+    expect(record()).toMatchObject({ status: "succeeded", price: 35, attempt_count: 2 });
+    expectNothingHeld();
+    // the marked key is out of routing: the next request starts on the next offer
+    const next = scripted([]);
+    await world.pipeline.run(await openText(world, buyer), next.call);
+    expect(next.tried).toEqual([keyAt(35)]);
+  });
+
+  test("a 402 cools the key down for EXHAUSTED_COOLDOWN_MS and asks for its balance; it routes again after", async () => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted([fail("payment", 402)]);
+    const at = world.clock.now().getTime();
+    const { settled } = await world.pipeline.run(await openText(world, buyer), call);
+    expect(tried).toEqual([keyAt(30), keyAt(35)]);
+    expect(settled.clearingPriceCents).toBe(35);
+    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({
+      status: "active",
+      cooldownUntil: new Date(at + EXHAUSTED_COOLDOWN_MS),
+    });
+    expect(world.refreshed).toEqual([keyAt(30)]);
+    expect(record().attempts.map((a) => a.outcome)).toEqual(["supplier_exhausted", "succeeded"]);
+    // cooling down: skipped…
+    const during = scripted([]);
+    world.clock.advance(EXHAUSTED_COOLDOWN_MS - 1);
+    await world.pipeline.run(await openText(world, buyer), during.call);
+    expect(during.tried).toEqual([keyAt(35)]);
+    // …until the clock passes the cooldown
+    world.clock.advance(1);
+    world.pipeline.invalidateBook();
+    const after = scripted([]);
+    await world.pipeline.run(await openText(world, buyer), after.call);
+    expect(after.tried).toEqual([keyAt(30)]);
+  });
+
+  test.each([
+    ["a 5xx", fail("server", 503)],
+    ["a 429", fail("rate_limited", 429)],
+    ["a timeout", fail("timeout")],
+    ["a reset connection", fail("network")],
+  ])("%s falls forward to a key not tried yet and leaves the key as it is", async (_name, failure) => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted([failure]);
+    await world.pipeline.run(await openText(world, buyer), call);
+    // the failed key is still the cheapest and routable, but a request never tries a key twice
+    expect(tried).toEqual([keyAt(30), keyAt(35)]);
+    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(world.refreshed).toEqual([]);
+    expect(record().attempts.map((a) => a.outcome)).toEqual(["retryable_failure", "succeeded"]);
+    expectNothingHeld();
+  });
+
+  test("the buyer's own 4xx is relayed: no other key is tried, none is marked, nothing is charged", async () => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted([fail("request", 400)]);
+    const session = await openText(world, buyer);
+    const err = await world.pipeline.run(session, call).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect(err).toMatchObject({ code: "invalid_request", details: { supportReference: session.supportReference } });
+    expect(tried).toEqual([keyAt(30)]);
+    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(record()).toMatchObject({ status: "failed", error_code: "invalid_request", clear: null });
+    expect(record().attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
+    expect(world.market.account(buyer.accountId).confirmedMicroUsdc).toBe(10_000_000n);
+    expectNothingHeld();
+  });
+});
+
+describe("the attempt cap", () => {
+  test(`at most MAX_ATTEMPTS (${MAX_ATTEMPTS}) distinct keys, cheapest first; then 502 upstream_error, nothing charged`, async () => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted(PRICES.map(() => fail("server", 500)));
+    const session = await openText(world, buyer);
+    const err = await world.pipeline.run(session, call).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "upstream_error", details: { supportReference: session.supportReference } });
+    expect(tried).toEqual(PRICES.slice(0, MAX_ATTEMPTS).map(keyAt));
+    expect(tried).not.toContain(keyAt(55));
+    expect(record()).toMatchObject({ status: "failed", error_code: "upstream_error", attempt_count: MAX_ATTEMPTS });
+    expect(record().attempts.map((a) => a.outcome)).toEqual(Array(MAX_ATTEMPTS).fill("retryable_failure"));
+    expect(world.market.tables.clears).toEqual([]);
+    expect(world.market.account(buyer.accountId).confirmedMicroUsdc).toBe(10_000_000n);
+    expectNothingHeld();
+  });
+
+  test("the fifth key may answer", async () => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted(PRICES.slice(0, MAX_ATTEMPTS - 1).map(() => fail("payment", 402)));
+    const { settled } = await world.pipeline.run(await openText(world, buyer), call);
+    expect(tried).toHaveLength(MAX_ATTEMPTS);
+    expect(settled.clearingPriceCents).toBe(PRICES[MAX_ATTEMPTS - 1]);
+    expect(world.refreshed).toEqual(PRICES.slice(0, MAX_ATTEMPTS - 1).map(keyAt));
+  });
+});
+
+describe("an answer that may be lost", () => {
+  test("is never retried on another key: the request ends 502, nothing charged, the key not marked", async () => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted(["lost"]);
+    const session = await openText(world, buyer);
+    const err = await world.pipeline.run(session, call).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "upstream_error", details: { supportReference: session.supportReference } });
+    expect(tried).toEqual([keyAt(30)]);
+    expect(record()).toMatchObject({ status: "failed", error_code: "upstream_answer_lost", clear: null });
+    expect(record().attempts).toMatchObject([{ outcome: "retryable_failure", detail: "answer lost: timeout" }]);
+    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(world.market.account(buyer.accountId).confirmedMicroUsdc).toBe(10_000_000n);
+    expectNothingHeld();
+  });
+});
+
+describe("borrowed keys (a video quote) fall forward on the same key-health path", () => {
+  const refuse = (why: string) => new DomainError("pool_empty", `refused: ${why}`);
+
+  test("a 402 cools the borrowed key down, a 401 marks it; the next cheapest is asked; each is given back", async () => {
+    const { keyAt } = market();
+    const asked: string[] = [];
+    const at = world.clock.now().getTime();
+    const answer = await world.pipeline.runBorrowed({ ceilingCents: 80, waitForKey: false, refuse }, async (key) => {
+      asked.push(key.upstreamKeyId);
+      if (asked.length === 1) return Attempted.failed(fail("payment", 402));
+      if (asked.length === 2) return Attempted.failed(fail("auth", 403));
+      return Attempted.ok("quote");
+    });
+    expect(answer).toBe("quote");
+    expect(asked).toEqual([keyAt(30), keyAt(35), keyAt(40)]);
+    expect(world.market.upstreamKey(keyAt(30)).cooldownUntil).toEqual(new Date(at + EXHAUSTED_COOLDOWN_MS));
+    expect(world.market.upstreamKey(keyAt(35)).status).toBe("auth_failed");
+    expect(world.gates.held()).toEqual([]);
+  });
+
+  test(`after MAX_ATTEMPTS keys failed: refused "exhausted"`, async () => {
+    market();
+    const asked: string[] = [];
+    const err = await world.pipeline
+      .runBorrowed({ ceilingCents: 80, waitForKey: false, refuse }, async (key) => {
+        asked.push(key.upstreamKeyId);
+        return Attempted.failed(fail("server", 502));
+      })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ message: "refused: exhausted" });
+    expect(asked).toHaveLength(MAX_ATTEMPTS);
+    expect(world.gates.held()).toEqual([]);
+  });
+});

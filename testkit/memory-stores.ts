@@ -1,0 +1,662 @@
+// In-memory stores for the inference pipeline (src/domain/inference/stores.ts), for unit tests of its
+// rules (fall-forward, admission, clearing) without Postgres or Redis. Each port mirrors what its SQL
+// implementation does (sql-stores.ts and the stored functions in prisma/functions): the eligibility
+// rule (svc_eligible, svc_routable), the clearing order, svc_escrow_take's guards and outcomes,
+// svc_escrow_give_back, svc_release_expired and svc_end_items' guards and effects, each commit all
+// or nothing. test/integration/inference/store-contract.test.ts runs the same scenarios against both
+// and compares, so the two cannot drift unnoticed. The integration tests stay the proof of the
+// real thing; these are for the rules.
+import { randomUUID } from "node:crypto";
+import type { BookEntry, EligibleOffer, EligibleQuery } from "../src/domain/inference/clearing.js";
+import type { EndItem } from "../src/domain/inference/settlement.js";
+import type {
+  CeilingStore,
+  EscrowStore,
+  InFlightGates,
+  InferenceStores,
+  KeyMarks,
+  OfferStore,
+  SettlementStore,
+  SliceReturn,
+  TakeRequest,
+  TakeResult,
+} from "../src/domain/inference/stores.js";
+import type { SecretBox } from "../src/lib/secret-box.js";
+
+export interface MemoryAccount {
+  id: string;
+  confirmedMicroUsdc: bigint;
+  reservedMicroUsdc: bigint;
+  ceilingCents: number;
+  supplierPayableMicroUsdc: bigint;
+}
+
+export interface MemoryApiKey {
+  id: string;
+  accountId: string;
+  status: "active" | "revoked";
+}
+
+export interface MemoryUpstreamKey {
+  id: string;
+  accountId: string;
+  status: "active" | "auth_failed" | "revoked";
+  lastBalanceMicroDiem: bigint | null;
+  cooldownUntil: Date | null;
+  authFailedAt: Date | null;
+  sealed: BookEntry["sealed"];
+}
+
+export interface MemoryOffer {
+  id: string;
+  accountId: string;
+  upstreamKeyId: string;
+  priceCentsPerDollar: number;
+  quantityMicroDiem: bigint;
+  remainingMicroDiem: bigint;
+  reservedMicroDiem: bigint;
+  status: "active" | "paused" | "depleted" | "expired" | "cancelled";
+  expiresAt: Date;
+  createdAt: Date;
+  endedAt: Date | null;
+}
+
+/** One clear as `svc_end_items` writes it (the fields the rules decide). */
+export interface MemoryClear {
+  id: string;
+  request: string;
+  buyer: string;
+  supplier: string;
+  offer: string;
+  key: string;
+  price: number;
+  burnMicroDiem: bigint;
+  grossMicroUsdc: bigint;
+  feeMicroUsdc: bigint;
+  supplierMicroUsdc: bigint;
+}
+
+/** The rows the pipeline's stores read and write. */
+export interface MemoryTables {
+  accounts: Map<string, MemoryAccount>;
+  apiKeys: Map<string, MemoryApiKey>;
+  upstreamKeys: Map<string, MemoryUpstreamKey>;
+  offers: Map<string, MemoryOffer>;
+  /** escrow holder → lease expiry */
+  holders: Map<string, Date>;
+  /** `${accountId}/${holder}` → amount */
+  buyerEscrows: Map<string, bigint>;
+  /** `${offerId}/${holder}` → amount */
+  offerEscrows: Map<string, bigint>;
+  /** every committed ending, in commit order */
+  requests: EndItem[];
+  clears: MemoryClear[];
+}
+
+const slot = (id: string, holder: string) => `${id}/${holder}`;
+const holderOf = (k: string) => k.slice(k.indexOf("/") + 1);
+const idOf = (k: string) => k.slice(0, k.indexOf("/"));
+const minBig = (a: bigint, b: bigint) => (a < b ? a : b);
+const maxBig = (a: bigint, b: bigint) => (a > b ? a : b);
+
+/** `svc_eligible`: the offer is active and unexpired, its key active and not cooling down. */
+export function eligibleNow(o: MemoryOffer, k: MemoryUpstreamKey, now: Date): boolean {
+  return (
+    o.status === "active" &&
+    k.status === "active" &&
+    o.expiresAt.getTime() > now.getTime() &&
+    (k.cooldownUntil === null || k.cooldownUntil.getTime() <= now.getTime())
+  );
+}
+
+/** `svc_routable`: min(remaining, the key's last known balance, 0 when unknown) − reserved, never below 0. */
+export function routableOf(o: MemoryOffer, k: MemoryUpstreamKey): bigint {
+  return maxBig(minBig(o.remainingMicroDiem, k.lastBalanceMicroDiem ?? 0n) - o.reservedMicroDiem, 0n);
+}
+
+/** The clearing order (`CLEARING_ORDER_SQL`): cheapest, then oldest, then id. */
+function clearingOrder(a: MemoryOffer, b: MemoryOffer): number {
+  if (a.priceCentsPerDollar !== b.priceCentsPerDollar) return a.priceCentsPerDollar - b.priceCentsPerDollar;
+  if (a.createdAt.getTime() !== b.createdAt.getTime()) return a.createdAt.getTime() - b.createdAt.getTime();
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/**
+ * A market in memory: accounts, API keys, upstream keys, offers, escrow and endings, with the
+ * pipeline's stores over them (`stores`) and the key-health port (`keyHealth`). Seed it with
+ * `addBuyer` / `addOffer`, or write `tables` directly.
+ */
+export class MemoryMarket {
+  tables: MemoryTables = {
+    accounts: new Map(),
+    apiKeys: new Map(),
+    upstreamKeys: new Map(),
+    offers: new Map(),
+    holders: new Map(),
+    buyerEscrows: new Map(),
+    offerEscrows: new Map(),
+    requests: [],
+    clears: [],
+  };
+  /** calls per port method (what the pipeline asked of the stores) */
+  readonly calls = new Map<string, number>();
+  /** set to make the next settlement commit fail (then cleared) */
+  failNextCommit: Error | null = null;
+
+  readonly stores: InferenceStores;
+  readonly keyHealth: KeyMarks;
+
+  constructor(
+    private readonly secrets: SecretBox,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.stores = {
+      offers: this.offerStore(),
+      ceilings: this.ceilingStore(),
+      escrow: this.escrowStore(),
+      settlement: this.settlementStore(),
+    };
+    this.keyHealth = this.keyMarks();
+  }
+
+  // ─────────────────────────── seeding ───────────────────────────
+
+  /** A buyer account with an active API key. */
+  addBuyer(o: { confirmedMicroUsdc: bigint; ceilingCents?: number; accountId?: string; apiKeyId?: string }): {
+    accountId: string;
+    apiKeyId: string;
+  } {
+    const accountId = o.accountId ?? randomUUID();
+    const apiKeyId = o.apiKeyId ?? randomUUID();
+    this.tables.accounts.set(accountId, {
+      id: accountId,
+      confirmedMicroUsdc: o.confirmedMicroUsdc,
+      reservedMicroUsdc: 0n,
+      ceilingCents: o.ceilingCents ?? 80,
+      supplierPayableMicroUsdc: 0n,
+    });
+    this.tables.apiKeys.set(apiKeyId, { id: apiKeyId, accountId, status: "active" });
+    return { accountId, apiKeyId };
+  }
+
+  /** A supplier account (an upstream key and offers are added with `addOffer`). */
+  addSupplier(accountId: string = randomUUID()): string {
+    this.tables.accounts.set(accountId, {
+      id: accountId,
+      confirmedMicroUsdc: 0n,
+      reservedMicroUsdc: 0n,
+      ceilingCents: 80,
+      supplierPayableMicroUsdc: 0n,
+    });
+    return accountId;
+  }
+
+  /** An upstream key (sealed like the service seals it) with one offer on it. */
+  addOffer(o: {
+    priceCents: number;
+    quantityMicroDiem: bigint;
+    keyBalanceMicroDiem?: bigint | null;
+    supplierAccountId?: string;
+    createdAt?: Date;
+    expiresAt?: Date;
+    status?: MemoryOffer["status"];
+    offerId?: string;
+    upstreamKeyId?: string;
+  }): { offerId: string; upstreamKeyId: string; supplierAccountId: string; secret: string } {
+    const supplierAccountId = o.supplierAccountId ?? this.addSupplier();
+    if (!this.tables.accounts.has(supplierAccountId)) this.addSupplier(supplierAccountId);
+    const upstreamKeyId = o.upstreamKeyId ?? randomUUID();
+    const offerId = o.offerId ?? randomUUID();
+    const secret = `VENICE_INFERENCE_KEY_${upstreamKeyId.replaceAll("-", "")}`;
+    const s = this.secrets.seal(secret, supplierAccountId);
+    this.tables.upstreamKeys.set(upstreamKeyId, {
+      id: upstreamKeyId,
+      accountId: supplierAccountId,
+      status: "active",
+      lastBalanceMicroDiem: o.keyBalanceMicroDiem === undefined ? 100_000_000n : o.keyBalanceMicroDiem,
+      cooldownUntil: null,
+      authFailedAt: null,
+      sealed: {
+        ciphertext: new Uint8Array(s.ciphertext),
+        iv: new Uint8Array(s.iv),
+        tag: new Uint8Array(s.tag),
+        keyId: s.keyId,
+      },
+    });
+    const now = this.now();
+    this.tables.offers.set(offerId, {
+      id: offerId,
+      accountId: supplierAccountId,
+      upstreamKeyId,
+      priceCentsPerDollar: o.priceCents,
+      quantityMicroDiem: o.quantityMicroDiem,
+      remainingMicroDiem: o.quantityMicroDiem,
+      reservedMicroDiem: 0n,
+      status: o.status ?? "active",
+      expiresAt: o.expiresAt ?? new Date(now.getTime() + 86_400_000),
+      createdAt: o.createdAt ?? new Date(now.getTime() + this.tables.offers.size),
+      endedAt: null,
+    });
+    return { offerId, upstreamKeyId, supplierAccountId, secret };
+  }
+
+  account(id: string): MemoryAccount {
+    const a = this.tables.accounts.get(id);
+    if (!a) throw new Error(`no account ${id}`);
+    return a;
+  }
+
+  offer(id: string): MemoryOffer {
+    const o = this.tables.offers.get(id);
+    if (!o) throw new Error(`no offer ${id}`);
+    return o;
+  }
+
+  upstreamKey(id: string): MemoryUpstreamKey {
+    const k = this.tables.upstreamKeys.get(id);
+    if (!k) throw new Error(`no upstream key ${id}`);
+    return k;
+  }
+
+  /** What holders hold of a buyer's balance (micro-USDC), all holders together. */
+  escrowOfBuyer(accountId: string): bigint {
+    let sum = 0n;
+    for (const [k, v] of this.tables.buyerEscrows) if (idOf(k) === accountId) sum += v;
+    return sum;
+  }
+
+  private count(name: string): void {
+    this.calls.set(name, (this.calls.get(name) ?? 0) + 1);
+  }
+
+  /** Runs `fn` all or nothing, as a transaction would. */
+  private atomically<T>(fn: () => T): T {
+    const saved = structuredClone(this.tables);
+    try {
+      return fn();
+    } catch (e) {
+      this.tables = saved;
+      throw e;
+    }
+  }
+
+  // ─────────────────────────── ports ───────────────────────────
+
+  private offerStore(): OfferStore {
+    const live = (now: Date) => {
+      const out: Array<{ o: MemoryOffer; k: MemoryUpstreamKey }> = [];
+      for (const o of this.tables.offers.values()) {
+        const k = this.tables.upstreamKeys.get(o.upstreamKeyId);
+        if (k && eligibleNow(o, k, now)) out.push({ o, k });
+      }
+      return out.sort((a, b) => clearingOrder(a.o, b.o));
+    };
+    return {
+      book: async (now: Date): Promise<BookEntry[]> => {
+        this.count("offers.book");
+        return live(now).map(({ o, k }) => ({
+          offerId: o.id,
+          upstreamKeyId: o.upstreamKeyId,
+          supplierAccountId: o.accountId,
+          priceCentsPerDollar: o.priceCentsPerDollar,
+          expiresAt: o.expiresAt.getTime(),
+          routableMicroDiem: routableOf(o, k),
+          keyBalanceMicroDiem: k.lastBalanceMicroDiem,
+          eligible: true,
+          cooldownUntil: k.cooldownUntil ? k.cooldownUntil.getTime() : null,
+          sealed: {
+            ciphertext: new Uint8Array(k.sealed.ciphertext),
+            iv: new Uint8Array(k.sealed.iv),
+            tag: new Uint8Array(k.sealed.tag),
+            keyId: k.sealed.keyId,
+          },
+        }));
+      },
+      eligible: async (q: EligibleQuery): Promise<EligibleOffer[]> => {
+        this.count("offers.eligible");
+        const min = q.minRoutableMicroDiem && q.minRoutableMicroDiem > 0n ? q.minRoutableMicroDiem : 1n;
+        const exclude = q.excludeKeyIds ?? [];
+        return live(q.now)
+          .filter(
+            ({ o, k }) =>
+              o.priceCentsPerDollar <= q.maxPriceCents && routableOf(o, k) >= min && !exclude.includes(o.upstreamKeyId),
+          )
+          .slice(0, q.limit ?? 10_000)
+          .map(({ o, k }) => ({
+            offerId: o.id,
+            upstreamKeyId: o.upstreamKeyId,
+            supplierAccountId: o.accountId,
+            priceCentsPerDollar: o.priceCentsPerDollar,
+            routableMicroDiem: routableOf(o, k),
+          }));
+      },
+    };
+  }
+
+  private ceilingStore(): CeilingStore {
+    return {
+      ceilingOf: async (accountId) => {
+        this.count("ceilings.ceilingOf");
+        return this.tables.accounts.get(accountId)?.ceilingCents ?? null;
+      },
+    };
+  }
+
+  private escrowStore(): EscrowStore {
+    const t = () => this.tables;
+    /** gives back every slice of `holders` and forgets them (`svc_release_expired`) */
+    const releaseHolders = (holders: string[]) => {
+      for (const [k, amount] of [...t().buyerEscrows]) {
+        if (!holders.includes(holderOf(k))) continue;
+        this.account(idOf(k)).reservedMicroUsdc -= amount;
+        t().buyerEscrows.delete(k);
+      }
+      for (const [k, amount] of [...t().offerEscrows]) {
+        if (!holders.includes(holderOf(k))) continue;
+        this.offer(idOf(k)).reservedMicroDiem -= amount;
+        t().offerEscrows.delete(k);
+      }
+      for (const h of holders) t().holders.delete(h);
+    };
+    return {
+      enrol: async (holder, expiresAt) => {
+        this.count("escrow.enrol");
+        if (t().holders.has(holder)) throw new Error(`holder ${holder} exists`);
+        t().holders.set(holder, expiresAt);
+      },
+      renew: async (holder, expiresAt) => {
+        this.count("escrow.renew");
+        if (!t().holders.has(holder)) return false;
+        t().holders.set(holder, expiresAt);
+        return true;
+      },
+      take: async (ask) => {
+        this.count("escrow.take");
+        return this.atomically(() => this.take(ask));
+      },
+      giveBack: async (holder, returns) => {
+        this.count("escrow.giveBack");
+        this.atomically(() => this.giveBack(holder, returns));
+      },
+      buyerSlices: async (accountId, exceptHolder) => {
+        this.count("escrow.buyerSlices");
+        const out: { holder: string; amountMicroUsdc: bigint }[] = [];
+        for (const [k, amount] of t().buyerEscrows) {
+          if (idOf(k) === accountId && holderOf(k) !== exceptHolder)
+            out.push({ holder: holderOf(k), amountMicroUsdc: amount });
+        }
+        return out;
+      },
+      release: async (holder) => {
+        this.count("escrow.release");
+        this.atomically(() => (t().holders.has(holder) ? releaseHolders([holder]) : undefined));
+      },
+      releaseExpired: async (now, limit) => {
+        this.count("escrow.releaseExpired");
+        const expired = [...t().holders]
+          .filter(([, at]) => at.getTime() < now.getTime())
+          .map(([id]) => id)
+          .sort()
+          .slice(0, limit);
+        this.atomically(() => releaseHolders(expired));
+        return expired.length;
+      },
+    };
+  }
+
+  /** `svc_escrow_take` (see prisma/functions/svc_escrow_take.sql): the buyer part commits even when the offer part is short. */
+  private take(ask: TakeRequest): TakeResult {
+    const t = this.tables;
+    const r: TakeResult = {
+      outcome: "ok",
+      grantedUsdc: 0n,
+      available: null,
+      ceiling: null,
+      grantedDiem: 0n,
+      routable: null,
+      keyBalance: null,
+    };
+    const lease = t.holders.get(ask.holder);
+    if (!lease || lease.getTime() <= ask.now.getTime()) return { ...r, outcome: "holder_lost" };
+    if (ask.accountId !== null) {
+      const key = t.apiKeys.get(ask.apiKeyId);
+      if (!key || key.accountId !== ask.accountId || key.status !== "active") return { ...r, outcome: "key_inactive" };
+      const a = t.accounts.get(ask.accountId);
+      r.available = a ? a.confirmedMicroUsdc - a.reservedMicroUsdc : null;
+      r.ceiling = a ? a.ceilingCents : null;
+      if (!a || r.ceiling !== ask.ceilingCents) return { ...r, outcome: "stale_ceiling" };
+      if ((r.available ?? 0n) < ask.usdcMin) return { ...r, outcome: "insufficient_balance" };
+      const granted = minBig(maxBig(ask.usdcWant, ask.usdcMin), r.available ?? 0n);
+      r.grantedUsdc = granted;
+      a.reservedMicroUsdc += granted;
+      const k = slot(a.id, ask.holder);
+      t.buyerEscrows.set(k, (t.buyerEscrows.get(k) ?? 0n) + granted);
+      r.available = (r.available ?? 0n) - granted;
+    }
+    if (ask.offerId !== null) {
+      const o = t.offers.get(ask.offerId);
+      const k = o ? t.upstreamKeys.get(o.upstreamKeyId) : undefined;
+      if (!o || !k) return { ...r, outcome: "offer_short", routable: 0n, keyBalance: null };
+      const eligible = eligibleNow(o, k, ask.now) && o.priceCentsPerDollar <= ask.ceilingCents;
+      r.routable = routableOf(o, k);
+      r.keyBalance = k.lastBalanceMicroDiem;
+      if (!eligible) return { ...r, outcome: "offer_short", routable: 0n };
+      if (r.routable < ask.diemMin) return { ...r, outcome: "offer_short" };
+      const granted = minBig(maxBig(ask.diemWant, ask.diemMin), r.routable);
+      r.grantedDiem = granted;
+      o.reservedMicroDiem += granted;
+      const s = slot(o.id, ask.holder);
+      t.offerEscrows.set(s, (t.offerEscrows.get(s) ?? 0n) + granted);
+      r.routable -= granted;
+    }
+    return r;
+  }
+
+  /** `svc_escrow_give_back`: each slice by at most what it holds; one that holds less is left alone. */
+  private giveBack(holder: string, returns: readonly SliceReturn[]): void {
+    const t = this.tables;
+    const sums = new Map<string, { kind: "buyer" | "offer"; id: string; amount: bigint }>();
+    for (const r of returns) {
+      const k = `${r.kind}:${r.id}`;
+      const prev = sums.get(k);
+      sums.set(k, { kind: r.kind, id: r.id, amount: (prev?.amount ?? 0n) + r.amount });
+    }
+    for (const { kind, id, amount } of sums.values()) {
+      const escrows = kind === "buyer" ? t.buyerEscrows : t.offerEscrows;
+      const k = slot(id, holder);
+      const held = escrows.get(k);
+      if (held === undefined) continue;
+      if (amount > 0n && held >= amount) {
+        escrows.set(k, held - amount);
+        if (kind === "buyer") this.account(id).reservedMicroUsdc -= amount;
+        else this.offer(id).reservedMicroDiem -= amount;
+      }
+      if (escrows.get(k) === 0n) escrows.delete(k);
+    }
+  }
+
+  private settlementStore(): SettlementStore {
+    return {
+      commit: async (items: EndItem[]) => {
+        this.count("settlement.commit");
+        const failure = this.failNextCommit;
+        if (failure) {
+          this.failNextCommit = null;
+          throw failure;
+        }
+        // a JSON round trip, as the SQL store sends the items
+        const copy = JSON.parse(JSON.stringify(items)) as EndItem[];
+        return this.atomically(() => this.endItems(copy));
+      },
+    };
+  }
+
+  /** `svc_end_items` (prisma/functions/svc_end_items.sql): its guards, then its effects; any guard that fails throws. */
+  private endItems(v: EndItem[]): bigint[] {
+    const t = this.tables;
+    const fail = (why: string): never => {
+      throw new Error(`end: ${why}`);
+    };
+    const charged = v.filter((i) => i.clear !== null);
+    if (v.length > 1 && new Set(v.map((i) => i.request)).size !== v.length)
+      fail("a request appears twice in one batch");
+    for (const i of charged) {
+      const big = (x: string | null) => BigInt(x ?? 0);
+      const [gross, burn, fee, share] = [big(i.gross), big(i.burn), big(i.fee), big(i.share)];
+      if (!i.buyer_holder || !i.offer_holder || gross < 0n || burn < 0n || fee + share !== gross)
+        fail("a charge without its slices or not balanced");
+    }
+    if (v.some((i) => i.video !== null && i.clear === null)) fail("a video job without its charge");
+    for (const i of v) {
+      if (t.requests.some((r) => r.request === i.request)) fail("duplicate key value (inference_requests_pkey)");
+      if (!t.accounts.has(i.account)) fail("foreign key (account)");
+    }
+    t.requests.push(...v);
+    for (const i of charged) {
+      t.clears.push({
+        id: i.clear as string,
+        request: i.request,
+        buyer: i.account,
+        supplier: i.supplier as string,
+        offer: i.offer as string,
+        key: i.key as string,
+        price: i.price as number,
+        burnMicroDiem: BigInt(i.burn ?? 0),
+        grossMicroUsdc: BigInt(i.gross ?? 0),
+        feeMicroUsdc: BigInt(i.fee ?? 0),
+        supplierMicroUsdc: BigInt(i.share ?? 0),
+      });
+    }
+    // what leaves each buyer slice (charges and returns) and each offer slice (burns and returns)
+    const debits = new Map<string, bigint>();
+    const burns = new Map<string, bigint>();
+    const add = (m: Map<string, bigint>, k: string, n: bigint) => m.set(k, (m.get(k) ?? 0n) + n);
+    for (const i of charged) {
+      add(debits, slot(i.account, i.buyer_holder as string), BigInt(i.gross ?? 0));
+      add(burns, slot(i.offer as string, i.offer_holder as string), BigInt(i.burn ?? 0));
+    }
+    for (const i of v) {
+      for (const r of i.returns ?? []) {
+        if ("account" in r) add(debits, slot(r.account, r.holder), BigInt(r.amount));
+        else add(burns, slot(r.offer, r.holder), BigInt(r.amount));
+      }
+    }
+    const apply = (m: Map<string, bigint>, escrows: Map<string, bigint>, what: string) => {
+      const perId = new Map<string, bigint>();
+      for (const [k, amount] of m) {
+        if (amount <= 0n) continue;
+        const held = escrows.get(k);
+        if (held === undefined || held < amount) fail(`${what} slice is missing or short`);
+        escrows.set(k, (held as bigint) - amount);
+        if (escrows.get(k) === 0n) escrows.delete(k);
+        add(perId, idOf(k), amount);
+      }
+      return perId;
+    };
+    for (const [id, m] of apply(debits, t.buyerEscrows, "a buyer")) {
+      const a = this.account(id);
+      const g = charged.filter((i) => i.account === id).reduce((s, i) => s + BigInt(i.gross ?? 0), 0n);
+      if (a.reservedMicroUsdc < m || a.confirmedMicroUsdc - g < a.reservedMicroUsdc - m)
+        fail("a buyer balance is short");
+      a.reservedMicroUsdc -= m;
+      a.confirmedMicroUsdc -= g;
+    }
+    const at = new Date(
+      v
+        .map((i) => i.now)
+        .sort()
+        .at(-1) ?? "",
+    );
+    for (const [id, m] of apply(burns, t.offerEscrows, "an offer")) {
+      const o = this.offer(id);
+      const b = charged.filter((i) => i.offer === id).reduce((s, i) => s + BigInt(i.burn ?? 0), 0n);
+      if (o.reservedMicroDiem < m || o.remainingMicroDiem < b) fail("an offer is short");
+      const depleted = o.remainingMicroDiem - b === 0n && (o.status === "active" || o.status === "paused") && b > 0n;
+      o.reservedMicroDiem -= m;
+      o.remainingMicroDiem -= b;
+      if (depleted) {
+        o.status = "depleted";
+        o.endedAt = at;
+      }
+    }
+    for (const i of charged) {
+      const k = t.upstreamKeys.get(i.key as string);
+      const burn = BigInt(i.burn ?? 0);
+      if (k && k.lastBalanceMicroDiem !== null && burn > 0n)
+        k.lastBalanceMicroDiem = maxBig(k.lastBalanceMicroDiem - burn, 0n);
+      const share = BigInt(i.share ?? 0);
+      if (share > 0n) this.account(i.supplier as string).supplierPayableMicroUsdc += share;
+    }
+    return v.map((i) => this.account(i.account).confirmedMicroUsdc);
+  }
+
+  private keyMarks(): KeyMarks {
+    return {
+      // KeyHealth.coolDown: only extends
+      coolDown: async (upstreamKeyId, untilMs) => {
+        this.count("keyHealth.coolDown");
+        const k = this.tables.upstreamKeys.get(upstreamKeyId);
+        if (!k || (k.cooldownUntil !== null && k.cooldownUntil.getTime() >= untilMs)) return false;
+        k.cooldownUntil = new Date(untilMs);
+        return true;
+      },
+      // KeyHealth.markAuthFailed: active → auth_failed
+      markAuthFailed: async (upstreamKeyId) => {
+        this.count("keyHealth.markAuthFailed");
+        const k = this.tables.upstreamKeys.get(upstreamKeyId);
+        if (k?.status !== "active") return false;
+        k.status = "auth_failed";
+        k.authFailedAt = this.now();
+        return true;
+      },
+    };
+  }
+}
+
+/**
+ * In-flight gates in memory (`GateLeases` without Redis): at most `limit` slots of a gate in use
+ * at once; this process is the only holder.
+ */
+export class MemoryGates implements InFlightGates {
+  readonly id = randomUUID();
+  private readonly used = new Map<string, number>();
+  closed = false;
+
+  async acquire(gate: string, limit: number): Promise<boolean> {
+    if (this.closed) throw new Error("gates closed");
+    const n = this.used.get(gate) ?? 0;
+    if (n >= limit) return false;
+    this.used.set(gate, n + 1);
+    return true;
+  }
+
+  release(gate: string): void {
+    const n = this.used.get(gate) ?? 0;
+    if (n <= 0) {
+      if (!this.closed) throw new Error(`gate ${gate} released twice`);
+      return;
+    }
+    if (n === 1) this.used.delete(gate);
+    else this.used.set(gate, n - 1);
+  }
+
+  claimed(gate: string): number {
+    return this.used.get(gate) ?? 0;
+  }
+
+  inUse(gate: string): number {
+    return this.used.get(gate) ?? 0;
+  }
+
+  yieldIdle(): void {}
+
+  /** every gate with a slot in use (a test's "nothing left held") */
+  held(): string[] {
+    return [...this.used.keys()];
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.used.clear();
+  }
+}
