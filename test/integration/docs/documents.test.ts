@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { PUBLIC_DOCUMENTS } from "../../../src/http/docs-site.js";
 import { TOOLS } from "../../../src/mcp/tools.js";
+import { fencedBlocks } from "../../../testkit/doc-examples.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { fencedBlocks } from "../../support/doc-examples.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /** SPEC "Public": the agent-facing documents, their content types, and the deployment's URLs in them. */
 

@@ -6,8 +6,8 @@ import { MISSING_TX_GRACE_MS } from "../../../src/domain/funding/reconciler.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain } from "../../../testkit/funding.js";
 import { isolatedWorld, movableClock, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain } from "../../support/funding.js";
 
 let chain: LocalChain;
 let app: TestApp;

@@ -2,9 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { decodeXPaymentResponse } from "x402/shared";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { type HttpFacilitatorStandIn, type SettleMode, startHttpFacilitator } from "../../support/http-facilitator.js";
+import {
+  type HttpFacilitatorStandIn,
+  type SettleMode,
+  startHttpFacilitator,
+} from "../../../testkit/http-facilitator.js";
 
 /**
  * Issue 26 finding 1: a facilitator's answer that does not prove nothing moved is never a 402. The

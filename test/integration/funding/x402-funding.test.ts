@@ -4,8 +4,8 @@ import { wrapFetchWithPayment } from "x402-fetch";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call, createKey, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../support/funding.js";
 
 let chain: LocalChain;
 let app: TestApp;

@@ -3,7 +3,7 @@
 import { describe, expect, test } from "vitest";
 import { startTestApp } from "../../../testkit/harness.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 

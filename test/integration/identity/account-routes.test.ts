@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import { expectError } from "../../../testkit/errors.js";
+import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { expectError, insertRequest, maxPriceOf } from "./helpers.js";
+import { maxPriceOf } from "../../../testkit/identity.js";
 
 /** SPEC "Account (session)": /v1/me, /v1/account, max price, inference history, savings. */
 
@@ -187,10 +188,12 @@ describe("inference history", () => {
     others = new Set();
     for (let i = 0; i < 25; i++) {
       const startedAt = new Date(t0 + i * 60_000);
-      const r = await insertRequest(app, user.accountId, { startedAt, model: `m-${i}` });
+      const r = await createInferenceRequest(app.rt.db, user.accountId, { startedAt, model: `m-${i}` });
       mine.push({ id: r.id, startedAt });
       // the stranger's rows interleave in time with the user's
-      const s = await insertRequest(app, stranger.accountId, { startedAt: new Date(t0 + i * 60_000 + 30_000) });
+      const s = await createInferenceRequest(app.rt.db, stranger.accountId, {
+        startedAt: new Date(t0 + i * 60_000 + 30_000),
+      });
       others.add(s.id);
     }
   });
@@ -260,7 +263,8 @@ describe("inference history", () => {
     const tied = await signIn(app);
     const at = new Date("2026-04-01T12:00:00.000Z");
     const inserted = new Set<string>();
-    for (let i = 0; i < 5; i++) inserted.add((await insertRequest(app, tied.accountId, { startedAt: at })).id);
+    for (let i = 0; i < 5; i++)
+      inserted.add((await createInferenceRequest(app.rt.db, tied.accountId, { startedAt: at })).id);
     const seen: string[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 10; i++) {
@@ -341,7 +345,7 @@ describe("savings", () => {
       buyerAccountId: string,
       c: { burn: bigint; price: number; ceiling: number; gross: bigint; fee: bigint; refunded?: boolean },
     ) => {
-      const req = await insertRequest(app, buyerAccountId, { status: "succeeded" });
+      const req = await createInferenceRequest(app.rt.db, buyerAccountId, { status: "succeeded" });
       await app.rt.db.clear.create({
         data: {
           requestId: req.id,

@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { expectError } from "../../../testkit/errors.js";
+import { createInferenceRequest } from "../../../testkit/fixtures.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { bearer, expectError, insertRequest, maxPriceOf } from "./helpers.js";
+import { maxPriceOf } from "../../../testkit/identity.js";
 
 /** SPEC "Agent self-service (Bearer only)". */
 
@@ -115,7 +117,7 @@ describe("request detail by support reference", () => {
   test("own reference → 200 with cost, clearing price, status and timings", async () => {
     const a = await agent();
     const startedAt = new Date("2026-05-01T10:00:00.000Z");
-    const req = await insertRequest(app, a.user.accountId, {
+    const req = await createInferenceRequest(app.rt.db, a.user.accountId, {
       startedAt,
       firstByteAt: new Date("2026-05-01T10:00:00.250Z"),
       completedAt: new Date("2026-05-01T10:00:01.500Z"),
@@ -161,7 +163,10 @@ describe("request detail by support reference", () => {
 
   test("a failed request reports its error code and no cost", async () => {
     const a = await agent();
-    const req = await insertRequest(app, a.user.accountId, { status: "failed", errorCode: "pool_empty" });
+    const req = await createInferenceRequest(app.rt.db, a.user.accountId, {
+      status: "failed",
+      errorCode: "pool_empty",
+    });
     const r = await call(app, {
       method: "GET",
       path: `/v1/agent/requests/${req.supportReference}`,
@@ -177,7 +182,7 @@ describe("request detail by support reference", () => {
 
   test("an upper-case reference resolves the same request", async () => {
     const a = await agent();
-    const req = await insertRequest(app, a.user.accountId);
+    const req = await createInferenceRequest(app.rt.db, a.user.accountId);
     const r = await call(app, {
       method: "GET",
       path: `/v1/agent/requests/${req.supportReference.toUpperCase()}`,
@@ -190,7 +195,10 @@ describe("request detail by support reference", () => {
   test("another account's reference → 404 (indistinguishable from unknown); unknown → 404", async () => {
     const a = await agent();
     const b = await agent();
-    const theirs = await insertRequest(app, b.user.accountId, { status: "succeeded", costMicroUsdc: 1n });
+    const theirs = await createInferenceRequest(app.rt.db, b.user.accountId, {
+      status: "succeeded",
+      costMicroUsdc: 1n,
+    });
     const r = await call(app, {
       method: "GET",
       path: `/v1/agent/requests/${theirs.supportReference}`,
@@ -208,7 +216,7 @@ describe("request detail by support reference", () => {
       (r.body as { error: { message: string } }).error.message,
     );
     // the request id is not a support reference
-    const own = await insertRequest(app, a.user.accountId);
+    const own = await createInferenceRequest(app.rt.db, a.user.accountId);
     expectError(
       await call(app, { method: "GET", path: `/v1/agent/requests/${own.id}`, headers: bearer(a.key.apiKey) }),
       404,

@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { expectAuthFailed, expectError } from "../../../testkit/errors.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { activeKeyCount, bearer, cookieValueOf, expectAuthFailed, expectError, sha256Hex } from "./helpers.js";
+import { activeKeyCount, cookieValueOf, sha256Hex } from "../../../testkit/identity.js";
 
 /** SPEC "API key", "Limits" (10 active keys, names 1-64), "Authentication" rule 3 (plaintext once). */
 

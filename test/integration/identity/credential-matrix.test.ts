@@ -1,17 +1,10 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { expectAuthFailed } from "../../../testkit/errors.js";
+import { createInferenceRequest } from "../../../testkit/fixtures.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import {
-  activeKeyCount,
-  bearer,
-  cookieValueOf,
-  expectAuthFailed,
-  expireSession,
-  insertRequest,
-  maxPriceOf,
-  sha256Hex,
-} from "./helpers.js";
+import { activeKeyCount, cookieValueOf, expireSession, maxPriceOf, sha256Hex } from "../../../testkit/identity.js";
 
 /**
  * SPEC "Authentication": session routes take only the `svc_session` cookie (a Bearer → 401), agent
@@ -53,7 +46,7 @@ async function freshWorld(): Promise<World> {
   const [key, spare, req] = await Promise.all([
     insertKey(user.accountId, "caller"),
     insertKey(user.accountId, "spare"),
-    insertRequest(app, user.accountId, { status: "succeeded" }),
+    createInferenceRequest(app.rt.db, user.accountId, { status: "succeeded" }),
   ]);
   return { user, key, spareKeyId: spare.id, supportReference: req.supportReference };
 }

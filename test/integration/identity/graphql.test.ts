@@ -1,9 +1,10 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createClient } from "graphql-sse";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { expectError } from "../../../testkit/errors.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { activeKeyCount, bearer, expectError, maxPriceOf, sha256Hex } from "./helpers.js";
+import { activeKeyCount, maxPriceOf, sha256Hex } from "../../../testkit/identity.js";
 
 /**
  * GraphQL at /graphql serves both credentials: `viewer`, key mutations and `setMaxPrice`, the

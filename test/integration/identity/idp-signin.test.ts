@@ -1,16 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createLocalIdp, type MintTokenOptions } from "../../../src/local/idp/index.js";
-import { call, cookieFrom, newWallet, signIn } from "../../../testkit/actors.js";
+import { call, cookieFrom, newWallet, rawPost, signIn } from "../../../testkit/actors.js";
+import { expectAuthFailed, expectError } from "../../../testkit/errors.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import {
-  cookieValueOf,
-  countAccounts,
-  countSessions,
-  expectAuthFailed,
-  expectError,
-  rawPost,
-  sha256Hex,
-} from "./helpers.js";
+import { cookieValueOf, countAccounts, countSessions, sha256Hex } from "../../../testkit/identity.js";
 
 /** SPEC "Identity and session": POST /auth/idp/verify and POST /auth/logout. */
 

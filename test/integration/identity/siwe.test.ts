@@ -1,9 +1,10 @@
 import { privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage, generateSiweNonce } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, cookieFrom, newWallet } from "../../../testkit/actors.js";
+import { call, cookieFrom, newWallet, rawPost } from "../../../testkit/actors.js";
+import { expectAuthFailed, expectError } from "../../../testkit/errors.js";
 import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { countAccounts, countSessions, expectAuthFailed, expectError, rawPost } from "./helpers.js";
+import { countAccounts, countSessions } from "../../../testkit/identity.js";
 
 /**
  * SIWE sign-in (docs/decisions.md; the spec leaves it "not shown"): POST /auth/siwe/nonce then

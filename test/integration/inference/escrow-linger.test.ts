@@ -8,9 +8,9 @@ import { loadConfig } from "../../../src/config.js";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const LINGER_MS = 1_500;
 const world = useMarketWorld({ syncCatalog: true, peer: true, env: { ESCROW_LINGER_MS: String(LINGER_MS) } });

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll } from "vitest";
-import type { Clock } from "../../src/lib/clock.js";
+import type { Clock } from "../src/lib/clock.js";
 import {
   startUpstreamSimulator,
   type UpstreamSimulator,
   type UpstreamSimulatorOptions,
-} from "../../src/local/upstream-sim/index.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../testkit/harness.js";
-import { CATALOG_KEY } from "../../testkit/market.js";
+} from "../src/local/upstream-sim/index.js";
+import { isolatedWorld, startTestApp, type TestApp } from "./harness.js";
+import { CATALOG_KEY } from "./market.js";
 
 export interface MarketWorldOptions {
   /**
