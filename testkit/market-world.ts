@@ -1,38 +1,14 @@
 import { afterAll, beforeAll } from "vitest";
-import type { Clock } from "../src/lib/clock.js";
-import {
-  startUpstreamSimulator,
-  type UpstreamSimulator,
-  type UpstreamSimulatorOptions,
-} from "../src/local/upstream-sim/index.js";
-import { isolatedWorld, startTestApp, type TestApp } from "./harness.js";
-import { CATALOG_KEY } from "./market.js";
+import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
+import type { TestApp } from "./harness.js";
+import { startWorld, type World, type WorldOptions } from "./world.js";
 
-export interface MarketWorldOptions {
-  /**
-   * Options for the upstream simulator (default: none beyond the catalog key), or `false` for a
-   * world without one. With a simulator the app gets `UPSTREAM_BASE_URL` pointing at it.
-   */
-  sim?: UpstreamSimulatorOptions | false;
-  /**
-   * The catalog key: added to the simulator's keys (zero balance, first) and given to the app as
-   * `CATALOG_SYNC_KEY`. Default `CATALOG_KEY`, the same as `startSim()` + `simEnv()`. `false` for
-   * none: the catalog sync then reads with a registered supplier key.
-   */
-  catalogSyncKey?: string | false;
+export interface MarketWorldOptions extends Omit<WorldOptions, "env"> {
   /**
    * More app environment, over the simulator's. A function is called in `beforeAll`, for values that
    * an earlier hook produces (e.g. a local chain's addresses).
    */
   env?: Record<string, string> | (() => Record<string, string>);
-  /** start the BullMQ workers in `app` (never in `peer`) */
-  workers?: boolean;
-  /** the clock of `app` and `peer` */
-  clock?: Clock;
-  /** run `app.rt.services.catalog.sync()` once the app is up */
-  syncCatalog?: boolean;
-  /** start a second app on the same database, prefix, env and clock: another process of one deployment */
-  peer?: boolean;
 }
 
 /** What `useMarketWorld` started; read its properties inside tests and later hooks. */
@@ -45,8 +21,9 @@ export interface MarketWorld {
 }
 
 /**
- * One world per test file: the upstream simulator, an isolated database and Redis prefix, and the app
- * (plus an optional peer) pointed at them, started in `beforeAll` and closed in `afterAll`.
+ * The world of `startWorld` (world.ts) with the upstream simulator on by default (`sim: false` for
+ * none), started in `beforeAll` and closed in `afterAll`, for test files whose module-level helpers
+ * read `world.app`; a file whose tests take the app as a fixture uses `appTest` (app-test.ts).
  *
  * Call it at the top level of a test file. Hooks run in the order they are registered (vitest's
  * default `sequence.hooks: "stack"`; `afterAll` in reverse): a `beforeAll` registered before this
@@ -54,39 +31,18 @@ export interface MarketWorld {
  * through `world.app`, and their `afterAll`s run after and before the world closes respectively.
  */
 export function useMarketWorld(opts: MarketWorldOptions = {}): MarketWorld {
-  let sim: UpstreamSimulator | undefined;
-  let app: TestApp | undefined;
-  let peer: TestApp | undefined;
-  let drop: (() => Promise<void>) | undefined;
+  let world: World | undefined;
 
   beforeAll(async () => {
-    const catalogKey = opts.catalogSyncKey ?? CATALOG_KEY;
-    let simEnv: Record<string, string> = {};
-    if (opts.sim !== false) {
-      sim = await startUpstreamSimulator(
-        catalogKey === false
-          ? opts.sim
-          : { ...opts.sim, keys: [{ key: catalogKey, diemMicro: 0n }, ...(opts.sim?.keys ?? [])] },
-      );
-      simEnv =
-        catalogKey === false
-          ? { UPSTREAM_BASE_URL: sim.baseUrl }
-          : { UPSTREAM_BASE_URL: sim.baseUrl, CATALOG_SYNC_KEY: catalogKey };
-    }
-    const w = await isolatedWorld();
-    drop = w.drop;
-    const env = { ...simEnv, ...(typeof opts.env === "function" ? opts.env() : opts.env) };
-    const base = { databaseUrl: w.databaseUrl, prefix: w.prefix, env, clock: opts.clock };
-    app = await startTestApp({ ...base, workers: opts.workers });
-    if (opts.syncCatalog) await app.rt.services.catalog.sync();
-    if (opts.peer) peer = await startTestApp(base);
+    world = await startWorld({
+      ...opts,
+      sim: opts.sim ?? {},
+      env: typeof opts.env === "function" ? opts.env() : opts.env,
+    });
   });
 
   afterAll(async () => {
-    await peer?.close();
-    await app?.close();
-    await sim?.close();
-    await drop?.();
+    await world?.close();
   });
 
   function ready<T>(name: string, value: T | undefined, hint: string): T {
@@ -100,13 +56,13 @@ export function useMarketWorld(opts: MarketWorldOptions = {}): MarketWorld {
   const notStarted = "the world's beforeAll has not run, or failed";
   return {
     get app() {
-      return ready("app", app, notStarted);
+      return ready("app", world?.app, notStarted);
     },
     get peer() {
-      return ready("peer", peer, opts.peer ? notStarted : "pass `peer: true` to start one");
+      return ready("peer", world?.peer, opts.peer ? notStarted : "pass `peer: true` to start one");
     },
     get sim() {
-      return ready("sim", sim, opts.sim === false ? "this world has no simulator (`sim: false`)" : notStarted);
+      return ready("sim", world?.sim, opts.sim === false ? "this world has no simulator (`sim: false`)" : notStarted);
     },
   };
 }
