@@ -62,7 +62,14 @@ export interface Call {
   headers?: Record<string, string>;
 }
 
-export async function call(app: TestApp, c: Call): Promise<{ status: number; body: unknown; headers: Headers }> {
+/** An HTTP answer as tests read it: the status, the body (parsed when it is JSON) and the headers. */
+export type Res = { status: number; body: unknown; headers: Headers };
+
+export function bearer(apiKey: string): Record<string, string> {
+  return { authorization: `Bearer ${apiKey}` };
+}
+
+export async function call(app: TestApp, c: Call): Promise<Res> {
   const res = await fetch(`${app.baseUrl}${c.path}`, {
     method: c.method,
     headers: { ...(c.body !== undefined ? { "content-type": "application/json" } : {}), ...c.headers },
@@ -74,4 +81,24 @@ export async function call(app: TestApp, c: Call): Promise<{ status: number; bod
     body = JSON.parse(text);
   } catch {}
   return { status: res.status, body, headers: res.headers };
+}
+
+/** Sends a raw (possibly malformed) JSON body. */
+export async function rawPost(
+  app: TestApp,
+  path: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<Res> {
+  const res = await fetch(`${app.baseUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body: parsed, headers: res.headers };
 }

@@ -58,7 +58,10 @@ export async function createOffer(
   });
 }
 
-/** An inference request record (chat, text, ceiling 80¢) for `accountId`; `data` overrides any column. */
+/**
+ * An inference request record (chat, text, `llama-3.3-70b`, ceiling 80¢, in progress) for `accountId`,
+ * as the router writes it after key resolution; `data` overrides any column.
+ */
 export async function createInferenceRequest(
   db: Db,
   accountId: string,
@@ -71,7 +74,7 @@ export async function createInferenceRequest(
       accountId,
       route: "chat",
       modality: "text",
-      model: "m",
+      model: "llama-3.3-70b",
       maxPriceCents: 80,
       ...data,
     },

@@ -4,17 +4,13 @@ import type { AttemptingSession } from "../src/domain/inference/session.js";
 import { confirmTopUp, creditPendingTopUp } from "../src/domain/ledger/ledger.js";
 import { nextUtcMidnight } from "../src/lib/clock.js";
 import { SecretBox } from "../src/lib/secret-box.js";
-import { startUpstreamSimulator, type UpstreamSimulator } from "../src/local/upstream-sim/index.js";
+import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { call, createKey, signIn } from "./actors.js";
 import type { TestApp } from "./harness.js";
 
 export const CATALOG_KEY = "VENICE_INFERENCE_KEY_test_catalog";
 
-/** The upstream simulator with a catalog key; pass `simEnv(sim)` to startTestApp. */
-export async function startSim(): Promise<UpstreamSimulator> {
-  return startUpstreamSimulator({ keys: [{ key: CATALOG_KEY, diemMicro: 0n }] });
-}
-
+/** The app's environment for a simulator that holds `CATALOG_KEY` (the catalog sync reads with it). */
 export function simEnv(sim: UpstreamSimulator): Record<string, string> {
   return { UPSTREAM_BASE_URL: sim.baseUrl, CATALOG_SYNC_KEY: CATALOG_KEY };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { useMarketWorld } from "../support/market-world.js";
+import { useMarketWorld } from "../../testkit/market-world.js";
 
 /**
  * The documentation site in a real browser: Debian's chromium driven by playwright-core (no browser

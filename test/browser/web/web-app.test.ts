@@ -6,9 +6,9 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { newWallet, signIn } from "../../../testkit/actors.js";
+import { chainEnv, startLocalChain } from "../../../testkit/funding.js";
 import { fundConfirmed } from "../../../testkit/market.js";
-import { chainEnv, startLocalChain } from "../../support/funding.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * The web app at {web_url} end to end, in Debian's chromium driven by playwright-core (no browser

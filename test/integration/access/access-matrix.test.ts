@@ -13,12 +13,9 @@ import { buildSchema, type GraphQLObjectType } from "graphql";
 import { beforeAll, describe, expect, test } from "vitest";
 import { buildOpenApiDocument, mcpPathOf } from "../../../src/contract/openapi.js";
 import { TOOLS } from "../../../src/mcp/tools.js";
-import { createKey, signIn } from "../../../testkit/actors.js";
-import { assertBooksBalance } from "../../../testkit/books.js";
-import { expectNoMarkers, recordsOf } from "../../support/access/records.js";
-import { openSubscription, type SubscriptionResult } from "../../support/access/subscriptions.js";
+import { expectNoMarkers, recordsOf } from "../../../testkit/access/records.js";
+import { openSubscription, type SubscriptionResult } from "../../../testkit/access/subscriptions.js";
 import {
-  bearer,
   cookie,
   gql,
   gqlParts,
@@ -27,7 +24,7 @@ import {
   type Reply,
   rest,
   toolResult,
-} from "../../support/access/transports.js";
+} from "../../../testkit/access/transports.js";
 import {
   type AccessWorld,
   IMAGE_MODEL,
@@ -40,8 +37,10 @@ import {
   seedAccessWorld,
   TEXT_MODEL,
   VIDEO_JOB,
-} from "../../support/access/world.js";
-import { useMarketWorld } from "../../support/market-world.js";
+} from "../../../testkit/access/world.js";
+import { bearer, createKey, signIn } from "../../../testkit/actors.js";
+import { assertBooksBalance } from "../../../testkit/books.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 // PAY_TO: the funding routes answer their 402 challenge (no chain is needed for it)
 const world = useMarketWorld({ syncCatalog: true, env: { PAY_TO: `0x${"7".repeat(40)}` } });

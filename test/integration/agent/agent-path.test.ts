@@ -19,10 +19,16 @@ import { createChainClients } from "../../../src/adapters/chain/clients.js";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { type LocalChain, localUsdcAbi } from "../../../src/local/chain/index.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import {
+  type FencedBlock,
+  fencedBlocks,
+  isCurlCommand,
+  parseCurl,
+  shellCommands,
+} from "../../../testkit/doc-examples.js";
+import { chainEnv, fundedBuyer, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { addSupply } from "../../../testkit/market.js";
-import { type FencedBlock, fencedBlocks, isCurlCommand, parseCurl, shellCommands } from "../../support/doc-examples.js";
-import { chainEnv, fundedBuyer, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** USDC on Base mainnet: the one asset `@x402/fetch` pays without `allowedAssets`. */

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from "vitest";
-import { useMarketWorld } from "../../support/market-world.js";
-import { createBuyers, createSupply, getJson, gql, insertClear, type Supply } from "./helpers.js";
+import { createBuyers, createSupply, getJson, gql, insertClear, type Supply } from "../../../testkit/catalog.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * GET /v1/models/stats over clears inserted directly at fixed instants. The app's clock is fixed,

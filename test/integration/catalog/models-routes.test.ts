@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { DEFAULT_SIM_MODELS } from "../../../src/local/upstream-sim/index.js";
-import { useMarketWorld } from "../../support/market-world.js";
-import { getJson, gql, type PublicRow } from "./helpers.js";
+import { getJson, gql, type PublicRow } from "../../../testkit/catalog.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
 

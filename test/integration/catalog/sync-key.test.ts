@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { SecretBox } from "../../../src/lib/secret-box.js";
 import { createAccount, createUpstreamKey } from "../../../testkit/fixtures.js";
 import { sealedKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /** Without CATALOG_SYNC_KEY the sync reads the catalog with a registered supplier key. */
 const world = useMarketWorld({

@@ -11,8 +11,8 @@ import {
   startUpstreamSimulator,
   textPricingToMicro,
 } from "../../../src/local/upstream-sim/index.js";
-import { useMarketWorld } from "../../support/market-world.js";
-import { getJson, type PublicRow } from "./helpers.js";
+import { getJson, type PublicRow } from "../../../testkit/catalog.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
 

@@ -1,27 +1,19 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { createPrisma, type Db } from "../../../src/adapters/db.js";
+import { appTest } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
-import { isolatedWorld } from "../../../testkit/harness.js";
 
-let db: Db;
-let drop: () => Promise<void>;
-let url: string;
-const dbUrlOf = (_db: Db) => url;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  url = w.databaseUrl;
-  db = createPrisma(w.databaseUrl, { max: 30 });
-});
-afterAll(async () => {
-  await db.$disconnect();
-  await drop();
+/** a Prisma client of its own (30 connections) on the file's isolated database; no app runs */
+const test = appTest.extend("db", { scope: "file" }, async ({ database }, { onCleanup }) => {
+  const db = createPrisma(database.databaseUrl, { max: 30 });
+  onCleanup(() => db.$disconnect());
+  return db;
 });
 
 /** Writes one journal with the given entries in one transaction. */
 async function journal(
+  db: Db,
   entries: {
     book: "buyer_confirmed" | "buyer_pending" | "platform_fee" | "external";
     accountId?: string;
@@ -46,9 +38,9 @@ async function journal(
 }
 
 describe("database invariants", () => {
-  test("an unbalanced journal cannot commit; a balanced one can", async () => {
+  test("an unbalanced journal cannot commit; a balanced one can", async ({ db }) => {
     const a = await createAccount(db);
-    await expect(journal([{ book: "buyer_pending", accountId: a.id, amount: 5n }], "unbalanced")).rejects.toThrow(
+    await expect(journal(db, [{ book: "buyer_pending", accountId: a.id, amount: 5n }], "unbalanced")).rejects.toThrow(
       /unbalanced/,
     );
     expect(await db.ledgerTransaction.count({ where: { idempotencyKey: "unbalanced" } })).toBe(0);
@@ -66,22 +58,23 @@ describe("database invariants", () => {
     await assertBooksBalance(db);
   });
 
-  test("the ledger is append-only", async () => {
+  test("the ledger is append-only", async ({ db }) => {
     const e = await db.ledgerEntry.findFirstOrThrow();
     await expect(db.ledgerEntry.update({ where: { id: e.id }, data: { amountMicroUsdc: 6n } })).rejects.toThrow();
     await expect(db.ledgerEntry.delete({ where: { id: e.id } })).rejects.toThrow();
   });
 
-  test("an idempotency key is used once", async () => {
+  test("an idempotency key is used once", async ({ db }) => {
     await expect(
       db.ledgerTransaction.create({ data: { kind: "top_up", idempotencyKey: "balanced" } }),
     ).rejects.toThrow();
   });
 
-  test("account entries need an account; platform entries must not have one", async () => {
+  test("account entries need an account; platform entries must not have one", async ({ db }) => {
     const a = await createAccount(db);
     await expect(
       journal(
+        db,
         [
           { book: "buyer_confirmed", amount: 1n },
           { book: "external", amount: -1n },
@@ -91,6 +84,7 @@ describe("database invariants", () => {
     ).rejects.toThrow();
     await expect(
       journal(
+        db,
         [
           { book: "platform_fee", accountId: a.id, amount: 1n },
           { book: "external", amount: -1n },
@@ -100,7 +94,7 @@ describe("database invariants", () => {
     ).rejects.toThrow();
   });
 
-  test("balances cannot go negative and reserved cannot exceed confirmed", async () => {
+  test("balances cannot go negative and reserved cannot exceed confirmed", async ({ db }) => {
     const a = await createAccount(db);
     await expect(db.account.update({ where: { id: a.id }, data: { confirmedMicroUsdc: -1n } })).rejects.toThrow();
     await expect(db.account.update({ where: { id: a.id }, data: { pendingMicroUsdc: -1n } })).rejects.toThrow();
@@ -109,13 +103,13 @@ describe("database invariants", () => {
     await expect(db.account.update({ where: { id: a.id }, data: { maxPriceCentsPerDollar: 29 } })).rejects.toThrow();
   });
 
-  test("wallets are stored lower-case and unique", async () => {
+  test("wallets are stored lower-case and unique", async ({ db }) => {
     await expect(createAccount(db, { walletAddress: "0xABCDEFabcdefABCDEFabcdefABCDEFabcdefABCD" })).rejects.toThrow();
     const a = await createAccount(db);
     await expect(createAccount(db, { walletAddress: a.walletAddress })).rejects.toThrow();
   });
 
-  test("offer bounds: price 1-80, quantity > 0, remaining within quantity", async () => {
+  test("offer bounds: price 1-80, quantity > 0, remaining within quantity", async ({ db }) => {
     const a = await createAccount(db);
     const k = await createUpstreamKey(db, a.id);
     await expect(
@@ -137,7 +131,7 @@ describe("database invariants", () => {
     await expect(db.offer.update({ where: { id: o.id }, data: { reservedMicroDiem: 11n } })).rejects.toThrow();
   });
 
-  test("one live offer per upstream key, even under 20 concurrent posts", async () => {
+  test("one live offer per upstream key, even under 20 concurrent posts", async ({ db }) => {
     const a = await createAccount(db);
     const k = await createUpstreamKey(db, a.id);
     const results = await Promise.allSettled(
@@ -160,7 +154,7 @@ describe("database invariants", () => {
     ).resolves.toBeTruthy();
   });
 
-  test("a clear's split must add up and stay within the ceiling", async () => {
+  test("a clear's split must add up and stay within the ceiling", async ({ db }) => {
     const buyer = await createAccount(db);
     const supplier = await createAccount(db);
     const k = await createUpstreamKey(db, supplier.id);
@@ -200,7 +194,7 @@ describe("database invariants", () => {
     ).rejects.toThrow();
   });
 
-  test("payments are unique by authorization nonce and by settlement transaction", async () => {
+  test("payments are unique by authorization nonce and by settlement transaction", async ({ db }) => {
     const a = await createAccount(db);
     const nonce = `0x${"1".repeat(64)}`;
     const tx = `0x${"2".repeat(64)}`;
@@ -224,7 +218,7 @@ describe("database invariants", () => {
     await expect(db.payment.create({ data: { ...p, authorizationNonce: `0x${"5".repeat(64)}` } })).rejects.toThrow();
   });
 
-  test("API key names are 1-64 characters and key hashes are unique", async () => {
+  test("API key names are 1-64 characters and key hashes are unique", async ({ db }) => {
     const a = await createAccount(db);
     const k = { accountId: a.id, keyPrefix: "svc_abc", source: "session" as const };
     await expect(db.apiKey.create({ data: { ...k, name: "", keyHash: "h1" } })).rejects.toThrow();
@@ -233,8 +227,8 @@ describe("database invariants", () => {
     await expect(db.apiKey.create({ data: { ...k, name: "dup", keyHash: "h3" } })).rejects.toThrow();
   });
 
-  test("a COMMIT that fails returns its connection to the pool (no leak)", async () => {
-    const small = createPrisma(dbUrlOf(db), { max: 2 });
+  test("a COMMIT that fails returns its connection to the pool (no leak)", async ({ database }) => {
+    const small = createPrisma(database.databaseUrl, { max: 2 });
     try {
       const a = await small.account.create({ data: { walletAddress: `0x${"c".repeat(40)}`, authProvider: "siwe" } });
       for (let i = 0; i < 6; i++) {
@@ -253,9 +247,9 @@ describe("database invariants", () => {
     }
   });
 
-  test("the hot-path pool survives the server dropping its idle connections", async () => {
+  test("the hot-path pool survives the server dropping its idle connections", async ({ db, database }) => {
     const { createSql } = await import("../../../src/adapters/sql.js");
-    const sql = createSql(url, 2);
+    const sql = createSql(database.databaseUrl, 2);
     try {
       const pid = (await sql.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid;
       await db.$executeRawUnsafe(`SELECT pg_terminate_backend(${Number(pid)})`);

@@ -1,13 +1,27 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { PUBLIC_DOCUMENTS } from "../../../src/http/docs-site.js";
 import { TOOLS } from "../../../src/mcp/tools.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { fencedBlocks } from "../../support/doc-examples.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { appTest } from "../../../testkit/app-test.js";
+import { fencedBlocks } from "../../../testkit/doc-examples.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { startWorld } from "../../../testkit/world.js";
 
 /** SPEC "Public": the agent-facing documents, their content types, and the deployment's URLs in them. */
 
-const world = useMarketWorld({ sim: false });
+/** a deployment with URLs of its own: another world */
+// biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+const test = appTest.extend("deployment", { scope: "file" }, async ({}, { onCleanup }) => {
+  const world = await startWorld({
+    env: {
+      BASE_URL: "https://api.example.test",
+      MCP_URL: "https://mcp.example.test",
+      WEB_URL: "https://app.example.test",
+      DOCS_URL: "https://docs.example.test/handbook",
+    },
+  });
+  onCleanup(() => world.close());
+  return world.app;
+});
 
 const SERVED = PUBLIC_DOCUMENTS.flatMap((d) => d.paths.map((path) => ({ path, type: d.contentType, file: d.file })));
 /** `{name}` left in a document may only be an API path parameter (or TypeScript's `${…}`), never a placeholder */
@@ -23,51 +37,51 @@ function leftovers(text: string): string[] {
 }
 
 describe("the public documents", () => {
-  test.each(SERVED)("GET $path: 200 $type", async ({ path, type }) => {
-    const r = await get(world.app, path);
+  test.for(SERVED)("GET $path: 200 $type", async ({ path, type }, { app }) => {
+    const r = await get(app, path);
     expect(r.status).toBe(200);
     expect(r.type).toBe(type);
     expect(r.text.length).toBeGreaterThan(500);
-    const head = await fetch(`${world.app.baseUrl}${path}`, { method: "HEAD" });
+    const head = await fetch(`${app.baseUrl}${path}`, { method: "HEAD" });
     expect(head.status).toBe(200);
     expect(head.headers.get("content-type")).toBe(type);
   });
 
-  test("SPEC: /SKILL.md and /skill.md are the same document", async () => {
-    const upper = await get(world.app, "/SKILL.md");
-    const lower = await get(world.app, "/skill.md");
+  test("SPEC: /SKILL.md and /skill.md are the same document", async ({ app }) => {
+    const upper = await get(app, "/SKILL.md");
+    const lower = await get(app, "/skill.md");
     expect(lower.text).toBe(upper.text);
   });
 
-  test.each(SERVED)("$path: every placeholder is substituted with this deployment's URLs", async ({ path }) => {
-    const { text } = await get(world.app, path);
+  test.for(SERVED)("$path: every placeholder is substituted with this deployment's URLs", async ({ path }, { app }) => {
+    const { text } = await get(app, path);
     expect(leftovers(text)).toEqual([]);
     expect(text).not.toMatch(/\{(base|mcp|web|docs)_url\}/);
-    expect(text).toContain(world.app.rt.config.urls.base);
+    expect(text).toContain(app.rt.config.urls.base);
   });
 
-  test("every JSON block in a document is valid JSON", async () => {
+  test("every JSON block in a document is valid JSON", async ({ app }) => {
     for (const d of PUBLIC_DOCUMENTS) {
-      const { text } = await get(world.app, d.paths[0] as string);
+      const { text } = await get(app, d.paths[0] as string);
       for (const b of fencedBlocks(text).filter((x) => x.lang === "json")) {
         expect(() => JSON.parse(b.code), `${d.file}:${b.line}`).not.toThrow();
       }
     }
   });
 
-  test("llms.txt: an llmstxt.org guide (title, summary, links to the documents and /openapi.json)", async () => {
-    const { text } = await get(world.app, "/llms.txt");
-    const base = world.app.rt.config.urls.base;
+  test("llms.txt: an llmstxt.org guide (title, summary, links to the documents and /openapi.json)", async ({ app }) => {
+    const { text } = await get(app, "/llms.txt");
+    const base = app.rt.config.urls.base;
     expect(text.split("\n")[0]).toMatch(/^# \S/);
     expect(text).toMatch(/\n> \S/);
     for (const link of ["/SKILL.md", "/pricing.md", "/marketplace.md", "/MCP.md", "/openapi.json"]) {
       expect(text).toContain(`](${base}${link})`);
     }
-    expect(text).toContain(`](${world.app.rt.config.urls.docs})`);
+    expect(text).toContain(`](${app.rt.config.urls.docs})`);
   });
 
-  test("SKILL.md: an agent skill with name and description front matter, both x402 clients", async () => {
-    const { text } = await get(world.app, "/SKILL.md");
+  test("SKILL.md: an agent skill with name and description front matter, both x402 clients", async ({ app }) => {
+    const { text } = await get(app, "/SKILL.md");
     const fm = /^---\nname: ([^\n]+)\ndescription: ([^\n]+)\n---\n/.exec(text);
     expect(fm).not.toBeNull();
     expect(fm?.[1]).toMatch(/^[a-z0-9-]{1,64}$/);
@@ -80,9 +94,9 @@ describe("the public documents", () => {
     expect(text).toContain("svc.cost");
   });
 
-  test("MCP.md: the connector URL, the Bearer header, every tool the connector has", async () => {
-    const { text } = await get(world.app, "/MCP.md");
-    const mcp = `${world.app.rt.config.urls.mcp}/mcp`;
+  test("MCP.md: the connector URL, the Bearer header, every tool the connector has", async ({ app }) => {
+    const { text } = await get(app, "/MCP.md");
+    const mcp = `${app.rt.config.urls.mcp}/mcp`;
     expect(text).toContain(`claude mcp add --transport http svc ${mcp} --header "Authorization: Bearer`);
     expect(text).toContain(`"url": "${mcp}"`);
     // exactly the connector's tools, each in the table
@@ -93,27 +107,8 @@ describe("the public documents", () => {
 });
 
 describe("a deployment with its own URLs", () => {
-  let app: TestApp;
-  let drop: () => Promise<void>;
-  const env = {
-    BASE_URL: "https://api.example.test",
-    MCP_URL: "https://mcp.example.test",
-    WEB_URL: "https://app.example.test",
-    DOCS_URL: "https://docs.example.test/handbook",
-  };
-
-  beforeAll(async () => {
-    const w = await isolatedWorld();
-    drop = w.drop;
-    app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env });
-  });
-  afterAll(async () => {
-    await app?.close();
-    await drop?.();
-  });
-
-  test("the documents carry them, and nothing of the default", async () => {
-    const all = (await Promise.all(SERVED.map((s) => get(app, s.path)))).map((r) => r.text).join("\n");
+  test("the documents carry them, and nothing of the default", async ({ deployment }) => {
+    const all = (await Promise.all(SERVED.map((s) => get(deployment, s.path)))).map((r) => r.text).join("\n");
     expect(all).toContain("https://api.example.test/v1");
     expect(all).toContain("https://mcp.example.test/mcp");
     expect(all).toContain("https://app.example.test");
@@ -122,12 +117,12 @@ describe("a deployment with its own URLs", () => {
     expect(leftovers(all)).toEqual([]);
   });
 
-  test("the docs site is served at DOCS_URL's path, and links to the API on its own origin", async () => {
-    expect((await get(app, "/docs")).status).toBe(404);
-    const home = await get(app, "/handbook");
+  test("the docs site is served at DOCS_URL's path, and links to the API on its own origin", async ({ deployment }) => {
+    expect((await get(deployment, "/docs")).status).toBe(404);
+    const home = await get(deployment, "/handbook");
     expect(home.status).toBe(200);
     expect(home.text).toContain('href="/handbook/pricing"');
-    const api = await get(app, "/handbook/api");
+    const api = await get(deployment, "/handbook/api");
     expect(api.text).toContain('data-spec-url="https://api.example.test/openapi.json"');
   });
 });

@@ -1,7 +1,6 @@
 import { beforeAll, describe, expect, test } from "vitest";
 import { PUBLIC_DOCUMENTS } from "../../../src/http/docs-site.js";
 import { signIn } from "../../../testkit/actors.js";
-import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
 import {
   type CurlCall,
   exampleAnnotation,
@@ -9,8 +8,9 @@ import {
   isCurlCommand,
   parseCurl,
   shellCommands,
-} from "../../support/doc-examples.js";
-import { useMarketWorld } from "../../support/market-world.js";
+} from "../../../testkit/doc-examples.js";
+import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Every example request in the served documents runs against the local world (upstream simulator

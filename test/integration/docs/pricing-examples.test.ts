@@ -8,9 +8,9 @@ import {
   type TokenRates,
   videoJobMicroDiem,
 } from "../../../src/lib/money.js";
+import { workedExamples } from "../../../testkit/doc-examples.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { workedExamples } from "../../support/doc-examples.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * pricing.md's worked examples (the ```json blocks after `<!-- worked-example -->`) recomputed with

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { PUBLIC_DOCUMENTS } from "../../../src/http/docs-site.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * The documentation site at `{docs_url}` (default `{base_url}/docs`): the documents as HTML pages,

@@ -5,7 +5,7 @@ import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Statements of the served documents that describe behaviour, each checked against the running

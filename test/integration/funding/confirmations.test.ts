@@ -1,38 +1,19 @@
 import { QueueEvents } from "bullmq";
 import { createClient } from "graphql-sse";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { MISSING_TX_GRACE_MS } from "../../../src/domain/funding/reconciler.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { isolatedWorld, movableClock, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain } from "../../support/funding.js";
+import { chainEnv, fundedBuyer, post, signedPayment } from "../../../testkit/funding.js";
+import { fundingTest as test } from "../../../testkit/funding-test.js";
+import { movableClock, type TestApp } from "../../../testkit/harness.js";
 
-let chain: LocalChain;
-let app: TestApp;
-let drop: () => Promise<void>;
 const clock = movableClock();
+test.override("appOptions", ({ chain }) => ({ env: chainEnv(chain), workers: true, clock }));
 
-beforeAll(async () => {
-  chain = await startLocalChain();
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({
-    databaseUrl: w.databaseUrl,
-    prefix: w.prefix,
-    env: chainEnv(chain),
-    workers: true,
-    clock,
-  });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await chain?.stop();
-});
-
-async function rpc(method: string, params: unknown[] = []): Promise<unknown> {
+async function rpc(chain: LocalChain, method: string, params: unknown[] = []): Promise<unknown> {
   const res = await fetch(chain.rpcUrl, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -41,7 +22,7 @@ async function rpc(method: string, params: unknown[] = []): Promise<unknown> {
   return ((await res.json()) as { result: unknown }).result;
 }
 
-async function signup(amount: number) {
+async function signup(app: TestApp, chain: LocalChain, amount: number) {
   const buyer = await fundedBuyer(chain, 10_000_000n);
   const c = { path: "/v1/x402/signup" as const, body: { amountMicroUsdc: amount } };
   const r = await post(app, c, await signedPayment(app, buyer, c));
@@ -49,7 +30,7 @@ async function signup(amount: number) {
   return { buyer, apiKey: String(r.body.apiKey) };
 }
 
-async function runJob(queue: "confirmations", name: string) {
+async function runJob(app: TestApp, queue: "confirmations", name: string) {
   const connection = createRedis(app.rt.config.redis.url, "worker");
   const events = new QueueEvents(queue, { connection, prefix: app.rt.keys.bullPrefix() });
   await events.waitUntilReady();
@@ -72,7 +53,7 @@ type Viewer = {
   };
 };
 
-async function viewer(apiKey: string): Promise<Viewer["viewer"]> {
+async function viewer(app: TestApp, apiKey: string): Promise<Viewer["viewer"]> {
   const r = await call(app, {
     method: "POST",
     path: "/graphql",
@@ -86,9 +67,12 @@ async function viewer(apiKey: string): Promise<Viewer["viewer"]> {
 }
 
 describe("confirmations worker", () => {
-  test("pending becomes confirmed at depth through the BullMQ worker; GraphQL shows it; paymentConfirmed fires", async () => {
-    const { apiKey } = await signup(3_000_000);
-    let v = await viewer(apiKey);
+  test("pending becomes confirmed at depth through the BullMQ worker; GraphQL shows it; paymentConfirmed fires", async ({
+    app,
+    chain,
+  }) => {
+    const { apiKey } = await signup(app, chain, 3_000_000);
+    let v = await viewer(app, apiKey);
     expect(v).toMatchObject({ confirmedUsdc: "0", pendingUsdc: "3000000" });
     expect(v.payments.edges[0]?.node).toMatchObject({ status: "PENDING", confirmationsRequired: 5, amount: "3000000" });
 
@@ -103,10 +87,10 @@ describe("confirmations worker", () => {
     const first = it.next();
     await new Promise((r) => setTimeout(r, 300)); // let the subscription reach Redis
 
-    expect(await runJob("confirmations", "confirm-pending")).toMatchObject({ confirmed: 0 });
+    expect(await runJob(app, "confirmations", "confirm-pending")).toMatchObject({ confirmed: 0 });
     await chain.mine(5);
-    expect(await runJob("confirmations", "confirm-pending")).toMatchObject({ confirmed: 1 });
-    v = await viewer(apiKey);
+    expect(await runJob(app, "confirmations", "confirm-pending")).toMatchObject({ confirmed: 1 });
+    v = await viewer(app, apiKey);
     expect(v).toMatchObject({ confirmedUsdc: "3000000", pendingUsdc: "0" });
     expect(v.payments.edges[0]?.node.status).toBe("CONFIRMED");
     expect(v.payments.edges[0]?.node.confirmations).toBeGreaterThanOrEqual(5);
@@ -122,20 +106,23 @@ describe("confirmations worker", () => {
     await assertBooksBalance(app.rt.db);
   });
 
-  test("a transfer that left the canonical chain is never confirmed; its pending credit is reversed", async () => {
-    const snapshot = await rpc("evm_snapshot");
-    const { apiKey } = await signup(2_000_000);
-    expect((await viewer(apiKey)).pendingUsdc).toBe("2000000");
+  test("a transfer that left the canonical chain is never confirmed; its pending credit is reversed", async ({
+    app,
+    chain,
+  }) => {
+    const snapshot = await rpc(chain, "evm_snapshot");
+    const { apiKey } = await signup(app, chain, 2_000_000);
+    expect((await viewer(app, apiKey)).pendingUsdc).toBe("2000000");
     // the block with the settlement is dropped (a reorg), then the chain grows past the depth
-    await rpc("evm_revert", [snapshot]);
+    await rpc(chain, "evm_revert", [snapshot]);
     await chain.mine(10);
     let r = await app.rt.services.payments.confirmPending();
     expect(r).toMatchObject({ confirmed: 0, reversed: 0 });
-    expect((await viewer(apiKey)).pendingUsdc).toBe("2000000");
+    expect((await viewer(app, apiKey)).pendingUsdc).toBe("2000000");
     clock.advance(MISSING_TX_GRACE_MS + 1000);
     r = await app.rt.services.payments.confirmPending();
     expect(r.reversed).toBe(1);
-    const v = await viewer(apiKey);
+    const v = await viewer(app, apiKey);
     expect(v).toMatchObject({ confirmedUsdc: "0", pendingUsdc: "0" });
     expect(v.payments.edges[0]?.node.status).toBe("FAILED");
     await assertBooksBalance(app.rt.db);

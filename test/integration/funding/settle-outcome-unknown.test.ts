@@ -1,10 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { decodeXPaymentResponse } from "x402/shared";
-import type { LocalChain } from "../../../src/local/chain/index.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { type HttpFacilitatorStandIn, type SettleMode, startHttpFacilitator } from "../../support/http-facilitator.js";
+import { chainEnv, fundedBuyer, post, signedPayment, usdcBalance } from "../../../testkit/funding.js";
+import { fundingTest } from "../../../testkit/funding-test.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import {
+  type HttpFacilitatorStandIn,
+  type SettleMode,
+  startHttpFacilitator,
+} from "../../../testkit/http-facilitator.js";
 
 /**
  * Issue 26 finding 1: a facilitator's answer that does not prove nothing moved is never a 402. The
@@ -13,49 +17,42 @@ import { type HttpFacilitatorStandIn, type SettleMode, startHttpFacilitator } fr
  * is credited exactly once by reconciliation (the real worker), and is never asked to pay again.
  */
 
-let chain: LocalChain;
-let facilitator: HttpFacilitatorStandIn;
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  chain = await startLocalChain();
-  facilitator = await startHttpFacilitator(chain);
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({
-    databaseUrl: w.databaseUrl,
-    prefix: w.prefix,
-    env: chainEnv(chain, { FACILITATOR_URL: facilitator.url }),
-    workers: true,
-  });
+/** a standard x402 facilitator over HTTP, settling on the file's chain */
+const test = fundingTest.extend("facilitator", { scope: "file" }, async ({ chain }, { onCleanup }) => {
+  const facilitator = await startHttpFacilitator(chain);
+  onCleanup(() => facilitator.close());
+  return facilitator;
 });
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await facilitator?.close();
-  await chain?.stop();
-});
+test.override("appOptions", ({ chain, facilitator }) => ({
+  env: chainEnv(chain, { FACILITATOR_URL: facilitator.url }),
+  workers: true,
+}));
 
 const SIGNUP = (amount: number) => ({ path: "/v1/x402/signup" as const, body: { amountMicroUsdc: amount } });
 
-async function pendingOf(wallet: string): Promise<bigint | undefined> {
+async function pendingOf(app: TestApp, wallet: string): Promise<bigint | undefined> {
   const a = await app.rt.db.account.findUnique({ where: { walletAddress: wallet.toLowerCase() } });
   return a?.pendingMicroUsdc;
 }
 
 /** Waits for the reconciliation worker to credit the wallet (it retries with backoff). */
-async function creditedBy(wallet: string, amount: bigint): Promise<void> {
+async function creditedBy(app: TestApp, wallet: string, amount: bigint): Promise<void> {
   const deadline = Date.now() + 25_000;
   while (Date.now() < deadline) {
-    if ((await pendingOf(wallet)) === amount) return;
+    if ((await pendingOf(app, wallet)) === amount) return;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`not credited: ${await pendingOf(wallet)}`);
+  throw new Error(`not credited: ${await pendingOf(app, wallet)}`);
 }
 
 /** One funding call while the facilitator answers `/settle` in `mode`; honest again after. */
-async function postWhile(mode: SettleMode, c: Parameters<typeof post>[1], payment: string) {
+async function postWhile(
+  app: TestApp,
+  facilitator: HttpFacilitatorStandIn,
+  mode: SettleMode,
+  c: Parameters<typeof post>[1],
+  payment: string,
+) {
   facilitator.mode = mode;
   try {
     return await post(app, c, payment);
@@ -77,14 +74,14 @@ function expectUnfinished(r: Awaited<ReturnType<typeof post>>) {
 }
 
 describe("a facilitator that settles on chain and loses its answer", () => {
-  test.each([["settle-then-502" as const], ["settle-then-drop" as const]])(
+  test.for([["settle-then-502" as const], ["settle-then-drop" as const]] as const)(
     "signup, %s: 409 reconciling, credited once from the chain, never asked to pay again",
-    async (mode) => {
+    async ([mode], { app, chain, facilitator }) => {
       const buyer = await fundedBuyer(chain, 5_000_000n);
       const c = SIGNUP(2_000_000);
       const payment = await signedPayment(app, buyer, c);
       const calls = facilitator.settleCalls;
-      const r = await postWhile(mode, c, payment);
+      const r = await postWhile(app, facilitator, mode, c, payment);
       expectUnfinished(r);
       // the transfer happened on chain
       expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
@@ -94,14 +91,14 @@ describe("a facilitator that settles on chain and loses its answer", () => {
       expect(replay.body.reconciling).toBe(true);
       expect(facilitator.settleCalls).toBe(calls + 1);
 
-      await creditedBy(buyer.address, 2_000_000n);
+      await creditedBy(app, buyer.address, 2_000_000n);
       const p = await app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
       expect(p.status).toBe("pending");
       expect(p.settlementTxHash).toMatch(/^0x[0-9a-f]{64}$/);
       // exactly once: another scan and another job credit nothing more
       expect(await app.rt.services.payments.reconcilePayment(p.id)).toBe("already");
       expect((await app.rt.services.payments.reconcileOutstanding()).credited).toBe(0);
-      expect(await pendingOf(buyer.address)).toBe(2_000_000n);
+      expect(await pendingOf(app, buyer.address)).toBe(2_000_000n);
       expect(await app.rt.db.payment.count({ where: { payerAddress: buyer.address.toLowerCase() } })).toBe(1);
       // the record now answers: the idempotent replay (no key: the signup's key was never issued)
       const after = await post(app, c, payment);
@@ -113,7 +110,11 @@ describe("a facilitator that settles on chain and loses its answer", () => {
     },
   );
 
-  test("refill, settle-then-502: 409 reconciling, credited once to the key's account", async () => {
+  test("refill, settle-then-502: 409 reconciling, credited once to the key's account", async ({
+    app,
+    chain,
+    facilitator,
+  }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
     const sc = SIGNUP(1_000_000);
     const signup = await post(app, sc, await signedPayment(app, buyer, sc));
@@ -124,37 +125,45 @@ describe("a facilitator that settles on chain and loses its answer", () => {
       headers: { authorization: `Bearer ${String(signup.body.apiKey)}` },
     };
     const payment = await signedPayment(app, buyer, c);
-    const r = await postWhile("settle-then-502", c, payment);
+    const r = await postWhile(app, facilitator, "settle-then-502", c, payment);
     expectUnfinished(r);
     expect(await usdcBalance(chain, buyer.address)).toBe(6_000_000n);
     expect((await post(app, c, payment)).status).toBe(409);
-    await creditedBy(buyer.address, 4_000_000n);
+    await creditedBy(app, buyer.address, 4_000_000n);
     const again = await post(app, c, payment);
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ pendingUsdc: "4.000000", topUpAmountUsdc: "3.000000", idempotent: true });
-    expect(await pendingOf(buyer.address)).toBe(4_000_000n);
+    expect(await pendingOf(app, buyer.address)).toBe(4_000_000n);
     await assertBooksBalance(app.rt.db);
   });
 
-  test("a 502 that came before the facilitator settled: reconciliation watches and credits once when it lands", async () => {
+  test("a 502 that came before the facilitator settled: reconciliation watches and credits once when it lands", async ({
+    app,
+    chain,
+    facilitator,
+  }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_500_000);
     const payment = await signedPayment(app, buyer, c);
-    const r = await postWhile("502-then-settle", c, payment);
+    const r = await postWhile(app, facilitator, "502-then-settle", c, payment);
     expectUnfinished(r);
     await facilitator.lateSettlements();
     expect(await usdcBalance(chain, buyer.address)).toBe(3_500_000n);
-    await creditedBy(buyer.address, 1_500_000n);
+    await creditedBy(app, buyer.address, 1_500_000n);
     expect((await app.rt.services.payments.reconcileOutstanding()).credited).toBe(0);
-    expect(await pendingOf(buyer.address)).toBe(1_500_000n);
+    expect(await pendingOf(app, buyer.address)).toBe(1_500_000n);
     await assertBooksBalance(app.rt.db);
   });
 
-  test("a 502 with nothing settled: still 409 (unknown), nothing credited while the authorization is unused", async () => {
+  test("a 502 with nothing settled: still 409 (unknown), nothing credited while the authorization is unused", async ({
+    app,
+    chain,
+    facilitator,
+  }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_000_000);
     const payment = await signedPayment(app, buyer, c);
-    const r = await postWhile("502-no-settle", c, payment);
+    const r = await postWhile(app, facilitator, "502-no-settle", c, payment);
     expectUnfinished(r);
     expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n);
     const p = await app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
@@ -168,11 +177,15 @@ describe("a facilitator that settles on chain and loses its answer", () => {
 });
 
 describe("a facilitator that says no before anything moved", () => {
-  test("success: false with a reason: 402 with accepts, nothing moved, the row failed", async () => {
+  test("success: false with a reason: 402 with accepts, nothing moved, the row failed", async ({
+    app,
+    chain,
+    facilitator,
+  }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_000_000);
     const payment = await signedPayment(app, buyer, c);
-    const r = await postWhile("refuse", c, payment);
+    const r = await postWhile(app, facilitator, "refuse", c, payment);
     expect(r.status).toBe(402);
     expect(r.body.accepts).toHaveLength(1);
     expect((r.body.error as { code: string }).code).toBe("invalid_payment");

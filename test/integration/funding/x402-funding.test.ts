@@ -1,29 +1,15 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { decodeXPaymentResponse } from "x402/shared";
 import { wrapFetchWithPayment } from "x402-fetch";
-import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call, createKey, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { chainEnv, fundedBuyer, post, signedPayment, startLocalChain, usdcBalance } from "../../support/funding.js";
+import { chainEnv, fundedBuyer, post, signedPayment, usdcBalance } from "../../../testkit/funding.js";
+import { fundingTest } from "../../../testkit/funding-test.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { withApp } from "../../../testkit/world.js";
 
-let chain: LocalChain;
-let app: TestApp;
-let drop: () => Promise<void>;
-let payTo: string;
-
-beforeAll(async () => {
-  chain = await startLocalChain();
-  payTo = chain.devAccounts[2]?.address ?? "";
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: chainEnv(chain) });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-  await chain?.stop();
-});
+/** the wallet the service is paid to (`PAY_TO` of `chainEnv`) */
+const test = fundingTest.extend("payTo", { scope: "file" }, ({ chain }) => chain.devAccounts[2]?.address ?? "");
 
 /** Redis refuses every new reconciliation job: the queue's job counter is no longer a number. */
 async function refuseReconciliationJobs(t: TestApp): Promise<void> {
@@ -38,7 +24,7 @@ const SIGNUP = (amount: number, extra: Record<string, unknown> = {}) => ({
 });
 
 describe("challenge (402)", () => {
-  test("signup without X-PAYMENT: the spec's requirement, no writes", async () => {
+  test("signup without X-PAYMENT: the spec's requirement, no writes", async ({ app, chain, payTo }) => {
     const before = await app.rt.db.payment.count();
     const accounts = await app.rt.db.account.count();
     const r = await post(app, SIGNUP(2_500_000));
@@ -63,7 +49,7 @@ describe("challenge (402)", () => {
     expect(await app.rt.db.account.count()).toBe(accounts);
   });
 
-  test.each([
+  test.for([
     { label: "below 1 USDC", body: { amountMicroUsdc: 999_999 } },
     { label: "above 1000 USDC", body: { amountMicroUsdc: 1_000_000_001 } },
     { label: "decimal string", body: { amountMicroUsdc: "5.0" } },
@@ -71,13 +57,13 @@ describe("challenge (402)", () => {
     { label: "missing", body: {} },
     { label: "keyName too long", body: { amountMicroUsdc: 1_000_000, keyName: "x".repeat(65) } },
     { label: "ceiling out of range", body: { amountMicroUsdc: 1_000_000, maxPriceCentsPerDollar: 81 } },
-  ])("400 for $label", async ({ body }) => {
+  ])("400 for $label", async ({ body }, { app }) => {
     const r = await post(app, { path: "/v1/x402/signup", body });
     expect(r.status).toBe(400);
     expect((r.body.error as { code: string }).code).toBe("invalid_request");
   });
 
-  test("top-up needs a session and refill a Bearer (401 before any challenge)", async () => {
+  test("top-up needs a session and refill a Bearer (401 before any challenge)", async ({ app }) => {
     expect((await post(app, { path: "/v1/x402/top-up", body: { amountMicroUsdc: 1_000_000 } })).status).toBe(401);
     expect((await post(app, { path: "/v1/x402/refill", body: { amountMicroUsdc: 1_000_000 } })).status).toBe(401);
     const user = await signIn(app);
@@ -91,7 +77,11 @@ describe("challenge (402)", () => {
 });
 
 describe("paid signup, top-up and refill with the real x402 buyer client", () => {
-  test("signup → key, pending credit, USDC moved; confirmed after the blocks; then refill and top-up", async () => {
+  test("signup → key, pending credit, USDC moved; confirmed after the blocks; then refill and top-up", async ({
+    app,
+    chain,
+    payTo,
+  }) => {
     const buyer = await fundedBuyer(chain, 50_000_000n);
     const payToBefore = await usdcBalance(chain, payTo);
     const pay = wrapFetchWithPayment(fetch, buyer as never, 1_000_000_000n);
@@ -168,7 +158,7 @@ describe("paid signup, top-up and refill with the real x402 buyer client", () =>
 });
 
 describe("exactly-once credit", () => {
-  test("a replayed signup returns idempotent: true without apiKey and credits nothing", async () => {
+  test("a replayed signup returns idempotent: true without apiKey and credits nothing", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
     const c = SIGNUP(3_000_000);
     const payment = await signedPayment(app, buyer, c);
@@ -189,7 +179,7 @@ describe("exactly-once credit", () => {
     await assertBooksBalance(app.rt.db);
   });
 
-  test("ten concurrent submissions of one payment credit once and mint one key", async () => {
+  test("ten concurrent submissions of one payment credit once and mint one key", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
     const c = SIGNUP(4_000_000);
     const payment = await signedPayment(app, buyer, c);
@@ -210,7 +200,7 @@ describe("exactly-once credit", () => {
 });
 
 describe("rejections", () => {
-  test("top-up paid by another wallet is 403 before settlement (nothing moves)", async () => {
+  test("top-up paid by another wallet is 403 before settlement (nothing moves)", async ({ app, chain }) => {
     const owner = await fundedBuyer(chain, 0n);
     const stranger = await fundedBuyer(chain, 5_000_000n);
     const user = await signIn(app, { address: owner.address, privateKey: owner.privateKey });
@@ -227,7 +217,7 @@ describe("rejections", () => {
     expect(await app.rt.db.payment.count({ where: { payerAddress: stranger.address.toLowerCase() } })).toBe(0);
   });
 
-  test("refill paid by another wallet than the key's is 403", async () => {
+  test("refill paid by another wallet than the key's is 403", async ({ app, chain }) => {
     const user = await signIn(app);
     const key = await createKey(app, user);
     const stranger = await fundedBuyer(chain, 5_000_000n);
@@ -241,7 +231,10 @@ describe("rejections", () => {
     expect(await usdcBalance(chain, stranger.address)).toBe(5_000_000n);
   });
 
-  test("a payment the facilitator refuses (payer cannot cover it) is 402 with accepts, nothing credited", async () => {
+  test("a payment the facilitator refuses (payer cannot cover it) is 402 with accepts, nothing credited", async ({
+    app,
+    chain,
+  }) => {
     const broke = await fundedBuyer(chain, 500_000n);
     const c = SIGNUP(1_000_000);
     const r = await post(app, c, await signedPayment(app, broke, c));
@@ -251,7 +244,7 @@ describe("rejections", () => {
     expect(await usdcBalance(chain, broke.address)).toBe(500_000n);
   });
 
-  test("a payment for another amount than the body is 402 with accepts", async () => {
+  test("a payment for another amount than the body is 402 with accepts", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const payment = await signedPayment(app, buyer, SIGNUP(1_000_000));
     const r = await post(app, SIGNUP(2_000_000), payment);
@@ -263,7 +256,7 @@ describe("rejections", () => {
     expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n);
   });
 
-  test("garbage X-PAYMENT is 402 with accepts", async () => {
+  test("garbage X-PAYMENT is 402 with accepts", async ({ app }) => {
     const r = await post(app, SIGNUP(1_000_000), "bm90IGEgcGF5bWVudA==");
     expect(r.status).toBe(402);
     expect(r.body.accepts).toHaveLength(1);
@@ -273,7 +266,10 @@ describe("rejections", () => {
     expect((plain.body.error as { code: string }).code).toBe("payment_required");
   });
 
-  test("a payment credited by signup, replayed on refill: 409 credited, with its transaction and receipt", async () => {
+  test("a payment credited by signup, replayed on refill: 409 credited, with its transaction and receipt", async ({
+    app,
+    chain,
+  }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_000_000);
     const payment = await signedPayment(app, buyer, c);
@@ -303,7 +299,10 @@ describe("rejections", () => {
 });
 
 describe("settled but not recorded (409) and reconciliation", () => {
-  test("a database failure after settlement → 409 reconciling, then credited once from the chain", async () => {
+  test("a database failure after settlement → 409 reconciling, then credited once from the chain", async ({
+    app,
+    chain,
+  }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(2_000_000);
     const payment = await signedPayment(app, buyer, c);
@@ -346,7 +345,7 @@ describe("settled but not recorded (409) and reconciliation", () => {
     await assertBooksBalance(app.rt.db);
   });
 
-  test("a crash between settle and write is recovered by the chain scan", async () => {
+  test("a crash between settle and write is recovered by the chain scan", async ({ app, chain, payTo }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const c = SIGNUP(1_500_000);
     const header = await signedPayment(app, buyer, c);
@@ -393,10 +392,10 @@ describe("settled but not recorded (409) and reconciliation", () => {
     await assertBooksBalance(app.rt.db);
   });
 
-  test("settled, the write fails and the queue is down, but the row is marked: reconciling true, the scan credits it", async () => {
-    const w = await isolatedWorld();
-    const broken = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: chainEnv(chain) });
-    try {
+  test("settled, the write fails and the queue is down, but the row is marked: reconciling true, the scan credits it", async ({
+    chain,
+  }) => {
+    await withApp({ env: chainEnv(chain), closeMayFail: true }, async (broken) => {
       const buyer = await fundedBuyer(chain, 5_000_000n);
       const c = SIGNUP(1_000_000);
       const payment = await signedPayment(broken, buyer, c);
@@ -419,16 +418,13 @@ describe("settled but not recorded (409) and reconciliation", () => {
           .pendingMicroUsdc,
       ).toBe(1_000_000n);
       await assertBooksBalance(broken.rt.db);
-    } finally {
-      await broken.close().catch(() => undefined);
-      await w.drop();
-    }
+    });
   });
 
-  test("settled, and neither the credit, the mark nor the queue can be written: 409 reconciling false", async () => {
-    const w = await isolatedWorld();
-    const broken = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, env: chainEnv(chain) });
-    try {
+  test("settled, and neither the credit, the mark nor the queue can be written: 409 reconciling false", async ({
+    chain,
+  }) => {
+    await withApp({ env: chainEnv(chain), closeMayFail: true }, async (broken) => {
       const buyer = await fundedBuyer(chain, 5_000_000n);
       const c = SIGNUP(1_000_000);
       const payment = await signedPayment(broken, buyer, c);
@@ -457,13 +453,10 @@ describe("settled but not recorded (409) and reconciliation", () => {
       expect(await broken.rt.services.payments.reconcilePayment(p.id)).toBe("credited");
       expect(await broken.rt.services.payments.reconcilePayment(p.id)).toBe("already");
       await assertBooksBalance(broken.rt.db);
-    } finally {
-      await broken.close().catch(() => undefined);
-      await w.drop();
-    }
+    });
   });
 
-  test("signup on a wallet with 10 active keys: 409 credited, no key", async () => {
+  test("signup on a wallet with 10 active keys: 409 credited, no key", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
     const user = await signIn(app, { address: buyer.address, privateKey: buyer.privateKey });
     for (let i = 0; i < 10; i++) await createKey(app, user, `k${i}`);
@@ -487,14 +480,8 @@ describe("settled but not recorded (409) and reconciliation", () => {
 });
 
 describe("facilitator down and signup fuse", () => {
-  test("a facilitator nobody answers: 503, nothing charged or credited", async () => {
-    const w = await isolatedWorld();
-    const down = await startTestApp({
-      databaseUrl: w.databaseUrl,
-      prefix: w.prefix,
-      env: chainEnv(chain, { FACILITATOR_URL: "http://127.0.0.1:9/x402" }),
-    });
-    try {
+  test("a facilitator nobody answers: 503, nothing charged or credited", async ({ chain }) => {
+    await withApp({ env: chainEnv(chain, { FACILITATOR_URL: "http://127.0.0.1:9/x402" }) }, async (down) => {
       const buyer = await fundedBuyer(chain, 2_000_000n);
       const c = SIGNUP(1_000_000);
       const r = await post(down, c, await signedPayment(down, buyer, c));
@@ -503,20 +490,11 @@ describe("facilitator down and signup fuse", () => {
       expect(await down.rt.db.account.count()).toBe(0);
       expect(await usdcBalance(chain, buyer.address)).toBe(2_000_000n);
       await assertBooksBalance(down.rt.db);
-    } finally {
-      await down.close();
-      await w.drop();
-    }
+    });
   });
 
-  test("the fuse trips after SIGNUP_FUSE_MAX facilitator-bound signups: 429 with Retry-After", async () => {
-    const w = await isolatedWorld();
-    const fused = await startTestApp({
-      databaseUrl: w.databaseUrl,
-      prefix: w.prefix,
-      env: chainEnv(chain, { SIGNUP_FUSE_MAX: "2", SIGNUP_FUSE_WINDOW_S: "60" }),
-    });
-    try {
+  test("the fuse trips after SIGNUP_FUSE_MAX facilitator-bound signups: 429 with Retry-After", async ({ chain }) => {
+    await withApp({ env: chainEnv(chain, { SIGNUP_FUSE_MAX: "2", SIGNUP_FUSE_WINDOW_S: "60" }) }, async (fused) => {
       const statuses: number[] = [];
       let retryAfter: string | null = null;
       for (let i = 0; i < 3; i++) {
@@ -531,9 +509,6 @@ describe("facilitator down and signup fuse", () => {
       expect(Number(retryAfter)).toBeLessThanOrEqual(60);
       // challenges never touch the facilitator and are never fused
       expect((await post(fused, SIGNUP(1_000_000))).status).toBe(402);
-    } finally {
-      await fused.close();
-      await w.drop();
-    }
+    });
   });
 });

@@ -4,24 +4,30 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildSchema } from "../../../src/graphql/schema/index.js";
 import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { addSupply, fundConfirmed } from "../../../testkit/market.js";
 import {
   type FuzzOperation,
   type GraphQLCase,
   graphqlAccepts,
   operationArbitrary,
   operationsOf,
-} from "../../support/fuzz/graphql-fuzz.js";
-import { type Answer, graphqlProblem, graphqlResults, percentEncode, sendRaw } from "../../support/fuzz/http-fuzz.js";
-import { ownSupply } from "../../support/fuzz/own-supply.js";
-import { recordsChecksum } from "../../support/fuzz/records-checksum.js";
-import { fuzzParameters } from "../../support/fuzz/settings.js";
-import { useMarketWorld } from "../../support/market-world.js";
+} from "../../../testkit/fuzz/graphql-fuzz.js";
+import {
+  type Answer,
+  graphqlProblem,
+  graphqlResults,
+  percentEncode,
+  sendRaw,
+} from "../../../testkit/fuzz/http-fuzz.js";
+import { ownSupply } from "../../../testkit/fuzz/own-supply.js";
+import { recordsChecksum } from "../../../testkit/fuzz/records-checksum.js";
+import { fuzzParameters } from "../../../testkit/fuzz/settings.js";
+import { addSupply, fundConfirmed } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 18 Deliver 1, GraphQL: every query, mutation and subscription field of the live schema gets
  * operations with malformed arguments, wrong variables, a wrong selection, excessive depth, aliases
- * and tokens, and broken syntax (test/support/fuzz/graphql-fuzz.ts), sent anonymously, with a session
+ * and tokens, and broken syntax (testkit/fuzz/graphql-fuzz.ts), sent anonymously, with a session
  * (and its Origin) and with a Bearer key. No answer may be a 5xx or hang; every error carries a
  * string `extensions.code` and none is a masked `internal_error`; a refused mutation or subscription
  * returns no data; and the books and records are the same afterwards (checked after every request on

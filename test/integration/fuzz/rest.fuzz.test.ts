@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildOpenApiDocument, deploymentRegistry, docsPathOf, mcpPathOf } from "../../../src/contract/openapi.js";
 import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { addSupply, fundConfirmed } from "../../../testkit/market.js";
 import {
   answerProblem,
   type Credential,
@@ -12,11 +11,12 @@ import {
   type FuzzRoute,
   fuzzRoute,
   sendRaw,
-} from "../../support/fuzz/http-fuzz.js";
-import { ownSupply } from "../../support/fuzz/own-supply.js";
-import { recordsChecksum } from "../../support/fuzz/records-checksum.js";
-import { fuzzParameters } from "../../support/fuzz/settings.js";
-import { useMarketWorld } from "../../support/market-world.js";
+} from "../../../testkit/fuzz/http-fuzz.js";
+import { ownSupply } from "../../../testkit/fuzz/own-supply.js";
+import { recordsChecksum } from "../../../testkit/fuzz/records-checksum.js";
+import { fuzzParameters } from "../../../testkit/fuzz/settings.js";
+import { addSupply, fundConfirmed } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 18 Deliver 1, REST: every route of the OpenAPI registry (so a new route is fuzzed without

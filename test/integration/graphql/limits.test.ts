@@ -1,8 +1,10 @@
 import { type DocumentNode, print } from "graphql";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import * as webOperations from "../../../src/web/app/lib/operations.js";
 import { createKey, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { appTest } from "../../../testkit/app-test.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { startAppBeside } from "../../../testkit/world.js";
 
 /**
  * Issue 18 finding 4: GraphQL had no limits — depth 200-1,000 through `myOffers → upstreamKey →
@@ -11,25 +13,14 @@ import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harn
  * documents before anything runs; each executed operation's cost is spent on the caller's budget.
  */
 
-let app: TestApp;
 /** a second app on the same database whose budget is tiny: 60 cost points a minute */
-let tight: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-  tight = await startTestApp({
-    databaseUrl: w.databaseUrl,
-    prefix: `${w.prefix}-tight`,
+const test = appTest.extend("tight", { scope: "file" }, async ({ app }, { onCleanup }) => {
+  const tight = await startAppBeside(app, {
+    prefix: `${app.rt.config.redis.prefix}-tight`,
     env: { GRAPHQL_COST_PER_MINUTE: "60" },
   });
-});
-afterAll(async () => {
-  await tight?.close();
-  await app?.close();
-  await drop?.();
+  onCleanup(() => tight.close());
+  return tight;
 });
 
 interface GqlError {
@@ -72,31 +63,34 @@ function expectRefused(r: Awaited<ReturnType<typeof gql>>, limit: string) {
 }
 
 describe("per-operation limits", () => {
-  test.each([200, 1_000])("depth %i through myOffers → upstreamKey → offers is refused (depth)", async (levels) => {
-    // 1,000 levels is past the token limit too: whichever limit the parser meets first refuses it
-    const r = await gql(app, deepOffersQuery(levels));
-    expectRefused(r, levels === 200 ? "depth" : "tokens");
-  });
+  test.for([200, 1_000])(
+    "depth %i through myOffers → upstreamKey → offers is refused (depth)",
+    async (levels, { app }) => {
+      // 1,000 levels is past the token limit too: whichever limit the parser meets first refuses it
+      const r = await gql(app, deepOffersQuery(levels));
+      expectRefused(r, levels === 200 ? "depth" : "tokens");
+    },
+  );
 
-  test("25 aliases are refused (aliases); 1,000 and 10,000 are refused at the token limit", async () => {
+  test("25 aliases are refused (aliases); 1,000 and 10,000 are refused at the token limit", async ({ app }) => {
     expectRefused(await gql(app, aliasesQuery(25)), "aliases");
     expectRefused(await gql(app, aliasesQuery(1_000)), "tokens");
     expectRefused(await gql(app, aliasesQuery(10_000)), "tokens");
   });
 
-  test("an operation whose cost is past the limit is refused (cost)", async () => {
+  test("an operation whose cost is past the limit is refused (cost)", async ({ app }) => {
     const page = "myOffers(first: 100) { edges { node { id quantity upstreamKey { id label offers { id } } } } }";
     const r = await gql(app, `{ ${Array.from({ length: 10 }, (_, i) => `p${i}: ${page}`).join(" ")} }`);
     expectRefused(r, "cost");
   });
 
-  test("the refusal happens before any resolver: a signed-in supplier gets the same answer", async () => {
+  test("the refusal happens before any resolver: a signed-in supplier gets the same answer", async ({ app }) => {
     const user = await signIn(app);
     const r = await gql(app, deepOffersQuery(200), { cookie: user.cookie });
     expectRefused(r, "depth");
   });
 
-  test("every operation the web app sends passes the limits", async () => {
+  test("every operation the web app sends passes the limits", async ({ app }) => {
     const docs = Object.entries(webOperations).filter(
       (e): e is [string, DocumentNode] =>
         typeof e[1] === "object" && e[1] !== null && (e[1] as DocumentNode).kind === "Document",
@@ -109,7 +103,7 @@ describe("per-operation limits", () => {
     }
   });
 
-  test("an ordinary query still answers", async () => {
+  test("an ordinary query still answers", async ({ app }) => {
     const r = await gql(app, "{ market { routableDiem cheapestPostedCents } }");
     expect(r.body.errors).toBeUndefined();
     expect(r.body.data).toMatchObject({ market: { routableDiem: expect.any(String) } });
@@ -117,7 +111,9 @@ describe("per-operation limits", () => {
 });
 
 describe("the caller's cost budget", () => {
-  test("an anonymous caller past its budget gets rate_limited (HTTP 429, Retry-After); a signed-in one has its own", async () => {
+  test("an anonymous caller past its budget gets rate_limited (HTTP 429, Retry-After); a signed-in one has its own", async ({
+    tight,
+  }) => {
     const q = "{ market { routableDiem cheapestPostedCents usdcToBuyAll } }";
     let limited: Awaited<ReturnType<typeof gql>> | undefined;
     for (let i = 0; i < 60 && !limited; i++) {
@@ -140,7 +136,7 @@ describe("the caller's cost budget", () => {
 });
 
 describe("/healthz under a flood", () => {
-  test("30 concurrent anonymous alias-heavy queries are refused and /healthz keeps answering", async () => {
+  test("30 concurrent anonymous alias-heavy queries are refused and /healthz keeps answering", async ({ app }) => {
     const flood = Array.from({ length: 30 }, (_, i) => gql(app, aliasesQuery(i % 2 === 0 ? 5_000 : 1_000)));
     // liveness only: /healthz must answer at all while the flood is in, within a generous bound
     const started = Date.now();

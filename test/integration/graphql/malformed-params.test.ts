@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { describe, expect } from "vitest";
+import { appTest as test } from "../../../testkit/app-test.js";
+import type { TestApp } from "../../../testkit/harness.js";
 
 /**
  * Issue 26 finding 10: GraphQL-over-HTTP parameters read from a query string (or a form body) that
@@ -8,22 +9,14 @@ import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harn
  * naming the parameter, in the JSON error shape a malformed JSON body gets, and nothing runs.
  */
 
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
-
 const QUERY = encodeURIComponent("{ apiVersion }");
 
-async function send(method: "GET" | "POST", search: string, init: { body?: string; contentType?: string } = {}) {
+async function send(
+  app: TestApp,
+  method: "GET" | "POST",
+  search: string,
+  init: { body?: string; contentType?: string } = {},
+) {
   const res = await fetch(`${app.baseUrl}/graphql?${search}`, {
     method,
     headers: {
@@ -51,7 +44,7 @@ function expectRefused(r: Awaited<ReturnType<typeof send>>, field: string) {
 }
 
 describe("rejection: GraphQL parameters that do not decode", () => {
-  test.each([
+  test.for([
     ["variables=%ZZ (the issue's request)", `query=${QUERY}&variables=%ZZ`, "variables"],
     ["extensions=%ZZ", `query=${QUERY}&extensions=%ZZ`, "extensions"],
     ["query=%ZZ", "query=%ZZ", "query"],
@@ -62,21 +55,24 @@ describe("rejection: GraphQL parameters that do not decode", () => {
     ["a malformed escape in a parameter's name", `query=${QUERY}&%ZZ=1`, "%ZZ"],
     ["variables that are not JSON", `query=${QUERY}&variables=abc`, "variables"],
     ["extensions that are not JSON", `query=${QUERY}&extensions=%7B`, "extensions"],
-  ])("GET with %s → 400 invalid_request", async (_label, search, field) => {
-    expectRefused(await send("GET", search), field);
+  ] as const)("GET with %s → 400 invalid_request", async ([_label, search, field], { app }) => {
+    expectRefused(await send(app, "GET", search), field);
   });
 
-  test.each([
+  test.for([
     ["variables=%ZZ", "variables=%ZZ", "variables"],
     ["query=%ZZ", "query=%ZZ", "query"],
     ["operationName=%ZZ", "operationName=%ZZ", "operationName"],
     ["extensions=%ZZ", "extensions=%ZZ", "extensions"],
-  ])("POST with %s in its query string → 400 invalid_request (the URL is malformed too)", async (_l, search, field) => {
-    expectRefused(await send("POST", search), field);
-  });
+  ] as const)(
+    "POST with %s in its query string → 400 invalid_request (the URL is malformed too)",
+    async ([_l, search, field], { app }) => {
+      expectRefused(await send(app, "POST", search), field);
+    },
+  );
 
-  test("a form-encoded POST whose variables do not decode → 400 invalid_request", async () => {
-    const r = await send("POST", "", {
+  test("a form-encoded POST whose variables do not decode → 400 invalid_request", async ({ app }) => {
+    const r = await send(app, "POST", "", {
       contentType: "application/x-www-form-urlencoded",
       body: `query=${QUERY}&variables=%ZZ`,
     });
@@ -85,17 +81,17 @@ describe("rejection: GraphQL parameters that do not decode", () => {
 });
 
 describe("success: well-formed parameters still run", () => {
-  test("GET with JSON variables holding escaped text: the operation runs on the decoded value", async () => {
+  test("GET with JSON variables holding escaped text: the operation runs on the decoded value", async ({ app }) => {
     const q = encodeURIComponent("query V($id: String!) { model(id: $id) { id } }");
     const vars = encodeURIComponent(JSON.stringify({ id: "no such model %ZZ ü" }));
-    const r = await send("GET", `query=${q}&variables=${vars}&operationName=V`);
+    const r = await send(app, "GET", `query=${q}&variables=${vars}&operationName=V`);
     expect(r.status, r.text).toBe(200);
     // the resolver ran with the variable and found no such model
     expect(r.body).toMatchObject({ errors: [{ extensions: { code: "model_not_found" } }] });
   });
 
-  test("POST with a well-formed query string", async () => {
-    const r = await send("POST", "debug=a%20b");
+  test("POST with a well-formed query string", async ({ app }) => {
+    const r = await send(app, "POST", "debug=a%20b");
     expect(r.status, r.text).toBe(200);
     expect(r.body).toMatchObject({ data: { apiVersion: expect.any(String) } });
   });

@@ -1,31 +1,21 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { call, createKey, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { appTest as test } from "../../../testkit/app-test.js";
+import type { TestApp } from "../../../testkit/harness.js";
 import { fundConfirmed } from "../../../testkit/market.js";
 
 /**
  * N+1 guard (STYLE §6): the number of SQL statements a GraphQL list query issues does not grow with
  * the number of rows it returns.
  */
-let app: TestApp;
-let drop: () => Promise<void>;
 let queries: string[] = [];
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, onQuery: (q) => queries.push(q) });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
+test.override("appOptions", { onQuery: (q) => queries.push(q) });
 
 const VIEWER = `{ viewer { accountId confirmedUsdc apiKeys { id name keyPrefix lastUsedAt }
   ledger(first: 20) { edges { node { id amount kind } } }
   payments(first: 20) { edges { node { id status amount } } } } }`;
 
-async function countFor(cookie: string): Promise<number> {
+async function countFor(app: TestApp, cookie: string): Promise<number> {
   queries = [];
   const r = await call(app, { method: "POST", path: "/graphql", headers: { cookie }, body: { query: VIEWER } });
   expect((r.body as { errors?: unknown }).errors).toBeUndefined();
@@ -33,7 +23,7 @@ async function countFor(cookie: string): Promise<number> {
 }
 
 describe("GraphQL query counts", () => {
-  test("viewer with its keys, ledger and payments: the same statements for 1 row or 8", async () => {
+  test("viewer with its keys, ledger and payments: the same statements for 1 row or 8", async ({ app }) => {
     const small = await signIn(app);
     await createKey(app, small, "k0");
     await fundConfirmed(app, small.accountId, 1_000_000n);
@@ -42,8 +32,8 @@ describe("GraphQL query counts", () => {
       await createKey(app, big, `k${i}`);
       await fundConfirmed(app, big.accountId, 1_000_000n);
     }
-    const few = await countFor(small.cookie);
-    const many = await countFor(big.cookie);
+    const few = await countFor(app, small.cookie);
+    const many = await countFor(app, big.cookie);
     expect(few).toBeGreaterThan(0);
     expect(many).toBe(few);
   });

@@ -1,36 +1,31 @@
 import { createClient } from "graphql-sse";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
+import { appTest } from "../../../testkit/app-test.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { startWorld } from "../../../testkit/world.js";
 
 /**
- * Two server instances share Postgres and Redis: a subscriber on A receives what B publishes,
- * through the Redis event target. A third instance with another prefix must not leak into A.
+ * Two server instances share Postgres and Redis: a subscriber on A (`app`) receives what B (`peer`)
+ * publishes, through the Redis event target. A third instance with another prefix must not leak into A.
  */
-let a: TestApp;
-let b: TestApp;
-let other: TestApp;
-const drops: (() => Promise<void>)[] = [];
 
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  const w2 = await isolatedWorld();
-  drops.push(w.drop, w2.drop);
-  a = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-  b = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-  other = await startTestApp({ databaseUrl: w2.databaseUrl, prefix: w2.prefix });
-  const supplier = await createAccount(a.rt.db);
-  const key = await createUpstreamKey(a.rt.db, supplier.id);
-  await createOffer(a.rt.db, {
+/** the third instance: a world of its own (another database and prefix) */
+// biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+const test = appTest.extend("other", { scope: "file" }, async ({}, { onCleanup }) => {
+  const other = await startWorld();
+  onCleanup(() => other.close());
+  return other.app;
+});
+
+test.beforeAll(async ({ app }) => {
+  const supplier = await createAccount(app.rt.db);
+  const key = await createUpstreamKey(app.rt.db, supplier.id);
+  await createOffer(app.rt.db, {
     accountId: supplier.id,
     upstreamKeyId: key.id,
     priceCentsPerDollar: 45,
     quantityMicroDiem: 7_000_000n,
   });
-});
-afterAll(async () => {
-  await Promise.all([a?.close(), b?.close(), other?.close()]);
-  for (const d of drops) await d();
 });
 
 type Event = { capacityChanged: { reason: string; routableDiem: string; cheapestPostedCents: number | null } };
@@ -59,19 +54,22 @@ async function collect(url: string, singleConnection: boolean, n: number, publis
 }
 
 describe("capacityChanged over SSE, fanned out through Redis", () => {
-  test.each([
+  test.for([
     { mode: "distinct connections (/graphql)", path: "/graphql", single: false },
     { mode: "single connection (/graphql/stream)", path: "/graphql/stream", single: true },
-  ])("$mode: a publish on instance B reaches a subscriber on instance A", async ({ path, single }) => {
-    const events = await collect(`${a.baseUrl}${path}`, single, 3, async (i) => {
-      await other.rt.services.market.publishCapacityChanged(`other-${i}`);
-      await b.rt.services.market.publishCapacityChanged(`from-b-${i}`);
-    });
-    expect(events.length).toBe(3);
-    for (const e of events) {
-      expect(e.capacityChanged.reason).toMatch(/^from-b-/);
-      expect(e.capacityChanged.routableDiem).toBe("7000000");
-      expect(e.capacityChanged.cheapestPostedCents).toBe(45);
-    }
-  });
+  ])(
+    "$mode: a publish on instance B reaches a subscriber on instance A",
+    async ({ path, single }, { app, peer, other }) => {
+      const events = await collect(`${app.baseUrl}${path}`, single, 3, async (i) => {
+        await other.rt.services.market.publishCapacityChanged(`other-${i}`);
+        await peer.rt.services.market.publishCapacityChanged(`from-b-${i}`);
+      });
+      expect(events.length).toBe(3);
+      for (const e of events) {
+        expect(e.capacityChanged.reason).toMatch(/^from-b-/);
+        expect(e.capacityChanged.routableDiem).toBe("7000000");
+        expect(e.capacityChanged.cheapestPostedCents).toBe(45);
+      }
+    },
+  );
 });

@@ -6,9 +6,9 @@ import { createClient } from "graphql-sse";
 import { beforeAll, describe, expect, test } from "vitest";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { startTestApp } from "../../../testkit/harness.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
+import { withApp } from "../../../testkit/world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 
@@ -332,12 +332,7 @@ describe("query count", () => {
   test("myVideoJobs issues the same statements for 1 job or 4", async () => {
     world.sim.state.setVideoConfig({ processingPolls: 5, renderMs: 0, defaultOutcome: "mp4" });
     let queries: string[] = [];
-    const counted = await startTestApp({
-      databaseUrl: world.app.rt.config.database.url,
-      prefix: world.app.rt.config.redis.prefix,
-      onQuery: (q) => queries.push(q),
-    });
-    try {
+    await withApp({ beside: world.app, onQuery: (q) => queries.push(q) }, async (counted) => {
       const countFor = async (cookie: string) => {
         queries = [];
         const r = await call(counted, { method: "POST", path: "/graphql", headers: { cookie }, body: { query: LIST } });
@@ -353,8 +348,6 @@ describe("query count", () => {
       const b = await countFor(many.user.cookie);
       expect(a).toBeGreaterThan(0);
       expect(b).toBe(a);
-    } finally {
-      await counted.close();
-    }
+    });
   });
 });

@@ -1,21 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
+import { appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import type { TestApp } from "../../../testkit/harness.js";
 
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app.close();
-  await drop();
-});
-
-async function gql(query: string, variables?: Record<string, unknown>) {
+async function gql(app: TestApp, query: string, variables?: Record<string, unknown>) {
   const res = await fetch(`${app.baseUrl}/graphql`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -31,19 +19,19 @@ async function gql(query: string, variables?: Record<string, unknown>) {
 }
 
 describe("HTTP basics", () => {
-  test("/healthz is 200 text/plain", async () => {
+  test("/healthz is 200 text/plain", async ({ app }) => {
     const res = await fetch(`${app.baseUrl}/healthz`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
     expect((await res.text()).trim()).toBe("ok");
   });
 
-  test("/readyz checks Postgres and Redis", async () => {
+  test("/readyz checks Postgres and Redis", async ({ app }) => {
     const res = await fetch(`${app.baseUrl}/readyz`);
     expect(res.status).toBe(200);
   });
 
-  test("malformed JSON is 400 invalid_request with the error envelope, never 500", async () => {
+  test("malformed JSON is 400 invalid_request with the error envelope, never 500", async ({ app }) => {
     for (const path of ["/graphql", "/v1/anything", "/healthz"]) {
       const res = await fetch(`${app.baseUrl}${path}`, {
         method: "POST",
@@ -58,7 +46,7 @@ describe("HTTP basics", () => {
     }
   });
 
-  test("an oversized body is 413", async () => {
+  test("an oversized body is 413", async ({ app }) => {
     // a public route: a credentialed route answers 401 first (hostile-input.test.ts, finding 6)
     const res = await fetch(`${app.baseUrl}/graphql`, {
       method: "POST",
@@ -69,7 +57,7 @@ describe("HTTP basics", () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
   });
 
-  test("unknown routes are 404 JSON with a request id", async () => {
+  test("unknown routes are 404 JSON with a request id", async ({ app }) => {
     const res = await fetch(`${app.baseUrl}/nope`);
     expect(res.status).toBe(404);
     expect(res.headers.get("x-svc-request-id")).toMatch(/^[0-9a-f-]{36}$/);
@@ -78,7 +66,7 @@ describe("HTTP basics", () => {
 });
 
 describe("GraphQL", () => {
-  test("market reads the routable ladder from Postgres, cheapest first, narrowed by price", async () => {
+  test("market reads the routable ladder from Postgres, cheapest first, narrowed by price", async ({ app }) => {
     const supplier = await createAccount(app.rt.db);
     const k1 = await createUpstreamKey(app.rt.db, supplier.id);
     const k2 = await createUpstreamKey(app.rt.db, supplier.id, { lastBalanceMicroDiem: 2_000_000n });
@@ -113,6 +101,7 @@ describe("GraphQL", () => {
     });
 
     const all = await gql(
+      app,
       "{ market { cheapestPostedCents routableDiem usdcToBuyAll prices { priceCentsPerDollar routableDiem usdcToBuyAll } } }",
     );
     expect(all.status).toBe(200);
@@ -129,6 +118,7 @@ describe("GraphQL", () => {
     });
 
     const narrowed = await gql(
+      app,
       "query($m: Int) { market(maxPriceCents: $m) { cheapestPostedCents routableDiem prices { priceCentsPerDollar } } }",
       { m: 50 },
     );
@@ -139,13 +129,13 @@ describe("GraphQL", () => {
     });
   });
 
-  test("a domain error keeps its code in extensions", async () => {
-    const r = await gql("{ market(maxPriceCents: 81) { cheapestPostedCents } }");
+  test("a domain error keeps its code in extensions", async ({ app }) => {
+    const r = await gql(app, "{ market(maxPriceCents: 81) { cheapestPostedCents } }");
     expect(r.body.errors?.[0]?.extensions?.code).toBe("invalid_request");
     expect(r.body.errors?.[0]?.message).toMatch(/1-80/);
   });
 
-  test("GraphiQL is served in local mode", async () => {
+  test("GraphiQL is served in local mode", async ({ app }) => {
     const res = await fetch(`${app.baseUrl}/graphql`, { headers: { accept: "text/html" } });
     expect(res.status).toBe(200);
     expect(await res.text()).toMatch(/graphiql/i);

@@ -1,29 +1,12 @@
 import { connect } from "node:net";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { describe, expect } from "vitest";
+import { appTest as test } from "../../../testkit/app-test.js";
+import type { TestApp } from "../../../testkit/harness.js";
 
 /**
  * Issue 18 "Found by hostile input": what a hostile client sent that the service answered with a 500
  * (or an empty body). Each answer must be a 4xx in the JSON error shape naming the problem.
  */
-
-let app: TestApp;
-let drop: () => Promise<void>;
-let user: SignedInUser;
-let apiKey: string;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-  user = await signIn(app);
-  apiKey = (await createKey(app, user)).apiKey;
-});
-afterAll(async () => {
-  await app.close();
-  await drop();
-});
 
 interface Answer {
   status: number;
@@ -32,7 +15,12 @@ interface Answer {
   body: unknown;
 }
 
-async function send(method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}) {
+async function send(
+  app: TestApp,
+  method: string,
+  path: string,
+  init: { body?: string; headers?: Record<string, string> } = {},
+) {
   const res = await fetch(`${app.baseUrl}${path}`, {
     method,
     headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
@@ -66,56 +54,59 @@ const UNSTORABLE: [string, string][] = [
 ];
 
 describe("finding 1: text Postgres cannot store is a 400 naming the field", () => {
-  test.each(UNSTORABLE)("POST /v1/account/api-keys with %s in name", async (label, escaped) => {
-    const before = await app.rt.db.apiKey.count({ where: { accountId: user.accountId } });
-    const a = await send("POST", "/v1/account/api-keys", {
-      body: `{"name":"${escaped}"}`,
-      headers: { cookie: user.cookie },
-    });
-    expectInvalid(a, "name", label);
-    expect(await app.rt.db.apiKey.count({ where: { accountId: user.accountId } })).toBe(before);
-  });
+  test.for(UNSTORABLE)(
+    "POST /v1/account/api-keys with %s in name",
+    async ([label, escaped], { app, agent: { user } }) => {
+      const before = await app.rt.db.apiKey.count({ where: { accountId: user.accountId } });
+      const a = await send(app, "POST", "/v1/account/api-keys", {
+        body: `{"name":"${escaped}"}`,
+        headers: { cookie: user.cookie },
+      });
+      expectInvalid(a, "name", label);
+      expect(await app.rt.db.apiKey.count({ where: { accountId: user.accountId } })).toBe(before);
+    },
+  );
 
-  test.each(UNSTORABLE)("chat and Responses with %s in model", async (label, escaped) => {
-    const chat = await send("POST", "/v1/chat/completions", {
+  test.for(UNSTORABLE)("chat and Responses with %s in model", async ([label, escaped], { app, agent: { apiKey } }) => {
+    const chat = await send(app, "POST", "/v1/chat/completions", {
       body: `{"model":"${escaped}","messages":[{"role":"user","content":"hi"}]}`,
       headers: { authorization: `Bearer ${apiKey}` },
     });
     expectInvalid(chat, "model", `chat ${label}`);
-    const responses = await send("POST", "/v1/responses", {
+    const responses = await send(app, "POST", "/v1/responses", {
       body: `{"model":"${escaped}","input":"hi"}`,
       headers: { authorization: `Bearer ${apiKey}` },
     });
     expectInvalid(responses, "model", `responses ${label}`);
   });
 
-  test("deep inside a body and in an object key, the path is named", async () => {
-    const nested = await send("POST", "/v1/chat/completions", {
+  test("deep inside a body and in an object key, the path is named", async ({ app, agent: { apiKey } }) => {
+    const nested = await send(app, "POST", "/v1/chat/completions", {
       body: `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a\\u0000"}]}]}`,
       headers: { authorization: `Bearer ${apiKey}` },
     });
     expectInvalid(nested, "messages.0.content.0.text");
-    const key = await send("POST", "/v1/chat/completions", {
+    const key = await send(app, "POST", "/v1/chat/completions", {
       body: `{"model":"m","metadata":{"k\\u0000":"v"},"messages":[]}`,
       headers: { authorization: `Bearer ${apiKey}` },
     });
     expectInvalid(key, /^metadata\.k/);
   });
 
-  test("GET /v1/models/%00 (a path parameter) and a query value with %00", async () => {
-    expectInvalid(await send("GET", "/v1/models/%00"), "path", "path");
-    expectInvalid(await send("GET", "/v1/models/ab%00cd"), "path", "path inside");
-    expectInvalid(await send("GET", "/v1/models/stats?window=%00"), "window", "query");
+  test("GET /v1/models/%00 (a path parameter) and a query value with %00", async ({ app, agent: { user } }) => {
+    expectInvalid(await send(app, "GET", "/v1/models/%00"), "path", "path");
+    expectInvalid(await send(app, "GET", "/v1/models/ab%00cd"), "path", "path inside");
+    expectInvalid(await send(app, "GET", "/v1/models/stats?window=%00"), "window", "query");
     expectInvalid(
-      await send("GET", "/v1/account/inference-history?cursor=a%00", { headers: { cookie: user.cookie } }),
+      await send(app, "GET", "/v1/account/inference-history?cursor=a%00", { headers: { cookie: user.cookie } }),
       "cursor",
       "query on a session route",
     );
   });
 
-  test.each(UNSTORABLE)("GraphQL model(id:) with %s", async (label, escaped) => {
+  test.for(UNSTORABLE)("GraphQL model(id:) with %s", async ([label, escaped], { app }) => {
     // as a literal in the document (GraphQL escapes are JSON's, escaped once more inside the JSON body)
-    const literal = await send("POST", "/graphql", {
+    const literal = await send(app, "POST", "/graphql", {
       body: JSON.stringify({ query: `{ model(id: "${escaped}") { id } }` }),
     });
     expect(literal.status, `${label}: ${literal.text}`).toBeLessThan(500);
@@ -129,7 +120,7 @@ describe("finding 1: text Postgres cannot store is a 400 naming the field", () =
     // as a variable from a GET query string: decoded by yoga, checked before execution
     const vars = encodeURIComponent(`{"id":"${escaped}"}`);
     const q = encodeURIComponent("query($id: String!) { model(id: $id) { id } }");
-    const viaGet = await send("GET", `/graphql?query=${q}&variables=${vars}`, {
+    const viaGet = await send(app, "GET", `/graphql?query=${q}&variables=${vars}`, {
       headers: { accept: "application/json" },
     });
     expect(viaGet.status, `${label}: ${viaGet.text}`).toBeLessThan(500);
@@ -138,14 +129,14 @@ describe("finding 1: text Postgres cannot store is a 400 naming the field", () =
     expect(getErrs?.[0]?.extensions?.code, label).toBe("invalid_request");
     expect(getErrs?.[0]?.extensions?.details?.field, label).toBe("variables.id");
     // as a variable in a POST body: refused by the JSON parser, like every other body
-    const viaPost = await send("POST", "/graphql", {
+    const viaPost = await send(app, "POST", "/graphql", {
       body: `{"query":"query($id: String!) { model(id: $id) { id } }","variables":{"id":"${escaped}"}}`,
     });
     expectInvalid(viaPost, "variables.id", `${label} POST variables`);
   });
 
-  test("text that is merely unusual is still accepted", async () => {
-    const a = await send("POST", "/v1/account/api-keys", {
+  test("text that is merely unusual is still accepted", async ({ app, agent: { user } }) => {
+    const a = await send(app, "POST", "/v1/account/api-keys", {
       body: JSON.stringify({ name: "émoji 🚀 \u00a0 ok" }),
       headers: { cookie: user.cookie },
     });
@@ -159,7 +150,7 @@ interface RouteLayer {
 }
 
 /** Every Express route with a path parameter, as [method, path with each parameter replaced]. */
-function parameterisedRoutes(replacement: string): [string, string][] {
+function parameterisedRoutes(app: TestApp, replacement: string): [string, string][] {
   const out: [string, string][] = [];
   const walk = (stack: RouteLayer[]) => {
     for (const layer of stack) {
@@ -179,7 +170,7 @@ function parameterisedRoutes(replacement: string): [string, string][] {
 }
 
 describe("finding 2: a malformed percent-escape in a path is a 400, always", () => {
-  test.each([
+  test.for([
     ["GET", "/v1/models/%ZZ", {}],
     ["GET", "/v1/agent/requests/%ZZ", {}],
     ["GET", "/v1/agent/requests/%ZZ", "bearer"],
@@ -190,15 +181,15 @@ describe("finding 2: a malformed percent-escape in a path is a 400, always", () 
     ["DELETE", "/v1/supply/upstream-keys/%ED%A0%80", "session"],
     ["GET", "/v1/models/svc/%", {}],
     ["GET", "/no-such-route/%ZZ", {}],
-  ] as const)("%s %s (%o)", async (method, path, cred) => {
+  ] as const)("%s %s (%o)", async ([method, path, cred], { app, agent: { user, apiKey } }) => {
     const headers: Record<string, string> =
       cred === "bearer" ? { authorization: `Bearer ${apiKey}` } : cred === "session" ? { cookie: user.cookie } : {};
-    const a = await send(method, path, { headers, body: method === "PATCH" ? "{}" : undefined });
+    const a = await send(app, method, path, { headers, body: method === "PATCH" ? "{}" : undefined });
     expectInvalid(a, "path", `${method} ${path}`);
   });
 
-  test("every route with a path parameter, with and without a credential", async () => {
-    const routes = parameterisedRoutes("%ZZ");
+  test("every route with a path parameter, with and without a credential", async ({ app, agent: { user, apiKey } }) => {
+    const routes = parameterisedRoutes(app, "%ZZ");
     expect(routes.length).toBeGreaterThan(8);
     for (const [method, path] of routes) {
       const credentials: Record<string, string>[] = [
@@ -207,7 +198,7 @@ describe("finding 2: a malformed percent-escape in a path is a 400, always", () 
         { cookie: user.cookie },
       ];
       for (const headers of credentials) {
-        const a = await send(method, path, { headers });
+        const a = await send(app, method, path, { headers });
         expectInvalid(a, "path", `${method} ${path} ${JSON.stringify(Object.keys(headers))}`);
       }
     }
@@ -219,6 +210,7 @@ describe("finding 2: a malformed percent-escape in a path is a 400, always", () 
  * body is still being sent, or null when none comes within `waitMs` (the server is waiting for it).
  */
 function partialPost(
+  app: TestApp,
   path: string,
   headers: Record<string, string>,
   contentLength: number,
@@ -269,15 +261,19 @@ describe("finding 6: every error carries the JSON error shape; the credential be
     expect((a.body as { error?: { code?: string; message?: string } }).error?.code).toBe(code);
   }
 
-  test("oversized headers → 431 with the JSON error shape (node's own answer had no body)", async () => {
-    expectShape(await send("GET", "/healthz", { headers: { "x-big": "a".repeat(20_000) } }), 431, "headers_too_large");
+  test("oversized headers → 431 with the JSON error shape (node's own answer had no body)", async ({ app }) => {
+    expectShape(
+      await send(app, "GET", "/healthz", { headers: { "x-big": "a".repeat(20_000) } }),
+      431,
+      "headers_too_large",
+    );
   });
 
-  test("an oversized query string → 431 with the JSON error shape", async () => {
-    expectShape(await send("GET", `/v1/models?q=${"a".repeat(20_000)}`), 431, "headers_too_large");
+  test("an oversized query string → 431 with the JSON error shape", async ({ app }) => {
+    expectShape(await send(app, "GET", `/v1/models?q=${"a".repeat(20_000)}`), 431, "headers_too_large");
   });
 
-  test("a malformed request line → 400 with the JSON error shape", async () => {
+  test("a malformed request line → 400 with the JSON error shape", async ({ app }) => {
     const { hostname, port } = new URL(app.baseUrl);
     const raw = await new Promise<string>((resolve) => {
       const socket = connect({ host: hostname, port: Number(port) });
@@ -295,12 +291,15 @@ describe("finding 6: every error carries the JSON error shape; the credential be
     expect(body.error.code).toBe("invalid_request");
   });
 
-  test("/graphql with an unsupported content type → 415 with the JSON error shape", async () => {
-    const a = await send("POST", "/graphql", { body: "{ models { id } }", headers: { "content-type": "text/plain" } });
+  test("/graphql with an unsupported content type → 415 with the JSON error shape", async ({ app }) => {
+    const a = await send(app, "POST", "/graphql", {
+      body: "{ models { id } }",
+      headers: { "content-type": "text/plain" },
+    });
     expectShape(a, 415, "unsupported_media_type");
   });
 
-  test.each([
+  test.for([
     ["the fast path (chat), no credential", "/v1/chat/completions", {}],
     ["the fast path (Responses), an unknown key", "/v1/responses", { authorization: "Bearer svc_nope" }],
     ["the fast path, a session cookie", "/v1/chat/completions", "cookie"],
@@ -310,33 +309,39 @@ describe("finding 6: every error carries the JSON error shape; the credential be
     ["a session route, no cookie", "/v1/account/api-keys", {}],
     ["a session route, an Authorization header", "/v1/supply/offers", "bearer"],
     ["a session route, an unknown session", "/v1/supply/upstream-keys", { cookie: "svc_session=nope" }],
-  ] as const)("%s: 401 while a 20 MB body is still being sent", async (_label, path, cred) => {
-    const headers: Record<string, string> =
-      cred === "cookie" ? { cookie: user.cookie } : cred === "bearer" ? { authorization: `Bearer ${apiKey}` } : cred;
-    const a = await partialPost(path, headers, 20_000_000);
-    expect(a, "an answer before the body is complete").not.toBeNull();
-    expect(a?.status).toBe(401);
-    expect((a?.body as { error?: { code?: string } } | undefined)?.error?.code).toBe("authentication_failed");
-  });
+  ] as const)(
+    "%s: 401 while a 20 MB body is still being sent",
+    async ([_label, path, cred], { app, agent: { user, apiKey } }) => {
+      const headers: Record<string, string> =
+        cred === "cookie" ? { cookie: user.cookie } : cred === "bearer" ? { authorization: `Bearer ${apiKey}` } : cred;
+      const a = await partialPost(app, path, headers, 20_000_000);
+      expect(a, "an answer before the body is complete").not.toBeNull();
+      expect(a?.status).toBe(401);
+      expect((a?.body as { error?: { code?: string } } | undefined)?.error?.code).toBe("authentication_failed");
+    },
+  );
 
-  test.each([
+  test.for([
     ["the fast path", "/v1/chat/completions", "bearer"],
     ["an Express Bearer route", "/v1/agent/keys", "bearer"],
     ["a session route", "/v1/account/api-keys", "cookie"],
-  ] as const)("%s with a valid credential: the body limit still applies (413)", async (_l, path, cred) => {
-    const headers: Record<string, string> =
-      cred === "cookie" ? { cookie: user.cookie } : { authorization: `Bearer ${apiKey}` };
-    const a = await send("POST", path, { body: JSON.stringify({ pad: "x".repeat(21 * 1024 * 1024) }), headers });
-    expectShape(a, 413, "payload_too_large");
-  });
+  ] as const)(
+    "%s with a valid credential: the body limit still applies (413)",
+    async ([_l, path, cred], { app, agent: { user, apiKey } }) => {
+      const headers: Record<string, string> =
+        cred === "cookie" ? { cookie: user.cookie } : { authorization: `Bearer ${apiKey}` };
+      const a = await send(app, "POST", path, { body: JSON.stringify({ pad: "x".repeat(21 * 1024 * 1024) }), headers });
+      expectShape(a, 413, "payload_too_large");
+    },
+  );
 
-  test("a valid credential's body is read and served as before", async () => {
-    const a = await send("POST", "/v1/account/api-keys", {
+  test("a valid credential's body is read and served as before", async ({ app, agent: { user, apiKey } }) => {
+    const a = await send(app, "POST", "/v1/account/api-keys", {
       body: JSON.stringify({ name: "after the credential" }),
       headers: { cookie: user.cookie },
     });
     expect(a.status, a.text).toBe(201);
-    const malformed = await send("POST", "/v1/agent/keys", {
+    const malformed = await send(app, "POST", "/v1/agent/keys", {
       body: '{"name":',
       headers: { authorization: `Bearer ${apiKey}` },
     });

@@ -1,9 +1,9 @@
 // Operability (issue 18): GET /metrics in Prometheus form — HTTP answers by route pattern, clears by
 // modality, fall-forwards, scrape-time gauges — and /readyz failing when a dependency is gone.
 import { describe, expect, test } from "vitest";
-import { startTestApp } from "../../../testkit/harness.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
+import { withApp } from "../../../testkit/world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 
@@ -70,17 +70,18 @@ describe("GET /readyz", () => {
     const ok = await fetch(`${world.app.baseUrl}/readyz`);
     expect([ok.status, await ok.text()]).toEqual([200, "ready\n"]);
     // a runtime of its own, whose Redis command connection is then closed
-    const other = await startTestApp({
-      databaseUrl: world.app.rt.config.database.url,
-      prefix: `${world.app.rt.config.redis.prefix}-readyz`,
-      env: { UPSTREAM_BASE_URL: world.sim.baseUrl },
-    });
-    try {
-      other.rt.redis.command.disconnect();
-      const down = await fetch(`${other.baseUrl}/readyz`);
-      expect([down.status, await down.text()]).toEqual([503, "not ready\n"]);
-    } finally {
-      await other.close().catch(() => undefined);
-    }
+    await withApp(
+      {
+        beside: world.app,
+        prefix: `${world.app.rt.config.redis.prefix}-readyz`,
+        env: { UPSTREAM_BASE_URL: world.sim.baseUrl },
+        closeMayFail: true,
+      },
+      async (other) => {
+        other.rt.redis.command.disconnect();
+        const down = await fetch(`${other.baseUrl}/readyz`);
+        expect([down.status, await down.text()]).toEqual([503, "not ready\n"]);
+      },
+    );
   });
 });

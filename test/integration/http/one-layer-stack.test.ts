@@ -1,9 +1,9 @@
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import { connect } from "node:net";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { answerClientError } from "../../../src/http/error-response.js";
-import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { freePort, isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { type Agent, appTest } from "../../../testkit/app-test.js";
+import { freePort } from "../../../testkit/harness.js";
 
 /**
  * Issue 27 deliver 5: the HTTP layers (in-flight count, timing, request id, unsafe URL refusal,
@@ -15,30 +15,17 @@ import { freePort, isolatedWorld, startTestApp, type TestApp } from "../../../te
  * Every answer must agree: status, error code, the headers that matter in their order, the body.
  */
 
-let app: TestApp;
-let expressOnly: Server;
-let expressUrl: string;
-let drop: () => Promise<void>;
-let user: SignedInUser;
-let apiKey: string;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-  user = await signIn(app);
-  apiKey = (await createKey(app, user)).apiKey;
+/** a second listener over the Express app alone, beside the app's own (fast path) listener */
+const test = appTest.extend("expressUrl", { scope: "file" }, async ({ app }, { onCleanup }) => {
   const port = await freePort();
-  expressOnly = createServer(app.http.app);
+  const expressOnly = createServer(app.http.app);
   expressOnly.on("clientError", answerClientError);
   await new Promise<void>((resolve) => expressOnly.listen(port, "127.0.0.1", resolve));
-  expressUrl = `http://127.0.0.1:${port}`;
-});
-afterAll(async () => {
-  expressOnly?.closeAllConnections();
-  await new Promise<void>((r) => (expressOnly ? expressOnly.close(() => r()) : r()));
-  await app?.close();
-  await drop?.();
+  onCleanup(async () => {
+    expressOnly.closeAllConnections();
+    await new Promise<void>((r) => expressOnly.close(() => r()));
+  });
+  return `http://127.0.0.1:${port}`;
 });
 
 const CHAT = "/v1/chat/completions";
@@ -123,7 +110,8 @@ interface Case {
   method?: string;
   /** appended to the path */
   query?: string;
-  headers: () => Record<string, string>;
+  /** the request headers, for the file's signed-in user with a key */
+  headers: (a: Agent) => Record<string, string>;
   /** the route's own valid body unless given */
   body?: string;
   /** the Content-Length declared (a body still being sent), when it is not the body's */
@@ -133,7 +121,7 @@ interface Case {
 }
 
 const json = { "content-type": "application/json" };
-const key = () => ({ ...json, authorization: `Bearer ${apiKey}` });
+const key = (a: Agent) => ({ ...json, authorization: `Bearer ${a.apiKey}` });
 const nobody = () => json;
 
 const CASES: [string, Case][] = [
@@ -152,10 +140,10 @@ const CASES: [string, Case][] = [
   ["no credential", { headers: nobody, status: 401, code: "authentication_failed" }],
   ["a Basic header", { headers: () => ({ ...json, authorization: "Basic abc" }), status: 401 }],
   ["an unknown key", { headers: () => ({ ...json, authorization: "Bearer svc_nope" }), status: 401 }],
-  ["a session cookie on the Bearer route", { headers: () => ({ ...json, cookie: user.cookie }), status: 401 }],
+  ["a session cookie on the Bearer route", { headers: (a) => ({ ...json, cookie: a.user.cookie }), status: 401 }],
   [
     "a session cookie beside a valid key",
-    { headers: () => ({ ...key(), cookie: user.cookie }), status: 401, code: "authentication_failed" },
+    { headers: (a) => ({ ...key(a), cookie: a.user.cookie }), status: 401, code: "authentication_failed" },
   ],
   ["malformed JSON, no credential", { headers: nobody, body: '{"model":', status: 401 }],
   ["malformed JSON, a valid key", { headers: key, body: '{"model":', status: 400, code: "invalid_request" }],
@@ -173,17 +161,17 @@ const CASES: [string, Case][] = [
     },
   ],
   // body parsing and content types
-  ["a text/plain body", { headers: () => ({ ...key(), "content-type": "text/plain" }), status: 400 }],
-  ["no content type", { headers: () => ({ authorization: `Bearer ${apiKey}` }), status: 400 }],
+  ["a text/plain body", { headers: (a) => ({ ...key(a), "content-type": "text/plain" }), status: 400 }],
+  ["no content type", { headers: (a) => ({ authorization: `Bearer ${a.apiKey}` }), status: 400 }],
   [
     "a non-UTF charset",
     {
-      headers: () => ({ ...key(), "content-type": "application/json; charset=latin1" }),
+      headers: (a) => ({ ...key(a), "content-type": "application/json; charset=latin1" }),
       status: 415,
       code: "unsupported_media_type",
     },
   ],
-  ["an unknown content coding", { headers: () => ({ ...key(), "content-encoding": "foo" }), status: 415 }],
+  ["an unknown content coding", { headers: (a) => ({ ...key(a), "content-encoding": "foo" }), status: 415 }],
   ["a NUL in the body", { headers: key, body: '{"model":"a\\u0000b","input":"x","messages":[]}', status: 400 }],
   ["a lone surrogate in the body", { headers: key, body: '{"model":"\\ud800","input":"x"}', status: 400 }],
   ["JSON nested past 64 levels", { headers: key, body: `${"[".repeat(70)}${"]".repeat(70)}`, status: 400 }],
@@ -195,10 +183,10 @@ const CASES: [string, Case][] = [
 ];
 
 describe.each([CHAT, RESPONSES])("%s: the fast path and Express answer alike", (path) => {
-  test.each(CASES)("%s", async (_label, c) => {
+  test.for(CASES)("%s", async ([_label, c], { app, agent, expressUrl }) => {
     const method = c.method ?? "POST";
     const body = c.body ?? BODIES[path] ?? "";
-    const headers: Record<string, string> = { ...c.headers() };
+    const headers: Record<string, string> = { ...c.headers(agent) };
     if (method === "POST" || method === "PUT" || body !== "") {
       headers["content-length"] = String(c.declared ?? Buffer.byteLength(body));
     }
@@ -212,7 +200,7 @@ describe.each([CHAT, RESPONSES])("%s: the fast path and Express answer alike", (
 });
 
 describe("the refusals name what they refuse, on both paths", () => {
-  test.each(["fast", "express"])("a NUL in the query names the query key (%s)", async (which) => {
+  test.for(["fast", "express"])("a NUL in the query names the query key (%s)", async (which, { app, expressUrl }) => {
     const base = which === "express" ? expressUrl : app.baseUrl;
     const a = await sendRaw(base, "POST", `${CHAT}?a=b%00c`, { ...json, "content-length": "2" }, "{}");
     expect(a.status).toBe(400);

@@ -11,7 +11,7 @@ import { capacityResponse, marketStatsResponse, poolSummaryResponse } from "../.
 import { docsPathOf, mcpPathOf } from "../../../src/contract/openapi.js";
 import { call } from "../../../testkit/actors.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 

@@ -1,26 +1,17 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { expectError, insertRequest, maxPriceOf } from "./helpers.js";
+import { appTest as test } from "../../../testkit/app-test.js";
+import { expectError } from "../../../testkit/errors.js";
+import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { maxPriceOf } from "../../../testkit/identity.js";
 
 /** SPEC "Account (session)": /v1/me, /v1/account, max price, inference history, savings. */
 
-let app: TestApp;
-let drop: () => Promise<void>;
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
-
-const get = (user: SignedInUser, path: string) => call(app, { method: "GET", path, headers: { cookie: user.cookie } });
-const patchMax = (user: SignedInUser, body: unknown) =>
+const get = (app: TestApp, user: SignedInUser, path: string) =>
+  call(app, { method: "GET", path, headers: { cookie: user.cookie } });
+const patchMax = (app: TestApp, user: SignedInUser, body: unknown) =>
   call(app, { method: "PATCH", path: "/v1/account/max-price", body, headers: { cookie: user.cookie } });
 
 interface HistoryPage {
@@ -29,9 +20,9 @@ interface HistoryPage {
 }
 
 describe("success: identity and summary", () => {
-  test("GET /v1/me returns exactly accountId, walletAddress, authProvider", async () => {
+  test("GET /v1/me returns exactly accountId, walletAddress, authProvider", async ({ app }) => {
     const user = await signIn(app);
-    const r = await get(user, "/v1/me");
+    const r = await get(app, user, "/v1/me");
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       accountId: user.accountId,
@@ -41,9 +32,11 @@ describe("success: identity and summary", () => {
     expect((r.body as { walletAddress: string }).walletAddress).toMatch(/^0x[0-9a-f]{40}$/);
   });
 
-  test("GET /v1/account of a new account: zero balances as six-decimal strings, ceiling 80, never funded", async () => {
+  test("GET /v1/account of a new account: zero balances as six-decimal strings, ceiling 80, never funded", async ({
+    app,
+  }) => {
     const user = await signIn(app);
-    const r = await get(user, "/v1/account");
+    const r = await get(app, user, "/v1/account");
     expect(r.status).toBe(200);
     const body = r.body as Record<string, unknown>;
     expect(body).toEqual({
@@ -64,7 +57,9 @@ describe("success: identity and summary", () => {
     expect(Number.isNaN(Date.parse(body.createdAt as string))).toBe(false);
   });
 
-  test("GET /v1/account renders balances and the account's own ledger lines (never another account's)", async () => {
+  test("GET /v1/account renders balances and the account's own ledger lines (never another account's)", async ({
+    app,
+  }) => {
     const user = await signIn(app);
     const other = await signIn(app);
     const fundedAt = new Date("2026-01-02T03:04:05.678Z");
@@ -93,7 +88,7 @@ describe("success: identity and summary", () => {
         firstFundedAt: fundedAt,
       },
     });
-    const r = await get(user, "/v1/account");
+    const r = await get(app, user, "/v1/account");
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
       confirmedUsdc: "12.345678",
@@ -119,18 +114,18 @@ describe("success: identity and summary", () => {
 });
 
 describe("max price", () => {
-  test("PATCH 30 and 80 → 200 {walletAddress, maxPriceCentsPerDollar}, persisted", async () => {
+  test("PATCH 30 and 80 → 200 {walletAddress, maxPriceCentsPerDollar}, persisted", async ({ app }) => {
     const user = await signIn(app);
     for (const v of [30, 80, 55]) {
-      const r = await patchMax(user, { maxPriceCentsPerDollar: v });
+      const r = await patchMax(app, user, { maxPriceCentsPerDollar: v });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ walletAddress: user.walletAddress.toLowerCase(), maxPriceCentsPerDollar: v });
       expect(await maxPriceOf(app, user.accountId)).toBe(v);
-      expect((await get(user, "/v1/account")).body).toMatchObject({ maxPriceCentsPerDollar: v });
+      expect((await get(app, user, "/v1/account")).body).toMatchObject({ maxPriceCentsPerDollar: v });
     }
   });
 
-  test.each([
+  test.for([
     ["29", { maxPriceCentsPerDollar: 29 }],
     ["81", { maxPriceCentsPerDollar: 81 }],
     ["50.5", { maxPriceCentsPerDollar: 50.5 }],
@@ -142,17 +137,17 @@ describe("max price", () => {
     ["true", { maxPriceCentsPerDollar: true }],
     ["[50]", { maxPriceCentsPerDollar: [50] }],
     ["1e3", { maxPriceCentsPerDollar: 1e3 }],
-  ])("PATCH %s → 400 invalid_request, value unchanged (not clamped)", async (_label, body) => {
+  ] as const)("PATCH %s → 400 invalid_request, value unchanged (not clamped)", async ([_label, body], { app }) => {
     const user = await signIn(app);
-    expect((await patchMax(user, { maxPriceCentsPerDollar: 47 })).status).toBe(200);
-    const r = await patchMax(user, body);
+    expect((await patchMax(app, user, { maxPriceCentsPerDollar: 47 })).status).toBe(200);
+    const r = await patchMax(app, user, body);
     expectError(r, 400, "invalid_request");
     expect((r.body as { error: { field?: string } }).error.field).toBe("maxPriceCentsPerDollar");
     expect(await maxPriceOf(app, user.accountId)).toBe(47);
-    expect((await get(user, "/v1/account")).body).toMatchObject({ maxPriceCentsPerDollar: 47 });
+    expect((await get(app, user, "/v1/account")).body).toMatchObject({ maxPriceCentsPerDollar: 47 });
   });
 
-  test("PATCH with a non-object or malformed body → 400, value unchanged", async () => {
+  test("PATCH with a non-object or malformed body → 400, value unchanged", async ({ app }) => {
     const user = await signIn(app);
     for (const raw of ["[]", '"x"', "42", '{"maxPriceCentsPerDollar":']) {
       const res = await fetch(`${app.baseUrl}/v1/account/max-price`, {
@@ -166,10 +161,10 @@ describe("max price", () => {
     expect(await maxPriceOf(app, user.accountId)).toBe(80);
   });
 
-  test("PATCH changes only the caller's account", async () => {
+  test("PATCH changes only the caller's account", async ({ app }) => {
     const user = await signIn(app);
     const other = await signIn(app);
-    expect((await patchMax(user, { maxPriceCentsPerDollar: 33 })).status).toBe(200);
+    expect((await patchMax(app, user, { maxPriceCentsPerDollar: 33 })).status).toBe(200);
     expect(await maxPriceOf(app, other.accountId)).toBe(80);
   });
 });
@@ -179,7 +174,7 @@ describe("inference history", () => {
   let mine: { id: string; startedAt: Date }[];
   let others: Set<string>;
 
-  beforeAll(async () => {
+  test.beforeAll(async ({ app }) => {
     user = await signIn(app);
     const stranger = await signIn(app);
     const t0 = Date.parse("2026-03-01T00:00:00.000Z");
@@ -187,20 +182,24 @@ describe("inference history", () => {
     others = new Set();
     for (let i = 0; i < 25; i++) {
       const startedAt = new Date(t0 + i * 60_000);
-      const r = await insertRequest(app, user.accountId, { startedAt, model: `m-${i}` });
+      const r = await createInferenceRequest(app.rt.db, user.accountId, { startedAt, model: `m-${i}` });
       mine.push({ id: r.id, startedAt });
       // the stranger's rows interleave in time with the user's
-      const s = await insertRequest(app, stranger.accountId, { startedAt: new Date(t0 + i * 60_000 + 30_000) });
+      const s = await createInferenceRequest(app.rt.db, stranger.accountId, {
+        startedAt: new Date(t0 + i * 60_000 + 30_000),
+      });
       others.add(s.id);
     }
   });
 
-  test("limit=10 pages 10, 10, 5 newest first, nextCursor null at the end, no duplicates, only own rows", async () => {
+  test("limit=10 pages 10, 10, 5 newest first, nextCursor null at the end, no duplicates, only own rows", async ({
+    app,
+  }) => {
     const pages: HistoryPage[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 5; i++) {
       const q: string = cursor ? `?limit=10&cursor=${encodeURIComponent(cursor)}` : "?limit=10";
-      const r = await get(user, `/v1/account/inference-history${q}`);
+      const r = await get(app, user, `/v1/account/inference-history${q}`);
       expect(r.status).toBe(200);
       const page = r.body as HistoryPage;
       pages.push(page);
@@ -221,8 +220,8 @@ describe("inference history", () => {
     for (let i = 1; i < times.length; i++) expect(times[i]).toBeLessThan(times[i - 1] as number);
   });
 
-  test("a row looks like a buyer history row", async () => {
-    const r = await get(user, "/v1/account/inference-history?limit=1");
+  test("a row looks like a buyer history row", async ({ app }) => {
+    const r = await get(app, user, "/v1/account/inference-history?limit=1");
     const row = (r.body as HistoryPage).data[0] as unknown as Record<string, unknown>;
     expect(row).toEqual({
       requestId: mine[24]?.id,
@@ -243,29 +242,30 @@ describe("inference history", () => {
     });
   });
 
-  test("default page size is 20", async () => {
-    const r = await get(user, "/v1/account/inference-history");
+  test("default page size is 20", async ({ app }) => {
+    const r = await get(app, user, "/v1/account/inference-history");
     expect(r.status).toBe(200);
     expect((r.body as HistoryPage).data).toHaveLength(20);
     expect((r.body as HistoryPage).nextCursor).toEqual(expect.any(String));
   });
 
-  test("exactly one full page leaves no empty trailing page", async () => {
-    const r = await get(user, "/v1/account/inference-history?limit=25");
+  test("exactly one full page leaves no empty trailing page", async ({ app }) => {
+    const r = await get(app, user, "/v1/account/inference-history?limit=25");
     expect((r.body as HistoryPage).data).toHaveLength(25);
     expect((r.body as HistoryPage).nextCursor).toBeNull();
   });
 
-  test("rows sharing one startedAt page without duplicates or gaps (id tiebreak)", async () => {
+  test("rows sharing one startedAt page without duplicates or gaps (id tiebreak)", async ({ app }) => {
     const tied = await signIn(app);
     const at = new Date("2026-04-01T12:00:00.000Z");
     const inserted = new Set<string>();
-    for (let i = 0; i < 5; i++) inserted.add((await insertRequest(app, tied.accountId, { startedAt: at })).id);
+    for (let i = 0; i < 5; i++)
+      inserted.add((await createInferenceRequest(app.rt.db, tied.accountId, { startedAt: at })).id);
     const seen: string[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 10; i++) {
       const q: string = cursor ? `?limit=2&cursor=${encodeURIComponent(cursor)}` : "?limit=2";
-      const page = (await get(tied, `/v1/account/inference-history${q}`)).body as HistoryPage;
+      const page = (await get(app, tied, `/v1/account/inference-history${q}`)).body as HistoryPage;
       seen.push(...page.data.map((d) => d.requestId));
       cursor = page.nextCursor;
       if (!cursor) break;
@@ -274,13 +274,13 @@ describe("inference history", () => {
     expect(new Set(seen)).toEqual(inserted);
   });
 
-  test("a new account's history is empty", async () => {
+  test("a new account's history is empty", async ({ app }) => {
     const fresh = await signIn(app);
-    const r = await get(fresh, "/v1/account/inference-history");
+    const r = await get(app, fresh, "/v1/account/inference-history");
     expect(r.body).toEqual({ data: [], nextCursor: null });
   });
 
-  test.each([
+  test.for([
     ["limit=0"],
     ["limit=101"],
     ["limit=abc"],
@@ -291,30 +291,32 @@ describe("inference history", () => {
     ["cursor=%21%21%21"],
     [`cursor=${Buffer.from("2026-03-01T00:00:00.000Z|not-a-uuid").toString("base64url")}`],
     [`cursor=${"A".repeat(201)}`],
-  ])("?%s → 400 invalid_request", async (q) => {
-    expectError(await get(user, `/v1/account/inference-history?${q}`), 400, "invalid_request", q);
+  ] as const)("?%s → 400 invalid_request", async ([q], { app }) => {
+    expectError(await get(app, user, `/v1/account/inference-history?${q}`), 400, "invalid_request", q);
   });
 
   // regression: fixed bug in src/lib/cursor.ts
-  test.each([
+  test.for([
     ["id of 36 dashes", `2026-03-01T00:00:00.000Z|${"-".repeat(36)}`],
     ["id of 36 hex digits without dashes", `2026-03-01T00:00:00.000Z|${"f".repeat(36)}`],
     ["year 0000", "0000-01-01T00:00:00.000Z|00000000-0000-0000-0000-000000000000"],
-  ])("a well-formed but bogus cursor (%s) → 400, never 500", async (_label, raw) => {
+  ] as const)("a well-formed but bogus cursor (%s) → 400, never 500", async ([_label, raw], { app }) => {
     const cursor = Buffer.from(raw).toString("base64url");
-    expectError(await get(user, `/v1/account/inference-history?cursor=${cursor}`), 400, "invalid_request");
+    expectError(await get(app, user, `/v1/account/inference-history?cursor=${cursor}`), 400, "invalid_request");
   });
 
-  test("limit=1 and limit=100 are accepted", async () => {
-    expect(((await get(user, "/v1/account/inference-history?limit=1")).body as HistoryPage).data).toHaveLength(1);
-    expect(((await get(user, "/v1/account/inference-history?limit=100")).body as HistoryPage).data).toHaveLength(25);
+  test("limit=1 and limit=100 are accepted", async ({ app }) => {
+    expect(((await get(app, user, "/v1/account/inference-history?limit=1")).body as HistoryPage).data).toHaveLength(1);
+    expect(((await get(app, user, "/v1/account/inference-history?limit=100")).body as HistoryPage).data).toHaveLength(
+      25,
+    );
   });
 });
 
 describe("savings", () => {
-  test("a new account has zero savings", async () => {
+  test("a new account has zero savings", async ({ app }) => {
     const user = await signIn(app);
-    const r = await get(user, "/v1/account/savings");
+    const r = await get(app, user, "/v1/account/savings");
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       clears: 0,
@@ -326,7 +328,9 @@ describe("savings", () => {
     });
   });
 
-  test("savings vs face and vs ceiling over the account's clears (refunds and other buyers excluded)", async () => {
+  test("savings vs face and vs ceiling over the account's clears (refunds and other buyers excluded)", async ({
+    app,
+  }) => {
     const user = await signIn(app);
     const stranger = await signIn(app);
     const supplier = await createAccount(app.rt.db);
@@ -341,7 +345,7 @@ describe("savings", () => {
       buyerAccountId: string,
       c: { burn: bigint; price: number; ceiling: number; gross: bigint; fee: bigint; refunded?: boolean },
     ) => {
-      const req = await insertRequest(app, buyerAccountId, { status: "succeeded" });
+      const req = await createInferenceRequest(app.rt.db, buyerAccountId, { status: "succeeded" });
       await app.rt.db.clear.create({
         data: {
           requestId: req.id,
@@ -381,7 +385,7 @@ describe("savings", () => {
     // atCeiling = floor(1234567×80/100) + floor(2000001×50/100) = 987653 + 1000000 = 1987653
     // paid = 555555 + 600000 = 1155555
     // savedVsFace = 3234568 − 1155555 = 2079013; savedVsCeiling = 1987653 − 1155555 = 832098
-    const r = await get(user, "/v1/account/savings");
+    const r = await get(app, user, "/v1/account/savings");
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
       clears: 2,
@@ -393,7 +397,7 @@ describe("savings", () => {
     });
 
     // the stranger sees only their own clear: face 5.0, atCeiling 3.0, paid 2.0
-    expect((await get(stranger, "/v1/account/savings")).body).toEqual({
+    expect((await get(app, stranger, "/v1/account/savings")).body).toEqual({
       clears: 1,
       faceValueUsdc: "5.000000",
       atCeilingUsdc: "3.000000",

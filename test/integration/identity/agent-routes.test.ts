@@ -1,39 +1,30 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { bearer, expectError, insertRequest, maxPriceOf } from "./helpers.js";
+import { describe, expect } from "vitest";
+import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { appTest as test } from "../../../testkit/app-test.js";
+import { expectError } from "../../../testkit/errors.js";
+import { createInferenceRequest } from "../../../testkit/fixtures.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { maxPriceOf } from "../../../testkit/identity.js";
 
 /** SPEC "Agent self-service (Bearer only)". */
-
-let app: TestApp;
-let drop: () => Promise<void>;
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
 
 interface Agent {
   user: SignedInUser;
   key: { id: string; apiKey: string };
 }
 
-async function agent(): Promise<Agent> {
+async function agent(app: TestApp): Promise<Agent> {
   const user = await signIn(app);
   return { user, key: await createKey(app, user) };
 }
 
-const patchMax = (a: Agent, body: unknown) =>
+const patchMax = (app: TestApp, a: Agent, body: unknown) =>
   call(app, { method: "PATCH", path: "/v1/agent/max-price", body, headers: bearer(a.key.apiKey) });
 
 describe("success", () => {
-  test("GET /v1/agent/me: wallet, balances, max price, confirmationBlocks 20", async () => {
-    const a = await agent();
+  test("GET /v1/agent/me: wallet, balances, max price, confirmationBlocks 20", async ({ app }) => {
+    const a = await agent(app);
     const r = await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(a.key.apiKey) });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
@@ -49,8 +40,10 @@ describe("success", () => {
     });
   });
 
-  test("GET /v1/agent/me renders balances as six-decimal strings; pending never counts as available", async () => {
-    const a = await agent();
+  test("GET /v1/agent/me renders balances as six-decimal strings; pending never counts as available", async ({
+    app,
+  }) => {
+    const a = await agent(app);
     await app.rt.db.account.update({
       where: { id: a.user.accountId },
       data: {
@@ -73,18 +66,18 @@ describe("success", () => {
     });
   });
 
-  test("PATCH /v1/agent/max-price → 200 {walletAddress, maxPriceCentsPerDollar} at 30 and 80", async () => {
-    const a = await agent();
+  test("PATCH /v1/agent/max-price → 200 {walletAddress, maxPriceCentsPerDollar} at 30 and 80", async ({ app }) => {
+    const a = await agent(app);
     for (const v of [30, 80, 61]) {
-      const r = await patchMax(a, { maxPriceCentsPerDollar: v });
+      const r = await patchMax(app, a, { maxPriceCentsPerDollar: v });
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ walletAddress: a.user.walletAddress.toLowerCase(), maxPriceCentsPerDollar: v });
       expect(await maxPriceOf(app, a.user.accountId)).toBe(v);
     }
   });
 
-  test("GET /v1/agent/keys → {keys, cap: 10, active} with metadata only", async () => {
-    const a = await agent();
+  test("GET /v1/agent/keys → {keys, cap: 10, active} with metadata only", async ({ app }) => {
+    const a = await agent(app);
     const second = await createKey(app, a.user, "second");
     const r = await call(app, { method: "GET", path: "/v1/agent/keys", headers: bearer(a.key.apiKey) });
     expect(r.status).toBe(200);
@@ -105,17 +98,17 @@ describe("success", () => {
     }
     expect(JSON.stringify(body)).not.toContain(a.key.apiKey);
     // another account's keys never appear
-    const other = await agent();
+    const other = await agent(app);
     const r2 = await call(app, { method: "GET", path: "/v1/agent/keys", headers: bearer(other.key.apiKey) });
     expect((r2.body as { keys: { id: string }[] }).keys.map((k) => k.id)).toEqual([other.key.id]);
   });
 });
 
 describe("request detail by support reference", () => {
-  test("own reference → 200 with cost, clearing price, status and timings", async () => {
-    const a = await agent();
+  test("own reference → 200 with cost, clearing price, status and timings", async ({ app }) => {
+    const a = await agent(app);
     const startedAt = new Date("2026-05-01T10:00:00.000Z");
-    const req = await insertRequest(app, a.user.accountId, {
+    const req = await createInferenceRequest(app.rt.db, a.user.accountId, {
       startedAt,
       firstByteAt: new Date("2026-05-01T10:00:00.250Z"),
       completedAt: new Date("2026-05-01T10:00:01.500Z"),
@@ -159,9 +152,12 @@ describe("request detail by support reference", () => {
     });
   });
 
-  test("a failed request reports its error code and no cost", async () => {
-    const a = await agent();
-    const req = await insertRequest(app, a.user.accountId, { status: "failed", errorCode: "pool_empty" });
+  test("a failed request reports its error code and no cost", async ({ app }) => {
+    const a = await agent(app);
+    const req = await createInferenceRequest(app.rt.db, a.user.accountId, {
+      status: "failed",
+      errorCode: "pool_empty",
+    });
     const r = await call(app, {
       method: "GET",
       path: `/v1/agent/requests/${req.supportReference}`,
@@ -175,9 +171,9 @@ describe("request detail by support reference", () => {
     });
   });
 
-  test("an upper-case reference resolves the same request", async () => {
-    const a = await agent();
-    const req = await insertRequest(app, a.user.accountId);
+  test("an upper-case reference resolves the same request", async ({ app }) => {
+    const a = await agent(app);
+    const req = await createInferenceRequest(app.rt.db, a.user.accountId);
     const r = await call(app, {
       method: "GET",
       path: `/v1/agent/requests/${req.supportReference.toUpperCase()}`,
@@ -187,10 +183,13 @@ describe("request detail by support reference", () => {
     expect((r.body as { requestId: string }).requestId).toBe(req.id);
   });
 
-  test("another account's reference → 404 (indistinguishable from unknown); unknown → 404", async () => {
-    const a = await agent();
-    const b = await agent();
-    const theirs = await insertRequest(app, b.user.accountId, { status: "succeeded", costMicroUsdc: 1n });
+  test("another account's reference → 404 (indistinguishable from unknown); unknown → 404", async ({ app }) => {
+    const a = await agent(app);
+    const b = await agent(app);
+    const theirs = await createInferenceRequest(app.rt.db, b.user.accountId, {
+      status: "succeeded",
+      costMicroUsdc: 1n,
+    });
     const r = await call(app, {
       method: "GET",
       path: `/v1/agent/requests/${theirs.supportReference}`,
@@ -208,7 +207,7 @@ describe("request detail by support reference", () => {
       (r.body as { error: { message: string } }).error.message,
     );
     // the request id is not a support reference
-    const own = await insertRequest(app, a.user.accountId);
+    const own = await createInferenceRequest(app.rt.db, a.user.accountId);
     expectError(
       await call(app, { method: "GET", path: `/v1/agent/requests/${own.id}`, headers: bearer(a.key.apiKey) }),
       404,
@@ -216,8 +215,8 @@ describe("request detail by support reference", () => {
     );
   });
 
-  test("a non-uuid reference → 400 invalid_request", async () => {
-    const a = await agent();
+  test("a non-uuid reference → 400 invalid_request", async ({ app }) => {
+    const a = await agent(app);
     for (const bad of ["abc", "12345678-1234-1234-1234-12345678901", "00000000-0000-0000-0000-00000000000g"]) {
       expectError(
         await call(app, { method: "GET", path: `/v1/agent/requests/${bad}`, headers: bearer(a.key.apiKey) }),
@@ -230,21 +229,23 @@ describe("request detail by support reference", () => {
 });
 
 describe("authorisation: max price", () => {
-  test("a walletAddress of another account in the body is ignored: only the caller's ceiling changes", async () => {
-    const a = await agent();
-    const victim = await agent();
-    const r = await patchMax(a, { maxPriceCentsPerDollar: 35, walletAddress: victim.user.walletAddress });
+  test("a walletAddress of another account in the body is ignored: only the caller's ceiling changes", async ({
+    app,
+  }) => {
+    const a = await agent(app);
+    const victim = await agent(app);
+    const r = await patchMax(app, a, { maxPriceCentsPerDollar: 35, walletAddress: victim.user.walletAddress });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ walletAddress: a.user.walletAddress.toLowerCase(), maxPriceCentsPerDollar: 35 });
     expect(await maxPriceOf(app, a.user.accountId)).toBe(35);
     expect(await maxPriceOf(app, victim.user.accountId)).toBe(80);
     // also ignored: accountId
-    const r2 = await patchMax(a, { maxPriceCentsPerDollar: 36, accountId: victim.user.accountId });
+    const r2 = await patchMax(app, a, { maxPriceCentsPerDollar: 36, accountId: victim.user.accountId });
     expect(r2.status).toBe(200);
     expect(await maxPriceOf(app, victim.user.accountId)).toBe(80);
   });
 
-  test.each([
+  test.for([
     ["29", { maxPriceCentsPerDollar: 29 }],
     ["81", { maxPriceCentsPerDollar: 81 }],
     ["0", { maxPriceCentsPerDollar: 0 }],
@@ -254,19 +255,19 @@ describe("authorisation: max price", () => {
     ["null", { maxPriceCentsPerDollar: null }],
     ["missing", {}],
     ["missing, walletAddress only", { walletAddress: "0x0000000000000000000000000000000000000001" }],
-  ])("%s → 400 invalid_request, nothing changed, nothing clamped", async (_label, body) => {
-    const a = await agent();
-    expect((await patchMax(a, { maxPriceCentsPerDollar: 52 })).status).toBe(200);
-    const r = await patchMax(a, body);
+  ] as const)("%s → 400 invalid_request, nothing changed, nothing clamped", async ([_label, body], { app }) => {
+    const a = await agent(app);
+    expect((await patchMax(app, a, { maxPriceCentsPerDollar: 52 })).status).toBe(200);
+    const r = await patchMax(app, a, body);
     expectError(r, 400, "invalid_request");
     expect(await maxPriceOf(app, a.user.accountId)).toBe(52);
     const me = await call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(a.key.apiKey) });
     expect((me.body as { maxPriceCentsPerDollar: number }).maxPriceCentsPerDollar).toBe(52);
   });
 
-  test("the ceiling set by the agent route is the one the session route reads, and vice versa", async () => {
-    const a = await agent();
-    expect((await patchMax(a, { maxPriceCentsPerDollar: 41 })).status).toBe(200);
+  test("the ceiling set by the agent route is the one the session route reads, and vice versa", async ({ app }) => {
+    const a = await agent(app);
+    expect((await patchMax(app, a, { maxPriceCentsPerDollar: 41 })).status).toBe(200);
     const acct = await call(app, { method: "GET", path: "/v1/account", headers: { cookie: a.user.cookie } });
     expect((acct.body as { maxPriceCentsPerDollar: number }).maxPriceCentsPerDollar).toBe(41);
     const viaSession = await call(app, {

@@ -1,34 +1,30 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import { activeKeyCount, bearer, cookieValueOf, expectAuthFailed, expectError, sha256Hex } from "./helpers.js";
+import { describe, expect } from "vitest";
+import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { appTest as test } from "../../../testkit/app-test.js";
+import { expectAuthFailed, expectError } from "../../../testkit/errors.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { activeKeyCount, cookieValueOf, sha256Hex } from "../../../testkit/identity.js";
 
 /** SPEC "API key", "Limits" (10 active keys, names 1-64), "Authentication" rule 3 (plaintext once). */
-
-let app: TestApp;
-let drop: () => Promise<void>;
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
 
 const KEY_RE = /^svc_[A-Za-z0-9_-]{43}$/;
 const METADATA_FIELDS = ["createdAt", "id", "keyPrefix", "lastUsedAt", "name", "source"];
 
-const postKey = (user: SignedInUser, body: unknown) =>
+const postKey = (app: TestApp, user: SignedInUser, body: unknown) =>
   call(app, { method: "POST", path: "/v1/account/api-keys", body, headers: { cookie: user.cookie } });
-const listSession = (user: SignedInUser) =>
+const listSession = (app: TestApp, user: SignedInUser) =>
   call(app, { method: "GET", path: "/v1/account/api-keys", headers: { cookie: user.cookie } });
-const agentMe = (apiKey: string) => call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(apiKey) });
+const agentMe = (app: TestApp, apiKey: string) =>
+  call(app, { method: "GET", path: "/v1/agent/me", headers: bearer(apiKey) });
 
 /** Inserts active keys directly (e.g. as a signup would), to reach the cap quickly. */
-async function fillKeys(accountId: string, n: number, source: "session" | "agent" | "signup" = "session") {
+async function fillKeys(
+  app: TestApp,
+  accountId: string,
+  n: number,
+  source: "session" | "agent" | "signup" = "session",
+) {
   for (let i = 0; i < n; i++) {
     const plaintext = `svc_${randomBytes(32).toString("base64url")}`;
     await app.rt.db.apiKey.create({
@@ -44,9 +40,9 @@ async function fillKeys(accountId: string, n: number, source: "session" | "agent
 }
 
 describe("success: creation and listing", () => {
-  test("POST → 201 with the plaintext once (svc_ + 43 base64url) and metadata", async () => {
+  test("POST → 201 with the plaintext once (svc_ + 43 base64url) and metadata", async ({ app }) => {
     const user = await signIn(app);
-    const r = await postKey(user, { name: "laptop" });
+    const r = await postKey(app, user, { name: "laptop" });
     expect(r.status).toBe(201);
     const body = r.body as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual([...METADATA_FIELDS, "apiKey"].sort());
@@ -58,14 +54,14 @@ describe("success: creation and listing", () => {
       source: "session",
       lastUsedAt: null,
     });
-    expect((await agentMe(body.apiKey as string)).status).toBe(200);
+    expect((await agentMe(app, body.apiKey as string)).status).toBe(200);
   });
 
-  test("the plaintext never appears in any listing (session list, agent list)", async () => {
+  test("the plaintext never appears in any listing (session list, agent list)", async ({ app }) => {
     const user = await signIn(app);
     const a = await createKey(app, user, "a");
     const b = await createKey(app, user, "b");
-    const sessionList = await listSession(user);
+    const sessionList = await listSession(app, user);
     const agentList = await call(app, { method: "GET", path: "/v1/agent/keys", headers: bearer(a.apiKey) });
     for (const list of [sessionList, agentList]) {
       expect(list.status).toBe(200);
@@ -82,36 +78,38 @@ describe("success: creation and listing", () => {
     }
   });
 
-  test("lastUsedAt is set once the key is used", async () => {
+  test("lastUsedAt is set once the key is used", async ({ app }) => {
     const user = await signIn(app);
     const k = await createKey(app, user);
-    expect((await agentMe(k.apiKey)).status).toBe(200);
+    expect((await agentMe(app, k.apiKey)).status).toBe(200);
     // the write is fire-and-forget: poll briefly
     let lastUsedAt: unknown = null;
     for (let i = 0; i < 40 && !lastUsedAt; i++) {
-      const list = (await listSession(user)).body as { keys: { id: string; lastUsedAt: string | null }[] };
+      const list = (await listSession(app, user)).body as { keys: { id: string; lastUsedAt: string | null }[] };
       lastUsedAt = list.keys.find((x) => x.id === k.id)?.lastUsedAt ?? null;
       if (!lastUsedAt) await new Promise((r) => setTimeout(r, 25));
     }
     expect(lastUsedAt).toEqual(expect.any(String));
   });
 
-  test("names: 1 and 64 characters are accepted; 0 and 65 → 400; non-string or missing → 400", async () => {
+  test("names: 1 and 64 characters are accepted; 0 and 65 → 400; non-string or missing → 400", async ({ app }) => {
     const user = await signIn(app);
-    expect((await postKey(user, { name: "x" })).status).toBe(201);
-    const r64 = await postKey(user, { name: "n".repeat(64) });
+    expect((await postKey(app, user, { name: "x" })).status).toBe(201);
+    const r64 = await postKey(app, user, { name: "n".repeat(64) });
     expect(r64.status).toBe(201);
     expect((r64.body as { name: string }).name).toBe("n".repeat(64));
     const before = await activeKeyCount(app, user.accountId);
     for (const body of [{ name: "" }, { name: "n".repeat(65) }, { name: 7 }, { name: null }, {}]) {
-      const r = await postKey(user, body);
+      const r = await postKey(app, user, body);
       expectError(r, 400, "invalid_request", JSON.stringify(body));
       expect((r.body as { error: { field?: string } }).error.field).toBe("name");
     }
     expect(await activeKeyCount(app, user.accountId)).toBe(before);
   });
 
-  test("agent route POST /v1/agent/keys → 201 with apiKey, name, keyPrefix, source agent; 65 chars → 400", async () => {
+  test("agent route POST /v1/agent/keys → 201 with apiKey, name, keyPrefix, source agent; 65 chars → 400", async ({
+    app,
+  }) => {
     const user = await signIn(app);
     const k = await createKey(app, user);
     const r = await call(app, {
@@ -124,7 +122,7 @@ describe("success: creation and listing", () => {
     const body = r.body as { apiKey: string; name: string; keyPrefix: string; source: string };
     expect(body.apiKey).toMatch(KEY_RE);
     expect(body).toMatchObject({ name: "child", keyPrefix: body.apiKey.slice(0, 12), source: "agent" });
-    expect((await agentMe(body.apiKey)).status).toBe(200);
+    expect((await agentMe(app, body.apiKey)).status).toBe(200);
     const bad = await call(app, {
       method: "POST",
       path: "/v1/agent/keys",
@@ -137,7 +135,7 @@ describe("success: creation and listing", () => {
 });
 
 describe("revocation", () => {
-  test("DELETE → 200 status-ok; the key then 401s, disappears from lists; a second DELETE → 404", async () => {
+  test("DELETE → 200 status-ok; the key then 401s, disappears from lists; a second DELETE → 404", async ({ app }) => {
     const user = await signIn(app);
     const k = await createKey(app, user);
     const keep = await createKey(app, user);
@@ -148,9 +146,9 @@ describe("revocation", () => {
     });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ status: "ok" });
-    expectAuthFailed(await agentMe(k.apiKey));
-    expect((await agentMe(keep.apiKey)).status).toBe(200);
-    const list = (await listSession(user)).body as { keys: { id: string }[]; active: number };
+    expectAuthFailed(await agentMe(app, k.apiKey));
+    expect((await agentMe(app, keep.apiKey)).status).toBe(200);
+    const list = (await listSession(app, user)).body as { keys: { id: string }[]; active: number };
     expect(list.keys.map((x) => x.id)).toEqual([keep.id]);
     expect(list.active).toBe(1);
     const row = await app.rt.db.apiKey.findUniqueOrThrow({ where: { id: k.id } });
@@ -163,7 +161,7 @@ describe("revocation", () => {
     );
   });
 
-  test("revoking another account's key → 404 and the key still works (session and agent routes)", async () => {
+  test("revoking another account's key → 404 and the key still works (session and agent routes)", async ({ app }) => {
     const alice = await signIn(app);
     const mallory = await signIn(app);
     const aliceKey = await createKey(app, alice);
@@ -182,11 +180,11 @@ describe("revocation", () => {
       404,
       "not_found",
     );
-    expect((await agentMe(aliceKey.apiKey)).status).toBe(200);
+    expect((await agentMe(app, aliceKey.apiKey)).status).toBe(200);
     expect((await app.rt.db.apiKey.findUniqueOrThrow({ where: { id: aliceKey.id } })).status).toBe("active");
   });
 
-  test("unknown uuid → 404; non-uuid id → 400 (both routes)", async () => {
+  test("unknown uuid → 404; non-uuid id → 400 (both routes)", async ({ app }) => {
     const user = await signIn(app);
     const k = await createKey(app, user);
     expectError(
@@ -212,10 +210,10 @@ describe("revocation", () => {
         bad,
       );
     }
-    expect((await agentMe(k.apiKey)).status).toBe(200);
+    expect((await agentMe(app, k.apiKey)).status).toBe(200);
   });
 
-  test("an upper-case uuid names the same key", async () => {
+  test("an upper-case uuid names the same key", async ({ app }) => {
     const user = await signIn(app);
     const k = await createKey(app, user);
     const r = await call(app, {
@@ -224,20 +222,20 @@ describe("revocation", () => {
       headers: { cookie: user.cookie },
     });
     expect(r.status).toBe(200);
-    expectAuthFailed(await agentMe(k.apiKey));
+    expectAuthFailed(await agentMe(app, k.apiKey));
   });
 
-  test("a key may revoke itself via DELETE /v1/agent/keys/{own id}; it then 401s", async () => {
+  test("a key may revoke itself via DELETE /v1/agent/keys/{own id}; it then 401s", async ({ app }) => {
     const user = await signIn(app);
     const k = await createKey(app, user);
     const r = await call(app, { method: "DELETE", path: `/v1/agent/keys/${k.id}`, headers: bearer(k.apiKey) });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ status: "ok" });
-    expectAuthFailed(await agentMe(k.apiKey));
+    expectAuthFailed(await agentMe(app, k.apiKey));
     expectAuthFailed(await call(app, { method: "DELETE", path: `/v1/agent/keys/${k.id}`, headers: bearer(k.apiKey) }));
   });
 
-  test("rotation: mint with the old key, verify the new one, revoke the old one", async () => {
+  test("rotation: mint with the old key, verify the new one, revoke the old one", async ({ app }) => {
     const user = await signIn(app);
     const old = await createKey(app, user);
     const minted = await call(app, {
@@ -248,18 +246,20 @@ describe("revocation", () => {
     });
     expect(minted.status).toBe(201);
     const fresh = minted.body as { id: string; apiKey: string };
-    expect((await agentMe(fresh.apiKey)).status).toBe(200);
+    expect((await agentMe(app, fresh.apiKey)).status).toBe(200);
     const del = await call(app, { method: "DELETE", path: `/v1/agent/keys/${old.id}`, headers: bearer(fresh.apiKey) });
     expect(del.status).toBe(200);
-    expectAuthFailed(await agentMe(old.apiKey));
-    expect((await agentMe(fresh.apiKey)).status).toBe(200);
+    expectAuthFailed(await agentMe(app, old.apiKey));
+    expect((await agentMe(app, fresh.apiKey)).status).toBe(200);
   });
 });
 
 describe("the 10-key cap", () => {
-  test("20 concurrent creates → exactly 10 × 201 and 10 × 409 key_limit_reached; 10 active in the DB", async () => {
+  test("20 concurrent creates → exactly 10 × 201 and 10 × 409 key_limit_reached; 10 active in the DB", async ({
+    app,
+  }) => {
     const user = await signIn(app);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => postKey(user, { name: `race-${i}` })));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => postKey(app, user, { name: `race-${i}` })));
     const created = results.filter((r) => r.status === 201);
     const refused = results.filter((r) => r.status === 409);
     expect(results.map((r) => r.status).filter((s) => s !== 201 && s !== 409)).toEqual([]);
@@ -268,10 +268,12 @@ describe("the 10-key cap", () => {
     for (const r of refused) expectError(r, 409, "key_limit_reached");
     expect(new Set(created.map((r) => (r.body as { apiKey: string }).apiKey)).size).toBe(10);
     expect(await activeKeyCount(app, user.accountId)).toBe(10);
-    expect((await listSession(user)).body).toMatchObject({ cap: 10, active: 10 });
+    expect((await listSession(app, user)).body).toMatchObject({ cap: 10, active: 10 });
   });
 
-  test("mixed: with 10 active, revoke 3 while creating 6 concurrently → never above 10, end = 7 + successes", async () => {
+  test("mixed: with 10 active, revoke 3 while creating 6 concurrently → never above 10, end = 7 + successes", async ({
+    app,
+  }) => {
     const user = await signIn(app);
     const keys = [];
     for (let i = 0; i < 10; i++) keys.push(await createKey(app, user, `k${i}`));
@@ -288,7 +290,7 @@ describe("the 10-key cap", () => {
       .map((k) =>
         call(app, { method: "DELETE", path: `/v1/account/api-keys/${k.id}`, headers: { cookie: user.cookie } }),
       );
-    const creates = Array.from({ length: 6 }, (_, i) => postKey(user, { name: `new-${i}` }));
+    const creates = Array.from({ length: 6 }, (_, i) => postKey(app, user, { name: `new-${i}` }));
     const [revoked, createdRes] = await Promise.all([Promise.all(revokes), Promise.all(creates)]);
     sampling = false;
     await sampler;
@@ -302,14 +304,14 @@ describe("the 10-key cap", () => {
     expect(active).toBeLessThanOrEqual(10);
     expect(maxSeen).toBeLessThanOrEqual(10);
     // and once the dust settles, free slots can be filled up to exactly 10
-    for (let i = active; i < 10; i++) expect((await postKey(user, { name: `fill-${i}` })).status).toBe(201);
-    expectError(await postKey(user, { name: "one-too-many" }), 409, "key_limit_reached");
+    for (let i = active; i < 10; i++) expect((await postKey(app, user, { name: `fill-${i}` })).status).toBe(201);
+    expectError(await postKey(app, user, { name: "one-too-many" }), 409, "key_limit_reached");
   });
 
-  test("POST /v1/agent/keys at the cap → 409 key_limit_reached, nothing minted", async () => {
+  test("POST /v1/agent/keys at the cap → 409 key_limit_reached, nothing minted", async ({ app }) => {
     const user = await signIn(app);
     const k = await createKey(app, user);
-    await fillKeys(user.accountId, 9);
+    await fillKeys(app, user.accountId, 9);
     const r = await call(app, {
       method: "POST",
       path: "/v1/agent/keys",
@@ -320,28 +322,32 @@ describe("the 10-key cap", () => {
     expect(await activeKeyCount(app, user.accountId)).toBe(10);
   });
 
-  test("the cap counts keys from every route (signup and agent keys count against the session route)", async () => {
+  test("the cap counts keys from every route (signup and agent keys count against the session route)", async ({
+    app,
+  }) => {
     const user = await signIn(app);
-    await fillKeys(user.accountId, 4, "signup");
-    await fillKeys(user.accountId, 6, "agent");
-    expectError(await postKey(user, { name: "over" }), 409, "key_limit_reached");
+    await fillKeys(app, user.accountId, 4, "signup");
+    await fillKeys(app, user.accountId, 6, "agent");
+    expectError(await postKey(app, user, { name: "over" }), 409, "key_limit_reached");
     // revoked keys do not count
     const one = await app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: user.accountId } });
     await app.rt.db.apiKey.update({ where: { id: one.id }, data: { status: "revoked", revokedAt: new Date() } });
-    expect((await postKey(user, { name: "fits" })).status).toBe(201);
+    expect((await postKey(app, user, { name: "fits" })).status).toBe(201);
     expect(await activeKeyCount(app, user.accountId)).toBe(10);
   });
 
-  test("the cap is per account: another account at 0 can still mint", async () => {
+  test("the cap is per account: another account at 0 can still mint", async ({ app }) => {
     const full = await signIn(app);
-    await fillKeys(full.accountId, 10);
+    await fillKeys(app, full.accountId, 10);
     const other = await signIn(app);
-    expect((await postKey(other, { name: "mine" })).status).toBe(201);
+    expect((await postKey(app, other, { name: "mine" })).status).toBe(201);
   });
 });
 
 describe("nothing is stored in plaintext", () => {
-  test("no column of api_keys or sessions contains a key plaintext or a cookie value; hashes are sha256 hex", async () => {
+  test("no column of api_keys or sessions contains a key plaintext or a cookie value; hashes are sha256 hex", async ({
+    app,
+  }) => {
     const user = await signIn(app);
     const second = await signIn(app);
     const a = await createKey(app, user, "one");

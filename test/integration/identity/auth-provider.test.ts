@@ -1,9 +1,10 @@
 import { privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { upsertAccountByWallet } from "../../../src/domain/accounts/account-upsert.js";
 import { call, cookieFrom, newWallet } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { appTest as test } from "../../../testkit/app-test.js";
+import type { TestApp } from "../../../testkit/harness.js";
 
 /**
  * Issue 26 finding 6: `authProvider` is the spec's enum `idp`, `siwe` on every surface. An account a
@@ -12,22 +13,10 @@ import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harn
  * provider, or null while the wallet has never signed in (docs/decisions.md, issue 26 finding 6).
  */
 
-let app: TestApp;
-let drop: () => Promise<void>;
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
-
 type Wallet = ReturnType<typeof newWallet>;
 
 /** What POST /v1/x402/signup does to the account table, and the key it mints. */
-async function signupAccount(wallet: Wallet) {
+async function signupAccount(app: TestApp, wallet: Wallet) {
   const account = await app.rt.db.$transaction((tx) =>
     upsertAccountByWallet(tx, { walletAddress: wallet.address, provider: "x402", maxPriceCentsPerDollar: 60 }),
   );
@@ -35,7 +24,7 @@ async function signupAccount(wallet: Wallet) {
   return { accountId: account.id, apiKey: key.apiKey };
 }
 
-async function idpSignIn(wallet: Wallet) {
+async function idpSignIn(app: TestApp, wallet: Wallet) {
   const { accessToken, identityToken } = await app.idp.mintTokens(wallet.address);
   const res = await fetch(`${app.baseUrl}/auth/idp/verify`, {
     method: "POST",
@@ -46,7 +35,7 @@ async function idpSignIn(wallet: Wallet) {
   return { cookie: cookieFrom(res), body: (await res.json()) as { authProvider: string } };
 }
 
-async function siweSignIn(wallet: Wallet) {
+async function siweSignIn(app: TestApp, wallet: Wallet) {
   const n = (await call(app, { method: "POST", path: "/auth/siwe/nonce" })).body as { nonce: string };
   const message = createSiweMessage({
     address: privateKeyToAccount(wallet.privateKey).address,
@@ -67,13 +56,13 @@ async function siweSignIn(wallet: Wallet) {
   return { cookie: cookieFrom(res), body: (await res.json()) as { authProvider: string } };
 }
 
-async function rest(path: string, headers: Record<string, string>) {
+async function rest(app: TestApp, path: string, headers: Record<string, string>) {
   const r = await call(app, { method: "GET", path, headers });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body as Record<string, unknown>;
 }
 
-async function viewerProvider(headers: Record<string, string>): Promise<unknown> {
+async function viewerProvider(app: TestApp, headers: Record<string, string>): Promise<unknown> {
   const res = await fetch(`${app.baseUrl}/graphql`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -85,24 +74,24 @@ async function viewerProvider(headers: Record<string, string>): Promise<unknown>
 }
 
 /** Every surface that carries `authProvider`, for one caller. */
-async function surfaces(session: { cookie: string } | null, apiKey: string) {
+async function surfaces(app: TestApp, session: { cookie: string } | null, apiKey: string) {
   const bearer = { authorization: `Bearer ${apiKey}` };
-  const agentMe = await rest("/v1/agent/me", bearer);
+  const agentMe = await rest(app, "/v1/agent/me", bearer);
   return {
-    me: session ? (await rest("/v1/me", { cookie: session.cookie })).authProvider : undefined,
-    account: session ? (await rest("/v1/account", { cookie: session.cookie })).authProvider : undefined,
-    graphqlSession: session ? await viewerProvider({ cookie: session.cookie }) : undefined,
-    graphqlBearer: await viewerProvider(bearer),
+    me: session ? (await rest(app, "/v1/me", { cookie: session.cookie })).authProvider : undefined,
+    account: session ? (await rest(app, "/v1/account", { cookie: session.cookie })).authProvider : undefined,
+    graphqlSession: session ? await viewerProvider(app, { cookie: session.cookie }) : undefined,
+    graphqlBearer: await viewerProvider(app, bearer),
     agentMe: "authProvider" in agentMe ? agentMe.authProvider : "absent",
   };
 }
 
 describe("an account first created by a paid signup", () => {
-  test("before any sign-in: no surface says x402 (a Bearer caller reads null)", async () => {
+  test("before any sign-in: no surface says x402 (a Bearer caller reads null)", async ({ app }) => {
     const wallet = newWallet();
-    const s = await signupAccount(wallet);
+    const s = await signupAccount(app, wallet);
     expect((await app.rt.db.account.findUniqueOrThrow({ where: { id: s.accountId } })).authProvider).toBe("x402");
-    expect(await surfaces(null, s.apiKey)).toEqual({
+    expect(await surfaces(app, null, s.apiKey)).toEqual({
       me: undefined,
       account: undefined,
       graphqlSession: undefined,
@@ -111,13 +100,13 @@ describe("an account first created by a paid signup", () => {
     });
   });
 
-  test("then SIWE, then the IdP: each session answers its own provider; the key, the account's", async () => {
+  test("then SIWE, then the IdP: each session answers its own provider; the key, the account's", async ({ app }) => {
     const wallet = newWallet();
-    const s = await signupAccount(wallet);
+    const s = await signupAccount(app, wallet);
 
-    const siwe = await siweSignIn(wallet);
+    const siwe = await siweSignIn(app, wallet);
     expect(siwe.body.authProvider).toBe("siwe");
-    expect(await surfaces(siwe, s.apiKey)).toEqual({
+    expect(await surfaces(app, siwe, s.apiKey)).toEqual({
       me: "siwe",
       account: "siwe",
       graphqlSession: "SIWE",
@@ -125,9 +114,9 @@ describe("an account first created by a paid signup", () => {
       agentMe: "absent",
     });
 
-    const idp = await idpSignIn(wallet);
+    const idp = await idpSignIn(app, wallet);
     expect(idp.body.authProvider).toBe("idp");
-    expect(await surfaces(idp, s.apiKey)).toEqual({
+    expect(await surfaces(app, idp, s.apiKey)).toEqual({
       me: "idp",
       account: "idp",
       graphqlSession: "IDP",
@@ -135,19 +124,23 @@ describe("an account first created by a paid signup", () => {
       agentMe: "absent",
     });
     // the SIWE session is still live and still a SIWE session
-    expect(await surfaces(siwe, s.apiKey)).toMatchObject({ me: "siwe", account: "siwe", graphqlSession: "SIWE" });
+    expect(await surfaces(app, siwe, s.apiKey)).toMatchObject({ me: "siwe", account: "siwe", graphqlSession: "SIWE" });
   });
 
-  test("then the IdP, then SIWE: the SIWE sign-in answers siwe, not the account's idp", async () => {
+  test("then the IdP, then SIWE: the SIWE sign-in answers siwe, not the account's idp", async ({ app }) => {
     const wallet = newWallet();
-    const s = await signupAccount(wallet);
-    const idp = await idpSignIn(wallet);
+    const s = await signupAccount(app, wallet);
+    const idp = await idpSignIn(app, wallet);
     expect(idp.body.authProvider).toBe("idp");
-    expect(await surfaces(idp, s.apiKey)).toMatchObject({ me: "idp", graphqlSession: "IDP", graphqlBearer: "IDP" });
+    expect(await surfaces(app, idp, s.apiKey)).toMatchObject({
+      me: "idp",
+      graphqlSession: "IDP",
+      graphqlBearer: "IDP",
+    });
 
-    const siwe = await siweSignIn(wallet);
+    const siwe = await siweSignIn(app, wallet);
     expect(siwe.body.authProvider).toBe("siwe");
-    expect(await surfaces(siwe, s.apiKey)).toEqual({
+    expect(await surfaces(app, siwe, s.apiKey)).toEqual({
       me: "siwe",
       account: "siwe",
       graphqlSession: "SIWE",
@@ -160,12 +153,14 @@ describe("an account first created by a paid signup", () => {
 });
 
 describe("the contracts declare exactly the spec's enum", () => {
-  test("OpenAPI: AuthProvider is idp, siwe", async () => {
-    const doc = (await rest("/openapi.json", {})) as { components: { schemas: Record<string, { enum?: string[] }> } };
+  test("OpenAPI: AuthProvider is idp, siwe", async ({ app }) => {
+    const doc = (await rest(app, "/openapi.json", {})) as {
+      components: { schemas: Record<string, { enum?: string[] }> };
+    };
     expect(doc.components.schemas.AuthProvider?.enum).toEqual(["idp", "siwe"]);
   });
 
-  test("GraphQL: AuthProvider is IDP, SIWE", async () => {
+  test("GraphQL: AuthProvider is IDP, SIWE", async ({ app }) => {
     const res = await fetch(`${app.baseUrl}/graphql`, {
       method: "POST",
       headers: { "content-type": "application/json" },

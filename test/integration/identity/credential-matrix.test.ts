@@ -1,35 +1,17 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import {
-  activeKeyCount,
-  bearer,
-  cookieValueOf,
-  expectAuthFailed,
-  expireSession,
-  insertRequest,
-  maxPriceOf,
-  sha256Hex,
-} from "./helpers.js";
+import { describe, expect } from "vitest";
+import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { appTest as test } from "../../../testkit/app-test.js";
+import { expectAuthFailed } from "../../../testkit/errors.js";
+import { createInferenceRequest } from "../../../testkit/fixtures.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { activeKeyCount, cookieValueOf, expireSession, maxPriceOf, sha256Hex } from "../../../testkit/identity.js";
 
 /**
  * SPEC "Authentication": session routes take only the `svc_session` cookie (a Bearer → 401), agent
  * routes take only a Bearer key (a cookie → 401, even next to a valid Bearer). Every 401 is the JSON
  * error envelope with `authentication_failed`, and a refused request changes nothing.
  */
-
-let app: TestApp;
-let drop: () => Promise<void>;
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
 
 /** A fresh signed-in user with one key, a second key to revoke, and one request of its own. */
 interface World {
@@ -40,7 +22,7 @@ interface World {
 }
 
 /** An active key stored as the service stores it (sha256 only); the matrix needs many, fast. */
-async function insertKey(accountId: string, name: string): Promise<{ id: string; apiKey: string }> {
+async function insertKey(app: TestApp, accountId: string, name: string): Promise<{ id: string; apiKey: string }> {
   const apiKey = `svc_${randomBytes(32).toString("base64url")}`;
   const row = await app.rt.db.apiKey.create({
     data: { accountId, name, keyPrefix: apiKey.slice(0, 12), keyHash: sha256Hex(apiKey), source: "session" },
@@ -48,12 +30,12 @@ async function insertKey(accountId: string, name: string): Promise<{ id: string;
   return { id: row.id, apiKey };
 }
 
-async function freshWorld(): Promise<World> {
+async function freshWorld(app: TestApp): Promise<World> {
   const user = await signIn(app);
   const [key, spare, req] = await Promise.all([
-    insertKey(user.accountId, "caller"),
-    insertKey(user.accountId, "spare"),
-    insertRequest(app, user.accountId, { status: "succeeded" }),
+    insertKey(app, user.accountId, "caller"),
+    insertKey(app, user.accountId, "spare"),
+    createInferenceRequest(app.rt.db, user.accountId, { status: "succeeded" }),
   ]);
   return { user, key, spareKeyId: spare.id, supportReference: req.supportReference };
 }
@@ -68,7 +50,7 @@ interface RouteCase {
   /** status with the right credential */
   ok: number;
   /** checks the effect of a successful call */
-  verify?: (w: World, res: { body: unknown }) => Promise<void>;
+  verify?: (app: TestApp, w: World, res: { body: unknown }) => Promise<void>;
 }
 
 const routes: RouteCase[] = [
@@ -78,7 +60,7 @@ const routes: RouteCase[] = [
     method: "POST",
     path: () => "/auth/logout",
     ok: 200,
-    verify: async (w, res) => {
+    verify: async (app, w, res) => {
       expect(res.body).toEqual({ status: "ok" });
       const s = await app.rt.db.session.findUniqueOrThrow({
         where: { tokenHash: sha256Hex(cookieValueOf(w.user.cookie)) },
@@ -92,7 +74,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: () => "/v1/me",
     ok: 200,
-    verify: async (w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
+    verify: async (_app, w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
   },
   {
     name: "GET /v1/account",
@@ -100,7 +82,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: () => "/v1/account",
     ok: 200,
-    verify: async (w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
+    verify: async (_app, w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
   },
   {
     name: "PATCH /v1/account/max-price",
@@ -109,7 +91,7 @@ const routes: RouteCase[] = [
     path: () => "/v1/account/max-price",
     body: { maxPriceCentsPerDollar: 55 },
     ok: 200,
-    verify: async (w) => expect(await maxPriceOf(app, w.user.accountId)).toBe(55),
+    verify: async (app, w) => expect(await maxPriceOf(app, w.user.accountId)).toBe(55),
   },
   {
     name: "POST /v1/account/api-keys",
@@ -118,7 +100,7 @@ const routes: RouteCase[] = [
     path: () => "/v1/account/api-keys",
     body: { name: "matrix" },
     ok: 201,
-    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(3),
+    verify: async (app, w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(3),
   },
   {
     name: "GET /v1/account/api-keys",
@@ -126,7 +108,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: () => "/v1/account/api-keys",
     ok: 200,
-    verify: async (_w, res) => expect((res.body as { active: number }).active).toBe(2),
+    verify: async (_app, _w, res) => expect((res.body as { active: number }).active).toBe(2),
   },
   {
     name: "DELETE /v1/account/api-keys/{id}",
@@ -134,7 +116,7 @@ const routes: RouteCase[] = [
     method: "DELETE",
     path: (w) => `/v1/account/api-keys/${w.spareKeyId}`,
     ok: 200,
-    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(1),
+    verify: async (app, w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(1),
   },
   {
     name: "GET /v1/account/inference-history",
@@ -142,7 +124,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: () => "/v1/account/inference-history",
     ok: 200,
-    verify: async (w, res) =>
+    verify: async (_app, w, res) =>
       expect((res.body as { data: { supportReference: string }[] }).data.map((r) => r.supportReference)).toEqual([
         w.supportReference,
       ]),
@@ -153,7 +135,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: () => "/v1/account/savings",
     ok: 200,
-    verify: async (_w, res) => expect((res.body as { clears: number }).clears).toBe(0),
+    verify: async (_app, _w, res) => expect((res.body as { clears: number }).clears).toBe(0),
   },
   {
     name: "GET /v1/agent/me",
@@ -161,7 +143,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: () => "/v1/agent/me",
     ok: 200,
-    verify: async (w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
+    verify: async (_app, w, res) => expect((res.body as { accountId: string }).accountId).toBe(w.user.accountId),
   },
   {
     name: "PATCH /v1/agent/max-price",
@@ -170,7 +152,7 @@ const routes: RouteCase[] = [
     path: () => "/v1/agent/max-price",
     body: { maxPriceCentsPerDollar: 55 },
     ok: 200,
-    verify: async (w) => expect(await maxPriceOf(app, w.user.accountId)).toBe(55),
+    verify: async (app, w) => expect(await maxPriceOf(app, w.user.accountId)).toBe(55),
   },
   {
     name: "POST /v1/agent/keys",
@@ -179,7 +161,7 @@ const routes: RouteCase[] = [
     path: () => "/v1/agent/keys",
     body: { name: "matrix" },
     ok: 201,
-    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(3),
+    verify: async (app, w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(3),
   },
   {
     name: "GET /v1/agent/keys",
@@ -187,7 +169,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: () => "/v1/agent/keys",
     ok: 200,
-    verify: async (_w, res) => expect((res.body as { active: number }).active).toBe(2),
+    verify: async (_app, _w, res) => expect((res.body as { active: number }).active).toBe(2),
   },
   {
     name: "DELETE /v1/agent/keys/{id}",
@@ -195,7 +177,7 @@ const routes: RouteCase[] = [
     method: "DELETE",
     path: (w) => `/v1/agent/keys/${w.spareKeyId}`,
     ok: 200,
-    verify: async (w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(1),
+    verify: async (app, w) => expect(await activeKeyCount(app, w.user.accountId)).toBe(1),
   },
   {
     name: "GET /v1/agent/requests/{uuid}",
@@ -203,7 +185,7 @@ const routes: RouteCase[] = [
     method: "GET",
     path: (w) => `/v1/agent/requests/${w.supportReference}`,
     ok: 200,
-    verify: async (w, res) =>
+    verify: async (_app, w, res) =>
       expect((res.body as { supportReference: string }).supportReference).toBe(w.supportReference),
   },
 ];
@@ -218,7 +200,7 @@ const credentials: CredentialCase[] = [
   "cookieAndBearer",
 ];
 
-async function headersFor(c: CredentialCase, w: World): Promise<Record<string, string>> {
+async function headersFor(app: TestApp, c: CredentialCase, w: World): Promise<Record<string, string>> {
   switch (c) {
     case "none":
       return {};
@@ -249,7 +231,7 @@ function expectedStatus(route: RouteCase, c: CredentialCase): number {
   return 401;
 }
 
-async function snapshot(w: World) {
+async function snapshot(app: TestApp, w: World) {
   const session = await app.rt.db.session.findUniqueOrThrow({
     where: { tokenHash: sha256Hex(cookieValueOf(w.user.cookie)) },
   });
@@ -265,20 +247,20 @@ const matrix = routes.flatMap((route) =>
 );
 
 describe("credential matrix: route × credential → status", () => {
-  test.concurrent.each(matrix.map((m) => [m.route.name, m.credential, m.expected, m] as const))(
+  test.concurrent.for(matrix.map((m) => [m.route.name, m.credential, m.expected, m] as const))(
     "%s with %s → %i",
-    async (_name, credential, expected, { route }) => {
-      const w = await freshWorld();
-      const headers = await headersFor(credential, w);
-      const before = await snapshot(w);
+    async ([_name, credential, expected, { route }], { app }) => {
+      const w = await freshWorld(app);
+      const headers = await headersFor(app, credential, w);
+      const before = await snapshot(app, w);
       const res = await call(app, { method: route.method, path: route.path(w), body: route.body, headers });
       if (expected === 401) {
         expectAuthFailed(res, `${route.name} / ${credential}`);
         // a refused request changes nothing
-        expect(await snapshot(w)).toEqual(before);
+        expect(await snapshot(app, w)).toEqual(before);
       } else {
         expect(res.status, JSON.stringify(res.body)).toBe(expected);
-        await route.verify?.(w, res);
+        await route.verify?.(app, w, res);
       }
     },
   );
@@ -292,7 +274,7 @@ describe("credential matrix: route × credential → status", () => {
 describe("rejection: forged, tampered, revoked and expired cookies", () => {
   const sessionPaths = ["/v1/me", "/v1/account", "/v1/account/api-keys"];
 
-  test("a forged cookie of the right shape (random secret, wrong HMAC) → 401", async () => {
+  test("a forged cookie of the right shape (random secret, wrong HMAC) → 401", async ({ app }) => {
     const forged = `svc_session=${randomBytes(32).toString("base64url")}.${randomBytes(32).toString("base64url")}`;
     for (const path of sessionPaths) {
       expectAuthFailed(await call(app, { method: "GET", path, headers: { cookie: forged } }), path);
@@ -300,7 +282,7 @@ describe("rejection: forged, tampered, revoked and expired cookies", () => {
     expectAuthFailed(await call(app, { method: "POST", path: "/auth/logout", headers: { cookie: forged } }));
   });
 
-  test("a real cookie with a tampered signature → 401, and the untampered cookie still works", async () => {
+  test("a real cookie with a tampered signature → 401, and the untampered cookie still works", async ({ app }) => {
     const user = await signIn(app);
     const value = cookieValueOf(user.cookie);
     const last = value.at(-1) === "A" ? "B" : "A";
@@ -313,7 +295,7 @@ describe("rejection: forged, tampered, revoked and expired cookies", () => {
     expect(ok.status).toBe(200);
   });
 
-  test("a real cookie with a tampered secret (signature kept) → 401", async () => {
+  test("a real cookie with a tampered secret (signature kept) → 401", async ({ app }) => {
     const user = await signIn(app);
     const value = cookieValueOf(user.cookie);
     const first = value[0] === "A" ? "B" : "A";
@@ -325,14 +307,14 @@ describe("rejection: forged, tampered, revoked and expired cookies", () => {
     expectAuthFailed(res);
   });
 
-  test("a cookie whose signature is valid but whose session was never stored → 401", async () => {
+  test("a cookie whose signature is valid but whose session was never stored → 401", async ({ app }) => {
     // the HMAC only proves we minted it; the database must still know it
     const user = await signIn(app);
     await app.rt.db.session.deleteMany({ where: { accountId: user.accountId } });
     expectAuthFailed(await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } }));
   });
 
-  test("malformed cookie values (no dot, empty, oversized) → 401", async () => {
+  test("malformed cookie values (no dot, empty, oversized) → 401", async ({ app }) => {
     for (const v of ["nodot", "", ".", `${"a".repeat(300)}.${"b".repeat(43)}`]) {
       expectAuthFailed(
         await call(app, { method: "GET", path: "/v1/me", headers: { cookie: `svc_session=${v}` } }),
@@ -341,7 +323,7 @@ describe("rejection: forged, tampered, revoked and expired cookies", () => {
     }
   });
 
-  test("a session past its absolute expiry → 401 even though the sliding expiry is in the future", async () => {
+  test("a session past its absolute expiry → 401 even though the sliding expiry is in the future", async ({ app }) => {
     const user = await signIn(app);
     await app.rt.db.session.updateMany({
       where: { accountId: user.accountId },
@@ -350,13 +332,13 @@ describe("rejection: forged, tampered, revoked and expired cookies", () => {
     expectAuthFailed(await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } }));
   });
 
-  test("a revoked session (revokedAt set) → 401", async () => {
+  test("a revoked session (revokedAt set) → 401", async ({ app }) => {
     const user = await signIn(app);
     await app.rt.db.session.updateMany({ where: { accountId: user.accountId }, data: { revokedAt: new Date() } });
     expectAuthFailed(await call(app, { method: "GET", path: "/v1/account", headers: { cookie: user.cookie } }));
   });
 
-  test("an expired session is not revived by using it", async () => {
+  test("an expired session is not revived by using it", async ({ app }) => {
     const user = await signIn(app);
     await expireSession(app, user);
     expectAuthFailed(await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } }));
@@ -367,7 +349,7 @@ describe("rejection: forged, tampered, revoked and expired cookies", () => {
 });
 
 describe("rejection: invalid Bearer shapes on agent routes", () => {
-  test("unknown svc_ key, non-svc token, wrong scheme, empty Bearer → 401", async () => {
+  test("unknown svc_ key, non-svc token, wrong scheme, empty Bearer → 401", async ({ app }) => {
     const user = await signIn(app);
     const key = await createKey(app, user);
     const cases: Record<string, string> = {
@@ -387,9 +369,9 @@ describe("rejection: invalid Bearer shapes on agent routes", () => {
     expect(ok.status).toBe(200);
   });
 
-  test("unrelated cookies do not disturb either credential", async () => {
+  test("unrelated cookies do not disturb either credential", async ({ app }) => {
     const user = await signIn(app);
-    const key = await insertKey(user.accountId, "k");
+    const key = await insertKey(app, user.accountId, "k");
     const agent = await call(app, {
       method: "GET",
       path: "/v1/agent/me",
@@ -412,7 +394,7 @@ describe("rejection: invalid Bearer shapes on agent routes", () => {
     );
   });
 
-  test("without a credential, 401 comes before 404 (unknown id) and 400 (non-uuid)", async () => {
+  test("without a credential, 401 comes before 404 (unknown id) and 400 (non-uuid)", async ({ app }) => {
     const res = await call(app, { method: "DELETE", path: `/v1/agent/keys/${randomUUID()}` });
     expectAuthFailed(res);
     const res2 = await call(app, { method: "GET", path: "/v1/agent/requests/not-a-uuid" });

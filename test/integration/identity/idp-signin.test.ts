@@ -1,32 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { createLocalIdp, type MintTokenOptions } from "../../../src/local/idp/index.js";
-import { call, cookieFrom, newWallet, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
-import {
-  cookieValueOf,
-  countAccounts,
-  countSessions,
-  expectAuthFailed,
-  expectError,
-  rawPost,
-  sha256Hex,
-} from "./helpers.js";
+import { call, cookieFrom, newWallet, rawPost, signIn } from "../../../testkit/actors.js";
+import { appTest as test } from "../../../testkit/app-test.js";
+import { expectAuthFailed, expectError } from "../../../testkit/errors.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { cookieValueOf, countAccounts, countSessions, sha256Hex } from "../../../testkit/identity.js";
 
 /** SPEC "Identity and session": POST /auth/idp/verify and POST /auth/logout. */
 
-let app: TestApp;
-let drop: () => Promise<void>;
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app?.close();
-  await drop?.();
-});
-
-async function verify(body: unknown, headers: Record<string, string> = {}) {
+async function verify(app: TestApp, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${app.baseUrl}/auth/idp/verify`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -40,13 +22,13 @@ async function verify(body: unknown, headers: Record<string, string> = {}) {
   return { status: res.status, body: parsed, headers: res.headers, res };
 }
 
-async function tokensFor(wallet: string, opts?: MintTokenOptions) {
+async function tokensFor(app: TestApp, wallet: string, opts?: MintTokenOptions) {
   const { accessToken, identityToken } = await app.idp.mintTokens(wallet, opts);
   return { accessToken, identityToken };
 }
 
 /** Asserts that the block creates no account and no session. */
-async function nothingCreated(fn: () => Promise<void>) {
+async function nothingCreated(app: TestApp, fn: () => Promise<void>) {
   const accounts = await countAccounts(app);
   const sessions = await countSessions(app);
   await fn();
@@ -55,10 +37,12 @@ async function nothingCreated(fn: () => Promise<void>) {
 }
 
 describe("success", () => {
-  test("good tokens → 200 with the session identity and an HttpOnly, Lax, Path=/ cookie (no Secure locally)", async () => {
+  test("good tokens → 200 with the session identity and an HttpOnly, Lax, Path=/ cookie (no Secure locally)", async ({
+    app,
+  }) => {
     const wallet = newWallet();
     const before = Date.now();
-    const r = await verify({ ...(await tokensFor(wallet.address)), walletAddress: wallet.address });
+    const r = await verify(app, { ...(await tokensFor(app, wallet.address)), walletAddress: wallet.address });
     expect(r.status).toBe(200);
     const body = r.body as Record<string, unknown>;
     expect(body).toEqual({
@@ -102,11 +86,11 @@ describe("success", () => {
     expect(session.authProvider).toBe("idp");
   });
 
-  test("a second sign-in returns the same accountId, a new session, and createdAccount false", async () => {
+  test("a second sign-in returns the same accountId, a new session, and createdAccount false", async ({ app }) => {
     const wallet = newWallet();
     const first = await signIn(app, wallet);
     const accounts = await countAccounts(app);
-    const r = await verify({ ...(await tokensFor(wallet.address)), walletAddress: wallet.address });
+    const r = await verify(app, { ...(await tokensFor(app, wallet.address)), walletAddress: wallet.address });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ accountId: first.accountId, createdAccount: false, authProvider: "idp" });
     expect(await countAccounts(app)).toBe(accounts);
@@ -118,32 +102,34 @@ describe("success", () => {
     }
   });
 
-  test("the wallet address is case-insensitive: lower, upper and checksummed forms map to one account", async () => {
+  test("the wallet address is case-insensitive: lower, upper and checksummed forms map to one account", async ({
+    app,
+  }) => {
     const wallet = newWallet();
     const hex = wallet.address.slice(2);
     const forms = [wallet.address, `0x${hex.toLowerCase()}`, `0x${hex.toUpperCase()}`];
     const ids = new Set<string>();
     for (const form of forms) {
       // tokens link the wallet in one form, the body names it in another
-      const r = await verify({ ...(await tokensFor(wallet.address)), walletAddress: form });
+      const r = await verify(app, { ...(await tokensFor(app, wallet.address)), walletAddress: form });
       expect(r.status, form).toBe(200);
       expect((r.body as { walletAddress: string }).walletAddress).toBe(wallet.address.toLowerCase());
       ids.add((r.body as { accountId: string }).accountId);
     }
-    const r = await verify({ ...(await tokensFor(`0x${hex.toUpperCase()}`)), walletAddress: wallet.address });
+    const r = await verify(app, { ...(await tokensFor(app, `0x${hex.toUpperCase()}`)), walletAddress: wallet.address });
     expect(r.status).toBe(200);
     ids.add((r.body as { accountId: string }).accountId);
     expect(ids.size).toBe(1);
     expect(await app.rt.db.account.count({ where: { walletAddress: wallet.address.toLowerCase() } })).toBe(1);
   });
 
-  test("an existing SIWE account for the wallet upgrades in place to idp (same id)", async () => {
+  test("an existing SIWE account for the wallet upgrades in place to idp (same id)", async ({ app }) => {
     const wallet = newWallet();
     const existing = await app.rt.db.account.create({
       data: { walletAddress: wallet.address.toLowerCase(), authProvider: "siwe", maxPriceCentsPerDollar: 42 },
     });
     const accounts = await countAccounts(app);
-    const r = await verify({ ...(await tokensFor(wallet.address)), walletAddress: wallet.address });
+    const r = await verify(app, { ...(await tokensFor(app, wallet.address)), walletAddress: wallet.address });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ accountId: existing.id, authProvider: "idp", createdAccount: false });
     expect(await countAccounts(app)).toBe(accounts);
@@ -153,11 +139,11 @@ describe("success", () => {
     expect(after.maxPriceCentsPerDollar).toBe(42);
   });
 
-  test("a wallet among several linked wallets signs in; idpLoginSurface is recorded", async () => {
+  test("a wallet among several linked wallets signs in; idpLoginSurface is recorded", async ({ app }) => {
     const wallet = newWallet();
     const other = newWallet();
-    const r = await verify({
-      ...(await tokensFor(wallet.address, { linkedWallets: [other.address, wallet.address] })),
+    const r = await verify(app, {
+      ...(await tokensFor(app, wallet.address, { linkedWallets: [other.address, wallet.address] })),
       walletAddress: wallet.address,
       idpLoginSurface: "embedded",
     });
@@ -170,10 +156,10 @@ describe("success", () => {
 });
 
 describe("rejection: token verification → 401, nothing created", () => {
-  const cases: { name: string; opts: () => MintTokenOptions }[] = [
+  const cases: { name: string; opts: (app: TestApp) => MintTokenOptions }[] = [
     {
       name: "tokens signed by another key",
-      opts: () => ({ signWith: createLocalIdp({ appId: app.idp.appId }).keyPair }),
+      opts: (app) => ({ signWith: createLocalIdp({ appId: app.idp.appId }).keyPair }),
     },
     { name: "wrong audience", opts: () => ({ audience: "some-other-app" }) },
     { name: "wrong issuer", opts: () => ({ issuer: "evil.example" }) },
@@ -186,24 +172,27 @@ describe("rejection: token verification → 401, nothing created", () => {
     },
   ];
 
-  test.each(cases)("$name → 401 authentication_failed", async ({ opts }) => {
+  test.for(cases)("$name → 401 authentication_failed", async ({ opts }, { app }) => {
     const wallet = newWallet();
-    await nothingCreated(async () => {
-      const r = await verify({ ...(await tokensFor(wallet.address, opts())), walletAddress: wallet.address });
+    await nothingCreated(app, async () => {
+      const r = await verify(app, {
+        ...(await tokensFor(app, wallet.address, opts(app))),
+        walletAddress: wallet.address,
+      });
       expectAuthFailed(r);
       expect(r.headers.get("set-cookie")).toBeNull();
     });
     expect(await app.rt.db.account.findUnique({ where: { walletAddress: wallet.address.toLowerCase() } })).toBeNull();
   });
 
-  test("an existing SIWE account is not upgraded by a failed sign-in", async () => {
+  test("an existing SIWE account is not upgraded by a failed sign-in", async ({ app }) => {
     const wallet = newWallet();
     const existing = await app.rt.db.account.create({
       data: { walletAddress: wallet.address.toLowerCase(), authProvider: "siwe" },
     });
-    await nothingCreated(async () => {
-      const r = await verify({
-        ...(await tokensFor(wallet.address, { audience: "other" })),
+    await nothingCreated(app, async () => {
+      const r = await verify(app, {
+        ...(await tokensFor(app, wallet.address, { audience: "other" })),
         walletAddress: wallet.address,
       });
       expectAuthFailed(r);
@@ -213,77 +202,81 @@ describe("rejection: token verification → 401, nothing created", () => {
     expect(after.idpSubject).toBeNull();
   });
 
-  test("tokens of one wallet cannot sign in another wallet", async () => {
+  test("tokens of one wallet cannot sign in another wallet", async ({ app }) => {
     const alice = newWallet();
     const mallory = newWallet();
-    await nothingCreated(async () => {
-      expectAuthFailed(await verify({ ...(await tokensFor(mallory.address)), walletAddress: alice.address }));
+    await nothingCreated(app, async () => {
+      expectAuthFailed(await verify(app, { ...(await tokensFor(app, mallory.address)), walletAddress: alice.address }));
     });
   });
 
-  test("swapped tokens (access token as identity token and vice versa) → 401", async () => {
+  test("swapped tokens (access token as identity token and vice versa) → 401", async ({ app }) => {
     const wallet = newWallet();
-    const t = await tokensFor(wallet.address);
-    await nothingCreated(async () => {
+    const t = await tokensFor(app, wallet.address);
+    await nothingCreated(app, async () => {
       expectAuthFailed(
-        await verify({ accessToken: t.identityToken, identityToken: t.accessToken, walletAddress: wallet.address }),
+        await verify(app, {
+          accessToken: t.identityToken,
+          identityToken: t.accessToken,
+          walletAddress: wallet.address,
+        }),
       );
       expectAuthFailed(
-        await verify({ accessToken: t.accessToken, identityToken: t.accessToken, walletAddress: wallet.address }),
+        await verify(app, { accessToken: t.accessToken, identityToken: t.accessToken, walletAddress: wallet.address }),
       );
     });
   });
 
-  test("non-JWT token strings → 401 (not 500)", async () => {
+  test("non-JWT token strings → 401 (not 500)", async ({ app }) => {
     const wallet = newWallet();
-    await nothingCreated(async () => {
-      expectAuthFailed(await verify({ accessToken: "abc", identityToken: "def", walletAddress: wallet.address }));
+    await nothingCreated(app, async () => {
+      expectAuthFailed(await verify(app, { accessToken: "abc", identityToken: "def", walletAddress: wallet.address }));
     });
   });
 });
 
 describe("rejection: invalid bodies → 400 invalid_request, nothing created", () => {
-  test("missing fields", async () => {
+  test("missing fields", async ({ app }) => {
     const wallet = newWallet();
-    const t = await tokensFor(wallet.address);
+    const t = await tokensFor(app, wallet.address);
     const full = { ...t, walletAddress: wallet.address };
-    await nothingCreated(async () => {
+    await nothingCreated(app, async () => {
       for (const field of ["accessToken", "identityToken", "walletAddress"] as const) {
         const { [field]: _omit, ...rest } = full;
-        const r = await verify(rest);
+        const r = await verify(app, rest);
         expectError(r, 400, "invalid_request", `missing ${field}`);
         expect((r.body as { error: { field?: string } }).error.field).toBe(field);
       }
-      expectError(await verify({}), 400, "invalid_request", "empty object");
-      expectError(await verify({ ...full, accessToken: "" }), 400, "invalid_request", "empty accessToken");
-      expectError(await verify({ ...full, identityToken: 12 }), 400, "invalid_request", "numeric identityToken");
+      expectError(await verify(app, {}), 400, "invalid_request", "empty object");
+      expectError(await verify(app, { ...full, accessToken: "" }), 400, "invalid_request", "empty accessToken");
+      expectError(await verify(app, { ...full, identityToken: 12 }), 400, "invalid_request", "numeric identityToken");
     });
   });
 
-  test("malformed walletAddress", async () => {
+  test("malformed walletAddress", async ({ app }) => {
     const wallet = newWallet();
-    const t = await tokensFor(wallet.address);
+    const t = await tokensFor(app, wallet.address);
     const hex = wallet.address.slice(2);
-    await nothingCreated(async () => {
+    await nothingCreated(app, async () => {
       for (const bad of [hex, `0x${hex.slice(1)}`, `0x${hex}0`, `0x${hex.slice(1)}g`, `${wallet.address} `, ""]) {
-        expectError(await verify({ ...t, walletAddress: bad }), 400, "invalid_request", JSON.stringify(bad));
+        expectError(await verify(app, { ...t, walletAddress: bad }), 400, "invalid_request", JSON.stringify(bad));
       }
     });
   });
 
-  test("idpLoginSurface outside wallet|embedded|unknown", async () => {
+  test("idpLoginSurface outside wallet|embedded|unknown", async ({ app }) => {
     const wallet = newWallet();
-    const t = await tokensFor(wallet.address);
-    await nothingCreated(async () => {
+    const t = await tokensFor(app, wallet.address);
+    await nothingCreated(app, async () => {
       for (const bad of ["desktop", "", "WALLET", 1]) {
-        const r = await verify({ ...t, walletAddress: wallet.address, idpLoginSurface: bad });
+        const r = await verify(app, { ...t, walletAddress: wallet.address, idpLoginSurface: bad });
         expectError(r, 400, "invalid_request", JSON.stringify(bad));
       }
     });
     // each valid surface is accepted
     for (const surface of ["wallet", "embedded", "unknown"]) {
-      const r = await verify({
-        ...(await tokensFor(wallet.address)),
+      const r = await verify(app, {
+        ...(await tokensFor(app, wallet.address)),
         walletAddress: wallet.address,
         idpLoginSurface: surface,
       });
@@ -291,8 +284,8 @@ describe("rejection: invalid bodies → 400 invalid_request, nothing created", (
     }
   });
 
-  test("malformed JSON and non-object bodies", async () => {
-    await nothingCreated(async () => {
+  test("malformed JSON and non-object bodies", async ({ app }) => {
+    await nothingCreated(app, async () => {
       expectError(await rawPost(app, "/auth/idp/verify", '{"accessToken": "x",'), 400, "invalid_request", "truncated");
       expectError(await rawPost(app, "/auth/idp/verify", "[]"), 400, "invalid_request", "array");
       expectError(await rawPost(app, "/auth/idp/verify", '"text"'), 400, "invalid_request", "string");
@@ -302,7 +295,9 @@ describe("rejection: invalid bodies → 400 invalid_request, nothing created", (
 });
 
 describe("logout", () => {
-  test("logout → 200 status-ok and a cleared cookie; the cookie is then refused, and a second logout is 401", async () => {
+  test("logout → 200 status-ok and a cleared cookie; the cookie is then refused, and a second logout is 401", async ({
+    app,
+  }) => {
     const user = await signIn(app);
     const r = await call(app, { method: "POST", path: "/auth/logout", headers: { cookie: user.cookie } });
     expect(r.status).toBe(200);
@@ -321,7 +316,7 @@ describe("logout", () => {
     expect(s.revokedAt).not.toBeNull();
   });
 
-  test("logout revokes only the presented session; another session of the same account stays live", async () => {
+  test("logout revokes only the presented session; another session of the same account stays live", async ({ app }) => {
     const wallet = newWallet();
     const a = await signIn(app, wallet);
     const b = await signIn(app, wallet);
@@ -331,19 +326,22 @@ describe("logout", () => {
     expect((await call(app, { method: "GET", path: "/v1/me", headers: { cookie: b.cookie } })).status).toBe(200);
   });
 
-  test("logout without a cookie → 401", async () => {
+  test("logout without a cookie → 401", async ({ app }) => {
     expectAuthFailed(await call(app, { method: "POST", path: "/auth/logout" }));
   });
 });
 
 describe("concurrency", () => {
-  test("concurrent sign-ins of an existing account all succeed on the same account", async () => {
+  test("concurrent sign-ins of an existing account all succeed on the same account", async ({ app }) => {
     const wallet = newWallet();
     const first = await signIn(app, wallet);
     const bodies = await Promise.all(
-      Array.from({ length: 5 }, async () => ({ ...(await tokensFor(wallet.address)), walletAddress: wallet.address })),
+      Array.from({ length: 5 }, async () => ({
+        ...(await tokensFor(app, wallet.address)),
+        walletAddress: wallet.address,
+      })),
     );
-    const results = await Promise.all(bodies.map((b) => verify(b)));
+    const results = await Promise.all(bodies.map((b) => verify(app, b)));
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     expect(new Set(results.map((r) => (r.body as { accountId: string }).accountId))).toEqual(
       new Set([first.accountId]),
@@ -351,16 +349,16 @@ describe("concurrency", () => {
   });
 
   // regression: fixed bug in src/domain/identity/identity-service.ts
-  test("concurrent FIRST sign-ins of one new wallet all succeed with a single account", async () => {
+  test("concurrent FIRST sign-ins of one new wallet all succeed with a single account", async ({ app }) => {
     for (let round = 0; round < 3; round++) {
       const wallet = newWallet();
       const bodies = await Promise.all(
         Array.from({ length: 6 }, async () => ({
-          ...(await tokensFor(wallet.address)),
+          ...(await tokensFor(app, wallet.address)),
           walletAddress: wallet.address,
         })),
       );
-      const results = await Promise.all(bodies.map((b) => verify(b)));
+      const results = await Promise.all(bodies.map((b) => verify(app, b)));
       expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
       expect(new Set(results.map((r) => (r.body as { accountId: string }).accountId)).size).toBe(1);
     }

@@ -1,20 +1,8 @@
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect } from "vitest";
 import { call, createKey, signIn } from "../../../testkit/actors.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
+import { appTest as test } from "../../../testkit/app-test.js";
 
-let app: TestApp;
-let drop: () => Promise<void>;
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix });
-});
-afterAll(async () => {
-  await app.close();
-  await drop();
-});
-
-test("sign in, mint a key, use it on the agent routes", async () => {
+test("sign in, mint a key, use it on the agent routes", async ({ app }) => {
   const user = await signIn(app);
   const me = await call(app, { method: "GET", path: "/v1/me", headers: { cookie: user.cookie } });
   expect(me.status).toBe(200);

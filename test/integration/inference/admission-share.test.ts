@@ -4,9 +4,9 @@
 import { describe, expect, test } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 

@@ -5,7 +5,7 @@ import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/m
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const world = useMarketWorld({ syncCatalog: true });

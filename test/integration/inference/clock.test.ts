@@ -5,7 +5,7 @@ import { describe, expect, test } from "vitest";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { movableClock } from "../../../testkit/harness.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const clock = movableClock();
 const world = useMarketWorld({ syncCatalog: true, clock });

@@ -7,10 +7,11 @@ import { describe, expect, test } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { startTestApp, type TestApp } from "../../../testkit/harness.js";
+import type { TestApp } from "../../../testkit/harness.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
+import { withApp } from "../../../testkit/world.js";
 
 const LINGER_MS = 1_500;
 const world = useMarketWorld({ syncCatalog: true, peer: true, env: { ESCROW_LINGER_MS: String(LINGER_MS) } });
@@ -177,20 +178,19 @@ describe("lingering escrow slices", () => {
   test("a clean shutdown gives lingering slices back at once", async () => {
     const s = await supply();
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const third = await startTestApp({
-      databaseUrl: world.app.rt.config.database.url,
-      prefix: world.app.rt.config.redis.prefix,
-      env: {
-        UPSTREAM_BASE_URL: world.sim.baseUrl,
-        ESCROW_LINGER_MS: "30000",
+    await withApp(
+      {
+        beside: world.app,
+        env: {
+          UPSTREAM_BASE_URL: world.sim.baseUrl,
+          ESCROW_LINGER_MS: "30000",
+        },
       },
-    });
-    try {
-      expect((await chat(third, buyer.apiKey, MSG)).status).toBe(200);
-      expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
-    } finally {
-      await third.close();
-    }
+      async (third) => {
+        expect((await chat(third, buyer.apiKey, MSG)).status).toBe(200);
+        expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
+      },
+    );
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
     await withdraw(s);

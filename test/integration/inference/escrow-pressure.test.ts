@@ -6,9 +6,9 @@ import { describe, expect, test } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true, peer: true });
 

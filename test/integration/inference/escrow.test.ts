@@ -7,9 +7,9 @@ import type { InferenceSession } from "../../../src/domain/inference/session.js"
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, chat, confirmedOf, endedRequest, fundedBuyerKey, openSession } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true, peer: true });
 const MODEL = "zai-org-glm-5-1";

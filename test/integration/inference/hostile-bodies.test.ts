@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, test } from "vitest";
 import { MAX_JSON_DEPTH } from "../../../src/lib/json-safety.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, confirmedOf, fundedBuyerKey, requestByReference } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 18 finding 3: a deeply nested chat body was a 500 (the prompt estimate overflowed the stack)

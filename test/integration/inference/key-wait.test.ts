@@ -7,9 +7,9 @@ import { afterEach, describe, expect, test } from "vitest";
 import { KEY_WAIT_MS, SUPPLIER_KEY_MAX_IN_FLIGHT } from "../../../src/domain/inference/supplier-keys.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, confirmedOf, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 

@@ -7,7 +7,7 @@ import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, test } from "vitest";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { isolatedWorld, startTestApp } from "../../../testkit/harness.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import {
   addSupply,
   chat,
@@ -12,8 +12,8 @@ import {
   requestByReference,
   simEnv,
 } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
+import { withApp } from "../../../testkit/world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const world = useMarketWorld({ env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
@@ -280,13 +280,7 @@ describe("money under concurrency", () => {
   });
 
   test("KEY_MAX_IN_FLIGHT: a key over its in-flight limit gets 429 key_concurrency_limit with Retry-After: 1", async () => {
-    const w = await isolatedWorld();
-    const small = await startTestApp({
-      databaseUrl: w.databaseUrl,
-      prefix: w.prefix,
-      env: { ...simEnv(world.sim), KEY_MAX_IN_FLIGHT: "1" },
-    });
-    try {
+    await withApp({ env: { ...simEnv(world.sim), KEY_MAX_IN_FLIGHT: "1" } }, async (small) => {
       await small.rt.services.catalog.sync();
       await addSupply(small, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
       const buyer = await fundedBuyerKey(small, 5_000_000n);
@@ -307,22 +301,13 @@ describe("money under concurrency", () => {
       const limited = a.status === 429 ? a : b;
       expect(limited.headers.get("retry-after")).toBe("1");
       expect((limited.body as { error: { code: string } }).error.code).toBe("key_concurrency_limit");
-    } finally {
-      await small.close();
-      await w.drop();
-    }
+    });
   });
 });
 
 describe("small-model throttling (SMALL_MODEL_MAX_IN_FLIGHT)", () => {
   test("small models beyond the global cap get 429 model_throttled; frontier models are never throttled", async () => {
-    const w = await isolatedWorld();
-    const t = await startTestApp({
-      databaseUrl: w.databaseUrl,
-      prefix: w.prefix,
-      env: { ...simEnv(world.sim), SMALL_MODEL_MAX_IN_FLIGHT: "1" },
-    });
-    try {
+    await withApp({ env: { ...simEnv(world.sim), SMALL_MODEL_MAX_IN_FLIGHT: "1" } }, async (t) => {
       await t.rt.services.catalog.sync();
       const small = await t.rt.db.catalogModel.findFirst({
         where: { tier: "small", status: "live", modality: "text" },
@@ -353,10 +338,7 @@ describe("small-model throttling (SMALL_MODEL_MAX_IN_FLIGHT)", () => {
       expect(frontier.status).toBe(200);
       // the slot is released: the next small request goes through
       expect((await send(small.id)).status).toBe(200);
-    } finally {
-      await t.close();
-      await w.drop();
-    }
+    });
   });
 });
 

@@ -10,9 +10,9 @@ import { describe, expect, test } from "vitest";
 import type { AttemptRecord } from "../../../src/domain/inference/session.js";
 import { type EndCharge, type EndItem, endItem } from "../../../src/domain/inference/settlement.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, confirmedOf, fundedBuyerKey, openSession } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 

@@ -9,7 +9,7 @@ import type { SimFaultKind } from "../../../src/local/upstream-sim/state.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const SEED = Number(process.env.STORM_SEED ?? 20261122);

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, test } from "vitest";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectHoldsReleased } from "../../../testkit/holds.js";
 import {
   addSupply,
   confirmedOf,
@@ -9,8 +10,7 @@ import {
   openSession,
   type SupplierKey,
 } from "../../../testkit/market.js";
-import { expectHoldsReleased } from "../../support/holds.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * How a stream ends when it cannot end normally (SPEC "Events" Chat SSE 5–6, Responses SSE 5): an

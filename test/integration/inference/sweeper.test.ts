@@ -7,7 +7,7 @@ import { Attempted } from "../../../src/domain/inference/attempt-loop.js";
 import type { AttemptingSession } from "../../../src/domain/inference/session.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true, peer: true });
 const MSG = () => ({ model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }] });

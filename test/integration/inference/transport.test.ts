@@ -3,8 +3,8 @@ import { gzipSync } from "node:zlib";
 import supertest from "supertest";
 import { beforeAll, describe, expect, test } from "vitest";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 import { waitFor } from "../../../testkit/spawn.js";
-import { useMarketWorld } from "../../support/market-world.js";
 
 /**
  * The two hot inference POSTs are served before Express (src/http/routes/inference.ts). These pin

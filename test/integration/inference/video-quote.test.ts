@@ -4,7 +4,7 @@ import { describe, expect, test } from "vitest";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 

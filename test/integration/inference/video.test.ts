@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, test } from "vitest";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /** A clock tests can move forward (the services' and the simulator's). */
 let offsetMs = 0;

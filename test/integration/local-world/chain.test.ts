@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createChainClients, defineLocalOrBaseChain } from "../../../src/adapters/chain/clients.js";
 import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js";
 import { compileUsdc, type LocalChain, localUsdcAbi, startLocalChain } from "../../../src/local/chain/index.js";
-import { closedPortUrl } from "./helpers.js";
+import { closedPortUrl } from "../../../testkit/stub-server.js";
 
 const AUTH_TYPES = {
   TransferWithAuthorization: [

@@ -16,7 +16,8 @@ import { createFacilitator } from "../../../src/adapters/facilitator/index.js";
 import { createLocalFacilitator, type LocalFacilitator } from "../../../src/adapters/facilitator/local.js";
 import type { Facilitator } from "../../../src/adapters/facilitator/types.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
-import { closedPortUrl, readJson, sendJson, startTestServer, type TestServer, usdcRequirements } from "./helpers.js";
+import { usdcRequirements } from "../../../testkit/funding.js";
+import { closedPortUrl, readJson, sendJson, startTestServer, type TestServer } from "../../../testkit/stub-server.js";
 
 let chain: LocalChain;
 let facilitator: LocalFacilitator;

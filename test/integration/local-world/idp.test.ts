@@ -9,7 +9,7 @@ import {
   type LocalIdp,
   type MintTokenOptions,
 } from "../../../src/local/idp/index.js";
-import { closedPortUrl, sendJson, startTestServer, type TestServer } from "./helpers.js";
+import { closedPortUrl, sendJson, startTestServer, type TestServer } from "../../../testkit/stub-server.js";
 
 const APP_ID = "app-local-test";
 let idp: LocalIdp;

@@ -4,7 +4,7 @@ import { eligibleOffers } from "../../../src/domain/inference/clearing.js";
 import { call } from "../../../testkit/actors.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /** two app instances on one database and Redis prefix */
 const world = useMarketWorld({ sim: false, peer: true });

@@ -2,7 +2,7 @@ import { expect, test } from "vitest";
 import { call } from "../../../testkit/actors.js";
 import { createAccount, createInferenceRequest } from "../../../testkit/fixtures.js";
 import { addSupply } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * SPEC 13: supplier identity is never exposed in public data. Crawl every public route (REST and

@@ -8,10 +8,10 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, test } from "vitest";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { mcpPath } from "../../../src/mcp/routes.js";
-import { call, createKey } from "../../../testkit/actors.js";
+import { bearer, call, createKey } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const VIDEO_JOB = { model: "wan-2.6-text-to-video", prompt: "a fox in the snow", duration: "5s", resolution: "720p" };
@@ -44,10 +44,6 @@ async function connect(headers: Record<string, string>): Promise<Client> {
   open.push(client);
   await client.connect(transport);
   return client;
-}
-
-function bearer(apiKey: string): Record<string, string> {
-  return { authorization: `Bearer ${apiKey}` };
 }
 
 /** A successful tool result: its structured content, and the text content carrying the same JSON. */

@@ -5,11 +5,12 @@ import { utcDay } from "../../../src/lib/clock.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectError } from "../../../testkit/errors.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import { chainEnv, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { movableClock } from "../../../testkit/harness.js";
-import { chainEnv, startLocalChain, usdcBalance } from "../../support/funding.js";
-import { useMarketWorld } from "../../support/market-world.js";
-import { as, creditClear, expectError, pinToHour } from "./helpers.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
+import { as, creditClear, pinToHour } from "../../../testkit/supply.js";
 
 /**
  * Supplier earnings (ledger, inference history) and the daily payout run against the local chain:

@@ -2,10 +2,10 @@ import { QueueEvents } from "bullmq";
 import { beforeAll, describe, expect, test } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { expectError } from "../../../testkit/errors.js";
 import { movableClock } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
-  expectError,
   myKeys,
   myOffers,
   offerStatus,
@@ -17,7 +17,7 @@ import {
   routableAt,
   sellOut,
   simKey,
-} from "./helpers.js";
+} from "../../../testkit/supply.js";
 
 /**
  * Expiry at UTC midnight (exactly once across processes) and the key balance sync. Two app
@@ -164,7 +164,7 @@ describe("key balance sync", () => {
   test("upstream outages change nothing; revoked keys are not asked", async () => {
     const s = await supplierWithKey(9_000_000n);
     const gone = await supplierWithKey();
-    const { deleteKey } = await import("./helpers.js");
+    const { deleteKey } = await import("../../../testkit/supply.js");
     await deleteKey(world.app, gone.user, gone.keyId);
     const asked = world.sim.state.listRequests({ key: gone.secret, route: "/api_keys/rate_limits" }).length;
     world.sim.state.injectFault(s.secret, { kind: "http_503", route: "/api_keys/rate_limits", count: 1 });

@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto";
 import { createClient } from "graphql-sse";
 import { describe, expect, test } from "vitest";
 import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { useMarketWorld } from "../../support/market-world.js";
-import { simKey } from "./helpers.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
+import { simKey } from "../../../testkit/supply.js";
 
 const world = useMarketWorld({ catalogSyncKey: false });
 

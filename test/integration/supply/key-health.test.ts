@@ -6,7 +6,7 @@ import { describe, expect, test } from "vitest";
 import type { AccountEvent, CapacityChangedEvent } from "../../../src/adapters/pubsub.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const world = useMarketWorld({ syncCatalog: true });
 const BODY = { model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }], max_tokens: 20 };

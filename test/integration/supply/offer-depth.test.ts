@@ -1,10 +1,10 @@
 import { describe, expect, test } from "vitest";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
+import { expectError } from "../../../testkit/errors.js";
 import { chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
-  expectError,
   type KeyBody,
   type OfferBody,
   postOffer,
@@ -13,7 +13,7 @@ import {
   routableAt,
   simKey,
   supplySnapshot,
-} from "./helpers.js";
+} from "../../../testkit/supply.js";
 
 /**
  * Issue 18 finding 8: a `quantityDiem` without six decimals and an offer larger than the key's known

@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { nextUtcMidnight } from "../../../src/lib/clock.js";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { expectError } from "../../../testkit/errors.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
   deleteKey,
   deleteOffer,
-  expectError,
   type KeyBody,
   myOffers,
   type OfferBody,
@@ -19,7 +19,7 @@ import {
   sellOut,
   simKey,
   supplySnapshot,
-} from "./helpers.js";
+} from "../../../testkit/supply.js";
 
 const world = useMarketWorld({ catalogSyncKey: false });
 

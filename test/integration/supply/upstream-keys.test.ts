@@ -1,22 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { SecretBox } from "../../../src/lib/secret-box.js";
-import { call, signIn } from "../../../testkit/actors.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { call, type Res, signIn } from "../../../testkit/actors.js";
+import { expectError } from "../../../testkit/errors.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
   as,
   deleteKey,
-  expectError,
   type KeyBody,
   myKeys,
   offerStatus,
   postOffer,
-  type Res,
   registerKey,
   sellOut,
   simKey,
   supplySnapshot,
-} from "./helpers.js";
+} from "../../../testkit/supply.js";
 
 const world = useMarketWorld({ catalogSyncKey: false });
 

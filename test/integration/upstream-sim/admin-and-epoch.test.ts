@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
-import { admin, get, post, startSim, userMessage } from "./helpers.js";
+import { admin, get, post, startSim, userMessage } from "../../../testkit/upstream-sim.js";
 
 let sim: UpstreamSimulator | undefined;
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { DEFAULT_SIM_MODELS, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
-import { get, post, startSim, userMessage } from "./helpers.js";
+import { get, post, startSim, userMessage } from "../../../testkit/upstream-sim.js";
 
 interface ModelRow {
   id: string;

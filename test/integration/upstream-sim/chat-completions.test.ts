@@ -8,7 +8,7 @@ import {
   type UpstreamSimulator,
   WEB_SEARCH_FEE_MICRO_DIEM,
 } from "../../../src/local/upstream-sim/index.js";
-import { diemOf, jsonFrames, parseSse, post, startSim, userMessage } from "./helpers.js";
+import { diemOf, jsonFrames, parseSse, post, startSim, userMessage } from "../../../testkit/upstream-sim.js";
 
 function pricingOf(id: string): SimTextPricing {
   const model = DEFAULT_SIM_MODELS.find((m) => m.id === id);

@@ -6,7 +6,16 @@ import {
   type SimTextPricing,
   type UpstreamSimulator,
 } from "../../../src/local/upstream-sim/index.js";
-import { diemOf, get, jsonFrames, parseSse, post, readAllowingTruncation, startSim, userMessage } from "./helpers.js";
+import {
+  diemOf,
+  get,
+  jsonFrames,
+  parseSse,
+  post,
+  readAllowingTruncation,
+  startSim,
+  userMessage,
+} from "../../../testkit/upstream-sim.js";
 
 const QWEN = DEFAULT_SIM_MODELS.find((m) => m.id === "qwen3-4b");
 const QWEN_PRICING = (QWEN?.type === "text" ? QWEN.model_spec.pricing : undefined) as SimTextPricing;

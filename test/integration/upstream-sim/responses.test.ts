@@ -7,7 +7,7 @@ import {
   type SimTextPricing,
   type UpstreamSimulator,
 } from "../../../src/local/upstream-sim/index.js";
-import { diemOf, jsonFrames, parseSse, post, startSim } from "./helpers.js";
+import { diemOf, jsonFrames, parseSse, post, startSim } from "../../../testkit/upstream-sim.js";
 
 const GLM = DEFAULT_SIM_MODELS.find((m) => m.id === "zai-org-glm-5-1");
 const GLM_PRICING = (GLM?.type === "text" ? GLM.model_spec.pricing : undefined) as SimTextPricing;

@@ -6,7 +6,7 @@ import {
   type SimVideoModel,
   type UpstreamSimulator,
 } from "../../../src/local/upstream-sim/index.js";
-import { admin, diemOf, post, startSim } from "./helpers.js";
+import { admin, diemOf, post, startSim } from "../../../testkit/upstream-sim.js";
 
 const START = 5_000_000n;
 const MODEL = "wan-2.6-text-to-video";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, test } from "vitest";
 import { signIn } from "../../../testkit/actors.js";
 import { addSupply, chat, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * The queries the web app reads beside the rest of the schema (src/graphql/schema/dashboard.ts):

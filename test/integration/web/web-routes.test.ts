@@ -11,7 +11,7 @@ import { createRuntime, type Runtime } from "../../../src/runtime.js";
 import { buildWebApp, builtStampOf, webBuildStamp, webMountPath } from "../../../src/web/vite.js";
 import { REDIS_URL } from "../../../testkit/db.js";
 import { freePort, isolatedWorld } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../support/market-world.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * How the process serves the web app at {web_url}: its config.json, the local-mode dev sign-in

@@ -1,8 +1,8 @@
 import { Job, type Queue, QueueEvents } from "bullmq";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
+import { useMarketWorld } from "../../../testkit/market-world.js";
 import { startWorkers, type Workers } from "../../../workers/index.js";
-import { useMarketWorld } from "../../support/market-world.js";
 
 /**
  * Issue 18 finding 7: with the API busy, the catalog-sync and maintenance jobs failed with Prisma's

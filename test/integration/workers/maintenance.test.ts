@@ -1,25 +1,14 @@
 import { QueueEvents } from "bullmq";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { SESSION_RETENTION_MS } from "../../../src/domain/maintenance/maintenance-service.js";
+import { appTest as test } from "../../../testkit/app-test.js";
 import { createAccount } from "../../../testkit/fixtures.js";
-import { isolatedWorld, startTestApp, type TestApp } from "../../../testkit/harness.js";
 
-let app: TestApp;
-let drop: () => Promise<void>;
-
-beforeAll(async () => {
-  const w = await isolatedWorld();
-  drop = w.drop;
-  app = await startTestApp({ databaseUrl: w.databaseUrl, prefix: w.prefix, workers: true });
-});
-afterAll(async () => {
-  await app.close();
-  await drop();
-});
+test.override("appOptions", { workers: true });
 
 describe("workers (BullMQ)", () => {
-  test("the maintenance worker purges expired nonces and long-dead sessions, and keeps live ones", async () => {
+  test("the maintenance worker purges expired nonces and long-dead sessions, and keeps live ones", async ({ app }) => {
     const db = app.rt.db;
     const now = Date.now();
     const account = await createAccount(db);
@@ -67,7 +56,7 @@ describe("workers (BullMQ)", () => {
     ]);
   });
 
-  test("queues live under the deployment's Redis prefix", async () => {
+  test("queues live under the deployment's Redis prefix", async ({ app }) => {
     const keys = await app.rt.redis.command.keys(`${app.rt.keys.bullPrefix()}:maintenance:*`);
     expect(keys.length).toBeGreaterThan(0);
   });

@@ -3,7 +3,7 @@ import { parse as parseQueryString } from "node:querystring";
 import type { RouteConfig } from "@asteasolutions/zod-to-openapi";
 import fc from "fast-check";
 import type { z } from "zod";
-import { ERROR_CODES } from "../../../src/lib/errors.js";
+import { ERROR_CODES } from "../../src/lib/errors.js";
 import { hasUnstorableText, jsonDepth, RawJson, toJsonText, unstorable } from "./json-text.js";
 import {
   accepts,

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { TestApp } from "../../testkit/harness.js";
+import type { TestApp } from "./harness.js";
 
 /**
  * Nothing is held any more: the buyer's reserve, every offer's, and no escrow slice left (an idle

@@ -1,4 +1,4 @@
-import type { TestApp } from "../../../testkit/harness.js";
+import type { TestApp } from "../harness.js";
 
 /**
  * One answer from any transport, as the access matrix reads it: the status, the parsed body, and
@@ -21,10 +21,6 @@ async function reply(res: Response): Promise<Reply> {
   } catch {}
   const headerText = [...res.headers.entries()].map(([k, v]) => `${k}: ${v}`).join("\n");
   return { status: res.status, body, headers: res.headers, text: `${raw}\n${headerText}` };
-}
-
-export function bearer(apiKey: string): HeaderMap {
-  return { authorization: `Bearer ${apiKey}` };
 }
 
 export function cookie(value: string): HeaderMap {

@@ -1,5 +1,5 @@
-import type { SimKeyInit, UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
-import { startUpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
+import type { SimKeyInit, UpstreamSimulator } from "../src/local/upstream-sim/index.js";
+import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
 
 export interface SseFrame {
   event: string | null;

@@ -1,8 +1,9 @@
+import type { Address } from "viem";
 import { type Account, privateKeyToAccount } from "viem/accounts";
 import { createPaymentHeader } from "x402/client";
 import type { PaymentRequirements } from "x402/types";
-import { type LocalChain, startLocalChain } from "../../src/local/chain/index.js";
-import type { TestApp } from "../../testkit/harness.js";
+import { type LocalChain, startLocalChain } from "../src/local/chain/index.js";
+import type { TestApp } from "./harness.js";
 
 /** Environment that points a test app at a local chain with the in-process facilitator. */
 export function chainEnv(chain: LocalChain, extra: Record<string, string> = {}): Record<string, string> {
@@ -73,4 +74,25 @@ export async function usdcBalance(chain: LocalChain, address: string): Promise<b
     functionName: "balanceOf",
     args: [address as `0x${string}`],
   });
+}
+
+/** x402 v1 `exact` requirements for the local USDC, as the service will issue them. */
+export function usdcRequirements(opts: {
+  usdcAddress: Address;
+  payTo: Address;
+  amountMicro: bigint;
+  resource?: string;
+}): PaymentRequirements {
+  return {
+    scheme: "exact",
+    network: "base",
+    maxAmountRequired: opts.amountMicro.toString(),
+    resource: opts.resource ?? "http://127.0.0.1/v1/x402/top-up",
+    description: "svc top-up",
+    mimeType: "application/json",
+    payTo: opts.payTo,
+    maxTimeoutSeconds: 300,
+    asset: opts.usdcAddress,
+    extra: { name: "USD Coin", version: "2" },
+  };
 }

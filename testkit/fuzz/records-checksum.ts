@@ -1,4 +1,4 @@
-import type { Db } from "../../../src/adapters/db.js";
+import type { Db } from "../../src/adapters/db.js";
 
 /**
  * The books and records a request could change, per table: the columns that carry money, state and

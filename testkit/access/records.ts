@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { Db } from "../../../src/adapters/db.js";
+import type { Db } from "../../src/adapters/db.js";
 
 /**
  * Everything one account owns, re-read from the database: `state` to prove a refused request

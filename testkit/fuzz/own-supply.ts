@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { nextUtcMidnight } from "../../../src/lib/clock.js";
-import { SecretBox } from "../../../src/lib/secret-box.js";
-import { sealedKey } from "../../../testkit/market.js";
+import { nextUtcMidnight } from "../../src/lib/clock.js";
+import { SecretBox } from "../../src/lib/secret-box.js";
+import { sealedKey } from "../market.js";
 import type { MarketWorld } from "../market-world.js";
 
 /**

@@ -6,7 +6,7 @@ import {
   parseCurl,
   shellCommands,
   workedExamples,
-} from "../../support/doc-examples.js";
+} from "../../../testkit/doc-examples.js";
 
 const env = { SVC_API_KEY: "svc_abc", ID: "42" };
 

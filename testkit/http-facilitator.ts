@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { PaymentPayload, PaymentRequirements } from "x402/types";
-import { createLocalFacilitator } from "../../src/adapters/facilitator/local.js";
-import type { FacilitatorResult, SettleOk } from "../../src/adapters/facilitator/types.js";
-import type { LocalChain } from "../../src/local/chain/index.js";
+import { createLocalFacilitator } from "../src/adapters/facilitator/local.js";
+import type { FacilitatorResult, SettleOk } from "../src/adapters/facilitator/types.js";
+import type { LocalChain } from "../src/local/chain/index.js";
 
 /**
  * How the stand-in answers `POST /settle`:

@@ -1,5 +1,5 @@
 import { createClient } from "graphql-sse";
-import type { TestApp } from "../../../testkit/harness.js";
+import type { TestApp } from "../harness.js";
 import type { GqlError, HeaderMap } from "./transports.js";
 
 export interface SubscriptionResult {

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { Db } from "../../../src/adapters/db.js";
-import type { Modality } from "../../../src/generated/prisma/client.js";
-import { computeCharge } from "../../../src/lib/money.js";
-import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
+import type { Db } from "../src/adapters/db.js";
+import type { Modality } from "../src/generated/prisma/client.js";
+import { computeCharge } from "../src/lib/money.js";
+import { createAccount, createOffer, createUpstreamKey } from "./fixtures.js";
 
 /** A row of the public catalog (`/v1/models`) as the tests read it. */
 export interface PublicRow {

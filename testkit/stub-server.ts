@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Address } from "viem";
-import type { PaymentRequirements } from "x402/types";
+
+/** Stand-in HTTP servers for the local-world tests (an upstream that answers what a test says). */
 
 export interface TestServer {
   url: string;
@@ -44,25 +44,4 @@ export function sendJson(
 ): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(body));
-}
-
-/** x402 v1 `exact` requirements for the local USDC, as the service will issue them. */
-export function usdcRequirements(opts: {
-  usdcAddress: Address;
-  payTo: Address;
-  amountMicro: bigint;
-  resource?: string;
-}): PaymentRequirements {
-  return {
-    scheme: "exact",
-    network: "base",
-    maxAmountRequired: opts.amountMicro.toString(),
-    resource: opts.resource ?? "http://127.0.0.1/v1/x402/top-up",
-    description: "svc top-up",
-    mimeType: "application/json",
-    payTo: opts.payTo,
-    maxTimeoutSeconds: 300,
-    asset: opts.usdcAddress,
-    extra: { name: "USD Coin", version: "2" },
-  };
 }

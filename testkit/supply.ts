@@ -1,14 +1,12 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { expect } from "vitest";
-import type { Db } from "../../../src/adapters/db.js";
-import { postJournal } from "../../../src/domain/ledger/ledger.js";
-import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
-import { call, type SignedInUser } from "../../../testkit/actors.js";
-import type { TestApp } from "../../../testkit/harness.js";
+import type { Db } from "../src/adapters/db.js";
+import { postJournal } from "../src/domain/ledger/ledger.js";
+import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
+import { call, type Res, type SignedInUser } from "./actors.js";
+import type { TestApp } from "./harness.js";
 
-/** Helpers of the supply suite. No state: every test file owns its app, database and simulator. */
-
-export type Res = { status: number; body: unknown; headers: Headers };
+/** The supply side as tests drive it: upstream keys, offers, earnings, and the day's clock. */
 
 export interface KeyBody {
   id: string;
@@ -33,17 +31,6 @@ export interface OfferBody {
   status: string;
   expiresAt: string;
   endedAt: string | null;
-}
-
-export function errorCodeOf(body: unknown): string | undefined {
-  return (body as { error?: { code?: string } } | null)?.error?.code;
-}
-
-/** The JSON error envelope with `X-Svc-Error-Code`. */
-export function expectError(res: Res, status: number, code: string, label?: string): void {
-  expect(res.status, `${label ?? ""} status (body ${JSON.stringify(res.body)})`).toBe(status);
-  expect(errorCodeOf(res.body), `${label ?? ""} error.code`).toBe(code);
-  expect(res.headers.get("x-svc-error-code"), `${label ?? ""} X-Svc-Error-Code`).toBe(code);
 }
 
 /** A fresh upstream secret known to the simulator, with `diemMicro` DIEM. */

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { debitPayout } from "../../../src/domain/ledger/ledger.js";
-import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
-import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import type { TestApp } from "../../../testkit/harness.js";
-import { addSupply, fundConfirmed } from "../../../testkit/market.js";
-import { bearer, cookie, rest } from "./transports.js";
+import { debitPayout } from "../../src/domain/ledger/ledger.js";
+import type { UpstreamSimulator } from "../../src/local/upstream-sim/index.js";
+import { bearer, createKey, type SignedInUser, signIn } from "../actors.js";
+import type { TestApp } from "../harness.js";
+import { addSupply, fundConfirmed } from "../market.js";
+import { cookie, rest } from "./transports.js";
 
 /**
  * The access matrix's world, seeded through the routes a client uses wherever one exists: two
