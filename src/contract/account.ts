@@ -1,5 +1,6 @@
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../lib/money.js";
 import { decimal6, keyName, pageQuery, timestamp, uuid, uuidField, walletAddress, z } from "./common.js";
+import { parseWith } from "./parse.js";
 
 /** SPEC "Account" and "Account (session)": the session routes' requests and responses. */
 
@@ -26,6 +27,11 @@ export const ceilingCents = z
  * 30-80, required; other fields (such as `walletAddress`) are ignored: the credential decides the account.
  */
 export const maxPriceBody = z.object({ maxPriceCentsPerDollar: ceilingCents }).openapi("MaxPriceBody");
+
+/** A ceiling from any caller (REST body, GraphQL argument, MCP tool): the integer, or the 400 naming the field. */
+export function parseCeiling(value: unknown): number {
+  return parseWith(maxPriceBody, { maxPriceCentsPerDollar: value }).maxPriceCentsPerDollar;
+}
 
 export const maxPriceResponse = z
   .object({ walletAddress, maxPriceCentsPerDollar: z.number().int() })

@@ -1,5 +1,6 @@
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../lib/money.js";
 import { timestamp, z } from "./common.js";
+import { parseWith } from "./parse.js";
 
 /** SPEC "Catalog model row", "Model statistics", "Capacity" (the public market views). */
 
@@ -74,16 +75,23 @@ export const modelIdParam = z.object({
   id: z.string().min(1).openapi({ description: "bare slug or `svc/<slug>`", example: "qwen3-4b" }),
 });
 
+/** SPEC "Limits": the stats windows (7d by default). */
 export const STATS_WINDOW_VALUES = ["24h", "7d", "30d"] as const;
+export const DEFAULT_STATS_WINDOW = "7d" satisfies (typeof STATS_WINDOW_VALUES)[number];
 const WINDOW_MESSAGE = `window must be one of ${STATS_WINDOW_VALUES.join(", ")}.`;
 
 /** `GET /v1/models/stats?window=`: 24h, 7d or 30d (default 7d); anything else is 400. */
 export const modelStatsQuery = z.object({
   window: z
     .enum(STATS_WINDOW_VALUES, { errorMap: () => ({ message: WINDOW_MESSAGE }) })
-    .default("7d")
+    .default(DEFAULT_STATS_WINDOW)
     .openapi({ description: "statistics window" }),
 });
+
+/** `?window=` or GraphQL `window:` from any caller: absent → 7d; anything but 24h, 7d or 30d → the 400 naming `window`. */
+export function parseStatsWindow(value: unknown): (typeof STATS_WINDOW_VALUES)[number] {
+  return parseWith(modelStatsQuery, { window: value }).window;
+}
 
 export const modelStatsResponse = z
   .object({

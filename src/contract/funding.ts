@@ -1,10 +1,15 @@
+import { DEFAULT_CEILING_CENTS } from "../lib/money.js";
 import { ceilingCents } from "./account.js";
 import { decimal6, uuid, walletAddress, z } from "./common.js";
+import { parseWith } from "./parse.js";
 
 /** SPEC "Funding flow" (x402 `exact` on Base) and "Payment requirement", "Funding results". */
 
+/** SPEC "Limits": 1 to 1000 USDC per payment. */
 export const MIN_PAYMENT_MICRO_USDC = 1_000_000;
 export const MAX_PAYMENT_MICRO_USDC = 1_000_000_000;
+/** The name of the key a signup issues when the body names none. */
+export const DEFAULT_SIGNUP_KEY_NAME = "x402-signup";
 
 const AMOUNT_TYPE_MESSAGE = "amountMicroUsdc must be an integer number of micro-USDC.";
 const AMOUNT_RANGE_MESSAGE = "amountMicroUsdc must be 1000000-1000000000 (1 to 1000 USDC).";
@@ -34,12 +39,44 @@ export const signupBody = z
         .string({ invalid_type_error: KEY_NAME_MESSAGE })
         .max(64, { message: KEY_NAME_MESSAGE })
         .optional()
-        .openapi({ description: "name of the issued key (default `x402-signup`)" }),
+        .openapi({ description: `name of the issued key (default \`${DEFAULT_SIGNUP_KEY_NAME}\`)` }),
       maxPriceCentsPerDollar: ceilingCents.optional().openapi({ description: "buyer ceiling, 30-80 (default 80)" }),
     },
     { required_error: BODY_MESSAGE, invalid_type_error: BODY_MESSAGE },
   )
   .openapi("SignupRequest");
+
+/** The funding routes: signup, top-up (session) and refill (Bearer). */
+export type FundingKind = "signup" | "top_up" | "refill";
+
+/** A parsed funding body: the amount always; on signup the key's name and the buyer's ceiling (defaults applied). */
+export interface FundingBody {
+  amountMicroUsdc: bigint;
+  keyName: string;
+  maxPriceCentsPerDollar: number;
+}
+
+/**
+ * The body of a funding call (SPEC "Funding flow"): `amountMicroUsdc` always; `keyName` (empty: the
+ * default) and `maxPriceCentsPerDollar` (optional) on signup only, ignored elsewhere.
+ * @throws invalid_request naming the field
+ */
+export function parseFundingRequest(kind: FundingKind, raw: unknown): FundingBody {
+  if (kind !== "signup") {
+    const b = parseWith(fundingBody, raw);
+    return {
+      amountMicroUsdc: BigInt(b.amountMicroUsdc),
+      keyName: DEFAULT_SIGNUP_KEY_NAME,
+      maxPriceCentsPerDollar: DEFAULT_CEILING_CENTS,
+    };
+  }
+  const b = parseWith(signupBody, raw);
+  return {
+    amountMicroUsdc: BigInt(b.amountMicroUsdc),
+    keyName: b.keyName || DEFAULT_SIGNUP_KEY_NAME,
+    maxPriceCentsPerDollar: b.maxPriceCentsPerDollar ?? DEFAULT_CEILING_CENTS,
+  };
+}
 
 export const paymentRequirements = z
   .object({

@@ -1,12 +1,26 @@
 import { decimal6, timestamp, uuid, z } from "./common.js";
+import { parseWith, refusal, withRule } from "./parse.js";
 
 /**
- * SPEC "Inference" (Bearer only): the transport shapes of chat, Responses, images and video.
- * These schemas check only the shape every request must have, with the messages the domain uses
- * (src/domain/inference/*-request.ts, chat.ts, image.ts), and pass every other field through: the
- * domain keeps the rules that need the catalog row or the price (paid add-ons, `n`, constraints,
- * image tiers), so a route answers exactly as before.
+ * SPEC "Inference" (Bearer only): the requests of chat, Responses, images and video, and their
+ * answers. Each body is parsed once, here, into the typed request the domain takes
+ * (`parseChatRequest`, `parseResponsesRequest`, `parseImageRequest`, `parseOpenAiImageRequest`,
+ * `parseVideoRequest`): every rule that needs no database row lives in these schemas — the model
+ * id, `stream`, `n`, the token caps, THE paid add-on refusal (SPEC 12), the image fields — with the
+ * message and the field of its 400. Rules that need the catalog row or a price (image tiers, video
+ * constraints, admission) are the domain's (src/domain/inference). The `…Body` objects are what
+ * /openapi.json documents and the MCP tools list; the parses add the refusals no client sends on
+ * purpose (paid add-ons, `return_binary`), in the order a 400 names them (the first issue speaks).
  */
+
+export type Json = Record<string, unknown>;
+
+/** The largest `max_tokens` a request may ask for (a number beyond it is a 400, not a reservation). */
+export const MAX_REQUESTED_TOKENS = 10_000_000;
+/** Images per image request (`variants` / `n`). */
+export const MAX_IMAGE_VARIANTS = 4;
+/** The upstream's own default output format on the native image route, stated by the service (SPEC: WebP). */
+const DEFAULT_IMAGE_FORMAT = "webp";
 
 const MODEL_MESSAGE = "model is required (a live id from /v1/models).";
 
@@ -23,14 +37,74 @@ const streamFlag = z
   .optional()
   .openapi({ description: "true: SSE (text/event-stream); omitted or false: buffered JSON" });
 
-/** An optional positive integer token cap (null counts as absent). */
-const tokenCap = (field: string) =>
-  z
-    .number({ invalid_type_error: `${field} must be a positive integer.` })
-    .int({ message: `${field} must be a positive integer.` })
-    .min(1, { message: `${field} must be a positive integer.` })
+/** An optional token cap (absent or null: none): an integer 1–MAX_REQUESTED_TOKENS. */
+const tokenCap = (field: string) => {
+  const message = `${field} must be an integer from 1 to ${MAX_REQUESTED_TOKENS}.`;
+  return z
+    .number({ invalid_type_error: message })
+    .int({ message })
+    .min(1, { message })
+    .max(MAX_REQUESTED_TOKENS, { message })
     .nullable()
     .optional();
+};
+
+// ---- THE paid add-on refusal (SPEC 12): anything that bills beyond published pricing ----------
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A paid add-on switch counts as on unless absent, null, false or "off" (text and image routes alike). */
+function switchedOn(v: unknown): boolean {
+  return v !== undefined && v !== null && v !== false && v !== "off";
+}
+
+/** Tool types that bill beyond published pricing. */
+const PAID_TOOL = /^(web_search|web_search_preview|x_search)(_|$)/;
+
+/** A paid add-on switch: absent, null, false and "off" are off; any other value is the 400 `message`. */
+const offSwitch = (message: string) => withRule(z.unknown(), (v) => (switchedOn(v) ? message : undefined)).optional();
+
+/**
+ * The text routes' paid add-ons: the provider's web search, scraping and X search
+ * (`venice_parameters.enable_*`), OpenAI's `web_search`, and paid tool types, each a 400 naming its
+ * field. Not in the documented bodies (no client sends them expecting them to work), so their
+ * rules are `withRule`s, which cost nothing when the field is not sent.
+ */
+export const paidAddOns = {
+  venice_parameters: withRule(
+    z.record(z.unknown(), { invalid_type_error: "venice_parameters must be an object." }),
+    (vp) =>
+      switchedOn(vp.enable_web_search) || switchedOn(vp.enable_web_scraping) || switchedOn(vp.enable_x_search)
+        ? "Web search, scraping and X search are refused: they bill beyond published pricing."
+        : undefined,
+  )
+    .nullable()
+    .optional(),
+  web_search: offSwitch("web_search is refused: it bills beyond published pricing."),
+  tools: withRule(z.array(z.unknown(), { invalid_type_error: "tools must be an array." }), (tools) => {
+    for (const t of tools) {
+      if (isObject(t) && typeof t.type === "string" && PAID_TOOL.test(t.type)) {
+        return `The ${t.type} tool is refused: it bills beyond published pricing.`;
+      }
+    }
+    return undefined;
+  })
+    .nullable()
+    .optional(),
+};
+
+// ---- typed requests ------------------------------------------------------------------------------
+
+/** What every parsed inference request carries. */
+export interface ModalityRequest {
+  /** the buyer's body as sent, checked by the contract (forwarded fields come from it) */
+  body: Json;
+  /** the model as the buyer sent it */
+  model: string;
+  stream: boolean;
+}
 
 /** One OpenAI chat message (`content` a string, an array of content parts, or null). */
 export const chatMessage = z
@@ -48,31 +122,34 @@ export const chatMessage = z
   })
   .passthrough()
   .openapi("ChatMessage");
+export type ChatMessage = z.infer<typeof chatMessage>;
+
+const CHAT_BODY_MESSAGE = "Body must be a JSON object with model and messages.";
+const chatBodyErrors = { required_error: CHAT_BODY_MESSAGE, invalid_type_error: CHAT_BODY_MESSAGE };
+
+/** The chat fields in the order a 400 names them: the paid add-ons come before the token caps. */
+const chatHead = {
+  model: modelId,
+  messages: z
+    .array(chatMessage, {
+      required_error: "messages must be a non-empty array.",
+      invalid_type_error: "messages must be a non-empty array.",
+    })
+    .min(1, { message: "messages must be a non-empty array." }),
+  stream: streamFlag,
+  n: z
+    .literal(1, { errorMap: () => ({ message: "n must be 1 (one choice per request)." }) })
+    .optional()
+    .openapi({ description: "one choice per request" }),
+};
+const chatCaps = {
+  max_completion_tokens: tokenCap("max_completion_tokens"),
+  max_tokens: tokenCap("max_tokens"),
+};
 
 /** `POST /v1/chat/completions`: OpenAI's body; other OpenAI fields pass through to the upstream. */
 export const chatCompletionBody = z
-  .object(
-    {
-      model: modelId,
-      messages: z
-        .array(chatMessage, {
-          required_error: "messages must be a non-empty array.",
-          invalid_type_error: "messages must be a non-empty array.",
-        })
-        .min(1, { message: "messages must be a non-empty array." }),
-      stream: streamFlag,
-      n: z
-        .literal(1, { errorMap: () => ({ message: "n must be 1 (one choice per request)." }) })
-        .optional()
-        .openapi({ description: "one choice per request" }),
-      max_completion_tokens: tokenCap("max_completion_tokens"),
-      max_tokens: tokenCap("max_tokens"),
-    },
-    {
-      required_error: "Body must be a JSON object with model and messages.",
-      invalid_type_error: "Body must be a JSON object with model and messages.",
-    },
-  )
+  .object({ ...chatHead, ...chatCaps }, chatBodyErrors)
   .passthrough()
   .openapi("ChatCompletionRequest", {
     description:
@@ -80,38 +157,73 @@ export const chatCompletionBody = z
   });
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
 
+const chatRequestBody = z.object({ ...chatHead, ...paidAddOns, ...chatCaps }, chatBodyErrors).passthrough();
+
+/** A parsed chat body and what the pipeline needs of it. */
+export interface ChatRequest extends ModalityRequest {
+  /** `max_completion_tokens`, else `max_tokens` */
+  maxTokens: number | undefined;
+  messages: ChatMessage[];
+}
+
+/** `POST /v1/chat/completions` (SPEC "Inference"): the typed request, or the 400 naming the field. */
+export function parseChatRequest(raw: unknown): ChatRequest {
+  const b = parseWith(chatRequestBody, raw);
+  return {
+    body: raw as Json,
+    model: b.model,
+    stream: b.stream === true,
+    maxTokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
+    messages: b.messages,
+  };
+}
+
 const INPUT_MESSAGE = "input is required (a string or an array of input items).";
 const INPUT_ITEMS_MESSAGE = "input must be a string or a non-empty array of input items.";
+const RESPONSES_BODY_MESSAGE = "Body must be a JSON object with model and input.";
+const responsesBodyErrors = { required_error: RESPONSES_BODY_MESSAGE, invalid_type_error: RESPONSES_BODY_MESSAGE };
+
+const responsesFields = {
+  model: modelId,
+  input: z.union(
+    [
+      z.string().min(1, { message: "input must not be empty." }),
+      z
+        .array(z.unknown())
+        .min(1, { message: INPUT_ITEMS_MESSAGE })
+        .refine((items) => items.every(isObject), { message: INPUT_ITEMS_MESSAGE })
+        .openapi({ items: { type: "object" } }),
+    ],
+    { errorMap: () => ({ message: INPUT_MESSAGE }) },
+  ),
+  instructions: z.string({ invalid_type_error: "instructions must be a string." }).nullable().optional(),
+  stream: streamFlag,
+  max_output_tokens: tokenCap("max_output_tokens"),
+};
 
 /** `POST /v1/responses`: the stateless Responses facade (`store`/`previous_response_id` are not kept). */
-export const responsesBody = z
-  .object(
-    {
-      model: modelId,
-      input: z.union(
-        [
-          z.string().min(1, { message: "input must not be empty." }),
-          z
-            .array(z.unknown())
-            .min(1, { message: INPUT_ITEMS_MESSAGE })
-            .refine((items) => items.every((i) => typeof i === "object" && i !== null && !Array.isArray(i)), {
-              message: INPUT_ITEMS_MESSAGE,
-            })
-            .openapi({ items: { type: "object" } }),
-        ],
-        { errorMap: () => ({ message: INPUT_MESSAGE }) },
-      ),
-      instructions: z.string({ invalid_type_error: "instructions must be a string." }).nullable().optional(),
-      stream: streamFlag,
-      max_output_tokens: tokenCap("max_output_tokens"),
-    },
-    {
-      required_error: "Body must be a JSON object with model and input.",
-      invalid_type_error: "Body must be a JSON object with model and input.",
-    },
-  )
-  .passthrough()
-  .openapi("ResponsesRequest");
+export const responsesBody = z.object(responsesFields, responsesBodyErrors).passthrough().openapi("ResponsesRequest");
+
+const responsesRequestBody = z.object({ ...responsesFields, ...paidAddOns }, responsesBodyErrors).passthrough();
+
+export interface ResponsesRequest extends ModalityRequest {
+  maxTokens: number | undefined;
+  input: string | unknown[];
+  instructions: string | undefined;
+}
+
+/** `POST /v1/responses` (SPEC "Inference"): the typed request, or the 400 naming the field. */
+export function parseResponsesRequest(raw: unknown): ResponsesRequest {
+  const b = parseWith(responsesRequestBody, raw);
+  return {
+    body: raw as Json,
+    model: b.model,
+    stream: b.stream === true,
+    maxTokens: b.max_output_tokens ?? undefined,
+    input: b.input,
+    instructions: b.instructions ?? undefined,
+  };
+}
 
 const nonEmptyString = (field: string) =>
   z
@@ -125,33 +237,121 @@ const prompt = z
 
 const variants = (field: string) =>
   z
-    .number({ invalid_type_error: `${field} must be an integer 1-4.` })
-    .int({ message: `${field} must be an integer 1-4.` })
-    .min(1, { message: `${field} must be an integer 1-4.` })
-    .max(4, { message: `${field} must be an integer 1-4.` })
+    .number({ invalid_type_error: `${field} must be an integer 1-${MAX_IMAGE_VARIANTS}.` })
+    .int({ message: `${field} must be an integer 1-${MAX_IMAGE_VARIANTS}.` })
+    .min(1, { message: `${field} must be an integer 1-${MAX_IMAGE_VARIANTS}.` })
+    .max(MAX_IMAGE_VARIANTS, { message: `${field} must be an integer 1-${MAX_IMAGE_VARIANTS}.` })
     .nullable()
     .optional();
 
+const IMAGE_BODY_MESSAGE = "Body must be a JSON object with model and prompt.";
+const imageBodyErrors = { required_error: IMAGE_BODY_MESSAGE, invalid_type_error: IMAGE_BODY_MESSAGE };
+
+const imageFields = {
+  variants: variants("variants"),
+  n: variants("n"),
+  resolution: nonEmptyString("resolution").nullable().optional(),
+  quality: nonEmptyString("quality").nullable().optional(),
+  hide_watermark: z.boolean().optional().openapi({ description: "true removes the watermark at no extra cost" }),
+  format: z.string().optional().openapi({ description: "output format (default webp)", example: "webp" }),
+};
+
 /** `POST /v1/image/generate`: the upstream's native body; `resolution`, `quality`, `variants`/`n` are priced. */
 export const imageGenerateBody = z
+  .object({ model: modelId, prompt, ...imageFields }, imageBodyErrors)
+  .passthrough()
+  .openapi("ImageGenerateRequest", { description: "`enable_web_search` is refused; other fields go upstream." });
+
+/** Absent or `false`, else the 400 `message` names the field. */
+const offOnly = (message: string) => withRule(z.unknown(), (v) => (v === false ? undefined : message)).optional();
+
+/**
+ * The native image body in two steps, in the order a 400 names them: first what is refused
+ * outright (web search, streaming, binary answers) and `variants` and `n` with different values,
+ * then the priced fields.
+ */
+const imageRequestBody = z
   .object(
     {
       model: modelId,
       prompt,
-      variants: variants("variants"),
-      n: variants("n"),
-      resolution: nonEmptyString("resolution").nullable().optional(),
-      quality: nonEmptyString("quality").nullable().optional(),
-      hide_watermark: z.boolean().optional().openapi({ description: "true removes the watermark at no extra cost" }),
-      format: z.string().optional().openapi({ description: "output format (default webp)", example: "webp" }),
+      enable_web_search: offSwitch("enable_web_search is refused: it bills beyond published pricing."),
+      stream: offOnly("Image generation does not stream."),
+      return_binary: offOnly("return_binary is not supported: images come back base64 in images[]."),
     },
-    {
-      required_error: "Body must be a JSON object with model and prompt.",
-      invalid_type_error: "Body must be a JSON object with model and prompt.",
-    },
+    imageBodyErrors,
   )
   .passthrough()
-  .openapi("ImageGenerateRequest", { description: "`enable_web_search` is refused; other fields go upstream." });
+  .superRefine((b, ctx) => {
+    if (b.variants !== undefined && b.n !== undefined && b.variants !== b.n) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["variants"],
+        ...refusal("Send variants or n, not both with different values."),
+      });
+    }
+  })
+  .pipe(z.object(imageFields).passthrough());
+
+/** OpenAI route only: how the buyer wants the images back, and the size asked (null: `auto`). */
+export interface OpenAiImageOptions {
+  responseFormat: "b64_json" | "url";
+  mime: string;
+  size: [number, number] | null;
+}
+
+export interface ImageRequest extends ModalityRequest {
+  /** the body forwarded upstream (`model` set per call; fields the service prices validated) */
+  forward: Json;
+  variants: number;
+  resolution: string | undefined;
+  quality: string | undefined;
+  openai: OpenAiImageOptions | null;
+}
+
+/** `POST /v1/image/generate`: the typed request (`n` forwarded as `variants`, WebP by default), or the 400. */
+export function parseImageRequest(raw: unknown): ImageRequest {
+  const b = parseWith(imageRequestBody, raw);
+  const variants = b.variants ?? b.n ?? 1;
+  const { n: _n, stream: _s, enable_web_search: _w, ...rest } = raw as Json;
+  return {
+    body: raw as Json,
+    model: (raw as { model: string }).model,
+    stream: false,
+    forward: { ...rest, variants, format: b.format ?? DEFAULT_IMAGE_FORMAT },
+    variants,
+    resolution: b.resolution ?? undefined,
+    quality: b.quality ?? undefined,
+    openai: null,
+  };
+}
+
+const OPENAI_IMAGE_SIZES: Readonly<Record<string, [number, number] | null>> = {
+  auto: null,
+  "256x256": [256, 256],
+  "512x512": [512, 512],
+  "1024x1024": [1024, 1024],
+  "1536x1024": [1536, 1024],
+  "1024x1536": [1024, 1536],
+  "1792x1024": [1792, 1024],
+  "1024x1792": [1024, 1792],
+};
+const OPENAI_IMAGE_FORMATS: Readonly<Record<string, string>> = {
+  png: "image/png",
+  jpeg: "image/jpeg",
+  webp: "image/webp",
+};
+/** OpenAI `quality` values that name a priced quality tier; the others (`auto`, `standard`, `hd`) are the model's default. */
+const OPENAI_QUALITY_TIERS = new Set(["low", "medium", "high"]);
+
+/** An optional string that is one of `allowed`; anything else (null included) is the 400 `message`. */
+const oneOfStrings = (allowed: readonly string[], message: string) =>
+  z
+    .string({ invalid_type_error: message })
+    .refine((v) => allowed.includes(v), { message })
+    .optional();
+
+const SIZE_MESSAGE = `size must be one of ${Object.keys(OPENAI_IMAGE_SIZES).join(", ")}.`;
 
 /** `POST /v1/images/generations`: OpenAI's image body, translated onto the native one. */
 export const openAiImageBody = z
@@ -160,28 +360,55 @@ export const openAiImageBody = z
       model: modelId,
       prompt,
       n: variants("n"),
-      size: z.string().optional().openapi({ example: "1024x1024" }),
-      output_format: z
-        .string()
-        .optional()
-        .openapi({ enum: ["png", "jpeg", "webp"] }),
-      response_format: z
-        .string()
-        .optional()
-        .openapi({ enum: ["b64_json", "url"] }),
-      moderation: z
-        .string()
-        .optional()
-        .openapi({ enum: ["auto", "low"] }),
+      size: oneOfStrings(Object.keys(OPENAI_IMAGE_SIZES), SIZE_MESSAGE).openapi({ example: "1024x1024" }),
+      output_format: oneOfStrings(["png", "jpeg", "webp"], "output_format must be png, jpeg or webp.").openapi({
+        enum: ["png", "jpeg", "webp"],
+      }),
+      response_format: oneOfStrings(["b64_json", "url"], "response_format must be b64_json or url.").openapi({
+        enum: ["b64_json", "url"],
+      }),
+      moderation: oneOfStrings(["auto", "low"], "moderation must be auto or low.").openapi({ enum: ["auto", "low"] }),
       quality: z.string({ invalid_type_error: "quality must be a string." }).nullable().optional(),
     },
-    {
-      required_error: "Body must be a JSON object with model and prompt.",
-      invalid_type_error: "Body must be a JSON object with model and prompt.",
-    },
+    imageBodyErrors,
   )
   .passthrough()
   .openapi("OpenAiImageRequest");
+
+/**
+ * `POST /v1/images/generations` (OpenAI's shape, docs/decisions.md "Images"): the typed request on
+ * the native body, so `n` 1-4 works and the price rules are the same. `output_format` → format (PNG
+ * by default, as OpenAI), `moderation: low` → safe mode off, `quality` low/medium/high → the priced
+ * quality tier; `size` is fitted to the model by the domain (its catalog row); `style`,
+ * `background`, `output_compression` and `user` are accepted and not forwarded.
+ */
+export function parseOpenAiImageRequest(raw: unknown): ImageRequest {
+  const b = parseWith(openAiImageBody, raw);
+  const variants = b.n ?? 1;
+  const format = b.output_format ?? "png";
+  const quality = typeof b.quality === "string" && OPENAI_QUALITY_TIERS.has(b.quality) ? b.quality : undefined;
+  return {
+    body: raw as Json,
+    model: b.model,
+    // not a stream route: `stream: true` is the endpoint's refusal ("This route does not stream.")
+    stream: (raw as Json).stream === true,
+    forward: {
+      prompt: b.prompt,
+      variants,
+      format,
+      ...(b.moderation === "low" ? { safe_mode: false } : {}),
+      ...(quality ? { quality } : {}),
+    },
+    variants,
+    resolution: undefined,
+    quality,
+    openai: {
+      responseFormat: b.response_format === "url" ? "url" : "b64_json",
+      mime: OPENAI_IMAGE_FORMATS[format] ?? "image/png",
+      size: OPENAI_IMAGE_SIZES[b.size ?? "auto"] ?? null,
+    },
+  };
+}
 
 /**
  * `POST /v1/video/quote` and `POST /v1/video/queue` (the same body). Which fields a model takes is in
@@ -194,6 +421,7 @@ export const videoBody = z
       model: modelId,
       prompt: z
         .string({ invalid_type_error: PROMPT_MESSAGE })
+        .refine((p) => p.trim().length > 0, { message: PROMPT_MESSAGE })
         .optional()
         .openapi({ description: "required except for video-to-video models" }),
       duration: z
@@ -216,23 +444,41 @@ export const videoBody = z
   .openapi("VideoRequest");
 export type VideoBody = z.infer<typeof videoBody>;
 
-const QUEUE_ID_MESSAGE = "queue_id (the id POST /v1/video/queue returned) is required.";
+/** A video request (quote and queue): the shape here; the row's constraints are the domain's (`checkVideoRequest`). */
+export interface VideoRequest {
+  /** the body as sent, checked by the contract (forwarded upstream with the row's id as `model`) */
+  body: VideoBody;
+  /** the model as the buyer sent it */
+  model: string;
+}
+
+/** `POST /v1/video/quote` and `/v1/video/queue`: the typed request, or the 400 naming the field. */
+export function parseVideoRequest(raw: unknown): VideoRequest {
+  const b = parseWith(videoBody, raw);
+  return { body: raw as VideoBody, model: b.model };
+}
+
+/** The id `POST /v1/video/queue` returned (`field`: `queue_id` in REST bodies, `queueId` in GraphQL). */
+export const queueIdField = (field: string) => {
+  const message = `${field} (the id POST /v1/video/queue returned) is required.`;
+  return z.string({ required_error: message, invalid_type_error: message }).min(1, { message }).max(100, { message });
+};
 
 /** `POST /v1/video/retrieve` and `POST /v1/video/complete`: `{queue_id}`. */
 export const videoRetrieveBody = z
   .object(
-    {
-      queue_id: z
-        .string({ required_error: QUEUE_ID_MESSAGE, invalid_type_error: QUEUE_ID_MESSAGE })
-        .min(1, { message: QUEUE_ID_MESSAGE })
-        .max(100, { message: QUEUE_ID_MESSAGE }),
-    },
+    { queue_id: queueIdField("queue_id") },
     {
       required_error: "Body must be a JSON object with queue_id.",
       invalid_type_error: "Body must be a JSON object with queue_id.",
     },
   )
   .openapi("VideoJobRef");
+
+/** `POST /v1/video/retrieve` and `/v1/video/complete`: the job's `queue_id`, or the 400 naming the field. */
+export function parseVideoJobRef(raw: unknown): string {
+  return parseWith(videoRetrieveBody, raw).queue_id;
+}
 
 // ---- responses -------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ import { type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { NextFunction, Request, Response } from "express";
 import { ZodError } from "zod";
+import { invalidRequest } from "../contract/parse.js";
 import { DomainError, type ErrorDetails, isDomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 
@@ -86,12 +87,8 @@ export function sendError(res: Response, err: DomainError): void {
 /** Converts anything thrown into a DomainError; unknown errors become a masked 500. */
 export function toDomainError(err: unknown, requestId?: string): DomainError {
   if (isDomainError(err)) return err;
-  if (err instanceof ZodError) {
-    const issue = err.issues[0];
-    const field = issue?.path.join(".") || undefined;
-    const message = issue ? `${field ? `${field}: ` : ""}${issue.message}` : "Invalid request.";
-    return new DomainError("invalid_request", message, field ? { field } : {});
-  }
+  // a zod refusal that reached here: the contract's 400, as every parse answers it
+  if (err instanceof ZodError) return invalidRequest(err);
   const e = err as { type?: string; status?: number; statusCode?: number; expose?: boolean };
   // body-parser failures are client mistakes, never 500
   if (e?.type === "entity.parse.failed") {

@@ -8,7 +8,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
-import { asDomainError, parseArguments, toolError, toolResult } from "./tool-result.js";
+import { asDomainError, toolError, toolResult } from "./tool-result.js";
 import { TOOLS, type ToolContext } from "./tools.js";
 
 const INSTRUCTIONS = [
@@ -52,7 +52,7 @@ export function createMcpServer(ctx: ToolContext): Server {
     // an unknown tool is a protocol error (MCP "Tools": -32602), not a tool error
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     try {
-      const args = parseArguments(tool.input, request.params.arguments);
+      const args = tool.parse(request.params.arguments);
       return toolResult(await tool.run(args, ctx));
     } catch (err) {
       return toolError(asDomainError(err, { tool: tool.name, requestId: ctx.requestId }));

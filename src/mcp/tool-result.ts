@@ -1,5 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
+import { parseWith } from "../contract/parse.js";
 import { DomainError, isDomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 
@@ -39,16 +40,10 @@ export function asDomainError(err: unknown, ctx: { tool: string; requestId: stri
 }
 
 /**
- * A tool's arguments checked with the contract's schema: the first issue becomes `invalid_request`
- * naming the field, the message following the contract's convention (a message that starts with its
- * field's name is a whole sentence, any other is prefixed with the field), as REST answers its 400.
+ * A tool's arguments checked with the contract's schema (contract/parse.ts `parseWith`): the first
+ * issue becomes `invalid_request` naming the field, exactly as REST answers its 400. Absent
+ * arguments count as `{}`.
  */
 export function parseArguments<S extends z.ZodTypeAny>(schema: S, value: unknown): z.output<S> {
-  const r = schema.safeParse(value ?? {});
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const field = issue?.path.join(".") || undefined;
-  const text = issue?.message ?? "invalid arguments";
-  const message = field && !text.startsWith(field) ? `${field}: ${text}` : text;
-  throw new DomainError("invalid_request", message, field ? { field } : {});
+  return parseWith(schema, value ?? {});
 }

@@ -3,7 +3,15 @@ import { z } from "zod";
 import { agentMeResponse, agentRequestResponse, maxPriceBody, maxPriceResponse } from "../contract/agent.js";
 import { capacityInput, modality, modelList, modelStatsQuery, modelStatsResponse } from "../contract/catalog.js";
 import { decimal6, supportReferenceParam, uuid } from "../contract/common.js";
-import { chatCompletionBody, videoBody, videoQuoteResponse } from "../contract/inference.js";
+import {
+  type ChatRequest,
+  chatCompletionBody,
+  parseChatRequest,
+  parseVideoRequest,
+  type VideoRequest,
+  videoBody,
+  videoQuoteResponse,
+} from "../contract/inference.js";
 import { capacityResponse } from "../contract/market.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import type { Caller } from "../domain/inference/session.js";
@@ -12,7 +20,7 @@ import { presentModel, presentModelStats } from "../http/routes/catalog.js";
 import { presentCapacity } from "../http/routes/market.js";
 import { DomainError } from "../lib/errors.js";
 import type { Runtime } from "../runtime.js";
-import type { Json } from "./tool-result.js";
+import { type Json, parseArguments } from "./tool-result.js";
 
 /**
  * The connector's tools (SPEC "What the service does" 14, issue 17 item 4). Each is what its REST
@@ -35,25 +43,31 @@ export interface ToolDefinition {
   name: string;
   title: string;
   description: string;
-  /** validates the arguments; its JSON Schema is the tool's `inputSchema` */
+  /** the arguments' contract schema: its JSON Schema is the tool's `inputSchema` */
   input: z.AnyZodObject;
   /** the shape of a successful result's `structuredContent` (a contract response schema) */
   output: z.AnyZodObject;
   annotations: ToolAnnotations;
+  /** the arguments parsed once, by the contract, into what `run` takes (400 naming the field) */
+  parse(args: unknown): unknown;
   run(args: unknown, ctx: ToolContext): Promise<Json>;
 }
 
-/** Keeps each tool's `run` typed by its own input schema. */
-function defineTool<I extends z.AnyZodObject>(def: {
+/**
+ * Keeps each tool's `run` typed by what its arguments parse into: `input`'s parse, or `parse` where
+ * the tool hands a service the contract's typed request (that parse is then the only one).
+ */
+function defineTool<I extends z.AnyZodObject, A = z.output<I>>(def: {
   name: string;
   title: string;
   description: string;
   input: I;
   output: z.AnyZodObject;
   annotations: ToolAnnotations;
-  run(args: z.output<I>, ctx: ToolContext): Promise<Json>;
+  parse?: (args: unknown) => A;
+  run(args: A, ctx: ToolContext): Promise<Json>;
 }): ToolDefinition {
-  return def as unknown as ToolDefinition;
+  return { ...def, parse: def.parse ?? ((args) => parseArguments(def.input, args)) } as ToolDefinition;
 }
 
 const UNITS =
@@ -102,7 +116,10 @@ const videoArgs = described(videoBody, {
   image_url: "http(s) or data: URL; required by image-to-video models",
 });
 
-/** The chat tool takes the buffered call's essentials: the contract's model, messages and max_tokens. */
+/**
+ * The chat tool takes the buffered call's essentials: the contract's model, messages and max_tokens
+ * (listed from the contract's body; parsed by `chatToolRequest`).
+ */
 const chatCompletionArgs = described(
   chatCompletionBody.pick({ model: true, messages: true, max_tokens: true }).strip(),
   {
@@ -124,6 +141,18 @@ const chatCompletionOutput = z.object({
   supportReference: uuid.describe("look the call up later with request_lookup"),
   requestId: uuid,
 });
+
+/**
+ * The chat tool's arguments as the buffered REST call's request, body for body: the tool's fields
+ * (others are dropped, as the listed schema says), stream off, parsed once by the contract's
+ * `parseChatRequest` (the REST route's parse).
+ */
+function chatToolRequest(args: unknown): ChatRequest {
+  const a = (typeof args === "object" && args !== null ? args : {}) as Record<string, unknown>;
+  const body: Record<string, unknown> = { stream: false };
+  for (const k of Object.keys(chatCompletionArgs.shape)) if (a[k] !== undefined) body[k] = a[k];
+  return parseChatRequest(body);
+}
 
 function header(headers: Record<string, string>, name: string): string {
   const v = headers[name];
@@ -222,8 +251,9 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: videoArgs,
     output: videoQuoteResponse,
     annotations: { readOnlyHint: true, openWorldHint: true },
-    async run(args, { rt, viewer }) {
-      return presentVideoQuote(await rt.services.videoQuotes.quote(caller(viewer), args));
+    parse: parseVideoRequest,
+    async run(req: VideoRequest, { rt, viewer }) {
+      return presentVideoQuote(await rt.services.videoQuotes.quote(caller(viewer), req));
     },
   }),
   defineTool({
@@ -284,10 +314,9 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: chatCompletionArgs,
     output: chatCompletionOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    async run(args, { rt, viewer, signal, requestId }) {
-      // the buffered REST call, body for body: stream off, one choice
-      const body = { ...args, stream: false };
-      const out = await rt.services.chat.buffered(caller(viewer, requestId), body, signal);
+    parse: chatToolRequest,
+    async run(req: ChatRequest, { rt, viewer, signal, requestId }) {
+      const out = await rt.services.chat.buffered(caller(viewer, requestId), req, signal);
       const choice = (Array.isArray(out.body.choices) ? out.body.choices[0] : undefined) as Json | undefined;
       const message = (choice?.message ?? { role: "assistant", content: null }) as Json;
       return {

@@ -1,6 +1,7 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
+import { parseCeiling } from "../../contract/account.js";
 import type { Clock } from "../../lib/clock.js";
 import {
   type CursorKey,
@@ -11,7 +12,6 @@ import {
   type Page,
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
-import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import type { Viewer } from "../identity/viewer.js";
 import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
 import { authProviderFor } from "./auth-provider.js";
@@ -28,17 +28,6 @@ const BALANCE_SELECT = {
   supplierPayableMicroUsdc: true,
   buyerEscrows: { select: { holder: true, amountMicroUsdc: true } },
 } as const;
-
-export function assertCeiling(value: unknown, field = "maxPriceCentsPerDollar"): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < MIN_CEILING_CENTS || value > MAX_CEILING_CENTS) {
-    throw new DomainError(
-      "invalid_request",
-      `${field} must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}; nothing was changed.`,
-      { field },
-    );
-  }
-  return value;
-}
 
 export function pageSize(limit: number | undefined): number {
   if (limit === undefined) return DEFAULT_PAGE_SIZE;
@@ -143,7 +132,7 @@ export class AccountService {
     walletAddress: string;
     maxPriceCentsPerDollar: number;
   }> {
-    const cents = assertCeiling(input.maxPriceCentsPerDollar);
+    const cents = parseCeiling(input.maxPriceCentsPerDollar);
     const a = await this.db.account.update({
       where: { id: input.accountId },
       data: { maxPriceCentsPerDollar: cents },

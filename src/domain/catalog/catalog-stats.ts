@@ -1,12 +1,5 @@
 import { utcDay } from "../../lib/clock.js";
-import { DomainError } from "../../lib/errors.js";
-import {
-  type CatalogModality,
-  DEFAULT_STATS_WINDOW,
-  type ModelUsage,
-  STATS_WINDOWS,
-  type StatsWindow,
-} from "./catalog-types.js";
+import type { CatalogModality, ModelUsage, StatsWindow } from "./catalog-types.js";
 
 /**
  * Model statistics arithmetic (pure). Shares are fractions of burn (micro-DIEM), computed in
@@ -24,15 +17,8 @@ export const STATS_WINDOW_MS: Readonly<Record<StatsWindow, number>> = {
   "30d": 30 * 24 * HOUR_MS,
 };
 
-/**
- * `?window=`: absent → 7d; anything but 24h, 7d or 30d → 400 invalid_request (SPEC "Public").
- * @throws invalid_request
- */
-export function parseStatsWindow(value: unknown): StatsWindow {
-  if (value === undefined) return DEFAULT_STATS_WINDOW;
-  if (typeof value === "string" && (STATS_WINDOWS as readonly string[]).includes(value)) return value as StatsWindow;
-  throw new DomainError("invalid_request", `window must be one of ${STATS_WINDOWS.join(", ")}.`, { field: "window" });
-}
+/** `?window=` / GraphQL `window:`: the contract's rule (absent → 7d; anything but 24h, 7d or 30d → 400). */
+export { parseStatsWindow } from "../../contract/catalog.js";
 
 /** part / total rounded half-up to 4 decimals (0 when total is 0). */
 export function shareOf(part: bigint, total: bigint): number {

@@ -1,3 +1,5 @@
+import { DEFAULT_STATS_WINDOW as CONTRACT_DEFAULT_STATS_WINDOW, STATS_WINDOW_VALUES } from "../../contract/catalog.js";
+
 /** Catalog rows and model statistics (SPEC "Catalog model row", "Model statistics"). */
 
 export type CatalogModality = "text" | "image" | "video";
@@ -73,10 +75,10 @@ export interface CatalogSyncResult {
   comingSoon: number;
 }
 
-/** SPEC "Limits": the stats windows. */
-export const STATS_WINDOWS = ["24h", "7d", "30d"] as const;
+/** SPEC "Limits": the stats windows (the contract's, src/contract/catalog.ts). */
+export const STATS_WINDOWS = STATS_WINDOW_VALUES;
 export type StatsWindow = (typeof STATS_WINDOWS)[number];
-export const DEFAULT_STATS_WINDOW: StatsWindow = "7d";
+export const DEFAULT_STATS_WINDOW: StatsWindow = CONTRACT_DEFAULT_STATS_WINDOW;
 
 export interface ModelDailyShare {
   /** UTC day, `YYYY-MM-DD` */

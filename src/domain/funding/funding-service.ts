@@ -4,6 +4,7 @@ import { type Facilitator, settleVerdict } from "../../adapters/facilitator/type
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Fuse } from "../../adapters/redis/fuse.js";
 import type { Config } from "../../config.js";
+import { type FundingBody, parseFundingRequest } from "../../contract/funding.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
@@ -16,8 +17,6 @@ import {
   type FundingOutcome,
   type FundingRequest,
   fundedOutcome,
-  type ParsedBody,
-  parseFundingBody,
 } from "./funding-request.js";
 import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
@@ -69,7 +68,7 @@ export class FundingService {
    *   not_configured (503) when PAY_TO is unset; 402 challenges come back as outcomes.
    */
   async fund(req: FundingRequest): Promise<FundingOutcome> {
-    const body = parseFundingBody(req.kind, req.body);
+    const body = parseFundingRequest(req.kind, req.body);
     const payTo = this.deps.config.chain.payTo;
     if (!payTo) throw new DomainError("not_configured", "Funding is not configured (PAY_TO is unset).");
     const requirements = buildRequirements({
@@ -201,7 +200,7 @@ export class FundingService {
   private async claimIntent(
     req: FundingRequest,
     d: DecodedPayment,
-    body: ParsedBody,
+    body: FundingBody,
   ): Promise<{ claimed: true; paymentId: string } | { claimed: false }> {
     const data = {
       kind: req.kind,

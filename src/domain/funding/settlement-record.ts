@@ -1,13 +1,12 @@
 import type { Hex } from "viem";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import { DEFAULT_SIGNUP_KEY_NAME } from "../../contract/funding.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { upsertAccountByWallet } from "../accounts/account-upsert.js";
 import type { ApiKeyService, CreatedApiKey } from "../keys/api-key-service.js";
 import { creditPendingTopUp } from "../ledger/ledger.js";
-
-export const DEFAULT_SIGNUP_KEY_NAME = "x402-signup";
 
 export interface RecordDeps {
   db: Db;

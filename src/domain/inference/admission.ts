@@ -44,8 +44,6 @@ export function maxChargeFor(maxBurnMicroDiem: bigint, ceilingCents: number): bi
 export const BALANCE_SHARE_DIVISOR = 8n;
 /** …or RESERVE_FLOOR_TOKENS completion tokens' worth, when that is more (and affordable). */
 export const RESERVE_FLOOR_TOKENS = 1024;
-/** The largest `max_tokens` a request may ask for (a number beyond it is a 400, not a reservation). */
-export const MAX_REQUESTED_TOKENS = 10_000_000;
 
 /**
  * The completion cap and the reservation for a request, or `undefined` (402) when the buyer cannot

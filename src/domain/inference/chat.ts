@@ -1,37 +1,15 @@
+import { type ChatRequest, type Json, parseChatRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { dataFrame, errorFrame } from "../../lib/sse.js";
 import { estimatePromptTokens, textPricer } from "./admission.js";
-import type { InferenceModality, ModalityRequest } from "./endpoint.js";
+import type { InferenceModality } from "./endpoint.js";
 import type { InferenceSession, Settled } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { StreamRenderer } from "./streamed.js";
-import { isObject, type Json, positiveInt, refusePaidAddOns, requireModel, streamFlag } from "./text-request.js";
 import { approxItemTokens, usageOf } from "./usage.js";
 
-/** A validated chat body and what the pipeline needs of it. */
-export interface ChatRequest extends ModalityRequest {
-  maxTokens: number | undefined;
-  messages: unknown[];
-}
-
-/** Validates a chat body (SPEC "Inference" chat completions). Nothing is changed on failure. */
-export function parseChatBody(raw: unknown): ChatRequest {
-  if (!isObject(raw)) throw new DomainError("invalid_request", "Body must be a JSON object with model and messages.");
-  const body = raw;
-  const model = requireModel(body);
-  if (!Array.isArray(body.messages) || body.messages.length === 0) {
-    throw new DomainError("invalid_request", "messages must be a non-empty array.", { field: "messages" });
-  }
-  const stream = streamFlag(body);
-  if (body.n !== undefined && body.n !== 1) {
-    throw new DomainError("invalid_request", "n must be 1 (one choice per request).", { field: "n" });
-  }
-  refusePaidAddOns(body);
-  const maxTokens =
-    positiveInt(body.max_completion_tokens, "max_completion_tokens") ?? positiveInt(body.max_tokens, "max_tokens");
-  return { body, model, stream, maxTokens, messages: body.messages };
-}
+export type { ChatRequest };
 
 /** A chunk without the provider's own fields (`cost`, `venice_parameters`), which buyers never see. */
 function withoutProviderFields(chunk: Json): Json {
@@ -114,8 +92,7 @@ class ChatStream implements StreamRenderer {
 
   incomplete() {
     let approxPromptTokens = 0;
-    for (const m of this.req.messages)
-      approxPromptTokens += approxItemTokens(JSON.stringify((m as Json)?.content ?? "").length);
+    for (const m of this.req.messages) approxPromptTokens += approxItemTokens(JSON.stringify(m?.content ?? "").length);
     return { approxPromptTokens, relayedChars: this.relayedChars };
   }
 
@@ -157,7 +134,7 @@ export const chatModality: InferenceModality<ChatRequest> = {
   route: "chat",
   modality: "text",
   path: "/chat/completions",
-  parse: parseChatBody,
+  parse: parseChatRequest,
   price: (req, model) => textPricer(model, estimatePromptTokens(req.messages, req.messages.length), req.maxTokens),
   upstreamBody(req, session, stream) {
     const {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
+import type { ModalityRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
 import { bareModelId } from "../catalog/catalog-service.js";
 import { costHeaders, runBuffered } from "./buffered.js";
@@ -19,14 +20,7 @@ import { runStream, type StreamRenderer } from "./streamed.js";
 
 type Json = Record<string, unknown>;
 
-/** What every validated request carries. */
-export interface ModalityRequest {
-  /** the buyer's body as sent (forwarded fields come from it) */
-  body: Json;
-  /** the model as the buyer sent it */
-  model: string;
-  stream: boolean;
-}
+export type { ModalityRequest };
 
 /**
  * What a modality plugs into the pipeline (docs/decisions.md "Inference pipeline"): its request
@@ -39,7 +33,7 @@ export interface InferenceModality<R extends ModalityRequest> {
   readonly modality: Modality;
   /** the upstream path (the upstream call) */
   readonly path: string;
-  /** validates the buyer's body; 400 naming the field, nothing changed on failure */
+  /** the contract's parse of the buyer's body (src/contract/inference.ts); 400 naming the field, nothing changed */
   parse(raw: unknown): R;
   /** the request's price rules given the resolved model (its maximum and actual burn) */
   price(req: R, model: RoutableModel): BurnPricer;
@@ -57,8 +51,9 @@ export interface InferenceModality<R extends ModalityRequest> {
 }
 
 /**
- * One buyer-facing endpoint: a modality on the pipeline, buffered or streamed. The transports call
- * `buffered` / `stream`; everything between the body and the answer is the pipeline's.
+ * One buyer-facing endpoint: a modality on the pipeline, buffered or streamed. The transports parse
+ * the body once (`parse`, the contract's) and call `buffered` or `stream` with the typed request
+ * (`stream: true` picks the second); everything between the request and the answer is the pipeline's.
  */
 export class InferenceEndpoint<R extends ModalityRequest> {
   constructor(
@@ -79,10 +74,14 @@ export class InferenceEndpoint<R extends ModalityRequest> {
     });
   }
 
+  /** The buyer's body as the typed request (the contract's parse); 400 naming the field. */
+  parse(raw: unknown): R {
+    return this.modality.parse(raw);
+  }
+
   /** Buffered: settles, then returns the answer and the cost headers. */
-  async buffered(caller: Caller, raw: unknown, signal: AbortSignal): Promise<BufferedResult> {
+  async buffered(caller: Caller, req: R, signal: AbortSignal): Promise<BufferedResult> {
     const m = this.modality;
-    const req = m.parse(raw);
     const session = await this.open(caller, req, false);
     const { answer, settled } = await runBuffered(this.pipeline, this.upstream, session, {
       path: m.path,
@@ -97,9 +96,8 @@ export class InferenceEndpoint<R extends ModalityRequest> {
    * Streamed: content is relayed as it arrives; the last frames (usage, cost) are withheld until
    * settlement commits. Errors before the stream starts are thrown (the transport answers JSON).
    */
-  async stream(caller: Caller, raw: unknown, sink: StreamSink): Promise<void> {
+  async stream(caller: Caller, req: R, sink: StreamSink): Promise<void> {
     const m = this.modality;
-    const req = m.parse(raw);
     const renderer = m.renderer;
     if (!renderer) throw new DomainError("invalid_request", "This route does not stream.", { field: "stream" });
     const session = await this.open(caller, req, true);

@@ -3,8 +3,13 @@ import { eventFrame } from "../../lib/sse.js";
 import type { InferenceSession, Settled, Usage } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { RelayOutcome, StreamRenderer } from "./streamed.js";
-import { isObject, type Json } from "./text-request.js";
 import { usageOf } from "./usage.js";
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
 
 /** Upstream-only extras never shown to the buyer (the upstream's own cost is not the buyer's). */
 const UPSTREAM_EXTRAS = ["venice_parameters", "cost", "prompt_logprobs"] as const;

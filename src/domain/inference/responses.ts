@@ -1,53 +1,13 @@
-import { DomainError } from "../../lib/errors.js";
+import { type Json, parseResponsesRequest, type ResponsesRequest } from "../../contract/inference.js";
 import { estimatePromptTokens, textPricer } from "./admission.js";
-import type { InferenceModality, ModalityRequest } from "./endpoint.js";
+import type { InferenceModality } from "./endpoint.js";
 import { ResponsesStream, withoutExtras } from "./responses-stream.js";
-import { isObject, type Json, positiveInt, refusePaidAddOns, requireModel, streamFlag } from "./text-request.js";
 import { approxItemTokens, usageOf } from "./usage.js";
+
+export type { ResponsesRequest };
 
 /** Request fields that ask for storage or background work: the facade is stateless, so they are dropped. */
 const STATELESS_DROPPED = ["store", "previous_response_id", "background", "metadata"] as const;
-
-export interface ResponsesRequest extends ModalityRequest {
-  maxTokens: number | undefined;
-  input: string | unknown[];
-  instructions: string | undefined;
-}
-
-/** Validates a Responses body (SPEC "Inference" POST /v1/responses). Nothing is changed on failure. */
-export function parseResponsesBody(raw: unknown): ResponsesRequest {
-  if (!isObject(raw)) throw new DomainError("invalid_request", "Body must be a JSON object with model and input.");
-  const body = raw;
-  const model = requireModel(body);
-  const input = body.input;
-  if (typeof input === "string") {
-    if (input.length === 0) throw new DomainError("invalid_request", "input must not be empty.", { field: "input" });
-  } else if (Array.isArray(input)) {
-    if (input.length === 0 || !input.every(isObject)) {
-      throw new DomainError("invalid_request", "input must be a string or a non-empty array of input items.", {
-        field: "input",
-      });
-    }
-  } else {
-    throw new DomainError("invalid_request", "input is required (a string or an array of input items).", {
-      field: "input",
-    });
-  }
-  if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== "string") {
-    throw new DomainError("invalid_request", "instructions must be a string.", { field: "instructions" });
-  }
-  const stream = streamFlag(body);
-  const maxTokens = positiveInt(body.max_output_tokens, "max_output_tokens");
-  refusePaidAddOns(body);
-  return {
-    body,
-    model,
-    stream,
-    maxTokens,
-    input,
-    instructions: typeof body.instructions === "string" ? body.instructions : undefined,
-  };
-}
 
 /** The admission estimate: the generous bytes/3 rule over the input (and the instructions, if any). */
 export function responsesPromptEstimate(req: Pick<ResponsesRequest, "input" | "instructions">): number {
@@ -78,7 +38,7 @@ export const responsesModality: InferenceModality<ResponsesRequest> = {
   route: "responses",
   modality: "text",
   path: "/responses",
-  parse: parseResponsesBody,
+  parse: parseResponsesRequest,
   price: (req, model) => textPricer(model, responsesPromptEstimate(req), req.maxTokens),
   upstreamBody(req, session, stream) {
     const rest: Json = { ...req.body };
@@ -91,7 +51,7 @@ export const responsesModality: InferenceModality<ResponsesRequest> = {
       stream,
       venice_parameters: {
         include_venice_system_prompt: false,
-        ...(isObject(req.body.venice_parameters) ? req.body.venice_parameters : {}),
+        ...((req.body.venice_parameters as Json | null | undefined) ?? {}),
       },
     };
   },

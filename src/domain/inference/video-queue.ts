@@ -12,7 +12,7 @@ import type { InferencePipeline } from "./pipeline.js";
 import type { Caller, InferenceSession, Settled } from "./session.js";
 import type { EndRows } from "./settlement.js";
 import type { VideoQuotes } from "./video-quote.js";
-import { checkVideoRequest, parseVideoBody } from "./video-request.js";
+import { checkVideoRequest, type VideoRequest } from "./video-request.js";
 
 /** A queue call gives up after this long; its answer then counts as lost (never re-queued). */
 export const VIDEO_QUEUE_TIMEOUT_MS = 60_000;
@@ -65,9 +65,9 @@ export function mayHaveQueued(f: UpstreamFailure): boolean {
 export class VideoQueue {
   constructor(private readonly deps: VideoQueueDeps) {}
 
-  async queue(caller: Caller, raw: unknown): Promise<QueuedVideo> {
+  /** `req`: the contract's parse of the body (`parseVideoRequest`). */
+  async queue(caller: Caller, req: VideoRequest): Promise<QueuedVideo> {
     const { pipeline, upstream } = this.deps;
-    const req = parseVideoBody(raw);
     const model = await pipeline.model(bareModelId(req.model), "video", "video_queue");
     checkVideoRequest(req, model);
     const body = { ...req.body, model: model.id };

@@ -8,7 +8,7 @@ import { eligibleOffers } from "./clearing.js";
 import type { InferencePipeline } from "./pipeline.js";
 import type { Caller } from "./session.js";
 import type { KeyMarks } from "./stores.js";
-import { checkVideoRequest, parseVideoBody } from "./video-request.js";
+import { checkVideoRequest, type VideoRequest } from "./video-request.js";
 
 /** A quote call gives up after this long (then asks the next key). */
 const QUOTE_TIMEOUT_MS = 30_000;
@@ -49,9 +49,9 @@ export interface VideoQuoteDeps {
 export class VideoQuotes {
   constructor(private readonly deps: VideoQuoteDeps) {}
 
-  async quote(caller: Caller, raw: unknown): Promise<VideoQuote> {
+  /** `req`: the contract's parse of the body (`parseVideoRequest`). */
+  async quote(caller: Caller, req: VideoRequest): Promise<VideoQuote> {
     const { pipeline } = this.deps;
-    const req = parseVideoBody(raw);
     const model = await pipeline.model(req.model, "video", "video_queue");
     checkVideoRequest(req, model);
     const ceiling = await pipeline.ceilingOf(caller.accountId);

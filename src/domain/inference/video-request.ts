@@ -1,30 +1,20 @@
+import type { Json, VideoRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
-import { isObject, type Json, requireModel } from "./text-request.js";
 
 /**
- * A video request (quote and queue take the same body, SPEC "Video"): checked against the catalog
- * row's published `constraints` before anything is asked of the upstream, so a job the upstream
- * would refuse is a 400 naming the field here, never a charge. Field names beyond these are
+ * A video request (quote and queue take the same body, SPEC "Video"): its shape is the contract's
+ * (`parseVideoRequest`, src/contract/inference.ts); here it is checked against the catalog row's
+ * published `constraints` before anything is asked of the upstream, so a job the upstream would
+ * refuse is a 400 naming the field here, never a charge. Field names beyond these are
  * model-specific and forwarded unchanged (VENICE_API §6).
  */
+
+export type { VideoRequest };
 
 /** VENICE_API §2: a row without `prompt_character_limit` takes prompts up to this many characters. */
 export const DEFAULT_VIDEO_PROMPT_LIMIT = 2500;
 
 export type VideoModelType = "text-to-video" | "image-to-video" | "reference-to-video" | "video-to-video";
-
-export interface VideoRequest {
-  /** the body forwarded upstream (the model as the row's id) */
-  body: Json;
-  /** the model as the buyer sent it */
-  model: string;
-}
-
-/** Shape only: an object with a model (the row decides the rest). */
-export function parseVideoBody(raw: unknown): VideoRequest {
-  if (!isObject(raw)) throw new DomainError("invalid_request", "Body must be a JSON object with model and duration.");
-  return { body: raw, model: requireModel(raw) };
-}
 
 function bad(field: string, message: string): DomainError {
   return new DomainError("invalid_request", message, { field });
@@ -36,7 +26,7 @@ function stringList(constraints: Json, key: string): string[] | null {
 }
 
 /** A field the row publishes as a list: one of it; a row with no (or an empty) list takes none. */
-function oneOf(body: Json, constraints: Json, field: string, key: string, model: string): void {
+function oneOf(body: VideoRequest["body"], constraints: Json, field: string, key: string, model: string): void {
   const v = body[field];
   if (v === undefined) return;
   const allowed = stringList(constraints, key) ?? [];
@@ -46,7 +36,7 @@ function oneOf(body: Json, constraints: Json, field: string, key: string, model:
   }
 }
 
-function url(body: Json, field: string, why: string): void {
+function url(body: VideoRequest["body"], field: "image_url" | "video_url", why: string): void {
   const v = body[field];
   if (typeof v !== "string" || !/^(https?:\/\/|data:)/.test(v)) {
     throw bad(field, `${field} (an http(s) or data: URL) is required ${why}.`);
@@ -68,33 +58,27 @@ export function checkVideoRequest(req: VideoRequest, row: { id: string; constrai
   const limit = typeof c.prompt_character_limit === "number" ? c.prompt_character_limit : DEFAULT_VIDEO_PROMPT_LIMIT;
   const prompt = body.prompt;
   if (prompt === undefined && modelType !== "video-to-video") throw bad("prompt", "prompt is required.");
-  if (prompt !== undefined && (typeof prompt !== "string" || prompt.trim().length === 0)) {
-    throw bad("prompt", "prompt must be a non-empty string.");
-  }
-  if (typeof prompt === "string" && prompt.length > limit) {
+  if (prompt !== undefined && prompt.length > limit) {
     throw bad("prompt", `prompt must be at most ${limit} characters for ${row.id}.`);
   }
 
   const durations = stringList(c, "durations") ?? [];
-  if (typeof body.duration !== "string" || !durations.includes(body.duration)) {
+  if (body.duration === undefined || !durations.includes(body.duration)) {
     throw bad("duration", `duration is required: one of ${durations.join(", ")} for ${row.id}.`);
   }
   oneOf(body, c, "resolution", "resolutions", row.id);
   oneOf(body, c, "aspect_ratio", "aspect_ratios", row.id);
 
-  if (body.audio !== undefined) {
-    if (typeof body.audio !== "boolean") throw bad("audio", "audio must be a boolean.");
-    if (body.audio === true && c.audio !== true) throw bad("audio", `${row.id} cannot render audio.`);
-    if (body.audio === false && c.audio_configurable !== true) {
-      throw bad("audio", `${row.id} always renders its audio; audio: false is not accepted.`);
-    }
+  if (body.audio === true && c.audio !== true) throw bad("audio", `${row.id} cannot render audio.`);
+  if (body.audio === false && c.audio_configurable !== true) {
+    throw bad("audio", `${row.id} always renders its audio; audio: false is not accepted.`);
   }
 
   if (modelType === "image-to-video") url(body, "image_url", `for ${row.id} (image-to-video)`);
   if (modelType === "video-to-video") url(body, "video_url", `for ${row.id} (video-to-video)`);
   if (modelType === "reference-to-video") {
     const refs = body.reference_image_urls;
-    if (!Array.isArray(refs) || refs.length === 0 || !refs.every((r) => typeof r === "string")) {
+    if (refs === undefined || refs.length === 0) {
       throw bad("reference_image_urls", `reference_image_urls (a non-empty list of URLs) is required for ${row.id}.`);
     }
   }

@@ -64,19 +64,6 @@ export interface VideoJobsDeps {
   metrics?: Metrics;
 }
 
-function queueIdOf(raw: unknown): string {
-  const q = (raw as { queue_id?: unknown } | null)?.queue_id;
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
-    throw new DomainError("invalid_request", "Body must be a JSON object with queue_id.");
-  }
-  if (typeof q !== "string" || q.length === 0 || q.length > 100) {
-    throw new DomainError("invalid_request", "queue_id (the id POST /v1/video/queue returned) is required.", {
-      field: "queue_id",
-    });
-  }
-  return q;
-}
-
 export class VideoJobs {
   private readonly provider: VideoProvider;
   private readonly refunds: VideoRefunds;
@@ -104,9 +91,10 @@ export class VideoJobs {
    * is asked: still rendering → JSON status; the media → claimed for this caller (a concurrent
    * retrieve gets 410) and streamed; failed or rejected → refunded at once, JSON status `failed`;
    * finished without media → JSON `COMPLETED` with the refund's due time. Another buyer's job is 404.
+   * `queueId`: the contract's parse of the body (`parseVideoJobRef`).
    */
-  async retrieve(accountId: string, raw: unknown): Promise<RetrieveResult> {
-    const job = await this.owned(accountId, queueIdOf(raw));
+  async retrieve(accountId: string, queueId: string): Promise<RetrieveResult> {
+    const job = await this.owned(accountId, queueId);
     refuseFinished(job);
     const seen = await this.provider.observe(job);
     switch (seen.kind) {
@@ -147,8 +135,11 @@ export class VideoJobs {
    * no longer be delivered). 400 after delivery (the media went with it) and for a refunded or
    * expired job; another buyer's job is 404.
    */
-  async complete(accountId: string, raw: unknown): Promise<{ success: true; queueId: string; status: VideoJobStatus }> {
-    const job = await this.owned(accountId, queueIdOf(raw));
+  async complete(
+    accountId: string,
+    queueId: string,
+  ): Promise<{ success: true; queueId: string; status: VideoJobStatus }> {
+    const job = await this.owned(accountId, queueId);
     if (job.status === "delivered") {
       throw new DomainError("invalid_request", "This job was delivered; its provider media is already deleted.");
     }

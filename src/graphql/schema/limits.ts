@@ -1,5 +1,5 @@
 // The bounds a client must respect, read from the one place the server defines each (public).
-import { MAX_VARIANTS } from "../../domain/inference/image.js";
+import { MAX_IMAGE_VARIANTS } from "../../contract/inference.js";
 import { MAX_CEILING_CENTS, MAX_OFFER_PRICE_CENTS, MIN_CEILING_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 
@@ -16,7 +16,7 @@ const LIMITS: Limits = {
   ceilingCentsMax: MAX_CEILING_CENTS,
   offerPriceCentsMin: MIN_OFFER_PRICE_CENTS,
   offerPriceCentsMax: MAX_OFFER_PRICE_CENTS,
-  imageVariantsMax: MAX_VARIANTS,
+  imageVariantsMax: MAX_IMAGE_VARIANTS,
 };
 
 const LimitsRef = builder.objectRef<Limits>("Limits").implement({

@@ -1,4 +1,4 @@
-import { DEFAULT_VIDEO_JOBS, MAX_VIDEO_JOBS, videoJobsArgs } from "../../contract/video-jobs.js";
+import { DEFAULT_VIDEO_JOBS, MAX_VIDEO_JOBS, videoJobArgs, videoJobsArgs } from "../../contract/video-jobs.js";
 import type { VideoJobView } from "../../domain/video/job-rows.js";
 import { builder } from "../builder.js";
 import { withArgs } from "../validate.js";
@@ -75,7 +75,9 @@ builder.queryField("myVideoJob", (t) =>
     authScopes: { authenticated: true },
     description: "One of the viewer's video jobs by queue id; another account's (or an unknown) id is not_found.",
     args: { queueId: t.arg.string({ required: true }) },
-    resolve: (_root, args, ctx) => ctx.services.videoJobs.view(viewerOrThrow(ctx).accountId, args.queueId),
+    resolve: withArgs(videoJobArgs, (_root, args, ctx) =>
+      ctx.services.videoJobs.view(viewerOrThrow(ctx).accountId, args.queueId),
+    ),
   }),
 );
 

@@ -1,9 +1,7 @@
 import { type Request, type Response, Router } from "express";
-import { fundingBody, signupBody } from "../../contract/funding.js";
-import { type FundingKind, type FundingOutcome, parseFundingBody } from "../../domain/funding/funding-request.js";
+import type { FundingKind, FundingOutcome } from "../../domain/funding/funding-request.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, requireSameOrigin, requireSession, viewerOf } from "../auth.js";
-import { checkShape } from "../validate.js";
 
 /**
  * SPEC "Funding flow": x402 `exact` on Base. Signup is public (the settled payment is the only
@@ -24,8 +22,8 @@ export function fundingRoutes(rt: Runtime): Router {
   };
   const handler = (kind: FundingKind) => async (req: Request, res: Response) => {
     const viewer = kind === "signup" ? undefined : viewerOf(res);
-    // the body goes to the service as sent: the paid retry must repeat it byte for byte (SPEC rule 2)
-    checkShape(kind === "signup" ? signupBody : fundingBody, req.body, (b) => parseFundingBody(kind, b));
+    // the body goes to the service as sent, which parses it once with the contract
+    // (`parseFundingRequest`); the paid retry must repeat it byte for byte (SPEC rule 2)
     const outcome = await funding.fund({
       kind,
       body: req.body,

@@ -1,32 +1,20 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import { Router } from "express";
-import {
-  chatCompletionBody,
-  imageGenerateBody,
-  openAiImageBody,
-  responsesBody,
-  videoBody,
-  videoRetrieveBody,
-} from "../../contract/inference.js";
+import { parseVideoJobRef, parseVideoRequest } from "../../contract/inference.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import { costHeaders } from "../../domain/inference/buffered.js";
-import { parseChatBody } from "../../domain/inference/chat.js";
-import { parseImageBody, parseOpenAiImageBody } from "../../domain/inference/image.js";
-import { parseResponsesBody } from "../../domain/inference/responses.js";
+import type { InferenceEndpoint, ModalityRequest } from "../../domain/inference/endpoint.js";
 import type { Caller } from "../../domain/inference/session.js";
 import type { StreamSink } from "../../domain/inference/sink.js";
-import { parseVideoBody } from "../../domain/inference/video-request.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import type { Runtime } from "../../runtime.js";
-import type { Services } from "../../services.js";
 import { bearerCheck, requireBearer, viewerOf } from "../auth.js";
 import { writeJson } from "../error-response.js";
 import { credentialed, type EntryLayers, endWithError } from "../layers.js";
 import { presentVideoQuote, presentVideoStatus } from "../present.js";
-import { checkShape } from "../validate.js";
 
 const CHAT_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
@@ -94,19 +82,6 @@ function abortSignal(res: ServerResponse): AbortSignal {
   return ac.signal;
 }
 
-type InferenceService = Services["chat"] | Services["responses"] | Services["image"] | Services["imagesOpenAi"];
-
-/**
- * The transport shape of each body (src/contract/inference.ts), checked before the service is
- * called; the domain's own parser speaks first on a failure, so its 400s are unchanged.
- */
-const checkChat = (b: unknown) => checkShape(chatCompletionBody, b, parseChatBody);
-const checkResponses = (b: unknown) => checkShape(responsesBody, b, parseResponsesBody);
-const checkImage = (b: unknown) => checkShape(imageGenerateBody, b, parseImageBody);
-const checkOpenAiImage = (b: unknown) => checkShape(openAiImageBody, b, parseOpenAiImageBody);
-const checkVideo = (b: unknown) => checkShape(videoBody, b, parseVideoBody);
-const checkVideoRef = (b: unknown) => checkShape(videoRetrieveBody, b);
-
 /**
  * Who pays for a call, with the `X-Svc-Request-Id` already on its response: the request's record
  * takes that id, so the answer, an error body and the record name one id (issue 26 finding 7).
@@ -121,24 +96,24 @@ function callerOf(viewer: Viewer, res: ServerResponse): Caller {
 }
 
 /**
- * One inference call (chat, Responses, images), the same for both transports below: `stream: true` → SSE, otherwise
- * the buffered JSON answer. Throws what the service throws; the caller renders it.
+ * One inference call (chat, Responses, images), the same for both transports below: the body parsed
+ * once into the typed request (the endpoint's `parse`, the contract's), then `stream: true` → SSE,
+ * otherwise the buffered JSON answer. Throws what the service throws; the caller renders it.
  */
-async function serveInference(
-  svc: InferenceService,
-  check: (body: unknown) => void,
+async function serveInference<R extends ModalityRequest>(
+  svc: InferenceEndpoint<R>,
   viewer: Viewer,
   body: unknown,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  check(body);
+  const request = svc.parse(body);
   const caller = callerOf(viewer, res);
-  if ((body as { stream?: unknown } | undefined)?.stream === true) {
-    await svc.stream(caller, body, sseSink(req, res));
+  if (request.stream) {
+    await svc.stream(caller, request, sseSink(req, res));
     return;
   }
-  const out = await svc.buffered(caller, body, abortSignal(res));
+  const out = await svc.buffered(caller, request, abortSignal(res));
   writeJson(res, 200, out.headers, out.body);
 }
 
@@ -150,14 +125,14 @@ async function serveInference(
 function hotPosts(rt: Runtime): ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>> {
   const key = bearerCheck(rt.services, { cached: true });
   const { chat, responses } = rt.services;
-  const post = (svc: InferenceService, check: (body: unknown) => void) => {
+  const post = <R extends ModalityRequest>(svc: InferenceEndpoint<R>) => {
     const handler = (viewer: Viewer, req: IncomingMessage, res: ServerResponse) =>
-      serveInference(svc, check, viewer, (req as { body?: unknown }).body, req, res);
+      serveInference(svc, viewer, (req as { body?: unknown }).body, req, res);
     return (req: IncomingMessage, res: ServerResponse) => credentialed(key, handler, req, res);
   };
   return new Map([
-    [CHAT_PATH, post(chat, checkChat)],
-    [RESPONSES_PATH, post(responses, checkResponses)],
+    [CHAT_PATH, post(chat)],
+    [RESPONSES_PATH, post(responses)],
   ]);
 }
 
@@ -198,17 +173,17 @@ export function inferenceRoutes(rt: Runtime): Router {
   for (const [path, post] of hotPosts(rt)) r.post(path, post);
   // images: synchronous, buffered only (a `stream: true` body is a 400)
   const { image, imagesOpenAi } = rt.services;
-  r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, checkImage, viewerOf(res), req.body, req, res));
-  r.post(IMAGES_OPENAI_PATH, bearer, (req, res) =>
-    serveInference(imagesOpenAi, checkOpenAiImage, viewerOf(res), req.body, req, res),
-  );
+  r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, viewerOf(res), req.body, req, res));
+  r.post(IMAGES_OPENAI_PATH, bearer, (req, res) => serveInference(imagesOpenAi, viewerOf(res), req.body, req, res));
 
-  // video: the quote (no charge, no job, no record)
+  // video: the quote (no charge, no job, no record); the body parsed once by the contract, the row's rules the service's
   const { videoQuotes } = rt.services;
   r.post("/v1/video/quote", bearer, async (req, res) => {
     const v = viewerOf(res);
-    checkVideo(req.body);
-    const q = await videoQuotes.quote({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" }, req.body);
+    const q = await videoQuotes.quote(
+      { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" },
+      parseVideoRequest(req.body),
+    );
     res.json(presentVideoQuote(q));
   });
 
@@ -216,8 +191,7 @@ export function inferenceRoutes(rt: Runtime): Router {
   const { videoQueue, videoJobs } = rt.services;
   r.post("/v1/video/queue", bearer, async (req, res) => {
     const v = viewerOf(res);
-    checkVideo(req.body);
-    const q = await videoQueue.queue(callerOf(v, res), req.body);
+    const q = await videoQueue.queue(callerOf(v, res), parseVideoRequest(req.body));
     writeJson(res, 200, costHeaders(q.settled, q.session), {
       queue_id: q.queueId,
       model: q.model,
@@ -234,8 +208,7 @@ export function inferenceRoutes(rt: Runtime): Router {
   });
   // retrieve: JSON while rendering, the mp4 once (then 410); branch on Content-Type
   r.post("/v1/video/retrieve", bearer, async (req, res) => {
-    checkVideoRef(req.body);
-    const out = await videoJobs.retrieve(viewerOf(res).accountId, req.body);
+    const out = await videoJobs.retrieve(viewerOf(res).accountId, parseVideoJobRef(req.body));
     if (out.kind === "status") {
       res.json(presentVideoStatus(out.report));
       return;
@@ -255,8 +228,7 @@ export function inferenceRoutes(rt: Runtime): Router {
     }
   });
   r.post("/v1/video/complete", bearer, async (req, res) => {
-    checkVideoRef(req.body);
-    const out = await videoJobs.complete(viewerOf(res).accountId, req.body);
+    const out = await videoJobs.complete(viewerOf(res).accountId, parseVideoJobRef(req.body));
     res.json({ success: out.success, queue_id: out.queueId, state: out.status });
   });
 

@@ -1,11 +1,6 @@
 import { describe, expect, test } from "vitest";
-import {
-  imageModality,
-  imagePricer,
-  openAiImageModality,
-  parseImageBody,
-  parseOpenAiImageBody,
-} from "../../../src/domain/inference/image.js";
+import { parseImageRequest, parseOpenAiImageRequest } from "../../../src/contract/inference.js";
+import { imageModality, imagePricer, openAiImageModality } from "../../../src/domain/inference/image.js";
 import type { InferenceSession, RoutableModel } from "../../../src/domain/inference/session.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
@@ -46,7 +41,7 @@ const session = (m: RoutableModel) => ({ model: m, startedAt: STARTED }) as unkn
 describe("image price rules: one flat job price, the maximum and the actual burn alike", () => {
   test("unit at the chosen (or default) resolution and quality × variants; 402 when the job exceeds the balance", () => {
     const p = imagePricer(
-      parseImageBody({ model: "m", prompt: "x", resolution: "4K", quality: "low", variants: 4 }),
+      parseImageRequest({ model: "m", prompt: "x", resolution: "4K", quality: "low", variants: 4 }),
       BY_QUALITY,
     );
     expect(p.plan(50, 10n ** 12n)).toEqual({
@@ -69,13 +64,13 @@ describe("image price rules: one flat job price, the maximum and the actual burn
     expect(p.plan(50, 2_799n)).toBeUndefined();
     // defaults: 1K high
     expect(
-      imagePricer(parseImageBody({ model: "m", prompt: "x" }), BY_QUALITY).burn({
+      imagePricer(parseImageRequest({ model: "m", prompt: "x" }), BY_QUALITY).burn({
         promptTokens: 0,
         completionTokens: 0,
       }),
     ).toBe(260_000n);
     expect(
-      imagePricer(parseImageBody({ model: "m", prompt: "x", n: 3 }), FLAT).burn({
+      imagePricer(parseImageRequest({ model: "m", prompt: "x", n: 3 }), FLAT).burn({
         promptTokens: 0,
         completionTokens: 0,
       }),
@@ -91,13 +86,13 @@ describe("image price rules: one flat job price, the maximum and the actual burn
         return e instanceof DomainError ? `${e.code} ${String(e.details.field)}` : "other";
       }
     };
-    expect(field(() => imagePricer(parseImageBody({ model: "m", prompt: "x", resolution: "2K" }), BY_QUALITY))).toBe(
+    expect(field(() => imagePricer(parseImageRequest({ model: "m", prompt: "x", resolution: "2K" }), BY_QUALITY))).toBe(
       "invalid_request resolution",
     );
-    expect(field(() => imagePricer(parseImageBody({ model: "m", prompt: "x", quality: "medium" }), BY_QUALITY))).toBe(
-      "invalid_request quality",
-    );
-    expect(field(() => imagePricer(parseImageBody({ model: "m", prompt: "x", resolution: "1K" }), FLAT))).toBe(
+    expect(
+      field(() => imagePricer(parseImageRequest({ model: "m", prompt: "x", quality: "medium" }), BY_QUALITY)),
+    ).toBe("invalid_request quality");
+    expect(field(() => imagePricer(parseImageRequest({ model: "m", prompt: "x", resolution: "1K" }), FLAT))).toBe(
       "invalid_request resolution",
     );
   });
@@ -105,7 +100,7 @@ describe("image price rules: one flat job price, the maximum and the actual burn
 
 describe("upstream bodies", () => {
   test("native: every other field forwarded unchanged, format WebP by default, n as variants, web search refused", () => {
-    const req = parseImageBody({ model: "m", prompt: "x", n: 2, seed: 7, hide_watermark: true, style_preset: "3D" });
+    const req = parseImageRequest({ model: "m", prompt: "x", n: 2, seed: 7, hide_watermark: true, style_preset: "3D" });
     expect(imageModality.upstreamBody(req, session(FLAT), false)).toEqual({
       model: "m",
       prompt: "x",
@@ -115,11 +110,11 @@ describe("upstream bodies", () => {
       variants: 2,
       format: "webp",
     });
-    expect(() => parseImageBody({ model: "m", prompt: "x", enable_web_search: "auto" })).toThrow(DomainError);
+    expect(() => parseImageRequest({ model: "m", prompt: "x", enable_web_search: "auto" })).toThrow(DomainError);
   });
 
   test("OpenAI: size → nearest aspect ratio (or pixels fitted to 1280 and the divisor), n → variants, PNG by default", () => {
-    const wide = parseOpenAiImageBody({
+    const wide = parseOpenAiImageRequest({
       model: "m",
       prompt: "x",
       n: 2,
@@ -136,7 +131,7 @@ describe("upstream bodies", () => {
       quality: "low",
       aspect_ratio: "3:2",
     });
-    const tall = parseOpenAiImageBody({ model: "m", prompt: "x", size: "1024x1792", quality: "hd", style: "vivid" });
+    const tall = parseOpenAiImageRequest({ model: "m", prompt: "x", size: "1024x1792", quality: "hd", style: "vivid" });
     expect(openAiImageModality.upstreamBody(tall, session(FLAT), false)).toEqual({
       model: "m",
       prompt: "x",
@@ -147,7 +142,7 @@ describe("upstream bodies", () => {
     });
     const answer = openAiImageModality.answer(
       { images: ["QUJD"] },
-      parseOpenAiImageBody({ model: "m", prompt: "x", response_format: "url", output_format: "jpeg" }),
+      parseOpenAiImageRequest({ model: "m", prompt: "x", response_format: "url", output_format: "jpeg" }),
       session(FLAT),
     );
     expect(answer.data).toEqual([{ url: "data:image/jpeg;base64,QUJD" }]);

@@ -1,8 +1,10 @@
 import { describe, expect, test } from "vitest";
-import { checkVideoRequest, parseVideoBody } from "../../../src/domain/inference/video-request.js";
+import { parseVideoRequest } from "../../../src/contract/inference.js";
+import { checkVideoRequest } from "../../../src/domain/inference/video-request.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
-// constraints as the catalog publishes them (model_type derived to our four values)
+// The body parsed by the contract (its shape: types, a non-blank prompt), then checked against the
+// row by the domain (what only the row decides). Constraints as the catalog publishes them (model_type derived to our four values)
 const ROWS = {
   t2v: {
     id: "wan-2.6-text-to-video",
@@ -53,7 +55,7 @@ const ROWS = {
 
 function outcome(row: keyof typeof ROWS, body: Record<string, unknown>): string {
   try {
-    checkVideoRequest(parseVideoBody({ model: ROWS[row].id, ...body }), ROWS[row]);
+    checkVideoRequest(parseVideoRequest({ model: ROWS[row].id, ...body }), ROWS[row]);
     return "ok";
   } catch (e) {
     if (e instanceof DomainError) return `${e.status} ${String(e.details.field)}`;
@@ -101,7 +103,7 @@ describe("a video request against its row's constraints", () => {
   });
 
   test("not an object, or no model: 400", () => {
-    expect(() => parseVideoBody([])).toThrow(DomainError);
-    expect(() => parseVideoBody({ duration: "5s" })).toThrow(DomainError);
+    expect(() => parseVideoRequest([])).toThrow(DomainError);
+    expect(() => parseVideoRequest({ duration: "5s" })).toThrow(DomainError);
   });
 });
