@@ -346,7 +346,7 @@ const NOT_ON_REST: Partial<Record<ErrorCode, { reason: string; files: string[] }
     reason: "in-band only: an error frame inside a 200 stream, never a status (SKILL.md section 3 names it)",
     files: [
       "src/domain/inference/chat.ts",
-      "src/domain/inference/pipeline.ts",
+      "src/domain/inference/ending.ts",
       "src/domain/inference/responses-stream.ts",
     ],
   },
