@@ -19,7 +19,23 @@ afterAll(async () => {
 });
 
 const KEY_RE = /^svc_[A-Za-z0-9_-]{43}$/;
-const METADATA_FIELDS = ["createdAt", "id", "keyPrefix", "lastUsedAt", "name", "source"];
+// metadata, policy (issue 28) and this period's usage
+const METADATA_FIELDS = [
+  "createdAt",
+  "expiresAt",
+  "id",
+  "keyPrefix",
+  "lastUsedAt",
+  "limitReset",
+  "limitUsdc",
+  "maxPriceCentsPerDollar",
+  "models",
+  "name",
+  "remainingUsdc",
+  "resetsAt",
+  "source",
+  "spentUsdc",
+];
 
 const postKey = (user: SignedInUser, body: unknown) =>
   call(app, { method: "POST", path: "/v1/account/api-keys", body, headers: { cookie: user.cookie } });

@@ -88,6 +88,7 @@ export async function insertRequest(
   accountId: string,
   overrides: {
     id?: string;
+    apiKeyId?: string | null;
     supportReference?: string;
     startedAt?: Date;
     model?: string;
@@ -109,6 +110,7 @@ export async function insertRequest(
       id: overrides.id ?? randomUUID(),
       supportReference: overrides.supportReference ?? randomUUID(),
       accountId,
+      apiKeyId: overrides.apiKeyId ?? null,
       route: "chat",
       modality: "text",
       model: overrides.model ?? "llama-3.3-70b",
