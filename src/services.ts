@@ -103,15 +103,15 @@ export function createServices(deps: ServiceDeps): Services {
           jwksUrl: config.idp.jwksUrl,
         })
       : null;
-  const apiKeys = new ApiKeyService(db, clock, deps.sql, bus);
+  const secrets = new SecretBox(config.secrets.keyEncryptionKey);
+  const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
+  const apiKeys = new ApiKeyService(db, clock, deps.sql, bus, (ids) => catalog.listedIds(ids));
   let pipeline: InferencePipeline | undefined;
   const inFlight = createInFlightRegistry(deps.redis, deps.keys);
   const market = new MarketService(db, sqlRunner(deps.sql), bus, clock, {
     store: createSharedCache(deps.redis),
     keys: deps.keys,
   });
-  const secrets = new SecretBox(config.secrets.keyEncryptionKey);
-  const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
   // the one key-marking path (cooldown, auth failure, reopen), for the pipeline and the supply side
   const keyHealth = new KeyHealth({ db, clock, bus, market, onSupplyChanged: () => pipeline?.invalidateBook() });
   const supply = new SupplyService({ db, clock, bus, upstream: deps.upstream, secrets, keyHealth });

@@ -43,6 +43,7 @@ export interface AccountEvent {
  * supplier key cooled down or marked) and its gate leases fair. Not exposed through GraphQL.
  */
 export type RoutingChange =
+  /** an API key was revoked, or its policy changed (its expiry may have moved): forget its cached authentication */
   | { kind: "api_key_revoked"; id: string }
   | { kind: "ceiling_changed"; id: string }
   | { kind: "supply_changed" }

@@ -1,4 +1,6 @@
-import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../lib/money.js";
+import { MAX_EXPORT_PAGE_SIZE } from "../lib/cursor.js";
+import { MAX_KEY_LIMIT_MICRO_USDC, MAX_KEY_MODEL_ID_LENGTH, MAX_KEY_MODELS } from "../lib/key-bounds.js";
+import { formatDecimal6, MAX_CEILING_CENTS, MIN_CEILING_CENTS, parseDecimal6 } from "../lib/money.js";
 import { decimal6, keyName, pageQuery, timestamp, uuid, uuidField, walletAddress, z } from "./common.js";
 import { parseWith } from "./parse.js";
 
@@ -74,6 +76,8 @@ export const historyRow = z
   .object({
     requestId: uuid,
     supportReference: uuid,
+    keyId: uuid.nullable().openapi({ description: "the API key the request was made with (null while a stream runs)" }),
+    keyName: z.string().nullable().openapi({ description: "that key's name" }),
     route: z.string(),
     modality: z.string(),
     model: z.string(),
@@ -95,8 +99,51 @@ export const historyRow = z
   })
   .openapi("InferenceRecord");
 
+/** Rows of one CSV page at most (`?format=csv`); a JSON page holds at most 100. */
+const CSV_MAX_ROWS = MAX_EXPORT_PAGE_SIZE;
+
+const FROM_TO_MESSAGE = "must be an ISO 8601 timestamp such as 2026-01-31T00:00:00Z";
+
+/**
+ * `GET /v1/account/inference-history` and `GET /v1/agent/requests`: keyset pages, filtered by
+ * modality, key and period (`from` inclusive, `to` exclusive, on the request's start), as JSON or CSV.
+ */
 export const historyQuery = pageQuery.extend({
+  limit: z
+    .string()
+    .regex(/^\d+$/, { message: `must be an integer 1-100 (1-${CSV_MAX_ROWS} with format=csv)` })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= CSV_MAX_ROWS, {
+      message: `must be an integer 1-100 (1-${CSV_MAX_ROWS} with format=csv)`,
+    })
+    .optional()
+    .openapi({
+      type: "integer",
+      minimum: 1,
+      maximum: CSV_MAX_ROWS,
+      description: `page size: default 20, at most 100; with format=csv default and most ${CSV_MAX_ROWS}`,
+    }),
   modality: z.string().optional().openapi({ description: "text, image or video" }),
+  keyId: uuidField("keyId")
+    .transform((s) => s.toLowerCase())
+    .optional()
+    .openapi({ format: "uuid", description: "only the requests made with this API key (a revoked one too)" }),
+  from: z
+    .string()
+    .datetime({ offset: true, message: FROM_TO_MESSAGE })
+    .optional()
+    .openapi({ format: "date-time", description: "only requests started at or after this instant" }),
+  to: z
+    .string()
+    .datetime({ offset: true, message: FROM_TO_MESSAGE })
+    .optional()
+    .openapi({ format: "date-time", description: "only requests started before this instant" }),
+  format: z
+    .enum(["json", "csv"], { errorMap: () => ({ message: 'must be "json" or "csv"' }) })
+    .optional()
+    .openapi({
+      description: "csv: text/csv, a header row then one row per request (the next page's cursor in X-Svc-Next-Cursor)",
+    }),
 });
 
 export const historyResponse = z
@@ -114,7 +161,94 @@ export const savingsResponse = z
   })
   .openapi("Savings");
 
-/** API key metadata (never the plaintext). */
+// ───────────────────────────── API keys and their policy (issue 28) ─────────────────────────────
+
+/** How often a key's limit starts again: UTC day, ISO week (from Monday), calendar month, never. */
+export const limitReset = z
+  .enum(["daily", "weekly", "monthly", "never"], {
+    errorMap: () => ({ message: "limitReset must be one of daily, weekly, monthly, never; nothing was changed." }),
+  })
+  .openapi("KeyLimitReset", {
+    description:
+      "When a key's spending limit starts again, on UTC boundaries: daily (00:00 UTC), weekly (Monday 00:00 UTC), monthly (the 1st, 00:00 UTC) or never.",
+  });
+
+const LIMIT_MESSAGE = `limitUsdc must be a decimal string with six decimals, above 0 and at most ${formatDecimal6(MAX_KEY_LIMIT_MICRO_USDC)} (e.g. "5.000000"); nothing was changed.`;
+
+/** `limitUsdc`: six decimals, > 0 (micro-USDC after parsing). */
+const limitUsdc = z
+  .string({ invalid_type_error: LIMIT_MESSAGE })
+  .regex(/^\d+\.\d{6}$/, { message: LIMIT_MESSAGE })
+  .transform((s, ctx) => {
+    const micro = parseDecimal6(s);
+    if (micro === undefined || micro <= 0n || micro > MAX_KEY_LIMIT_MICRO_USDC) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: LIMIT_MESSAGE });
+      return z.NEVER;
+    }
+    return micro;
+  })
+  .openapi({
+    type: "string",
+    pattern: "^\\d+\\.\\d{6}$",
+    example: "5.000000",
+    description: "the key's spending limit per period, USDC with six decimals (> 0)",
+  });
+
+const CEILING_FIELD_MESSAGE = `maxPriceCentsPerDollar must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}; nothing was changed.`;
+const keyCeiling = z
+  .number({ invalid_type_error: CEILING_FIELD_MESSAGE })
+  .int({ message: CEILING_FIELD_MESSAGE })
+  .min(MIN_CEILING_CENTS, { message: CEILING_FIELD_MESSAGE })
+  .max(MAX_CEILING_CENTS, { message: CEILING_FIELD_MESSAGE })
+  .openapi({
+    description: "the key's own price ceiling, cents per 1 USD of DIEM face (30-80)",
+    example: 50,
+  });
+
+const MODELS_MESSAGE = `models must be a list of 1-${MAX_KEY_MODELS} catalog model ids (GET /v1/models); send null to allow every model; nothing was changed.`;
+/** `models`: 1-100 non-empty ids; any fault is reported on `models` itself (not on an element). */
+const models = z
+  .array(z.unknown(), { invalid_type_error: MODELS_MESSAGE })
+  .superRefine((ids, ctx) => {
+    const ok =
+      ids.length >= 1 &&
+      ids.length <= MAX_KEY_MODELS &&
+      ids.every((id) => typeof id === "string" && id.length >= 1 && id.length <= MAX_KEY_MODEL_ID_LENGTH);
+    if (!ok) ctx.addIssue({ code: z.ZodIssueCode.custom, message: MODELS_MESSAGE });
+  })
+  .transform((ids) => ids as string[])
+  .openapi({
+    type: "array",
+    items: { type: "string", minLength: 1, maxLength: MAX_KEY_MODEL_ID_LENGTH },
+    minItems: 1,
+    maxItems: MAX_KEY_MODELS,
+    description:
+      "the catalog ids the key is limited to, bare or `svc/`-prefixed (stored bare); ids the catalog does not list are refused; absent or null: every model",
+    example: ["zai-org-glm-5-1"],
+  });
+
+const EXPIRES_MESSAGE =
+  "expiresAt must be an ISO 8601 timestamp in the future, such as 2026-12-31T00:00:00Z; nothing was changed.";
+const expiresAt = z
+  .string({ invalid_type_error: EXPIRES_MESSAGE })
+  .datetime({ offset: true, message: EXPIRES_MESSAGE })
+  .transform((s) => new Date(s))
+  .openapi({
+    type: "string",
+    format: "date-time",
+    description: "after this instant the key is refused (401) as a revoked key is; must be in the future",
+  });
+
+/** The policy fields of a create or an update: each optional; `null` = no such limit (removes it on PATCH). */
+const keyPolicyFields = {
+  limitUsdc: limitUsdc.nullish(),
+  limitReset: limitReset.nullish(),
+  maxPriceCentsPerDollar: keyCeiling.nullish(),
+  models: models.nullish(),
+  expiresAt: expiresAt.nullish(),
+};
+
+/** API key metadata (never the plaintext), its policy and what it spent this period. */
 export const apiKeyMetadata = z
   .object({
     id: uuid,
@@ -123,6 +257,22 @@ export const apiKeyMetadata = z
     source: z.enum(["session", "agent", "signup"]),
     createdAt: timestamp,
     lastUsedAt: timestamp.nullable(),
+    limitUsdc: decimal6.nullable().openapi({ description: "the key's spending limit per period; null: no limit" }),
+    limitReset,
+    maxPriceCentsPerDollar: z.number().int().nullable().openapi({ description: "the key's own ceiling; null: none" }),
+    models: z
+      .array(z.string())
+      .nullable()
+      .openapi({ description: "the catalog ids the key is limited to; null: every model" }),
+    expiresAt: timestamp.nullable().openapi({ description: "when the key stops working; null: never" }),
+    spentUsdc: decimal6.openapi({
+      description:
+        "what the key was charged for requests started in the current period (all time when limitReset is never)",
+    }),
+    remainingUsdc: decimal6.nullable().openapi({ description: "limitUsdc − spentUsdc, at least 0; null: no limit" }),
+    resetsAt: timestamp
+      .nullable()
+      .openapi({ description: "when the current period ends (UTC); null: no limit, or it never resets" }),
   })
   .openapi("ApiKey");
 
@@ -134,8 +284,16 @@ export const apiKeyList = z
   .object({ keys: z.array(apiKeyMetadata), cap: z.number().int(), active: z.number().int() })
   .openapi("ApiKeyList");
 
-/** `POST /v1/account/api-keys` and `POST /v1/agent/keys`: `name` 1-64 characters. */
-export const createKeyBody = z.object({ name: keyName(1) }).openapi("CreateKeyBody");
+/** `POST /v1/account/api-keys` and `POST /v1/agent/keys`: `name` 1-64 characters and an optional policy. */
+export const createKeyBody = z.object({ name: keyName(1), ...keyPolicyFields }).openapi("CreateKeyBody");
+
+/**
+ * `PATCH /v1/account/api-keys/{id}` and `PATCH /v1/agent/keys/{id}`: only the fields sent change;
+ * `null` removes a setting; a body that names none of them is refused.
+ */
+export const updateKeyBody = z
+  .object({ name: keyName(1).optional(), ...keyPolicyFields })
+  .openapi("UpdateKeyBody", { minProperties: 1 });
 
 /** GraphQL `myInferenceRequest(supportReference:)`: a uuid, lower-cased (REST's is `supportReferenceParam`). */
 export const requestDetailArgs = z.object({

@@ -1,5 +1,5 @@
 /** SPEC "Agent self-service" (Bearer only). The ceiling and key shapes are the account's (account.ts). */
-import { historyRow } from "./account.js";
+import { apiKeyMetadata, historyQuery, historyResponse, historyRow } from "./account.js";
 import { decimal6, timestamp, uuid, walletAddress, z } from "./common.js";
 
 // the ceiling is the same rule on the session and the agent route; MCP imports it from here
@@ -21,5 +21,15 @@ export const agentMeResponse = z
   .openapi("AgentMe");
 /** `GET /v1/agent/requests/{support_reference}`: the stored attempt, cost and clearing price included. */
 export const agentRequestResponse = historyRow;
+
+/**
+ * `GET /v1/agent/key`: the calling key as listings show it: id, name, prefix, creation, policy and
+ * this period's spend (what OpenRouter's `GET /api/v1/key` answers, so an agent can read its budget).
+ */
+export const agentKeyResponse = apiKeyMetadata;
+
+/** `GET /v1/agent/requests`: the account's requests, the same pages and filters as the session history. */
+export const agentRequestsQuery = historyQuery;
+export const agentRequestsResponse = historyResponse;
 
 export type AgentMeResponse = z.infer<typeof agentMeResponse>;

@@ -211,6 +211,11 @@ export const HEADERS = {
     schema: { type: "string" },
     description: "The largest single eligible offer (insufficient_routable_at_price).",
   },
+  nextCursor: {
+    name: "X-Svc-Next-Cursor",
+    schema: { type: "string" },
+    description: "The history as CSV: the `cursor` of the next page; absent on the last page.",
+  },
   eligibleRoutableDiem: {
     name: "X-Svc-Eligible-Routable-Diem",
     schema: { type: "string" },

@@ -7,6 +7,7 @@ import {
 import {
   accountResponse,
   apiKeyList,
+  apiKeyMetadata,
   createdApiKey,
   createKeyBody,
   historyQuery,
@@ -15,8 +16,15 @@ import {
   maxPriceResponse,
   meResponse,
   savingsResponse,
+  updateKeyBody,
 } from "./account.js";
-import { agentMeResponse, agentRequestResponse } from "./agent.js";
+import {
+  agentKeyResponse,
+  agentMeResponse,
+  agentRequestResponse,
+  agentRequestsQuery,
+  agentRequestsResponse,
+} from "./agent.js";
 import { idpVerifyBody, sessionIdentityResponse, siweNonceResponse, siweVerifyBody } from "./auth.js";
 import { capacityQuery, modelIdParam, modelList, modelRow, modelStatsQuery, modelStatsResponse } from "./catalog.js";
 import {
@@ -190,6 +198,25 @@ function jsonBody(schema: z.ZodTypeAny): NonNullable<RouteConfig["request"]>["bo
 function textResponse(mime: string, description: string): ResponseConfig {
   return { description, headers: headers(), content: { [mime]: { schema: { type: "string" } } } };
 }
+
+/** The buyer history: a JSON page, or with `format=csv` the same rows as text/csv. */
+function historyResponses(schema: z.ZodTypeAny): ResponseConfig {
+  return {
+    description:
+      "A page, newest first. With `format=csv`: text/csv (RFC 4180, CRLF), a header row `time,key_name,model,modality,status,cost_usdc,clearing_price_cents,burn_diem,support_reference` then one row per request; a cell that would begin with `=`, `+`, `-` or `@` begins with `'` (no spreadsheet formula runs); the next page's cursor in X-Svc-Next-Cursor.",
+    headers: headers("nextCursor"),
+    content: {
+      "application/json": { schema },
+      "text/csv": { schema: { type: "string" } },
+    },
+  };
+}
+
+const KEY_UPDATE_ERRORS = {
+  400: "A field is invalid (named in `error.field`) or the body names none; nothing was changed.",
+  404: "No such active key on this account (a revoked key included).",
+  409: "The key has expired: an expired key cannot be changed (revoke it, mint another).",
+};
 
 /** What a body-carrying request adds: 400 (bad JSON or fields), 413 and 415 from the one JSON parser. */
 const BODY_ERRORS = [400, 413, 415];
@@ -449,6 +476,19 @@ registry.registerPath({
   },
 });
 registry.registerPath({
+  method: "patch",
+  path: "/v1/account/api-keys/{id}",
+  operationId: "updateAccountKey",
+  tags: ["Account"],
+  summary: "Change a key's name or policy (only the fields sent; null removes a setting)",
+  security: SESSION,
+  request: { params: idParam, body: jsonBody(updateKeyBody) },
+  responses: {
+    200: jsonResponse(apiKeyMetadata, "The key with its policy and usage"),
+    ...errorResponses([...BODY_ERRORS, 401, 403, 404, 409], KEY_UPDATE_ERRORS),
+  },
+});
+registry.registerPath({
   method: "delete",
   path: "/v1/account/api-keys/{id}",
   operationId: "revokeAccountKey",
@@ -465,10 +505,10 @@ registry.registerPath({
   path: "/v1/account/inference-history",
   operationId: "accountInferenceHistory",
   tags: ["Account"],
-  summary: "Buyer inference records, newest first (keyset pages)",
+  summary: "Buyer inference records, newest first (keyset pages), by key and period; JSON or CSV",
   security: SESSION,
   request: { query: historyQuery },
-  responses: { 200: jsonResponse(historyResponse, "A page"), ...errorResponses([400, 401]) },
+  responses: { 200: historyResponses(historyResponse), ...errorResponses([400, 401]) },
 });
 registry.registerPath({
   method: "get",
@@ -585,6 +625,38 @@ registry.registerPath({
   summary: "Active keys (metadata only) and the cap",
   security: BEARER,
   responses: { 200: jsonResponse(apiKeyList, "Keys"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "patch",
+  path: "/v1/agent/keys/{id}",
+  operationId: "updateAgentKey",
+  tags: ["Agent"],
+  summary: "Change a key's name or policy (only the fields sent; null removes a setting)",
+  security: BEARER,
+  request: { params: idParam, body: jsonBody(updateKeyBody) },
+  responses: {
+    200: jsonResponse(apiKeyMetadata, "The key with its policy and usage"),
+    ...errorResponses([...BODY_ERRORS, 401, 404, 409], KEY_UPDATE_ERRORS),
+  },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/agent/key",
+  operationId: "agentKey",
+  tags: ["Agent"],
+  summary: "The calling key: its policy and what it spent this period",
+  security: BEARER,
+  responses: { 200: jsonResponse(agentKeyResponse, "The calling key"), ...errorResponses([401]) },
+});
+registry.registerPath({
+  method: "get",
+  path: "/v1/agent/requests",
+  operationId: "agentRequests",
+  tags: ["Agent"],
+  summary: "The account's inference records, newest first (keyset pages), by key and period; JSON or CSV",
+  security: BEARER,
+  request: { query: agentRequestsQuery },
+  responses: { 200: historyResponses(agentRequestsResponse), ...errorResponses([400, 401]) },
 });
 registry.registerPath({
   method: "delete",

@@ -1,7 +1,8 @@
 import type { AccountSummary, HistoryRow, Savings } from "../domain/accounts/account-types.js";
 import type { VideoQuote } from "../domain/inference/video-quote.js";
-import type { ApiKeyMetadata } from "../domain/keys/api-key-service.js";
+import type { ApiKeyView } from "../domain/keys/api-key-service.js";
 import type { VideoJobStatusReport } from "../domain/video/video-jobs.js";
+import { toCsv } from "../lib/csv.js";
 import { formatDecimal6 } from "../lib/money.js";
 
 /**
@@ -42,6 +43,8 @@ export function presentHistoryRow(r: HistoryRow) {
   return {
     requestId: r.requestId,
     supportReference: r.supportReference,
+    keyId: r.keyId,
+    keyName: r.keyName,
     route: r.route,
     modality: r.modality,
     model: r.model,
@@ -74,7 +77,42 @@ export function presentSavings(s: Savings) {
   };
 }
 
-export function presentKey(k: ApiKeyMetadata) {
+/**
+ * The buyer history as CSV (`?format=csv`): a header row, then one row per request. Amounts are
+ * six-decimal strings as in JSON; empty cells for what a request does not have (no charge, no key).
+ */
+export const HISTORY_CSV_HEADER = [
+  "time",
+  "key_name",
+  "model",
+  "modality",
+  "status",
+  "cost_usdc",
+  "clearing_price_cents",
+  "burn_diem",
+  "support_reference",
+] as const;
+
+export function presentHistoryCsv(rows: readonly HistoryRow[]): string {
+  return toCsv([
+    HISTORY_CSV_HEADER,
+    ...rows.map((r) => [
+      r.startedAt.toISOString(),
+      r.keyName,
+      r.model,
+      r.modality,
+      r.status,
+      orNull(r.costMicroUsdc, usdc),
+      r.clearingPriceCents,
+      orNull(r.burnMicroDiem, formatDecimal6),
+      r.supportReference,
+    ]),
+  ]);
+}
+
+/** A key as every listing shows it (REST, MCP): metadata, policy, this period's usage. */
+export function presentKey(k: ApiKeyView) {
+  const { policy, usage } = k;
   return {
     id: k.id,
     name: k.name,
@@ -82,6 +120,14 @@ export function presentKey(k: ApiKeyMetadata) {
     source: k.source,
     createdAt: k.createdAt.toISOString(),
     lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    limitUsdc: orNull(policy.limitMicroUsdc, usdc),
+    limitReset: policy.limitReset,
+    maxPriceCentsPerDollar: policy.maxPriceCentsPerDollar,
+    models: policy.models.length > 0 ? policy.models : null,
+    expiresAt: policy.expiresAt?.toISOString() ?? null,
+    spentUsdc: usdc(usage.spentMicroUsdc),
+    remainingUsdc: orNull(usage.remainingMicroUsdc, usdc),
+    resetsAt: usage.resetsAt?.toISOString() ?? null,
   };
 }
 

@@ -30,6 +30,8 @@ export function decodeCursor(cursor: string): CursorKey {
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
+/** An export (the buyer history as CSV) pages too, with larger pages: this is its default and most. */
+export const MAX_EXPORT_PAGE_SIZE = 10_000;
 
 export interface Page<T> {
   items: T[];

@@ -1,6 +1,13 @@
 import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { agentMeResponse, agentRequestResponse, maxPriceBody, maxPriceResponse } from "../contract/agent.js";
+import { apiKeyList, createdApiKey, createKeyBody } from "../contract/account.js";
+import {
+  agentKeyResponse,
+  agentMeResponse,
+  agentRequestResponse,
+  maxPriceBody,
+  maxPriceResponse,
+} from "../contract/agent.js";
 import { capacityInput, modality, modelList, modelStatsQuery, modelStatsResponse } from "../contract/catalog.js";
 import { decimal6, supportReferenceParam, uuid } from "../contract/common.js";
 import {
@@ -15,7 +22,8 @@ import {
 import { capacityResponse } from "../contract/market.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import type { Caller } from "../domain/inference/session.js";
-import { presentAgentMe, presentHistoryRow, presentVideoQuote } from "../http/present.js";
+import { keyChangeOf } from "../http/keys.js";
+import { presentAgentMe, presentHistoryRow, presentKey, presentVideoQuote } from "../http/present.js";
 import { presentModel, presentModelStats } from "../http/routes/catalog.js";
 import { presentCapacity } from "../http/routes/market.js";
 import { DomainError } from "../lib/errors.js";
@@ -110,6 +118,19 @@ const maxPriceArgs = described(maxPriceBody, {
   maxPriceCentsPerDollar: "your new ceiling: integer 30-80 cents per 1 USD of DIEM face",
 });
 
+const createKeyArgs = described(createKeyBody, {
+  name: "a name for the key, 1-64 characters (e.g. the sub-agent it is for)",
+  limitUsdc: 'optional: the key\'s spending limit per period, USDC with six decimals, e.g. "2.000000"',
+  limitReset: "optional: daily, weekly (from Monday), monthly or never (default), on UTC boundaries",
+  maxPriceCentsPerDollar: "optional: the key's own price ceiling, integer 30-80",
+  models: "optional: the catalog ids the key is limited to (from list_models); omit for every model",
+  expiresAt: "optional: ISO 8601 instant after which the key stops working (401); must be in the future",
+});
+
+/** What a key tool answers: the key as GET /v1/agent/keys lists it. */
+const KEY_FIELDS =
+  "id, name, keyPrefix, limitUsdc (null: no limit), limitReset, maxPriceCentsPerDollar, models (null: every model), expiresAt, spentUsdc (charged this period), remainingUsdc (null: no limit) and resetsAt (when the period ends)";
+
 const videoArgs = described(videoBody, {
   model: "a live video model id from list_models (modality video)",
   duration: 'one of the row\'s constraints.durations, e.g. "5s"',
@@ -180,6 +201,59 @@ export const TOOLS: readonly ToolDefinition[] = [
     async run(_args, { rt, viewer }) {
       const a = await rt.services.accounts.getSummary(viewer);
       return presentAgentMe(a, rt.config.chain.confirmationBlocks) satisfies z.infer<typeof agentMeResponse>;
+    },
+  }),
+  defineTool({
+    name: "agent_key",
+    title: "My API key",
+    description: [
+      "The API key this connector uses (GET /v1/agent/key): its",
+      `${KEY_FIELDS}. Check remainingUsdc before spending when the key has a limit. Free. ${UNITS}`,
+    ].join(" "),
+    input: z.object({}),
+    output: agentKeyResponse,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(_args, { rt, viewer }) {
+      return presentKey(
+        await rt.services.apiKeys.describeKey({ accountId: viewer.accountId, apiKeyId: viewer.apiKeyId ?? "" }),
+      );
+    },
+  }),
+  defineTool({
+    name: "list_keys",
+    title: "List my API keys",
+    description: [
+      "Your account's active API keys (GET /v1/agent/keys), newest first, with cap (10) and active: each key's",
+      `${KEY_FIELDS}. Never the plaintext. Free. ${UNITS}`,
+    ].join(" "),
+    input: z.object({}),
+    output: apiKeyList,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(_args, { rt, viewer }) {
+      const { keys, cap } = await rt.services.apiKeys.listActive(viewer.accountId);
+      return { keys: keys.map(presentKey), cap, active: keys.length };
+    },
+  }),
+  defineTool({
+    name: "create_key",
+    title: "Mint an API key",
+    description: [
+      "Mints another API key on your account (POST /v1/agent/keys), e.g. one per sub-agent or tool, with an",
+      "optional policy: a spending limit (limitUsdc per limitReset period), its own price ceiling, a model list, an expiry.",
+      "Returns apiKey (the plaintext svc_…, shown once: hand it over or store it now) with the key's fields.",
+      `Free. ${UNITS} Errors: ${ON_INVALID} key_limit_reached: 10 active keys already; revoke one first.`,
+    ].join(" "),
+    input: createKeyArgs,
+    output: createdApiKey,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    async run(args, { rt, viewer }) {
+      const k = await rt.services.apiKeys.createKey({
+        accountId: viewer.accountId,
+        name: args.name,
+        source: "agent",
+        policy: keyChangeOf(args),
+      });
+      return { ...presentKey(k), apiKey: k.apiKey };
     },
   }),
   defineTool({

@@ -2,12 +2,14 @@ import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import { parseCeiling } from "../../contract/account.js";
+import { assertUuid } from "../../contract/common.js";
 import type { Clock } from "../../lib/clock.js";
 import {
   type CursorKey,
   DEFAULT_PAGE_SIZE,
   decodeCursor,
   encodeCursor,
+  MAX_EXPORT_PAGE_SIZE,
   MAX_PAGE_SIZE,
   type Page,
 } from "../../lib/cursor.js";
@@ -29,12 +31,24 @@ const BALANCE_SELECT = {
   buyerEscrows: { select: { holder: true, amountMicroUsdc: true } },
 } as const;
 
-export function pageSize(limit: number | undefined): number {
-  if (limit === undefined) return DEFAULT_PAGE_SIZE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
-    throw new DomainError("invalid_request", `limit must be an integer 1-${MAX_PAGE_SIZE}.`, { field: "limit" });
+export function pageSize(limit: number | undefined, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): number {
+  if (limit === undefined) return fallback;
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) {
+    throw new DomainError("invalid_request", `limit must be an integer 1-${max}.`, { field: "limit" });
   }
   return limit;
+}
+
+/** The buyer history's filters (every one optional). */
+export interface HistoryFilter {
+  /** text, image or video */
+  modality?: string;
+  /** requests made with this key of the account (a revoked one too) */
+  keyId?: string;
+  /** requests started at or after it */
+  from?: Date;
+  /** requests started before it */
+  to?: Date;
 }
 
 /** Accounts: identity, balances, ceiling, buyer history and savings. Every method is scoped to one account. */
@@ -150,27 +164,45 @@ export class AccountService {
   }
 
   /**
-   * Buyer inference history, newest first, keyset-paginated; `modality` (text, image, video) narrows it.
-   * @throws invalid_request an unknown modality
+   * Buyer inference history, newest first, keyset-paginated, filtered by modality (text, image,
+   * video), key and period (`from` inclusive, `to` exclusive, on the start). `export`: the CSV
+   * export's pages (up to MAX_EXPORT_PAGE_SIZE rows, that many by default).
+   * @throws invalid_request an unknown modality, a key id that is not a uuid, `to` not after `from`,
+   *   a page size out of range, a bad cursor
    */
-  async inferenceHistory(input: {
-    accountId: string;
-    limit?: number;
-    cursor?: string;
-    modality?: string;
-  }): Promise<Page<HistoryRow>> {
-    const take = pageSize(input.limit);
+  async inferenceHistory(
+    input: { accountId: string; limit?: number; cursor?: string; export?: boolean } & HistoryFilter,
+  ): Promise<Page<HistoryRow>> {
+    const take = input.export
+      ? pageSize(input.limit, MAX_EXPORT_PAGE_SIZE, MAX_EXPORT_PAGE_SIZE)
+      : pageSize(input.limit);
     const after: CursorKey | undefined = input.cursor ? decodeCursor(input.cursor) : undefined;
     const modality = input.modality;
     if (modality !== undefined && modality !== "text" && modality !== "image" && modality !== "video") {
       throw new DomainError("invalid_request", "modality must be text, image or video.", { field: "modality" });
     }
+    const keyId = input.keyId === undefined ? undefined : assertUuid(input.keyId, "keyId");
+    const { from, to } = input;
+    for (const [field, at] of [
+      ["from", from],
+      ["to", to],
+    ] as const) {
+      if (at !== undefined && Number.isNaN(at.getTime())) {
+        throw new DomainError("invalid_request", `${field} must be an ISO 8601 timestamp.`, { field });
+      }
+    }
+    if (from && to && to.getTime() <= from.getTime()) {
+      throw new DomainError("invalid_request", "to must be after from.", { field: "to" });
+    }
     const rows = await this.db.inferenceRequest.findMany({
       where: {
         accountId: input.accountId,
         ...(modality ? { modality } : {}),
+        ...(keyId ? { apiKeyId: keyId } : {}),
+        ...(from || to ? { startedAt: { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}) } } : {}),
         ...(after ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] } : {}),
       },
+      include: { apiKey: { select: { name: true } } },
       orderBy: [{ startedAt: "desc" }, { id: "desc" }],
       take: take + 1,
     });
@@ -194,6 +226,8 @@ export class AccountService {
       return {
         requestId: live.requestId,
         supportReference: live.supportReference,
+        keyId: null,
+        keyName: null,
         route: live.route,
         modality: "text",
         model: live.model,
@@ -212,7 +246,10 @@ export class AccountService {
         completedAt: null,
       };
     }
-    const row = await this.db.inferenceRequest.findUnique({ where: { supportReference: input.supportReference } });
+    const row = await this.db.inferenceRequest.findUnique({
+      where: { supportReference: input.supportReference },
+      include: { apiKey: { select: { name: true } } },
+    });
     if (!row || row.accountId !== input.accountId) {
       throw new DomainError("not_found", "No request with this support reference on this account.");
     }
@@ -245,6 +282,8 @@ export class AccountService {
 function historyRow(r: {
   id: string;
   supportReference: string;
+  apiKeyId: string | null;
+  apiKey: { name: string } | null;
   route: string;
   modality: string;
   model: string;
@@ -265,6 +304,8 @@ function historyRow(r: {
   return {
     requestId: r.id,
     supportReference: r.supportReference,
+    keyId: r.apiKeyId,
+    keyName: r.apiKey?.name ?? null,
     route: r.route,
     modality: r.modality,
     model: r.model,

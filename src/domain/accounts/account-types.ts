@@ -50,6 +50,9 @@ export interface AccountSummary extends AccountIdentity {
 export interface HistoryRow {
   requestId: string;
   supportReference: string;
+  /** the API key the request was made with, and its name (null while a stream runs, or the key is gone) */
+  keyId: string | null;
+  keyName: string | null;
   route: string;
   modality: string;
   model: string;

@@ -219,6 +219,19 @@ export class CatalogService {
   }
 
   /**
+   * Which of these bare ids are catalog rows: listed and not disabled, whatever their status (the
+   * rows GET /v1/models/{id} answers). One read. A key's `models` may name only these.
+   */
+  async listedIds(bareIds: readonly string[]): Promise<Set<string>> {
+    if (bareIds.length === 0) return new Set();
+    const rows = await this.deps.db.catalogModel.findMany({
+      where: { id: { in: [...bareIds] }, listed: true, disabled: false },
+      select: { id: true },
+    });
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /**
    * One catalog row by bare or `svc/`-prefixed id, whatever its status (the caller checks `live`),
    * with the integer rates metering uses (see `textPricingOf`).
    * @throws model_not_found when unknown, disabled or unlisted

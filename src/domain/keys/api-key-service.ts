@@ -7,6 +7,18 @@ import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { sha256Hex } from "../../lib/secret-box.js";
+import {
+  isExpired,
+  type KeyPolicy,
+  type KeyPolicyChange,
+  type KeyUsage,
+  keyUsage,
+  type ListedModelIds,
+  POLICY_FIELDS,
+  policyColumns,
+  policyOf,
+  spentThisPeriod,
+} from "./key-policy.js";
 
 /** SPEC "Limits": at most 10 active keys per account, counted across every minting route. */
 export const MAX_ACTIVE_KEYS = 10;
@@ -43,7 +55,13 @@ export interface ApiKeyMetadata {
   lastUsedAt: Date | null;
 }
 
-export interface CreatedApiKey extends ApiKeyMetadata {
+/** A key as listings show it: metadata, policy and what it spent this period. */
+export interface ApiKeyView extends ApiKeyMetadata {
+  policy: KeyPolicy;
+  usage: KeyUsage;
+}
+
+export interface CreatedApiKey extends ApiKeyView {
   /** the plaintext, returned once and never stored */
   apiKey: string;
 }
@@ -52,6 +70,13 @@ export interface AuthenticatedKey {
   apiKeyId: string;
   accountId: string;
   walletAddress: string;
+  /** the key's expiry: checked on every use, cached or not */
+  expiresAt: Date | null;
+}
+
+/** `PATCH` of a key: its name and any policy field (absent = unchanged, null = removed). */
+export interface KeyUpdate extends KeyPolicyChange {
+  name?: string;
 }
 
 type Tx = Prisma.TransactionClient;
@@ -68,14 +93,9 @@ function newPlaintext(): string {
   return `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
 }
 
-function metadata(row: {
-  id: string;
-  name: string;
-  keyPrefix: string;
-  source: KeySource;
-  createdAt: Date;
-  lastUsedAt: Date | null;
-}): ApiKeyMetadata {
+type KeyRow = ApiKeyMetadata & KeyPolicy;
+
+function view(row: KeyRow, usage: KeyUsage): ApiKeyView {
   return {
     id: row.id,
     name: row.name,
@@ -83,6 +103,8 @@ function metadata(row: {
     source: row.source,
     createdAt: row.createdAt,
     lastUsedAt: row.lastUsedAt,
+    policy: policyOf(row),
+    usage,
   };
 }
 
@@ -101,18 +123,36 @@ export class ApiKeyService {
     private readonly sql?: Sql,
     /** fans a revocation out to every process's authentication cache */
     private readonly bus?: EventBus,
+    /** which model ids the catalog lists (a key's `models` must name catalog rows) */
+    private readonly listedModelIds: ListedModelIds = async () => new Set(),
   ) {}
 
   /**
-   * Mints a key. Locks the account row (FOR UPDATE) for the count-then-insert.
-   * @throws DomainError key_limit_reached (409) at the cap; not_found if the account is gone.
+   * Mints a key, with an optional policy (`policyColumns`: checked before anything is written).
+   * Locks the account row (FOR UPDATE) for the count-then-insert.
+   * @throws DomainError invalid_request naming a bad policy field; key_limit_reached (409) at the
+   *   cap; not_found if the account is gone.
    */
-  async createKey(input: { accountId: string; name: string; source: KeySource }): Promise<CreatedApiKey> {
-    return this.db.$transaction((tx) => this.createKeyInTx(tx, input));
+  async createKey(input: {
+    accountId: string;
+    name: string;
+    source: KeySource;
+    policy?: KeyPolicyChange;
+  }): Promise<CreatedApiKey> {
+    assertKeyName(input.name);
+    const policy = input.policy ? await this.policyColumns(input.policy) : {};
+    return this.db.$transaction((tx) => this.createKeyInTx(tx, input, policy));
   }
 
-  /** The same, inside a caller's transaction (x402 signup commits account, credit and key together). */
-  async createKeyInTx(tx: Tx, input: { accountId: string; name: string; source: KeySource }): Promise<CreatedApiKey> {
+  /**
+   * The same, inside a caller's transaction (x402 signup commits account, credit and key together:
+   * the signup key has no policy).
+   */
+  async createKeyInTx(
+    tx: Tx,
+    input: { accountId: string; name: string; source: KeySource },
+    policy: Partial<KeyPolicy> = {},
+  ): Promise<CreatedApiKey> {
     assertKeyName(input.name);
     const locked = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM accounts WHERE id = ${input.accountId}::uuid FOR UPDATE`;
@@ -133,18 +173,107 @@ export class ApiKeyService {
         keyPrefix: apiKey.slice(0, KEY_PREFIX_LENGTH),
         keyHash: sha256Hex(apiKey),
         source: input.source,
+        ...policy,
       },
     });
-    return { ...metadata(row), apiKey };
+    // a new key has spent nothing
+    return { ...view(row, keyUsage(row, 0n, this.clock.now())), apiKey };
   }
 
-  /** Active keys of an account, newest first (metadata only). */
-  async listActive(accountId: string): Promise<{ keys: ApiKeyMetadata[]; cap: number }> {
+  /**
+   * Active keys of an account, newest first: metadata, policy and this period's usage (two reads,
+   * whatever the number of keys). An expired key is listed (its `expiresAt` says so) until revoked.
+   */
+  async listActive(accountId: string): Promise<{ keys: ApiKeyView[]; cap: number }> {
     const rows = await this.db.apiKey.findMany({
       where: { ...apiKeyScopeFor({ accountId }), ...ACTIVE_API_KEYS },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     });
-    return { keys: rows.map(metadata), cap: MAX_ACTIVE_KEYS };
+    return { keys: await this.withUsage(rows), cap: MAX_ACTIVE_KEYS };
+  }
+
+  /**
+   * The calling key (GET /v1/agent/key): metadata, policy and usage.
+   * @throws DomainError not_found when it is not an active key of the account (revoked meanwhile)
+   */
+  async describeKey(input: { accountId: string; apiKeyId: string }): Promise<ApiKeyView> {
+    const row = await this.db.apiKey.findFirst({
+      where: { id: assertUuid(input.apiKeyId, "id"), ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS },
+    });
+    if (!row) throw new DomainError("not_found", "API key not found on this account.");
+    const [one] = await this.withUsage([row]);
+    if (!one) throw new DomainError("not_found", "API key not found on this account.");
+    return one;
+  }
+
+  /**
+   * Changes a key's name and policy: only the fields present; `null` removes a setting. Everything
+   * is checked before anything is written (400 naming the field); the write is guarded on the key
+   * being active, the account's and unexpired. Every process forgets the key's cached
+   * authentication (its expiry may have moved).
+   * @throws DomainError invalid_request (an empty change, a bad field); not_found when the key is
+   *   not an active key of this account (revoked keys included, as DELETE); conflict when it expired
+   *   (expiry is final: revoke it and mint another)
+   */
+  async updateKey(input: { accountId: string; keyId: string; change: KeyUpdate }): Promise<ApiKeyView> {
+    const keyId = assertUuid(input.keyId, "id");
+    const { name, ...change } = input.change;
+    if (name === undefined && Object.values(change).every((v) => v === undefined)) {
+      throw new DomainError(
+        "invalid_request",
+        `Nothing to change: send at least one of name, ${POLICY_FIELDS.join(", ")}; nothing was changed.`,
+      );
+    }
+    if (name !== undefined) assertKeyName(name);
+    const columns = await this.policyColumns(change);
+    const now = this.clock.now();
+    const r = await this.db.apiKey.updateMany({
+      where: {
+        id: keyId,
+        ...apiKeyScopeFor(input),
+        ...ACTIVE_API_KEYS,
+        OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
+      },
+      data: { ...(name !== undefined ? { name } : {}), ...columns },
+    });
+    const row = await this.db.apiKey.findFirst({
+      where: { id: keyId, ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS },
+    });
+    if (r.count === 0 && row?.expiresAt && isExpired(row.expiresAt, now)) {
+      throw new DomainError(
+        "conflict",
+        `This key expired at ${row.expiresAt.toISOString()}; an expired key cannot be changed: revoke it and mint another.`,
+        { field: "expiresAt" },
+      );
+    }
+    if (r.count === 0 || !row) throw new DomainError("not_found", "API key not found on this account.");
+    this.forget(keyId);
+    this.bus?.publish("routingChanged", { kind: "api_key_revoked", id: keyId });
+    const [one] = await this.withUsage([row]);
+    if (!one) throw new DomainError("not_found", "API key not found on this account.");
+    return one;
+  }
+
+  /**
+   * This period's usage of stored keys (GraphQL's key fields batch through it): one read for any
+   * number of keys (`spentThisPeriod`).
+   */
+  async usageOf(
+    keys: readonly (Pick<KeyPolicy, "limitMicroUsdc" | "limitReset"> & { id: string })[],
+  ): Promise<KeyUsage[]> {
+    const now = this.clock.now();
+    const spent = await spentThisPeriod(this.db, keys, now);
+    return keys.map((k) => keyUsage(k, spent.get(k.id) ?? 0n, now));
+  }
+
+  private async withUsage(rows: readonly KeyRow[]): Promise<ApiKeyView[]> {
+    const usage = await this.usageOf(rows);
+    return rows.map((row, i) => view(row, usage[i] ?? keyUsage(row, 0n, this.clock.now())));
+  }
+
+  /** `policyColumns` with this service's clock and catalog. */
+  private policyColumns(change: KeyPolicyChange): Promise<Partial<KeyPolicy>> {
+    return policyColumns(change, { now: this.clock.now(), listedModelIds: this.listedModelIds });
   }
 
   /**
@@ -171,13 +300,19 @@ export class ApiKeyService {
   /**
    * `authenticate` with a short in-process cache, for the inference routes only. A revocation
    * anywhere reaches every process's cache through `routingChanged`; a buyer with no escrow here is
-   * re-checked by the router's top-up in the same transaction that escrows their funds (401).
+   * re-checked by the router's top-up in the same transaction that escrows their funds (401). A
+   * cached key past its `expiresAt` (on this service's clock) is refused at once, as a revoked one;
+   * a change of expiry reaches every cache through `routingChanged` too.
    */
   async authenticateCached(plaintext: string): Promise<AuthenticatedKey | null> {
     if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;
     const hash = sha256Hex(plaintext);
     const now = Date.now();
     const hit = this.cache.get(hash);
+    if (hit && isExpired(hit.key.expiresAt, this.clock.now())) {
+      this.cache.delete(hash);
+      return null;
+    }
     if (hit && now - hit.at < AUTH_CACHE_MS) {
       if (now - hit.usedAt > LAST_USED_RESOLUTION_MS) {
         hit.usedAt = now;
@@ -198,8 +333,8 @@ export class ApiKeyService {
   }
 
   /**
-   * Resolves a Bearer plaintext to its active key and account, or null. Constant work per call
-   * (one indexed lookup by hash); `lastUsedAt` is refreshed at most once a minute.
+   * Resolves a Bearer plaintext to its active, unexpired key and account, or null. Constant work
+   * per call (one indexed lookup by hash); `lastUsedAt` is refreshed at most once a minute.
    */
   async authenticate(plaintext: string): Promise<AuthenticatedKey | null> {
     if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;
@@ -210,10 +345,11 @@ export class ApiKeyService {
             id: string;
             status: string;
             last_used_at: Date | null;
+            expires_at: Date | null;
             account_id: string;
             wallet: string;
           }>(
-            `SELECT k.id, k.status, k.last_used_at, a.id AS account_id, a.wallet_address AS wallet
+            `SELECT k.id, k.status, k.last_used_at, k.expires_at, a.id AS account_id, a.wallet_address AS wallet
                FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
             [hash],
           )
@@ -225,6 +361,7 @@ export class ApiKeyService {
               id: true,
               status: true,
               lastUsedAt: true,
+              expiresAt: true,
               account: { select: { id: true, walletAddress: true } },
             },
           })
@@ -234,15 +371,18 @@ export class ApiKeyService {
                 id: r.id,
                 status: r.status,
                 last_used_at: r.lastUsedAt,
+                expires_at: r.expiresAt,
                 account_id: r.account.id,
                 wallet: r.account.walletAddress,
               },
           );
     if (row?.status !== "active") return null;
     const now = this.clock.now();
+    // SPEC issue 28: after its expiry a key is refused exactly as a revoked one
+    if (isExpired(row.expires_at, now)) return null;
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
     }
-    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet };
+    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet, expiresAt: row.expires_at };
   }
 }

@@ -2,6 +2,9 @@ import type { Balances, HistoryRow } from "../../domain/accounts/account-types.j
 import { authProviderFor } from "../../domain/accounts/auth-provider.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import { ACTIVE_API_KEYS } from "../../domain/keys/api-key-service.js";
+import type { LimitReset } from "../../domain/keys/key-period.js";
+import type { KeyUsage } from "../../domain/keys/key-policy.js";
+import { Batcher } from "../../lib/batcher.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
@@ -28,6 +31,49 @@ function balancesOf(ctx: GraphQLContext, accountId: string): Promise<Balances> {
   return read;
 }
 
+/** What the usage of a key depends on: its id and its limit's period and size. */
+interface UsageKey {
+  id: string;
+  limitMicroUsdc: bigint | null;
+  limitReset: LimitReset;
+}
+
+/**
+ * Each key's usage once per GraphQL request, the keys of one list read together: every key's
+ * `spentUsdc`, `remainingUsdc` and `resetsAt` resolve in the same tick, and one batch (one SQL
+ * statement, `apiKeys.usageOf`) answers them all (N+1 guard: test/integration/graphql/query-count).
+ */
+const usageReads = new WeakMap<
+  GraphQLContext,
+  { batcher: Batcher<UsageKey, KeyUsage>; reads: Map<string, Promise<KeyUsage>> }
+>();
+function usageOf(ctx: GraphQLContext, key: UsageKey): Promise<KeyUsage> {
+  let r = usageReads.get(ctx);
+  if (!r) {
+    const apiKeys = ctx.services.apiKeys;
+    r = {
+      batcher: new Batcher(
+        (keys) => apiKeys.usageOf(keys),
+        async (k) => {
+          const [one] = await apiKeys.usageOf([k]);
+          if (!one) throw new Error(`no usage for key ${k.id}`);
+          return one;
+        },
+        { maxBatch: 100, maxInFlight: 4 },
+      ),
+      reads: new Map(),
+    };
+    usageReads.set(ctx, r);
+  }
+  const id = `${key.id}|${key.limitReset}|${key.limitMicroUsdc ?? ""}`;
+  let read = r.reads.get(id);
+  if (!read) {
+    read = r.batcher.submit({ id: key.id, limitMicroUsdc: key.limitMicroUsdc, limitReset: key.limitReset });
+    r.reads.set(id, read);
+  }
+  return read;
+}
+
 export const AuthProviderEnum = builder.enumType("AuthProvider", {
   description: "How a wallet signs in: the identity provider or Sign-In with Ethereum (SPEC enum idp, siwe).",
   values: { IDP: { value: "idp" }, SIWE: { value: "siwe" } } as const,
@@ -37,8 +83,20 @@ export const KeySourceEnum = builder.enumType("ApiKeySource", {
   values: { SESSION: { value: "session" }, AGENT: { value: "agent" }, SIGNUP: { value: "signup" } } as const,
 });
 
+export const KeyLimitResetEnum = builder.enumType("KeyLimitReset", {
+  description:
+    "When a key's spending limit starts again, on UTC boundaries: DAILY (00:00 UTC), WEEKLY (Monday 00:00 UTC), MONTHLY (the 1st, 00:00 UTC) or NEVER.",
+  values: {
+    DAILY: { value: "daily" },
+    WEEKLY: { value: "weekly" },
+    MONTHLY: { value: "monthly" },
+    NEVER: { value: "never" },
+  } as const,
+});
+
 export const ApiKeyRef = builder.prismaObject("ApiKey", {
-  description: "API key metadata. The plaintext is returned once, by createApiKey, and never again.",
+  description:
+    "API key metadata, its policy and what it spent this period (as GET /v1/agent/keys lists it). The plaintext is returned once, by createApiKey, and never again.",
   fields: (t) => ({
     id: t.exposeID("id"),
     name: t.exposeString("name"),
@@ -46,6 +104,44 @@ export const ApiKeyRef = builder.prismaObject("ApiKey", {
     source: t.field({ type: KeySourceEnum, resolve: (k) => k.source }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     lastUsedAt: t.expose("lastUsedAt", { type: "DateTime", nullable: true }),
+    limitUsdc: t.field({
+      type: "MicroUsdc",
+      nullable: true,
+      description: "the key's spending limit per period; null: no limit",
+      resolve: (k) => k.limitMicroUsdc,
+    }),
+    limitReset: t.field({ type: KeyLimitResetEnum, resolve: (k) => k.limitReset }),
+    maxPriceCentsPerDollar: t.exposeInt("maxPriceCentsPerDollar", {
+      nullable: true,
+      description: "the key's own price ceiling (30-80); null: none",
+    }),
+    models: t.stringList({
+      nullable: true,
+      description: "the catalog ids the key is limited to; null: every model",
+      resolve: (k) => (k.models.length > 0 ? k.models : null),
+    }),
+    expiresAt: t.expose("expiresAt", {
+      type: "DateTime",
+      nullable: true,
+      description: "after it the key is refused as a revoked key is; null: never",
+    }),
+    spentUsdc: t.field({
+      type: "MicroUsdc",
+      description: "what the key was charged for requests started in the current period (all time when NEVER)",
+      resolve: async (k, _args, ctx) => (await usageOf(ctx, k)).spentMicroUsdc,
+    }),
+    remainingUsdc: t.field({
+      type: "MicroUsdc",
+      nullable: true,
+      description: "limitUsdc − spentUsdc, at least 0; null: no limit",
+      resolve: async (k, _args, ctx) => (await usageOf(ctx, k)).remainingMicroUsdc,
+    }),
+    resetsAt: t.field({
+      type: "DateTime",
+      nullable: true,
+      description: "when the current period ends; null: no limit, or it never resets",
+      resolve: async (k, _args, ctx) => (await usageOf(ctx, k)).resetsAt,
+    }),
   }),
 });
 
@@ -133,6 +229,8 @@ export const InferenceRequestRef = builder.objectRef<HistoryRow>("InferenceReque
   fields: (t) => ({
     requestId: t.exposeID("requestId"),
     supportReference: t.exposeString("supportReference"),
+    keyId: t.exposeID("keyId", { nullable: true, description: "the API key the request was made with" }),
+    keyName: t.exposeString("keyName", { nullable: true }),
     route: t.exposeString("route"),
     modality: t.exposeString("modality"),
     model: t.exposeString("model"),
@@ -163,9 +261,12 @@ builder.queryField("myInferenceHistory", (t) =>
     type: InferenceRequestPageRef,
     authScopes: { authenticated: true },
     description:
-      "The viewer's requests, newest first; `modality` (text, image, video) narrows it, e.g. the image history.",
+      "The viewer's requests, newest first; `modality` (text, image, video) narrows it, e.g. the image history; `keyId` to one API key's; `from` (inclusive) and `to` (exclusive) to a period of start times.",
     args: {
       modality: t.arg.string({ required: false }),
+      keyId: t.arg.id({ required: false }),
+      from: t.arg({ type: "DateTime", required: false }),
+      to: t.arg({ type: "DateTime", required: false }),
       limit: t.arg.int({ required: false }),
       cursor: t.arg.string({ required: false }),
     },
@@ -173,6 +274,9 @@ builder.queryField("myInferenceHistory", (t) =>
       ctx.services.accounts.inferenceHistory({
         accountId: viewerOrThrow(ctx).accountId,
         modality: args.modality ?? undefined,
+        keyId: args.keyId === null || args.keyId === undefined ? undefined : String(args.keyId),
+        from: args.from ?? undefined,
+        to: args.to ?? undefined,
         limit: args.limit ?? undefined,
         cursor: args.cursor ?? undefined,
       }),

@@ -1,10 +1,47 @@
-import { apiKeyScopeFor } from "../../domain/keys/api-key-service.js";
+import { apiKeyScopeFor, type KeyUpdate } from "../../domain/keys/api-key-service.js";
+import type { LimitReset } from "../../domain/keys/key-period.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
-import { ApiKeyRef, viewerOrThrow } from "./account.js";
+import { ApiKeyRef, KeyLimitResetEnum, viewerOrThrow } from "./account.js";
+
+/**
+ * A key's policy fields, the same on create and update (REST's `limitUsdc` decimal string is
+ * MicroUsdc here, as every amount in this schema). Left out: unchanged (at creation: not set);
+ * null: no such limit. The key service checks them (`invalid_request` naming the field).
+ */
+interface PolicyInput {
+  name?: string | null;
+  limitUsdc?: bigint | null;
+  limitReset?: LimitReset | null;
+  maxPriceCentsPerDollar?: number | null;
+  models?: string[] | null;
+  expiresAt?: Date | null;
+}
+
+/** The GraphQL input as the key service takes it: fields left out stay out, null is kept (it removes). */
+function keyChangeOf(input: PolicyInput): KeyUpdate {
+  const out: KeyUpdate = {};
+  // a null name is refused by the service (a name cannot be removed)
+  if (input.name !== undefined) out.name = input.name as string;
+  if (input.limitUsdc !== undefined) out.limitMicroUsdc = input.limitUsdc;
+  if (input.limitReset !== undefined) out.limitReset = input.limitReset;
+  if (input.maxPriceCentsPerDollar !== undefined) out.maxPriceCentsPerDollar = input.maxPriceCentsPerDollar;
+  if (input.models !== undefined) out.models = input.models;
+  if (input.expiresAt !== undefined) out.expiresAt = input.expiresAt;
+  return out;
+}
 
 const CreateApiKeyInput = builder.inputType("CreateApiKeyInput", {
-  fields: (t) => ({ name: t.string({ required: true, description: "1-64 characters" }) }),
+  fields: (t) => ({
+    name: t.string({ required: true, description: "1-64 characters" }),
+    limitUsdc: t.field({ type: "MicroUsdc", description: "the key's spending limit per period (> 0)" }),
+    limitReset: t.field({ type: KeyLimitResetEnum, description: "when the limit starts again (default NEVER)" }),
+    maxPriceCentsPerDollar: t.int({ description: `the key's own ceiling, ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}` }),
+    models: t.stringList({
+      description: "the catalog ids the key is limited to (bare or `svc/`); omitted: every model",
+    }),
+    expiresAt: t.field({ type: "DateTime", description: "after it the key is refused; must be in the future" }),
+  }),
 });
 
 const CreatedApiKey = builder.objectRef<{ apiKey: string; keyId: string }>("CreateApiKeyPayload").implement({
@@ -30,8 +67,53 @@ builder.mutationField("createApiKey", (t) =>
         accountId: v.accountId,
         name: input.name,
         source: v.credential === "bearer" ? "agent" : "session",
+        policy: keyChangeOf({ ...input, name: undefined }),
       });
       return { apiKey: k.apiKey, keyId: k.id };
+    },
+  }),
+);
+
+const UpdateApiKeyInput = builder.inputType("UpdateApiKeyInput", {
+  description: "Only the fields sent change; null removes a setting (as PATCH /v1/agent/keys/{id}).",
+  fields: (t) => ({
+    id: t.id({ required: true }),
+    name: t.string({ description: "1-64 characters" }),
+    limitUsdc: t.field({ type: "MicroUsdc", description: "the key's spending limit per period (> 0)" }),
+    limitReset: t.field({ type: KeyLimitResetEnum, description: "when the limit starts again; null: NEVER" }),
+    maxPriceCentsPerDollar: t.int({ description: `the key's own ceiling, ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}` }),
+    models: t.stringList({ description: "the catalog ids the key is limited to (bare or `svc/`); null: every model" }),
+    expiresAt: t.field({ type: "DateTime", description: "after it the key is refused; must be in the future" }),
+  }),
+});
+
+builder.mutationField("updateApiKey", (t) =>
+  t.field({
+    type: builder.objectRef<{ keyId: string }>("UpdateApiKeyPayload").implement({
+      fields: (f) => ({
+        key: f.prismaField({
+          type: ApiKeyRef,
+          resolve: (query, p, _args, ctx) =>
+            ctx.db.apiKey.findUniqueOrThrow({
+              ...query,
+              where: { id: p.keyId, ...apiKeyScopeFor(viewerOrThrow(ctx)) },
+            }),
+        }),
+      }),
+    }),
+    authScopes: { authenticated: true },
+    description:
+      "Changes one of the account's active keys: its name and policy (limit, period, ceiling, models, expiry). Another account's key or a revoked one is not_found; an expired one is conflict.",
+    args: { input: t.arg({ type: UpdateApiKeyInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const v = viewerOrThrow(ctx);
+      const { id, ...change } = input;
+      const k = await ctx.services.apiKeys.updateKey({
+        accountId: v.accountId,
+        keyId: String(id),
+        change: keyChangeOf(change),
+      });
+      return { keyId: k.id };
     },
   }),
 );

@@ -1,9 +1,11 @@
 import { Router } from "express";
-import { createKeyBody, historyQuery, maxPriceBody } from "../../contract/account.js";
+import { createKeyBody, historyQuery, maxPriceBody, updateKeyBody } from "../../contract/account.js";
 import { idParam } from "../../contract/common.js";
 import type { Runtime } from "../../runtime.js";
 import { requireSameOrigin, requireSession, viewerOf } from "../auth.js";
-import { presentAccount, presentHistoryRow, presentKey, presentSavings, STATUS_OK } from "../present.js";
+import { answerHistory } from "../history.js";
+import { keyChangeOf } from "../keys.js";
+import { presentAccount, presentKey, presentSavings, STATUS_OK } from "../present.js";
 import { parse } from "../validate.js";
 
 /** SPEC "Account (session)". Every route: session cookie only. */
@@ -39,8 +41,21 @@ export function accountRoutes(rt: Runtime): Router {
 
   r.post("/v1/account/api-keys", session, async (req, res) => {
     const body = parse(createKeyBody, req.body);
-    const k = await apiKeys.createKey({ accountId: viewerOf(res).accountId, name: body.name, source: "session" });
+    const k = await apiKeys.createKey({
+      accountId: viewerOf(res).accountId,
+      name: body.name,
+      source: "session",
+      policy: keyChangeOf(body),
+    });
     res.status(201).json({ ...presentKey(k), apiKey: k.apiKey });
+  });
+
+  r.patch("/v1/account/api-keys/:id", session, async (req, res) => {
+    const { id: keyId } = parse(idParam, req.params);
+    const body = parse(updateKeyBody, req.body);
+    res.json(
+      presentKey(await apiKeys.updateKey({ accountId: viewerOf(res).accountId, keyId, change: keyChangeOf(body) })),
+    );
   });
 
   r.delete("/v1/account/api-keys/:id", session, async (req, res) => {
@@ -50,14 +65,7 @@ export function accountRoutes(rt: Runtime): Router {
   });
 
   r.get("/v1/account/inference-history", session, async (req, res) => {
-    const q = parse(historyQuery, req.query);
-    const page = await accounts.inferenceHistory({
-      accountId: viewerOf(res).accountId,
-      limit: q.limit,
-      cursor: q.cursor,
-      modality: q.modality,
-    });
-    res.json({ data: page.items.map(presentHistoryRow), nextCursor: page.nextCursor });
+    await answerHistory(rt.services, res, viewerOf(res).accountId, parse(historyQuery, req.query));
   });
 
   r.get("/v1/account/savings", session, async (_req, res) => {

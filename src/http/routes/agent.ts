@@ -1,9 +1,11 @@
 import { Router } from "express";
-import { createKeyBody } from "../../contract/account.js";
-import { type AgentMeResponse, maxPriceBody } from "../../contract/agent.js";
+import { createKeyBody, updateKeyBody } from "../../contract/account.js";
+import { type AgentMeResponse, agentRequestsQuery, maxPriceBody } from "../../contract/agent.js";
 import { idParam, supportReferenceParam } from "../../contract/common.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, viewerOf } from "../auth.js";
+import { answerHistory } from "../history.js";
+import { keyChangeOf } from "../keys.js";
 import { presentAgentMe, presentHistoryRow, presentKey, STATUS_OK } from "../present.js";
 import { parse } from "../validate.js";
 
@@ -32,8 +34,27 @@ export function agentRoutes(rt: Runtime): Router {
 
   r.post("/v1/agent/keys", bearer, async (req, res) => {
     const body = parse(createKeyBody, req.body);
-    const k = await apiKeys.createKey({ accountId: viewerOf(res).accountId, name: body.name, source: "agent" });
+    const k = await apiKeys.createKey({
+      accountId: viewerOf(res).accountId,
+      name: body.name,
+      source: "agent",
+      policy: keyChangeOf(body),
+    });
     res.status(201).json({ ...presentKey(k), apiKey: k.apiKey });
+  });
+
+  r.patch("/v1/agent/keys/:id", bearer, async (req, res) => {
+    const { id: keyId } = parse(idParam, req.params);
+    const body = parse(updateKeyBody, req.body);
+    res.json(
+      presentKey(await apiKeys.updateKey({ accountId: viewerOf(res).accountId, keyId, change: keyChangeOf(body) })),
+    );
+  });
+
+  // the calling key: its policy and what it spent this period (OpenRouter's GET /api/v1/key)
+  r.get("/v1/agent/key", bearer, async (_req, res) => {
+    const v = viewerOf(res);
+    res.json(presentKey(await apiKeys.describeKey({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" })));
   });
 
   r.get("/v1/agent/keys", bearer, async (_req, res) => {
@@ -45,6 +66,10 @@ export function agentRoutes(rt: Runtime): Router {
     const { id: keyId } = parse(idParam, req.params);
     await apiKeys.revokeKey({ accountId: viewerOf(res).accountId, keyId });
     res.json(STATUS_OK);
+  });
+
+  r.get("/v1/agent/requests", bearer, async (req, res) => {
+    await answerHistory(rt.services, res, viewerOf(res).accountId, parse(agentRequestsQuery, req.query));
   });
 
   r.get("/v1/agent/requests/:support_reference", bearer, async (req, res) => {

@@ -164,6 +164,7 @@ const ownerNamed = () => ({ walletAddress: w.owner.user.walletAddress, accountId
 const bodyOf = (r: Reply) => r.body as Record<string, unknown>;
 const idsIn = (list: unknown) => (list as { id?: string }[]).map((x) => x.id);
 const keyStatus = async (id: string) => (await db().apiKey.findUniqueOrThrow({ where: { id } })).status;
+const keyLimit = async (id: string) => (await db().apiKey.findUniqueOrThrow({ where: { id } })).limitMicroUsdc;
 const offerRow = (id: string) => db().offer.findUniqueOrThrow({ where: { id } });
 const maxPrice = async () =>
   (await db().account.findUniqueOrThrow({ where: { id: w.owner.user.accountId } })).maxPriceCentsPerDollar;
@@ -241,6 +242,16 @@ const REST_OPS: Op[] = [
     status: 200,
     target: ownerFresh(freshApiKey, () => ({ id: w.owner.key.id })),
     ok: async (_r, t) => expect(await keyStatus(t.id ?? "")).toBe("revoked"),
+  }),
+  restOp({
+    resource: "apiKeys",
+    route: "PATCH /v1/account/api-keys/{id}",
+    family: "session",
+    foreign: "not_found",
+    status: 200,
+    body: () => ({ limitUsdc: "1.500000", limitReset: "daily", ...ownerNamed() }),
+    target: ownerFresh(freshApiKey, () => ({ id: w.owner.key.id })),
+    ok: async (_r, t) => expect(await keyLimit(t.id ?? "")).toBe(1_500_000n),
   }),
   restOp({
     resource: "requests",
@@ -410,6 +421,35 @@ const REST_OPS: Op[] = [
     foreign: "own",
     status: 200,
     ok: (r) => expect(JSON.stringify(r.body)).toContain(w.owner.key.id),
+  }),
+  restOp({
+    resource: "apiKeys",
+    route: "PATCH /v1/agent/keys/{id}",
+    family: "bearer",
+    foreign: "not_found",
+    status: 200,
+    body: () => ({ limitUsdc: "2.500000", models: [TEXT_MODEL], ...ownerNamed() }),
+    target: ownerFresh(freshApiKey, () => ({ id: w.owner.key.id })),
+    ok: async (_r, t) => expect(await keyLimit(t.id ?? "")).toBe(2_500_000n),
+  }),
+  restOp({
+    resource: "apiKeys",
+    route: "GET /v1/agent/key",
+    family: "bearer",
+    foreign: "own",
+    status: 200,
+    ok: (r) => expect(bodyOf(r).id).toBe(w.owner.key.id),
+  }),
+  restOp({
+    resource: "requests",
+    route: "GET /v1/agent/requests",
+    family: "bearer",
+    foreign: "own",
+    status: 200,
+    ok: (r) => {
+      const refs = (bodyOf(r).data as { supportReference: string }[]).map((x) => x.supportReference);
+      expect(refs).toEqual(expect.arrayContaining([w.owner.supportReference, w.owner.imageReference]));
+    },
   }),
   restOp({
     resource: "apiKeys",
@@ -700,6 +740,18 @@ const GRAPHQL_OPS: Op[] = [
     ok: async (_d, t) => expect(await keyStatus(t.id ?? "")).toBe("revoked"),
   }),
   gqlOp({
+    resource: "apiKeys",
+    kind: "mutation",
+    field: "updateApiKey",
+    family: "either",
+    foreign: "not_found",
+    query: `mutation($id: ID!) { updateApiKey(input: { id: $id, limitUsdc: "3500000", limitReset: WEEKLY }) {
+      key { id limitUsdc spentUsdc remainingUsdc } } }`,
+    vars: (t) => ({ id: t.id }),
+    target: ownerFresh(freshApiKey, () => ({ id: w.owner.key.id })),
+    ok: async (_d, t) => expect(await keyLimit(t.id ?? "")).toBe(3_500_000n),
+  }),
+  gqlOp({
     resource: "account",
     kind: "mutation",
     field: "setMaxPrice",
@@ -795,6 +847,25 @@ const MCP_OPS: Op[] = [
     tool: "agent_me",
     foreign: "own",
     ok: (s) => expect(s.accountId).toBe(w.owner.user.accountId),
+  }),
+  mcpOp({
+    resource: "apiKeys",
+    tool: "agent_key",
+    foreign: "own",
+    ok: (s) => expect(s.id).toBe(w.owner.key.id),
+  }),
+  mcpOp({
+    resource: "apiKeys",
+    tool: "list_keys",
+    foreign: "own",
+    ok: (s) => expect(idsIn(s.keys)).toContain(w.owner.key.id),
+  }),
+  mcpOp({
+    resource: "apiKeys",
+    tool: "create_key",
+    foreign: "own",
+    args: () => ({ name: "matrix", limitUsdc: "1.000000", ...ownerNamed() }),
+    ok: async (s) => expect(await keyLimit(String(s.id))).toBe(1_000_000n),
   }),
   mcpOp({
     resource: "account",
@@ -1254,7 +1325,7 @@ describe("the matrix covers what the service exposes", () => {
       graphql: byTransport("graphql").length + SUB_OPS.length,
       mcp: byTransport("mcp").length,
       cells: (OPS.length + SUB_OPS.length) * CREDENTIALS.length,
-    }).toEqual({ rest: 36, graphql: 26, mcp: 5, cells: 335 });
+    }).toEqual({ rest: 40, graphql: 27, mcp: 8, cells: 375 });
   });
 
   test("the books still balance after every cell", async () => {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { beforeAll, describe, expect, test } from "vitest";
 import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
-import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
+import { burnMicroDiem, computeCharge, formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../../testkit/market-world.js";
@@ -404,5 +404,64 @@ describe("SKILL.md: the error table", () => {
     expect([over.status, (over.body as { error: { code: string } }).error.code]).toEqual([409, "key_limit_reached"]);
     const list = await call(world.app, { method: "GET", path: "/v1/agent/keys", headers: bearer(buyer.apiKey) });
     expect((list.body as { active: number }).active).toBe(10);
+  });
+});
+
+describe("SKILL.md section 8: keys for sub-agents", () => {
+  test("a key's policy and spend as GET /v1/agent/key answers them; expiry is a 401; the CSV formula guard", async () => {
+    says("/SKILL.md", "after it the key answers 401 `authentication_failed`, as a revoked key does.");
+    says(
+      "/SKILL.md",
+      "A cell that would begin with `=`, `+`, `-` or `@` (a key's name) begins with `'`, so no spreadsheet runs it as a formula.",
+    );
+    says("/SKILL.md", "only the fields you send change, `null` removes a setting");
+    says(
+      "/llms.txt",
+      "`GET {base_url}/v1/agent/key` shows the calling key's policy with `spentUsdc`, `remainingUsdc` and `resetsAt`".replace(
+        "{base_url}",
+        world.app.rt.config.urls.base,
+      ),
+    );
+
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const minted = await call(world.app, {
+      method: "POST",
+      path: "/v1/agent/keys",
+      headers: bearer(buyer.apiKey),
+      body: { name: "=1+1", limitUsdc: "2.000000", limitReset: "daily", models: [MODEL] },
+    });
+    expect(minted.status).toBe(201);
+    const sub = minted.body as { id: string; apiKey: string };
+    const paid = await post(sub.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect(paid.status).toBe(200);
+    const cost = paid.headers.get("x-svc-cost-usdc") ?? "";
+    const own = await call(world.app, { method: "GET", path: "/v1/agent/key", headers: bearer(sub.apiKey) });
+    expect(own.body).toMatchObject({
+      id: sub.id,
+      name: "=1+1",
+      limitUsdc: "2.000000",
+      spentUsdc: cost,
+      remainingUsdc: formatDecimal6(2_000_000n - (parseDecimal6(cost) ?? 0n)),
+    });
+    const csv = await fetch(`${world.app.baseUrl}/v1/agent/requests?keyId=${sub.id}&format=csv`, {
+      headers: bearer(buyer.apiKey),
+    });
+    expect(csv.headers.get("content-type")).toMatch(/^text\/csv/);
+    const lines = (await csv.text()).split("\r\n");
+    expect(lines[0]).toBe(
+      "time,key_name,model,modality,status,cost_usdc,clearing_price_cents,burn_diem,support_reference",
+    );
+    expect(lines[1]?.split(",")[1]).toBe("'=1+1");
+    expect(lines[1]?.split(",")[5]).toBe(cost);
+
+    await world.app.rt.db.apiKey.update({ where: { id: sub.id }, data: { expiresAt: new Date(Date.now() - 1) } });
+    const expired = await call(world.app, { method: "GET", path: "/v1/agent/key", headers: bearer(sub.apiKey) });
+    expect([expired.status, (expired.body as { error: { code: string } }).error.code]).toEqual([
+      401,
+      "authentication_failed",
+    ]);
   });
 });

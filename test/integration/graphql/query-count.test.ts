@@ -11,7 +11,8 @@ import { fundConfirmed } from "../../../testkit/market.js";
 let queries: string[] = [];
 test.override("appOptions", { onQuery: (q) => queries.push(q) });
 
-const VIEWER = `{ viewer { accountId confirmedUsdc apiKeys { id name keyPrefix lastUsedAt }
+const VIEWER = `{ viewer { accountId confirmedUsdc apiKeys { id name keyPrefix lastUsedAt limitUsdc limitReset
+    maxPriceCentsPerDollar models expiresAt spentUsdc remainingUsdc resetsAt }
   ledger(first: 20) { edges { node { id amount kind } } }
   payments(first: 20) { edges { node { id status amount } } } } }`;
 
@@ -29,8 +30,11 @@ describe("GraphQL query counts", () => {
     await fundConfirmed(app, small.accountId, 1_000_000n);
     const big = await signIn(app);
     for (let i = 0; i < 8; i++) {
-      await createKey(app, big, `k${i}`);
+      const k = await createKey(app, big, `k${i}`);
       await fundConfirmed(app, big.accountId, 1_000_000n);
+      // keys of every period: one statement reads the spend of all of them
+      const limitReset = (["daily", "weekly", "monthly", "never"] as const)[i % 4];
+      await app.rt.db.apiKey.update({ where: { id: k.id }, data: { limitMicroUsdc: 1_000_000n, limitReset } });
     }
     const few = await countFor(app, small.cookie);
     const many = await countFor(app, big.cookie);

@@ -226,6 +226,8 @@ describe("inference history", () => {
     expect(row).toEqual({
       requestId: mine[24]?.id,
       supportReference: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      keyId: null,
+      keyName: null,
       route: "chat",
       modality: "text",
       model: "m-24",

@@ -94,6 +94,14 @@ describe("success", () => {
         source: "session",
         createdAt: expect.any(String),
         lastUsedAt: k.lastUsedAt === null ? null : expect.any(String),
+        limitUsdc: null,
+        limitReset: "never",
+        maxPriceCentsPerDollar: null,
+        models: null,
+        expiresAt: null,
+        spentUsdc: "0.000000",
+        remainingUsdc: null,
+        resetsAt: null,
       });
     }
     expect(JSON.stringify(body)).not.toContain(a.key.apiKey);
@@ -121,6 +129,7 @@ describe("request detail by support reference", () => {
       completionTokens: 340,
       attemptCount: 2,
       model: "llama-3.3-70b",
+      apiKeyId: a.key.id,
     });
     const r = await call(app, {
       method: "GET",
@@ -131,6 +140,8 @@ describe("request detail by support reference", () => {
     expect(r.body).toEqual({
       requestId: req.id,
       supportReference: req.supportReference,
+      keyId: a.key.id,
+      keyName: "test key",
       route: "chat",
       modality: "text",
       model: "llama-3.3-70b",

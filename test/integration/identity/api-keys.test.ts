@@ -9,7 +9,23 @@ import { activeKeyCount, cookieValueOf, sha256Hex } from "../../../testkit/ident
 /** SPEC "API key", "Limits" (10 active keys, names 1-64), "Authentication" rule 3 (plaintext once). */
 
 const KEY_RE = /^svc_[A-Za-z0-9_-]{43}$/;
-const METADATA_FIELDS = ["createdAt", "id", "keyPrefix", "lastUsedAt", "name", "source"];
+// metadata, policy (issue 28) and this period's usage
+const METADATA_FIELDS = [
+  "createdAt",
+  "expiresAt",
+  "id",
+  "keyPrefix",
+  "lastUsedAt",
+  "limitReset",
+  "limitUsdc",
+  "maxPriceCentsPerDollar",
+  "models",
+  "name",
+  "remainingUsdc",
+  "resetsAt",
+  "source",
+  "spentUsdc",
+];
 
 const postKey = (app: TestApp, user: SignedInUser, body: unknown) =>
   call(app, { method: "POST", path: "/v1/account/api-keys", body, headers: { cookie: user.cookie } });

@@ -16,9 +16,12 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
 const MODEL = "zai-org-glm-5-1";
 const VIDEO_JOB = { model: "wan-2.6-text-to-video", prompt: "a fox in the snow", duration: "5s", resolution: "720p" };
 const TOOL_NAMES = [
+  "agent_key",
   "agent_me",
   "capacity",
   "chat_completion",
+  "create_key",
+  "list_keys",
   "list_models",
   "model_stats",
   "request_lookup",
@@ -108,7 +111,7 @@ describe("an empty market", () => {
 });
 
 describe("tools", () => {
-  test("listTools: the eight tools, each with a description and input and output schemas", async () => {
+  test("listTools: the eleven tools, each with a description and input and output schemas", async () => {
     const buyer = await fundedBuyerKey(world.app, 0n);
     const client = await connect(bearer(buyer.apiKey));
     const { tools } = await client.listTools();
@@ -140,6 +143,58 @@ describe("tools", () => {
     });
     expect(byName.get("agent_me")?.annotations?.readOnlyHint).toBe(true);
     expect(byName.get("chat_completion")?.annotations?.readOnlyHint).toBe(false);
+    const createKey = byName.get("create_key")?.inputSchema;
+    expect(createKey?.required).toEqual(["name"]);
+    expect(Object.keys(createKey?.properties ?? {})).toEqual([
+      "name",
+      "limitUsdc",
+      "limitReset",
+      "maxPriceCentsPerDollar",
+      "models",
+      "expiresAt",
+    ]);
+    expect(JSON.stringify(createKey?.properties)).toContain('"pattern":"^\\\\d+\\\\.\\\\d{6}$"');
+    expect(byName.get("agent_key")?.annotations?.readOnlyHint).toBe(true);
+  });
+
+  test("create_key mints a budgeted key; agent_key and list_keys show its policy and spend", async () => {
+    const buyer = await fundedBuyerKey(world.app, 0n);
+    const client = await connect(bearer(buyer.apiKey));
+    const created = await ok(client, "create_key", {
+      name: "sub-agent",
+      limitUsdc: "1.250000",
+      limitReset: "weekly",
+      models: [`svc/${MODEL}`],
+    });
+    expect(created).toMatchObject({
+      name: "sub-agent",
+      source: "agent",
+      limitUsdc: "1.250000",
+      limitReset: "weekly",
+      models: [MODEL],
+      spentUsdc: "0.000000",
+      remainingUsdc: "1.250000",
+      resetsAt: expect.stringMatching(/T00:00:00\.000Z$/),
+    });
+    expect(created.apiKey).toMatch(/^svc_/);
+    const sub = await connect(bearer(String(created.apiKey)));
+    // the key in use gets its lastUsedAt
+    const { apiKey: _plaintext, lastUsedAt: _unused, ...shown } = created;
+    expect(await ok(sub, "agent_key")).toMatchObject(shown);
+    const listed = (await ok(client, "list_keys")) as { keys: Record<string, unknown>[]; active: number };
+    expect(listed.active).toBe(2);
+    expect(listed.keys.find((k) => k.id === created.id)).toMatchObject(shown);
+    expect(JSON.stringify(listed)).not.toContain(String(created.apiKey));
+    // the same refusals as POST /v1/agent/keys, nothing minted
+    for (const [args, field] of [
+      [{ name: "x", limitUsdc: "0.000000" }, "limitUsdc"],
+      [{ name: "x", models: ["no-such-model"] }, "models"],
+      [{ name: "x", expiresAt: "2020-01-01T00:00:00Z" }, "expiresAt"],
+    ] as const) {
+      const { error } = await fails(client, "create_key", args);
+      expect([error.code, error.field]).toEqual(["invalid_request", field]);
+    }
+    expect(((await ok(client, "list_keys")) as { active: number }).active).toBe(2);
   });
 
   test("agent_me, capacity, list_models and model_stats answer what their REST routes answer", async () => {
@@ -412,7 +467,7 @@ describe("the HTTP endpoint", () => {
     expect(body.result.capabilities.tools).toBeDefined();
     // no initialize needed on a later request: each POST is served on its own
     const list = await rawPost(bearer(buyer.apiKey), { jsonrpc: "2.0", id: 3, method: "tools/list" });
-    expect(((await list.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(8);
+    expect(((await list.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(11);
   });
 
   test("bodies: malformed JSON is 400 invalid_request and an oversized body is 413, as on every route", async () => {
