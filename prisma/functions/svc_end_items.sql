@@ -6,8 +6,9 @@
 -- holder's buyer slice and its burn out of the holder's offer slice; a queued video job (`video`:
 -- id, queue_id, upstream_queue_id, upstream_quote, body, download_url) its video_jobs row, in the
 -- same transaction as its charge (a charge never exists without its job, nor a job without its
--- charge). `returns` lists slice parts given back: [{"holder", "account" | "offer", "amount"}]
--- (amounts as strings). `attempts`: [{"ordinal", "key", "offer", "price", "outcome", "status",
+-- charge); its charge is added to its API key's spend of the day (api_key_spend) and the request's
+-- budget hold, if any, deleted (key_budget_holds). `returns` lists slice parts given back:
+-- [{"holder", "account" | "offer", "amount"}] (amounts as strings). `attempts`: [{"ordinal", "key", "offer", "price", "outcome", "status",
 -- "detail", "started", "ended"}].
 -- Hot rows (buyers, offers, upstream keys, suppliers: the lock order used everywhere) are updated
 -- once with the sums, last, each set in id order. Any guard that fails raises and the whole set
@@ -161,6 +162,15 @@ BEGIN
     FROM (SELECT i.supplier, sum(i.share)::bigint AS p FROM unnest(v) i WHERE i.clear IS NOT NULL
            GROUP BY i.supplier HAVING sum(i.share) > 0) s
    WHERE a.id = s.supplier;
+  -- key budgets (docs/decisions.md "Key budgets"): every charge counts toward its key's spend on the
+  -- request's start day, and a request's hold (a key with a limit) ends with it, in this transaction
+  DELETE FROM key_budget_holds h USING unnest(v) i WHERE h.request_id = i.request;
+  INSERT INTO api_key_spend (api_key_id, day, spent_micro_usdc)
+  SELECT i.api_key, (i.started AT TIME ZONE 'UTC')::date, sum(i.gross)::bigint
+    FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.gross > 0 AND i.api_key IS NOT NULL
+   GROUP BY 1, 2 ORDER BY 1, 2
+  ON CONFLICT (api_key_id, day)
+  DO UPDATE SET spent_micro_usdc = api_key_spend.spent_micro_usdc + EXCLUDED.spent_micro_usdc;
   RETURN QUERY
     SELECT (x.o - 1)::integer, a.confirmed_micro_usdc
       FROM unnest(v) WITH ORDINALITY AS x(request, support, account, api_key, route, model, stream, status, error_code,
