@@ -14,6 +14,9 @@ import type {
   EscrowStore,
   InFlightGates,
   InferenceStores,
+  KeyBudgetAsk,
+  KeyBudgetResult,
+  KeyBudgetStore,
   KeyMarks,
   OfferStore,
   SettlementStore,
@@ -35,6 +38,9 @@ export interface MemoryApiKey {
   id: string;
   accountId: string;
   status: "active" | "revoked";
+  /** the key's budget per period (`limit_micro_usdc`), absent: none */
+  limitMicroUsdc?: bigint | null;
+  limitReset?: "daily" | "weekly" | "monthly" | "never";
 }
 
 export interface MemoryUpstreamKey {
@@ -91,6 +97,10 @@ export interface MemoryTables {
   /** every committed ending, in commit order */
   requests: EndItem[];
   clears: MemoryClear[];
+  /** `${apiKeyId}/${yyyy-mm-dd}` → what the key was charged that UTC day (`api_key_spend`) */
+  keySpend: Map<string, bigint>;
+  /** request id → its budget hold (`key_budget_holds`) */
+  keyHolds: Map<string, { apiKeyId: string; holder: string; amount: bigint }>;
 }
 
 const slot = (id: string, holder: string) => `${id}/${holder}`;
@@ -137,6 +147,8 @@ export class MemoryMarket {
     offerEscrows: new Map(),
     requests: [],
     clears: [],
+    keySpend: new Map(),
+    keyHolds: new Map(),
   };
   /** calls per port method (what the pipeline asked of the stores) */
   readonly calls = new Map<string, number>();
@@ -155,6 +167,7 @@ export class MemoryMarket {
       ceilings: this.ceilingStore(),
       escrow: this.escrowStore(),
       settlement: this.settlementStore(),
+      budgets: this.keyBudgetStore(),
     };
     this.keyHealth = this.keyMarks();
   }
@@ -356,6 +369,7 @@ export class MemoryMarket {
         this.offer(idOf(k)).reservedMicroDiem -= amount;
         t().offerEscrows.delete(k);
       }
+      for (const [r, h] of [...t().keyHolds]) if (holders.includes(h.holder)) t().keyHolds.delete(r);
       for (const h of holders) t().holders.delete(h);
     };
     return {
@@ -475,6 +489,39 @@ export class MemoryMarket {
     }
   }
 
+  /** `svc_key_reserve` (prisma/functions/svc_key_reserve.sql): its outcomes, in the same order. */
+  private keyBudgetStore(): KeyBudgetStore {
+    const t = () => this.tables;
+    return {
+      reserve: async (ask: KeyBudgetAsk): Promise<KeyBudgetResult> => {
+        this.count("budgets.reserve");
+        const none = { remainingMicroUsdc: null, limitMicroUsdc: null, reset: null };
+        const lease = t().holders.get(ask.holder);
+        if (!lease || lease.getTime() <= ask.now.getTime()) return { outcome: "holder_lost", ...none };
+        const key = t().apiKeys.get(ask.apiKeyId);
+        if (!key || key.status !== "active") return { outcome: "key_inactive", ...none };
+        const limit = key.limitMicroUsdc ?? null;
+        const reset = key.limitReset ?? "never";
+        if (limit === null) return { outcome: "unlimited", ...none, reset };
+        if (reset !== ask.reset) return { outcome: "stale_policy", remainingMicroUsdc: null, limitMicroUsdc: limit, reset };
+        const from = ask.periodStart?.toISOString().slice(0, 10) ?? null;
+        const to = ask.periodEnd?.toISOString().slice(0, 10) ?? null;
+        let left = limit;
+        for (const [k, v] of t().keySpend) {
+          const day = holderOf(k);
+          if (idOf(k) === ask.apiKeyId && (from === null || day >= from) && (to === null || day < to)) left -= v;
+        }
+        for (const h of t().keyHolds.values()) if (h.apiKeyId === ask.apiKeyId) left -= h.amount;
+        left = maxBig(left, 0n);
+        if (ask.amountMicroUsdc > left)
+          return { outcome: "exceeded", remainingMicroUsdc: left, limitMicroUsdc: limit, reset };
+        if (t().keyHolds.has(ask.requestId)) throw new Error("duplicate key value (key_budget_holds_pkey)");
+        t().keyHolds.set(ask.requestId, { apiKeyId: ask.apiKeyId, holder: ask.holder, amount: ask.amountMicroUsdc });
+        return { outcome: "ok", remainingMicroUsdc: left, limitMicroUsdc: limit, reset };
+      },
+    };
+  }
+
   private settlementStore(): SettlementStore {
     return {
       commit: async (items: EndItem[]) => {
@@ -507,11 +554,24 @@ export class MemoryMarket {
         fail("a charge without its slices or not balanced");
     }
     if (v.some((i) => i.video !== null && i.clear === null)) fail("a video job without its charge");
+    for (const i of charged) {
+      const hold = t.keyHolds.get(i.request);
+      if (hold && BigInt(i.gross ?? 0) > hold.amount) fail("a charge beyond its key budget hold");
+    }
     for (const i of v) {
       if (t.requests.some((r) => r.request === i.request)) fail("duplicate key value (inference_requests_pkey)");
       if (!t.accounts.has(i.account)) fail("foreign key (account)");
     }
     t.requests.push(...v);
+    // key budgets: the request's hold ends with it; its charge counts on its start day
+    for (const i of v) {
+      t.keyHolds.delete(i.request);
+      const gross = BigInt(i.gross ?? 0);
+      if (i.clear !== null && gross > 0n && i.api_key) {
+        const k = slot(i.api_key, i.started.slice(0, 10));
+        t.keySpend.set(k, (t.keySpend.get(k) ?? 0n) + gross);
+      }
+    }
     for (const i of charged) {
       t.clears.push({
         id: i.clear as string,

@@ -164,6 +164,10 @@ BEGIN
    WHERE a.id = s.supplier;
   -- key budgets (docs/decisions.md "Key budgets"): every charge counts toward its key's spend on the
   -- request's start day, and a request's hold (a key with a limit) ends with it, in this transaction
+  IF EXISTS (SELECT 1 FROM key_budget_holds h JOIN unnest(v) i ON h.request_id = i.request
+              WHERE i.clear IS NOT NULL AND i.gross > h.amount_micro_usdc) THEN
+    RAISE EXCEPTION 'end: a charge beyond its key budget hold' USING ERRCODE = 'P0001';
+  END IF;
   DELETE FROM key_budget_holds h USING unnest(v) i WHERE h.request_id = i.request;
   INSERT INTO api_key_spend (api_key_id, day, spent_micro_usdc)
   SELECT i.api_key, (i.started AT TIME ZONE 'UTC')::date, sum(i.gross)::bigint

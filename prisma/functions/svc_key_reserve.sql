@@ -5,17 +5,17 @@
 -- and its hold deleted in one transaction) is counted exactly once.
 -- p_period_start / p_period_end: the period's UTC days [start, end) as the caller computed them from
 -- p_reset (null start: all time); a key whose limit_reset is no longer p_reset answers
--- 'stale_policy' (the caller re-reads the key), one without a limit 'unlimited' (nothing held).
+-- 'stale_policy' with the key's `reset` (the caller plans again with it), one without a limit
+-- 'unlimited' (nothing held).
 -- Outcomes: ok | unlimited | stale_policy | key_inactive | holder_lost | exceeded; `remaining` is the
 -- budget left before this hold (for exceeded: what a request may still reserve), `lim` the limit.
 -- Caller: src/domain/inference/key-budget.ts.
 CREATE OR REPLACE FUNCTION svc_key_reserve(
   p_holder uuid, p_request uuid, p_api_key uuid, p_reset text, p_period_start date, p_period_end date,
   p_amount bigint, p_now timestamptz)
-RETURNS TABLE (outcome text, remaining bigint, lim bigint)
+RETURNS TABLE (outcome text, remaining bigint, lim bigint, reset text)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-  v_reset text;
   v_status text;
 BEGIN
   PERFORM 1 FROM escrow_holders h WHERE h.id = p_holder AND h.expires_at > p_now FOR KEY SHARE;
@@ -24,13 +24,13 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
-  SELECT k.limit_micro_usdc, k.limit_reset::text, k.status::text INTO lim, v_reset, v_status
+  SELECT k.limit_micro_usdc, k.limit_reset::text, k.status::text INTO lim, reset, v_status
     FROM api_keys k WHERE k.id = p_api_key FOR NO KEY UPDATE;
   IF NOT FOUND OR v_status <> 'active' THEN
     outcome := 'key_inactive';
   ELSIF lim IS NULL THEN
     outcome := 'unlimited';
-  ELSIF v_reset IS DISTINCT FROM p_reset THEN
+  ELSIF reset IS DISTINCT FROM p_reset THEN
     outcome := 'stale_policy';
   ELSE
     SELECT lim

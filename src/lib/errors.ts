@@ -13,6 +13,8 @@ export const ERROR_TABLE = {
   authentication_failed: { status: 401, retryable: false },
   // 402
   insufficient_balance: { status: 402, retryable: false },
+  /** the calling API key's budget for the period cannot cover the request (issue 28); no `accepts` */
+  key_budget_exceeded: { status: 402, retryable: false },
   /** funding: the x402 challenge, no payment sent yet (the body carries `accepts`) */
   payment_required: { status: 402, retryable: false },
   /** funding: the payment sent cannot settle (malformed, mismatched, refused); no money moved; `accepts` */
@@ -20,6 +22,8 @@ export const ERROR_TABLE = {
   // 403
   payer_mismatch: { status: 403, retryable: false },
   csrf_rejected: { status: 403, retryable: false },
+  /** the calling API key may not call this model (its policy's `models`) */
+  model_not_allowed: { status: 403, retryable: false },
   // 404
   not_found: { status: 404, retryable: false },
   model_not_found: { status: 404, retryable: false },
@@ -82,6 +86,9 @@ export interface ErrorDetails {
   transaction?: string | null;
   reconciling?: boolean;
   credited?: boolean;
+  /** key_budget_exceeded: what the key may still spend this period (six decimals) and when it resets */
+  remainingUsdc?: string;
+  resetsAt?: string | null;
   /** base64 x402 settlement receipt: becomes the X-PAYMENT-RESPONSE header */
   paymentResponse?: string;
   [key: string]: unknown;

@@ -1,6 +1,6 @@
 import type { Clock } from "../../lib/clock.js";
 import type { DomainError } from "../../lib/errors.js";
-import type { Ceilings } from "./ceilings.js";
+import { type Ceilings, effectiveCeiling } from "./ceilings.js";
 import { type BookEntry, chooseOffer, MAX_ATTEMPTS, type OfferPick } from "./clearing.js";
 import { fallForwardExhausted, keyWaitTimeout, noSupply } from "./diagnostics.js";
 import type { Holder, Slice } from "./escrow.js";
@@ -85,7 +85,7 @@ export class Attempts {
     const now = clock.now();
     const { pick, waitingOnBusy } = chooseOffer(entries, {
       holder,
-      ceilingCents: Math.min(session.ceilingCents, plan.priceCapCents ?? session.ceilingCents),
+      ceilingCents: Math.min(effectiveCeiling(session), plan.priceCapCents ?? Number.MAX_SAFE_INTEGER),
       maxBurnMicroDiem: plan.maxBurnMicroDiem,
       tried: session.tried,
       isBusy: (key) => round.busy.includes(key) || keys.busy(key),

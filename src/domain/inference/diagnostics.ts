@@ -1,5 +1,6 @@
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6, MAX_OFFER_PRICE_CENTS, maxBig } from "../../lib/money.js";
+import { effectiveCeiling } from "./ceilings.js";
 import { MAX_ATTEMPTS } from "./clearing.js";
 import type { InferenceSession } from "./session.js";
 import type { OfferStore } from "./stores.js";
@@ -46,9 +47,10 @@ export function escrowNotSecured(): DomainError {
  * price), or `no_eligible_supply` (everything posted is above the ceiling; says which ceiling clears).
  */
 export async function noSupply(offers: OfferStore, session: InferenceSession, now: Date): Promise<DomainError> {
-  const atCeiling = await offers.eligible({ now, maxPriceCents: session.ceilingCents });
+  const ceiling = effectiveCeiling(session);
+  const atCeiling = await offers.eligible({ now, maxPriceCents: ceiling });
   const cap = session.plan.priceCapCents;
-  if (cap !== undefined && cap < session.ceilingCents) {
+  if (cap !== undefined && cap < ceiling) {
     // a flat job planned below the ceiling because the balance affords no more: an offer that could
     // hold it between the cap and the ceiling means the balance, not the market, is short
     const need = session.plan.maxBurnMicroDiem;
@@ -78,11 +80,17 @@ export async function noSupply(offers: OfferStore, session: InferenceSession, no
     });
   const fits = all.filter((o) => o.routableMicroDiem >= session.plan.maxBurnMicroDiem);
   const cheapest = (fits[0] ?? all[0])?.priceCentsPerDollar ?? null;
+  // which ceiling binds decides the advice: the account's (PATCH /v1/account/max-price), or the
+  // key's / the request's own, which only lower it
+  const advice =
+    ceiling < session.ceilingCents
+      ? `raise the API key's or this request's maxPriceCentsPerDollar to ${cheapest} (neither can exceed your account's ${session.ceilingCents})`
+      : `set maxPriceCentsPerDollar to ${cheapest}`;
   return new DomainError(
     "no_eligible_supply",
-    `Supply exists but every posted price is above your ceiling of ${session.ceilingCents}; set maxPriceCentsPerDollar to ${cheapest} and retry.`,
+    `Supply exists but every posted price is above your ceiling of ${ceiling}; ${advice} and retry.`,
     {
-      buyerMaxCents: session.ceilingCents,
+      buyerMaxCents: ceiling,
       cheapestPostedCents: cheapest,
       routableDiemAboveMax: formatDecimal6(all.reduce((a, o) => a + o.routableMicroDiem, 0n)),
     },

@@ -1,6 +1,6 @@
 import { DomainError } from "../../lib/errors.js";
 import { MAX_PLANS } from "./admission.js";
-import type { Ceilings } from "./ceilings.js";
+import { type Ceilings, effectiveCeiling } from "./ceilings.js";
 import type { OfferPick } from "./clearing.js";
 import { escrowNotSecured, insufficientBalance } from "./diagnostics.js";
 import type { Holder, Slice } from "./escrow.js";
@@ -39,7 +39,10 @@ export interface AdmitRound {
 /** (Re-)plans the request's maximum against `availableMicroUsdc`; false when even the minimum is unaffordable. */
 export function planRequest(session: InferenceSession, availableMicroUsdc: bigint): boolean {
   session.plans++;
-  const plan = session.pricer.plan(session.ceilingCents, availableMicroUsdc);
+  // a key's budget hold bounds every plan after it (the ending never charges beyond the hold)
+  const hold = session.budgetHold;
+  const available = hold !== null && hold < availableMicroUsdc ? hold : availableMicroUsdc;
+  const plan = session.pricer.plan(effectiveCeiling(session), available);
   if (!plan) return false;
   session.plan = plan;
   return true;

@@ -1,6 +1,7 @@
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
+import { effectiveCeiling } from "./ceilings.js";
 import type { InferenceSession } from "./session.js";
 
 /** A stream's in-flight record lives this long unless renewed (it goes when the record is written). */
@@ -31,7 +32,7 @@ export class InFlightBridge {
           route: session.route,
           model: session.model.id,
           stream: true,
-          maxPriceCents: session.ceilingCents,
+          maxPriceCents: effectiveCeiling(session),
           startedAt: session.startedAt.toISOString(),
         },
         REQUEST_LEASE_MS,

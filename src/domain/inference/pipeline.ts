@@ -11,11 +11,12 @@ import type { SecretBox } from "../../lib/secret-box.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
 import { type AttemptResult, runAttempts } from "./attempt-loop.js";
 import { Attempts } from "./attempts.js";
-import { Ceilings } from "./ceilings.js";
+import { Ceilings, capOf } from "./ceilings.js";
 import { insufficientBalance } from "./diagnostics.js";
 import { Endings, notePreCallBalance } from "./ending.js";
 import { planRequest } from "./escrow-take.js";
 import { InFlightBridge } from "./in-flight-bridge.js";
+import { allowModel, KeyBudgets } from "./key-budget.js";
 import { type Answered, type BorrowOptions, borrowedLane, type RequestLaneDeps, requestLane } from "./lanes.js";
 import { OfferBook } from "./offer-book.js";
 import { ProcessEscrow } from "./process-escrow.js";
@@ -27,6 +28,7 @@ import {
   type AttemptScope,
   type BurnPricer,
   type InferenceSession,
+  type KeyRules,
   type Modality,
   ROUTE_LABEL,
   type RoutableModel,
@@ -74,6 +76,10 @@ export type OpenInput = {
   /** the model as the buyer sent it (bare or `svc/`) */
   model: string;
   stream: boolean;
+  /** the calling key's rules (models, ceiling, budget); absent: none */
+  key?: KeyRules;
+  /** the request's own ceiling (`svc.maxPriceCentsPerDollar`): it only lowers the effective one */
+  maxPriceCents?: number;
 } & (
   | {
       /** the modality's price rules for this request, given the resolved model */
@@ -110,6 +116,7 @@ export class InferencePipeline {
   private readonly keys: SupplierKeys;
   private readonly attempts: Attempts;
   private readonly endings: Endings;
+  private readonly budgets: KeyBudgets;
   private readonly lane: RequestLaneDeps;
   private readonly bridge: InFlightBridge;
   private stopListening: (() => void) | null = null;
@@ -153,6 +160,12 @@ export class InferencePipeline {
       platformFeeBps: deps.config.fees.platformFeeBps,
       lingering: this.escrow.lingering,
     });
+    this.budgets = new KeyBudgets({
+      budgets: stores.budgets,
+      lease: this.escrow.lease,
+      clock,
+      fail: (session, err) => this.endings.fail(session, err),
+    });
     this.lane = { attempts: this.attempts, endings: this.endings, metrics };
   }
 
@@ -176,6 +189,7 @@ export class InferencePipeline {
     const start = performance.now();
     this.listen();
     const model = await this.model(input.model, input.modality, input.route);
+    allowModel(input.key, model);
     // the ceiling as last seen by this process (a top-up verifies it)
     const ceilingCents = await this.ceilings.of(input.accountId);
     // the modality's price rules first: a request they refuse (400) holds nothing
@@ -191,6 +205,8 @@ export class InferencePipeline {
       model,
       stream: input.stream,
       ceilingCents,
+      capCents: capOf(input.key?.maxPriceCents, input.maxPriceCents),
+      budgetHold: null,
       pricer,
       plan: NO_PLAN,
       plans: 0,
@@ -210,6 +226,7 @@ export class InferencePipeline {
       if ("askPrice" in input) session.pricer = await this.askPrice(session, input.askPrice);
       if (!planRequest(session, UNLIMITED_MICRO_USDC))
         throw await this.endings.fail(session, insufficientBalance(session));
+      await this.budgets.hold(session, input.key);
       const attempt = await this.attempts.next(session);
       session.timing.admitMs = performance.now() - start;
       if (session.stream) this.bridge.open(session);
@@ -217,7 +234,7 @@ export class InferencePipeline {
     } catch (e) {
       // a refusal ended the request through fail(); anything else still holding escrow is ended here
       // (recorded); an error before any escrow (a revoked key) leaves nothing but its gate slots
-      if (!session.done && (session.touched.size > 0 || session.attempts.length > 0)) {
+      if (!session.done && (session.touched.size > 0 || session.attempts.length > 0 || session.budgetHold !== null)) {
         await this.abort(session, e instanceof DomainError ? e.code : "internal_error");
       } else if (!session.done) {
         this.attempts.releaseSlots(session, null);

@@ -1,5 +1,6 @@
 import type { TextPricing } from "../../lib/money.js";
 import type { ImagePricingMicro } from "../catalog/catalog-types.js";
+import type { LimitReset } from "../keys/key-period.js";
 import type { Slice } from "./escrow.js";
 
 /**
@@ -66,6 +67,20 @@ export interface RoutableModel {
 }
 
 /** Who is paying: the acting account and the API key it called with. */
+/**
+ * What the pipeline enforces of the calling API key's policy (src/domain/keys/key-policy.ts,
+ * docs/decisions.md "Key budgets"): its limit's period (the budget held by `KeyBudgets`), its own
+ * ceiling and the models it may call.
+ */
+export interface KeyRules {
+  /** the period of the key's spending limit; null when the key has no limit */
+  limitReset: LimitReset | null;
+  /** the key's own ceiling (30-80), null when it has none */
+  maxPriceCents: number | null;
+  /** bare model ids the key may call; empty: every model */
+  models: readonly string[];
+}
+
 export interface Caller {
   accountId: string;
   apiKeyId: string;
@@ -75,6 +90,10 @@ export interface Caller {
    * one when absent
    */
   requestId?: string;
+  /** the calling key's rules (its policy); absent: none */
+  key?: KeyRules;
+  /** the request's own ceiling (`svc.maxPriceCentsPerDollar`); it can only lower the effective one */
+  maxPriceCents?: number;
 }
 
 /** Tokens the upstream reported (or the pipeline estimated) for a request. */
@@ -179,7 +198,15 @@ export interface InferenceSession {
   route: RouteKind;
   model: RoutableModel;
   stream: boolean;
+  /** the account's ceiling as this process last saw it (a top-up verifies it) */
   ceilingCents: number;
+  /**
+   * the lowest of the calling key's and the request's own ceilings (null: neither sets one); the
+   * ceiling a request is planned and cleared at is `effectiveCeiling`
+   */
+  capCents: number | null;
+  /** what the calling key's budget holds for the request (`KeyBudgets`); null when the key has no limit */
+  budgetHold: bigint | null;
   /** the modality's price rules (maximum and actual burn) */
   pricer: BurnPricer;
   /** the admitted maximum: what the buyer's and the offer's slices hold for this request */

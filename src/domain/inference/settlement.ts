@@ -1,3 +1,4 @@
+import { effectiveCeiling } from "./ceilings.js";
 import type { AttemptRecord, InferenceSession, Modality, RouteKind, Usage } from "./session.js";
 import type { IncompleteStream } from "./usage.js";
 
@@ -171,7 +172,7 @@ export function endItem(
     stream: session.stream,
     status: end.status,
     error_code: end.error_code,
-    ceiling: session.ceilingCents,
+    ceiling: effectiveCeiling(session),
     admitted: session.plan.admittedMaxTokens || null,
     attempt_count: session.tried.length,
     started: session.startedAt.toISOString(),

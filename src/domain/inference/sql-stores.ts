@@ -5,6 +5,9 @@ import type {
   CeilingStore,
   EscrowStore,
   InferenceStores,
+  KeyBudgetAsk,
+  KeyBudgetResult,
+  KeyBudgetStore,
   OfferStore,
   SettlementStore,
   TakeRequest,
@@ -22,6 +25,7 @@ export function sqlStores(sql: Sql): InferenceStores {
     ceilings: sqlCeilingStore(sql),
     escrow: sqlEscrowStore(sql),
     settlement: sqlSettlementStore(sql),
+    budgets: sqlKeyBudgetStore(sql),
   };
 }
 
@@ -193,4 +197,36 @@ function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {
   for (const row of rows) out[Number(row.idx)] = row;
   for (let i = 0; i < n; i++) if (!out[i]) throw new Error(`batch row ${i} missing`);
   return out;
+}
+
+/** UTC day of a period bound (the spend is kept per UTC day: `api_key_spend`). */
+const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : null);
+
+export function sqlKeyBudgetStore(sql: Sql): KeyBudgetStore {
+  return {
+    async reserve(ask: KeyBudgetAsk): Promise<KeyBudgetResult> {
+      const r = await sql.query<{ outcome: KeyBudgetResult["outcome"]; remaining: string | null; lim: string | null; reset: string | null }>({
+        name: "svc_key_reserve",
+        text: "SELECT * FROM svc_key_reserve($1::uuid, $2::uuid, $3::uuid, $4::text, $5::date, $6::date, $7::bigint, $8::timestamptz)",
+        values: [
+          ask.holder,
+          ask.requestId,
+          ask.apiKeyId,
+          ask.reset,
+          day(ask.periodStart),
+          day(ask.periodEnd),
+          ask.amountMicroUsdc.toString(),
+          ask.now,
+        ],
+      });
+      const row = r.rows[0];
+      if (!row) throw new Error("svc_key_reserve returned nothing");
+      return {
+        outcome: row.outcome,
+        remainingMicroUsdc: row.remaining === null ? null : BigInt(row.remaining),
+        limitMicroUsdc: row.lim === null ? null : BigInt(row.lim),
+        reset: row.reset,
+      };
+    },
+  };
 }

@@ -122,10 +122,38 @@ export interface KeyMarks {
   markAuthFailed(upstreamKeyId: string): Promise<unknown>;
 }
 
+/** A request's maximum charge held against its API key's budget for the period (`svc_key_reserve`). */
+export interface KeyBudgetAsk {
+  holder: string;
+  requestId: string;
+  apiKeyId: string;
+  /** the period the caller computed (`budgetPeriod`) from `reset`; `start` null: all time */
+  reset: string;
+  periodStart: Date | null;
+  periodEnd: Date | null;
+  amountMicroUsdc: bigint;
+  now: Date;
+}
+
+export interface KeyBudgetResult {
+  outcome: "ok" | "unlimited" | "stale_policy" | "key_inactive" | "holder_lost" | "exceeded";
+  /** what the budget left before this hold (exceeded: what a request may still hold) */
+  remainingMicroUsdc: bigint | null;
+  limitMicroUsdc: bigint | null;
+  /** the key's period as stored (stale_policy: plan again with it) */
+  reset: string | null;
+}
+
+/** Per-key budgets (docs/decisions.md "Key budgets"): the hold; endings release it with their charge. */
+export interface KeyBudgetStore {
+  reserve(ask: KeyBudgetAsk): Promise<KeyBudgetResult>;
+}
+
 /** The pipeline's stores (`sqlStores` in production, `memoryStores` in unit tests). */
 export interface InferenceStores {
   offers: OfferStore;
   ceilings: CeilingStore;
   escrow: EscrowStore;
   settlement: SettlementStore;
+  budgets: KeyBudgetStore;
 }

@@ -81,6 +81,12 @@ export class VideoRefunds {
       }
       const r = await refundClear(tx, { clearId: c.id, at: now });
       if (!r) throw new Error(`video job ${jobId}: its clear was already refunded`);
+      // the refunded charge no longer counts toward the key's budget (its request's start day)
+      await tx.$executeRaw`
+        UPDATE api_key_spend s SET spent_micro_usdc = GREATEST(s.spent_micro_usdc - ${r.buyerMicroUsdc}, 0)
+          FROM inference_requests q
+         WHERE q.id = ${job.request_id}::uuid AND s.api_key_id = q.api_key_id
+           AND s.day = (q.started_at AT TIME ZONE 'UTC')::date`;
       return { job, r, offerMicroDiem };
     });
     if (!out) return null;

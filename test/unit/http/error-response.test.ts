@@ -9,6 +9,8 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   unsupported_modality: 400,
   authentication_failed: 401,
   insufficient_balance: 402,
+  key_budget_exceeded: 402,
+  model_not_allowed: 403,
   payment_required: 402,
   invalid_payment: 402,
   payer_mismatch: 403,
