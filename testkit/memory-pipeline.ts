@@ -6,7 +6,7 @@ import { redisKeys } from "../src/adapters/redis/keys.js";
 import { type Config, LOCAL_KEY_ENCRYPTION_KEY, loadConfig } from "../src/config.js";
 import { textPricer } from "../src/domain/inference/admission.js";
 import { InferencePipeline } from "../src/domain/inference/pipeline.js";
-import type { AttemptingSession, RoutableModel } from "../src/domain/inference/session.js";
+import type { AttemptingSession, KeyRules, RoutableModel } from "../src/domain/inference/session.js";
 import type { Clock } from "../src/lib/clock.js";
 import { DomainError } from "../src/lib/errors.js";
 import { SecretBox } from "../src/lib/secret-box.js";
@@ -83,7 +83,14 @@ export function memoryPipeline(o: { env?: Record<string, string>; models?: Routa
 export function openText(
   world: MemoryWorld,
   buyer: { accountId: string; apiKeyId: string },
-  o: { promptEstimate?: number; maxTokens?: number; stream?: boolean; model?: RoutableModel } = {},
+  o: {
+    promptEstimate?: number;
+    maxTokens?: number;
+    stream?: boolean;
+    model?: RoutableModel;
+    key?: KeyRules;
+    maxPriceCents?: number;
+  } = {},
 ): Promise<AttemptingSession> {
   return world.pipeline.open({
     accountId: buyer.accountId,
@@ -93,5 +100,7 @@ export function openText(
     model: (o.model ?? TEXT_MODEL).id,
     stream: o.stream ?? false,
     price: (model) => textPricer(model, o.promptEstimate ?? 100, o.maxTokens),
+    ...(o.key ? { key: o.key } : {}),
+    ...(o.maxPriceCents !== undefined ? { maxPriceCents: o.maxPriceCents } : {}),
   });
 }

@@ -503,7 +503,8 @@ export class MemoryMarket {
         const limit = key.limitMicroUsdc ?? null;
         const reset = key.limitReset ?? "never";
         if (limit === null) return { outcome: "unlimited", ...none, reset };
-        if (reset !== ask.reset) return { outcome: "stale_policy", remainingMicroUsdc: null, limitMicroUsdc: limit, reset };
+        if (reset !== ask.reset)
+          return { outcome: "stale_policy", remainingMicroUsdc: null, limitMicroUsdc: limit, reset };
         const from = ask.periodStart?.toISOString().slice(0, 10) ?? null;
         const to = ask.periodEnd?.toISOString().slice(0, 10) ?? null;
         let left = limit;

@@ -99,7 +99,10 @@ export class KeyBudgets {
       } else {
         // exceeded: plan again within what the period leaves, or refuse
         const left = r.remainingMicroUsdc ?? 0n;
-        if (session.plans >= MAX_PLANS + 2 || !planRequest(session, left < UNLIMITED_MICRO_USDC ? left : UNLIMITED_MICRO_USDC))
+        if (
+          session.plans >= MAX_PLANS + 2 ||
+          !planRequest(session, left < UNLIMITED_MICRO_USDC ? left : UNLIMITED_MICRO_USDC)
+        )
           throw await this.deps.fail(session, keyBudgetExceeded(session, left, period.end));
       }
     }

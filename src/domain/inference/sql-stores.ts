@@ -205,7 +205,12 @@ const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : null);
 export function sqlKeyBudgetStore(sql: Sql): KeyBudgetStore {
   return {
     async reserve(ask: KeyBudgetAsk): Promise<KeyBudgetResult> {
-      const r = await sql.query<{ outcome: KeyBudgetResult["outcome"]; remaining: string | null; lim: string | null; reset: string | null }>({
+      const r = await sql.query<{
+        outcome: KeyBudgetResult["outcome"];
+        remaining: string | null;
+        lim: string | null;
+        reset: string | null;
+      }>({
         name: "svc_key_reserve",
         text: "SELECT * FROM svc_key_reserve($1::uuid, $2::uuid, $3::uuid, $4::text, $5::date, $6::date, $7::bigint, $8::timestamptz)",
         values: [

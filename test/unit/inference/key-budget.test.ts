@@ -1,0 +1,195 @@
+// Per-key rules at admission (issue 28 deliverables 3 and 4), on the pipeline over in-memory stores
+// (testkit/memory-pipeline.ts): a key's budget held before the upstream is called and never overrun
+// by concurrent requests, an unbounded request sized down to what the period leaves, the period
+// rolling over at the UTC boundary with no job, the models a key may call, and the key's and the
+// request's own ceilings, which only lower the account's. The SQL twin is
+// test/integration/inference/key-budgets.test.ts.
+import { afterEach, describe, expect, test } from "vitest";
+import { maxChargeFor } from "../../../src/domain/inference/admission.js";
+import { answered } from "../../../src/domain/inference/lanes.js";
+import type { AttemptingSession, KeyRules } from "../../../src/domain/inference/session.js";
+import { type MemoryWorld, memoryPipeline, openText } from "../../../testkit/memory-pipeline.js";
+import type { MemoryMarket } from "../../../testkit/memory-stores.js";
+
+let world: MemoryWorld;
+afterEach(async () => {
+  await world?.pipeline.close();
+});
+
+const DAILY: KeyRules = { limitReset: "daily", maxPriceCents: null, models: [] };
+
+const settle = (session: AttemptingSession, completionTokens = 10) =>
+  world.pipeline.run(session, async () =>
+    answered({ kind: "settled", usage: { promptTokens: 100, completionTokens } }, null),
+  );
+
+function limitKey(market: MemoryMarket, apiKeyId: string, limit: bigint, reset: KeyRules["limitReset"] = "daily") {
+  const k = market.tables.apiKeys.get(apiKeyId);
+  if (!k) throw new Error("no key");
+  k.limitMicroUsdc = limit;
+  k.limitReset = reset ?? "never";
+}
+
+/** What the key was charged, all days. */
+const spent = (m: MemoryMarket, apiKeyId: string) =>
+  [...m.tables.keySpend].filter(([k]) => k.startsWith(`${apiKeyId}/`)).reduce((a, [, v]) => a + v, 0n);
+
+describe("a key's budget", () => {
+  test("a request holds its maximum charge; the ending charges the actual cost and releases the hold", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50_000_000n });
+    limitKey(world.market, buyer.apiKeyId, 1_000_000n);
+    const session = await openText(world, buyer, { maxTokens: 500, key: DAILY });
+    expect(session.budgetHold).toBe(session.plan.maxChargeMicroUsdc);
+    expect([...world.market.tables.keyHolds.values()]).toEqual([
+      expect.objectContaining({ apiKeyId: buyer.apiKeyId, amount: session.plan.maxChargeMicroUsdc }),
+    ]);
+    const { settled } = await settle(session);
+    expect(world.market.tables.keyHolds.size).toBe(0);
+    expect(spent(world.market, buyer.apiKeyId)).toBe(settled.costMicroUsdc);
+  });
+
+  test("concurrent requests never hold or charge more than the limit; the rest are 402 key_budget_exceeded", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 100_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 500_000_000n });
+    // each request's maximum: burn(100 prompt, 500 completion) = 2,100 micro-DIEM at 50 cents
+    const each = maxChargeFor(2_100n, 50);
+    const limit = each * 4n + each / 2n;
+    limitKey(world.market, buyer.apiKeyId, limit);
+    const opened = await Promise.allSettled(
+      // eight: the key's in-flight limit
+      Array.from({ length: 8 }, () => openText(world, buyer, { maxTokens: 500, key: DAILY })),
+    );
+    const ok = opened.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const refused = opened.flatMap((r) => (r.status === "rejected" ? [r.reason] : []));
+    // four fit whole, a fifth sized down to what is left, the rest refused
+    const held = ok.reduce((a, s) => a + (s.budgetHold ?? 0n), 0n);
+    expect(held).toBeLessThanOrEqual(limit);
+    expect(ok.length).toBeGreaterThanOrEqual(4);
+    for (const e of refused) {
+      expect(e).toMatchObject({ code: "key_budget_exceeded", status: 402 });
+      expect(e.details.remainingUsdc).toMatch(/^\d+\.\d{6}$/);
+      expect(e.details.resetsAt).toBe("2030-01-16T00:00:00.000Z");
+      expect(e.details.accepts).toBeUndefined();
+    }
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(ok.length + refused.length).toBe(8);
+    // every admitted request burns its whole maximum: the key's spend still stays within the limit
+    for (const s of ok) await settle(s, 500);
+    expect(spent(world.market, buyer.apiKeyId)).toBeLessThanOrEqual(limit);
+    expect(world.market.tables.keyHolds.size).toBe(0);
+    // refusals were recorded with their support reference, holding nothing
+    expect(world.market.tables.requests.filter((r) => r.error_code === "key_budget_exceeded")).toHaveLength(
+      refused.length,
+    );
+    expect(world.market.account(buyer.accountId).reservedMicroUsdc).toBeGreaterThanOrEqual(0n);
+  });
+
+  test("an unbounded request is sized down to what the period leaves instead of refused", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 100_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 500_000_000n });
+    const limit = maxChargeFor(100n + 300n * 4n, 50);
+    limitKey(world.market, buyer.apiKeyId, limit);
+    const session = await openText(world, buyer, { key: DAILY });
+    expect(session.plan.admittedMaxTokens).toBeLessThan(4096);
+    expect(session.plan.admittedMaxTokens).toBeGreaterThanOrEqual(16);
+    expect(session.budgetHold).toBeLessThanOrEqual(limit);
+    await settle(session, session.plan.admittedMaxTokens);
+    expect(spent(world.market, buyer.apiKeyId)).toBeLessThanOrEqual(limit);
+  });
+
+  test("a daily key spent to its limit serves again after the UTC day rolls over", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 100_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 500_000_000n, expiresAt: new Date("2030-02-01Z") });
+    const each = maxChargeFor(2_100n, 50);
+    limitKey(world.market, buyer.apiKeyId, 10n * each);
+    await settle(await openText(world, buyer, { maxTokens: 500, key: DAILY }), 500);
+    // spent to the limit exactly
+    limitKey(world.market, buyer.apiKeyId, spent(world.market, buyer.apiKeyId));
+    const err = await openText(world, buyer, { maxTokens: 500, key: DAILY }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "key_budget_exceeded" });
+    // 12:00 → 00:00:01 the next day
+    world.clock.advance(12 * 3600_000 + 1000);
+    const next = await openText(world, buyer, { maxTokens: 500, key: DAILY });
+    expect(next.budgetHold).toBeGreaterThan(0n);
+    expect(next.budgetHold).toBeLessThanOrEqual(spent(world.market, buyer.apiKeyId));
+    await settle(next);
+    // a `never` key does not roll over
+    limitKey(world.market, buyer.apiKeyId, spent(world.market, buyer.apiKeyId), "never");
+    const never: KeyRules = { ...DAILY, limitReset: "never" };
+    expect(await openText(world, buyer, { maxTokens: 500, key: never }).catch((e: unknown) => e)).toMatchObject({
+      code: "key_budget_exceeded",
+      details: { resetsAt: null, remainingUsdc: "0.000000" },
+    });
+  });
+
+  test("a period changed since the process cached the policy is held in the stored one", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 100_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 500_000_000n });
+    limitKey(world.market, buyer.apiKeyId, 5_000_000n, "weekly");
+    const session = await openText(world, buyer, { maxTokens: 500, key: DAILY });
+    expect(session.budgetHold).toBe(session.plan.maxChargeMicroUsdc);
+    await settle(session);
+    // the key's limit was removed: nothing is held
+    limitKey(world.market, buyer.apiKeyId, 0n);
+    const k = world.market.tables.apiKeys.get(buyer.apiKeyId);
+    if (k) k.limitMicroUsdc = null;
+    const free = await openText(world, buyer, { maxTokens: 500, key: DAILY });
+    expect(free.budgetHold).toBeNull();
+    expect(world.market.tables.keyHolds.size).toBe(0);
+    await settle(free);
+  });
+
+  test("holds of a router process that died go with its escrow", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 100_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 500_000_000n });
+    limitKey(world.market, buyer.apiKeyId, 5_000_000n);
+    await openText(world, buyer, { maxTokens: 500, key: DAILY });
+    expect(world.market.tables.keyHolds.size).toBe(1);
+    world.clock.advance(10 * 60_000);
+    await world.market.stores.escrow.releaseExpired(world.clock.now(), 10);
+    expect(world.market.tables.keyHolds.size).toBe(0);
+  });
+});
+
+describe("a key's models and ceilings", () => {
+  test("a model outside the key's list is 403 model_not_allowed, before anything is held", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50_000_000n });
+    const err = await openText(world, buyer, { key: { ...DAILY, limitReset: null, models: ["other-model"] } }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: "model_not_allowed", status: 403 });
+    expect(world.market.tables.requests).toHaveLength(0);
+    expect(world.gates.held()).toEqual([]);
+    const listed = await openText(world, buyer, { key: { ...DAILY, limitReset: null, models: ["mem-text"] } });
+    await settle(listed);
+  });
+
+  test("the key's ceiling lowers the account's: below every posted price is 503 with buyerMaxCents = the key's", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 70 });
+    world.market.addOffer({ priceCents: 45, quantityMicroDiem: 50_000_000n });
+    const key = { ...DAILY, limitReset: null, maxPriceCents: 40 };
+    const err = await openText(world, buyer, { key }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "no_eligible_supply", details: { buyerMaxCents: 40, cheapestPostedCents: 45 } });
+    expect(world.market.tables.requests.at(-1)).toMatchObject({ ceiling: 40 });
+    // the request's own ceiling lowers it further, never raises it
+    const raised = await openText(world, buyer, { key, maxPriceCents: 80 }).catch((e: unknown) => e);
+    expect(raised).toMatchObject({ code: "no_eligible_supply", details: { buyerMaxCents: 40 } });
+    const s = await openText(world, buyer, { maxPriceCents: 50 });
+    expect(s.plan.maxChargeMicroUsdc).toBe(maxChargeFor(s.plan.maxBurnMicroDiem, 50));
+    await settle(s);
+    expect(await openText(world, buyer, { maxPriceCents: 44 }).catch((e: unknown) => e)).toMatchObject({
+      code: "no_eligible_supply",
+      details: { buyerMaxCents: 44 },
+    });
+  });
+});
