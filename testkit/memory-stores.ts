@@ -499,7 +499,7 @@ export class MemoryMarket {
         const lease = t().holders.get(ask.holder);
         if (!lease || lease.getTime() <= ask.now.getTime()) return { outcome: "holder_lost", ...none };
         const key = t().apiKeys.get(ask.apiKeyId);
-        if (!key || key.status !== "active") return { outcome: "key_inactive", ...none };
+        if (key?.status !== "active") return { outcome: "key_inactive", ...none };
         const limit = key.limitMicroUsdc ?? null;
         const reset = key.limitReset ?? "never";
         if (limit === null) return { outcome: "unlimited", ...none, reset };

@@ -95,6 +95,38 @@ export const paidAddOns = {
     .optional(),
 };
 
+const SVC_CEILING_MESSAGE = "svc.maxPriceCentsPerDollar must be an integer from 30 to 80.";
+
+/**
+ * The service's own body object (`svc`, SPEC naming conventions), on every inference route: options
+ * for this service, never forwarded upstream. `maxPriceCentsPerDollar` (30-80) is the request's own
+ * ceiling: it can only lower the effective one (the lowest of the account's, the key's and this).
+ */
+export const svcOptions = z
+  .object(
+    {
+      maxPriceCentsPerDollar: z
+        .number({ invalid_type_error: SVC_CEILING_MESSAGE })
+        .int({ message: SVC_CEILING_MESSAGE })
+        .min(30, { message: SVC_CEILING_MESSAGE })
+        .max(80, { message: SVC_CEILING_MESSAGE })
+        .optional()
+        .openapi({ description: "this request's ceiling (30-80); only lowers the account's and the key's" }),
+    },
+    { invalid_type_error: "svc must be an object." },
+  )
+  .strict("svc takes only maxPriceCentsPerDollar.")
+  .optional()
+  .openapi({ description: "the service's own options; never forwarded upstream" });
+
+/** The body without `svc` (what goes upstream), and the request's own ceiling from it. */
+function ownOptions(raw: unknown, svc: z.infer<typeof svcOptions>): { body: Json; maxPriceCents: number | undefined } {
+  const body = raw as Json;
+  if (!("svc" in body)) return { body, maxPriceCents: undefined };
+  const { svc: _svc, ...rest } = body;
+  return { body: rest, maxPriceCents: svc?.maxPriceCentsPerDollar };
+}
+
 // ---- typed requests ------------------------------------------------------------------------------
 
 /** What every parsed inference request carries. */
@@ -104,6 +136,8 @@ export interface ModalityRequest {
   /** the model as the buyer sent it */
   model: string;
   stream: boolean;
+  /** the request's own ceiling (`svc.maxPriceCentsPerDollar`); it only lowers the effective one */
+  maxPriceCents: number | undefined;
 }
 
 /** One OpenAI chat message (`content` a string, an array of content parts, or null). */
@@ -145,6 +179,7 @@ const chatHead = {
 const chatCaps = {
   max_completion_tokens: tokenCap("max_completion_tokens"),
   max_tokens: tokenCap("max_tokens"),
+  svc: svcOptions,
 };
 
 /** `POST /v1/chat/completions`: OpenAI's body; other OpenAI fields pass through to the upstream. */
@@ -170,7 +205,7 @@ export interface ChatRequest extends ModalityRequest {
 export function parseChatRequest(raw: unknown): ChatRequest {
   const b = parseWith(chatRequestBody, raw);
   return {
-    body: raw as Json,
+    ...ownOptions(raw, b.svc),
     model: b.model,
     stream: b.stream === true,
     maxTokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
@@ -199,6 +234,7 @@ const responsesFields = {
   instructions: z.string({ invalid_type_error: "instructions must be a string." }).nullable().optional(),
   stream: streamFlag,
   max_output_tokens: tokenCap("max_output_tokens"),
+  svc: svcOptions,
 };
 
 /** `POST /v1/responses`: the stateless Responses facade (`store`/`previous_response_id` are not kept). */
@@ -216,7 +252,7 @@ export interface ResponsesRequest extends ModalityRequest {
 export function parseResponsesRequest(raw: unknown): ResponsesRequest {
   const b = parseWith(responsesRequestBody, raw);
   return {
-    body: raw as Json,
+    ...ownOptions(raw, b.svc),
     model: b.model,
     stream: b.stream === true,
     maxTokens: b.max_output_tokens ?? undefined,
@@ -254,6 +290,7 @@ const imageFields = {
   quality: nonEmptyString("quality").nullable().optional(),
   hide_watermark: z.boolean().optional().openapi({ description: "true removes the watermark at no extra cost" }),
   format: z.string().optional().openapi({ description: "output format (default webp)", example: "webp" }),
+  svc: svcOptions,
 };
 
 /** `POST /v1/image/generate`: the upstream's native body; `resolution`, `quality`, `variants`/`n` are priced. */
@@ -313,9 +350,10 @@ export interface ImageRequest extends ModalityRequest {
 export function parseImageRequest(raw: unknown): ImageRequest {
   const b = parseWith(imageRequestBody, raw);
   const variants = b.variants ?? b.n ?? 1;
-  const { n: _n, stream: _s, enable_web_search: _w, ...rest } = raw as Json;
+  const own = ownOptions(raw, b.svc);
+  const { n: _n, stream: _s, enable_web_search: _w, ...rest } = own.body;
   return {
-    body: raw as Json,
+    ...own,
     model: (raw as { model: string }).model,
     stream: false,
     forward: { ...rest, variants, format: b.format ?? DEFAULT_IMAGE_FORMAT },
@@ -369,6 +407,7 @@ export const openAiImageBody = z
       }),
       moderation: oneOfStrings(["auto", "low"], "moderation must be auto or low.").openapi({ enum: ["auto", "low"] }),
       quality: z.string({ invalid_type_error: "quality must be a string." }).nullable().optional(),
+      svc: svcOptions,
     },
     imageBodyErrors,
   )
@@ -388,7 +427,7 @@ export function parseOpenAiImageRequest(raw: unknown): ImageRequest {
   const format = b.output_format ?? "png";
   const quality = typeof b.quality === "string" && OPENAI_QUALITY_TIERS.has(b.quality) ? b.quality : undefined;
   return {
-    body: raw as Json,
+    ...ownOptions(raw, b.svc),
     model: b.model,
     // not a stream route: `stream: true` is the endpoint's refusal ("This route does not stream.")
     stream: (raw as Json).stream === true,
@@ -434,6 +473,7 @@ export const videoBody = z
       image_url: z.string().optional().openapi({ description: "http(s) or data: URL; image-to-video models" }),
       reference_image_urls: z.array(z.string()).optional().openapi({ description: "reference-to-video models" }),
       video_url: z.string().optional().openapi({ description: "http(s) or data: URL; video-to-video models" }),
+      svc: svcOptions,
     },
     {
       required_error: "Body must be a JSON object with model and duration.",
@@ -450,12 +490,15 @@ export interface VideoRequest {
   body: VideoBody;
   /** the model as the buyer sent it */
   model: string;
+  /** the request's own ceiling (`svc.maxPriceCentsPerDollar`); it only lowers the effective one */
+  maxPriceCents: number | undefined;
 }
 
 /** `POST /v1/video/quote` and `/v1/video/queue`: the typed request, or the 400 naming the field. */
 export function parseVideoRequest(raw: unknown): VideoRequest {
   const b = parseWith(videoBody, raw);
-  return { body: raw as VideoBody, model: b.model };
+  const own = ownOptions(raw, b.svc);
+  return { body: own.body as VideoBody, model: b.model, maxPriceCents: own.maxPriceCents };
 }
 
 /** The id `POST /v1/video/queue` returned (`field`: `queue_id` in REST bodies, `queueId` in GraphQL). */

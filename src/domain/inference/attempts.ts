@@ -1,6 +1,6 @@
 import type { Clock } from "../../lib/clock.js";
 import type { DomainError } from "../../lib/errors.js";
-import { type Ceilings, effectiveCeiling } from "./ceilings.js";
+import type { Ceilings } from "./ceilings.js";
 import { type BookEntry, chooseOffer, MAX_ATTEMPTS, type OfferPick } from "./clearing.js";
 import { fallForwardExhausted, keyWaitTimeout, noSupply } from "./diagnostics.js";
 import type { Holder, Slice } from "./escrow.js";
@@ -9,6 +9,7 @@ import { type AttemptFailure, outcomeOf } from "./failure.js";
 import type { HolderLease } from "./holder-lease.js";
 import type { OfferBook } from "./offer-book.js";
 import type { Attempt, AttemptOutcome, InferenceSession } from "./session.js";
+import { effectiveCeiling } from "./session.js";
 import type { EscrowStore, InFlightGates, OfferStore } from "./stores.js";
 import { KEY_POLL_MS, KEY_WAIT_MS, type SupplierKeys } from "./supplier-keys.js";
 

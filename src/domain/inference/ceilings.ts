@@ -1,24 +1,6 @@
 import { DomainError } from "../../lib/errors.js";
 import type { CeilingStore } from "./stores.js";
 
-/**
- * THE effective ceiling of a request (issue 28): the lowest of the account's, the calling key's and
- * the request's own (`svc.maxPriceCentsPerDollar`). A request is planned, cleared and recorded at it;
- * a top-up verifies only the account's part (`stale_ceiling`).
- */
-export function effectiveCeiling(session: { ceilingCents: number; capCents: number | null }): number {
-  return session.capCents !== null && session.capCents < session.ceilingCents ? session.capCents : session.ceilingCents;
-}
-
-/** The lower of a key's and a request's own ceilings (null when neither sets one). */
-export function capOf(keyCents: number | null | undefined, requestCents: number | null | undefined): number | null {
-  const k = keyCents ?? null;
-  const r = requestCents ?? null;
-  if (k === null) return r;
-  if (r === null) return k;
-  return Math.min(k, r);
-}
-
 /** Accounts whose ceiling this process remembers before it starts over (a bound, not a tuning). */
 const MAX_REMEMBERED = 100_000;
 

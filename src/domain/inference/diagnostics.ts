@@ -1,8 +1,8 @@
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6, MAX_OFFER_PRICE_CENTS, maxBig } from "../../lib/money.js";
-import { effectiveCeiling } from "./ceilings.js";
 import { MAX_ATTEMPTS } from "./clearing.js";
 import type { InferenceSession } from "./session.js";
+import { effectiveCeiling } from "./session.js";
 import type { OfferStore } from "./stores.js";
 
 /**

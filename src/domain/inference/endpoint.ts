@@ -70,6 +70,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
       modality: m.modality,
       model: bareModelId(req.model),
       stream,
+      ...(req.maxPriceCents !== undefined ? { maxPriceCents: req.maxPriceCents } : {}),
       price: (model) => m.price(req, model),
     });
   }

@@ -1,11 +1,12 @@
 import { DomainError } from "../../lib/errors.js";
 import { MAX_PLANS } from "./admission.js";
-import { type Ceilings, effectiveCeiling } from "./ceilings.js";
+import type { Ceilings } from "./ceilings.js";
 import type { OfferPick } from "./clearing.js";
 import { escrowNotSecured, insufficientBalance } from "./diagnostics.js";
 import type { Holder, Slice } from "./escrow.js";
 import type { HolderLease } from "./holder-lease.js";
 import type { InferenceSession } from "./session.js";
+import { effectiveCeiling } from "./session.js";
 import type { EscrowStore, TakeResult } from "./stores.js";
 
 /**

@@ -1,8 +1,8 @@
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
-import { effectiveCeiling } from "./ceilings.js";
 import type { InferenceSession } from "./session.js";
+import { effectiveCeiling } from "./session.js";
 
 /** A stream's in-flight record lives this long unless renewed (it goes when the record is written). */
 export const REQUEST_LEASE_MS = 15 * 60_000;

@@ -11,7 +11,7 @@ import type { SecretBox } from "../../lib/secret-box.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
 import { type AttemptResult, runAttempts } from "./attempt-loop.js";
 import { Attempts } from "./attempts.js";
-import { Ceilings, capOf } from "./ceilings.js";
+import { Ceilings } from "./ceilings.js";
 import { insufficientBalance } from "./diagnostics.js";
 import { Endings, notePreCallBalance } from "./ending.js";
 import { planRequest } from "./escrow-take.js";
@@ -27,6 +27,7 @@ import {
   type AttemptingSession,
   type AttemptScope,
   type BurnPricer,
+  capOf,
   type InferenceSession,
   type KeyRules,
   type Modality,

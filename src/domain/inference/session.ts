@@ -255,6 +255,24 @@ export interface AttemptScope {
 }
 
 /**
+ * THE effective ceiling of a request (issue 28): the lowest of the account's, the calling key's and
+ * the request's own (`svc.maxPriceCentsPerDollar`). A request is planned, cleared and recorded at it;
+ * a top-up verifies only the account's part (`stale_ceiling`).
+ */
+export function effectiveCeiling(session: { ceilingCents: number; capCents: number | null }): number {
+  return session.capCents !== null && session.capCents < session.ceilingCents ? session.capCents : session.ceilingCents;
+}
+
+/** The lower of a key's and a request's own ceilings (null when neither sets one). */
+export function capOf(keyCents: number | null | undefined, requestCents: number | null | undefined): number | null {
+  const k = keyCents ?? null;
+  const r = requestCents ?? null;
+  if (k === null) return r;
+  if (r === null) return k;
+  return Math.min(k, r);
+}
+
+/**
  * `Server-Timing` (W3C): where the service spent a request's time, in ms — `admit` (gates, plan,
  * escrow), `upstream` (to the answer or first content, fall-forwards included), `settle` (the commit).
  * Phases not reached yet are left out (a stream's headers leave before its settlement).

@@ -1,5 +1,5 @@
-import { effectiveCeiling } from "./ceilings.js";
 import type { AttemptRecord, InferenceSession, Modality, RouteKind, Usage } from "./session.js";
+import { effectiveCeiling } from "./session.js";
 import type { IncompleteStream } from "./usage.js";
 
 /**

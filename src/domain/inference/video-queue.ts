@@ -10,6 +10,7 @@ import { Attempted } from "./attempt-loop.js";
 import { answered } from "./lanes.js";
 import type { InferencePipeline } from "./pipeline.js";
 import type { Caller, InferenceSession, Settled } from "./session.js";
+import { effectiveCeiling } from "./session.js";
 import type { EndRows } from "./settlement.js";
 import type { VideoQuotes } from "./video-quote.js";
 import { checkVideoRequest, type VideoRequest } from "./video-request.js";
@@ -82,8 +83,9 @@ export class VideoQueue {
       modality: "video",
       model: model.id,
       stream: false,
+      ...(req.maxPriceCents !== undefined ? { maxPriceCents: req.maxPriceCents } : {}),
       askPrice: async (s) => {
-        upstreamQuote = await this.deps.quotes.askUpstream(s.ceilingCents, body, true);
+        upstreamQuote = await this.deps.quotes.askUpstream(effectiveCeiling(s), body, true);
         jobMicroDiem = videoJobMicroDiem(upstreamQuote, this.deps.markupBps);
         return flatJobPricer(jobMicroDiem);
       },

@@ -5,8 +5,10 @@ import { DomainError } from "../../lib/errors.js";
 import { grossMicroUsdc, maxBig, upstreamDecimalToMicro, videoJobMicroDiem } from "../../lib/money.js";
 import { Attempted } from "./attempt-loop.js";
 import { eligibleOffers } from "./clearing.js";
+import { allowModel } from "./key-budget.js";
 import type { InferencePipeline } from "./pipeline.js";
 import type { Caller } from "./session.js";
+import { capOf, effectiveCeiling } from "./session.js";
 import type { KeyMarks } from "./stores.js";
 import { checkVideoRequest, type VideoRequest } from "./video-request.js";
 
@@ -54,7 +56,12 @@ export class VideoQuotes {
     const { pipeline } = this.deps;
     const model = await pipeline.model(req.model, "video", "video_queue");
     checkVideoRequest(req, model);
-    const ceiling = await pipeline.ceilingOf(caller.accountId);
+    allowModel(caller.key, model);
+    // the effective ceiling: the account's, lowered by the key's and the request's own
+    const ceiling = effectiveCeiling({
+      ceilingCents: await pipeline.ceilingOf(caller.accountId),
+      capCents: capOf(caller.key?.maxPriceCents, req.maxPriceCents),
+    });
     const upstreamQuote = await this.askUpstream(ceiling, { ...req.body, model: model.id });
     const job = videoJobMicroDiem(upstreamQuote, this.deps.markupBps);
     const offers = await eligibleOffers(this.deps.run, { now: this.deps.clock.now(), maxPriceCents: ceiling });
