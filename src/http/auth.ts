@@ -171,7 +171,13 @@ export async function authenticateBearer(
   if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
   const k = opts.cached ? await services.apiKeys.authenticateCached(token) : await services.apiKeys.authenticate(token);
   if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
-  return { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId };
+  return {
+    credential: "bearer",
+    accountId: k.accountId,
+    walletAddress: k.walletAddress,
+    apiKeyId: k.apiKeyId,
+    keyRules: k.rules,
+  };
 }
 
 /** The Bearer rule as middleware; the body is read after the credential checks out (layers.ts). */

@@ -182,7 +182,12 @@ function header(headers: Record<string, string>, name: string): string {
 }
 
 function caller(v: Viewer, requestId?: string): Caller {
-  return { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "", ...(requestId ? { requestId } : {}) };
+  return {
+    accountId: v.accountId,
+    apiKeyId: v.apiKeyId ?? "",
+    ...(v.keyRules ? { key: v.keyRules } : {}),
+    ...(requestId ? { requestId } : {}),
+  };
 }
 
 export const TOOLS: readonly ToolDefinition[] = [

@@ -1,4 +1,5 @@
 import type { SignInProvider } from "../accounts/account-types.js";
+import type { KeyRules } from "../keys/key-period.js";
 
 /**
  * Who is calling: the authenticated principal that every transport (REST, GraphQL, MCP) resolves
@@ -11,6 +12,8 @@ export interface Viewer {
   /** how the caller authenticated: a session cookie or a Bearer API key */
   credential: "session" | "bearer";
   apiKeyId?: string;
+  /** a Bearer caller: what admission enforces of its key's policy */
+  keyRules?: KeyRules;
   sessionId?: string;
   /** a session caller: the provider the session was signed in with */
   authProvider?: SignInProvider;

@@ -1,6 +1,9 @@
 import type { TextPricing } from "../../lib/money.js";
 import type { ImagePricingMicro } from "../catalog/catalog-types.js";
-import type { LimitReset } from "../keys/key-period.js";
+import type { KeyRules } from "../keys/key-period.js";
+
+export type { KeyRules };
+
 import type { Slice } from "./escrow.js";
 
 /**
@@ -67,20 +70,6 @@ export interface RoutableModel {
 }
 
 /** Who is paying: the acting account and the API key it called with. */
-/**
- * What the pipeline enforces of the calling API key's policy (src/domain/keys/key-policy.ts,
- * docs/decisions.md "Key budgets"): its limit's period (the budget held by `KeyBudgets`), its own
- * ceiling and the models it may call.
- */
-export interface KeyRules {
-  /** the period of the key's spending limit; null when the key has no limit */
-  limitReset: LimitReset | null;
-  /** the key's own ceiling (30-80), null when it has none */
-  maxPriceCents: number | null;
-  /** bare model ids the key may call; empty: every model */
-  models: readonly string[];
-}
-
 export interface Caller {
   accountId: string;
   apiKeyId: string;

@@ -7,6 +7,7 @@ import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { sha256Hex } from "../../lib/secret-box.js";
+import type { KeyRules, LimitReset } from "./key-period.js";
 import {
   isExpired,
   type KeyPolicy,
@@ -72,6 +73,8 @@ export interface AuthenticatedKey {
   walletAddress: string;
   /** the key's expiry: checked on every use, cached or not */
   expiresAt: Date | null;
+  /** what admission enforces of the key's policy (models, ceiling, budget; docs/decisions.md "Key budgets") */
+  rules: KeyRules;
 }
 
 /** `PATCH` of a key: its name and any policy field (absent = unchanged, null = removed). */
@@ -348,8 +351,14 @@ export class ApiKeyService {
             expires_at: Date | null;
             account_id: string;
             wallet: string;
+            limited: boolean;
+            limit_reset: LimitReset;
+            max_price: number | null;
+            models: string[];
           }>(
-            `SELECT k.id, k.status, k.last_used_at, k.expires_at, a.id AS account_id, a.wallet_address AS wallet
+            `SELECT k.id, k.status, k.last_used_at, k.expires_at, a.id AS account_id, a.wallet_address AS wallet,
+                    k.limit_micro_usdc IS NOT NULL AS limited, k.limit_reset::text AS limit_reset,
+                    k.max_price_cents_per_dollar AS max_price, k.models
                FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
             [hash],
           )
@@ -362,6 +371,10 @@ export class ApiKeyService {
               status: true,
               lastUsedAt: true,
               expiresAt: true,
+              limitMicroUsdc: true,
+              limitReset: true,
+              maxPriceCentsPerDollar: true,
+              models: true,
               account: { select: { id: true, walletAddress: true } },
             },
           })
@@ -374,6 +387,10 @@ export class ApiKeyService {
                 expires_at: r.expiresAt,
                 account_id: r.account.id,
                 wallet: r.account.walletAddress,
+                limited: r.limitMicroUsdc !== null,
+                limit_reset: r.limitReset as LimitReset,
+                max_price: r.maxPriceCentsPerDollar,
+                models: r.models,
               },
           );
     if (row?.status !== "active") return null;
@@ -383,6 +400,16 @@ export class ApiKeyService {
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
     }
-    return { apiKeyId: row.id, accountId: row.account_id, walletAddress: row.wallet, expiresAt: row.expires_at };
+    return {
+      apiKeyId: row.id,
+      accountId: row.account_id,
+      walletAddress: row.wallet,
+      expiresAt: row.expires_at,
+      rules: {
+        limitReset: row.limited ? row.limit_reset : null,
+        maxPriceCents: row.max_price,
+        models: row.models,
+      },
+    };
   }
 }

@@ -47,3 +47,17 @@ export function budgetPeriod(reset: LimitReset, now: Date): BudgetPeriod {
 function utc(year: number, month: number, day: number): Date {
   return new Date(Date.UTC(year, month, day));
 }
+
+/**
+ * What the pipeline enforces of the calling API key's policy (src/domain/keys/key-policy.ts,
+ * docs/decisions.md "Key budgets"): its limit's period (the budget held by `KeyBudgets`), its own
+ * ceiling and the models it may call.
+ */
+export interface KeyRules {
+  /** the period of the key's spending limit; null when the key has no limit */
+  limitReset: LimitReset | null;
+  /** the key's own ceiling (30-80), null when it has none */
+  maxPriceCents: number | null;
+  /** bare model ids the key may call; empty: every model */
+  models: readonly string[];
+}

@@ -189,10 +189,11 @@ type Reader = Pick<Db, "$queryRaw"> | Pick<Prisma.TransactionClient, "$queryRaw"
 
 /**
  * THE spend query: what each key was charged for its requests started in its current period
- * (`budgetPeriod(limitReset, now)`), from the books: the gross of each request's clear, refunded
- * clears left out. One statement for any number of keys, over the (api_key_id, started_at) index
- * of inference_requests; a key with no charge is 0. A request is counted in the period it started
- * in (admission), whenever it settled. Reads only.
+ * (`budgetPeriod(limitReset, now)`): the sum of its UTC days in `api_key_spend` (each ending adds
+ * its charge in the transaction of the charge; a refunded video job takes its charge back), the
+ * figure `svc_key_reserve` holds budgets against. One statement for any number of keys; a key with
+ * no charge is 0. A request is counted in the period it started in (admission), whenever it
+ * settled. Reads only.
  */
 export async function spentThisPeriod(
   db: Reader,
@@ -201,21 +202,22 @@ export async function spentThisPeriod(
 ): Promise<Map<string, bigint>> {
   const out = new Map<string, bigint>();
   if (keys.length === 0) return out;
+  // periods as UTC days: a key's spend is kept per UTC day of its requests' start (`api_key_spend`,
+  // written by every ending with its charge and lowered by a video refund), the same figure the
+  // budget hold reads (`svc_key_reserve`), so a listing and the enforcement never disagree
+  const day = (d: Date | null) => d?.toISOString().slice(0, 10) ?? null;
   const periods = keys.map((k) => {
     const p = budgetPeriod(k.limitReset, now);
-    return { id: k.id, start: p.start?.toISOString() ?? null, end: p.end?.toISOString() ?? null };
+    return { id: k.id, start: day(p.start), end: day(p.end) };
   });
-  // one correlated sum per key: each is a range scan of (api_key_id, started_at) plus the clears by
-  // request id (a join over all keys at once lets the planner scan the whole table)
   const rows = await (db as Pick<Db, "$queryRaw">).$queryRaw<{ id: string; spent: bigint }[]>`
     SELECT k.id::text AS id,
-           COALESCE((SELECT SUM(c.gross_micro_usdc)
-                       FROM inference_requests r
-                       JOIN clears c ON c.request_id = r.id AND c.refunded_at IS NULL
-                      WHERE r.api_key_id = k.id
-                        AND r.started_at >= COALESCE(k.start, '-infinity'::timestamptz)
-                        AND r.started_at < COALESCE(k."end", 'infinity'::timestamptz)), 0)::bigint AS spent
-      FROM jsonb_to_recordset(${JSON.stringify(periods)}::jsonb) AS k(id uuid, start timestamptz, "end" timestamptz)`;
+           COALESCE((SELECT SUM(s.spent_micro_usdc)
+                       FROM api_key_spend s
+                      WHERE s.api_key_id = k.id
+                        AND (k.start IS NULL OR s.day >= k.start)
+                        AND (k."end" IS NULL OR s.day < k."end")), 0)::bigint AS spent
+      FROM jsonb_to_recordset(${JSON.stringify(periods)}::jsonb) AS k(id uuid, start date, "end" date)`;
   for (const r of rows) out.set(r.id, BigInt(r.spent));
   return out;
 }

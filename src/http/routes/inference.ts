@@ -91,6 +91,7 @@ function callerOf(viewer: Viewer, res: ServerResponse): Caller {
   return {
     accountId: viewer.accountId,
     apiKeyId: viewer.apiKeyId ?? "",
+    ...(viewer.keyRules ? { key: viewer.keyRules } : {}),
     ...(typeof requestId === "string" ? { requestId } : {}),
   };
 }
@@ -181,7 +182,7 @@ export function inferenceRoutes(rt: Runtime): Router {
   r.post("/v1/video/quote", bearer, async (req, res) => {
     const v = viewerOf(res);
     const q = await videoQuotes.quote(
-      { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" },
+      { accountId: v.accountId, apiKeyId: v.apiKeyId ?? "", ...(v.keyRules ? { key: v.keyRules } : {}) },
       parseVideoRequest(req.body),
     );
     res.json(presentVideoQuote(q));
