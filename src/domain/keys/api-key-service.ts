@@ -7,7 +7,17 @@ import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { sha256Hex } from "../../lib/secret-box.js";
-import type { KeyRules, LimitReset } from "./key-period.js";
+import {
+  ACTIVE_API_KEYS,
+  type ApiKeyMetadata,
+  type ApiKeyView,
+  type AuthenticatedKey,
+  apiKeyScopeFor,
+  type CreatedApiKey,
+  type KeySource,
+  type KeyUpdate,
+} from "./api-key-types.js";
+import type { LimitReset } from "./key-period.js";
 import {
   isExpired,
   type KeyPolicy,
@@ -37,50 +47,7 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 export const AUTH_CACHE_MS = 30_000;
 const AUTH_CACHE_MAX = 50_000;
 
-export type KeySource = "session" | "agent" | "signup";
-
-/** The keys an account lists and counts against the cap: the active ones (revoked keys never show). */
-export const ACTIVE_API_KEYS = { status: "active" } as const satisfies Prisma.ApiKeyWhereInput;
-
-/** Prisma `where` for the viewer's own API keys (REST lists, GraphQL reads). */
-export function apiKeyScopeFor(viewer: { accountId: string }): { accountId: string } {
-  return { accountId: viewer.accountId };
-}
-
-export interface ApiKeyMetadata {
-  id: string;
-  name: string;
-  keyPrefix: string;
-  source: KeySource;
-  createdAt: Date;
-  lastUsedAt: Date | null;
-}
-
-/** A key as listings show it: metadata, policy and what it spent this period. */
-export interface ApiKeyView extends ApiKeyMetadata {
-  policy: KeyPolicy;
-  usage: KeyUsage;
-}
-
-export interface CreatedApiKey extends ApiKeyView {
-  /** the plaintext, returned once and never stored */
-  apiKey: string;
-}
-
-export interface AuthenticatedKey {
-  apiKeyId: string;
-  accountId: string;
-  walletAddress: string;
-  /** the key's expiry: checked on every use, cached or not */
-  expiresAt: Date | null;
-  /** what admission enforces of the key's policy (models, ceiling, budget; docs/decisions.md "Key budgets") */
-  rules: KeyRules;
-}
-
-/** `PATCH` of a key: its name and any policy field (absent = unchanged, null = removed). */
-export interface KeyUpdate extends KeyPolicyChange {
-  name?: string;
-}
+export * from "./api-key-types.js";
 
 type Tx = Prisma.TransactionClient;
 

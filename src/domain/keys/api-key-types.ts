@@ -1,0 +1,50 @@
+import type { Prisma } from "../../generated/prisma/client.js";
+import type { KeyRules } from "./key-period.js";
+import type { KeyPolicy, KeyPolicyChange, KeyUsage } from "./key-policy.js";
+
+/** The API key's shapes and scopes (src/domain/keys/api-key-service.ts re-exports them). */
+
+export type KeySource = "session" | "agent" | "signup";
+
+/** The keys an account lists and counts against the cap: the active ones (revoked keys never show). */
+export const ACTIVE_API_KEYS = { status: "active" } as const satisfies Prisma.ApiKeyWhereInput;
+
+/** Prisma `where` for the viewer's own API keys (REST lists, GraphQL reads). */
+export function apiKeyScopeFor(viewer: { accountId: string }): { accountId: string } {
+  return { accountId: viewer.accountId };
+}
+
+export interface ApiKeyMetadata {
+  id: string;
+  name: string;
+  keyPrefix: string;
+  source: KeySource;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+}
+
+/** A key as listings show it: metadata, policy and what it spent this period. */
+export interface ApiKeyView extends ApiKeyMetadata {
+  policy: KeyPolicy;
+  usage: KeyUsage;
+}
+
+export interface CreatedApiKey extends ApiKeyView {
+  /** the plaintext, returned once and never stored */
+  apiKey: string;
+}
+
+export interface AuthenticatedKey {
+  apiKeyId: string;
+  accountId: string;
+  walletAddress: string;
+  /** the key's expiry: checked on every use, cached or not */
+  expiresAt: Date | null;
+  /** what admission enforces of the key's policy (models, ceiling, budget; docs/decisions.md "Key budgets") */
+  rules: KeyRules;
+}
+
+/** `PATCH` of a key: its name and any policy field (absent = unchanged, null = removed). */
+export interface KeyUpdate extends KeyPolicyChange {
+  name?: string;
+}
