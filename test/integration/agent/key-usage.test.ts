@@ -232,10 +232,18 @@ describe("a key's spend this period, wherever keys are listed", () => {
         spentUsdc: string;
         remainingUsdc: string | null;
       };
-    await app().rt.db.inferenceRequest.update({
-      where: { id: first.id },
-      data: { startedAt: new Date(first.startedAt.getTime() - 86_400_000) },
-    });
+    // the request started a day earlier: its record, and its charge in the key's spend per UTC day
+    // (api_key_spend, which every ending writes with its charge)
+    const moveCharge = (from: Date, to: Date) => app().rt.db.$executeRaw`
+      WITH moved AS (
+        UPDATE api_key_spend SET spent_micro_usdc = spent_micro_usdc - ${firstCost}
+         WHERE api_key_id = ${keyA.id}::uuid AND day = (${from}::timestamptz AT TIME ZONE 'UTC')::date RETURNING 1)
+      INSERT INTO api_key_spend (api_key_id, day, spent_micro_usdc)
+      SELECT ${keyA.id}::uuid, (${to}::timestamptz AT TIME ZONE 'UTC')::date, ${firstCost} FROM moved
+      ON CONFLICT (api_key_id, day) DO UPDATE SET spent_micro_usdc = api_key_spend.spent_micro_usdc + EXCLUDED.spent_micro_usdc`;
+    const dayBefore = new Date(first.startedAt.getTime() - 86_400_000);
+    await app().rt.db.inferenceRequest.update({ where: { id: first.id }, data: { startedAt: dayBefore } });
+    await moveCharge(first.startedAt, dayBefore);
     try {
       expect(await spent()).toMatchObject({
         spentUsdc: formatDecimal6(spentOf(keyA) - firstCost),
@@ -250,6 +258,7 @@ describe("a key's spend this period, wherever keys are listed", () => {
       expect(never.body).toMatchObject({ spentUsdc: formatDecimal6(spentOf(keyA)), resetsAt: null });
     } finally {
       await app().rt.db.inferenceRequest.update({ where: { id: first.id }, data: { startedAt: first.startedAt } });
+      await moveCharge(dayBefore, first.startedAt);
       await app().rt.db.apiKey.update({ where: { id: keyA.id }, data: { limitReset: "daily" } });
     }
   });
