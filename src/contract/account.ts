@@ -206,17 +206,24 @@ const keyCeiling = z
   });
 
 const MODELS_MESSAGE = `models must be a list of 1-${MAX_KEY_MODELS} catalog model ids (GET /v1/models); send null to allow every model; nothing was changed.`;
-/** `models`: 1-100 non-empty ids; any fault is reported on `models` itself (not on an element). */
+/**
+ * `models`: 1-100 non-empty ids; any fault is reported on `models` itself (not on an element), so
+ * the list is checked whole before the array schema reads it.
+ */
 const models = z
-  .array(z.unknown(), { invalid_type_error: MODELS_MESSAGE })
-  .superRefine((ids, ctx) => {
-    const ok =
-      ids.length >= 1 &&
-      ids.length <= MAX_KEY_MODELS &&
-      ids.every((id) => typeof id === "string" && id.length >= 1 && id.length <= MAX_KEY_MODEL_ID_LENGTH);
-    if (!ok) ctx.addIssue({ code: z.ZodIssueCode.custom, message: MODELS_MESSAGE });
-  })
-  .transform((ids) => ids as string[])
+  .preprocess(
+    (ids, ctx) => {
+      const ok =
+        !Array.isArray(ids) ||
+        (ids.length >= 1 &&
+          ids.length <= MAX_KEY_MODELS &&
+          ids.every((id) => typeof id === "string" && id.length >= 1 && id.length <= MAX_KEY_MODEL_ID_LENGTH));
+      if (ok) return ids;
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: MODELS_MESSAGE, fatal: true });
+      return z.NEVER;
+    },
+    z.array(z.string({ invalid_type_error: MODELS_MESSAGE }), { invalid_type_error: MODELS_MESSAGE }),
+  )
   .openapi({
     type: "array",
     items: { type: "string", minLength: 1, maxLength: MAX_KEY_MODEL_ID_LENGTH },
