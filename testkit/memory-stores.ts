@@ -6,6 +6,7 @@
 // or nothing. test/integration/inference/store-contract.test.ts runs the same scenarios against both
 // and compares, so the two cannot drift unnoticed. The integration tests stay the proof of the
 // real thing; these are for the rules.
+
 import { randomUUID } from "node:crypto";
 import type { BookEntry, EligibleOffer, EligibleQuery } from "../src/domain/inference/clearing.js";
 import type { EndItem } from "../src/domain/inference/settlement.js";
@@ -24,6 +25,7 @@ import type {
   TakeRequest,
   TakeResult,
 } from "../src/domain/inference/stores.js";
+import { utcDay } from "../src/lib/clock.js";
 import type { SecretBox } from "../src/lib/secret-box.js";
 
 export interface MemoryAccount {
@@ -505,8 +507,8 @@ export class MemoryMarket {
         if (limit === null) return { outcome: "unlimited", ...none, reset };
         if (reset !== ask.reset)
           return { outcome: "stale_policy", remainingMicroUsdc: null, limitMicroUsdc: limit, reset };
-        const from = ask.periodStart?.toISOString().slice(0, 10) ?? null;
-        const to = ask.periodEnd?.toISOString().slice(0, 10) ?? null;
+        const from = ask.periodStart ? utcDay(ask.periodStart) : null;
+        const to = ask.periodEnd ? utcDay(ask.periodEnd) : null;
         let left = limit;
         for (const [k, v] of t().keySpend) {
           const day = holderOf(k);

@@ -2,7 +2,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { budgetPeriod, LIMIT_RESETS, type LimitReset } from "../keys/key-period.js";
-import { MAX_PLANS, UNLIMITED_MICRO_USDC } from "./admission.js";
+import { MAX_PLANS } from "./admission.js";
 import { planRequest } from "./escrow-take.js";
 import type { HolderLease } from "./holder-lease.js";
 import type { InferenceSession, KeyRules, RoutableModel } from "./session.js";
@@ -99,10 +99,7 @@ export class KeyBudgets {
       } else {
         // exceeded: plan again within what the period leaves, or refuse
         const left = r.remainingMicroUsdc ?? 0n;
-        if (
-          session.plans >= MAX_PLANS + 2 ||
-          !planRequest(session, left < UNLIMITED_MICRO_USDC ? left : UNLIMITED_MICRO_USDC)
-        )
+        if (session.plans >= MAX_PLANS + 2 || !planRequest(session, left))
           throw await this.deps.fail(session, keyBudgetExceeded(session, left, period.end));
       }
     }

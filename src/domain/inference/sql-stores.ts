@@ -1,4 +1,5 @@
 import { type Sql, sqlRunner } from "../../adapters/sql.js";
+import { utcDay } from "../../lib/clock.js";
 import { type BookEntry, CLEARING_ORDER_SQL, eligibleOffers } from "./clearing.js";
 import type { EndItem } from "./settlement.js";
 import type {
@@ -200,7 +201,7 @@ function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {
 }
 
 /** UTC day of a period bound (the spend is kept per UTC day: `api_key_spend`). */
-const day = (d: Date | null) => (d ? d.toISOString().slice(0, 10) : null);
+const day = (d: Date | null) => (d ? utcDay(d) : null);
 
 export function sqlKeyBudgetStore(sql: Sql): KeyBudgetStore {
   return {

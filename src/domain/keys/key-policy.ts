@@ -1,5 +1,6 @@
 import type { Db } from "../../adapters/db.js";
 import type { Prisma } from "../../generated/prisma/client.js";
+import { utcDay } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { MAX_KEY_LIMIT_MICRO_USDC, MAX_KEY_MODEL_ID_LENGTH, MAX_KEY_MODELS } from "../../lib/key-bounds.js";
 import { formatDecimal6, MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
@@ -205,7 +206,7 @@ export async function spentThisPeriod(
   // periods as UTC days: a key's spend is kept per UTC day of its requests' start (`api_key_spend`,
   // written by every ending with its charge and lowered by a video refund), the same figure the
   // budget hold reads (`svc_key_reserve`), so a listing and the enforcement never disagree
-  const day = (d: Date | null) => d?.toISOString().slice(0, 10) ?? null;
+  const day = (d: Date | null) => (d ? utcDay(d) : null);
   const periods = keys.map((k) => {
     const p = budgetPeriod(k.limitReset, now);
     return { id: k.id, start: day(p.start), end: day(p.end) };
