@@ -525,11 +525,27 @@ export function parseVideoJobRef(raw: unknown): string {
 
 // ---- responses -------------------------------------------------------------------------------
 
+/** The charged amount in `usage` (OpenRouter's `usage.cost`), on buffered bodies and streamed usage. */
+const usageCost = {
+  cost: z.number().openapi({
+    description: "USD charged for this request (the figure of X-Svc-Cost-Usdc, as a JSON number)",
+    example: 0.000019,
+  }),
+  cost_details: z
+    .object({
+      cost_usdc: decimal6.openapi({ description: "the charged amount, exact (six decimals)" }),
+      clearing_price_cents: z.number().int().openapi({ description: "the clearing offer's price, cents per DIEM" }),
+      upstream_burn_diem: decimal6.openapi({ description: "the DIEM the request burned upstream (six decimals)" }),
+    })
+    .openapi("CostDetails"),
+};
+
 const usage = z
   .object({
     prompt_tokens: z.number().int(),
     completion_tokens: z.number().int(),
     total_tokens: z.number().int(),
+    ...usageCost,
   })
   .passthrough();
 
@@ -564,7 +580,12 @@ export const responsesResponse = z
     model: z.string(),
     output: z.array(z.record(z.unknown())),
     usage: z
-      .object({ input_tokens: z.number().int(), output_tokens: z.number().int(), total_tokens: z.number().int() })
+      .object({
+        input_tokens: z.number().int(),
+        output_tokens: z.number().int(),
+        total_tokens: z.number().int(),
+        ...usageCost,
+      })
       .passthrough()
       .optional(),
   })

@@ -681,7 +681,7 @@ const SSE = {
     schema: {
       type: "string" as const,
       description:
-        "With `stream: true`: SSE frames; no cost headers. Chat: content chunks, the usage chunk, one `svc.cost` frame (costUsdc, clearingPriceCents, supportReference), then `[DONE]`.",
+        "With `stream: true`: SSE frames; no cost headers. Chat: content chunks, the usage chunk (its `usage` with `cost` and `cost_details` as on a buffered body), one `svc.cost` frame (costUsdc, clearingPriceCents, supportReference), then `[DONE]`.",
     },
   },
 };
@@ -714,7 +714,7 @@ registry.registerPath({
   responses: {
     200: {
       description:
-        "Buffered response (JSON, with the cost headers) or, with `stream: true`, `response.*` SSE events (cost on `response.completed`)",
+        "Buffered response (JSON, with the cost headers) or, with `stream: true`, `response.*` SSE events (cost on `response.completed`: flat `costUsdc` and `response.usage.cost`)",
       headers: headers(...COST_HEADERS),
       content: { "application/json": { schema: responsesResponse }, ...SSE },
     },

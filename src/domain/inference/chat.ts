@@ -7,7 +7,7 @@ import type { InferenceModality } from "./endpoint.js";
 import type { InferenceSession, Settled } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { StreamRenderer } from "./streamed.js";
-import { approxItemTokens, usageOf } from "./usage.js";
+import { approxItemTokens, usageOf, usageWithCost } from "./usage.js";
 
 export type { ChatRequest };
 
@@ -99,7 +99,7 @@ class ChatStream implements StreamRenderer {
   completedFrames(settled: Settled): string {
     const usage = this.usageChunk ?? {};
     return (
-      dataFrame(withoutProviderFields(usage)) +
+      dataFrame({ ...withoutProviderFields(usage), usage: usageWithCost(usage.usage, settled) }) +
       dataFrame(costFrame(this.lastChunk ?? usage, settled, this.session.startedAt)) +
       "data: [DONE]\n\n"
     );
@@ -161,9 +161,9 @@ export const chatModality: InferenceModality<ChatRequest> = {
     return out;
   },
   meter: (answer) => usageOf(answer.usage) ?? { refused: "upstream answer without usage" },
-  answer(answer) {
+  answer(answer, _req, _session, settled) {
     const { cost: _c, venice_parameters: _vp, prompt_logprobs: _pl, ...body } = answer;
-    return body;
+    return { ...body, usage: usageWithCost(body.usage, settled) };
   },
   renderer: (req, session) => new ChatStream(req, session),
 };

@@ -13,6 +13,7 @@ import type {
   Modality,
   RoutableModel,
   RouteKind,
+  Settled,
   Usage,
 } from "./session.js";
 import type { BufferedResult, StreamSink } from "./sink.js";
@@ -44,8 +45,8 @@ export interface InferenceModality<R extends ModalityRequest> {
    * the provider did not charge for it (answered, nothing charged)
    */
   meter(answer: Json, headers: IncomingHttpHeaders): Usage | { refused: string } | { uncharged: string };
-  /** a buffered answer as the buyer sees it */
-  answer(answer: Json, req: R, session: InferenceSession): Json;
+  /** a buffered answer as the buyer sees it, once settled */
+  answer(answer: Json, req: R, session: InferenceSession, settled: Settled): Json;
   /** a streamed answer's renderer (frames, in-band errors); absent when the modality does not stream */
   renderer?(req: R, session: InferenceSession): StreamRenderer;
 }
@@ -90,7 +91,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
       signal,
       meter: (a, h) => m.meter(a, h),
     });
-    return { body: m.answer(answer, req, session), headers: costHeaders(settled, session) };
+    return { body: m.answer(answer, req, session, settled), headers: costHeaders(settled, session) };
   }
 
   /**

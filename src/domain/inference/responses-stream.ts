@@ -3,7 +3,7 @@ import { eventFrame } from "../../lib/sse.js";
 import type { InferenceSession, Settled, Usage } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { RelayOutcome, StreamRenderer } from "./streamed.js";
-import { usageOf } from "./usage.js";
+import { usageOf, usageWithCost } from "./usage.js";
 
 type Json = Record<string, unknown>;
 
@@ -159,6 +159,8 @@ export class ResponsesStream implements StreamRenderer {
       // SPEC Responses SSE 4: `response.incomplete` never carries a `usage` key
       delete response.usage;
       response.status = "incomplete";
+    } else if (response.usage !== undefined) {
+      response.usage = usageWithCost(response.usage, settled);
     }
     return eventFrame(terminal.type, {
       type: terminal.type,

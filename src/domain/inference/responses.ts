@@ -2,7 +2,7 @@ import { type Json, parseResponsesRequest, type ResponsesRequest } from "../../c
 import { estimatePromptTokens, textPricer } from "./admission.js";
 import type { InferenceModality } from "./endpoint.js";
 import { ResponsesStream, withoutExtras } from "./responses-stream.js";
-import { approxItemTokens, usageOf } from "./usage.js";
+import { approxItemTokens, usageOf, usageWithCost } from "./usage.js";
 
 export type { ResponsesRequest };
 
@@ -60,6 +60,9 @@ export const responsesModality: InferenceModality<ResponsesRequest> = {
     answer.status === "failed"
       ? { refused: "upstream response failed" }
       : (usageOf(answer.usage) ?? { refused: "upstream answer without usage" }),
-  answer: withoutExtras,
+  answer(answer, _req, _session, settled) {
+    const body = withoutExtras(answer);
+    return { ...body, usage: usageWithCost(body.usage, settled) };
+  },
   renderer: (req, session) => new ResponsesStream(session, approxResponsesPromptTokens(req)),
 };

@@ -1,5 +1,5 @@
-import { maxBig, minBig } from "../../lib/money.js";
-import type { AdmissionPlan, PreCallBalance, Usage } from "./session.js";
+import { formatDecimal6, maxBig, minBig } from "../../lib/money.js";
+import type { AdmissionPlan, PreCallBalance, Settled, Usage } from "./session.js";
 
 type Json = Record<string, unknown>;
 
@@ -27,6 +27,28 @@ export function usageOf(u: unknown): Usage | undefined {
     promptTokens: Math.floor(prompt),
     completionTokens: Math.floor(completion),
     cachedTokens: Math.min(Math.floor(cached), Math.floor(prompt)),
+  };
+}
+
+/**
+ * THE cost where OpenAI-compatible tooling reads it (OpenRouter's `usage.cost`): the answer's `usage`
+ * object plus `cost` (USD, the charged amount as a JSON number — the same figure as
+ * `X-Svc-Cost-Usdc`, which stays the exact one) and `cost_details` (`cost_usdc`, that amount as the
+ * exact six-decimal string; `clearing_price_cents`; `upstream_burn_diem`, six decimals). A `usage`
+ * that is not an object is left as it is (nothing to attach the cost to).
+ */
+export function usageWithCost(usage: unknown, s: Settled): unknown {
+  if (typeof usage !== "object" || usage === null || Array.isArray(usage)) return usage;
+  const costUsdc = formatDecimal6(s.costMicroUsdc);
+  return {
+    ...(usage as Json),
+    // presentation only: a six-decimal string read as a number round-trips to the same string
+    cost: Number(costUsdc),
+    cost_details: {
+      cost_usdc: costUsdc,
+      clearing_price_cents: s.clearingPriceCents,
+      upstream_burn_diem: formatDecimal6(s.burnMicroDiem),
+    },
   };
 }
 

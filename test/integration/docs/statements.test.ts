@@ -465,3 +465,87 @@ describe("SKILL.md section 8: keys for sub-agents", () => {
     ]);
   });
 });
+
+describe("SKILL.md: cost in usage, the per-request ceiling and how a key's limit holds", () => {
+  test("usage.cost is X-Svc-Cost-Usdc; svc.maxPriceCentsPerDollar lowers the ceiling; limits refuse before upstream", async () => {
+    says("/SKILL.md", "`usage.cost`, a number in USD equal to `X-Svc-Cost-Usdc`");
+    says("/SKILL.md", "`usage.cost_details` with `cost_usdc` (the exact six-decimal string)");
+    says("/SKILL.md", "the final usage chunk's `usage` already carries `cost` and `cost_details`");
+    says("/SKILL.md", "It only lowers the ceiling for that request");
+    says("/SKILL.md", "402 `key_budget_exceeded`, no `accepts`, with `error.remainingUsdc` and `error.resetsAt`");
+    says("/SKILL.md", "a model outside `models`: 403 `model_not_allowed`");
+    says("/SKILL.md", "503 `no_eligible_supply` with `buyerMaxCents` the key's ceiling");
+
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const paid = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect(paid.status).toBe(200);
+    const body = (await paid.json()) as { usage: { cost: number; cost_details: { cost_usdc: string } } };
+    expect(body.usage.cost_details.cost_usdc).toBe(paid.headers.get("x-svc-cost-usdc"));
+    expect(body.usage.cost.toFixed(6)).toBe(paid.headers.get("x-svc-cost-usdc"));
+
+    const streamed = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      stream: true,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    const parsed = frames(await streamed.text())
+      .filter((f) => f !== "[DONE]")
+      .map((f) => JSON.parse(f) as { object?: string; usage?: { cost: number }; costUsdc?: string });
+    const cost = parsed.find((f) => f.object === "svc.cost");
+    expect(parsed.find((f) => f.usage)?.usage?.cost.toFixed(6)).toBe(cost?.costUsdc);
+
+    // every offer is at 40: a request asking for 35 at most is refused at its own ceiling
+    const lowered = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+      svc: { maxPriceCentsPerDollar: 35 },
+    });
+    expect(lowered.status).toBe(503);
+    expect(((await lowered.json()) as { error: { buyerMaxCents: number } }).error.buyerMaxCents).toBe(35);
+
+    const mint = async (policy: Record<string, unknown>) => {
+      const r = await call(world.app, {
+        method: "POST",
+        path: "/v1/agent/keys",
+        headers: bearer(buyer.apiKey),
+        body: { name: `sub-${Object.keys(policy).join("-")}`, ...policy },
+      });
+      expect(r.status).toBe(201);
+      return (r.body as { apiKey: string }).apiKey;
+    };
+    const before = world.sim.state.listRequests({ route: "/chat/completions" }).length;
+    const tight = await mint({ limitUsdc: "0.000010", limitReset: "daily" });
+    const refused = await post(tight, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 4000,
+    });
+    const refusal = (await refused.json()) as { error: Record<string, unknown>; accepts?: unknown };
+    expect([refused.status, refusal.error.code]).toEqual([402, "key_budget_exceeded"]);
+    expect(refusal.error.remainingUsdc).toBe("0.000010");
+    expect(refusal.error.resetsAt).toMatch(/T00:00:00\.000Z$/);
+    expect(refusal.accepts).toBeUndefined();
+    expect(world.sim.state.listRequests({ route: "/chat/completions" }).length).toBe(before);
+
+    const narrow = await mint({ models: ["qwen3-4b"] });
+    const outside = await post(narrow, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect([outside.status, ((await outside.json()) as { error: { code: string } }).error.code]).toEqual([
+      403,
+      "model_not_allowed",
+    ]);
+
+    const cheap = await mint({ maxPriceCentsPerDollar: 30 });
+    const none = await post(cheap, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    const noneBody = (await none.json()) as { error: { code: string; buyerMaxCents: number } };
+    expect([none.status, noneBody.error.code, noneBody.error.buyerMaxCents]).toEqual([503, "no_eligible_supply", 30]);
+  });
+});

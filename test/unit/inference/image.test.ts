@@ -144,6 +144,14 @@ describe("upstream bodies", () => {
       { images: ["QUJD"] },
       parseOpenAiImageRequest({ model: "m", prompt: "x", response_format: "url", output_format: "jpeg" }),
       session(FLAT),
+      {
+        costMicroUsdc: 1n,
+        clearingPriceCents: 50,
+        burnMicroDiem: 2n,
+        balanceRemainingMicroUsdc: 0n,
+        supportReference: "ref",
+        requestId: "req",
+      },
     );
     expect(answer.data).toEqual([{ url: "data:image/jpeg;base64,QUJD" }]);
     // `created`: when the request started, on the service's clock (unix seconds)
