@@ -105,13 +105,17 @@ export async function isolatedWorld(): Promise<{ databaseUrl: string; prefix: st
   return { databaseUrl: db.url, prefix: `test-${randomUUID().slice(0, 8)}`, drop: db.drop };
 }
 
-/** A clock tests can move forward. */
-export function movableClock(): Clock & { advance(ms: number): void } {
+/** A clock tests can move forward: it runs with real time from wherever it was moved or set. */
+export function movableClock(): Clock & { advance(ms: number): void; set(at: Date): void } {
   let offset = 0;
   return {
     now: () => new Date(Date.now() + offset),
     advance(ms: number) {
       offset += ms;
+    },
+    /** to `at` (e.g. a few minutes before a UTC midnight), running on from there */
+    set(at: Date) {
+      offset = at.getTime() - Date.now();
     },
   };
 }

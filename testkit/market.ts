@@ -38,7 +38,8 @@ export function sealedKey(box: SecretBox, ownerId: string, secret: string) {
 
 /**
  * A supplier with one registered upstream key per offer (sealed like the service seals them), each
- * key funded in the simulator, and one active offer per key.
+ * key funded in the simulator, and one active offer per key. Times come from the app's clock, as the
+ * service's own offers do: an offer expires at the next UTC midnight of the app's day (DIEM's).
  */
 export async function addSupply(
   app: TestApp,
@@ -59,7 +60,7 @@ export async function addSupply(
         ...sealedKey(box, supplier.id, secret),
         label: `key ${o.priceCents}`,
         lastBalanceMicroDiem: balance,
-        lastBalanceAt: new Date(),
+        lastBalanceAt: app.rt.clock.now(),
       },
     });
     const offer = await db.offer.create({
@@ -69,7 +70,7 @@ export async function addSupply(
         priceCentsPerDollar: o.priceCents,
         quantityMicroDiem: o.quantityMicroDiem,
         remainingMicroDiem: o.quantityMicroDiem,
-        expiresAt: nextUtcMidnight(new Date()),
+        expiresAt: nextUtcMidnight(app.rt.clock.now()),
       },
     });
     keys.push({ secret, upstreamKeyId: k.id, offerId: offer.id, priceCents: o.priceCents });

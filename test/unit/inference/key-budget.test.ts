@@ -2,8 +2,9 @@
 // (testkit/memory-pipeline.ts): a key's budget held before the upstream is called and never overrun
 // by concurrent requests, an unbounded request sized down to what the period leaves, the period
 // rolling over at the UTC boundary with no job, the models a key may call, and the key's and the
-// request's own ceilings, which only lower the account's. The SQL twin is
-// test/integration/inference/key-budgets.test.ts.
+// request's own ceilings, which only lower the account's. The SQL twins are
+// test/integration/inference/key-budgets.test.ts and, for the rollover over HTTP with a moved clock,
+// test/integration/inference/key-budget-rollover.test.ts.
 import { afterEach, describe, expect, test } from "vitest";
 import { maxChargeFor } from "../../../src/domain/inference/admission.js";
 import { answered } from "../../../src/domain/inference/lanes.js";
