@@ -39,6 +39,7 @@ const EMBEDDED = [
   "SetMaxPricePayload",
   "SupplierClearPage",
   "SupplierLedger",
+  "UpdateApiKeyPayload",
   "UpstreamKeyPayload",
 ];
 

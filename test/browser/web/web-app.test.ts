@@ -110,6 +110,36 @@ async function shoot(page: Page, name: string) {
   expect(problems.get(page) ?? [], `${name}: console and page errors`).toEqual([]);
 }
 
+/** Signs a wallet in through the identity provider's form; the buyer dashboard opens. */
+async function idpSignIn(wallet: { address: string }): Promise<Page> {
+  const page = await open("/app/sign-in");
+  const tokens = await world.app.idp.mintTokens(wallet.address);
+  const idp = page.getByRole("region", { name: "Identity provider" });
+  await idp.getByLabel("Wallet address").fill(wallet.address);
+  await idp.getByLabel("Access token").fill(tokens.accessToken);
+  await idp.getByLabel("Identity token").fill(tokens.identityToken);
+  await idp.getByRole("button", { name: "Sign in with identity provider" }).click();
+  await page.waitForURL(/\/app\/buyer$/);
+  return page;
+}
+
+/** A chat completion with `apiKey`, from outside the browser; its cost in micro-USDC. */
+async function chat(apiKey: string): Promise<{ res: Response; costMicro: bigint }> {
+  const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      model: MODEL,
+      messages: [{ role: "user", content: "hello from a test [[sim:tokens=30]]" }],
+    }),
+  });
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+  const cost = res.headers.get("x-svc-cost-usdc") ?? "";
+  expect(cost).toMatch(/^\d+\.\d{6}$/);
+  return { res, costMicro: BigInt(cost.replace(".", "")) };
+}
+
 function ladderRow(page: Page, cents: number) {
   return page.getByTestId("ladder-table").locator("tr", { hasText: `${cents}¢` });
 }
@@ -193,14 +223,7 @@ describe("the web app in chromium", () => {
     const seeded = await signIn(world.app, wallet);
     await fundConfirmed(world.app, seeded.accountId, 5_000_000n);
 
-    const buyer = await open("/app/sign-in");
-    const tokens = await world.app.idp.mintTokens(wallet.address);
-    const idp = buyer.getByRole("region", { name: "Identity provider" });
-    await idp.getByLabel("Wallet address").fill(wallet.address);
-    await idp.getByLabel("Access token").fill(tokens.accessToken);
-    await idp.getByLabel("Identity token").fill(tokens.identityToken);
-    await idp.getByRole("button", { name: "Sign in with identity provider" }).click();
-    await buyer.waitForURL(/\/app\/buyer$/);
+    const buyer = await idpSignIn(wallet);
     await expect.poll(() => buyer.getByTestId("buyer-confirmed").textContent(), { timeout: LIVE_MS }).toBe("5.000000");
     expect(await buyer.getByTestId("buyer-pending").textContent()).toBe("0.000000");
 
@@ -223,16 +246,7 @@ describe("the web app in chromium", () => {
     expect(feedBefore).toBe(0);
 
     // a chat completion with that key, from outside the browser
-    const res = await fetch(`${world.app.baseUrl}/v1/chat/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        model: MODEL,
-        messages: [{ role: "user", content: "hello from a test [[sim:tokens=30]]" }],
-      }),
-    });
-    expect(res.status).toBe(200);
-    await res.arrayBuffer();
+    const { res } = await chat(apiKey ?? "");
     expect(res.headers.get("x-svc-clearing-price-cents")).toBe("47");
     const remaining = res.headers.get("x-balance-remaining") ?? "";
     const cost = res.headers.get("x-svc-cost-usdc") ?? "";
@@ -277,6 +291,81 @@ describe("the web app in chromium", () => {
       .not.toBe("$0.00");
     await shoot(supplier, "web-supplier-filled");
     await supplier.close();
+    await buyer.close();
+  }, 180_000);
+
+  test("a buyer's key table: a key made with a limit, its policy edited, its spend bar moving live", async () => {
+    const wallet = newWallet();
+    const seeded = await signIn(world.app, wallet);
+    await fundConfirmed(world.app, seeded.accountId, 5_000_000n);
+    const buyer = await idpSignIn(wallet);
+    await expect.poll(() => buyer.getByTestId("buyer-confirmed").textContent(), { timeout: LIVE_MS }).toBe("5.000000");
+
+    await buyer.getByLabel("New key name").fill("budgeted");
+    await buyer.getByLabel("Spending limit (USDC, optional)").fill("1");
+    await buyer.getByLabel("Limit resets").selectOption("DAILY");
+    await buyer.getByRole("button", { name: "Create key" }).click();
+    const apiKey = (await buyer.getByTestId("new-api-key-value").textContent()) ?? "";
+    expect(apiKey).toMatch(/^svc_/);
+    const row = buyer.getByTestId("api-keys").locator("tr", { hasText: "budgeted" });
+    await row.waitFor({ timeout: LIVE_MS });
+    expect(await row.getByTestId("key-policy").textContent()).toContain("Limit 1.000000 USDC a day");
+    expect(await row.getByTestId("key-spent").textContent()).toBe("0.000000 of 1.000000 USDC");
+    expect(await row.getByTestId("key-remaining").textContent()).toBe("1.000000 USDC left");
+    expect(await row.textContent()).toContain("resets ");
+    expect(await row.getByTestId("key-spend-bar").getAttribute("value")).toBe("0");
+
+    // the server's refusal is shown in the form, and nothing changes
+    await buyer.getByRole("button", { name: "Edit policy of key budgeted" }).click();
+    const dialog = buyer.getByRole("dialog");
+    await dialog.getByLabel("Spending limit (USDC; empty: no limit)").fill("0");
+    await dialog.getByRole("button", { name: "Save policy" }).click();
+    await expect
+      .poll(() => dialog.getByRole("alert").textContent(), { timeout: LIVE_MS })
+      .toContain("limitUsdc must be above 0");
+    await shoot(buyer, "web-buyer-key-edit");
+    // a weekly limit, the key's own ceiling and one model
+    await dialog.getByLabel("Spending limit (USDC; empty: no limit)").fill("0.5");
+    await dialog.getByLabel("Resets").selectOption("WEEKLY");
+    await dialog.getByLabel(/^Key ceiling/).fill("50");
+    await dialog.getByLabel(/^Models/).fill(MODEL);
+    await dialog.getByRole("button", { name: "Save policy" }).click();
+    await expect.poll(() => dialog.isVisible(), { timeout: LIVE_MS }).toBe(false);
+    const policy = row.getByTestId("key-policy");
+    await expect.poll(() => policy.textContent(), { timeout: LIVE_MS }).toContain("Limit 0.500000 USDC a week");
+    expect(await policy.textContent()).toContain("Key ceiling 50¢");
+    expect(await policy.textContent()).toContain(`Models: ${MODEL}`);
+    expect(await row.getByTestId("key-spent").textContent()).toBe("0.000000 of 0.500000 USDC");
+    const stored = await world.app.rt.db.apiKey.findFirstOrThrow({
+      where: { accountId: seeded.accountId, name: "budgeted" },
+    });
+    expect(stored).toMatchObject({
+      limitMicroUsdc: 500_000n,
+      limitReset: "weekly",
+      maxPriceCentsPerDollar: 50,
+      models: [MODEL],
+    });
+
+    // a completion with that key, from outside the browser: the bar moves with no reload
+    const { costMicro } = await chat(apiKey);
+    const spent = `${(costMicro / 1_000_000n).toString()}.${(costMicro % 1_000_000n).toString().padStart(6, "0")}`;
+    const left = 500_000n - costMicro;
+    await expect
+      .poll(() => row.getByTestId("key-spent").textContent(), { timeout: LIVE_MS })
+      .toBe(`${spent} of 0.500000 USDC`);
+    expect(await row.getByTestId("key-remaining").textContent()).toContain(
+      `${(left / 1_000_000n).toString()}.${(left % 1_000_000n).toString().padStart(6, "0")} USDC left`,
+    );
+    expect(await row.getByTestId("key-spend-bar").getAttribute("value")).toBe(String((costMicro * 10_000n) / 500_000n));
+    await shoot(buyer, "web-buyer-key-policy");
+
+    // an emptied limit is removed (null): no bar, only what the key spent
+    await buyer.getByRole("button", { name: "Edit policy of key budgeted" }).click();
+    await dialog.getByLabel("Spending limit (USDC; empty: no limit)").fill("");
+    await dialog.getByRole("button", { name: "Save policy" }).click();
+    await expect.poll(() => policy.textContent(), { timeout: LIVE_MS }).toContain("No spending limit");
+    expect(await row.getByTestId("key-spend-bar").count()).toBe(0);
+    expect(await row.getByTestId("key-spent").textContent()).toBe(`${spent} USDC`);
     await buyer.close();
   }, 180_000);
 

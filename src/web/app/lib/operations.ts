@@ -3,7 +3,7 @@
  * against the API's per-operation limits). Each is written beside the view or component that uses
  * it, typed from `schema.graphql` by gql.tada (lib/tada.ts).
  */
-export { CreateApiKeyMutation, RevokeApiKeyMutation } from "../views/buyer/api-keys.gql.js";
+export { CreateApiKeyMutation, RevokeApiKeyMutation, UpdateApiKeyMutation } from "../views/buyer/api-keys.gql.js";
 export { SetMaxPriceMutation } from "../views/buyer/ceiling.gql.js";
 export {
   BalanceChangedSubscription,

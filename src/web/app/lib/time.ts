@@ -31,3 +31,17 @@ export function dateTimeOf(iso: string | null | undefined): string {
 export function shortAddress(address: string): string {
   return address.length > 12 ? `${address.slice(0, 6)}…${address.slice(-4)}` : address;
 }
+
+/** An instant as a `<input type="datetime-local">` value in the browser's zone (`""` for none). */
+export function localInputOf(iso: string | null | undefined): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/** A `datetime-local` value (the browser's zone) as an ISO instant; undefined when it is not one. */
+export function isoOfLocalInput(value: string): string | undefined {
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}

@@ -32,7 +32,7 @@ export function BuyerView(props: { session: Session }) {
   const [market, refetchMarket] = useQuery({ query: BuyerMarketQuery });
   const [videos] = useQuery({ query: VideoJobsQuery });
 
-  // ~700 of the per-minute GraphQL budget per re-read: at most one per 2 s while an agent spends
+  // ~1,500 of the per-minute GraphQL budget per re-read: at most one per 2 s while an agent spends
   const accountSoon = useCoalesced(() => {
     refetchBuyer(fresh);
     refetchHistory(fresh);
@@ -123,7 +123,7 @@ export function BuyerView(props: { session: Session }) {
         <SpendChart items={history.data?.myInferenceHistory.items ?? []} />
       </Panel>
 
-      <ApiKeysPanel keys={account.apiKeys} onChanged={() => refetchBuyer(fresh)} />
+      <ApiKeysPanel keys={account.apiKeys} limits={data.limits} onChanged={() => refetchBuyer(fresh)} />
 
       <HistoryPanel history={history} onRetry={() => refetchHistory(fresh)} />
 
