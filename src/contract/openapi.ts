@@ -37,6 +37,7 @@ import {
   supportReferenceParam,
   z,
 } from "./common.js";
+import { x402DiscoveryDocument } from "./discovery.js";
 import { fundedResponse, fundingBody, paymentChallenge, signupBody, signupResponse } from "./funding.js";
 import {
   chatCompletionBody,
@@ -269,6 +270,18 @@ registry.registerPath({
       content: { "application/json": { schema: { type: "object" } } },
     },
   },
+});
+
+registry.registerPath({
+  method: "get",
+  path: "/.well-known/x402",
+  operationId: "getX402Discovery",
+  tags: ["Public"],
+  summary: "x402 discovery: the paid funding routes as `POST <url>` and instructions for an agent",
+  description:
+    "The shape x402 indexes (x402scan) read: `version` 1, `resources` (signup, top-up, refill under this deployment's base URL), `instructions`. Cached 5 minutes; any origin may read it.",
+  security: PUBLIC,
+  responses: { 200: jsonResponse(x402DiscoveryDocument, "The discovery document") },
 });
 
 const DOCUMENTS: [string, string, string, string][] = [

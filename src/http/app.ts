@@ -13,6 +13,7 @@ import { accountRoutes } from "./routes/account.js";
 import { agentRoutes } from "./routes/agent.js";
 import { authRoutes } from "./routes/auth.js";
 import { catalogRoutes } from "./routes/catalog.js";
+import { discoveryRoutes } from "./routes/discovery.js";
 import { documentRoutes } from "./routes/documents.js";
 import { fundingRoutes } from "./routes/funding.js";
 import { healthRoutes } from "./routes/health.js";
@@ -65,6 +66,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(marketRoutes(rt));
   app.use(supplyRoutes(rt));
   app.use(openApiRoutes(rt));
+  app.use(discoveryRoutes(rt));
   app.use(documentRoutes(rt));
   app.use(mcpRoutes(rt));
   app.use(webRoutes(rt));

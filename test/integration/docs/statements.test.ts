@@ -549,3 +549,34 @@ describe("SKILL.md: cost in usage, the per-request ceiling and how a key's limit
     expect([none.status, noneBody.error.code, noneBody.error.buyerMaxCents]).toEqual([503, "no_eligible_supply", 30]);
   });
 });
+
+describe("llms.txt and SKILL.md: x402 discovery at /.well-known/x402", () => {
+  test("it lists the three paid funding routes as POST <url>, with instructions; the routes ask for payment", async () => {
+    const base = world.app.rt.config.urls.base;
+    says(
+      "/llms.txt",
+      `[x402 discovery](${base}/.well-known/x402): the three paid funding routes (signup, top-up, refill) as \`POST <url>\`, with instructions for an agent`,
+    );
+    says(
+      "/SKILL.md",
+      `\`GET ${base}/.well-known/x402\` lists the paid funding routes (\`POST\` signup, top-up, refill) with instructions`,
+    );
+
+    const res = await fetch(`${world.app.baseUrl}/.well-known/x402`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { version: number; resources: string[]; instructions: string };
+    expect(doc.version).toBe(1);
+    expect(doc.resources).toEqual(["signup", "top-up", "refill"].map((r) => `POST ${base}/v1/x402/${r}`));
+    expect(doc.instructions).toContain(`${base}/v1 `);
+    // the first one is where an agent starts: unpaid, it answers the x402 challenge
+    const signup = await fetch(`${world.app.baseUrl}/v1/x402/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ amountMicroUsdc: 5_000_000 }),
+    });
+    expect(signup.status).toBe(402);
+    expect(((await signup.json()) as { accepts: { resource: string }[] }).accepts[0]?.resource).toBe(
+      `${base}/v1/x402/signup`,
+    );
+  });
+});
