@@ -41,10 +41,15 @@ export interface FundingCall {
   headers?: Record<string, string>;
 }
 
-export async function post(app: TestApp, c: FundingCall, payment?: string) {
+/**
+ * One funding call. `payment`: an `X-PAYMENT` value, or the payment headers to send as they are
+ * (`{ "payment-signature": … }` for x402 v2).
+ */
+export async function post(app: TestApp, c: FundingCall, payment?: string | Record<string, string>) {
+  const paymentHeaders = typeof payment === "string" ? { "x-payment": payment } : (payment ?? {});
   const res = await fetch(`${app.baseUrl}${c.path}`, {
     method: "POST",
-    headers: { "content-type": "application/json", ...c.headers, ...(payment ? { "x-payment": payment } : {}) },
+    headers: { "content-type": "application/json", ...c.headers, ...paymentHeaders },
     body: JSON.stringify(c.body),
   });
   const text = await res.text();
@@ -63,6 +68,28 @@ export async function signedPayment(app: TestApp, buyer: Account, c: FundingCall
   const req = (challenge.body.accepts as PaymentRequirements[])[0];
   if (!req) throw new Error("no accepts");
   return createPaymentHeader(buyer as never, 1, req);
+}
+
+/**
+ * Asks for the challenge, then signs its v2 form (the `PAYMENT-REQUIRED` header) as the buyer with
+ * `@x402/core`'s client and `@x402/evm`'s exact scheme, v2 only: returns the `PAYMENT-SIGNATURE` value.
+ */
+export async function signedPaymentV2(
+  app: TestApp,
+  buyer: { privateKey: `0x${string}` },
+  c: FundingCall,
+): Promise<string> {
+  const [{ x402Client }, { ExactEvmScheme }, { decodePaymentRequiredHeader, encodePaymentSignatureHeader }] =
+    await Promise.all([import("@x402/core/client"), import("@x402/evm/exact/client"), import("@x402/core/http")]);
+  const challenge = await post(app, c);
+  const header = challenge.headers.get("payment-required");
+  if (challenge.status !== 402 || !header) {
+    throw new Error(`expected a 402 with PAYMENT-REQUIRED, got ${challenge.status} ${JSON.stringify(challenge.body)}`);
+  }
+  const client = new x402Client()
+    .register("eip155:8453", new ExactEvmScheme(privateKeyToAccount(buyer.privateKey)))
+    .setSpendControls(false);
+  return encodePaymentSignatureHeader(await client.createPaymentPayload(decodePaymentRequiredHeader(header)));
 }
 
 export async function usdcBalance(chain: LocalChain, address: string): Promise<bigint> {

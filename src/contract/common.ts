@@ -189,7 +189,19 @@ export const HEADERS = {
   paymentResponse: {
     name: "X-PAYMENT-RESPONSE",
     schema: { type: "string" },
-    description: "Base64 x402 settlement receipt.",
+    description: "Base64 x402 v1 settlement receipt; sent when the payment came as X-PAYMENT.",
+  },
+  paymentResponseV2: {
+    name: "PAYMENT-RESPONSE",
+    schema: { type: "string" },
+    description:
+      "Base64 x402 v2 settlement receipt (network `eip155:8453` on Base); sent when the payment came as PAYMENT-SIGNATURE.",
+  },
+  paymentRequired: {
+    name: "PAYMENT-REQUIRED",
+    schema: { type: "string" },
+    description:
+      "Base64 x402 v2 PaymentRequired on every funding 402: the body's requirement in v2 form (network `eip155:8453` on Base, `amount` = `maxAmountRequired`), for v2 clients.",
   },
   buyerMaxCents: {
     name: "X-Svc-Buyer-Max-Cents",

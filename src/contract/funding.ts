@@ -93,7 +93,10 @@ export const paymentRequirements = z
   })
   .openapi("PaymentRequirements");
 
-/** 402 on a funding route: always `accepts`; no money moved. Sign one requirement and retry with X-PAYMENT. */
+/**
+ * 402 on a funding route: always `accepts`; no money moved. The body is the x402 v1 challenge (sign
+ * one requirement, retry with X-PAYMENT); the PAYMENT-REQUIRED header carries it as x402 v2.
+ */
 export const paymentChallenge = z
   .object({
     x402Version: z.literal(1),

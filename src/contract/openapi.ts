@@ -104,7 +104,14 @@ registry.registerComponent("securitySchemes", "x402Payment", {
   in: "header",
   name: "X-PAYMENT",
   description:
-    "Base64 x402 `exact` payment payload (EIP-3009 authorization on Base) answering a 402 challenge; funding routes only. On signup it is the only credential.",
+    "Base64 x402 v1 `exact` payment payload (EIP-3009 authorization on Base) answering a 402 challenge; funding routes only. On signup it is the only credential.",
+});
+registry.registerComponent("securitySchemes", "x402PaymentV2", {
+  type: "apiKey",
+  in: "header",
+  name: "PAYMENT-SIGNATURE",
+  description:
+    "Base64 x402 v2 payment payload (`accepted` = the PAYMENT-REQUIRED requirement, `payload` = the EIP-3009 authorization and signature) answering a 402 challenge; funding routes only, instead of X-PAYMENT (both at once is 400). The same authorization in either envelope is one payment.",
 });
 
 const BEARER = [{ bearerAuth: [] }];
@@ -537,18 +544,23 @@ registry.registerPath({
 
 function fundingResponses(ok: z.ZodTypeAny, extra: number[]): RouteConfig["responses"] {
   return {
-    200: jsonResponse(ok, "Payment settled; credit recorded as pending until confirmed", "paymentResponse"),
+    200: jsonResponse(
+      ok,
+      "Payment settled; credit recorded as pending until confirmed. The receipt is X-PAYMENT-RESPONSE for an X-PAYMENT payment, PAYMENT-RESPONSE for a PAYMENT-SIGNATURE one.",
+      "paymentResponse",
+      "paymentResponseV2",
+    ),
     402: {
       description:
-        "Payment challenge: `accepts` present; no money moved (`payment_required`, or `invalid_payment` when the payment sent was refused before it settled). Sign one requirement and retry with X-PAYMENT.",
-      headers: headers("errorCode"),
+        "Payment challenge: `accepts` present; no money moved (`payment_required`, or `invalid_payment` when the payment sent was refused before it settled). The body is the x402 v1 challenge: sign one requirement and retry with X-PAYMENT. The PAYMENT-REQUIRED header carries the same requirement as x402 v2: sign it and retry with PAYMENT-SIGNATURE.",
+      headers: headers("errorCode", "paymentRequired"),
       content: { "application/json": { schema: paymentChallenge } },
     },
     ...errorResponses([...BODY_ERRORS, 409, 503, ...extra], {
-      409: "Money moved, or may have, and the request did not finish (`payment_unfinished`, never with `accepts`): `transaction` and `reconciling` (true: credited from the chain exactly once if the transfer happened; false: a human must recover it), or `credited: true` without `reconciling` (signup's key cap; a payment already used by another funding route). `X-PAYMENT-RESPONSE` says `success: false` while the outcome is unknown. Do not pay again.",
-      503: "`not_configured`, or `facilitator_unavailable`: the facilitator could not be reached and nothing moved; retry the same request and X-PAYMENT after Retry-After.",
+      409: "Money moved, or may have, and the request did not finish (`payment_unfinished`, never with `accepts`): `transaction` and `reconciling` (true: credited from the chain exactly once if the transfer happened; false: a human must recover it), or `credited: true` without `reconciling` (signup's key cap; a payment already used by another funding route). The receipt (X-PAYMENT-RESPONSE, or PAYMENT-RESPONSE for a v2 payment) says `success: false` while the outcome is unknown. Do not pay again.",
+      503: "`not_configured`, or `facilitator_unavailable`: the facilitator could not be reached and nothing moved; retry the same request and payment header after Retry-After.",
     }),
-    409: { ...errorResponse(409), headers: headers("errorCode", "paymentResponse") },
+    409: { ...errorResponse(409), headers: headers("errorCode", "paymentResponse", "paymentResponseV2") },
   };
 }
 
@@ -558,7 +570,7 @@ registry.registerPath({
   operationId: "signup",
   tags: ["Funding"],
   summary: "Create an account and an API key, prepaid with USDC (the payer's wallet is the account)",
-  security: [{}, { x402Payment: [] }],
+  security: [{}, { x402Payment: [] }, { x402PaymentV2: [] }],
   request: { body: jsonBody(signupBody) },
   responses: fundingResponses(signupResponse, [429]),
 });
@@ -568,7 +580,7 @@ registry.registerPath({
   operationId: "topUp",
   tags: ["Funding"],
   summary: "Add prepaid USDC to the signed-in account (payer = session wallet)",
-  security: [{ cookieAuth: [] }, { cookieAuth: [], x402Payment: [] }],
+  security: [{ cookieAuth: [] }, { cookieAuth: [], x402Payment: [] }, { cookieAuth: [], x402PaymentV2: [] }],
   request: { body: jsonBody(fundingBody) },
   responses: fundingResponses(fundedResponse, [401, 403]),
 });
@@ -578,7 +590,7 @@ registry.registerPath({
   operationId: "refill",
   tags: ["Funding"],
   summary: "Add prepaid USDC to the account behind this API key (payer = key's wallet)",
-  security: [{ bearerAuth: [] }, { bearerAuth: [], x402Payment: [] }],
+  security: [{ bearerAuth: [] }, { bearerAuth: [], x402Payment: [] }, { bearerAuth: [], x402PaymentV2: [] }],
   request: { body: jsonBody(fundingBody) },
   responses: fundingResponses(fundedResponse, [401, 403]),
 });

@@ -38,7 +38,9 @@ export function errorPayload(err: DomainError): ErrorPayload {
     if (v !== undefined && v !== null) headers[header] = String(v);
   }
   if (err.details.retryAfterSeconds !== undefined) headers["Retry-After"] = String(err.details.retryAfterSeconds);
-  if (err.details.paymentResponse) headers["X-PAYMENT-RESPONSE"] = err.details.paymentResponse;
+  // the x402 receipt: X-PAYMENT-RESPONSE (v1) or PAYMENT-RESPONSE (v2), as the payment was sent
+  const receipt = err.details.paymentResponse;
+  if (receipt) headers[receipt.name] = receipt.value;
   const details: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(err.details)) {
     if (!HEADER_ONLY.has(k) && v !== undefined) details[k] = typeof v === "bigint" ? v.toString() : v;

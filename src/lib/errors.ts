@@ -69,6 +69,12 @@ export type ErrorCode = keyof typeof ERROR_TABLE;
 
 export const ERROR_CODES = Object.keys(ERROR_TABLE) as ErrorCode[];
 
+/** One HTTP header a domain answer carries: its name and its value, as sent. */
+export interface HeaderField {
+  name: string;
+  value: string;
+}
+
 /**
  * Structured details. Known keys become hint headers (see http/error-response.ts); every key
  * is rendered in the JSON body. Values are JSON-safe (bigints are rendered by the caller).
@@ -89,8 +95,8 @@ export interface ErrorDetails {
   /** key_budget_exceeded: what the key may still spend this period (six decimals) and when it resets */
   remainingUsdc?: string;
   resetsAt?: string | null;
-  /** base64 x402 settlement receipt: becomes the X-PAYMENT-RESPONSE header */
-  paymentResponse?: string;
+  /** the x402 settlement receipt, named and encoded for the payment's x402 version (domain/funding/x402.ts) */
+  paymentResponse?: HeaderField;
   [key: string]: unknown;
 }
 

@@ -5,7 +5,7 @@
  * parses the body once and runs the x402 exchange.
  */
 import type { FundingKind } from "../../contract/funding.js";
-import { DomainError } from "../../lib/errors.js";
+import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import type { Recorded } from "./settlement-record.js";
 
@@ -15,8 +15,8 @@ export interface FundingRequest {
   kind: FundingKind;
   /** the JSON body as received (parsed by the service with the contract) */
   body: unknown;
-  /** the `X-PAYMENT` header, if any */
-  paymentHeader: string | undefined;
+  /** the payment headers as sent: `X-PAYMENT` (x402 v1) and `PAYMENT-SIGNATURE` (v2); at most one may be */
+  payment: { xPayment: string | undefined; paymentSignature: string | undefined };
   /** absolute URL of the route (x402 `resource`) */
   resource: string;
   /** the caller: the session wallet (top-up) or the key's wallet (refill); none for signup */
@@ -26,9 +26,20 @@ export interface FundingRequest {
 /** The code of a 402 challenge: none sent yet, or the one sent cannot settle (no money moved either way). */
 export type ChallengeCode = "payment_required" | "invalid_payment";
 
+/**
+ * A funding route's answer. The challenge's body is the v1 challenge and `paymentRequired` its v2
+ * form (the `PAYMENT-REQUIRED` header); a funded answer carries the receipt header of the payment's
+ * version. Both headers are named and encoded in x402.ts.
+ */
 export type FundingOutcome =
-  | { type: "challenge"; status: 402; code: ChallengeCode; body: Record<string, unknown> }
-  | { type: "funded"; status: 200; body: Record<string, unknown>; paymentResponse: string };
+  | {
+      type: "challenge";
+      status: 402;
+      code: ChallengeCode;
+      body: Record<string, unknown>;
+      paymentRequired: HeaderField;
+    }
+  | { type: "funded"; status: 200; body: Record<string, unknown>; paymentResponse: HeaderField };
 
 /** The x402 requirement's `description`, per route. */
 export const DESCRIPTIONS: Record<FundingKind, string> = {
@@ -45,7 +56,7 @@ export const DESCRIPTIONS: Record<FundingKind, string> = {
 export function fundedOutcome(
   kind: FundingKind,
   r: Recorded,
-  o: { paymentResponse: string; idempotent: boolean; confirmationBlocks: number },
+  o: { paymentResponse: HeaderField; idempotent: boolean; confirmationBlocks: number },
 ): FundingOutcome {
   const a = r.account;
   const transaction = r.payment.settlementTxHash;

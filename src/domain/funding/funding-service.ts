@@ -7,7 +7,7 @@ import type { Config } from "../../config.js";
 import { type FundingBody, parseFundingRequest } from "../../contract/funding.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
-import { DomainError } from "../../lib/errors.js";
+import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
 import {
@@ -20,11 +20,15 @@ import {
 } from "./funding-request.js";
 import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
-  buildRequirements,
+  buildBothRequirements,
   type DecodedPayment,
-  decodePaymentHeader,
+  decodePayment,
   mismatch,
+  PAYMENT_HEADER,
+  paymentRequiredHeader,
   paymentResponseHeader,
+  v1PayloadOf,
+  type X402Version,
 } from "./x402.js";
 
 /** How long a duplicate submission waits for the in-flight one to finish before answering 409. */
@@ -62,16 +66,19 @@ export class FundingService {
   }
 
   /**
-   * One call of a funding route. Without `X-PAYMENT`: the 402 challenge (no facilitator call, no
-   * writes). With it: verify, settle, credit pending.
-   * @throws invalid_request (400), payer_mismatch (403), payment_unfinished (409), signup_fuse (429),
-   *   not_configured (503) when PAY_TO is unset; 402 challenges come back as outcomes.
+   * One call of a funding route. Without a payment: the 402 challenge, v1 in the body and v2 in
+   * `PAYMENT-REQUIRED` (no facilitator call, no writes). With `X-PAYMENT` (v1) or
+   * `PAYMENT-SIGNATURE` (v2): verify, settle, credit pending, and the receipt in the payment's
+   * version. One authorization is one payment in either envelope.
+   * @throws invalid_request (400; also both payment headers at once), payer_mismatch (403),
+   *   payment_unfinished (409), signup_fuse (429), not_configured (503) when PAY_TO is unset;
+   *   402 challenges come back as outcomes.
    */
   async fund(req: FundingRequest): Promise<FundingOutcome> {
     const body = parseFundingRequest(req.kind, req.body);
     const payTo = this.deps.config.chain.payTo;
     if (!payTo) throw new DomainError("not_configured", "Funding is not configured (PAY_TO is unset).");
-    const requirements = buildRequirements({
+    const requirements = buildBothRequirements({
       amountMicroUsdc: body.amountMicroUsdc,
       resource: req.resource,
       description: DESCRIPTIONS[req.kind],
@@ -79,25 +86,41 @@ export class FundingService {
       asset: this.deps.config.chain.usdcAddress,
       usdcName: this.deps.config.chain.usdcName,
       usdcVersion: this.deps.config.chain.usdcVersion,
+      chainId: this.deps.config.chain.id,
     });
-    const challenge = (error: string, code: ChallengeCode = "payment_required"): FundingOutcome => ({
-      type: "challenge",
-      status: 402,
-      code,
-      body: {
-        x402Version: 1,
-        error: { code, message: error },
-        accepts: [requirements],
-        amountMicroUsdc: Number(body.amountMicroUsdc),
-      },
-    });
-    if (!req.paymentHeader)
-      return challenge("Payment required: sign the requirement in `accepts` and retry with X-PAYMENT.");
+    // the body is the spec's v1 challenge; PAYMENT-REQUIRED carries the same requirement as v2
+    // (`message` may name the header each version pays with)
+    const challenge = (
+      message: string | Record<X402Version, string>,
+      code: ChallengeCode = "payment_required",
+    ): FundingOutcome => {
+      const text = typeof message === "string" ? { 1: message, 2: message } : message;
+      return {
+        type: "challenge",
+        status: 402,
+        code,
+        body: {
+          x402Version: 1,
+          error: { code, message: text[1] },
+          accepts: [requirements.v1],
+          amountMicroUsdc: Number(body.amountMicroUsdc),
+        },
+        paymentRequired: paymentRequiredHeader(requirements, text[2]),
+      };
+    };
+    const sent = sentPayment(req.payment);
+    if (!sent) {
+      return challenge({
+        1: "Payment required: sign the requirement in `accepts` and retry with X-PAYMENT.",
+        2: "Payment required: sign the requirement in `accepts` and retry with PAYMENT-SIGNATURE.",
+      });
+    }
+    const headerName = PAYMENT_HEADER[sent.version];
 
-    const decoded = decodePaymentHeader(req.paymentHeader);
-    if (!decoded) return challenge("X-PAYMENT is not a valid x402 exact payment payload.", "invalid_payment");
+    const decoded = decodePayment(sent);
+    if (!decoded) return challenge(`${headerName} is not a valid x402 exact payment payload.`, "invalid_payment");
     const wrong = mismatch(decoded, requirements);
-    if (wrong) return challenge(`X-PAYMENT does not match this challenge: ${wrong}.`, "invalid_payment");
+    if (wrong) return challenge(`${headerName} does not match this challenge: ${wrong}.`, "invalid_payment");
 
     // SPEC rule 5: the payer must be the caller's wallet, checked before settlement
     if (req.caller && decoded.payer !== req.caller.walletAddress.toLowerCase()) {
@@ -127,7 +150,8 @@ export class FundingService {
       }
     }
 
-    const verified = await this.deps.facilitator.verify(decoded.payload, requirements);
+    // the facilitator takes the v1 envelope of either version (the authorization is the same)
+    const verified = await this.deps.facilitator.verify(v1PayloadOf(decoded), requirements.v1);
     if (!verified.ok) {
       const f = verified.failure;
       // a verdict on the payment itself is 402; a facilitator that cannot give one (down, 5xx, an
@@ -135,7 +159,7 @@ export class FundingService {
       if (f.kind === "invalid" || (f.kind === "rejected" && (f.status === 400 || f.status === 422))) {
         return challenge(`Payment verification failed: ${f.reason ?? f.message}.`, "invalid_payment");
       }
-      throw facilitatorUnavailable();
+      throw facilitatorUnavailable(headerName);
     }
 
     // write-ahead intent: the unique nonce makes concurrent duplicates wait for this one
@@ -147,7 +171,7 @@ export class FundingService {
       );
     }
 
-    const settled = await this.deps.facilitator.settle(decoded.payload, requirements);
+    const settled = await this.deps.facilitator.settle(v1PayloadOf(decoded), requirements.v1);
     if (!settled.ok) {
       const f = settled.failure;
       const verdict = settleVerdict(f);
@@ -155,9 +179,8 @@ export class FundingService {
         // money may have moved: the chain decides (the authorization's nonce), never a second settle
         const tx = f.transaction ? (f.transaction.toLowerCase() as Hex) : null;
         logger.warn({ paymentId: intent.paymentId, transaction: tx, failure: f.message }, "settlement outcome unknown");
-        return this.reconcileLater(intent.paymentId, {
+        return this.reconcileLater(intent.paymentId, decoded, {
           transaction: tx,
-          payer: decoded.payer,
           settled: false,
           note: `${OUTCOME_UNKNOWN}: ${f.message}`,
           message:
@@ -168,21 +191,20 @@ export class FundingService {
         where: { id: intent.paymentId },
         data: { status: "failed", failureReason: `${f.kind}: ${f.message}`.slice(0, 500) },
       });
-      if (verdict === "not_sent") throw facilitatorUnavailable();
+      if (verdict === "not_sent") throw facilitatorUnavailable(headerName);
       return challenge(`Payment settlement failed: ${f.reason ?? f.message}.`, "invalid_payment");
     }
 
     const txHash = settled.value.transaction.toLowerCase() as Hex;
-    const paymentResponse = paymentResponseHeader(txHash, decoded.payer);
+    const paymentResponse = paymentResponseHeader(decoded, txHash, decoded.payer);
     let recorded: Recorded;
     try {
       recorded = await recordSettlement(this.deps, intent.paymentId, txHash, { mintKey: req.kind === "signup" });
     } catch (e) {
       // settled but not recorded (SPEC rule 6): queue reconciliation; money must never be lost
       logger.error({ err: e, paymentId: intent.paymentId, transaction: txHash }, "settled payment not recorded");
-      return this.reconcileLater(intent.paymentId, {
+      return this.reconcileLater(intent.paymentId, decoded, {
         transaction: txHash,
-        payer: decoded.payer,
         settled: true,
         note: SETTLED_NOT_RECORDED,
         message: "The payment settled but could not be recorded; it will be credited from the chain. Do not pay again.",
@@ -248,7 +270,7 @@ export class FundingService {
         throw new DomainError("payment_unfinished", "This payment is still being settled; do not pay again.", {
           transaction: p?.settlementTxHash ?? null,
           reconciling: true,
-          paymentResponse: paymentResponseHeader(p?.settlementTxHash ?? null, d.payer, { settled: false }),
+          paymentResponse: paymentResponseHeader(d, p?.settlementTxHash ?? null, d.payer, { settled: false }),
         });
       }
       await new Promise((r) => setTimeout(r, 100));
@@ -264,7 +286,7 @@ export class FundingService {
         {
           transaction: p.settlementTxHash,
           reconciling: true,
-          paymentResponse: paymentResponseHeader(p.settlementTxHash, p.payerAddress, {
+          paymentResponse: paymentResponseHeader(d, p.settlementTxHash, p.payerAddress, {
             settled: p.failureReason === SETTLED_NOT_RECORDED,
           }),
         },
@@ -279,12 +301,12 @@ export class FundingService {
         {
           transaction: p.settlementTxHash,
           credited: true,
-          paymentResponse: paymentResponseHeader(p.settlementTxHash, p.payerAddress),
+          paymentResponse: paymentResponseHeader(d, p.settlementTxHash, p.payerAddress),
         },
       );
     }
     const account = p.account ?? (await this.deps.db.account.findUniqueOrThrow({ where: { id: p.accountId ?? "" } }));
-    const paymentResponse = paymentResponseHeader(p.settlementTxHash, p.payerAddress);
+    const paymentResponse = paymentResponseHeader(d, p.settlementTxHash, p.payerAddress);
     return this.respond(
       kind,
       { payment: p, account, key: null, keyCapReached: false, fresh: false },
@@ -292,7 +314,11 @@ export class FundingService {
     );
   }
 
-  private respond(kind: FundingKind, r: Recorded, o: { paymentResponse: string; idempotent: boolean }): FundingOutcome {
+  private respond(
+    kind: FundingKind,
+    r: Recorded,
+    o: { paymentResponse: HeaderField; idempotent: boolean },
+  ): FundingOutcome {
     return fundedOutcome(kind, r, { ...o, confirmationBlocks: this.deps.config.chain.confirmationBlocks });
   }
 
@@ -303,7 +329,8 @@ export class FundingService {
    */
   private async reconcileLater(
     paymentId: string,
-    o: { transaction: Hex | null; payer: string; settled: boolean; note: string; message: string },
+    d: DecodedPayment,
+    o: { transaction: Hex | null; settled: boolean; note: string; message: string },
   ): Promise<never> {
     const marked = await this.deps.db.payment
       .updateMany({
@@ -335,7 +362,7 @@ export class FundingService {
     throw new DomainError("payment_unfinished", o.message, {
       transaction: o.transaction,
       reconciling,
-      paymentResponse: paymentResponseHeader(o.transaction, o.payer, { settled: o.settled }),
+      paymentResponse: paymentResponseHeader(d, o.transaction, d.payer, { settled: o.settled }),
     });
   }
 }
@@ -344,10 +371,28 @@ export class FundingService {
 const SETTLED_NOT_RECORDED = "settled, not recorded";
 const OUTCOME_UNKNOWN = "settlement outcome unknown";
 
-function facilitatorUnavailable(): DomainError {
+function facilitatorUnavailable(header: string): DomainError {
   return new DomainError(
     "facilitator_unavailable",
-    "The payment facilitator is unavailable; nothing was charged. Retry the same request, with the same X-PAYMENT, after Retry-After seconds.",
+    `The payment facilitator is unavailable; nothing was charged. Retry the same request, with the same ${header}, after Retry-After seconds.`,
     { retryAfterSeconds: 5 },
   );
+}
+
+/**
+ * Which payment the request carries: none, `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2). Both at
+ * once is refused before anything is decoded: two envelopes may carry two authorizations, and the
+ * service settles one payment per request (docs/decisions.md "x402 v2 beside v1").
+ * @throws invalid_request (400) when both are present
+ */
+function sentPayment(p: FundingRequest["payment"]): { version: X402Version; header: string } | undefined {
+  if (p.xPayment && p.paymentSignature) {
+    throw new DomainError(
+      "invalid_request",
+      "Send one payment header: X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2), not both.",
+    );
+  }
+  if (p.xPayment) return { version: 1, header: p.xPayment };
+  if (p.paymentSignature) return { version: 2, header: p.paymentSignature };
+  return undefined;
 }

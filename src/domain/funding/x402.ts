@@ -1,13 +1,49 @@
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from "@x402/core/http";
+import { type PaymentPayloadV2, PaymentPayloadV2Schema } from "@x402/core/schemas";
+import type {
+  Network,
+  PaymentRequired as PaymentRequiredV2,
+  PaymentRequirements as PaymentRequirementsV2,
+  ResourceInfo,
+} from "@x402/core/types";
 import type { Hex } from "viem";
 import { exact } from "x402/schemes";
-import { type PaymentPayload, type PaymentRequirements, settleResponseHeader } from "x402/types";
+import {
+  type ExactEvmPayload,
+  ExactEvmPayloadSchema,
+  type PaymentPayload,
+  type PaymentRequirements,
+  settleResponseHeader,
+} from "x402/types";
 import { evmPayloadOf } from "../../adapters/facilitator/types.js";
+import type { HeaderField } from "../../lib/errors.js";
+
+/**
+ * x402 `exact` on Base, both versions on the same routes (docs/decisions.md "x402 v2 beside v1"):
+ * the 402 body is the spec's v1 challenge and the `PAYMENT-REQUIRED` header its v2 twin, built from
+ * one input; a payment comes as `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2), is decoded into one
+ * `DecodedPayment`, and is answered with the receipt header of its own version. Header names and
+ * encodings live here and nowhere else.
+ */
 
 /** x402 `exact` on Base, v1 (SPEC "Payment requirement"). */
 export const X402_VERSION = 1;
 export const X402_NETWORK = "base";
 /** How long a signed authorization may take to settle (x402 `maxTimeoutSeconds`). */
 export const MAX_TIMEOUT_SECONDS = 300;
+
+export type X402Version = 1 | 2;
+
+/** The request header that carries a payment, by x402 version. */
+export const PAYMENT_HEADER: Readonly<Record<X402Version, string>> = { 1: "X-PAYMENT", 2: "PAYMENT-SIGNATURE" };
+/** The response header that carries the settlement receipt, by x402 version. */
+export const RECEIPT_HEADER: Readonly<Record<X402Version, string>> = { 1: "X-PAYMENT-RESPONSE", 2: "PAYMENT-RESPONSE" };
+/** The response header of a 402 that carries the v2 `PaymentRequired`. */
+export const PAYMENT_REQUIRED_HEADER = "PAYMENT-REQUIRED";
 
 export interface RequirementInput {
   amountMicroUsdc: bigint;
@@ -19,6 +55,7 @@ export interface RequirementInput {
   usdcVersion: string;
 }
 
+/** The v1 requirement: the `accepts[0]` of the 402 body. */
 export function buildRequirements(i: RequirementInput): PaymentRequirements {
   return {
     scheme: "exact",
@@ -34,18 +71,101 @@ export function buildRequirements(i: RequirementInput): PaymentRequirements {
   };
 }
 
-export interface DecodedPayment {
-  payload: PaymentPayload;
+/** One challenge in both versions; the v2 forms are read off the v1 requirement, so they cannot disagree. */
+export interface Requirements {
+  v1: PaymentRequirements;
+  v2: PaymentRequirementsV2;
+  /** the v2 `resource` (v1 carries it inside the requirement) */
+  resource: ResourceInfo;
+}
+
+/** The CAIP-2 network of the chain this deployment settles on (`eip155:8453` for Base). */
+export function v2NetworkOf(chainId: number): `eip155:${number}` {
+  return `eip155:${chainId}`;
+}
+
+export function buildBothRequirements(i: RequirementInput & { chainId: number }): Requirements {
+  const v1 = buildRequirements(i);
+  return {
+    v1,
+    v2: {
+      scheme: v1.scheme,
+      network: v2NetworkOf(i.chainId),
+      amount: v1.maxAmountRequired,
+      asset: v1.asset,
+      payTo: v1.payTo,
+      maxTimeoutSeconds: v1.maxTimeoutSeconds,
+      extra: { ...v1.extra },
+    },
+    resource: { url: v1.resource, description: v1.description, mimeType: v1.mimeType },
+  };
+}
+
+/**
+ * The v2 `PaymentRequired` of a challenge. `extensions` (the Bazaar discovery extension, issue 29)
+ * is passed through as given; absent, the key is left out.
+ */
+export function paymentRequiredV2(
+  r: Requirements,
+  error: string,
+  extensions?: Record<string, unknown>,
+): PaymentRequiredV2 {
+  return {
+    x402Version: 2,
+    error,
+    resource: { ...r.resource },
+    accepts: [{ ...r.v2 }],
+    ...(extensions ? { extensions } : {}),
+  };
+}
+
+/** `PAYMENT-REQUIRED`: the base64 v2 `PaymentRequired`, on every 402 of a funding route. */
+export function paymentRequiredHeader(
+  r: Requirements,
+  error: string,
+  extensions?: Record<string, unknown>,
+): HeaderField {
+  return { name: PAYMENT_REQUIRED_HEADER, value: encodePaymentRequiredHeader(paymentRequiredV2(r, error, extensions)) };
+}
+
+interface Authorized {
   payer: `0x${string}`;
   payTo: string;
   valueMicroUsdc: bigint;
   /** lower-case bytes32 hex */
   nonce: Hex;
   validBefore: Date;
+  /** the EIP-3009 authorization and its signature: the same in either envelope */
+  evm: ExactEvmPayload;
+}
+
+/** A payment sent as `X-PAYMENT`. */
+export type DecodedPaymentV1 = Authorized & { version: 1; payload: PaymentPayload };
+/** A payment sent as `PAYMENT-SIGNATURE`. */
+export type DecodedPaymentV2 = Authorized & { version: 2; payload: PaymentPayloadV2 };
+/**
+ * A payment of either version. One authorization is one payment whichever envelope carries it:
+ * everything after the mismatch check keys on `nonce`.
+ */
+export type DecodedPayment = DecodedPaymentV1 | DecodedPaymentV2;
+
+function authorizedOf(evm: ExactEvmPayload): Authorized | undefined {
+  const a = evm.authorization;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(a.nonce) || !/^\d+$/.test(a.value) || !/^\d+$/.test(String(a.validBefore))) {
+    return undefined;
+  }
+  return {
+    payer: a.from.toLowerCase() as `0x${string}`,
+    payTo: a.to.toLowerCase(),
+    valueMicroUsdc: BigInt(a.value),
+    nonce: a.nonce.toLowerCase() as Hex,
+    validBefore: new Date(Number(a.validBefore) * 1000),
+    evm,
+  };
 }
 
 /** Decodes `X-PAYMENT` with the x402 package; `undefined` for anything that is not an exact/EVM payment. */
-export function decodePaymentHeader(header: string): DecodedPayment | undefined {
+export function decodePaymentHeader(header: string): DecodedPaymentV1 | undefined {
   let payload: PaymentPayload;
   try {
     payload = exact.evm.decodePayment(header);
@@ -53,26 +173,54 @@ export function decodePaymentHeader(header: string): DecodedPayment | undefined 
     return undefined;
   }
   const evm = evmPayloadOf(payload);
-  if (!evm) return undefined;
-  const a = evm.authorization;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(a.nonce) || !/^\d+$/.test(a.value) || !/^\d+$/.test(String(a.validBefore))) {
+  const authorized = evm && authorizedOf(evm);
+  return authorized && { ...authorized, version: 1, payload };
+}
+
+/**
+ * Decodes `PAYMENT-SIGNATURE`: base64 JSON that is a v2 `PaymentPayload` (`@x402/core`'s schema)
+ * whose `payload` is an EIP-3009 authorization with its signature (x402's exact/EVM schema, the one
+ * a v1 payload passes); `undefined` for anything else.
+ */
+export function decodePaymentSignature(header: string): DecodedPaymentV2 | undefined {
+  let json: unknown;
+  try {
+    json = decodePaymentSignatureHeader(header);
+  } catch {
     return undefined;
   }
-  return {
-    payload,
-    payer: a.from.toLowerCase() as `0x${string}`,
-    payTo: a.to.toLowerCase(),
-    valueMicroUsdc: BigInt(a.value),
-    nonce: a.nonce.toLowerCase() as Hex,
-    validBefore: new Date(Number(a.validBefore) * 1000),
-  };
+  const parsed = PaymentPayloadV2Schema.safeParse(json);
+  if (!parsed.success) return undefined;
+  const evm = ExactEvmPayloadSchema.safeParse(parsed.data.payload);
+  const authorized = evm.success ? authorizedOf(evm.data) : undefined;
+  return authorized && { ...authorized, version: 2, payload: parsed.data };
+}
+
+/** The payment of a request: the header it came in and its value. */
+export function decodePayment(sent: { version: X402Version; header: string }): DecodedPayment | undefined {
+  return sent.version === 1 ? decodePaymentHeader(sent.header) : decodePaymentSignature(sent.header);
+}
+
+/**
+ * The v1 envelope of a payment, as the facilitator takes it today: a v1 payment as sent; a v2 one
+ * re-wrapped (same authorization and signature, scheme `exact`, network `base`). The signature does
+ * not cover the envelope: the EIP-712 domain is the token's name, version, chain id 8453 and address,
+ * the same under either network name.
+ */
+export function v1PayloadOf(d: DecodedPayment): PaymentPayload {
+  if (d.version === 1) return d.payload;
+  return { x402Version: X402_VERSION, scheme: "exact", network: X402_NETWORK, payload: d.evm };
 }
 
 /**
  * Does the signed payment answer this challenge? The amount must equal the challenged amount
- * (the body is part of what was signed), payee and network must match.
+ * (the body is part of what was signed), payee and network must match. A v2 payment names the
+ * requirement it accepted: that must be ours (scheme, network, amount, asset, payTo), and the
+ * authorization must carry the same amount and payee.
  */
-export function mismatch(d: DecodedPayment, req: PaymentRequirements): string | undefined {
+export function mismatch(d: DecodedPayment, r: Requirements): string | undefined {
+  if (d.version === 2) return mismatchV2(d, r.v2);
+  const req = r.v1;
   if (d.payload.x402Version !== X402_VERSION) return "x402Version must be 1";
   if (d.payload.scheme !== "exact") return "scheme must be exact";
   if (d.payload.network !== req.network) return `network must be ${req.network}`;
@@ -83,16 +231,41 @@ export function mismatch(d: DecodedPayment, req: PaymentRequirements): string | 
   return undefined;
 }
 
+function mismatchV2(d: DecodedPaymentV2, req: PaymentRequirementsV2): string | undefined {
+  const accepted = d.payload.accepted;
+  if (accepted.scheme !== req.scheme) return `scheme must be ${req.scheme}`;
+  if (accepted.network !== req.network) return `network must be ${req.network}`;
+  if (accepted.asset.toLowerCase() !== req.asset.toLowerCase()) return `asset must be ${req.asset}`;
+  const payTo = req.payTo.toLowerCase();
+  if (accepted.payTo.toLowerCase() !== payTo || d.payTo !== payTo) return "payment is not to this deployment's payTo";
+  const amount = BigInt(req.amount);
+  if (!/^\d+$/.test(accepted.amount) || BigInt(accepted.amount) !== amount || d.valueMicroUsdc !== amount) {
+    return "signed amount differs from amountMicroUsdc of the request";
+  }
+  return undefined;
+}
+
 /**
- * `X-PAYMENT-RESPONSE`: the base64 settlement receipt, on every 200 and 409 of a funding route.
- * `success` is true only for a settlement the facilitator or the chain proved; a 409 whose outcome
- * is still unknown sends `success: false` with the broadcast transaction when one is known (else an
- * empty one), and its body says the payment is being reconciled (docs/decisions.md, issue 26).
+ * The settlement receipt, on every 200 and 409 of a funding route, in the version the payment came
+ * in: `X-PAYMENT-RESPONSE` (x402 1.2's encoding, network `base`) for `X-PAYMENT`, `PAYMENT-RESPONSE`
+ * (`@x402/core`'s encoding, the payment's CAIP-2 network) for `PAYMENT-SIGNATURE`; both carry the
+ * same fields. `success` is true only for a settlement the facilitator or the chain proved; a 409
+ * whose outcome is still unknown sends `success: false` with the broadcast transaction when one is
+ * known (else an empty one), and its body says the payment is being reconciled (docs/decisions.md,
+ * issue 26).
  */
 export function paymentResponseHeader(
+  d: DecodedPayment,
   transaction: string | null,
   payer: string,
   o: { settled: boolean } = { settled: true },
-): string {
-  return settleResponseHeader({ success: o.settled, transaction: transaction ?? "", network: X402_NETWORK, payer });
+): HeaderField {
+  const receipt = { success: o.settled, transaction: transaction ?? "", payer };
+  if (d.version === 1) {
+    return { name: RECEIPT_HEADER[1], value: settleResponseHeader({ ...receipt, network: X402_NETWORK }) };
+  }
+  return {
+    name: RECEIPT_HEADER[2],
+    value: encodePaymentResponseHeader({ ...receipt, network: d.payload.accepted.network as Network }),
+  };
 }

@@ -1,5 +1,6 @@
 import { type Request, type Response, Router } from "express";
 import type { FundingKind, FundingOutcome } from "../../domain/funding/funding-request.js";
+import { PAYMENT_HEADER } from "../../domain/funding/x402.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, requireSameOrigin, requireSession, viewerOf } from "../auth.js";
 
@@ -13,11 +14,14 @@ export function fundingRoutes(rt: Runtime): Router {
 
   const send = (res: Response, outcome: FundingOutcome) => {
     if (outcome.type === "challenge") {
+      // one 402, both x402 versions: v1 in the body, v2 in PAYMENT-REQUIRED
       res.status(402).setHeader("X-Svc-Error-Code", outcome.code);
+      res.setHeader(outcome.paymentRequired.name, outcome.paymentRequired.value);
       res.json(outcome.body);
       return;
     }
-    res.setHeader("X-PAYMENT-RESPONSE", outcome.paymentResponse);
+    // X-PAYMENT-RESPONSE or PAYMENT-RESPONSE, as the payment came
+    res.setHeader(outcome.paymentResponse.name, outcome.paymentResponse.value);
     res.status(200).json(outcome.body);
   };
   const handler = (kind: FundingKind) => async (req: Request, res: Response) => {
@@ -27,7 +31,10 @@ export function fundingRoutes(rt: Runtime): Router {
     const outcome = await funding.fund({
       kind,
       body: req.body,
-      paymentHeader: req.header("x-payment") || undefined,
+      payment: {
+        xPayment: req.header(PAYMENT_HEADER[1]) || undefined,
+        paymentSignature: req.header(PAYMENT_HEADER[2]) || undefined,
+      },
       resource: `${rt.config.urls.base}${req.path}`,
       caller: viewer ? { accountId: viewer.accountId, walletAddress: viewer.walletAddress } : undefined,
     });

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { beforeAll, describe, expect, test } from "vitest";
 import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
 import { burnMicroDiem, computeCharge, formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
@@ -359,6 +360,41 @@ function sourceFiles(dir: string): string[] {
     return path.endsWith(".ts") ? [path] : [];
   });
 }
+
+describe("SKILL.md and llms.txt: the funding challenge in both x402 versions", () => {
+  test("one 402 carries v1 in the body and v2 in PAYMENT-REQUIRED; both payment headers at once is 400", async () => {
+    says(
+      "/SKILL.md",
+      "the `PAYMENT-REQUIRED` header carries the same requirement as x402 v2 (network `eip155:8453`, `amount` = your amount)",
+    );
+    says("/SKILL.md", "repeats the same request with `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2), never both");
+    says("/SKILL.md", "or both `X-PAYMENT` and `PAYMENT-SIGNATURE` were sent");
+    says("/llms.txt", "v2 in the `PAYMENT-REQUIRED` header (network `eip155:8453`)");
+
+    const signup = (headers: Record<string, string> = {}) =>
+      fetch(`${world.app.baseUrl}/v1/x402/signup`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ amountMicroUsdc: 5_000_000 }),
+      });
+    const challenge = await signup();
+    expect(challenge.status).toBe(402);
+    const body = (await challenge.json()) as {
+      x402Version: number;
+      accepts: { network: string; maxAmountRequired: string }[];
+    };
+    expect([body.x402Version, body.accepts[0]?.network, body.accepts[0]?.maxAmountRequired]).toEqual([
+      1,
+      "base",
+      "5000000",
+    ]);
+    const v2 = decodePaymentRequiredHeader(challenge.headers.get("payment-required") ?? "");
+    expect([v2.x402Version, v2.accepts[0]?.network, v2.accepts[0]?.amount]).toEqual([2, "eip155:8453", "5000000"]);
+
+    const both = await signup({ "x-payment": "eA==", "payment-signature": "eA==" });
+    expect([both.status, both.headers.get("x-svc-error-code")]).toEqual([400, "invalid_request"]);
+  });
+});
 
 describe("SKILL.md: the error table", () => {
   test("lists every code a REST route can answer, under its status (ERROR_TABLE)", () => {

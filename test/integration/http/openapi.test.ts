@@ -145,6 +145,30 @@ describe("GET /openapi.json", () => {
     expect(JSON.stringify(doc.paths["/v1/x402/refill"]?.post?.security)).toContain("x402Payment");
   });
 
+  test("funding routes: X-PAYMENT or PAYMENT-SIGNATURE in, PAYMENT-REQUIRED on 402, both receipts on 200 and 409", async () => {
+    const doc = await fetchDocument();
+    expect(doc.components.securitySchemes.x402PaymentV2).toMatchObject({
+      type: "apiKey",
+      in: "header",
+      name: "PAYMENT-SIGNATURE",
+    });
+    for (const path of ["/v1/x402/signup", "/v1/x402/top-up", "/v1/x402/refill"]) {
+      const op = doc.paths[path]?.post;
+      const schemes = (op?.security ?? []).flatMap((s) => Object.keys(s));
+      expect(schemes, path).toEqual(expect.arrayContaining(["x402Payment", "x402PaymentV2"]));
+      const ref = (h: string) => ({ $ref: `#/components/headers/${h}` });
+      expect(op?.responses["402"]?.headers?.["PAYMENT-REQUIRED"], path).toEqual(ref("PAYMENT-REQUIRED"));
+      for (const status of ["200", "409"]) {
+        expect(op?.responses[status]?.headers?.["X-PAYMENT-RESPONSE"], `${path} ${status}`).toEqual(
+          ref("X-PAYMENT-RESPONSE"),
+        );
+        expect(op?.responses[status]?.headers?.["PAYMENT-RESPONSE"], `${path} ${status}`).toEqual(
+          ref("PAYMENT-RESPONSE"),
+        );
+      }
+    }
+  });
+
   test("names exactly the routes the app serves", async () => {
     const doc = await fetchDocument();
     const documented = new Set<string>();
