@@ -18,6 +18,7 @@ import {
   type FundingRequest,
   fundedOutcome,
 } from "./funding-request.js";
+import { bazaarExtension } from "./discovery.js";
 import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
   buildBothRequirements,
@@ -88,7 +89,8 @@ export class FundingService {
       usdcVersion: this.deps.config.chain.usdcVersion,
       chainId: this.deps.config.chain.id,
     });
-    // the body is the spec's v1 challenge; PAYMENT-REQUIRED carries the same requirement as v2
+    // the body is the spec's v1 challenge; PAYMENT-REQUIRED carries the same requirement as v2,
+    // with the Bazaar discovery extension (discovery.ts)
     // (`message` may name the header each version pays with)
     const challenge = (
       message: string | Record<X402Version, string>,
@@ -105,7 +107,7 @@ export class FundingService {
           accepts: [requirements.v1],
           amountMicroUsdc: Number(body.amountMicroUsdc),
         },
-        paymentRequired: paymentRequiredHeader(requirements, text[2]),
+        paymentRequired: paymentRequiredHeader(requirements, text[2], bazaarExtension(req.kind)),
       };
     };
     const sent = sentPayment(req.payment);

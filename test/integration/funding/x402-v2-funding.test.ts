@@ -6,6 +6,11 @@ import {
   encodePaymentSignatureHeader,
 } from "@x402/core/http";
 import { PaymentRequiredV2Schema } from "@x402/core/schemas";
+import {
+  type DiscoveryExtension,
+  extractDiscoveryInfoFromExtension,
+  validateDiscoveryExtension,
+} from "@x402/extensions/bazaar";
 import type { PaymentPayload } from "@x402/core/types";
 import { ExactEvmScheme, registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
@@ -120,7 +125,12 @@ describe("one 402, both versions", () => {
           extra: { name: "USD Coin", version: "2" },
         },
       ],
+      extensions: { bazaar: expect.anything() },
     });
+    // the Bazaar discovery extension, valid by the package's own validator, POST with the JSON body
+    const discovery = extractDiscoveryInfoFromExtension(v2.extensions?.bazaar as DiscoveryExtension);
+    expect(validateDiscoveryExtension(v2.extensions?.bazaar as DiscoveryExtension)).toEqual({ valid: true });
+    expect(discovery).toMatchObject({ input: { type: "http", method: "POST", bodyType: "json" } });
     expect(res.headers.get("x-svc-error-code")).toBe("payment_required");
   });
 
