@@ -23,8 +23,10 @@ import {
   buildRequirements,
   type DecodedPayment,
   decodePaymentHeader,
+  exactPaymentOf,
   mismatch,
   paymentResponseHeader,
+  type RequirementInput,
 } from "./x402.js";
 
 /** How long a duplicate submission waits for the in-flight one to finish before answering 409. */
@@ -71,7 +73,7 @@ export class FundingService {
     const body = parseFundingRequest(req.kind, req.body);
     const payTo = this.deps.config.chain.payTo;
     if (!payTo) throw new DomainError("not_configured", "Funding is not configured (PAY_TO is unset).");
-    const requirements = buildRequirements({
+    const input: RequirementInput = {
       amountMicroUsdc: body.amountMicroUsdc,
       resource: req.resource,
       description: DESCRIPTIONS[req.kind],
@@ -79,7 +81,8 @@ export class FundingService {
       asset: this.deps.config.chain.usdcAddress,
       usdcName: this.deps.config.chain.usdcName,
       usdcVersion: this.deps.config.chain.usdcVersion,
-    });
+    };
+    const requirements = buildRequirements(input);
     const challenge = (error: string, code: ChallengeCode = "payment_required"): FundingOutcome => ({
       type: "challenge",
       status: 402,
@@ -127,7 +130,7 @@ export class FundingService {
       }
     }
 
-    const verified = await this.deps.facilitator.verify(decoded.payload, requirements);
+    const verified = await this.deps.facilitator.verify(exactPaymentOf(decoded, input));
     if (!verified.ok) {
       const f = verified.failure;
       // a verdict on the payment itself is 402; a facilitator that cannot give one (down, 5xx, an
@@ -147,7 +150,7 @@ export class FundingService {
       );
     }
 
-    const settled = await this.deps.facilitator.settle(decoded.payload, requirements);
+    const settled = await this.deps.facilitator.settle(exactPaymentOf(decoded, input));
     if (!settled.ok) {
       const f = settled.failure;
       const verdict = settleVerdict(f);

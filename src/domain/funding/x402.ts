@@ -1,11 +1,13 @@
 import type { Hex } from "viem";
 import { exact } from "x402/schemes";
 import { type PaymentPayload, type PaymentRequirements, settleResponseHeader } from "x402/types";
-import { evmPayloadOf } from "../../adapters/facilitator/types.js";
+import { type ExactPayment, evmPayloadOf } from "../../adapters/facilitator/types.js";
 
 /** x402 `exact` on Base, v1 (SPEC "Payment requirement"). */
 export const X402_VERSION = 1;
 export const X402_NETWORK = "base";
+/** The chain `base` names (the EIP-712 domain a buyer signs for). */
+export const X402_CHAIN_ID = 8453;
 /** How long a signed authorization may take to settle (x402 `maxTimeoutSeconds`). */
 export const MAX_TIMEOUT_SECONDS = 300;
 
@@ -65,6 +67,28 @@ export function decodePaymentHeader(header: string): DecodedPayment | undefined 
     valueMicroUsdc: BigInt(a.value),
     nonce: a.nonce.toLowerCase() as Hex,
     validBefore: new Date(Number(a.validBefore) * 1000),
+  };
+}
+
+/** The decoded payment and the challenge's values, as the facilitator port takes them. */
+export function exactPaymentOf(d: DecodedPayment, i: RequirementInput): ExactPayment {
+  const evm = evmPayloadOf(d.payload);
+  if (!evm) throw new Error("decoded payment without an EVM exact payload");
+  return {
+    x402Version: 1,
+    authorization: evm.authorization as ExactPayment["authorization"],
+    signature: evm.signature as ExactPayment["signature"],
+    requirements: {
+      chainId: X402_CHAIN_ID,
+      amountMicroUsdc: i.amountMicroUsdc,
+      payTo: i.payTo as ExactPayment["requirements"]["payTo"],
+      asset: i.asset as ExactPayment["requirements"]["asset"],
+      resource: i.resource,
+      description: i.description,
+      mimeType: "application/json",
+      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+      extra: { name: i.usdcName, version: i.usdcVersion },
+    },
   };
 }
 
