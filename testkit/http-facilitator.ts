@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { PaymentPayload, PaymentRequirements } from "x402/types";
 import { createLocalFacilitator } from "../src/adapters/facilitator/local.js";
-import type { FacilitatorResult, SettleOk } from "../src/adapters/facilitator/types.js";
+import type { ExactPayment, FacilitatorResult, SettleOk } from "../src/adapters/facilitator/types.js";
 import type { LocalChain } from "../src/local/chain/index.js";
+import { exactPaymentFromWire } from "./exact-payment.js";
 
 /**
  * How the stand-in answers `POST /settle`:
@@ -24,10 +24,22 @@ export type SettleMode =
   | "502-no-settle"
   | "refuse";
 
+export interface HttpFacilitatorStandInOptions {
+  /**
+   * The x402 versions `GET /supported` lists (`exact` on `base` for v1, on `eip155:8453` for v2);
+   * `/verify` and `/settle` take either version's body whatever it lists. Default `[1]`.
+   */
+  versions?: readonly (1 | 2)[];
+}
+
 export interface HttpFacilitatorStandIn {
   /** FACILITATOR_URL for the service */
   url: string;
   mode: SettleMode;
+  /** every `POST /verify` and `/settle` body received, in order */
+  readonly requests: { path: "/verify" | "/settle"; body: unknown }[];
+  /** `GET /supported` requests received */
+  supportedCalls: number;
   /** `POST /settle` requests received */
   settleCalls: number;
   /** settlements this stand-in made on chain */
@@ -38,11 +50,16 @@ export interface HttpFacilitatorStandIn {
 }
 
 /**
- * A standard x402 v1 facilitator over HTTP (`/verify`, `/settle`, `/supported`), settling on the
- * local chain with the real local facilitator, whose answers to `/settle` can be made to fail the
- * ways a real one behind a gateway does. The outside world for the funding tests, not a mock.
+ * A standard x402 facilitator over HTTP (`/verify`, `/settle`, `/supported`; v1, or v1 and v2),
+ * settling on the local chain with the real local facilitator, whose answers to `/settle` can be
+ * made to fail the ways a real one behind a gateway does. The outside world for the funding tests,
+ * not a mock.
  */
-export async function startHttpFacilitator(chain: LocalChain): Promise<HttpFacilitatorStandIn> {
+export async function startHttpFacilitator(
+  chain: LocalChain,
+  opts: HttpFacilitatorStandInOptions = {},
+): Promise<HttpFacilitatorStandIn> {
+  const versions = opts.versions ?? [1];
   const key = chain.devAccounts[1]?.privateKey;
   if (!key) throw new Error("dev accounts missing");
   const inner = createLocalFacilitator({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, privateKey: key });
@@ -50,6 +67,8 @@ export async function startHttpFacilitator(chain: LocalChain): Promise<HttpFacil
   const state: HttpFacilitatorStandIn = {
     url: "",
     mode: "honest",
+    requests: [],
+    supportedCalls: 0,
     settleCalls: 0,
     settled: [],
     lateSettlements: async () => {
@@ -61,25 +80,29 @@ export async function startHttpFacilitator(chain: LocalChain): Promise<HttpFacil
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
   };
-  const settleNow = async (p: PaymentPayload, r: PaymentRequirements) => {
-    const out = await inner.settle(p, r);
+  const settleNow = async (p: ExactPayment) => {
+    const out = await inner.settle(p);
     state.settled.push(out);
     return out;
   };
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method === "GET" && req.url === "/supported") {
-      send(res, 200, { kinds: [{ x402Version: 1, scheme: "exact", network: "base" }] });
+      state.supportedCalls++;
+      const kinds = [
+        ...(versions.includes(1) ? [{ x402Version: 1, scheme: "exact", network: "base" }] : []),
+        ...(versions.includes(2) ? [{ x402Version: 2, scheme: "exact", network: `eip155:${chain.chainId}` }] : []),
+      ];
+      send(res, 200, { kinds, extensions: [], signers: {} });
       return;
     }
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-      paymentPayload: PaymentPayload;
-      paymentRequirements: PaymentRequirements;
-    };
-    const { paymentPayload: p, paymentRequirements: r } = body;
+    const body: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (req.url === "/verify" || req.url === "/settle") state.requests.push({ path: req.url, body });
+    const p = exactPaymentFromWire(body);
+    const network = p.x402Version === 2 ? `eip155:${chain.chainId}` : "base";
     if (req.url === "/verify") {
-      const v = await inner.verify(p, r);
+      const v = await inner.verify(p);
       send(
         res,
         200,
@@ -100,28 +123,28 @@ export async function startHttpFacilitator(chain: LocalChain): Promise<HttpFacil
     };
     switch (state.mode) {
       case "honest": {
-        const s = await settleNow(p, r);
+        const s = await settleNow(p);
         if (s.ok) send(res, 200, s.value.response);
         else
           send(res, 200, {
             success: false,
             errorReason: s.failure.reason ?? "unexpected_settle_error",
             transaction: "",
-            network: "base",
+            network,
           });
         return;
       }
       case "settle-then-502":
-        await settleNow(p, r);
+        await settleNow(p);
         gateway502();
         return;
       case "settle-then-drop":
-        await settleNow(p, r);
+        await settleNow(p);
         req.socket.destroy();
         return;
       case "502-then-settle":
         gateway502();
-        late.push(new Promise((resolve) => setTimeout(resolve, 300)).then(() => settleNow(p, r)));
+        late.push(new Promise((resolve) => setTimeout(resolve, 300)).then(() => settleNow(p)));
         return;
       case "502-no-settle":
         gateway502();
@@ -129,9 +152,9 @@ export async function startHttpFacilitator(chain: LocalChain): Promise<HttpFacil
       case "refuse":
         send(res, 200, {
           success: false,
-          errorReason: "invalid_exact_evm_payload_signature",
+          errorReason: "invalid_exact_evm_signature",
           transaction: "",
-          network: "base",
+          network,
         });
         return;
     }

@@ -1,17 +1,16 @@
 import { type Address, getAddress, type Hex, isAddress, isHex } from "viem";
 import { z } from "zod";
 import { type CdpAuthHeaders, createCdpAuthHeaders } from "./cdp-auth.js";
-import {
-  evmPayloadOf,
-  type Facilitator,
-  type FacilitatorFailure,
-  type FacilitatorResult,
-  type PaymentPayload,
-  type PaymentRequirements,
-  type SettleOk,
-  type SettleResponse,
-  type SupportedOk,
-  type VerifyOk,
+import { v1Network, v1Payload, v1Requirements, v2Network, v2Payload, v2Requirements } from "./envelopes.js";
+import type {
+  ExactPayment,
+  Facilitator,
+  FacilitatorFailure,
+  FacilitatorResult,
+  SettleOk,
+  SettleResponse,
+  SupportedOk,
+  VerifyOk,
 } from "./types.js";
 
 export interface HttpFacilitatorOptions {
@@ -23,6 +22,8 @@ export interface HttpFacilitatorOptions {
   /** Per-request timeouts (defaults: verify/supported 10 s, settle 60 s — a settle waits for a block). */
   verifyTimeoutMs?: number;
   settleTimeoutMs?: number;
+  /** How long a readable `GET /supported` decides the version spoken (default 10 minutes). */
+  supportedTtlMs?: number;
   /** Injected for tests; defaults to global fetch. */
   fetch?: typeof fetch;
 }
@@ -49,7 +50,7 @@ const supportedBody = z.object({
   kinds: z.array(
     z.object({
       x402Version: z.number(),
-      scheme: z.literal("exact"),
+      scheme: z.string(),
       network: z.string(),
       extra: z.record(z.unknown()).optional(),
     }),
@@ -78,32 +79,44 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-function payerOf(payload: PaymentPayload, reported?: string | null): Address | undefined {
+function payerOf(payment: ExactPayment, reported?: string | null): Address | undefined {
   if (reported && isAddress(reported)) return getAddress(reported);
-  const from = evmPayloadOf(payload)?.authorization.from;
-  return from !== undefined && isAddress(from) ? getAddress(from) : undefined;
+  const from = payment.authorization.from;
+  return isAddress(from) ? getAddress(from) : undefined;
 }
 
 /**
- * x402's code for "an exception was thrown while settling" (its facilitator catches everything,
- * a receipt wait that timed out after the broadcast included): it does not prove nothing moved.
+ * Reasons that do not prove nothing moved: x402 1.x's code for "an exception was thrown while
+ * settling" (its facilitator catches everything, a receipt wait that timed out after the broadcast
+ * included), and v2's `settlement_pending` (broadcast, not confirmed yet).
  */
-const UNPROVEN_SETTLE_REASONS = new Set(["unexpected_settle_error"]);
+const UNPROVEN_SETTLE_REASONS = new Set(["unexpected_settle_error", "settlement_pending"]);
+
+type SupportedKinds = SupportedOk["kinds"];
 
 /**
- * Client for a standard x402 v1 facilitator (e.g. CDP's). Every outcome is data. Verify and
- * supported: connection problems are `unreachable`, non-2xx or unreadable answers `rejected`,
- * `isValid: false` is `invalid`. Settle: `settle_failed` only when the facilitator itself says
- * `success: false` with a reason, in a 2xx or 4xx answer (nothing moved); a connection that never
- * opened is `unreachable`; every other outcome may hide a transfer on chain and is `unknown`.
+ * Client for a standard x402 facilitator (e.g. CDP's), in the version it speaks: v2 request bodies
+ * when its `GET /supported` lists `{x402Version: 2, scheme: "exact", network: "eip155:<chainId>"}`
+ * for the payment's chain, else v1 ones (also when `/supported` cannot be read: that answer is not
+ * kept, the next call asks again; a readable one is kept for `supportedTtlMs`).
+ *
+ * Every outcome is data. Verify and supported: connection problems are `unreachable`, non-2xx or
+ * unreadable answers `rejected`, `isValid: false` is `invalid`. Settle: `settle_failed` only when
+ * the facilitator itself says `success: false` with a reason, in a 2xx or 4xx answer (nothing
+ * moved); a connection that never opened is `unreachable`; every other outcome may hide a transfer
+ * on chain and is `unknown`.
  */
 export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilitator {
   const base = opts.url.replace(/\/+$/, "");
   const doFetch = opts.fetch ?? fetch;
   const verifyTimeoutMs = opts.verifyTimeoutMs ?? 10_000;
   const settleTimeoutMs = opts.settleTimeoutMs ?? 60_000;
+  const supportedTtlMs = opts.supportedTtlMs ?? 10 * 60_000;
   const auth: CdpAuthHeaders | undefined =
     opts.cdpKeyId && opts.cdpKeySecret ? createCdpAuthHeaders(opts.cdpKeyId, opts.cdpKeySecret) : undefined;
+  /** the last readable `/supported` answer, and until when it decides */
+  let known: { kinds: SupportedKinds; until: number } | undefined;
+  let asking: Promise<FacilitatorResult<SupportedOk>> | undefined;
 
   async function exchange(
     method: "GET" | "POST",
@@ -151,22 +164,42 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     };
   }
 
-  const requestBody = (paymentPayload: PaymentPayload, paymentRequirements: PaymentRequirements) => ({
-    x402Version: 1,
-    paymentPayload,
-    paymentRequirements,
-  });
+  /** The kinds the facilitator lists: the kept answer, or a fresh one; undefined when unreadable. */
+  async function supportedKinds(): Promise<SupportedKinds | undefined> {
+    if (known !== undefined && Date.now() < known.until) return known.kinds;
+    asking ??= supported().finally(() => {
+      asking = undefined;
+    });
+    const r = await asking;
+    return r.ok ? r.value.kinds : undefined;
+  }
 
-  async function verify(
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-  ): Promise<FacilitatorResult<VerifyOk>> {
-    const res = await exchange("POST", "/verify", requestBody(payload, requirements), verifyTimeoutMs);
+  /** `{x402Version, paymentPayload, paymentRequirements}` in the version the facilitator speaks. */
+  async function requestBody(p: ExactPayment): Promise<{ x402Version: 1 | 2; body: unknown }> {
+    const chainId = p.requirements.chainId;
+    const kinds = await supportedKinds();
+    const v2 =
+      kinds?.some((k) => k.x402Version === 2 && k.scheme === "exact" && k.network === v2Network(chainId)) === true ||
+      v1Network(chainId) === undefined;
+    return v2
+      ? {
+          x402Version: 2,
+          body: { x402Version: 2, paymentPayload: v2Payload(p), paymentRequirements: v2Requirements(p.requirements) },
+        }
+      : {
+          x402Version: 1,
+          body: { x402Version: 1, paymentPayload: v1Payload(p), paymentRequirements: v1Requirements(p.requirements) },
+        };
+  }
+
+  async function verify(payment: ExactPayment): Promise<FacilitatorResult<VerifyOk>> {
+    const { body } = await requestBody(payment);
+    const res = await exchange("POST", "/verify", body, verifyTimeoutMs);
     if (!res.ok) return res;
     const parsed = verifyBody.safeParse(res.body);
     // Some facilitators answer an invalid payment with 400 + a normal verify body.
     if (!parsed.success || (res.status >= 300 && parsed.data.isValid)) return rejected("/verify", res.status, res.text);
-    const payer = payerOf(payload, parsed.data.payer);
+    const payer = payerOf(payment, parsed.data.payer);
     if (!parsed.data.isValid) {
       const reason = parsed.data.invalidReason ?? "invalid_payment";
       return {
@@ -178,14 +211,12 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     return { ok: true, value: { payer } };
   }
 
-  async function settle(
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-  ): Promise<FacilitatorResult<SettleOk>> {
-    const res = await exchange("POST", "/settle", requestBody(payload, requirements), settleTimeoutMs);
+  async function settle(payment: ExactPayment): Promise<FacilitatorResult<SettleOk>> {
+    const { x402Version, body } = await requestBody(payment);
+    const res = await exchange("POST", "/settle", body, settleTimeoutMs);
     if (!res.ok) return res;
     const parsed = settleBody.safeParse(res.body);
-    const payer = payerOf(payload, parsed.success ? parsed.data.payer : undefined);
+    const payer = payerOf(payment, parsed.success ? parsed.data.payer : undefined);
     const unknown = (message: string, transaction?: Hex): { ok: false; failure: FacilitatorFailure } => ({
       ok: false,
       failure: {
@@ -227,8 +258,10 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
         transaction,
       );
     }
-    const network = data.network ?? payload.network;
-    const response = { success: true, transaction, network, payer } as SettleResponse;
+    const chainId = payment.requirements.chainId;
+    const network =
+      data.network ?? (x402Version === 2 ? v2Network(chainId) : (v1Network(chainId) ?? v2Network(chainId)));
+    const response: SettleResponse = { success: true, transaction, network, payer };
     return { ok: true, value: { transaction, payer, network, response } };
   }
 
@@ -237,6 +270,7 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     if (!res.ok) return res;
     const parsed = supportedBody.safeParse(res.body);
     if (res.status >= 300 || !parsed.success) return rejected("/supported", res.status, res.text);
+    known = { kinds: parsed.data.kinds, until: Date.now() + supportedTtlMs };
     return { ok: true, value: parsed.data };
   }
 

@@ -4,7 +4,7 @@ import { createLocalFacilitator } from "./local.js";
 import type { Facilitator } from "./types.js";
 
 export interface CreateFacilitatorOptions {
-  /** FACILITATOR_URL: `local` for the in-process facilitator, else an x402 v1 facilitator base URL. */
+  /** FACILITATOR_URL: `local` for the in-process facilitator, else an x402 facilitator base URL (v2 or v1). */
   url: string;
   /** FACILITATOR_PRIVATE_KEY: required when `url` is `local`. */
   privateKey?: Hex;

@@ -1,17 +1,21 @@
+import { x402Facilitator } from "@x402/core/facilitator";
+import type { Network, PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import type { FacilitatorEvmSigner } from "@x402/evm";
+import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
 import { type Address, getAddress, type Hex, isAddress, isHex } from "viem";
-import { classifyChainError } from "../chain/chain-errors.js";
+import { type ChainFailure, classifyChainError } from "../chain/chain-errors.js";
 import { type ChainWalletClient, createChainClients, createSerialSender } from "../chain/clients.js";
-import { usdcAbi } from "../chain/usdc-abi.js";
-import {
-  evmPayloadOf,
-  type Facilitator,
-  type FacilitatorFailure,
-  type FacilitatorResult,
-  NETWORK_BY_CHAIN_ID,
-  type PaymentPayload,
-  type PaymentRequirements,
-  type SettleOk,
-  type VerifyOk,
+import { v1Network, v1Payload, v1Requirements, v2Network, v2Payload, v2Requirements } from "./envelopes.js";
+import type {
+  ExactPayment,
+  Facilitator,
+  FacilitatorFailure,
+  FacilitatorResult,
+  SettleOk,
+  SettleResponse,
+  SupportedOk,
+  VerifyOk,
 } from "./types.js";
 
 export interface LocalFacilitatorOptions {
@@ -19,7 +23,7 @@ export interface LocalFacilitatorOptions {
   chainId: number;
   /** FACILITATOR_PRIVATE_KEY: submits `transferWithAuthorization` and pays its gas. */
   privateKey: Hex;
-  /** Longest wait for a settlement receipt before answering `timeout` (default 60 s). */
+  /** Longest wait for a settlement receipt before answering `unknown` (default 60 s). */
   settleTimeoutMs?: number;
 }
 
@@ -29,247 +33,262 @@ export interface LocalFacilitator extends Facilitator {
   readonly address: Address;
 }
 
-/** `x402/facilitator` pulls in @solana/kit and friends (~0.5 s); load it once, off the import path. */
-let x402FacilitatorModule: Promise<typeof import("x402/facilitator")> | undefined;
-function loadX402Facilitator(): Promise<typeof import("x402/facilitator")> {
-  x402FacilitatorModule ??= import("x402/facilitator");
-  return x402FacilitatorModule;
+// @x402/evm's reason codes this adapter produces itself
+const NETWORK_MISMATCH = "invalid_exact_evm_network_mismatch";
+const NONCE_ALREADY_USED = "invalid_exact_evm_nonce_already_used";
+const TRANSACTION_FAILED = "invalid_exact_evm_transaction_failed";
+
+/** What the chain calls of one verify or settle did, for judging an outcome @x402/evm reports as data. */
+interface ChainTrace {
+  /** a transaction send was attempted (`writeContract` / `sendTransaction` called) */
+  sendStarted: boolean;
+  /** the broadcast transaction, once the node accepted it */
+  broadcast?: Hex;
+  /** the settlement receipt's status, once one was read */
+  receiptStatus?: string;
+  /** the last chain call that threw */
+  lastError?: ChainFailure;
+  /** a chain call failed because the RPC was unreachable or timed out */
+  unreachable?: ChainFailure;
 }
 
-type Checked = { ok: true; payer: Address; nonce: Hex } | { ok: false; failure: FacilitatorFailure };
+const newTrace = (): ChainTrace => ({ sendStarted: false });
+
+const isUnreachable = (f: ChainFailure | undefined): boolean => f?.kind === "network" || f?.kind === "timeout";
+
+const UINT_STRING = /^\d{1,78}$/;
 
 function invalid(reason: string, message: string, payer?: Address): { ok: false; failure: FacilitatorFailure } {
   return { ok: false, failure: { kind: "invalid", reason, message, ...(payer ? { payer } : {}) } };
 }
 
-const UINT_STRING = /^\d{1,78}$/;
-
 /**
- * In-process x402 facilitator (`FACILITATOR_URL=local`): x402's own `verify`/`settle` on our viem
- * clients, plus the checks x402 1.2 leaves out (STACK_NOTES gotcha 4):
- * - the EIP-3009 nonce must be unused on chain (x402's verify never looks; its settle would revert);
- * - `exact` means exact: the signed value must equal `maxAmountRequired` (x402 accepts more);
- * - payload and requirements must name the same network, and that network must be the chain we
- *   are connected to (x402 derives the EIP-712 chain id from the payload's network name alone);
- * - `extra.name`/`extra.version` must be present (else x402 would read `version()` from mainnet
- *   USDC's address, which does not exist on a local chain).
- * Settlement throws nothing: reverts, RPC failures and receipt timeouts all come back as data.
+ * In-process x402 facilitator (`FACILITATOR_URL=local`): @x402/core's `x402Facilitator` with
+ * @x402/evm's `exact` schemes for both versions (v2 on `eip155:<chainId>`, v1 on the chain's v1
+ * name), which check the signature, recipient, exact value, time window, the asset, and — by
+ * simulating the transfer, also before settling — the nonce (unused) and the balance. Each call
+ * runs on a signer of its own that broadcasts one transaction at a time from this key, bounds the
+ * receipt wait and records what the chain did, so an outcome @x402/evm reports only as a reason
+ * (or an exception) is judged by what happened: nothing sent, reverted, or possibly moved.
+ * Besides: a payment for another chain than this one is `invalid` (the EIP-712 domain's chain id
+ * follows the network name), and malformed fields are `invalid_payload`. Throws nothing.
  */
 export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFacilitator {
-  const { publicClient, walletClient } = createChainClients({
+  const { walletClient } = createChainClients({
     rpcUrl: opts.rpcUrl,
     chainId: opts.chainId,
     privateKey: opts.privateKey,
   });
   if (walletClient === undefined) throw new Error("local facilitator: wallet client missing");
   const wallet: ChainWalletClient = walletClient;
-  const network = NETWORK_BY_CHAIN_ID[opts.chainId];
   const settleTimeoutMs = opts.settleTimeoutMs ?? 60_000;
   const sendSerially = createSerialSender();
-  void loadX402Facilitator().catch(() => undefined); // warm up; errors surface on first use
+  const v1Name = v1Network(opts.chainId);
 
-  async function check(payload: PaymentPayload, requirements: PaymentRequirements): Promise<Checked> {
-    const evm = evmPayloadOf(payload);
-    if (evm === undefined) return invalid("invalid_payload", "payload is not an EVM exact authorization");
-    const { authorization, signature } = evm;
-    if (!isAddress(authorization.from) || !isAddress(authorization.to)) {
-      return invalid("invalid_payload", "authorization from/to must be addresses");
-    }
-    const payer = getAddress(authorization.from);
-    if (
-      !UINT_STRING.test(authorization.value) ||
-      !UINT_STRING.test(authorization.validAfter) ||
-      !UINT_STRING.test(authorization.validBefore) ||
-      !isHex(authorization.nonce) ||
-      authorization.nonce.length !== 66 ||
-      !isHex(signature)
-    ) {
-      return invalid("invalid_payload", "malformed authorization fields", payer);
-    }
-    if (payload.x402Version !== 1) return invalid("invalid_x402_version", "only x402Version 1 is supported", payer);
-    if (payload.scheme !== "exact" || requirements.scheme !== "exact") {
-      return invalid("unsupported_scheme", "only the exact scheme is supported", payer);
-    }
-    if (network === undefined || payload.network !== network || requirements.network !== network) {
-      return invalid(
-        "invalid_network",
-        `payment network ${payload.network} / requirement network ${requirements.network} do not match this chain (${opts.chainId})`,
-        payer,
-      );
-    }
-    const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
-    if (typeof extra?.name !== "string" || typeof extra.version !== "string" || !isAddress(requirements.asset)) {
-      return invalid("invalid_payment_requirements", "requirements need asset and extra.name/extra.version", payer);
-    }
-    if (!UINT_STRING.test(requirements.maxAmountRequired)) {
-      return invalid("invalid_payment_requirements", "maxAmountRequired must be an integer string", payer);
-    }
-    if (BigInt(authorization.value) !== BigInt(requirements.maxAmountRequired)) {
-      return invalid(
-        "invalid_exact_evm_payload_authorization_value",
-        `signed value ${authorization.value} differs from the required ${requirements.maxAmountRequired}`,
-        payer,
-      );
-    }
-    if (!isAddress(requirements.payTo) || getAddress(authorization.to) !== getAddress(requirements.payTo)) {
-      return invalid("invalid_exact_evm_payload_recipient_mismatch", "authorization.to is not payTo", payer);
-    }
-    let used: boolean;
-    try {
-      used = await publicClient.readContract({
-        address: getAddress(requirements.asset),
-        abi: usdcAbi,
-        functionName: "authorizationState",
-        args: [payer, authorization.nonce],
-      });
-    } catch (error) {
-      const failure = classifyChainError(error);
-      if (failure.kind === "network" || failure.kind === "timeout") {
-        return { ok: false, failure: { kind: "network", message: failure.message, payer } };
+  /** A FacilitatorEvmSigner on our wallet that writes what it does into `trace`. */
+  function tracedSigner(trace: ChainTrace): FacilitatorEvmSigner {
+    const noted = async <T>(call: () => Promise<T>): Promise<T> => {
+      try {
+        return await call();
+      } catch (error) {
+        const failure = classifyChainError(error);
+        trace.lastError = failure;
+        if (isUnreachable(failure)) trace.unreachable ??= failure;
+        throw error;
       }
-      return invalid("invalid_payment_requirements", `asset does not answer authorizationState: ${failure.message}`);
-    }
-    if (used) {
-      return invalid(
-        "duplicate_settlement",
-        "authorization nonce is already used or canceled on chain (replayed payment)",
-        payer,
-      );
-    }
-    return { ok: true, payer, nonce: authorization.nonce };
-  }
-
-  async function verify(
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-  ): Promise<FacilitatorResult<VerifyOk>> {
-    const checked = await check(payload, requirements);
-    if (!checked.ok) return checked;
-    try {
-      const x402 = await loadX402Facilitator();
-      const response = await x402.verify(wallet, payload, requirements);
-      if (!response.isValid) {
-        return invalid(
-          response.invalidReason ?? "invalid_payment",
-          `payment rejected: ${response.invalidReason ?? "invalid"}`,
-          checked.payer,
-        );
-      }
-      return { ok: true, value: { payer: checked.payer } };
-    } catch (error) {
-      const failure = classifyChainError(error);
-      if (failure.kind === "network" || failure.kind === "timeout") {
-        return { ok: false, failure: { kind: "network", message: failure.message, payer: checked.payer } };
-      }
-      return invalid("unexpected_verify_error", failure.message, checked.payer);
-    }
-  }
-
-  async function settle(
-    payload: PaymentPayload,
-    requirements: PaymentRequirements,
-  ): Promise<FacilitatorResult<SettleOk>> {
-    const checked = await check(payload, requirements);
-    if (!checked.ok) return checked;
-    const payer = checked.payer;
-
-    // x402's settle calls writeContract then waitForTransactionReceipt on the signer we pass. A
-    // per-call proxy lets us (1) broadcast one transaction at a time from this key, (2) remember the
-    // hash so a later failure can still name the transaction, (3) bound the receipt wait.
-    let broadcast: Hex | undefined;
-    let sendStarted = false;
-    const signer = new Proxy(wallet, {
-      get(target, prop, receiver) {
-        if (prop === "writeContract") {
-          return async (args: Parameters<ChainWalletClient["writeContract"]>[0]) => {
-            sendStarted = true;
-            const hash = await sendSerially(() => target.writeContract(args));
-            broadcast = hash;
-            return hash;
-          };
-        }
-        if (prop === "waitForTransactionReceipt") {
-          return (args: Parameters<ChainWalletClient["waitForTransactionReceipt"]>[0]) =>
-            target.waitForTransactionReceipt({ ...args, timeout: settleTimeoutMs });
-        }
-        return Reflect.get(target, prop, receiver);
+    };
+    return {
+      getAddresses: () => [wallet.account.address],
+      readContract: (args) =>
+        noted(() => wallet.readContract(args as Parameters<ChainWalletClient["readContract"]>[0])),
+      verifyTypedData: (args) =>
+        noted(() => wallet.verifyTypedData(args as Parameters<ChainWalletClient["verifyTypedData"]>[0])),
+      getCode: (args) => noted(() => wallet.getCode(args)),
+      writeContract: (args) => {
+        trace.sendStarted = true;
+        return noted(async () => {
+          const hash = await sendSerially(() =>
+            wallet.writeContract(args as Parameters<ChainWalletClient["writeContract"]>[0]),
+          );
+          trace.broadcast = hash;
+          return hash;
+        });
       },
-    });
+      sendTransaction: (args) => {
+        trace.sendStarted = true;
+        return noted(async () => {
+          const hash = await sendSerially(() => wallet.sendTransaction({ to: args.to, data: args.data }));
+          trace.broadcast = hash;
+          return hash;
+        });
+      },
+      waitForTransactionReceipt: ({ hash }) =>
+        noted(async () => {
+          const receipt = await wallet.waitForTransactionReceipt({ hash, timeout: settleTimeoutMs });
+          trace.receiptStatus = receipt.status;
+          return receipt;
+        }),
+    };
+  }
 
-    try {
-      const x402 = await loadX402Facilitator();
-      const response = await x402.settle(signer, payload, requirements);
-      if (response.success && isHex(response.transaction)) {
-        return {
+  /** One x402 facilitator per call: its schemes sign with that call's traced signer. */
+  function facilitatorFor(trace: ChainTrace): x402Facilitator {
+    const signer = tracedSigner(trace);
+    const f = new x402Facilitator().register(
+      v2Network(opts.chainId),
+      new ExactEvmScheme(signer, { simulateInSettle: true }),
+    );
+    // registerV1 is typed with v2's CAIP-2 names; v1 registers its own (`base`)
+    if (v1Name !== undefined) f.registerV1(v1Name as Network, new ExactEvmSchemeV1(signer, { simulateInSettle: true }));
+    return f;
+  }
+
+  /** The payment in the envelope the buyer sent, or why it cannot be checked at all. */
+  function envelopesOf(
+    p: ExactPayment,
+  ):
+    | { ok: true; payer: Address; payload: PaymentPayload; requirements: PaymentRequirements }
+    | { ok: false; failure: FacilitatorFailure } {
+    const a = p.authorization;
+    if (!isAddress(a.from) || !isAddress(a.to))
+      return invalid("invalid_payload", "authorization from/to must be addresses");
+    const payer = getAddress(a.from);
+    if (
+      !UINT_STRING.test(a.value) ||
+      !UINT_STRING.test(a.validAfter) ||
+      !UINT_STRING.test(a.validBefore) ||
+      !isHex(a.nonce) ||
+      a.nonce.length !== 66 ||
+      !isHex(p.signature) ||
+      !isAddress(p.requirements.payTo) ||
+      !isAddress(p.requirements.asset)
+    ) {
+      return invalid("invalid_payload", "malformed authorization or requirement fields", payer);
+    }
+    if (p.requirements.chainId !== opts.chainId || (p.x402Version === 1 && v1Name === undefined)) {
+      return invalid(
+        NETWORK_MISMATCH,
+        `the payment is for chain ${p.requirements.chainId} (x402 v${p.x402Version}); this facilitator settles on chain ${opts.chainId}`,
+        payer,
+      );
+    }
+    // the wire types are @x402/core's (v1 envelopes travel through its v2-typed facilitator API)
+    return p.x402Version === 2
+      ? {
           ok: true,
-          value: { transaction: response.transaction, payer, network: response.network, response },
-        };
-      }
-      const transaction = isHex(response.transaction) ? response.transaction : broadcast;
-      if (transaction === undefined) {
-        return invalid(
-          response.errorReason ?? "invalid_payment",
-          `payment no longer valid: ${response.errorReason}`,
           payer,
-        );
-      }
+          payload: v2Payload(p) as unknown as PaymentPayload,
+          requirements: v2Requirements(p.requirements) as unknown as PaymentRequirements,
+        }
+      : {
+          ok: true,
+          payer,
+          payload: v1Payload(p) as unknown as PaymentPayload,
+          requirements: v1Requirements(p.requirements) as unknown as PaymentRequirements,
+        };
+  }
+
+  async function verify(p: ExactPayment): Promise<FacilitatorResult<VerifyOk>> {
+    const env = envelopesOf(p);
+    if (!env.ok) return env;
+    const { payer } = env;
+    const trace = newTrace();
+    let reason: string;
+    try {
+      const response = await facilitatorFor(trace).verify(env.payload, env.requirements);
+      if (response.isValid) return { ok: true, value: { payer } };
+      reason = response.invalidReason ?? "invalid_payment";
+    } catch (error) {
+      const failure = classifyChainError(error);
+      const unreachable = trace.unreachable ?? (isUnreachable(failure) ? failure : undefined);
+      if (unreachable) return { ok: false, failure: { kind: "network", message: unreachable.message, payer } };
+      return invalid("unexpected_verify_error", failure.message, payer);
+    }
+    // @x402/evm reads a failed chain call as a failed check: a verdict without the chain is no verdict
+    if (trace.unreachable)
+      return { ok: false, failure: { kind: "network", message: trace.unreachable.message, payer } };
+    return invalid(reason, `payment rejected: ${reason}`, payer);
+  }
+
+  async function settle(p: ExactPayment): Promise<FacilitatorResult<SettleOk>> {
+    const env = envelopesOf(p);
+    if (!env.ok) return env;
+    const { payer } = env;
+    const trace = newTrace();
+    let response: SettleResponse | undefined;
+    let thrown: ChainFailure | undefined;
+    try {
+      response = await facilitatorFor(trace).settle(env.payload, env.requirements);
+    } catch (error) {
+      thrown = classifyChainError(error);
+    }
+    if (response?.success && isHex(response.transaction) && trace.receiptStatus === "success") {
+      const transaction = response.transaction;
+      return { ok: true, value: { transaction, payer, network: response.network, response: { ...response, payer } } };
+    }
+    const reported = response?.errorReason;
+    const error = trace.lastError ?? thrown;
+    const message = error?.message ?? `settlement failed: ${reported ?? "no reason"}`;
+
+    // the settlement transaction was mined and reverted: nothing moved, and it is on chain
+    if (trace.broadcast !== undefined && trace.receiptStatus !== undefined && trace.receiptStatus !== "success") {
       return {
         ok: false,
         failure: {
           kind: "settle_failed",
-          reason: response.errorReason ?? "invalid_transaction_state",
+          reason: TRANSACTION_FAILED,
           message: "settlement transaction reverted",
           payer,
-          transaction,
-        },
-      };
-    } catch (error) {
-      const failure = classifyChainError(error);
-      // Once writeContract started, any failure other than a revert (which viem raises at gas
-      // estimation, before sending) may hide an accepted transaction: report the outcome as unknown.
-      if (failure.kind !== "reverted" && (broadcast !== undefined || sendStarted)) {
-        return {
-          ok: false,
-          failure: {
-            kind: "unknown",
-            reason: "unexpected_settle_error",
-            message: failure.message,
-            payer,
-            ...(broadcast ? { transaction: broadcast } : {}),
-          },
-        };
-      }
-      if (failure.kind === "network" || failure.kind === "timeout") {
-        return { ok: false, failure: { kind: "network", message: failure.message, payer } };
-      }
-      // A revert at gas estimation: nothing was sent. A concurrent settle of the same payment lands here.
-      const reason =
-        failure.kind !== "reverted"
-          ? "unexpected_settle_error"
-          : /authorization is used or canceled/.test(failure.message)
-            ? "duplicate_settlement"
-            : "invalid_transaction_state";
-      return {
-        ok: false,
-        failure: {
-          kind: "settle_failed",
-          reason,
-          message: failure.message,
-          payer,
-          ...(broadcast ? { transaction: broadcast } : {}),
+          transaction: trace.broadcast,
         },
       };
     }
+    if (trace.sendStarted) {
+      // refused at gas estimation (viem raises reverts before sending): nothing was sent. A
+      // concurrent settle of the same payment lands here.
+      if (trace.broadcast === undefined && error?.kind === "reverted") {
+        const reason = /authorization is used or canceled/i.test(error.message)
+          ? NONCE_ALREADY_USED
+          : TRANSACTION_FAILED;
+        return { ok: false, failure: { kind: "settle_failed", reason, message: error.message, payer } };
+      }
+      // anything else once a send started (a receipt wait that timed out, an RPC that failed after
+      // the node may have accepted the transaction, a mined transfer we cannot read back) may hide
+      // an accepted transfer: the chain decides
+      return {
+        ok: false,
+        failure: {
+          kind: "unknown",
+          reason: "unexpected_settle_error",
+          message,
+          payer,
+          ...(trace.broadcast ? { transaction: trace.broadcast } : {}),
+        },
+      };
+    }
+    // nothing was sent
+    const unreachable = trace.unreachable ?? (thrown && isUnreachable(thrown) ? thrown : undefined);
+    if (unreachable) return { ok: false, failure: { kind: "network", message: unreachable.message, payer } };
+    if (response !== undefined && reported !== undefined) {
+      return invalid(reported, `payment no longer valid: ${reported}`, payer);
+    }
+    return {
+      ok: false,
+      failure: {
+        kind: "settle_failed",
+        reason: thrown?.kind === "reverted" ? TRANSACTION_FAILED : "unexpected_settle_error",
+        message,
+        payer,
+      },
+    };
   }
 
-  return {
-    kind: "local",
-    address: wallet.account.address,
-    verify,
-    settle,
-    supported: async () =>
-      network === undefined
-        ? { ok: true, value: { kinds: [] } }
-        : { ok: true, value: { kinds: [{ x402Version: 1, scheme: "exact", network }] } },
-  };
+  async function supported(): Promise<FacilitatorResult<SupportedOk>> {
+    const kinds: SupportedOk["kinds"] =
+      v1Name === undefined ? [] : [{ x402Version: 1, scheme: "exact", network: v1Name }];
+    kinds.push({ x402Version: 2, scheme: "exact", network: v2Network(opts.chainId) });
+    return { ok: true, value: { kinds } };
+  }
+
+  return { kind: "local", address: wallet.account.address, verify, settle, supported };
 }

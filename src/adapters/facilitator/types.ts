@@ -1,7 +1,52 @@
 import type { Address, Hex } from "viem";
-import type { ExactEvmPayload, PaymentPayload, PaymentRequirements, SettleResponse } from "x402/types";
+import type { ExactEvmPayload, PaymentPayload } from "x402/types";
 
-export type { PaymentPayload, PaymentRequirements, SettleResponse };
+/**
+ * What a payment asks for, in neither x402 version: `envelopes.ts` writes it as a v1 or a v2
+ * requirement (the same values, so the two cannot disagree).
+ */
+export interface ExactRequirements {
+  /** EVM chain id the authorization is signed for (x402 v1 `base` = 8453, v2 `eip155:8453`). */
+  chainId: number;
+  amountMicroUsdc: bigint;
+  payTo: Address;
+  /** The USDC contract (EIP-3009 `transferWithAuthorization`). */
+  asset: Address;
+  resource: string;
+  description: string;
+  mimeType: string;
+  maxTimeoutSeconds: number;
+  /** EIP-712 domain of the asset. */
+  extra: { name: string; version: string };
+}
+
+/** An EIP-3009 `TransferWithAuthorization` as signed (decimal strings, as x402 carries them). */
+export interface ExactAuthorization {
+  from: Address;
+  to: Address;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: Hex;
+}
+
+/** One `exact` payment: the buyer's signed authorization and the requirements it must satisfy. */
+export interface ExactPayment {
+  /** the envelope the buyer sent: the local facilitator verifies it in that version; the HTTP one speaks what its facilitator supports */
+  x402Version: 1 | 2;
+  authorization: ExactAuthorization;
+  signature: Hex;
+  requirements: ExactRequirements;
+}
+
+/** An x402 settle response (v1 and v2 share the shape; `network` is `base` or `eip155:8453`). */
+export interface SettleResponse {
+  success: boolean;
+  transaction: string;
+  network: string;
+  payer?: string;
+  errorReason?: string;
+}
 
 /**
  * What went wrong, as data. The kinds split by one question: can money have moved?
@@ -23,7 +68,8 @@ export type { PaymentPayload, PaymentRequirements, SettleResponse };
  * - `unknown`: a settlement was sent (transaction broadcast, or the /settle request written) and no
  *   answer proves what happened: a timeout, a connection broken after the request went out, a
  *   non-2xx or unreadable /settle answer (a gateway 502/504 in front of the facilitator), a 5xx
- *   `success: false`, or a claimed success without a transaction. Reconcile from the chain (the
+ *   `success: false`, a `success: false` whose reason says the outcome is open (`settlement_pending`,
+ *   `unexpected_settle_error`), or a claimed success without a transaction. Reconcile from the chain (the
  *   authorization's nonce says whether it was used; `transaction` when known), never re-settle:
  *   SPEC funding rule 6, 409 `reconciling`.
  */
@@ -33,7 +79,7 @@ export interface FacilitatorFailure {
   kind: FacilitatorFailureKind;
   /** Human-readable, safe to log (never contains signatures or keys). */
   message: string;
-  /** x402 reason code when the facilitator gave one (e.g. `invalid_exact_evm_payload_signature`). */
+  /** x402 reason code when the facilitator gave one (e.g. `invalid_exact_evm_signature`). */
   reason?: string;
   /** The authorization's signer, when known. */
   payer?: Address;
@@ -76,25 +122,30 @@ export interface SettleOk {
   /** Settlement transaction hash (mined and successful for the local facilitator). */
   transaction: Hex;
   payer: Address;
+  /** The network as the facilitator named it in the version it spoke (`base`, `eip155:8453`). */
   network: string;
-  /** The x402 settle response, ready for `settleResponseHeader()` (X-PAYMENT-RESPONSE). */
+  /** The facilitator's x402 settle response, ready for a payment-response header. */
   response: SettleResponse;
 }
 
-/** `GET /supported` (x402's SupportedPaymentKindsResponse, with the network left as a string). */
+/**
+ * `GET /supported` (x402's SupportedResponse, networks left as strings: `base` for v1 kinds,
+ * `eip155:8453` for v2 ones). Every kind the facilitator lists, whatever its scheme.
+ */
 export interface SupportedOk {
-  kinds: { x402Version: number; scheme: "exact"; network: string; extra?: Record<string, unknown> }[];
+  kinds: { x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }[];
 }
 
 /**
- * An x402 v1 facilitator: verifies and settles `exact` EIP-3009 payments. Never throws for
+ * An x402 facilitator for `exact` EIP-3009 payments, in either protocol version: the port takes a
+ * version-neutral `ExactPayment` and each adapter writes the envelope it speaks. Never throws for
  * payment or transport problems; every outcome is a `FacilitatorResult`.
  */
 export interface Facilitator {
   readonly kind: "local" | "http";
-  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FacilitatorResult<VerifyOk>>;
+  verify(payment: ExactPayment): Promise<FacilitatorResult<VerifyOk>>;
   /** Resolves after the settlement is final (local: receipt mined) or definitively failed. */
-  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<FacilitatorResult<SettleOk>>;
+  settle(payment: ExactPayment): Promise<FacilitatorResult<SettleOk>>;
   supported(): Promise<FacilitatorResult<SupportedOk>>;
 }
 
@@ -107,7 +158,7 @@ export function evmPayloadOf(payload: PaymentPayload): ExactEvmPayload | undefin
   return inner as ExactEvmPayload;
 }
 
-/** x402 v1 network names this service can settle on, by chain id. */
+/** x402 v1 network names this service can settle on, by chain id (v2 names are `eip155:<id>`). */
 export const NETWORK_BY_CHAIN_ID: Readonly<Record<number, "base" | "base-sepolia">> = {
   8453: "base",
   84532: "base-sepolia",

@@ -10,6 +10,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
+import { bazaarExtension } from "./discovery.js";
 import {
   type ChallengeCode,
   DESCRIPTIONS,
@@ -18,17 +19,16 @@ import {
   type FundingRequest,
   fundedOutcome,
 } from "./funding-request.js";
-import { bazaarExtension } from "./discovery.js";
 import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
   buildBothRequirements,
   type DecodedPayment,
   decodePayment,
+  exactPaymentOf,
   mismatch,
   PAYMENT_HEADER,
   paymentRequiredHeader,
   paymentResponseHeader,
-  v1PayloadOf,
   type X402Version,
 } from "./x402.js";
 
@@ -152,8 +152,7 @@ export class FundingService {
       }
     }
 
-    // the facilitator takes the v1 envelope of either version (the authorization is the same)
-    const verified = await this.deps.facilitator.verify(v1PayloadOf(decoded), requirements.v1);
+    const verified = await this.deps.facilitator.verify(exactPaymentOf(decoded, requirements));
     if (!verified.ok) {
       const f = verified.failure;
       // a verdict on the payment itself is 402; a facilitator that cannot give one (down, 5xx, an
@@ -173,7 +172,7 @@ export class FundingService {
       );
     }
 
-    const settled = await this.deps.facilitator.settle(v1PayloadOf(decoded), requirements.v1);
+    const settled = await this.deps.facilitator.settle(exactPaymentOf(decoded, requirements));
     if (!settled.ok) {
       const f = settled.failure;
       const verdict = settleVerdict(f);

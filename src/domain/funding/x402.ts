@@ -19,7 +19,8 @@ import {
   type PaymentRequirements,
   settleResponseHeader,
 } from "x402/types";
-import { evmPayloadOf } from "../../adapters/facilitator/types.js";
+import { v1Requirements, v2Requirements } from "../../adapters/facilitator/envelopes.js";
+import { type ExactPayment, type ExactRequirements, evmPayloadOf } from "../../adapters/facilitator/types.js";
 import type { HeaderField } from "../../lib/errors.js";
 
 /**
@@ -53,52 +54,48 @@ export interface RequirementInput {
   asset: string;
   usdcName: string;
   usdcVersion: string;
+  /** CHAIN_ID: the chain this deployment settles on (8453, Base) */
+  chainId: number;
 }
 
-/** The v1 requirement: the `accepts[0]` of the 402 body. */
-export function buildRequirements(i: RequirementInput): PaymentRequirements {
-  return {
-    scheme: "exact",
-    network: X402_NETWORK,
-    maxAmountRequired: i.amountMicroUsdc.toString(),
-    resource: i.resource as PaymentRequirements["resource"],
-    description: i.description,
-    mimeType: "application/json",
-    payTo: i.payTo as PaymentRequirements["payTo"],
-    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-    asset: i.asset as PaymentRequirements["asset"],
-    extra: { name: i.usdcName, version: i.usdcVersion },
-  };
-}
-
-/** One challenge in both versions; the v2 forms are read off the v1 requirement, so they cannot disagree. */
+/**
+ * One challenge: its values as the facilitator port takes them (`exact`), and the two wire forms
+ * written from them by the adapter's envelopes (src/adapters/facilitator/envelopes.ts), the same
+ * functions that write what a facilitator is sent, so the 402's versions and the facilitator's
+ * request cannot disagree.
+ */
 export interface Requirements {
+  exact: ExactRequirements;
+  /** the `accepts[0]` of the 402 body */
   v1: PaymentRequirements;
   v2: PaymentRequirementsV2;
   /** the v2 `resource` (v1 carries it inside the requirement) */
   resource: ResourceInfo;
 }
 
-/** The CAIP-2 network of the chain this deployment settles on (`eip155:8453` for Base). */
-export function v2NetworkOf(chainId: number): `eip155:${number}` {
-  return `eip155:${chainId}`;
+export function buildBothRequirements(i: RequirementInput): Requirements {
+  const exact: ExactRequirements = {
+    chainId: i.chainId,
+    amountMicroUsdc: i.amountMicroUsdc,
+    payTo: i.payTo as ExactRequirements["payTo"],
+    asset: i.asset as ExactRequirements["asset"],
+    resource: i.resource,
+    description: i.description,
+    mimeType: "application/json",
+    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+    extra: { name: i.usdcName, version: i.usdcVersion },
+  };
+  return {
+    exact,
+    v1: v1Requirements(exact) as PaymentRequirements,
+    v2: v2Requirements(exact) as PaymentRequirementsV2,
+    resource: { url: i.resource, description: i.description, mimeType: exact.mimeType },
+  };
 }
 
-export function buildBothRequirements(i: RequirementInput & { chainId: number }): Requirements {
-  const v1 = buildRequirements(i);
-  return {
-    v1,
-    v2: {
-      scheme: v1.scheme,
-      network: v2NetworkOf(i.chainId),
-      amount: v1.maxAmountRequired,
-      asset: v1.asset,
-      payTo: v1.payTo,
-      maxTimeoutSeconds: v1.maxTimeoutSeconds,
-      extra: { ...v1.extra },
-    },
-    resource: { url: v1.resource, description: v1.description, mimeType: v1.mimeType },
-  };
+/** The v1 requirement alone (`accepts[0]` of the 402 body). */
+export function buildRequirements(i: RequirementInput): PaymentRequirements {
+  return buildBothRequirements(i).v1;
 }
 
 /**
@@ -201,15 +198,14 @@ export function decodePayment(sent: { version: X402Version; header: string }): D
   return sent.version === 1 ? decodePaymentHeader(sent.header) : decodePaymentSignature(sent.header);
 }
 
-/**
- * The v1 envelope of a payment, as the facilitator takes it today: a v1 payment as sent; a v2 one
- * re-wrapped (same authorization and signature, scheme `exact`, network `base`). The signature does
- * not cover the envelope: the EIP-712 domain is the token's name, version, chain id 8453 and address,
- * the same under either network name.
- */
-export function v1PayloadOf(d: DecodedPayment): PaymentPayload {
-  if (d.version === 1) return d.payload;
-  return { x402Version: X402_VERSION, scheme: "exact", network: X402_NETWORK, payload: d.evm };
+/** The decoded payment and its challenge, as the facilitator port takes them (either version). */
+export function exactPaymentOf(d: DecodedPayment, r: Requirements): ExactPayment {
+  return {
+    x402Version: d.version,
+    authorization: d.evm.authorization as ExactPayment["authorization"],
+    signature: d.evm.signature as ExactPayment["signature"],
+    requirements: r.exact,
+  };
 }
 
 /**

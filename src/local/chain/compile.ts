@@ -10,19 +10,25 @@ const require = createRequire(import.meta.url);
 /** Repository root (this file lives in src/local/chain/). */
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const SOURCE_PATH = fileURLToPath(new URL("./Usdc.sol", import.meta.url));
+const MULTICALL3_SOURCE_PATH = fileURLToPath(new URL("./Multicall3.sol", import.meta.url));
 export const DEFAULT_COMPILE_CACHE_DIR = path.join(REPO_ROOT, ".cache", "local-chain");
 
 const SOLC_SETTINGS = {
   optimizer: { enabled: true, runs: 200 },
   // solc 0.8.37 defaults to osaka; anvil and Base run cancun-level EVMs.
   evmVersion: "cancun",
-  outputSelection: { "*": { Usdc: ["abi", "evm.bytecode.object"] } },
+  outputSelection: {
+    "Usdc.sol": { Usdc: ["abi", "evm.bytecode.object"] },
+    "Multicall3.sol": { Multicall3: ["evm.deployedBytecode.object"] },
+  },
 } as const;
 
 export interface UsdcArtifact {
   /** Compiler ABI (untyped JSON). For typed calls use `localUsdcAbi`. */
   abi: unknown[];
   bytecode: Hex;
+  /** Runtime code of src/local/chain/Multicall3.sol, placed at Multicall3's canonical address. */
+  multicall3Code: Hex;
   solcVersion: string;
   /** sha256 over source + solc version + settings; the cache key. */
   sourceHash: string;
@@ -31,7 +37,10 @@ export interface UsdcArtifact {
 
 interface SolcOutput {
   errors?: { severity: string; formattedMessage: string }[];
-  contracts?: Record<string, Record<string, { abi: unknown[]; evm: { bytecode: { object: string } } }>>;
+  contracts?: Record<
+    string,
+    Record<string, { abi: unknown[]; evm: { bytecode: { object: string }; deployedBytecode: { object: string } } }>
+  >;
 }
 
 function solcPackageVersion(): string {
@@ -40,39 +49,50 @@ function solcPackageVersion(): string {
 }
 
 /**
- * Compiles src/local/chain/Usdc.sol with solc-js, caching the artifact under
+ * Compiles src/local/chain/Usdc.sol (and Multicall3.sol) with solc-js, caching the artifact under
  * `<repo>/.cache/local-chain/usdc-<hash>.json`. The wasm compiler costs ~1-2 s to load, so it is only
  * imported on a cache miss; a warm start reads one small JSON file.
  */
 export async function compileUsdc(opts: { cacheDir?: string } = {}): Promise<UsdcArtifact> {
   const cacheDir = opts.cacheDir ?? DEFAULT_COMPILE_CACHE_DIR;
   const source = await readFile(SOURCE_PATH, "utf8");
+  const multicall3Source = await readFile(MULTICALL3_SOURCE_PATH, "utf8");
   const solcVersion = solcPackageVersion();
   const sourceHash = createHash("sha256")
-    .update(JSON.stringify({ source, solcVersion, settings: SOLC_SETTINGS }))
+    .update(JSON.stringify({ source, multicall3Source, solcVersion, settings: SOLC_SETTINGS }))
     .digest("hex");
   const cacheFile = path.join(cacheDir, `usdc-${sourceHash.slice(0, 24)}.json`);
 
   try {
     const cached = JSON.parse(await readFile(cacheFile, "utf8")) as Omit<UsdcArtifact, "fromCache">;
-    if (cached.sourceHash === sourceHash && cached.bytecode.startsWith("0x")) return { ...cached, fromCache: true };
+    if (cached.sourceHash === sourceHash && cached.bytecode.startsWith("0x") && cached.multicall3Code?.startsWith("0x"))
+      return { ...cached, fromCache: true };
   } catch {
     // miss or unreadable: compile below
   }
 
   const solc = (await import("solc")).default;
-  const input = { language: "Solidity", sources: { "Usdc.sol": { content: source } }, settings: SOLC_SETTINGS };
+  const input = {
+    language: "Solidity",
+    sources: { "Usdc.sol": { content: source }, "Multicall3.sol": { content: multicall3Source } },
+    settings: SOLC_SETTINGS,
+  };
   const output = JSON.parse(solc.compile(JSON.stringify(input)) as string) as SolcOutput;
   const errors = (output.errors ?? []).filter((e) => e.severity === "error");
   if (errors.length > 0) {
-    throw new Error(`Usdc.sol failed to compile:\n${errors.map((e) => e.formattedMessage).join("\n")}`);
+    throw new Error(
+      `Usdc.sol / Multicall3.sol failed to compile:\n${errors.map((e) => e.formattedMessage).join("\n")}`,
+    );
   }
   const contract = output.contracts?.["Usdc.sol"]?.Usdc;
   if (contract === undefined) throw new Error("Usdc.sol: compiler output has no Usdc contract");
+  const multicall3 = output.contracts?.["Multicall3.sol"]?.Multicall3;
+  if (multicall3 === undefined) throw new Error("Multicall3.sol: compiler output has no Multicall3 contract");
 
   const artifact: Omit<UsdcArtifact, "fromCache"> = {
     abi: contract.abi,
     bytecode: `0x${contract.evm.bytecode.object}`,
+    multicall3Code: `0x${multicall3.evm.deployedBytecode.object}`,
     solcVersion: solc.version() as string,
     sourceHash,
   };

@@ -10,6 +10,8 @@ export { compileUsdc, DEFAULT_COMPILE_CACHE_DIR, type UsdcArtifact } from "./com
 export { localUsdcAbi } from "./usdc-local-abi.js";
 
 export const LOCAL_CHAIN_ID = 8453;
+/** Multicall3's address on Base (and most EVM chains); the local chain has it there too. */
+export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
 export interface DevAccount {
   address: Address;
@@ -191,8 +193,8 @@ function waitForBoot(proc: ChildProcessWithoutNullStreams, timeoutMs: number): P
 // ------------------------------------------------------------------------------------- chain
 
 /**
- * Starts anvil (chain id 8453) on 127.0.0.1, deploys the local USDC from dev account 0 and returns
- * handles to drive it. Typical cost: anvil ready in < 100 ms, deploy ~20 ms (compile is cached).
+ * Starts anvil (chain id 8453) on 127.0.0.1, deploys the local USDC from dev account 0, places
+ * Multicall3 at its canonical address (as on Base) and returns handles to drive it. Typical cost: anvil ready in < 100 ms, deploy ~20 ms (compile is cached).
  */
 export async function startLocalChain(opts: StartLocalChainOptions = {}): Promise<LocalChain> {
   const artifactPromise = compileUsdc({ cacheDir: opts.cacheDir });
@@ -276,6 +278,9 @@ export async function startLocalChain(opts: StartLocalChainOptions = {}): Promis
     if (deployReceipt.status !== "success" || usdcAddress === null || usdcAddress === undefined) {
       throw new Error(`local chain: USDC deployment failed (tx ${deployHash})`);
     }
+
+    // Base has Multicall3; @x402/evm's facilitator reads through it (the local chain's own subset)
+    await testClient.setCode({ address: MULTICALL3_ADDRESS, bytecode: artifact.multicall3Code });
 
     // Mints go out one at a time so parallel callers never race for the deployer's nonce.
     const mintSerially = createSerialSender();

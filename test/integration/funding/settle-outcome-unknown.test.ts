@@ -9,6 +9,7 @@ import {
   type SettleMode,
   startHttpFacilitator,
 } from "../../../testkit/http-facilitator.js";
+import { withApp } from "../../../testkit/world.js";
 
 /**
  * Issue 26 finding 1: a facilitator's answer that does not prove nothing moved is never a 402. The
@@ -194,5 +195,44 @@ describe("a facilitator that says no before anything moved", () => {
     const p = await app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: buyer.address.toLowerCase() } });
     expect(p.status).toBe("failed");
     await assertBooksBalance(app.rt.db);
+  });
+});
+
+describe("a facilitator that speaks x402 v2 (lists eip155:8453 in /supported)", () => {
+  test("the service sends it v2 bodies; a settled payment whose answer is lost is still 409 reconciling, credited once", async ({
+    app,
+    chain,
+  }) => {
+    const v2 = await startHttpFacilitator(chain, { versions: [1, 2] });
+    try {
+      await withApp({ beside: app, env: chainEnv(chain, { FACILITATOR_URL: v2.url }) }, async (svc) => {
+        const honest = await fundedBuyer(chain, 5_000_000n);
+        const c1 = SIGNUP(1_000_000);
+        const ok = await post(svc, c1, await signedPayment(svc, honest, c1));
+        expect(ok.status).toBe(200);
+        expect(decodeXPaymentResponse(ok.headers.get("x-payment-response") ?? "")).toMatchObject({ success: true });
+
+        const buyer = await fundedBuyer(chain, 5_000_000n);
+        const c2 = SIGNUP(2_000_000);
+        const r = await postWhile(svc, v2, "settle-then-502", c2, await signedPayment(svc, buyer, c2));
+        expectUnfinished(r);
+        expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
+        // the file's app runs the workers on the same queue
+        await creditedBy(app, buyer.address, 2_000_000n);
+        expect((await app.rt.services.payments.reconcileOutstanding()).credited).toBe(0);
+        await assertBooksBalance(app.rt.db);
+      });
+      expect(v2.requests.map((q) => q.path)).toEqual(["/verify", "/settle", "/verify", "/settle"]);
+      for (const q of v2.requests) {
+        expect(q.body).toMatchObject({
+          x402Version: 2,
+          paymentPayload: { x402Version: 2, accepted: { network: "eip155:8453" } },
+          paymentRequirements: { scheme: "exact", network: "eip155:8453" },
+        });
+      }
+      expect(v2.supportedCalls).toBe(1);
+    } finally {
+      await v2.close();
+    }
   });
 });

@@ -350,19 +350,24 @@ describe("settled but not recorded (409) and reconciliation", () => {
     const c = SIGNUP(1_500_000);
     const header = await signedPayment(app, buyer, c);
     // what a process that died right after settling leaves behind: the intent row, the transfer on chain
-    const { decodePaymentHeader } = await import("../../../src/domain/funding/x402.js");
-    const { buildRequirements } = await import("../../../src/domain/funding/x402.js");
+    const { buildBothRequirements, decodePaymentHeader, exactPaymentOf } = await import(
+      "../../../src/domain/funding/x402.js"
+    );
     const decoded = decodePaymentHeader(header);
     if (!decoded) throw new Error("decode");
-    const req = buildRequirements({
-      amountMicroUsdc: 1_500_000n,
-      resource: `${app.rt.config.urls.base}/v1/x402/signup`,
-      description: "x",
-      payTo,
-      asset: chain.usdcAddress,
-      usdcName: "USD Coin",
-      usdcVersion: "2",
-    });
+    const payment = exactPaymentOf(
+      decoded,
+      buildBothRequirements({
+        amountMicroUsdc: 1_500_000n,
+        resource: `${app.rt.config.urls.base}/v1/x402/signup`,
+        description: "x",
+        payTo,
+        asset: chain.usdcAddress,
+        usdcName: "USD Coin",
+        usdcVersion: "2",
+        chainId: 8453,
+      }),
+    );
     const row = await app.rt.db.payment.create({
       data: {
         kind: "signup",
@@ -376,7 +381,7 @@ describe("settled but not recorded (409) and reconciliation", () => {
         createdAt: new Date(Date.now() - 5 * 60_000),
       },
     });
-    const settled = await app.rt.facilitator.settle(decoded.payload, req);
+    const settled = await app.rt.facilitator.settle(payment);
     expect(settled.ok).toBe(true);
     const scan = await app.rt.services.payments.reconcileOutstanding();
     expect(scan.credited).toBe(1);

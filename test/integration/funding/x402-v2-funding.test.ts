@@ -6,13 +6,13 @@ import {
   encodePaymentSignatureHeader,
 } from "@x402/core/http";
 import { PaymentRequiredV2Schema } from "@x402/core/schemas";
+import type { PaymentPayload } from "@x402/core/types";
+import { ExactEvmScheme, registerExactEvmScheme } from "@x402/evm/exact/client";
 import {
   type DiscoveryExtension,
   extractDiscoveryInfoFromExtension,
   validateDiscoveryExtension,
 } from "@x402/extensions/bazaar";
-import type { PaymentPayload } from "@x402/core/types";
-import { ExactEvmScheme, registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect } from "vitest";

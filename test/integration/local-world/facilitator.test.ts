@@ -1,22 +1,24 @@
 import { createPublicKey, generateKeyPairSync } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from "@x402/core/schemas";
 import { jwtVerify } from "jose";
-import type { Address, Hex } from "viem";
+import { type Address, createTestClient, type Hex, http } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createPaymentHeader } from "x402/client";
 import { exact } from "x402/schemes";
 import { decodeXPaymentResponse } from "x402/shared";
-import { type PaymentPayload, type PaymentRequirements, settleResponseHeader } from "x402/types";
+import { settleResponseHeader } from "x402/types";
 import { wrapFetchWithPayment } from "x402-fetch";
 import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js";
 import { createCdpAuthHeaders } from "../../../src/adapters/facilitator/cdp-auth.js";
+import { v1Requirements } from "../../../src/adapters/facilitator/envelopes.js";
 import { createHttpFacilitator } from "../../../src/adapters/facilitator/http.js";
 import { createFacilitator } from "../../../src/adapters/facilitator/index.js";
 import { createLocalFacilitator, type LocalFacilitator } from "../../../src/adapters/facilitator/local.js";
-import type { Facilitator } from "../../../src/adapters/facilitator/types.js";
+import type { ExactPayment, ExactRequirements, Facilitator } from "../../../src/adapters/facilitator/types.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
-import { usdcRequirements } from "../../../testkit/funding.js";
+import { exactPaymentFromWire, exactRequirements, signExactPayment } from "../../../testkit/exact-payment.js";
+import { startHttpFacilitator } from "../../../testkit/http-facilitator.js";
 import { closedPortUrl, readJson, sendJson, startTestServer, type TestServer } from "../../../testkit/stub-server.js";
 
 let chain: LocalChain;
@@ -53,45 +55,54 @@ async function newBuyer(fundsMicro: bigint): Promise<PrivateKeyAccount> {
   return buyer;
 }
 
-function requirements(amountMicro: bigint, to: Address = payTo): PaymentRequirements {
-  return usdcRequirements({ usdcAddress: chain.usdcAddress, payTo: to, amountMicro });
+function requirements(amountMicro: bigint, to: Address = payTo): ExactRequirements {
+  return exactRequirements({ usdcAddress: chain.usdcAddress, payTo: to, amountMicro });
 }
 
-async function signPayment(buyer: PrivateKeyAccount, req: PaymentRequirements): Promise<PaymentPayload> {
-  return exact.evm.decodePayment(await createPaymentHeader(buyer, 1, req));
+/** Signed by x402 1.2's client (v1, what x402-fetch sends) or @x402/evm's (v2, what @x402/fetch sends). */
+function signPayment(buyer: PrivateKeyAccount, req: ExactRequirements, version: 1 | 2 = 1): Promise<ExactPayment> {
+  return signExactPayment(buyer, req, version);
 }
+
+/** The same payment checked against other requirements. */
+const against = (p: ExactPayment, req: ExactRequirements): ExactPayment => ({ ...p, requirements: req });
+
+const VERSIONS = [[1], [2]] as const;
 
 describe("local facilitator: success", () => {
-  test("verify → valid; settle → mined, balances move exactly, events on chain", async () => {
-    const buyer = await newBuyer(5_000_000n);
-    const req = requirements(1_250_000n);
-    const payload = await signPayment(buyer, req);
-    const payToBefore = await balance(payTo);
+  test.each(VERSIONS)(
+    "v%i: verify → valid; settle → mined, balances move exactly, events on chain",
+    async (version) => {
+      const buyer = await newBuyer(5_000_000n);
+      const req = requirements(1_250_000n);
+      const payment = await signPayment(buyer, req, version);
+      const payToBefore = await balance(payTo);
 
-    const verified = await facilitator.verify(payload, req);
-    expect(verified).toEqual({ ok: true, value: { payer: buyer.address } });
+      const verified = await facilitator.verify(payment);
+      expect(verified).toEqual({ ok: true, value: { payer: buyer.address } });
 
-    const settled = await facilitator.settle(payload, req);
-    if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
-    expect(settled.value.payer).toBe(buyer.address);
-    expect(settled.value.network).toBe("base");
-    expect(settled.value.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(settled.value.response).toMatchObject({ success: true, transaction: settled.value.transaction });
+      const settled = await facilitator.settle(payment);
+      if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
+      expect(settled.value.payer).toBe(buyer.address);
+      expect(settled.value.network).toBe(version === 1 ? "base" : "eip155:8453");
+      expect(settled.value.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(settled.value.response).toMatchObject({ success: true, transaction: settled.value.transaction });
 
-    expect(await balance(buyer.address)).toBe(3_750_000n);
-    expect(await balance(payTo)).toBe(payToBefore + 1_250_000n);
+      expect(await balance(buyer.address)).toBe(3_750_000n);
+      expect(await balance(payTo)).toBe(payToBefore + 1_250_000n);
 
-    const g = gateway();
-    const conf = await g.getConfirmations(settled.value.transaction);
-    expect(conf.ok && conf.value).toMatchObject({ status: "success", confirmations: 1 });
-    const transfers = await g.getUsdcTransfersInTx(settled.value.transaction);
-    expect(transfers.ok && transfers.value).toEqual([
-      expect.objectContaining({ from: buyer.address, to: payTo, valueMicroUsdc: 1_250_000n }),
-    ]);
-    await chain.mine(19);
-    const deep = await g.getConfirmations(settled.value.transaction);
-    expect(deep.ok && deep.value.confirmations).toBe(20);
-  });
+      const g = gateway();
+      const conf = await g.getConfirmations(settled.value.transaction);
+      expect(conf.ok && conf.value).toMatchObject({ status: "success", confirmations: 1 });
+      const transfers = await g.getUsdcTransfersInTx(settled.value.transaction);
+      expect(transfers.ok && transfers.value).toEqual([
+        expect.objectContaining({ from: buyer.address, to: payTo, valueMicroUsdc: 1_250_000n }),
+      ]);
+      await chain.mine(19);
+      const deep = await g.getConfirmations(settled.value.transaction);
+      expect(deep.ok && deep.value.confirmations).toBe(20);
+    },
+  );
 
   test("a fresh facilitator key funded with setEthBalance settles", async () => {
     const key = generatePrivateKey();
@@ -99,117 +110,188 @@ describe("local facilitator: success", () => {
     const fresh = createLocalFacilitator({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, privateKey: key });
     const buyer = await newBuyer(1_000_000n);
     const req = requirements(1_000_000n);
-    const settled = await fresh.settle(await signPayment(buyer, req), req);
+    const settled = await fresh.settle(await signPayment(buyer, req));
     expect(settled.ok).toBe(true);
     expect(await balance(buyer.address)).toBe(0n);
   });
 
-  test("supported() lists exact/base", async () => {
+  test("supported() lists exact on base (v1) and on eip155:8453 (v2)", async () => {
     expect(await facilitator.supported()).toEqual({
       ok: true,
-      value: { kinds: [{ x402Version: 1, scheme: "exact", network: "base" }] },
+      value: {
+        kinds: [
+          { x402Version: 1, scheme: "exact", network: "base" },
+          { x402Version: 2, scheme: "exact", network: "eip155:8453" },
+        ],
+      },
     });
   });
 
   test("distinct payments settled concurrently all land (one key, serialised nonces)", async () => {
     const buyers = await Promise.all([newBuyer(1_000_000n), newBuyer(1_000_000n), newBuyer(1_000_000n)]);
     const req = requirements(1_000_000n);
-    const payloads = await Promise.all(buyers.map((b) => signPayment(b, req)));
+    const payments = await Promise.all(buyers.map((b, i) => signPayment(b, req, i === 1 ? 2 : 1)));
     const before = await balance(payTo);
-    const results = await Promise.all(payloads.map((p) => facilitator.settle(p, req)));
+    const results = await Promise.all(payments.map((p) => facilitator.settle(p)));
     expect(results.map((r) => r.ok)).toEqual([true, true, true]);
     expect(await balance(payTo)).toBe(before + 3_000_000n);
   });
 });
 
 describe("local facilitator: rejection (failures are data, never thrown)", () => {
-  test("replay: verify says nonce used, settle returns failure data", async () => {
+  test.each(VERSIONS)("v%i replay: verify says nonce used, settle returns failure data", async (version) => {
     const buyer = await newBuyer(2_000_000n);
     const req = requirements(1_000_000n);
-    const payload = await signPayment(buyer, req);
-    const first = await facilitator.settle(payload, req);
+    const payment = await signPayment(buyer, req, version);
+    const first = await facilitator.settle(payment);
     expect(first.ok).toBe(true);
 
-    const again = await facilitator.verify(payload, req);
-    expect(again).toMatchObject({ ok: false, failure: { kind: "invalid", reason: "duplicate_settlement" } });
-    if (!again.ok) expect(again.failure.message).toMatch(/already used/);
+    const nonceUsed = { ok: false, failure: { kind: "invalid", reason: "invalid_exact_evm_nonce_already_used" } };
+    const again = await facilitator.verify(payment);
+    expect(again).toMatchObject(nonceUsed);
+    if (!again.ok) expect(again.failure.message).toMatch(/nonce_already_used/);
+    expect(await facilitator.settle(payment)).toMatchObject(nonceUsed);
+    expect(await balance(buyer.address)).toBe(1_000_000n);
+  });
 
-    const replay = await facilitator.settle(payload, req);
-    expect(replay).toMatchObject({ ok: false, failure: { kind: "invalid", reason: "duplicate_settlement" } });
+  test.each([
+    [1, 2],
+    [2, 1],
+  ] as const)("settled as v%i, the same authorization in v%i is refused: nonce used", async (first, other) => {
+    const buyer = await newBuyer(2_000_000n);
+    const req = requirements(1_000_000n);
+    const payment = await signPayment(buyer, req, first);
+    expect((await facilitator.settle(payment)).ok).toBe(true);
+    const otherEnvelope: ExactPayment = { ...payment, x402Version: other };
+    const nonceUsed = { ok: false, failure: { kind: "invalid", reason: "invalid_exact_evm_nonce_already_used" } };
+    expect(await facilitator.verify(otherEnvelope)).toMatchObject(nonceUsed);
+    expect(await facilitator.settle(otherEnvelope)).toMatchObject(nonceUsed);
     expect(await balance(buyer.address)).toBe(1_000_000n);
   });
 
   test("the same payment settled twice at once: exactly one succeeds", async () => {
     const buyer = await newBuyer(1_000_000n);
     const req = requirements(1_000_000n);
-    const payload = await signPayment(buyer, req);
+    const payment = await signPayment(buyer, req);
     const before = await balance(payTo);
-    const results = await Promise.all([facilitator.settle(payload, req), facilitator.settle(payload, req)]);
+    const results = await Promise.all([
+      facilitator.settle(payment),
+      facilitator.settle({ ...payment, x402Version: 2 }),
+    ]);
     expect(results.filter((r) => r.ok)).toHaveLength(1);
     const failed = results.find((r) => !r.ok);
     expect(failed?.ok === false && ["invalid", "settle_failed"].includes(failed.failure.kind)).toBe(true);
     expect(await balance(payTo)).toBe(before + 1_000_000n);
   });
 
+  // @x402/evm's codes: v1 and v2 name a value mismatch differently
   test.each([
-    ["amount lower than signed", 999_999n, undefined, "invalid_exact_evm_payload_authorization_value"],
-    ["amount higher than signed", 1_000_001n, undefined, "invalid_exact_evm_payload_authorization_value"],
+    [1, "amount lower than signed", 999_999n, undefined, "invalid_exact_evm_authorization_value"],
+    [1, "amount higher than signed", 1_000_001n, undefined, "invalid_exact_evm_authorization_value"],
+    [2, "amount lower than signed", 999_999n, undefined, "invalid_exact_evm_payload_authorization_value_mismatch"],
+    [2, "amount higher than signed", 1_000_001n, undefined, "invalid_exact_evm_payload_authorization_value_mismatch"],
     [
+      1,
       "different payTo",
       1_000_000n,
       "0x000000000000000000000000000000000000dEaD",
-      "invalid_exact_evm_payload_recipient_mismatch",
+      "invalid_exact_evm_recipient_mismatch",
     ],
-  ] as const)("%s → invalid", async (_label, requiredMicro, otherPayTo, reason) => {
+    [
+      2,
+      "different payTo",
+      1_000_000n,
+      "0x000000000000000000000000000000000000dEaD",
+      "invalid_exact_evm_recipient_mismatch",
+    ],
+  ] as const)("v%i, %s → invalid", async (version, _label, requiredMicro, otherPayTo, reason) => {
     const buyer = await newBuyer(5_000_000n);
-    const payload = await signPayment(buyer, requirements(1_000_000n));
-    const req = requirements(requiredMicro, otherPayTo ?? payTo);
-    expect(await facilitator.verify(payload, req)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
-    expect(await facilitator.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
+    const payment = await signPayment(buyer, requirements(1_000_000n), version);
+    const p = against(payment, requirements(requiredMicro, otherPayTo ?? payTo));
+    expect(await facilitator.verify(p)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
+    expect(await facilitator.settle(p)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
     expect(await balance(buyer.address)).toBe(5_000_000n);
   });
 
-  test("insufficient funds, tampered signature, wrong network → invalid", async () => {
+  test("insufficient funds, tampered signature, wrong network, expired → invalid", async () => {
     const poor = await newBuyer(10n);
     const req = requirements(1_000_000n);
-    expect(await facilitator.verify(await signPayment(poor, req), req)).toMatchObject({
+    expect(await facilitator.verify(await signPayment(poor, req, 2))).toMatchObject({
       ok: false,
-      failure: { kind: "invalid", reason: "insufficient_funds" },
+      failure: { kind: "invalid", reason: "invalid_exact_evm_insufficient_balance" },
     });
 
     const buyer = await newBuyer(2_000_000n);
     const good = await signPayment(buyer, req);
     const other = await signPayment(await newBuyer(0n), req);
-    const forged = {
-      ...good,
-      payload: { ...good.payload, signature: (other.payload as { signature: string }).signature },
-    };
-    const forgedResult = await facilitator.settle(forged as PaymentPayload, req);
+    const forgedResult = await facilitator.settle({ ...good, signature: other.signature });
     expect(forgedResult).toMatchObject({
       ok: false,
-      failure: { kind: "invalid", reason: "invalid_exact_evm_payload_signature" },
+      failure: { kind: "invalid", reason: "invalid_exact_evm_signature" },
     });
 
-    const sepolia: PaymentRequirements = { ...req, network: "base-sepolia" };
-    expect(await facilitator.verify({ ...good, network: "base-sepolia" }, sepolia)).toMatchObject({
+    // signed for base, presented for base sepolia: not this chain
+    for (const version of [1, 2] as const) {
+      const sepolia = against({ ...good, x402Version: version }, { ...req, chainId: 84532 });
+      expect(await facilitator.verify(sepolia)).toMatchObject({
+        ok: false,
+        failure: { kind: "invalid", reason: "invalid_exact_evm_network_mismatch" },
+      });
+    }
+
+    // valid for 3 s: less than the 6 s of margin @x402/evm asks for
+    const expired = await signPayment(buyer, { ...req, maxTimeoutSeconds: 3 }, 2);
+    expect(await facilitator.settle(expired)).toMatchObject({
       ok: false,
-      failure: { kind: "invalid", reason: "invalid_network" },
+      failure: { kind: "invalid", reason: "invalid_exact_evm_payload_authorization_valid_before" },
     });
     expect(await balance(buyer.address)).toBe(2_000_000n);
   });
 
-  test("RPC down → network failure", async () => {
+  test.each(VERSIONS)("v%i: RPC down → network failure", async (version) => {
     const down = createLocalFacilitator({
       rpcUrl: await closedPortUrl(),
       chainId: 8453,
       privateKey: generatePrivateKey(),
     });
     const buyer = privateKeyToAccount(generatePrivateKey());
-    const req = requirements(1_000_000n);
-    const payload = await signPayment(buyer, req);
-    expect(await down.verify(payload, req)).toMatchObject({ ok: false, failure: { kind: "network" } });
-    expect(await down.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "network" } });
+    const payment = await signPayment(buyer, requirements(1_000_000n), version);
+    expect(await down.verify(payment)).toMatchObject({ ok: false, failure: { kind: "network" } });
+    expect(await down.settle(payment)).toMatchObject({ ok: false, failure: { kind: "network" } });
   });
+
+  test.each(VERSIONS)(
+    "v%i: broadcast, no receipt within the wait → unknown with the transaction (money may have moved)",
+    async (version) => {
+      const slow = createLocalFacilitator({
+        rpcUrl: chain.rpcUrl,
+        chainId: chain.chainId,
+        privateKey: chain.devAccounts[1]?.privateKey ?? "0x",
+        settleTimeoutMs: 500,
+      });
+      const buyer = await newBuyer(1_000_000n);
+      const payment = await signPayment(buyer, requirements(1_000_000n), version);
+      const anvil = createTestClient({ mode: "anvil", transport: http(chain.rpcUrl) });
+      await anvil.setAutomine(false);
+      let settled: Awaited<ReturnType<LocalFacilitator["settle"]>>;
+      try {
+        settled = await slow.settle(payment);
+      } finally {
+        await anvil.mine({ blocks: 1 });
+        await anvil.setAutomine(true);
+      }
+      expect(settled).toMatchObject({
+        ok: false,
+        failure: { kind: "unknown", transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) },
+      });
+      // it did move: the chain decides, never a second settle
+      expect(await balance(buyer.address)).toBe(0n);
+      if (!settled.ok && settled.failure.transaction) {
+        const transfers = await gateway().getUsdcTransfersInTx(settled.failure.transaction);
+        expect(transfers.ok && transfers.value).toEqual([expect.objectContaining({ from: buyer.address })]);
+      }
+    },
+  );
 
   test("createFacilitator: local needs a key", () => {
     expect(() => createFacilitator({ url: "local", rpcUrl: chain.rpcUrl, chainId: 8453 })).toThrow(
@@ -233,26 +315,30 @@ describe("x402-fetch buyer client end to end", () => {
     let settledTx: Hex | undefined;
     const server = await startTestServer(async (req, res) => {
       const resource = `http://${req.headers.host}${req.url}`;
-      const accepts = requirements(50_000n);
-      accepts.resource = resource;
+      const accepts = v1Requirements({ ...requirements(50_000n), resource });
       const header = req.headers["x-payment"];
       if (typeof header !== "string") {
         sendJson(res, 402, { x402Version: 1, error: "X-PAYMENT header is required", accepts: [accepts] });
         return;
       }
-      const payload = exact.evm.decodePayment(header);
-      const verified = await facilitator.verify(payload, accepts);
+      const payment = exactPaymentFromWire({
+        x402Version: 1,
+        paymentPayload: exact.evm.decodePayment(header),
+        paymentRequirements: accepts,
+      });
+      const verified = await facilitator.verify(payment);
       if (!verified.ok) {
         sendJson(res, 402, { x402Version: 1, error: verified.failure.reason, accepts: [accepts] });
         return;
       }
-      const settled = await facilitator.settle(payload, accepts);
+      const settled = await facilitator.settle(payment);
       if (!settled.ok) {
         sendJson(res, 402, { x402Version: 1, error: settled.failure.reason, accepts: [accepts] });
         return;
       }
       settledTx = settled.value.transaction;
-      sendJson(res, 200, { paid: true }, { "X-PAYMENT-RESPONSE": settleResponseHeader(settled.value.response) });
+      const receipt = settled.value.response as Parameters<typeof settleResponseHeader>[0];
+      sendJson(res, 200, { paid: true }, { "X-PAYMENT-RESPONSE": settleResponseHeader(receipt) });
     });
     try {
       const payingFetch = wrapFetchWithPayment(fetch, buyer, 100_000n);
@@ -269,7 +355,7 @@ describe("x402-fetch buyer client end to end", () => {
   });
 });
 
-/** A standard x402 v1 facilitator HTTP surface in front of any Facilitator (here: the local one). */
+/** A standard x402 facilitator HTTP surface in front of any Facilitator (here: the local one). */
 function facilitatorServer(inner: Facilitator, onRequest?: (req: IncomingMessage) => void | Promise<void>) {
   return startTestServer(async (req: IncomingMessage, res: ServerResponse) => {
     await onRequest?.(req);
@@ -278,9 +364,9 @@ function facilitatorServer(inner: Facilitator, onRequest?: (req: IncomingMessage
       sendJson(res, r.ok ? 200 : 502, r.ok ? r.value : { error: r.failure.message });
       return;
     }
-    const body = (await readJson(req)) as { paymentPayload: PaymentPayload; paymentRequirements: PaymentRequirements };
+    const payment = exactPaymentFromWire(await readJson(req));
     if (req.url?.endsWith("/verify")) {
-      const r = await inner.verify(body.paymentPayload, body.paymentRequirements);
+      const r = await inner.verify(payment);
       sendJson(
         res,
         200,
@@ -291,7 +377,7 @@ function facilitatorServer(inner: Facilitator, onRequest?: (req: IncomingMessage
       return;
     }
     if (req.url?.endsWith("/settle")) {
-      const r = await inner.settle(body.paymentPayload, body.paymentRequirements);
+      const r = await inner.settle(payment);
       sendJson(
         res,
         200,
@@ -301,7 +387,7 @@ function facilitatorServer(inner: Facilitator, onRequest?: (req: IncomingMessage
               success: false,
               errorReason: r.failure.reason,
               transaction: r.failure.transaction ?? "",
-              network: "base",
+              network: payment.x402Version === 2 ? "eip155:8453" : "base",
               payer: r.failure.payer,
             },
       );
@@ -328,37 +414,125 @@ describe("http facilitator client", () => {
     const client = createHttpFacilitator({ url: `${server.url}/x402/` });
     const buyer = await newBuyer(2_000_000n);
     const req = requirements(1_500_000n);
-    const payload = await signPayment(buyer, req);
+    const payment = await signPayment(buyer, req);
     const before = await balance(payTo);
 
-    expect(await client.verify(payload, req)).toEqual({ ok: true, value: { payer: buyer.address } });
-    const settled = await client.settle(payload, req);
+    expect(await client.verify(payment)).toEqual({ ok: true, value: { payer: buyer.address } });
+    const settled = await client.settle(payment);
     if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
-    expect(settled.value).toMatchObject({ payer: buyer.address, network: "base" });
+    // the local facilitator lists v2: the v1 payment travelled as v2
+    expect(settled.value).toMatchObject({ payer: buyer.address, network: "eip155:8453" });
     expect(await balance(payTo)).toBe(before + 1_500_000n);
 
-    expect(await client.verify(payload, req)).toMatchObject({
+    expect(await client.verify(payment)).toMatchObject({
       ok: false,
-      failure: { kind: "invalid", reason: "duplicate_settlement", payer: buyer.address },
+      failure: { kind: "invalid", reason: "invalid_exact_evm_nonce_already_used", payer: buyer.address },
     });
-    expect(await client.settle(payload, req)).toMatchObject({
+    expect(await client.settle(payment)).toMatchObject({
       ok: false,
-      failure: { kind: "settle_failed", reason: "duplicate_settlement" },
+      failure: { kind: "settle_failed", reason: "invalid_exact_evm_nonce_already_used" },
     });
     expect(await client.supported()).toEqual({
       ok: true,
-      value: { kinds: [{ x402Version: 1, scheme: "exact", network: "base" }] },
+      value: {
+        kinds: [
+          { x402Version: 1, scheme: "exact", network: "base" },
+          { x402Version: 2, scheme: "exact", network: "eip155:8453" },
+        ],
+      },
     });
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(
       expect.arrayContaining(["POST /x402/verify", "POST /x402/settle", "GET /x402/supported"]),
     );
+    // one /supported decided the version for every call after it
+    expect(seen.filter((s) => s.url === "/x402/supported")).toHaveLength(2);
+  });
+
+  test.each([
+    [[1, 2] as const, 2],
+    [[1] as const, 1],
+  ])("a facilitator listing versions %j is spoken v%i, whichever version the buyer sent", async (versions, spoken) => {
+    const standIn = await startHttpFacilitator(chain, { versions });
+    try {
+      const client = createHttpFacilitator({ url: standIn.url });
+      for (const sent of [1, 2] as const) {
+        const buyer = await newBuyer(1_000_000n);
+        const req = { ...requirements(1_000_000n), resource: "https://svc.example/v1/x402/top-up" };
+        const payment = await signPayment(buyer, req, sent);
+        expect((await client.verify(payment)).ok).toBe(true);
+        const settled = await client.settle(payment);
+        if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
+        expect(settled.value.network).toBe(spoken === 2 ? "eip155:8453" : "base");
+        expect(await balance(buyer.address)).toBe(0n);
+      }
+      expect(standIn.supportedCalls).toBe(1);
+      expect(standIn.requests.map((r) => r.path)).toEqual(["/verify", "/settle", "/verify", "/settle"]);
+      for (const { body } of standIn.requests) {
+        const b = body as { x402Version: number; paymentPayload: unknown; paymentRequirements: unknown };
+        expect(b.x402Version).toBe(spoken);
+        if (spoken === 2) {
+          expect(PaymentPayloadV2Schema.safeParse(b.paymentPayload).success).toBe(true);
+          expect(PaymentRequirementsV2Schema.safeParse(b.paymentRequirements).success).toBe(true);
+          expect(b.paymentRequirements).toEqual({
+            scheme: "exact",
+            network: "eip155:8453",
+            amount: "1000000",
+            asset: chain.usdcAddress,
+            payTo,
+            maxTimeoutSeconds: 300,
+            extra: { name: "USD Coin", version: "2" },
+          });
+          expect(b.paymentPayload).toMatchObject({
+            x402Version: 2,
+            accepted: b.paymentRequirements,
+            resource: { url: "https://svc.example/v1/x402/top-up", mimeType: "application/json" },
+            payload: { signature: expect.stringMatching(/^0x/), authorization: { value: "1000000", to: payTo } },
+          });
+        } else {
+          expect(b.paymentRequirements).toMatchObject({
+            scheme: "exact",
+            network: "base",
+            maxAmountRequired: "1000000",
+            resource: "https://svc.example/v1/x402/top-up",
+          });
+          expect(b.paymentPayload).toMatchObject({ x402Version: 1, scheme: "exact", network: "base" });
+        }
+      }
+    } finally {
+      await standIn.close();
+    }
+  });
+
+  test("an unreadable /supported: v1 for that call, asked again on the next", async () => {
+    const bodies: { x402Version: number }[] = [];
+    let supportedCalls = 0;
+    const flaky = await startTestServer(async (req, res) => {
+      if (req.url === "/supported") {
+        supportedCalls++;
+        if (supportedCalls === 1) sendJson(res, 503, { error: "warming up" });
+        else sendJson(res, 200, { kinds: [{ x402Version: 2, scheme: "exact", network: "eip155:8453" }] });
+        return;
+      }
+      bodies.push((await readJson(req)) as { x402Version: number });
+      sendJson(res, 200, { isValid: false, invalidReason: "invalid_exact_evm_signature" });
+    });
+    try {
+      const client = createHttpFacilitator({ url: flaky.url });
+      const payment = await signPayment(privateKeyToAccount(generatePrivateKey()), requirements(1_000_000n));
+      for (let i = 0; i < 3; i++) {
+        expect(await client.verify(payment)).toMatchObject({ ok: false, failure: { kind: "invalid" } });
+      }
+      expect(bodies.map((b) => b.x402Version)).toEqual([1, 2, 2]);
+      expect(supportedCalls).toBe(2);
+    } finally {
+      await flaky.close();
+    }
   });
 
   test("closed port → unreachable (verify, settle, supported), no throw", async () => {
     const client = createHttpFacilitator({ url: await closedPortUrl() });
-    const req = requirements(1_000_000n);
-    const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
-    for (const r of [await client.verify(payload, req), await client.settle(payload, req), await client.supported()]) {
+    const payment = await signPayment(privateKeyToAccount(generatePrivateKey()), requirements(1_000_000n));
+    for (const r of [await client.verify(payment), await client.settle(payment), await client.supported()]) {
       expect(r).toMatchObject({ ok: false, failure: { kind: "unreachable" } });
     }
   });
@@ -375,47 +549,56 @@ describe("http facilitator client", () => {
     });
     try {
       const client = createHttpFacilitator({ url: broken.url, settleTimeoutMs: 300, verifyTimeoutMs: 2_000 });
-      const req = requirements(1_000_000n);
-      const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
-      expect(await client.verify(payload, req)).toMatchObject({
+      const payment = await signPayment(privateKeyToAccount(generatePrivateKey()), requirements(1_000_000n));
+      expect(await client.verify(payment)).toMatchObject({
         ok: false,
         failure: { kind: "rejected", status: 500 },
       });
       expect(await client.supported()).toMatchObject({ ok: false, failure: { kind: "rejected", status: 200 } });
-      expect(await client.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "unknown" } });
+      expect(await client.settle(payment)).toMatchObject({ ok: false, failure: { kind: "unknown" } });
     } finally {
       await broken.close();
     }
   });
 
   test("/settle: only the facilitator's own definite refusal is settle_failed; every other answer is unknown", async () => {
+    const tx = `0x${"ab".repeat(32)}`;
     const answers: [number, string, string][] = [
       [502, "text/html", "<h1>502 Bad Gateway</h1>"],
       [504, "application/json", JSON.stringify({ message: "upstream timed out" })],
       [500, "application/json", JSON.stringify({ success: false, errorReason: "invalid_transaction_state" })],
       [200, "application/json", JSON.stringify({ success: false, errorReason: "unexpected_settle_error" })],
+      [200, "application/json", JSON.stringify({ success: false, errorReason: "settlement_pending", transaction: tx })],
       [200, "application/json", "{not json"],
       [200, "application/json", JSON.stringify({ success: true, network: "base" })],
       [302, "application/json", JSON.stringify({ success: false, errorReason: "invalid_scheme" })],
-      [400, "application/json", JSON.stringify({ success: false, errorReason: "invalid_exact_evm_payload_signature" })],
-      [200, "application/json", JSON.stringify({ success: false, errorReason: "insufficient_funds" })],
+      [400, "application/json", JSON.stringify({ success: false, errorReason: "invalid_exact_evm_signature" })],
+      [
+        200,
+        "application/json",
+        JSON.stringify({ success: false, errorReason: "invalid_exact_evm_insufficient_balance" }),
+      ],
     ];
     let next = 0;
-    const server = await startTestServer((_req, res) => {
+    const server = await startTestServer((req, res) => {
+      if (req.url === "/supported") {
+        sendJson(res, 200, { kinds: [{ x402Version: 2, scheme: "exact", network: "eip155:8453" }] });
+        return;
+      }
       const [status, type, body] = answers[next++] ?? [500, "text/plain", "?"];
       res.writeHead(status, { "content-type": type });
       res.end(body);
     });
     try {
       const client = createHttpFacilitator({ url: server.url });
-      const req = requirements(1_000_000n);
-      const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
+      const payment = await signPayment(privateKeyToAccount(generatePrivateKey()), requirements(1_000_000n));
       const kinds: string[] = [];
       for (let i = 0; i < answers.length; i++) {
-        const r = await client.settle(payload, req);
+        const r = await client.settle(payment);
         kinds.push(r.ok ? "ok" : r.failure.kind);
+        if (i === 4) expect(r).toMatchObject({ ok: false, failure: { kind: "unknown", transaction: tx } });
       }
-      expect(kinds).toEqual([...Array(7).fill("unknown"), "settle_failed", "settle_failed"]);
+      expect(kinds).toEqual([...Array(8).fill("unknown"), "settle_failed", "settle_failed"]);
     } finally {
       await server.close();
     }
@@ -428,9 +611,8 @@ describe("http facilitator client", () => {
     });
     try {
       const client = createHttpFacilitator({ url: server.url });
-      const req = requirements(1_000_000n);
-      const payload = await signPayment(privateKeyToAccount(generatePrivateKey()), req);
-      expect(await client.settle(payload, req)).toMatchObject({ ok: false, failure: { kind: "unknown" } });
+      const payment = await signPayment(privateKeyToAccount(generatePrivateKey()), requirements(1_000_000n));
+      expect(await client.settle(payment)).toMatchObject({ ok: false, failure: { kind: "unknown" } });
     } finally {
       await server.close();
     }
@@ -453,8 +635,7 @@ describe("http facilitator client", () => {
       });
       expect((await client.supported()).ok).toBe(true);
       const buyer = await newBuyer(1_000_000n);
-      const req = requirements(1_000_000n);
-      expect((await client.verify(await signPayment(buyer, req), req)).ok).toBe(true);
+      expect((await client.verify(await signPayment(buyer, requirements(1_000_000n)))).ok).toBe(true);
 
       const host = new URL(authServer.url).host;
       const expectedUris = [`GET ${host}/platform/v2/x402/supported`, `POST ${host}/platform/v2/x402/verify`];
