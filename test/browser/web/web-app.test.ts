@@ -383,9 +383,27 @@ describe("the web app in chromium", () => {
     await page.waitForURL(/\/app\/buyer$/);
     await expect.poll(() => page.getByTestId("buyer-pending").textContent(), { timeout: LIVE_MS }).toBe("0.000000");
 
+    // the top-up pays in the newest version the 402 offers: v2, PAYMENT-SIGNATURE, never X-PAYMENT
+    const paid: { signature: string | undefined; xPayment: string | undefined; receipt: string | null }[] = [];
+    page.on("response", async (res) => {
+      if (!res.url().endsWith("/v1/x402/top-up") || res.status() !== 200) return;
+      const sent = await res.request().allHeaders();
+      paid.push({
+        signature: sent["payment-signature"],
+        xPayment: sent["x-payment"],
+        receipt: await res.headerValue("payment-response"),
+      });
+    });
     await page.getByLabel("Amount (USDC)").fill("2.5");
     await page.getByRole("button", { name: "Top up" }).click();
     await page.getByText("Paid 2.500000 USDC").waitFor({ timeout: LIVE_MS });
+    await expect.poll(() => paid.length).toBe(1);
+    expect(paid[0]?.signature).toEqual(expect.any(String));
+    expect(paid[0]?.xPayment).toBeUndefined();
+    expect(JSON.parse(Buffer.from(paid[0]?.receipt ?? "", "base64").toString())).toMatchObject({
+      success: true,
+      network: "eip155:8453",
+    });
     await expect.poll(() => page.getByTestId("buyer-pending").textContent(), { timeout: LIVE_MS }).toBe("2.500000");
     expect(await page.getByTestId("buyer-confirmed").textContent()).toBe("0.000000");
     await expect.poll(() => page.getByTestId("payments").textContent(), { timeout: LIVE_MS }).toContain("pending");

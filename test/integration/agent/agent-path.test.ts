@@ -207,7 +207,13 @@ function documentCurl(skill: string, pathPart: string, env: Record<string, strin
 
 /** What the agent's program knows at its end (its own variables, printed by the trailer). */
 interface AgentResult {
-  signup: { apiKey: string; walletAddress: string; pendingUsdc: string; confirmationBlocks: number };
+  signup: {
+    apiKey: string;
+    walletAddress: string;
+    pendingUsdc: string;
+    confirmationBlocks: number;
+    transaction: string;
+  };
   status: number;
   completion: { object: string; choices: { message: { content: string } }[] };
   costUsdc: string | null;
@@ -216,12 +222,15 @@ interface AgentResult {
   clearingPriceCents: string | null;
   text: string;
   cost: { costUsdc: string; clearingPriceCents: number; supportReference: string } | undefined;
+  /** the signup's receipt headers: the version each client paid in */
+  receipts: { v1: string | null; v2: string | null };
 }
 
 /** Printed after SKILL.md's code: the variables it left, nothing more. */
 const SKILL_TRAILER = `
 console.log("AGENT_RESULT " + JSON.stringify({
   signup, status: r.status, completion, costUsdc, supportReference,
+  receipts: { v1: res.headers.get("x-payment-response"), v2: res.headers.get("payment-response") },
   balanceRemaining: r.headers.get("x-balance-remaining"),
   clearingPriceCents: r.headers.get("x-svc-clearing-price-cents"),
   text, cost,
@@ -357,6 +366,15 @@ describe("an agent with only the documents and an x402 wallet", () => {
         expect(fundedMicro, where).toBeGreaterThanOrEqual(1_000_000n);
         paidIn += fundedMicro;
         expect(await baseUsdcOf(wallet.address), where).toBe(WALLET_USDC_MICRO - fundedMicro);
+        // x402-fetch pays the v1 body with X-PAYMENT; @x402/fetch, as it comes, the v2 header
+        // with PAYMENT-SIGNATURE: each receipt comes back in its own version's header only
+        const paidIn402 = pkg === "x402-fetch" ? r.receipts.v1 : r.receipts.v2;
+        expect(paidIn402, where).toEqual(expect.any(String));
+        expect(pkg === "x402-fetch" ? r.receipts.v2 : r.receipts.v1, where).toBeNull();
+        expect(JSON.parse(Buffer.from(paidIn402 ?? "", "base64").toString())).toMatchObject({
+          success: true,
+          transaction: r.signup.transaction,
+        });
 
         // the buffered completion: the document's headers, and the balance after it
         expect(r.status, where).toBe(200);

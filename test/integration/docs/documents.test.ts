@@ -89,7 +89,9 @@ describe("the public documents", () => {
     expect(text).toContain('from "x402-fetch"');
     expect(text).toContain("wrapFetchWithPayment(fetch, account, ");
     expect(text).toContain('from "@x402/fetch"');
-    expect(text).toContain('.registerV1("base", new ExactEvmSchemeV1(account))');
+    // the v2 client as it comes: no v1 registration, the v2 challenge paid with PAYMENT-SIGNATURE
+    expect(text).toContain("registerExactEvmScheme(client, { signer: account });");
+    expect(text).not.toContain("registerV1");
     expect(text).toContain("maxAmountPerPayment");
     expect(text).toContain("svc.cost");
   });

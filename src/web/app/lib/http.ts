@@ -20,7 +20,7 @@ export async function postJson(
   url: string,
   body: unknown,
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
+): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
   const res = await fetch(url, {
     method: "POST",
     credentials: "include",
@@ -33,7 +33,7 @@ export async function postJson(
   } catch {
     json = {};
   }
-  return { status: res.status, body: json };
+  return { status: res.status, body: json, headers: res.headers };
 }
 
 export function failure(status: number, body: Record<string, unknown>): ApiError {

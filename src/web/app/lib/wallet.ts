@@ -128,14 +128,50 @@ export async function mintDevIdpTokens(walletAddress: string): Promise<{ accessT
   return r.body as { accessToken: string; identityToken: string };
 }
 
+/** An x402 `exact` requirement, as both versions name it (v1: network `base`, `maxAmountRequired`; v2: `eip155:<id>`, `amount`). */
 interface Requirement {
   scheme: string;
   network: string;
-  maxAmountRequired: string;
+  maxAmountRequired?: string;
+  amount?: string;
   payTo: string;
   asset: string;
   maxTimeoutSeconds: number;
   extra?: { name?: string; version?: string };
+}
+
+/** The v2 challenge of a 402 (`PAYMENT-REQUIRED`, base64 JSON), when the service sent one. */
+interface PaymentRequiredV2 {
+  x402Version: 2;
+  resource: unknown;
+  accepts: Requirement[];
+}
+
+function fromBase64Json(value: string): unknown {
+  const binary = atob(value);
+  return JSON.parse(new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0))));
+}
+
+/**
+ * The requirement to sign and how to send it: x402 v2 when the 402 carries `PAYMENT-REQUIRED`
+ * with an `exact` requirement on this chain (`PAYMENT-SIGNATURE`), else v1 from the body (`X-PAYMENT`).
+ */
+function pickRequirement(
+  challenge: { body: Record<string, unknown>; headers: Headers },
+  chainId: number,
+): { version: 1 | 2; req: Requirement; v2?: PaymentRequiredV2 } | undefined {
+  const header = challenge.headers.get("payment-required");
+  if (header) {
+    try {
+      const v2 = fromBase64Json(header) as PaymentRequiredV2;
+      const req = v2.accepts?.find((a) => a.scheme === "exact" && a.network === `eip155:${chainId}`);
+      if (v2.x402Version === 2 && req?.amount) return { version: 2, req, v2 };
+    } catch {
+      // an unreadable v2 challenge: pay the v1 one
+    }
+  }
+  const req = ((challenge.body.accepts ?? []) as Requirement[]).find((a) => a.scheme === "exact");
+  return req?.maxAmountRequired ? { version: 1, req } : undefined;
 }
 
 function randomNonce(): Hex {
@@ -153,7 +189,8 @@ function base64Json(value: unknown): string {
 /**
  * x402 top-up (POST /v1/x402/top-up with the session): ask for the challenge, sign the EIP-3009
  * `TransferWithAuthorization` it names with the wallet (the payer must be the signed-in wallet),
- * send it back as `X-PAYMENT`. The credit lands as pending and confirms after the confirmation depth.
+ * send it back in the newest x402 version the 402 offers (`PAYMENT-SIGNATURE` for v2, else `X-PAYMENT`
+ * for v1). The credit lands as pending and confirms after the confirmation depth.
  */
 export async function topUp(
   config: AppConfig,
@@ -171,9 +208,9 @@ export async function topUp(
   const body = { amountMicroUsdc: Number(input.amountMicroUsdc) };
   const challenge = await postJson(url, body);
   if (challenge.status !== 402) throw failure(challenge.status, challenge.body);
-  const accepts = (challenge.body.accepts ?? []) as Requirement[];
-  const req = accepts.find((a) => a.scheme === "exact");
-  if (!req) throw new Error("The service offered no x402 exact payment requirement.");
+  const picked = pickRequirement(challenge, config.chainId);
+  if (!picked) throw new Error("The service offered no x402 exact payment requirement.");
+  const { req } = picked;
 
   try {
     await provider.request({
@@ -187,7 +224,7 @@ export async function topUp(
   const authorization = {
     from,
     to: getAddress(req.payTo),
-    value: req.maxAmountRequired,
+    value: (picked.version === 2 ? req.amount : req.maxAmountRequired) ?? "",
     validAfter: String(now - 600),
     validBefore: String(now + Math.max(60, req.maxTimeoutSeconds)),
     nonce: randomNonce(),
@@ -222,13 +259,24 @@ export async function topUp(
     method: "eth_signTypedData_v4",
     params: [from, JSON.stringify(typedData)],
   })) as string;
-  const payment = base64Json({
-    x402Version: 1,
-    scheme: "exact",
-    network: req.network,
-    payload: { signature, authorization },
-  });
-  const paid = await postJson(url, body, { "X-PAYMENT": payment });
+  const paid =
+    picked.version === 2
+      ? await postJson(url, body, {
+          "PAYMENT-SIGNATURE": base64Json({
+            x402Version: 2,
+            resource: picked.v2?.resource,
+            accepted: req,
+            payload: { signature, authorization },
+          }),
+        })
+      : await postJson(url, body, {
+          "X-PAYMENT": base64Json({
+            x402Version: 1,
+            scheme: "exact",
+            network: req.network,
+            payload: { signature, authorization },
+          }),
+        });
   if (paid.status !== 200) throw failure(paid.status, paid.body);
   return paid.body as { pendingUsdc: string; confirmedUsdc: string; topUpAmountUsdc: string };
 }
