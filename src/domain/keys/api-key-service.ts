@@ -111,7 +111,9 @@ export class ApiKeyService {
   }): Promise<CreatedApiKey> {
     assertKeyName(input.name);
     const policy = input.policy ? await this.policyColumns(input.policy) : {};
-    return this.db.$transaction((tx) => this.createKeyInTx(tx, input, policy));
+    const created = await this.db.$transaction((tx) => this.createKeyInTx(tx, input, policy));
+    this.announce(input.accountId, "api_key_created");
+    return created;
   }
 
   /**
@@ -219,6 +221,7 @@ export class ApiKeyService {
     if (r.count === 0 || !row) throw new DomainError("not_found", "API key not found on this account.");
     this.forget(keyId);
     this.bus?.publish("routingChanged", { kind: "api_key_revoked", id: keyId });
+    this.announce(input.accountId, "api_key_updated");
     const [one] = await this.withUsage([row]);
     if (!one) throw new DomainError("not_found", "API key not found on this account.");
     return one;
@@ -260,6 +263,15 @@ export class ApiKeyService {
     if (r.count === 0) throw new DomainError("not_found", "API key not found on this account.");
     this.forget(input.keyId);
     this.bus?.publish("routingChanged", { kind: "api_key_revoked", id: input.keyId });
+    this.announce(input.accountId, "api_key_revoked");
+  }
+
+  /**
+   * Tells the account's open dashboards that its keys changed (`balanceChanged`, the account's
+   * event stream the buyer view re-reads on), whichever transport changed them.
+   */
+  private announce(accountId: string, kind: string): void {
+    this.bus?.publish("balanceChanged", accountId, { accountId, kind, at: this.clock.now().toISOString() });
   }
 
   /** Drops a key from this process's authentication cache. */

@@ -167,14 +167,14 @@ builder.mutationField("setMaxPrice", (t) =>
 builder.subscriptionField("balanceChanged", (t) =>
   t.field({
     type: builder.objectRef<{ accountId: string; kind: string; at: string }>("BalanceChanged").implement({
-      description: "The viewer's balances or ceiling changed; re-read `viewer` for the numbers.",
+      description: "The viewer's balances, ceiling or API keys changed; re-read `viewer` for the numbers.",
       fields: (f) => ({
         kind: f.exposeString("kind"),
         at: f.field({ type: "DateTime", resolve: (e) => new Date(e.at) }),
       }),
     }),
     authScopes: { authenticated: true },
-    description: "Owner only: fires when the viewer's balances or ceiling change, from any process.",
+    description: "Owner only: fires when the viewer's balances, ceiling or API keys change, from any process.",
     subscribe: (_root, _args, ctx) => ctx.bus.subscribe("balanceChanged", viewerOrThrow(ctx).accountId),
     resolve: (e) => e,
   }),

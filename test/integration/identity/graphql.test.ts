@@ -452,6 +452,44 @@ describe("balanceChanged subscription", () => {
     }
   });
 
+  test("a key minted, changed or revoked through REST reaches the owner's stream (the dashboard re-reads)", async ({
+    app,
+  }) => {
+    const a = await actor(app);
+    const client = createClient({ url: `${app.baseUrl}/graphql`, headers: asBearer(a), retryAttempts: 0 });
+    const kinds: string[] = [];
+    const it = client.iterate<Event>({ query: "subscription { balanceChanged { kind at } }" });
+    const reader = (async () => {
+      try {
+        for await (const r of it) if (r.data) kinds.push(r.data.balanceChanged.kind);
+      } catch {
+        // closed
+      }
+    })();
+    const rest = (method: string, path: string, body?: unknown) =>
+      call(app, { method, path, headers: asBearer(a), ...(body ? { body } : {}) });
+    try {
+      // no acknowledgement: mint until the first event arrives (bounded by the 10-key cap)
+      let minted: { id: string } | undefined;
+      for (let i = 0; i < 8 && kinds.length === 0; i++) {
+        const r = await rest("POST", "/v1/agent/keys", { name: `k${i}` });
+        expect(r.status).toBe(201);
+        minted = r.body as { id: string };
+        await sleep(150);
+      }
+      expect(kinds[0]).toBe("api_key_created");
+      const id = minted?.id ?? "";
+      expect((await rest("PATCH", `/v1/agent/keys/${id}`, { limitUsdc: "1.000000" })).status).toBe(200);
+      expect((await rest("DELETE", `/v1/agent/keys/${id}`)).status).toBe(200);
+      for (let i = 0; i < 40 && !kinds.includes("api_key_revoked"); i++) await sleep(50);
+      expect(kinds).toEqual(expect.arrayContaining(["api_key_updated", "api_key_revoked"]));
+    } finally {
+      await it.return?.();
+      client.dispose();
+      await Promise.race([reader, sleep(1000)]);
+    }
+  });
+
   test("an anonymous subscription is refused with authentication_failed", async ({ app }) => {
     const client = createClient({ url: `${app.baseUrl}/graphql`, retryAttempts: 0 });
     const results: { errors?: readonly { extensions?: Record<string, unknown> }[] }[] = [];
