@@ -25,6 +25,8 @@ const DOMAIN_RULES: Record<string, string> = {
   "src/domain/inference/failure.ts:classifyFailure": "the upstream refused the request (4xx relayed)",
   "src/domain/inference/buffered.ts:runBuffered": "the buyer closed the request",
   "src/domain/video/video-jobs.ts:complete": "the job's state (delivered, refunded, expired)",
+  "src/domain/funding/funding-service.ts:sentPayment":
+    "both x402 payment headers at once (X-PAYMENT and PAYMENT-SIGNATURE: headers, not the body contract's)",
 };
 
 function sources(dir: string): string[] {
