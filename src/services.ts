@@ -38,6 +38,7 @@ import { KeyHealth } from "./domain/supply/key-health.js";
 import { OfferService } from "./domain/supply/offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import { VideoJobs } from "./domain/video/video-jobs.js";
+import { settlementWebhooks } from "./domain/webhooks/settlement-events.js";
 import { WebhookService } from "./domain/webhooks/webhook-service.js";
 import type { Clock } from "./lib/clock.js";
 import type { Metrics } from "./lib/metrics.js";
@@ -124,6 +125,7 @@ export function createServices(deps: ServiceDeps): Services {
     post: deps.postWebhook ?? postWebhook,
     queue: webhookProducer(deps.queues),
   });
+  const outbox = webhooks.outbox;
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
   const apiKeys = new ApiKeyService(db, clock, deps.sql, bus, (ids) => catalog.listedIds(ids));
   let pipeline: InferencePipeline | undefined;
@@ -138,11 +140,12 @@ export function createServices(deps: ServiceDeps): Services {
     clock,
     bus,
     market,
+    webhooks: outbox,
     onSupplyChanged: () => pipeline?.invalidateBook(),
   });
   const supply = new SupplyService({ db, clock, bus, upstream: deps.upstream, secrets, keyHealth });
   pipeline = new InferencePipeline({
-    stores: sqlStores(deps.sql),
+    stores: sqlStores(deps.sql, settlementWebhooks(outbox)),
     config,
     clock,
     bus,
@@ -188,13 +191,14 @@ export function createServices(deps: ServiceDeps): Services {
     ),
     apiKeys,
     keyHealth,
-    offers: new OfferService({ db, clock, bus, keyHealth }),
+    offers: new OfferService({ db, clock, bus, keyHealth, webhooks: outbox }),
     earnings: new EarningsService({
       db,
       clock,
       bus,
       payoutChain: deps.payoutChain,
       confirmationBlocks: config.chain.confirmationBlocks,
+      webhooks: outbox,
     }),
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,
@@ -219,6 +223,7 @@ export function createServices(deps: ServiceDeps): Services {
       chain: deps.chain,
       apiKeys,
       confirmationBlocks: config.chain.confirmationBlocks,
+      webhooks: outbox,
     }),
     supply,
     catalog,
@@ -242,6 +247,7 @@ export function createServices(deps: ServiceDeps): Services {
       bus,
       openKey: (id) => supply.openKey(id),
       metrics: deps.metrics,
+      webhooks: outbox,
     }),
     webhooks,
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
