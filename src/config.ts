@@ -57,6 +57,37 @@ function pattern(re: RegExp, what: string) {
   });
 }
 
+/** "true"/"false" (also 1/0, yes/no), case-insensitive. */
+function bool() {
+  return z.string().superRefine((s, ctx) => {
+    if (!/^(true|false|1|0|yes|no)$/i.test(s.trim())) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected true or false, got "${s}"` });
+    }
+  });
+}
+
+const isTrue = (s: string) => /^(true|1|yes)$/i.test(s.trim());
+
+/** The webhook retry delays: 1-20 comma-separated integers of milliseconds, each 1 ms to 1 day. */
+function delaysMs() {
+  return z.string().superRefine((s, ctx) => {
+    const parts = s.split(",").map((p) => p.trim());
+    const ok =
+      parts.length >= 1 &&
+      parts.length <= 20 &&
+      parts.every((p) => /^\d+$/.test(p) && Number(p) >= 1 && Number(p) <= 86_400_000);
+    if (!ok) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected 1-20 comma-separated delays in ms (each 1-86400000), got "${s}"`,
+      });
+    }
+  });
+}
+
+/** The webhook retry schedule: after the first attempt, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (27.6 h in all). */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = "5000,300000,1800000,7200000,18000000,36000000,36000000";
+
 /** 32 bytes as 64 hex characters or base64. */
 function parseKey32(s: string): Buffer | undefined {
   const t = s.trim();
@@ -139,6 +170,10 @@ const envSchema = z.object({
   ESCROW_LINGER_MS: withDefault(intIn(0, 30_000), "1000"),
   /** not in CONTRACT: GraphQL cost points one caller (account, or IP when anonymous) may spend per minute */
   GRAPHQL_COST_PER_MINUTE: withDefault(intIn(1, 1_000_000_000), "100000"),
+  /** when true, webhook targets may be loopback or private addresses, and http (development and tests only) */
+  WEBHOOK_ALLOW_PRIVATE: optional(bool()),
+  /** not in CONTRACT: the delays between a webhook's delivery attempts (its length + 1 attempts in all) */
+  WEBHOOK_RETRY_SCHEDULE_MS: withDefault(delaysMs(), DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
   REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
   LOG_LEVEL: withDefault(
@@ -201,6 +236,12 @@ export interface Config {
     readonly graphqlCostPerMinute: number;
     /** how long an idle escrow slice stays with its router process (docs/decisions.md "Escrow") */
     readonly escrowLingerMs: number;
+  };
+  readonly webhooks: {
+    /** loopback and private targets, and http, are allowed (WEBHOOK_ALLOW_PRIVATE; on in local mode) */
+    readonly allowPrivate: boolean;
+    /** delay before each retry, ms (WEBHOOK_RETRY_SCHEDULE_MS); attempts in all = its length + 1 */
+    readonly retryScheduleMs: readonly number[];
   };
   readonly logLevel: string;
 }
@@ -304,6 +345,10 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       smallModelMaxInFlight: Number(e.SMALL_MODEL_MAX_IN_FLIGHT),
       graphqlCostPerMinute: Number(e.GRAPHQL_COST_PER_MINUTE),
       escrowLingerMs: Number(e.ESCROW_LINGER_MS),
+    },
+    webhooks: {
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE === undefined ? mode === "local" : isTrue(e.WEBHOOK_ALLOW_PRIVATE),
+      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS.split(",").map((p) => Number(p.trim())),
     },
     logLevel: e.LOG_LEVEL,
   };

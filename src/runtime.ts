@@ -10,6 +10,7 @@ import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
 import { type RedisKeys, redisKeys } from "./adapters/redis/keys.js";
 import { createSql, type Sql } from "./adapters/sql.js";
 import { UpstreamClient } from "./adapters/upstream/client.js";
+import type { ResolveHost } from "./adapters/webhooks/resolve-host.js";
 import type { Config } from "./config.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { createServices, type Services } from "./services.js";
@@ -33,12 +34,14 @@ export interface Runtime {
   payoutChain: ChainGateway | undefined;
   facilitator: Facilitator;
   upstream: UpstreamClient;
+  /** how webhook host names resolve, when not node:dns (tests) */
+  resolveHost?: ResolveHost;
   close(): Promise<void>;
 }
 
 export async function createRuntime(
   config: Config,
-  opts: { clock?: Clock; onQuery?: (sql: string) => void } = {},
+  opts: { clock?: Clock; onQuery?: (sql: string) => void; resolveHost?: ResolveHost } = {},
 ): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
   const keys = redisKeys(config.redis.prefix);
@@ -123,6 +126,7 @@ export async function createRuntime(
     payoutChain,
     facilitator,
     upstream,
+    resolveHost: opts.resolveHost,
   });
   let closed = false;
   return {
@@ -140,6 +144,7 @@ export async function createRuntime(
     payoutChain,
     facilitator,
     upstream,
+    resolveHost: opts.resolveHost,
     async close() {
       if (closed) return;
       closed = true;
@@ -183,6 +188,7 @@ export function createWorkerServices(rt: Runtime): { services: Services; close()
     facilitator: rt.facilitator,
     upstream: rt.upstream,
     metrics: rt.metrics,
+    resolveHost: rt.resolveHost,
   });
   return {
     services,

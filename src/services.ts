@@ -4,7 +4,7 @@ import type { Db } from "./adapters/db.js";
 import type { Facilitator } from "./adapters/facilitator/types.js";
 import { createIdpVerifier } from "./adapters/idp/verify.js";
 import type { EventBus } from "./adapters/pubsub.js";
-import { type Queues, reconciliationProducer } from "./adapters/queues.js";
+import { type Queues, reconciliationProducer, webhookProducer } from "./adapters/queues.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
 import { createEscrowUsageBoard } from "./adapters/redis/escrow-usage.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
@@ -13,6 +13,8 @@ import { createInFlightRegistry } from "./adapters/redis/in-flight.js";
 import type { RedisKeys } from "./adapters/redis/keys.js";
 import { type Sql, sqlRunner } from "./adapters/sql.js";
 import type { UpstreamClient } from "./adapters/upstream/client.js";
+import { type PostWebhook, postWebhook } from "./adapters/webhooks/http-post.js";
+import { type ResolveHost, systemResolveHost } from "./adapters/webhooks/resolve-host.js";
 import type { Config } from "./config.js";
 import { AccountService } from "./domain/accounts/account-service.js";
 import { CatalogService } from "./domain/catalog/catalog-service.js";
@@ -36,6 +38,8 @@ import { KeyHealth } from "./domain/supply/key-health.js";
 import { OfferService } from "./domain/supply/offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import { VideoJobs } from "./domain/video/video-jobs.js";
+import { settlementWebhooks } from "./domain/webhooks/settlement-events.js";
+import { WebhookService } from "./domain/webhooks/webhook-service.js";
 import type { Clock } from "./lib/clock.js";
 import type { Metrics } from "./lib/metrics.js";
 import { SecretBox } from "./lib/secret-box.js";
@@ -73,6 +77,8 @@ export interface Services {
   videoQueue: VideoQueue;
   /** `POST /v1/video/retrieve|complete`, the buyer's jobs, and the `video` worker */
   videoJobs: VideoJobs;
+  /** webhook endpoints, the outbox every event is written to, and the `webhooks` worker */
+  webhooks: WebhookService;
 }
 
 export interface ServiceDeps {
@@ -90,6 +96,10 @@ export interface ServiceDeps {
   upstream: UpstreamClient;
   /** operators' counters (GET /metrics); none by default */
   metrics?: Metrics;
+  /** how webhook host names resolve (default node:dns; tests map names to addresses) */
+  resolveHost?: ResolveHost;
+  /** how a webhook is POSTed (default node:http/https, pinned to the checked address) */
+  postWebhook?: PostWebhook;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -104,6 +114,18 @@ export function createServices(deps: ServiceDeps): Services {
         })
       : null;
   const secrets = new SecretBox(config.secrets.keyEncryptionKey);
+  const webhooks = new WebhookService({
+    db,
+    clock,
+    bus,
+    secrets,
+    allowPrivate: config.webhooks.allowPrivate,
+    retryScheduleMs: config.webhooks.retryScheduleMs,
+    resolveHost: deps.resolveHost ?? systemResolveHost,
+    post: deps.postWebhook ?? postWebhook,
+    queue: webhookProducer(deps.queues),
+  });
+  const outbox = webhooks.outbox;
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
   const apiKeys = new ApiKeyService(db, clock, deps.sql, bus, (ids) => catalog.listedIds(ids));
   let pipeline: InferencePipeline | undefined;
@@ -113,10 +135,17 @@ export function createServices(deps: ServiceDeps): Services {
     keys: deps.keys,
   });
   // the one key-marking path (cooldown, auth failure, reopen), for the pipeline and the supply side
-  const keyHealth = new KeyHealth({ db, clock, bus, market, onSupplyChanged: () => pipeline?.invalidateBook() });
+  const keyHealth = new KeyHealth({
+    db,
+    clock,
+    bus,
+    market,
+    webhooks: outbox,
+    onSupplyChanged: () => pipeline?.invalidateBook(),
+  });
   const supply = new SupplyService({ db, clock, bus, upstream: deps.upstream, secrets, keyHealth });
   pipeline = new InferencePipeline({
-    stores: sqlStores(deps.sql),
+    stores: sqlStores(deps.sql, settlementWebhooks(outbox)),
     config,
     clock,
     bus,
@@ -162,13 +191,14 @@ export function createServices(deps: ServiceDeps): Services {
     ),
     apiKeys,
     keyHealth,
-    offers: new OfferService({ db, clock, bus, keyHealth }),
+    offers: new OfferService({ db, clock, bus, keyHealth, webhooks: outbox }),
     earnings: new EarningsService({
       db,
       clock,
       bus,
       payoutChain: deps.payoutChain,
       confirmationBlocks: config.chain.confirmationBlocks,
+      webhooks: outbox,
     }),
     identity: new IdentityService(db, clock, idp, {
       sessionSecret: config.secrets.sessionSecret,
@@ -193,6 +223,7 @@ export function createServices(deps: ServiceDeps): Services {
       chain: deps.chain,
       apiKeys,
       confirmationBlocks: config.chain.confirmationBlocks,
+      webhooks: outbox,
     }),
     supply,
     catalog,
@@ -216,7 +247,9 @@ export function createServices(deps: ServiceDeps): Services {
       bus,
       openKey: (id) => supply.openKey(id),
       metrics: deps.metrics,
+      webhooks: outbox,
     }),
+    webhooks,
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
   };
 }

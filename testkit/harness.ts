@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import { createServer } from "node:net";
+import type { ResolveHost } from "../src/adapters/webhooks/resolve-host.js";
 import { type Config, loadConfig } from "../src/config.js";
 import { createHttpApp, type HttpApp } from "../src/http/app.js";
 import type { Clock } from "../src/lib/clock.js";
@@ -68,6 +69,8 @@ export async function startTestApp(opts: {
   clock?: Clock;
   /** every SQL statement Prisma sends (N+1 guards) */
   onQuery?: (sql: string) => void;
+  /** how webhook host names resolve (default node:dns) */
+  resolveHost?: ResolveHost;
 }): Promise<TestApp> {
   const port = await freePort();
   const idp = opts.idp ?? createLocalIdp({ appId: "svc-test-app" });
@@ -77,7 +80,7 @@ export async function startTestApp(opts: {
     port,
     env: { IDP_APP_ID: idp.appId, IDP_ISSUER: idp.issuer, IDP_VERIFICATION_KEY: idp.publicKeyPem, ...opts.env },
   });
-  const rt = await createRuntime(config, { clock: opts.clock, onQuery: opts.onQuery });
+  const rt = await createRuntime(config, { clock: opts.clock, onQuery: opts.onQuery, resolveHost: opts.resolveHost });
   const http = createHttpApp(rt);
   const server = await new Promise<Server>((resolve) => {
     const s = http.server.listen(port, "127.0.0.1", () => resolve(s));

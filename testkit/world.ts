@@ -1,3 +1,4 @@
+import type { ResolveHost } from "../src/adapters/webhooks/resolve-host.js";
 import type { Clock } from "../src/lib/clock.js";
 import {
   startUpstreamSimulator,
@@ -37,6 +38,8 @@ export interface WorldOptions {
   syncCatalog?: boolean;
   /** start a second app on the same database, prefix, env and clock: another process of one deployment */
   peer?: boolean;
+  /** how webhook host names resolve in `app` and `peer` (default node:dns; `hostsResolver` maps names) */
+  resolveHost?: ResolveHost;
 }
 
 /** An isolated database and Redis prefix. */
@@ -95,7 +98,13 @@ export async function startWorld(opts: WorldOptions = {}, database?: Database): 
       drop = w.drop;
       db = { databaseUrl: w.databaseUrl, prefix: w.prefix };
     }
-    const base = { databaseUrl: db.databaseUrl, prefix: db.prefix, env: { ...simEnv, ...opts.env }, clock: opts.clock };
+    const base = {
+      databaseUrl: db.databaseUrl,
+      prefix: db.prefix,
+      env: { ...simEnv, ...opts.env },
+      clock: opts.clock,
+      resolveHost: opts.resolveHost,
+    };
     const app = await startTestApp({ ...base, workers: opts.workers, onQuery: opts.onQuery });
     apps.push(app);
     if (opts.syncCatalog) await app.rt.services.catalog.sync();
@@ -122,7 +131,8 @@ export async function startWorld(opts: WorldOptions = {}, database?: Database): 
 export interface WithAppOptions extends WorldOptions {
   /**
    * Start the app on this app's database and Redis prefix (`prefix` overrides the prefix), with
-   * only `env`, `workers`, `clock` and `onQuery` of these options; default: a world of its own.
+   * only `env`, `workers`, `clock`, `onQuery` and `resolveHost` of these options; default: a world
+   * of its own.
    */
   beside?: TestApp;
   prefix?: string;
@@ -133,7 +143,7 @@ export interface WithAppOptions extends WorldOptions {
 /** A second app on `beside`'s database (and prefix, unless `prefix` is given). The caller closes it. */
 export function startAppBeside(
   beside: TestApp,
-  opts: Pick<WithAppOptions, "prefix" | "env" | "workers" | "clock" | "onQuery"> = {},
+  opts: Pick<WithAppOptions, "prefix" | "env" | "workers" | "clock" | "onQuery" | "resolveHost"> = {},
 ): Promise<TestApp> {
   return startTestApp({
     databaseUrl: beside.rt.config.database.url,
@@ -142,6 +152,7 @@ export function startAppBeside(
     workers: opts.workers,
     clock: opts.clock,
     onQuery: opts.onQuery,
+    resolveHost: opts.resolveHost,
   });
 }
 

@@ -9,6 +9,7 @@ import { maintenanceProcessor } from "./maintenance.worker.js";
 import { type Processor, withErrorPolicy } from "./processor.js";
 import { expiryProcessor, payoutsProcessor, syncProcessor } from "./supply.worker.js";
 import { videoProcessor } from "./video.worker.js";
+import { webhooksProcessor } from "./webhooks.worker.js";
 
 export interface Workers {
   workers: Worker[];
@@ -28,6 +29,8 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
   { queue: "payouts", id: "daily-payouts", every: 3600_000, job: "daily-payouts" },
   // video: poll rendering jobs, refund failures and finishes without media, expire the undelivered
   { queue: "video", id: "video-sweep", every: 5_000, job: "video-sweep" },
+  // webhooks: queue the outbox rows whose delivery job was lost (a crash after the event's commit)
+  { queue: "webhooks", id: "webhook-sweep", every: 30_000, job: "sweep" },
 ];
 
 /**
@@ -74,6 +77,8 @@ export async function startWorkers(
     sync: { fn: syncProcessor(services), concurrency: 2 },
     payouts: { fn: payoutsProcessor(services), concurrency: 1 },
     video: { fn: videoProcessor(services), concurrency: 1 },
+    // deliveries wait on receivers (up to 10 s each): several at once
+    webhooks: { fn: webhooksProcessor(services), concurrency: 8 },
   };
   const connections: Redis[] = [];
   const workers: Worker[] = [];
@@ -110,6 +115,11 @@ export async function startWorkers(
     checker.unref();
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  // a worker that starts (again) sweeps the outbox at once, schedules or not: deliveries whose job
+  // was lost while no worker ran (a crash between an event's commit and its job) go out now
+  await rt.queues.webhooks
+    .add("sweep", {}, { removeOnComplete: true, removeOnFail: true })
+    .catch((err: unknown) => logger.warn({ err }, "could not queue the webhook sweep"));
   return {
     workers,
     async close() {

@@ -64,6 +64,8 @@ export type Topics = {
   offerUpdated: [accountId: string, event: AccountEvent];
   earningsChanged: [accountId: string, event: AccountEvent];
   videoJobUpdated: [accountId: string, event: VideoJobEvent];
+  /** a webhook delivery moved or an endpoint was disabled (`delivery:<id>:<status>`, `webhook:<id>:disabled`) */
+  webhookUpdated: [accountId: string, event: AccountEvent];
 };
 
 const BIGINT_TAG = "__bigint:";

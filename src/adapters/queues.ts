@@ -14,6 +14,7 @@ export const QUEUES = {
   sync: "sync",
   video: "video",
   payouts: "payouts",
+  webhooks: "webhooks",
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -22,6 +23,7 @@ export interface JobPayloads {
   maintenance: { "purge-expired": Record<string, never> };
   reconciliation: { "reconcile-payment": { paymentId: string }; "scan-chain": Record<string, never> };
   confirmations: { "confirm-pending": Record<string, never> };
+  webhooks: { deliver: { eventId: string; attempt: number }; sweep: Record<string, never> };
 }
 
 export const DEFAULT_JOB_OPTIONS = {
@@ -55,6 +57,30 @@ export function reconciliationProducer(queues: Queues) {
         "reconcile-payment",
         { paymentId },
         { jobId: `reconcile-${paymentId}`, attempts: 20, backoff: { type: "exponential", delay: 2000 } },
+      );
+    },
+  };
+}
+
+/**
+ * Producer of webhook deliveries: one job per attempt of an outbox row (`wh-<event id>-<attempt>`,
+ * so the sweeper re-adding a lost one never doubles a job waiting or running). The row is the
+ * truth (status, attempts, next attempt); a job only says "try attempt N now" (or after `delayMs`),
+ * so it is never retried by BullMQ itself and leaves Redis once it ran.
+ */
+export function webhookProducer(queues: Queues) {
+  return {
+    async enqueue(eventId: string, attempt: number, delayMs: number): Promise<void> {
+      await queues.webhooks.add(
+        "deliver",
+        { eventId, attempt },
+        {
+          jobId: `wh-${eventId}-${attempt}`,
+          delay: Math.max(0, delayMs),
+          attempts: 1,
+          removeOnComplete: true,
+          removeOnFail: true,
+        },
       );
     },
   };

@@ -22,6 +22,7 @@ import { marketRoutes } from "./routes/market.js";
 import { openApiRoutes } from "./routes/openapi.js";
 import { supplyRoutes } from "./routes/supply.js";
 import { webRoutes } from "./routes/web.js";
+import { webhookRoutes } from "./routes/webhooks.js";
 
 export interface HttpApp {
   /** the Express app alone: it never sees the two hot inference POSTs (see `handler`) */
@@ -65,6 +66,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(catalogRoutes(rt));
   app.use(marketRoutes(rt));
   app.use(supplyRoutes(rt));
+  app.use(webhookRoutes(rt));
   app.use(openApiRoutes(rt));
   app.use(discoveryRoutes(rt));
   app.use(documentRoutes(rt));

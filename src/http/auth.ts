@@ -106,14 +106,15 @@ export async function authenticateSession(services: Services, req: IncomingMessa
  * only once the credential checks out (`requireBearer` / `requireSession` parse them), so a 20 MB
  * body from nobody costs nothing (issue 18 finding 6). Every other route's body is parsed up front
  * (`bodyUnlessCredentialed`). Case-insensitive, trailing slash ignored, like Express's routing. A
- * route under one of these paths must use requireBearer or requireSession, or its body stays unread.
+ * route under one of these paths must use requireBearer, requireSession or (`either`) requireBearerOrSession,
+ * or its body stays unread.
  * `bearerPaths` (as `routeKey` gives them): Bearer routes whose path is configured, not fixed (the
  * MCP connector at `{mcp_url}/mcp`), which check the key themselves before reading the body.
  */
 export function credentialFamily(
   path: string,
   bearerPaths: ReadonlySet<string> = new Set(),
-): "bearer" | "session" | null {
+): "bearer" | "session" | "either" | null {
   const p = routeKey(path);
   const under = (prefix: string) => p === prefix || p.startsWith(`${prefix}/`);
   if (
@@ -125,6 +126,8 @@ export function credentialFamily(
   ) {
     return "bearer";
   }
+  // webhooks serve buyers (Bearer or session) and suppliers (session): requireBearerOrSession
+  if (under("/v1/webhooks")) return "either";
   if (p === "/v1/supply/pool/summary") return null;
   if (["/auth/logout", "/v1/me", "/v1/account", "/v1/supply"].some(under) || p === "/v1/x402/top-up") return "session";
   return null;
@@ -188,6 +191,24 @@ export function requireBearer(services: Services, opts: { cached?: boolean } = {
 /** The Bearer rule as a layer's credential check (layers.ts `credentialed`). */
 export function bearerCheck(services: Services, opts: { cached?: boolean } = {}): Authenticate {
   return (req) => authenticateBearer(services, req, opts);
+}
+
+/**
+ * Routes that serve both kinds of caller (`/v1/webhooks`): a Bearer key, or the session cookie,
+ * exactly one of them (both at once is 401, as GraphQL treats it); then each one's own rule.
+ */
+export function requireBearerOrSession(services: Services): RequestHandler {
+  return credentialLayer(async (req) => {
+    const hasBearer = req.headers.authorization !== undefined;
+    const hasCookie = readCookie(req, SESSION_COOKIE) !== undefined;
+    if (hasBearer && hasCookie) {
+      throw new DomainError(
+        "authentication_failed",
+        "Send one credential: a Bearer API key or the session cookie, not both.",
+      );
+    }
+    return hasBearer ? authenticateBearer(services, req) : authenticateSession(services, req);
+  });
 }
 
 /**

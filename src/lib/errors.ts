@@ -37,6 +37,8 @@ export const ERROR_TABLE = {
   // 409
   payment_unfinished: { status: 409, retryable: false },
   key_limit_reached: { status: 409, retryable: false },
+  /** an account has 10 webhook endpoints: delete one first (issue 30) */
+  webhook_limit_reached: { status: 409, retryable: false },
   conflict: { status: 409, retryable: false },
   // 410
   gone: { status: 410, retryable: false },

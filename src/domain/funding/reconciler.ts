@@ -6,6 +6,8 @@ import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
 import { confirmTopUp, reverseTopUp } from "../ledger/ledger.js";
+import type { WebhookOutbox } from "../webhooks/outbox.js";
+import { creditConfirmedData } from "../webhooks/payloads.js";
 import { recordSettlement } from "./settlement-record.js";
 
 /** A `pending` settlement missing from the chain this long is treated as reorged out. */
@@ -19,6 +21,8 @@ export interface ReconcilerDeps {
   apiKeys: Pick<ApiKeyService, "createKeyInTx">;
   /** CONFIRMATION_BLOCKS: depth before pending credit is confirmed */
   confirmationBlocks: number;
+  /** `credit.confirmed` is written to the outbox in the confirmation's transaction */
+  webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 
 /**
@@ -84,21 +88,26 @@ export class PaymentReconciler {
         reversed++;
         continue;
       }
+      const accountId = p.accountId;
       const done = await this.deps.db.$transaction(async (tx) => {
         const claimed = await tx.payment.updateMany({
           where: { id: p.id, status: "pending" },
           data: { status: "confirmed", confirmedAt: now, logIndex: match.logIndex },
         });
-        if (claimed.count !== 1) return false;
-        await confirmTopUp(tx, {
-          accountId: p.accountId as string,
-          paymentId: p.id,
-          amountMicroUsdc: p.amountMicroUsdc,
-          at: now,
-        });
-        return true;
+        if (claimed.count !== 1) return null;
+        await confirmTopUp(tx, { accountId, paymentId: p.id, amountMicroUsdc: p.amountMicroUsdc, at: now });
+        // issue 30: the buyer's webhooks hear of it, in this transaction (never lost, never early)
+        return (
+          (await this.deps.webhooks?.emit(
+            tx,
+            accountId,
+            "credit.confirmed",
+            creditConfirmedData({ ...p, confirmations: c.value.confirmations, confirmedAt: now }),
+          )) ?? []
+        );
       });
       if (done) {
+        await this.deps.webhooks?.dispatch(done);
         confirmed++;
         const event = { accountId: p.accountId, kind: "top_up_confirmed", at: now.toISOString() };
         this.deps.bus.publish("balanceChanged", p.accountId, event);

@@ -10,6 +10,7 @@ import type {
   KeyBudgetResult,
   KeyBudgetStore,
   OfferStore,
+  SettlementEvents,
   SettlementStore,
   TakeRequest,
   TakeResult,
@@ -20,12 +21,12 @@ import type {
  * hot path (prisma/functions), over the plain `pg` pool. Kept in the domain because they map rows
  * onto the domain's types (adapters may not import them); nothing here decides a rule.
  */
-export function sqlStores(sql: Sql): InferenceStores {
+export function sqlStores(sql: Sql, events?: SettlementEvents): InferenceStores {
   return {
     offers: sqlOfferStore(sql),
     ceilings: sqlCeilingStore(sql),
     escrow: sqlEscrowStore(sql),
-    settlement: sqlSettlementStore(sql),
+    settlement: sqlSettlementStore(sql, events),
     budgets: sqlKeyBudgetStore(sql),
   };
 }
@@ -178,16 +179,59 @@ export function sqlEscrowStore(sql: Sql): EscrowStore {
   };
 }
 
-export function sqlSettlementStore(sql: Sql): SettlementStore {
+/**
+ * The batch, and in the same statement who takes the events it may cause (`events.types`): the
+ * accounts of its buyers and suppliers with an active webhook endpoint for one of them, as
+ * `[[account, type], …]` (endpoints are not written by the batch, so the one snapshot serves).
+ */
+const END_BATCH_WITH_SUBSCRIBERS = `
+  SELECT b.idx, b.confirmed, s.subscribers
+    FROM svc_end_batch($1::jsonb) b
+   CROSS JOIN (SELECT COALESCE(jsonb_agg(DISTINCT jsonb_build_array(e.account_id, t.type)), '[]'::jsonb) AS subscribers
+                 FROM webhook_endpoints e CROSS JOIN LATERAL unnest(e.events) AS t(type)
+                WHERE e.account_id = ANY($2::uuid[]) AND e.status = 'active' AND t.type = ANY($3::text[])) s`;
+
+export function sqlSettlementStore(sql: Sql, events?: SettlementEvents): SettlementStore {
   return {
     async commit(items: EndItem[]): Promise<bigint[]> {
-      // a named statement: each pooled connection parses and plans it once
-      const r = await sql.query<{ idx: number; confirmed: bigint }>({
-        name: "svc_end_batch",
-        text: "SELECT * FROM svc_end_batch($1::jsonb)",
-        values: [JSON.stringify(items)],
-      });
-      return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
+      if (!events) {
+        // a named statement: each pooled connection parses and plans it once
+        const r = await sql.query<{ idx: number; confirmed: bigint }>({
+          name: "svc_end_batch",
+          text: "SELECT * FROM svc_end_batch($1::jsonb)",
+          values: [JSON.stringify(items)],
+        });
+        return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
+      }
+      // the events a batch causes are written in its transaction (the webhook outbox): BEGIN, the
+      // batch with its subscribers, the events when someone takes them, COMMIT
+      const accounts = [...new Set(items.flatMap((i) => (i.supplier ? [i.account, i.supplier] : [i.account])))];
+      const client = await sql.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query("BEGIN");
+        const r = await client.query<{ idx: number; confirmed: bigint; subscribers: [string, string][] }>({
+          name: "svc_end_batch_events",
+          text: END_BATCH_WITH_SUBSCRIBERS,
+          values: [JSON.stringify(items), accounts, events.types],
+        });
+        const confirmed = byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
+        const subscribers = new Map<string, Set<string>>();
+        for (const [account, type] of r.rows[0]?.subscribers ?? []) {
+          subscribers.set(account, (subscribers.get(account) ?? new Set<string>()).add(type));
+        }
+        const ids = subscribers.size > 0 ? await events.record(client, items, confirmed, subscribers) : [];
+        await client.query("COMMIT");
+        if (ids.length > 0) void events.dispatch(ids);
+        return confirmed;
+      } catch (e) {
+        await client.query("ROLLBACK").catch((err: Error) => {
+          broken = err;
+        });
+        throw e;
+      } finally {
+        client.release(broken);
+      }
     },
   };
 }

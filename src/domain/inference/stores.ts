@@ -91,6 +91,34 @@ export interface EscrowStore {
   releaseExpired(now: Date, limit: number): Promise<number>;
 }
 
+/** A `pg` client inside the settlement's transaction (between BEGIN and COMMIT). */
+export interface SettlementTx {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/**
+ * What a settlement batch causes beyond its rows, written in its transaction (issue 30: the webhook
+ * outbox; `domain/webhooks/settlement-events.ts`): an offer sold out, a buyer's balance crossing
+ * below a threshold, a key's budget exhausted.
+ */
+export interface SettlementEvents {
+  /** the event types a batch may cause: the batch asks, in its own statement, who takes them */
+  readonly types: readonly string[];
+  /**
+   * In the batch's transaction, after `svc_end_batch`: writes the events `items` caused for the
+   * accounts in `subscribers` (account → the types it takes). `confirmed`: each item's buyer's
+   * confirmed balance after the batch. Returns what `dispatch` takes after the commit.
+   */
+  record(
+    tx: SettlementTx,
+    items: readonly EndItem[],
+    confirmed: readonly bigint[],
+    subscribers: ReadonlyMap<string, ReadonlySet<string>>,
+  ): Promise<string[]>;
+  /** after the commit; never throws */
+  dispatch(ids: readonly string[]): Promise<void>;
+}
+
 /** Where request endings commit (`svc_end_batch`; the item is THE contract, see `EndItem`). */
 export interface SettlementStore {
   /**

@@ -5,6 +5,7 @@ import type { Clock } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { pageSize } from "../accounts/account-service.js";
+import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { PAYOUT_MINIMUM_MICRO, PayoutRunner } from "./payouts.js";
 import { keysetBefore, pageOf } from "./supply-shared.js";
 import type { PayoutRunResult, SupplierClearRow, SupplierLedgerLine, SupplierLedgerPage } from "./supply-types.js";
@@ -16,6 +17,8 @@ export interface EarningsDeps {
   /** treasury side of the chain for payouts; undefined when PAYOUT_PRIVATE_KEY is unset */
   payoutChain: ChainGateway | undefined;
   confirmationBlocks: number;
+  /** `payout.sent` goes to the outbox with the recorded transfer (issue 30) */
+  webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 
 /** A supplier's earnings: the payable ledger, the clears sold, and the daily payouts (payouts.ts). */
@@ -29,6 +32,7 @@ export class EarningsService {
       bus: deps.bus,
       chain: deps.payoutChain,
       confirmationBlocks: deps.confirmationBlocks,
+      webhooks: deps.webhooks,
     });
   }
 

@@ -3,6 +3,8 @@ import type { EventBus } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import type { MarketService } from "../market/market-service.js";
+import type { WebhookOutbox } from "../webhooks/outbox.js";
+import { upstreamKeyUnhealthyData } from "../webhooks/payloads.js";
 import { publishOwner } from "./supply-shared.js";
 
 export interface KeyHealthDeps {
@@ -11,6 +13,8 @@ export interface KeyHealthDeps {
   bus: EventBus;
   market: Pick<MarketService, "publishCapacityChanged">;
   onSupplyChanged?: () => void;
+  /** `upstream_key.unhealthy` is written to the outbox in the auth mark's transaction (issue 30) */
+  webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 
 /** `announce: false` when the caller announces one capacity change for a whole batch (the sync). */
@@ -41,12 +45,24 @@ export class KeyHealth {
   /** active → auth_failed (a 401/403 from the upstream). True when it moved. */
   async markAuthFailed(upstreamKeyId: string, opts: MarkOptions = {}): Promise<boolean> {
     const now = this.deps.clock.now();
-    const rows = await this.deps.db.$queryRaw<{ account_id: string }[]>`
-      UPDATE upstream_keys SET status = 'auth_failed', auth_failed_at = ${now}
-       WHERE id = ${upstreamKeyId}::uuid AND status = 'active'
-      RETURNING account_id`;
-    const row = rows[0];
+    const hooks = this.deps.webhooks;
+    const { row, ids } = await this.deps.db.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<{ account_id: string; label: string; secret_last4: string }[]>`
+        UPDATE upstream_keys SET status = 'auth_failed', auth_failed_at = ${now}
+         WHERE id = ${upstreamKeyId}::uuid AND status = 'active'
+        RETURNING account_id, label, secret_last4`;
+      const moved = rows[0];
+      if (!moved || !hooks) return { row: moved, ids: [] };
+      const data = upstreamKeyUnhealthyData({
+        id: upstreamKeyId,
+        label: moved.label,
+        secretLast4: moved.secret_last4,
+        authFailedAt: now,
+      });
+      return { row: moved, ids: await hooks.emit(tx, moved.account_id, "upstream_key.unhealthy", data) };
+    });
     if (!row) return false;
+    await hooks?.dispatch(ids);
     logger.warn({ upstreamKeyId }, "upstream rejected a supplier key; excluded from routing");
     this.publishOwner(row.account_id, `key:${upstreamKeyId}:auth_failed`);
     if (opts.announce !== false) await this.capacityChanged("key_status_changed");

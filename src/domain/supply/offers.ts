@@ -6,6 +6,8 @@ import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { pageSize } from "../accounts/account-service.js";
+import type { OutboxTx, WebhookOutbox } from "../webhooks/outbox.js";
+import { OFFER_EVENT_COLUMNS, type OfferEventRow, offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
 import { newestFirst, offerScopeFor, soldMicroDiem } from "./supply-reads.js";
 import { assertOfferPrice, assertQuantity } from "./supply-rules.js";
@@ -18,6 +20,8 @@ export interface OfferDeps {
   bus: EventBus;
   /** announces capacity changes (every router re-reads its offer book) */
   keyHealth: Pick<KeyHealth, "capacityChanged">;
+  /** `offer.depleted` and `offer.expired` are written to the outbox in the transition's transaction */
+  webhooks?: Pick<WebhookOutbox, "subscribers" | "emit" | "dispatch">;
 }
 
 type OfferRow = Prisma.OfferGetPayload<{ include: { upstreamKey: { select: { status: true; label: true } } } }>;
@@ -174,13 +178,20 @@ export class OfferService {
    */
   async markDepletedIfEmpty(offerId: string): Promise<boolean> {
     const now = this.deps.clock.now();
-    const rows = await this.deps.db.$queryRaw<{ account_id: string }[]>`
-      UPDATE offers SET status = 'depleted', ended_at = ${now}, updated_at = ${now}
-       WHERE id = ${offerId}::uuid AND status IN ('active', 'paused') AND remaining_micro_diem = 0
-      RETURNING account_id`;
+    const { rows, hooks } = await this.deps.db.$transaction(async (tx) => {
+      const moved = await tx.$queryRawUnsafe<OfferEventRow[]>(
+        `UPDATE offers SET status = 'depleted', ended_at = $2::timestamptz, updated_at = $2::timestamptz
+          WHERE id = $1::uuid AND status IN ('active', 'paused') AND remaining_micro_diem = 0
+         RETURNING ${OFFER_EVENT_COLUMNS}`,
+        offerId,
+        now.toISOString(),
+      );
+      return { rows: moved, hooks: await this.emitOffers(tx, "offer.depleted", moved) };
+    });
     const row = rows[0];
     if (!row) return false;
-    this.publishOwner(row.account_id, `offer:${offerId}:depleted`);
+    await this.deps.webhooks?.dispatch(hooks);
+    this.publishOwner(row.accountId, `offer:${offerId}:depleted`);
     await this.capacityChanged("offer_depleted");
     return true;
   }
@@ -194,19 +205,49 @@ export class OfferService {
    * (a second runner's UPDATE re-checks the row after the first commits and skips it).
    */
   async expireDue(): Promise<{ expired: number; depleted: number }> {
-    const now = this.deps.clock.now();
-    const depleted = await this.deps.db.$queryRaw<{ id: string; account_id: string }[]>`
-      UPDATE offers SET status = 'depleted', ended_at = ${now}, updated_at = ${now}
-       WHERE status IN ('active', 'paused') AND remaining_micro_diem = 0 AND expires_at > ${now}
-      RETURNING id, account_id`;
-    const expired = await this.deps.db.$queryRaw<{ id: string; account_id: string }[]>`
-      UPDATE offers SET status = 'expired', ended_at = COALESCE(ended_at, ${now}), updated_at = ${now}
-       WHERE status IN ('active', 'paused', 'depleted') AND expires_at <= ${now}
-      RETURNING id, account_id`;
-    for (const o of depleted) this.publishOwner(o.account_id, `offer:${o.id}:depleted`);
-    for (const o of expired) this.publishOwner(o.account_id, `offer:${o.id}:expired`);
+    const now = this.deps.clock.now().toISOString();
+    const { depleted, expired, hooks } = await this.deps.db.$transaction(async (tx) => {
+      const d = await tx.$queryRawUnsafe<OfferEventRow[]>(
+        `UPDATE offers SET status = 'depleted', ended_at = $1::timestamptz, updated_at = $1::timestamptz
+          WHERE status IN ('active', 'paused') AND remaining_micro_diem = 0 AND expires_at > $1::timestamptz
+         RETURNING ${OFFER_EVENT_COLUMNS}`,
+        now,
+      );
+      const e = await tx.$queryRawUnsafe<OfferEventRow[]>(
+        `UPDATE offers SET status = 'expired', ended_at = COALESCE(ended_at, $1::timestamptz), updated_at = $1::timestamptz
+          WHERE status IN ('active', 'paused', 'depleted') AND expires_at <= $1::timestamptz
+         RETURNING ${OFFER_EVENT_COLUMNS}`,
+        now,
+      );
+      const written = [
+        ...(await this.emitOffers(tx, "offer.depleted", d)),
+        ...(await this.emitOffers(tx, "offer.expired", e)),
+      ];
+      return { depleted: d, expired: e, hooks: written };
+    });
+    await this.deps.webhooks?.dispatch(hooks);
+    for (const o of depleted) this.publishOwner(o.accountId, `offer:${o.id}:depleted`);
+    for (const o of expired) this.publishOwner(o.accountId, `offer:${o.id}:expired`);
     if (depleted.length + expired.length > 0) await this.capacityChanged("offers_expired");
     return { expired: expired.length, depleted: depleted.length };
+  }
+
+  /** `type` for each offer to its owner's webhooks, in `tx` (issue 30); the outbox ids. */
+  private async emitOffers(tx: OutboxTx, type: string, offers: OfferEventRow[]): Promise<string[]> {
+    const hooks = this.deps.webhooks;
+    if (!hooks || offers.length === 0) return [];
+    const takes = await hooks.subscribers(
+      tx,
+      offers.map((o) => o.accountId),
+      [type],
+    );
+    const ids: string[] = [];
+    for (const o of offers) {
+      if (!takes.has(o.accountId)) continue;
+      const dedupeKey = `${type}:${o.id}:${o.endedAt?.toISOString() ?? ""}`;
+      ids.push(...(await hooks.emit(tx, o.accountId, type, offerData(o), { dedupeKey })));
+    }
+    return ids;
   }
 
   private async ownedOffer(accountId: string, offerId: string): Promise<OfferRow> {

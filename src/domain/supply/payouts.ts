@@ -6,6 +6,8 @@ import { Prisma } from "../../generated/prisma/client.js";
 import { type Clock, utcDay } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import { debitPayout, reversePayout } from "../ledger/ledger.js";
+import type { WebhookOutbox } from "../webhooks/outbox.js";
+import { payoutSentData } from "../webhooks/payloads.js";
 import type { PayoutRunResult } from "./supply-types.js";
 
 /** A supplier is paid once their payable balance reaches 1 USDC (docs/decisions.md "Supply"). */
@@ -30,6 +32,8 @@ export interface PayoutDeps {
   chain: ChainGateway | undefined;
   /** depth at which a sent payout counts as confirmed (CONFIRMATION_BLOCKS) */
   confirmationBlocks: number;
+  /** `payout.sent` is written to the outbox with the recorded hash (issue 30) */
+  webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 
 /**
@@ -229,10 +233,10 @@ export class PayoutRunner {
     if (r.ok) {
       result.paid += 1;
       try {
-        await db.payout.update({
-          where: { id: p.id },
-          data: { status: "submitted", txHash: r.value.txHash.toLowerCase(), submittedAt: this.deps.clock.now() },
-        });
+        const sent = { txHash: r.value.txHash.toLowerCase(), submittedAt: this.deps.clock.now() };
+        await this.recordSent(p, sent, (tx) =>
+          tx.payout.updateMany({ where: { id: p.id }, data: { status: "submitted", ...sent } }),
+        );
       } catch (e) {
         logger.error(
           { err: e, payoutId: p.id, txHash: r.value.txHash },
@@ -296,10 +300,12 @@ export class PayoutRunner {
 
   private async adopt(p: PayoutRow, txHash: Hex, result: PayoutRunResult): Promise<void> {
     try {
-      const moved = await this.deps.db.payout.updateMany({
-        where: { id: p.id, status: "pending", txHash: null, submittedAt: p.submittedAt },
-        data: { status: "submitted", txHash },
-      });
+      const moved = await this.recordSent(p, { txHash, submittedAt: p.submittedAt }, (tx) =>
+        tx.payout.updateMany({
+          where: { id: p.id, status: "pending", txHash: null, submittedAt: p.submittedAt },
+          data: { status: "submitted", txHash },
+        }),
+      );
       if (moved.count !== 1) return;
     } catch (e) {
       if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002") return;
@@ -308,6 +314,25 @@ export class PayoutRunner {
     logger.info({ payoutId: p.id, txHash }, "unrecorded payout transfer found on chain and recorded");
     result.adopted += 1;
     this.publish(p.accountId, `payout:${p.id}:submitted`, false);
+  }
+
+  /**
+   * Records a sent transfer (`write`, the count of payouts it moved: 1 or 0) and, when it moved the
+   * payout, `payout.sent` to the supplier's webhooks in the same transaction (issue 30).
+   */
+  private async recordSent(
+    p: PayoutRow,
+    sent: { txHash: string; submittedAt: Date | null },
+    write: (tx: Prisma.TransactionClient) => Promise<{ count: number }>,
+  ): Promise<{ count: number }> {
+    const { moved, ids } = await this.deps.db.$transaction(async (tx) => {
+      const m = await write(tx);
+      if (m.count !== 1 || !this.deps.webhooks) return { moved: m, ids: [] as string[] };
+      const data = payoutSentData({ ...p, ...sent });
+      return { moved: m, ids: await this.deps.webhooks.emit(tx, p.accountId, "payout.sent", data) };
+    });
+    await this.deps.webhooks?.dispatch(ids);
+    return moved;
   }
 
   /** Conditional: only a pending or submitted payout fails, once, with its amount returned. */

@@ -4,6 +4,8 @@ import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import { refundClear } from "../ledger/ledger.js";
+import type { WebhookOutbox } from "../webhooks/outbox.js";
+import { videoRefundedData } from "../webhooks/payloads.js";
 
 /**
  * The refund of a video job (SPEC "Video job": a failure refunded at once, a finish without media
@@ -26,6 +28,8 @@ export interface VideoRefundsDeps {
   clock: Clock;
   bus: EventBus;
   metrics?: Metrics;
+  /** `video.refunded` is written to the outbox in the refund's transaction (issue 30) */
+  webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 
 export class VideoRefunds {
@@ -45,12 +49,19 @@ export class VideoRefunds {
     const now = this.deps.clock.now();
     const out = await this.deps.db.$transaction(async (tx) => {
       const claimed = await tx.$queryRaw<
-        { request_id: string; account_id: string; queue_id: string; upstream_key_id: string; upstream_quote: bigint }[]
+        {
+          request_id: string;
+          account_id: string;
+          queue_id: string;
+          model: string;
+          upstream_key_id: string;
+          upstream_quote: bigint;
+        }[]
       >`
         UPDATE video_jobs SET status = 'refunded', refunded_at = ${now}, failure_reason = ${why.reason},
                upstream_refunded = ${why.upstreamRefunded}, next_poll_at = NULL, refund_due_at = NULL
          WHERE id = ${jobId}::uuid AND status IN ('rendering', 'completed_no_media')
-        RETURNING request_id, account_id, queue_id, upstream_key_id, upstream_quote_micro_diem AS upstream_quote`;
+        RETURNING request_id, account_id, queue_id, model, upstream_key_id, upstream_quote_micro_diem AS upstream_quote`;
       const job = claimed[0];
       if (!job) return null;
       const clear = await tx.$queryRaw<{ id: string; offer_id: string; burn: bigint }[]>`
@@ -87,9 +98,23 @@ export class VideoRefunds {
           FROM inference_requests q
          WHERE q.id = ${job.request_id}::uuid AND s.api_key_id = q.api_key_id
            AND s.day = (q.started_at AT TIME ZONE 'UTC')::date`;
-      return { job, r, offerMicroDiem };
+      const hooks =
+        (await this.deps.webhooks?.emit(
+          tx,
+          job.account_id,
+          "video.refunded",
+          videoRefundedData({
+            queueId: job.queue_id,
+            model: job.model,
+            reason: why.reason,
+            refundedMicroUsdc: r.buyerMicroUsdc,
+            refundedAt: now,
+          }),
+        )) ?? [];
+      return { job, r, offerMicroDiem, hooks };
     });
     if (!out) return null;
+    await this.deps.webhooks?.dispatch(out.hooks);
     this.deps.metrics?.videoRefund(why.reason);
     const at = now.toISOString();
     this.deps.bus.publish("videoJobUpdated", out.job.account_id, {

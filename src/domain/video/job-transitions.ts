@@ -1,6 +1,8 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
+import type { OutboxTx, WebhookOutbox } from "../webhooks/outbox.js";
+import { videoCompletedData } from "../webhooks/payloads.js";
 import type { VideoRefunds } from "./job-refunds.js";
 import type { VideoJobRow, VideoJobStatus } from "./job-rows.js";
 import type { Observation } from "./provider-protocol.js";
@@ -21,6 +23,17 @@ export interface VideoJobTransitionsDeps {
   clock: Clock;
   bus: EventBus;
   refunds: VideoRefunds;
+  /** `video.completed` is written to the outbox with the job's first completion (issue 30) */
+  webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
+}
+
+/** A job row as a completing write returns it, with its completion time before the write. */
+interface CompletedRow {
+  account_id: string;
+  queue_id: string;
+  model: string;
+  status: string;
+  was_completed_at: Date | null;
 }
 
 export class VideoJobTransitions {
@@ -75,10 +88,27 @@ export class VideoJobTransitions {
    * `recheckAt` (its buyer fetches it; the body is not read here).
    */
   async markReady(job: Pick<VideoJobRow, "id">, now: Date, recheckAt: Date): Promise<void> {
-    await this.deps.db.$executeRaw`
-      UPDATE video_jobs SET completed_at = COALESCE(completed_at, ${now}), upstream_status = 'ready',
-             poll_count = poll_count + 1, last_polled_at = ${now}, next_poll_at = ${recheckAt}
-       WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
+    const hooks = await this.deps.db.$transaction(async (tx) => {
+      const moved = await tx.$queryRaw<CompletedRow[]>`
+        UPDATE video_jobs v SET completed_at = COALESCE(v.completed_at, ${now}), upstream_status = 'ready',
+               poll_count = v.poll_count + 1, last_polled_at = ${now}, next_poll_at = ${recheckAt}
+          FROM (SELECT id, completed_at FROM video_jobs WHERE id = ${job.id}::uuid FOR UPDATE) was
+         WHERE v.id = was.id AND v.status IN ('rendering', 'completed_no_media')
+        RETURNING v.account_id, v.queue_id, v.model, v.status::text AS status, was.completed_at AS was_completed_at`;
+      return this.completed(tx, moved[0], now);
+    });
+    await this.deps.webhooks?.dispatch(hooks);
+  }
+
+  /** `video.completed` for a job completed for the first time by the write that returned `row`. */
+  private async completed(tx: OutboxTx, row: CompletedRow | undefined, now: Date): Promise<string[]> {
+    if (!row || row.was_completed_at !== null || !this.deps.webhooks) return [];
+    return this.deps.webhooks.emit(
+      tx,
+      row.account_id,
+      "video.completed",
+      videoCompletedData({ queueId: row.queue_id, model: row.model, state: row.status, completedAt: now }),
+    );
   }
 
   /**
@@ -97,11 +127,17 @@ export class VideoJobTransitions {
   /** Claims the media for one caller (→ `delivered`); null when another caller (or a state change) got there first. */
   async claimDelivery(job: Pick<VideoJobRow, "id">): Promise<Date | null> {
     const now = this.deps.clock.now();
-    const n = await this.deps.db.$executeRaw`
-      UPDATE video_jobs SET status = 'delivered', delivered_at = ${now}, completed_at = COALESCE(completed_at, ${now}),
-             refund_due_at = NULL, next_poll_at = NULL
-       WHERE id = ${job.id}::uuid AND status IN ('rendering', 'completed_no_media')`;
-    return n === 1 ? now : null;
+    const { moved, hooks } = await this.deps.db.$transaction(async (tx) => {
+      const rows = await tx.$queryRaw<CompletedRow[]>`
+        UPDATE video_jobs v SET status = 'delivered', delivered_at = ${now},
+               completed_at = COALESCE(v.completed_at, ${now}), refund_due_at = NULL, next_poll_at = NULL
+          FROM (SELECT id, completed_at FROM video_jobs WHERE id = ${job.id}::uuid FOR UPDATE) was
+         WHERE v.id = was.id AND v.status IN ('rendering', 'completed_no_media')
+        RETURNING v.account_id, v.queue_id, v.model, v.status::text AS status, was.completed_at AS was_completed_at`;
+      return { moved: rows.length === 1, hooks: await this.completed(tx, rows[0], now) };
+    });
+    await this.deps.webhooks?.dispatch(hooks);
+    return moved ? now : null;
   }
 
   /** The transfer broke before the end: the claim `stamp` is undone, so the buyer can retrieve again. */

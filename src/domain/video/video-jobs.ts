@@ -5,6 +5,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
+import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { VideoRefunds } from "./job-refunds.js";
 import {
   jobByQueueId,
@@ -62,6 +63,8 @@ export interface VideoJobsDeps {
   /** the plaintext secret of the supplier key the job was queued on (any status; never logged) */
   openKey: (upstreamKeyId: string) => Promise<string>;
   metrics?: Metrics;
+  /** `video.completed` and `video.refunded` go to the outbox in the job's transition (issue 30) */
+  webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 
 export class VideoJobs {
@@ -73,8 +76,8 @@ export class VideoJobs {
   constructor(private readonly deps: VideoJobsDeps) {
     const { db, clock, bus } = deps;
     this.provider = new VideoProvider({ upstream: deps.upstream, openKey: deps.openKey });
-    this.refunds = new VideoRefunds({ db, clock, bus, metrics: deps.metrics });
-    this.transitions = new VideoJobTransitions({ db, clock, bus, refunds: this.refunds });
+    this.refunds = new VideoRefunds({ db, clock, bus, metrics: deps.metrics, webhooks: deps.webhooks });
+    this.transitions = new VideoJobTransitions({ db, clock, bus, refunds: this.refunds, webhooks: deps.webhooks });
     this.sweeper = new VideoSweeper({
       db,
       clock,

@@ -40,7 +40,7 @@ function literalToJson(ast: ValueNode): unknown {
  * the model family and are passed through exactly as REST renders them). Registered here because
  * builder.ts declares only the money and time scalars.
  */
-const JsonRef = new ScalarRef<Types, unknown, unknown>("JSON");
+export const JsonRef = new ScalarRef<Types, unknown, unknown>("JSON");
 JsonRef.updateConfig({
   kind: "Scalar",
   graphqlKind: "Scalar",

@@ -9,6 +9,7 @@ import "./payments.js";
 import "./supply.js";
 import "./catalog.js";
 import "./video-jobs.js";
+import "./webhooks.js";
 import "./dashboard.js";
 import "./limits.js";
 

@@ -51,6 +51,8 @@ async function documentEnv(): Promise<Record<string, string>> {
     SUPPORT_REFERENCE: first.headers.get("x-svc-support-reference") ?? "",
     SVC_SESSION: supplier.cookie.replace(/^svc_session=/, ""),
     UPSTREAM_API_KEY: upstreamKey,
+    // the reader's webhook endpoint (SKILL.md section 9): loopback is allowed in local mode
+    WEBHOOK_URL: "http://127.0.0.1:9/svc-hook",
   };
 }
 

@@ -1,12 +1,14 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, test } from "vitest";
 import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
 import { burnMicroDiem, computeCharge, formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../../testkit/market-world.js";
+import { startReceiver } from "../../../testkit/webhooks.js";
 
 /**
  * Statements of the served documents that describe behaviour, each checked against the running
@@ -614,5 +616,71 @@ describe("llms.txt and SKILL.md: x402 discovery at /.well-known/x402", () => {
     expect(((await signup.json()) as { accepts: { resource: string }[] }).accepts[0]?.resource).toBe(
       `${base}/v1/x402/signup`,
     );
+  });
+});
+
+describe("SKILL.md section 9 and marketplace.md: webhooks", () => {
+  test("the secret once, the URL rule, supplier events, signatures standardwebhooks verifies, the schedule, the cap", async () => {
+    says("/SKILL.md", "The 201 answer is the endpoint with its signing secret `secret` (`whsec_…`), shown this once");
+    says(
+      "/SKILL.md",
+      "must not resolve to a loopback, private, link-local or metadata address (400 naming `url`); it is checked again, after DNS, before every delivery",
+    );
+    says("/SKILL.md", "The `webhook-id` is the same on every retry of an event");
+    says("/SKILL.md", "is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h");
+    says("/SKILL.md", "at most 10 endpoints per account");
+    says("/SKILL.md", "Verify every delivery with the `standardwebhooks` package");
+    says("/marketplace.md", "a Bearer key is refused them, 400 naming `events`");
+    expect(skillTable().find((r) => r.codes.includes("webhook_limit_reached"))?.advice).toContain("10 endpoints");
+
+    const receiver = await startReceiver();
+    try {
+      const buyer = await fundedBuyerKey(world.app, 0n);
+      const register = (body: Record<string, unknown>) =>
+        call(world.app, { method: "POST", path: "/v1/webhooks", headers: bearer(buyer.apiKey), body });
+      // local mode allows a loopback receiver (WEBHOOK_ALLOW_PRIVATE); never the metadata address
+      const metadata = await register({ url: "https://169.254.169.254/latest", events: ["credit.confirmed"] });
+      expect([metadata.status, (metadata.body as { error: { field: string } }).error.field]).toEqual([400, "url"]);
+      const supplierEvent = await register({ url: receiver.url, events: ["offer.depleted"] });
+      expect([supplierEvent.status, (supplierEvent.body as { error: { field: string } }).error.field]).toEqual([
+        400,
+        "events",
+      ]);
+      const made = await register({ url: receiver.url, events: ["credit.confirmed"] });
+      expect(made.status).toBe(201);
+      const { id, secret } = made.body as { id: string; secret: string };
+      expect(secret).toMatch(/^whsec_/);
+
+      // a test event, delivered as the worker would deliver it, verifies as the document shows
+      const sent = await call(world.app, {
+        method: "POST",
+        path: `/v1/webhooks/${id}/test`,
+        headers: bearer(buyer.apiKey),
+      });
+      const eventId = (sent.body as { id: string }).id;
+      expect(await world.app.rt.services.webhooks.deliver(eventId, 0)).toBe("delivered");
+      const got = await receiver.waitFor((h) => h.headers["webhook-id"] === eventId);
+      const event = new Webhook(secret).verify(got.body, {
+        "webhook-id": got.headers["webhook-id"] ?? "",
+        "webhook-timestamp": got.headers["webhook-timestamp"] ?? "",
+        "webhook-signature": got.headers["webhook-signature"] ?? "",
+      });
+      expect(event).toMatchObject({ type: "webhook.test", data: { webhookId: id } });
+      expect(world.app.rt.config.webhooks.retryScheduleMs).toEqual([
+        5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+      ]);
+
+      for (let i = 2; i <= 10; i++)
+        expect(
+          (await register({ url: receiver.url, events: ["balance.low"], balanceLowThresholdUsdc: "1.000000" })).status,
+        ).toBe(201);
+      const over = await register({ url: receiver.url, events: ["credit.confirmed"] });
+      expect([over.status, (over.body as { error: { code: string } }).error.code]).toEqual([
+        409,
+        "webhook_limit_reached",
+      ]);
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -25,6 +25,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   headers_too_large: 431,
   payment_unfinished: 409,
   key_limit_reached: 409,
+  webhook_limit_reached: 409,
   conflict: 409,
   gone: 410,
   key_concurrency_limit: 429,

@@ -1,0 +1,160 @@
+import { utcDay } from "../../lib/clock.js";
+import type { EndItem } from "../inference/settlement.js";
+import type { SettlementEvents, SettlementTx } from "../inference/stores.js";
+import { budgetPeriod, type LimitReset } from "../keys/key-period.js";
+import { query, type WebhookOutbox } from "./outbox.js";
+import {
+  balanceLowData,
+  keyBudgetExhaustedData,
+  OFFER_EVENT_COLUMNS,
+  type OfferEventRow,
+  offerData,
+} from "./payloads.js";
+
+/**
+ * The events a settlement batch causes, written to the outbox in the batch's own transaction
+ * (`sqlSettlementStore`; docs/decisions.md "Webhooks (issue 30)"):
+ *
+ * - `offer.depleted` (supplier): an offer this batch sold to zero (`svc_end_items` marks it
+ *   depleted with the batch's time);
+ * - `balance.low` (buyer): the batch's charges took the confirmed balance from at or above an
+ *   endpoint's threshold to below it;
+ * - `key.budget_exhausted` (buyer): a key's spend for the period reached its limit, or a request on
+ *   it was refused 402 `key_budget_exceeded`; once per key and period per endpoint.
+ *
+ * The batch asks who takes these in the statement that runs it (`types`), so a batch for accounts
+ * without endpoints costs nothing more; only accounts in `subscribers` are looked at here.
+ */
+export const SETTLEMENT_EVENT_TYPES = ["offer.depleted", "balance.low", "key.budget_exhausted"] as const;
+
+export function settlementWebhooks(outbox: WebhookOutbox): SettlementEvents {
+  return {
+    types: SETTLEMENT_EVENT_TYPES,
+    async record(tx, items, confirmed, subscribers) {
+      const takes = (account: string | null, type: string) => account !== null && !!subscribers.get(account)?.has(type);
+      return [
+        ...(await depletedOffers(outbox, tx, items, takes)),
+        ...(await lowBalances(outbox, tx, items, confirmed, takes)),
+        ...(await exhaustedKeys(outbox, tx, items, takes)),
+      ];
+    },
+    dispatch: (ids) => outbox.dispatch(ids),
+  };
+}
+
+type Takes = (account: string | null, type: string) => boolean;
+
+const charged = (i: EndItem) => i.clear !== null && i.gross !== null;
+
+async function depletedOffers(outbox: WebhookOutbox, tx: SettlementTx, items: readonly EndItem[], takes: Takes) {
+  const offers = [
+    ...new Set(
+      items
+        .filter((i) => charged(i) && BigInt(i.burn ?? "0") > 0n && takes(i.supplier, "offer.depleted"))
+        .map((i) => i.offer as string),
+    ),
+  ];
+  if (offers.length === 0) return [];
+  // svc_end_items stamps an offer it sells out with the batch's latest `now`
+  const at = new Date(Math.max(...items.map((i) => Date.parse(i.now)))).toISOString();
+  const rows = await query<OfferEventRow>(
+    tx,
+    `SELECT ${OFFER_EVENT_COLUMNS} FROM offers
+      WHERE id = ANY($1::uuid[]) AND status = 'depleted' AND remaining_micro_diem = 0 AND ended_at = $2::timestamptz`,
+    [offers, at],
+  );
+  const ids: string[] = [];
+  for (const o of rows) {
+    ids.push(
+      ...(await outbox.emit(tx, o.accountId, "offer.depleted", offerData(o), {
+        dedupeKey: `offer.depleted:${o.id}:${at}`,
+      })),
+    );
+  }
+  return ids;
+}
+
+async function lowBalances(
+  outbox: WebhookOutbox,
+  tx: SettlementTx,
+  items: readonly EndItem[],
+  confirmed: readonly bigint[],
+  takes: Takes,
+) {
+  // per buyer: the balance after the batch, and what the batch's charges took from it
+  const buyers = new Map<string, { after: bigint; charged: bigint }>();
+  items.forEach((i, n) => {
+    if (!charged(i) || !takes(i.account, "balance.low")) return;
+    const b = buyers.get(i.account) ?? { after: confirmed[n] ?? 0n, charged: 0n };
+    b.charged += BigInt(i.gross ?? "0");
+    buyers.set(i.account, b);
+  });
+  const ids: string[] = [];
+  for (const [account, b] of buyers) {
+    if (b.charged <= 0n) continue;
+    const before = b.after + b.charged;
+    ids.push(
+      ...(await outbox.emit(tx, account, "balance.low", (e) => {
+        const threshold = e.balanceLowThresholdMicroUsdc;
+        return threshold !== null && before >= threshold && b.after < threshold
+          ? balanceLowData(b.after, threshold)
+          : null;
+      })),
+    );
+  }
+  return ids;
+}
+
+async function exhaustedKeys(outbox: WebhookOutbox, tx: SettlementTx, items: readonly EndItem[], takes: Takes) {
+  // per key: the latest request that may have exhausted it (a charge, or a refusal for the budget)
+  const candidates = new Map<string, { account: string; started: Date; refused: boolean }>();
+  for (const i of items) {
+    const refused = i.error_code === "key_budget_exceeded";
+    if (!i.api_key || !(refused || (charged(i) && BigInt(i.gross ?? "0") > 0n))) continue;
+    if (!takes(i.account, "key.budget_exhausted")) continue;
+    const c = candidates.get(i.api_key);
+    const started = new Date(i.started);
+    candidates.set(i.api_key, {
+      account: i.account,
+      started: c && c.started > started ? c.started : started,
+      refused: refused || (c?.refused ?? false),
+    });
+  }
+  if (candidates.size === 0) return [];
+  const keys = await query<{ id: string; name: string; limit: bigint | string; reset: LimitReset }>(
+    tx,
+    `SELECT id::text AS id, name, limit_micro_usdc AS "limit", limit_reset::text AS reset
+       FROM api_keys WHERE id = ANY($1::uuid[]) AND limit_micro_usdc IS NOT NULL`,
+    [[...candidates.keys()]],
+  );
+  const ids: string[] = [];
+  for (const k of keys) {
+    const c = candidates.get(k.id);
+    if (!c) continue;
+    // the request counts in the period it started in (docs/decisions.md "Key budgets")
+    const period = budgetPeriod(k.reset, c.started);
+    const [row] = await query<{ spent: bigint | string }>(
+      tx,
+      `SELECT COALESCE(sum(spent_micro_usdc), 0)::bigint AS spent FROM api_key_spend
+        WHERE api_key_id = $1::uuid AND ($2::date IS NULL OR day >= $2::date) AND ($3::date IS NULL OR day < $3::date)`,
+      [k.id, period.start ? utcDay(period.start) : null, period.end ? utcDay(period.end) : null],
+    );
+    const spent = BigInt(row?.spent ?? 0);
+    const limit = BigInt(k.limit);
+    if (!c.refused && spent < limit) continue;
+    const data = keyBudgetExhaustedData({
+      id: k.id,
+      name: k.name,
+      limitMicroUsdc: limit,
+      spentMicroUsdc: spent,
+      limitReset: k.reset,
+      resetsAt: period.end,
+    });
+    ids.push(
+      ...(await outbox.emit(tx, c.account, "key.budget_exhausted", data, {
+        dedupeKey: `key.budget_exhausted:${k.id}:${period.start ? period.start.toISOString() : "all"}`,
+      })),
+    );
+  }
+  return ids;
+}
