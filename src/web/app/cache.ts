@@ -41,6 +41,9 @@ const EMBEDDED = [
   "SupplierLedger",
   "UpdateApiKeyPayload",
   "UpstreamKeyPayload",
+  "WebhookDeliveryPage",
+  "WebhookUpdated",
+  "WebhookWithSecret",
 ];
 
 /** `VideoJobsQuery` reads `myVideoJobs(first: 20)`. */

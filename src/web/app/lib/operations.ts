@@ -3,6 +3,16 @@
  * against the API's per-operation limits). Each is written beside the view or component that uses
  * it, typed from `schema.graphql` by gql.tada (lib/tada.ts).
  */
+export {
+  CreateWebhookMutation,
+  DeleteWebhookMutation,
+  EnableWebhookMutation,
+  RotateWebhookSecretMutation,
+  SendTestWebhookMutation,
+  WebhookDeliveriesQuery,
+  WebhooksQuery,
+  WebhookUpdatedSubscription,
+} from "../components/webhooks/webhooks.gql.js";
 export { CreateApiKeyMutation, RevokeApiKeyMutation, UpdateApiKeyMutation } from "../views/buyer/api-keys.gql.js";
 export { SetMaxPriceMutation } from "../views/buyer/ceiling.gql.js";
 export {

@@ -1,5 +1,6 @@
 import { useQuery } from "urql";
 import { Empty, ErrorNote, Loading, Panel, Stat, Stats } from "../../components/ui";
+import { WebhooksPanel } from "../../components/webhooks/webhooks-panel";
 import { useCoalesced, useEvent } from "../../lib/live";
 import { formatMicro, usd } from "../../lib/money";
 import type { Session } from "../../lib/session";
@@ -25,7 +26,7 @@ import { VideoJobsPanel } from "./video-jobs";
 const HISTORY_LIMIT = 50;
 const fresh = { requestPolicy: "network-only" } as const;
 
-/** The buyer's dashboard: balances, funding, ceiling, keys, history, video jobs. */
+/** The buyer's dashboard: balances, funding, ceiling, keys, history, video jobs, webhooks. */
 export function BuyerView(props: { session: Session }) {
   const [buyer, refetchBuyer] = useQuery({ query: BuyerQuery });
   const [history, refetchHistory] = useQuery({ query: HistoryQuery, variables: { limit: HISTORY_LIMIT } });
@@ -128,6 +129,8 @@ export function BuyerView(props: { session: Session }) {
       <HistoryPanel history={history} onRetry={() => refetchHistory(fresh)} />
 
       <VideoJobsPanel videos={videos} />
+
+      <WebhooksPanel side="buyer" />
     </div>
   );
 }

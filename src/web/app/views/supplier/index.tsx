@@ -1,5 +1,6 @@
 import { useQuery } from "urql";
 import { Empty, ErrorNote, Loading, Panel, Stat, Stats, StatusBadge, Table } from "../../components/ui";
+import { WebhooksPanel } from "../../components/webhooks/webhooks-panel";
 import { useCoalesced, useEvent } from "../../lib/live";
 import { formatMicro, usd } from "../../lib/money";
 import type { Session } from "../../lib/session";
@@ -10,7 +11,7 @@ import { OffersPanel } from "./offers";
 
 const fresh = { requestPolicy: "network-only" } as const;
 
-/** The supplier's dashboard: upstream keys, offers with live fills, earnings, ledger, payouts. */
+/** The supplier's dashboard: upstream keys, offers with live fills, earnings, ledger, payouts, webhooks. */
 export function SupplierView(props: { session: Session }) {
   const [res, refetch] = useQuery({ query: SupplierQuery });
   // the whole dashboard costs ~2,600 of the 100,000-per-minute GraphQL budget: at most one re-read
@@ -145,6 +146,8 @@ export function SupplierView(props: { session: Session }) {
           )}
         </Panel>
       </div>
+
+      <WebhooksPanel side="supplier" />
     </div>
   );
 }
