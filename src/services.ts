@@ -34,6 +34,7 @@ import { MarketService } from "./domain/market/market-service.js";
 import { EarningsService } from "./domain/supply/earnings.js";
 import { KeyHealth } from "./domain/supply/key-health.js";
 import { OfferService } from "./domain/supply/offers.js";
+import { StandingOffers } from "./domain/supply/standing-offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import { VideoJobs } from "./domain/video/video-jobs.js";
 import type { Clock } from "./lib/clock.js";
@@ -54,6 +55,8 @@ export interface Services {
   supply: SupplyService;
   /** supplier offers, their states and expiry */
   offers: OfferService;
+  /** standing offers re-posted at UTC midnight, and price schedule steps announced (issue 30) */
+  standing: StandingOffers;
   /** supplier earnings and daily payouts */
   earnings: EarningsService;
   /** the one key-marking path (cooldown, auth failure, reopen) */
@@ -140,6 +143,7 @@ export function createServices(deps: ServiceDeps): Services {
     metrics: deps.metrics,
   });
   const router = pipeline;
+  const offers = new OfferService({ db, clock, bus, keyHealth });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   const videoQuotes = new VideoQuotes({
     pipeline,
@@ -162,7 +166,8 @@ export function createServices(deps: ServiceDeps): Services {
     ),
     apiKeys,
     keyHealth,
-    offers: new OfferService({ db, clock, bus, keyHealth }),
+    offers,
+    standing: new StandingOffers({ db, clock, bus, keyHealth, offers, balances: supply, market }),
     earnings: new EarningsService({
       db,
       clock,
