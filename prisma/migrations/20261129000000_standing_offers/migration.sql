@@ -26,5 +26,5 @@ CREATE UNIQUE INDEX "offers_reposted_from_id_key" ON "offers"("reposted_from_id"
 
 ALTER TABLE "offers" ADD CONSTRAINT "offers_reposted_from_id_fkey" FOREIGN KEY ("reposted_from_id") REFERENCES "offers"("id") ON DELETE SET NULL ON UPDATE CASCADE;
 
--- the standing-offer job's candidates: expired offers that stand
-CREATE INDEX "offers_standing_idx" ON "offers"("upstream_key_id", "created_at") WHERE "repost_daily";
+-- the standing-offer job's candidates: standing offers that expired lately
+CREATE INDEX "offers_standing_idx" ON "offers"("expires_at") WHERE "repost_daily";

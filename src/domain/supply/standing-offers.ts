@@ -69,6 +69,13 @@ interface Candidate {
 /** How many candidates one run looks at (the next run takes the rest). */
 const REPOST_BATCH = 500;
 
+/**
+ * A standing offer that could not be posted again for this long (its key refused by the upstream,
+ * its balance unknown or 0 every day) stops standing: the job looks no further back, so what it
+ * reads each minute stays bounded however long offers have been standing.
+ */
+export const REPOST_WINDOW_MS = 7 * 86_400_000;
+
 type OfferRow = Prisma.OfferGetPayload<object>;
 
 /**
@@ -87,9 +94,9 @@ export class StandingOffers {
   constructor(private readonly deps: StandingOfferDeps) {}
 
   /**
-   * Posts again every standing offer whose DIEM expired: an `expired` offer with `repostDaily`, on
-   * an `active` key, that is its key's newest offer (a later offer — the supplier's own, or a repost
-   * — supersedes it). The new offer has the old one's price, schedule, `repostDaily` and
+   * Posts again every standing offer whose DIEM expired (in the last REPOST_WINDOW_MS): an
+   * `expired` offer with `repostDaily`, on an `active` key, that is its key's newest offer (a later
+   * offer — the supplier's own, or a repost — supersedes it). The new offer has the old one's price, schedule, `repostDaily` and
    * `dailyQuantityMicroDiem`; its quantity is the key's balance read from the upstream since the
    * last UTC midnight (read now when the sync has not yet), capped by `dailyQuantityMicroDiem`.
    * Runs the expiry first, so an offer past its midnight is `expired` (and one paused then no
@@ -105,7 +112,8 @@ export class StandingOffers {
       SELECT o.id, o.account_id, o.upstream_key_id, k.last_balance_micro_diem AS balance, k.last_balance_at AS balance_at
         FROM offers o
         JOIN upstream_keys k ON k.id = o.upstream_key_id
-       WHERE o.repost_daily AND o.status = 'expired' AND o.expires_at <= ${now}
+       WHERE o.repost_daily AND o.status = 'expired'
+         AND o.expires_at <= ${now} AND o.expires_at > ${new Date(now.getTime() - REPOST_WINDOW_MS)}
          AND k.status = 'active'
          AND NOT EXISTS (SELECT 1 FROM offers r WHERE r.reposted_from_id = o.id)
          AND NOT EXISTS (SELECT 1 FROM offers n

@@ -290,6 +290,30 @@ describe("standing offers at UTC midnight", () => {
     expect(await liveOn(refused.keyId)).toBe(1);
   });
 
+  test("an offer that could not be posted again for a week stops standing", async () => {
+    const s = await standing();
+    pastMidnight();
+    world.sim.state.revokeKey(s.secret);
+    expect((await world.app.rt.services.standing.repostDue()).reposted).toBe(0);
+    // six days later the key authenticates again: the offer is still standing
+    clock.advance(6 * 86_400_000);
+    world.sim.state.revokeKey(s.secret, false);
+    await world.app.rt.services.supply.syncKeyBalances();
+    expect((await world.app.rt.services.standing.repostDue()).reposted).toBe(1);
+    expect(await liveOn(s.keyId)).toBe(1);
+
+    const late = await standing();
+    pastMidnight();
+    world.sim.state.revokeKey(late.secret);
+    await world.app.rt.services.standing.repostDue();
+    // eight days later it does: too late
+    clock.advance(8 * 86_400_000);
+    world.sim.state.revokeKey(late.secret, false);
+    await world.app.rt.services.supply.syncKeyBalances();
+    await world.app.rt.services.standing.repostDue();
+    expect(await liveOn(late.keyId)).toBe(0);
+  });
+
   test("a worker process started after midnight catches up at once", async () => {
     const s = await standing();
     pastMidnight();
