@@ -36,6 +36,7 @@ import { MarketService } from "./domain/market/market-service.js";
 import { EarningsService } from "./domain/supply/earnings.js";
 import { KeyHealth } from "./domain/supply/key-health.js";
 import { OfferService } from "./domain/supply/offers.js";
+import { StandingOffers } from "./domain/supply/standing-offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import { VideoJobs } from "./domain/video/video-jobs.js";
 import { settlementWebhooks } from "./domain/webhooks/settlement-events.js";
@@ -58,6 +59,8 @@ export interface Services {
   supply: SupplyService;
   /** supplier offers, their states and expiry */
   offers: OfferService;
+  /** standing offers re-posted at UTC midnight, and price schedule steps announced (issue 30) */
+  standing: StandingOffers;
   /** supplier earnings and daily payouts */
   earnings: EarningsService;
   /** the one key-marking path (cooldown, auth failure, reopen) */
@@ -169,6 +172,7 @@ export function createServices(deps: ServiceDeps): Services {
     metrics: deps.metrics,
   });
   const router = pipeline;
+  const offers = new OfferService({ db, clock, bus, keyHealth, webhooks: outbox });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   const videoQuotes = new VideoQuotes({
     pipeline,
@@ -191,7 +195,8 @@ export function createServices(deps: ServiceDeps): Services {
     ),
     apiKeys,
     keyHealth,
-    offers: new OfferService({ db, clock, bus, keyHealth, webhooks: outbox }),
+    offers,
+    standing: new StandingOffers({ db, clock, bus, keyHealth, offers, balances: supply, market, webhooks: outbox }),
     earnings: new EarningsService({
       db,
       clock,

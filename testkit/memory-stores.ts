@@ -25,6 +25,7 @@ import type {
   TakeRequest,
   TakeResult,
 } from "../src/domain/inference/stores.js";
+import { effectivePrice, nextPriceChange, type PriceStep } from "../src/domain/supply/price-schedule.js";
 import { utcDay } from "../src/lib/clock.js";
 import type { SecretBox } from "../src/lib/secret-box.js";
 
@@ -60,6 +61,8 @@ export interface MemoryOffer {
   accountId: string;
   upstreamKeyId: string;
   priceCentsPerDollar: number;
+  /** price steps (`offers.schedule`); the price at an instant is `effectivePrice` */
+  schedule: PriceStep[] | null;
   quantityMicroDiem: bigint;
   remainingMicroDiem: bigint;
   reservedMicroDiem: bigint;
@@ -126,9 +129,11 @@ export function routableOf(o: MemoryOffer, k: MemoryUpstreamKey): bigint {
   return maxBig(minBig(o.remainingMicroDiem, k.lastBalanceMicroDiem ?? 0n) - o.reservedMicroDiem, 0n);
 }
 
-/** The clearing order (`CLEARING_ORDER_SQL`): cheapest, then oldest, then id. */
-function clearingOrder(a: MemoryOffer, b: MemoryOffer): number {
-  if (a.priceCentsPerDollar !== b.priceCentsPerDollar) return a.priceCentsPerDollar - b.priceCentsPerDollar;
+/** The clearing order (`CLEARING_ORDER_SQL`): cheapest effective price at `now`, then oldest, then id. */
+function clearingOrder(a: MemoryOffer, b: MemoryOffer, now: Date): number {
+  const pa = effectivePrice(a, now);
+  const pb = effectivePrice(b, now);
+  if (pa !== pb) return pa - pb;
   if (a.createdAt.getTime() !== b.createdAt.getTime()) return a.createdAt.getTime() - b.createdAt.getTime();
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
@@ -209,6 +214,7 @@ export class MemoryMarket {
   /** An upstream key (sealed like the service seals it) with one offer on it. */
   addOffer(o: {
     priceCents: number;
+    schedule?: PriceStep[] | null;
     quantityMicroDiem: bigint;
     keyBalanceMicroDiem?: bigint | null;
     supplierAccountId?: string;
@@ -244,6 +250,7 @@ export class MemoryMarket {
       accountId: supplierAccountId,
       upstreamKeyId,
       priceCentsPerDollar: o.priceCents,
+      schedule: o.schedule ?? null,
       quantityMicroDiem: o.quantityMicroDiem,
       remainingMicroDiem: o.quantityMicroDiem,
       reservedMicroDiem: 0n,
@@ -304,7 +311,7 @@ export class MemoryMarket {
         const k = this.tables.upstreamKeys.get(o.upstreamKeyId);
         if (k && eligibleNow(o, k, now)) out.push({ o, k });
       }
-      return out.sort((a, b) => clearingOrder(a.o, b.o));
+      return out.sort((a, b) => clearingOrder(a.o, b.o, now));
     };
     return {
       book: async (now: Date): Promise<BookEntry[]> => {
@@ -313,7 +320,8 @@ export class MemoryMarket {
           offerId: o.id,
           upstreamKeyId: o.upstreamKeyId,
           supplierAccountId: o.accountId,
-          priceCentsPerDollar: o.priceCentsPerDollar,
+          priceCentsPerDollar: effectivePrice(o, now),
+          priceChangesAt: nextPriceChange(o.schedule, now)?.getTime() ?? null,
           expiresAt: o.expiresAt.getTime(),
           routableMicroDiem: routableOf(o, k),
           keyBalanceMicroDiem: k.lastBalanceMicroDiem,
@@ -334,14 +342,16 @@ export class MemoryMarket {
         return live(q.now)
           .filter(
             ({ o, k }) =>
-              o.priceCentsPerDollar <= q.maxPriceCents && routableOf(o, k) >= min && !exclude.includes(o.upstreamKeyId),
+              effectivePrice(o, q.now) <= q.maxPriceCents &&
+              routableOf(o, k) >= min &&
+              !exclude.includes(o.upstreamKeyId),
           )
           .slice(0, q.limit ?? 10_000)
           .map(({ o, k }) => ({
             offerId: o.id,
             upstreamKeyId: o.upstreamKeyId,
             supplierAccountId: o.accountId,
-            priceCentsPerDollar: o.priceCentsPerDollar,
+            priceCentsPerDollar: effectivePrice(o, q.now),
             routableMicroDiem: routableOf(o, k),
           }));
       },
@@ -453,7 +463,7 @@ export class MemoryMarket {
       const o = t.offers.get(ask.offerId);
       const k = o ? t.upstreamKeys.get(o.upstreamKeyId) : undefined;
       if (!o || !k) return { ...r, outcome: "offer_short", routable: 0n, keyBalance: null };
-      const eligible = eligibleNow(o, k, ask.now) && o.priceCentsPerDollar <= ask.ceilingCents;
+      const eligible = eligibleNow(o, k, ask.now) && effectivePrice(o, ask.now) <= ask.ceilingCents;
       r.routable = routableOf(o, k);
       r.keyBalance = k.lastBalanceMicroDiem;
       if (!eligible) return { ...r, outcome: "offer_short", routable: 0n };

@@ -26,6 +26,11 @@ export interface OfferBody {
   upstreamKeyId: string;
   keyStatus: string;
   priceCentsPerDollar: number;
+  effectivePriceCentsPerDollar: number;
+  schedule: { fromUtc: string; priceCentsPerDollar: number }[] | null;
+  repostDaily: boolean;
+  dailyQuantityDiem: string | null;
+  repostedFromId: string | null;
   quantityDiem: string;
   remainingDiem: string;
   status: string;

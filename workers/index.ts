@@ -24,6 +24,11 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
   { queue: "reconciliation", id: "scan-chain", every: 60_000, job: "scan-chain" },
   // expiry runs every minute; the service expires what is due exactly once (UTC midnight)
   { queue: "expiry", id: "expire-offers", every: 60_000, job: "expire-offers" },
+  // standing offers: posted again within a minute of UTC midnight, once; a key whose balance is not
+  // known since midnight waits for a later run (issue 30)
+  { queue: "expiry", id: "repost-offers", every: 60_000, job: "repost-offers" },
+  // price schedules: a step that took effect moves the ladder and drops the cached capacity, once
+  { queue: "expiry", id: "price-steps", every: 60_000, job: "price-steps" },
   { queue: "sync", id: "sync-key-balances", every: 30_000, job: "sync-key-balances" },
   { queue: "sync", id: "sync-catalog", every: 600_000, job: "sync-catalog" },
   { queue: "payouts", id: "daily-payouts", every: 3600_000, job: "daily-payouts" },
@@ -31,6 +36,15 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
   { queue: "video", id: "video-sweep", every: 5_000, job: "video-sweep" },
   // webhooks: queue the outbox rows whose delivery job was lost (a crash after the event's commit)
   { queue: "webhooks", id: "webhook-sweep", every: 30_000, job: "sweep" },
+];
+
+/**
+ * Run once when a worker process starts, besides their schedules: what a process down at midnight
+ * (or a step time) missed is caught up at once rather than at the next scheduled run.
+ */
+const CATCH_UP: { queue: keyof typeof QUEUES; job: string }[] = [
+  { queue: "expiry", job: "repost-offers" },
+  { queue: "expiry", job: "price-steps" },
 ];
 
 /**
@@ -60,7 +74,8 @@ async function ensureSchedules(rt: Runtime): Promise<number> {
  * Starts one BullMQ worker per queue that has a processor. Runs in the API process
  * (`npm run dev`, `npm start`) or alone (`npm run start:worker`). `close()` waits for active jobs.
  * With schedules (the default), the periodic jobs are upserted now and checked every
- * `scheduleCheckMs` (default SCHEDULE_CHECK_MS), so they come back after Redis lost them.
+ * `scheduleCheckMs` (default SCHEDULE_CHECK_MS), so they come back after Redis lost them, and the
+ * CATCH_UP jobs are queued once.
  */
 export async function startWorkers(
   rt: Runtime,
@@ -99,6 +114,7 @@ export async function startWorkers(
     for (const s of SCHEDULES) {
       await rt.queues[QUEUES[s.queue]].upsertJobScheduler(s.id, { every: s.every }, { name: s.job, data: {} });
     }
+    for (const c of CATCH_UP) await rt.queues[QUEUES[c.queue]].add(c.job, {});
     let checking = false;
     checker = setInterval(() => {
       if (checking) return;

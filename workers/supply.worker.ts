@@ -1,11 +1,23 @@
 import type { Services } from "../src/services.js";
 import type { Processor } from "./processor.js";
 
-/** Queue `expiry`: DIEM expires at UTC midnight; offers expire exactly once across processes. */
+/**
+ * Queue `expiry`: DIEM expires at UTC midnight; offers expire exactly once across processes,
+ * standing offers are posted again for the new day once, and each price schedule step that took
+ * effect is announced once (issue 30).
+ */
 export function expiryProcessor(services: Services): Processor {
   return async (job) => {
-    if (job.name !== "expire-offers") throw new Error(`unknown expiry job ${job.name}`);
-    return services.offers.expireDue();
+    switch (job.name) {
+      case "expire-offers":
+        return services.offers.expireDue();
+      case "repost-offers":
+        return services.standing.repostDue();
+      case "price-steps":
+        return services.standing.announcePriceSteps();
+      default:
+        throw new Error(`unknown expiry job ${job.name}`);
+    }
   };
 }
 

@@ -2,8 +2,9 @@
 -- * the buyer part (p_account not null): the API key must be active and the account's; the
 --   planned ceiling must be the account's; at least p_usdc_min of the available balance
 --   (confirmed − reserved) must be free. Grants min(max(want, min), available).
--- * the offer part (p_offer not null): the offer must be eligible (svc_eligible) at or below
---   p_ceiling with at least p_diem_min routable (svc_routable). Grants min(max(want, min), routable).
+-- * the offer part (p_offer not null): the offer must be eligible (svc_eligible) with its effective
+--   price at p_now (svc_effective_price) at or below p_ceiling and at least p_diem_min routable
+--   (svc_routable). Grants min(max(want, min), routable).
 -- The buyer part commits even when the offer part is refused ('offer_short'): the grant is the
 -- holder's either way. Commits asynchronously: a slice only protects funds until the settlement,
 -- which commits synchronously (and flushes it); a slice lost in a crash makes the settlements
@@ -53,7 +54,7 @@ BEGIN
     available := available - granted_usdc;
   END IF;
   IF p_offer IS NOT NULL THEN
-    SELECT svc_eligible(o, k, p_now) AND o.price_cents_per_dollar <= p_ceiling, svc_routable(o, k), k.last_balance_micro_diem
+    SELECT svc_eligible(o, k, p_now) AND svc_effective_price(o, p_now) <= p_ceiling, svc_routable(o, k), k.last_balance_micro_diem
       INTO v_eligible, routable, key_balance
       FROM offers o JOIN upstream_keys k ON k.id = o.upstream_key_id
      WHERE o.id = p_offer

@@ -3,7 +3,8 @@ import { decimal6, pageQuery, timestamp, uuid, z } from "./common.js";
 
 /**
  * SPEC "Supplier (session)". Bodies: types are checked here (400 naming the field); ranges and
- * rules (price 1-80, the quantity's six decimals, one live offer per key) in the service.
+ * rules (price 1-80, the quantity's six decimals, one live offer per key, a schedule's steps) in
+ * the service.
  */
 
 export const registerUpstreamKeyBody = z
@@ -16,6 +17,42 @@ export const registerUpstreamKeyBody = z
   .openapi("RegisterUpstreamKeyRequest");
 
 const PRICE_MESSAGE = `must be an integer ${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}`;
+const QUANTITY_TYPE_MESSAGE = 'must be a decimal string such as "25.000000"';
+/** At most this many steps in a schedule (the service's `MAX_SCHEDULE_STEPS`, documented here). */
+const MAX_STEPS = 24;
+
+/** One step of a price schedule (issue 30): from `fromUtc` on (UTC, today) the offer's price is this. */
+export const priceStep = z
+  .object({
+    fromUtc: z
+      .string({ required_error: "is required", invalid_type_error: 'must be a UTC time "HH:MM"' })
+      .openapi({ pattern: "^([01]\\d|2[0-3]):[0-5]\\d$", example: "20:00", description: "UTC, HH:MM" }),
+    priceCentsPerDollar: z
+      .number({ required_error: "is required", invalid_type_error: PRICE_MESSAGE })
+      .openapi({ type: "integer", minimum: MIN_OFFER_PRICE_CENTS, maximum: MAX_OFFER_PRICE_CENTS }),
+  })
+  .openapi("PriceStep");
+
+/** What makes an offer standing and scheduled (issue 30); on PATCH `null` removes a cap or a schedule. */
+const standingFields = {
+  repostDaily: z.boolean({ invalid_type_error: "must be true or false" }).optional().openapi({
+    description: "a standing offer: posted again on the same key at each UTC midnight (default false)",
+  }),
+  dailyQuantityDiem: z.string({ invalid_type_error: QUANTITY_TYPE_MESSAGE }).nullable().optional().openapi({
+    description:
+      "caps the quantity of each daily repost (DIEM, six decimals); absent or null: the key's whole fresh balance",
+    example: "20.000000",
+  }),
+  schedule: z
+    .array(priceStep, { invalid_type_error: "must be a list of steps {fromUtc, priceCentsPerDollar}, or null" })
+    .nullable()
+    .optional()
+    .openapi({
+      minItems: 1,
+      maxItems: MAX_STEPS,
+      description: `price steps through the UTC day: 1-${MAX_STEPS}, \`fromUtc\` strictly increasing; the effective price is the step whose time most recently passed today, else \`priceCentsPerDollar\`; null: none`,
+    }),
+};
 
 export const postOfferBody = z
   .object({
@@ -23,15 +60,19 @@ export const postOfferBody = z
       .number({ required_error: "is required", invalid_type_error: PRICE_MESSAGE })
       .openapi({ type: "integer", minimum: MIN_OFFER_PRICE_CENTS, maximum: MAX_OFFER_PRICE_CENTS }),
     quantityDiem: z
-      .string({ required_error: "is required", invalid_type_error: 'must be a decimal string such as "25.000000"' })
+      .string({ required_error: "is required", invalid_type_error: QUANTITY_TYPE_MESSAGE })
       .openapi({ description: "DIEM, a decimal string with exactly six decimals", example: "25.000000" }),
     upstreamKeyId: z
       .string({ required_error: "is required", invalid_type_error: "must be a uuid" })
       .openapi({ format: "uuid" }),
+    ...standingFields,
   })
   .openapi("PostOfferRequest");
 
-/** Reprice, pause (`status: paused`) or unpause (`status: active`). */
+/**
+ * Reprice, pause (`status: paused`) or unpause (`status: active`), and the standing settings
+ * (`repostDaily`, `dailyQuantityDiem`, `schedule`).
+ */
 export const patchOfferBody = z
   .object({
     priceCentsPerDollar: z
@@ -39,6 +80,7 @@ export const patchOfferBody = z
       .optional()
       .openapi({ type: "integer", minimum: MIN_OFFER_PRICE_CENTS, maximum: MAX_OFFER_PRICE_CENTS }),
     status: z.enum(["paused", "active"], { errorMap: () => ({ message: 'must be "paused" or "active"' }) }).optional(),
+    ...standingFields,
   })
   .openapi("PatchOfferRequest");
 
@@ -72,7 +114,17 @@ export const offerResponse = z
     upstreamKeyId: uuid,
     keyLabel: z.string(),
     keyStatus: upstreamKeyStatus,
-    priceCentsPerDollar: z.number().int(),
+    priceCentsPerDollar: z.number().int().openapi({ description: "the offer's own price" }),
+    effectivePriceCentsPerDollar: z.number().int().openapi({
+      description:
+        "the price it clears at now: its schedule's step that most recently passed today, else priceCentsPerDollar",
+    }),
+    schedule: z.array(priceStep).nullable(),
+    repostDaily: z.boolean(),
+    dailyQuantityDiem: decimal6.nullable(),
+    repostedFromId: uuid
+      .nullable()
+      .openapi({ description: "the expired offer this one re-posts; null: posted by you" }),
     quantityDiem: decimal6,
     remainingDiem: decimal6,
     reservedDiem: decimal6,

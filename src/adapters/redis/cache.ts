@@ -5,6 +5,8 @@ import { bigintJson } from "../pubsub.js";
 export interface SharedCache {
   get<T>(key: string): Promise<T | undefined>;
   set(key: string, value: unknown, ttlSeconds: number): Promise<void>;
+  /** Forgets `keys` (best effort: a cache that cannot answer expires them with their TTL). */
+  delete(keys: string[]): Promise<void>;
 }
 
 export function createSharedCache(redis: Redis): SharedCache {
@@ -20,6 +22,14 @@ export function createSharedCache(redis: Redis): SharedCache {
     async set(key, value, ttlSeconds) {
       try {
         await redis.set(key, bigintJson.stringify(value), "EX", ttlSeconds);
+      } catch {
+        // best effort
+      }
+    },
+    async delete(keys) {
+      if (keys.length === 0) return;
+      try {
+        await redis.del(...keys);
       } catch {
         // best effort
       }

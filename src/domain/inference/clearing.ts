@@ -14,7 +14,10 @@ export interface BookEntry {
   offerId: string;
   upstreamKeyId: string;
   supplierAccountId: string;
+  /** the offer's effective price when the book was read (`svc_effective_price`) */
   priceCentsPerDollar: number;
+  /** when a price schedule may next move that price (epoch ms): the book is read again then; null: never */
+  priceChangesAt: number | null;
   expiresAt: number;
   /** what nobody holds of it (`svc_routable`: reserved includes every holder's slices) */
   routableMicroDiem: bigint;
@@ -31,8 +34,11 @@ export interface BookEntry {
   };
 }
 
-/** The clearing order: cheapest first, ties by age, then id (deterministic). */
-export const CLEARING_ORDER_SQL = "o.price_cents_per_dollar ASC, o.created_at ASC, o.id ASC";
+/**
+ * The clearing order: cheapest effective price first (`svc_effective_price` at the query's `$1`,
+ * its "now"), ties by age, then id (deterministic).
+ */
+export const CLEARING_ORDER_SQL = "svc_effective_price(o, $1) ASC, o.created_at ASC, o.id ASC";
 
 /**
  * THE eligibility rule (SPEC "Capacity" rule 5: depth uses the same rule as the router), defined
@@ -43,7 +49,9 @@ export const CLEARING_ORDER_SQL = "o.price_cents_per_dollar ASC, o.created_at AS
  *   and not cooling down;
  * - `svc_routable(o, k)`: what could be cleared on it right now,
  *   `min(remaining, key's last known balance) − reserved`, where `reserved` is every router
- *   process's escrow slices of it (one live offer per key, so the offer's reservation is the key's).
+ *   process's escrow slices of it (one live offer per key, so the offer's reservation is the key's);
+ * - `svc_effective_price(o, now)`: its price now, its schedule's step that most recently passed
+ *   today or its own price (`effectivePrice`, src/domain/supply/price-schedule.ts, is the same rule).
  *
  * Capacity, pool summary and market stats read offers through `eligibleOffers`; the router's offer
  * book and its escrow top-up (`svc_escrow_take`) use the same two functions.
@@ -52,17 +60,18 @@ export interface EligibleOffer {
   offerId: string;
   upstreamKeyId: string;
   supplierAccountId: string;
+  /** the effective price at the query's `now` */
   priceCentsPerDollar: number;
   routableMicroDiem: bigint;
 }
 
 const ELIGIBLE_SQL = `
-  SELECT o.id AS offer_id, o.upstream_key_id, o.account_id, o.price_cents_per_dollar AS price,
+  SELECT o.id AS offer_id, o.upstream_key_id, o.account_id, svc_effective_price(o, $1) AS price,
          svc_routable(o, k) AS routable
     FROM offers o
     JOIN upstream_keys k ON k.id = o.upstream_key_id
    WHERE svc_eligible(o, k, $1)
-     AND o.price_cents_per_dollar <= $2
+     AND svc_effective_price(o, $1) <= $2
      AND svc_routable(o, k) >= $3
      AND ($4::uuid[] IS NULL OR o.upstream_key_id <> ALL($4::uuid[]))
    ORDER BY ${CLEARING_ORDER_SQL}
@@ -80,8 +89,9 @@ export interface EligibleQuery {
 }
 
 /**
- * Eligible offers priced at or below `maxPriceCents` with at least `minRoutableMicroDiem` routable,
- * cheapest first; ties broken by age then id (deterministic).
+ * Eligible offers whose effective price at `now` is at or below `maxPriceCents`, with at least
+ * `minRoutableMicroDiem` routable, cheapest first; ties broken by age then id (deterministic).
+ * `priceCentsPerDollar` is that effective price.
  */
 export async function eligibleOffers(run: QueryRunner, q: EligibleQuery): Promise<EligibleOffer[]> {
   const min = q.minRoutableMicroDiem && q.minRoutableMicroDiem > 0n ? q.minRoutableMicroDiem : 1n;

@@ -10,14 +10,19 @@ export const BOOK_MAX_AGE_MS = 1_000;
  * The eligible offers, cheapest first (ties by age, then id: the clearing order), read with the
  * same eligibility rule as everything else (`svc_eligible`, `svc_routable`; `OfferStore.book`). Read again at once
  * after `invalidate()` (a supply change here or, through Redis, in another process), and in the
- * background once older than BOOK_MAX_AGE_MS. The book only proposes: every slice of an offer is
- * taken in Postgres with the eligibility and depth checked under the offer's row lock.
+ * background once older than BOOK_MAX_AGE_MS. A price schedule's step makes it stale too: once the
+ * clock reaches the earliest `priceChangesAt` of its entries the book is read again before it is
+ * used, so no request clears at a price its offer no longer has. The book only proposes: every
+ * slice of an offer is taken in Postgres with the eligibility, the effective price and the depth
+ * checked under the offer's row lock.
  */
 export class OfferBook {
   private entries: BookEntry[] = [];
   private version = 1;
   private loadedVersion = 0;
   private loadedAt = 0;
+  /** the earliest instant an entry's effective price may change (epoch ms); null: none */
+  private priceChangesAt: number | null = null;
   private loading: Promise<void> | null = null;
 
   constructor(
@@ -31,6 +36,7 @@ export class OfferBook {
 
   /** The book, read again first when invalidated since the last read. */
   async current(): Promise<BookEntry[]> {
+    if (this.priceChangesAt !== null && this.clock.now().getTime() >= this.priceChangesAt) this.invalidate();
     while (this.loadedVersion < this.version) await this.load();
     if (this.clock.now().getTime() - this.loadedAt > BOOK_MAX_AGE_MS && !this.loading) {
       this.load().catch((e) => logger.warn({ err: e }, "offer book refresh failed"));
@@ -49,7 +55,9 @@ export class OfferBook {
     const version = this.version;
     this.loading = (async () => {
       try {
-        this.entries = await this.offers.book(this.clock.now());
+        const entries = await this.offers.book(this.clock.now());
+        this.entries = entries;
+        this.priceChangesAt = earliestPriceChange(entries);
         this.loadedVersion = version;
         this.loadedAt = this.clock.now().getTime();
       } finally {
@@ -58,4 +66,12 @@ export class OfferBook {
     })();
     return this.loading;
   }
+}
+
+function earliestPriceChange(entries: readonly BookEntry[]): number | null {
+  let earliest: number | null = null;
+  for (const e of entries) {
+    if (e.priceChangesAt !== null && (earliest === null || e.priceChangesAt < earliest)) earliest = e.priceChangesAt;
+  }
+  return earliest;
 }

@@ -1,5 +1,6 @@
 import { type Sql, sqlRunner } from "../../adapters/sql.js";
 import { utcDay } from "../../lib/clock.js";
+import { nextPriceChange, storedSchedule } from "../supply/price-schedule.js";
 import { type BookEntry, CLEARING_ORDER_SQL, eligibleOffers } from "./clearing.js";
 import type { EndItem } from "./settlement.js";
 import type {
@@ -32,7 +33,7 @@ export function sqlStores(sql: Sql, events?: SettlementEvents): InferenceStores 
 }
 
 const BOOK_SQL = `
-  SELECT o.id, o.upstream_key_id, o.account_id, o.price_cents_per_dollar AS price, o.expires_at,
+  SELECT o.id, o.upstream_key_id, o.account_id, svc_effective_price(o, $1) AS price, o.schedule, o.expires_at,
          svc_routable(o, k) AS routable, k.last_balance_micro_diem AS key_balance, k.cooldown_until,
          k.secret_ciphertext, k.secret_iv, k.secret_tag, k.encryption_key_id
     FROM offers o
@@ -49,6 +50,7 @@ export function sqlOfferStore(sql: Sql): OfferStore {
         upstream_key_id: string;
         account_id: string;
         price: number;
+        schedule: unknown;
         expires_at: Date;
         routable: string;
         key_balance: string | null;
@@ -63,6 +65,7 @@ export function sqlOfferStore(sql: Sql): OfferStore {
         upstreamKeyId: o.upstream_key_id,
         supplierAccountId: o.account_id,
         priceCentsPerDollar: Number(o.price),
+        priceChangesAt: nextPriceChange(storedSchedule(o.schedule), now)?.getTime() ?? null,
         expiresAt: o.expires_at.getTime(),
         routableMicroDiem: BigInt(o.routable),
         keyBalanceMicroDiem: o.key_balance === null ? null : BigInt(o.key_balance),

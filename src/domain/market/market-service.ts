@@ -21,7 +21,8 @@ export const CAPACITY_CACHE_SECONDS = 30;
 
 /**
  * Public market data. Depth comes from `eligibleOffers`, the router's own eligibility rule, so
- * capacity can never promise what the router would not clear. No supplier identity leaves here.
+ * capacity can never promise what the router would not clear; its prices are the offers' effective
+ * prices now (`svc_effective_price`: price schedules). No supplier identity leaves here.
  */
 export class MarketService {
   constructor(
@@ -190,6 +191,18 @@ export class MarketService {
       burnMicroDiem: r.burnMicroDiem,
       grossMicroUsdc: r.grossMicroUsdc,
     }));
+  }
+
+  /**
+   * Drops every cached capacity answer (each `maxPriceCents` filter and none), so the next
+   * `capacity()` reads the ladder again: a price schedule's step moved a price (issue 30).
+   */
+  async invalidateCapacityCache(): Promise<void> {
+    if (!this.cache) return;
+    const { store, keys } = this.cache;
+    const filters: (number | "all")[] = ["all"];
+    for (let p = MIN_CEILING_CENTS; p <= MAX_CEILING_CENTS; p++) filters.push(p);
+    await store.delete(filters.map((f) => keys.capacityCache(f)));
   }
 
   /** Recomputes the ladder and tells every process's subscribers (public data only). */

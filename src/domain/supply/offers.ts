@@ -1,7 +1,7 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import { assertUuid } from "../../contract/common.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
@@ -9,6 +9,7 @@ import { pageSize } from "../accounts/account-service.js";
 import type { OutboxTx, WebhookOutbox } from "../webhooks/outbox.js";
 import { OFFER_EVENT_COLUMNS, type OfferEventRow, offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
+import { effectivePrice, type PricedOffer, type PriceStep, parseSchedule, storedSchedule } from "./price-schedule.js";
 import { newestFirst, offerScopeFor, soldMicroDiem } from "./supply-reads.js";
 import { assertOfferPrice, assertQuantity } from "./supply-rules.js";
 import { isUniqueViolation, keysetBefore, LIVE, pageOf, publishOwner } from "./supply-shared.js";
@@ -21,11 +22,51 @@ export interface OfferDeps {
   /** announces capacity changes (every router re-reads its offer book) */
   keyHealth: Pick<KeyHealth, "capacityChanged">;
   /** `offer.depleted` and `offer.expired` are written to the outbox in the transition's transaction */
-  webhooks?: Pick<WebhookOutbox, "subscribers" | "emit" | "dispatch">;
+  webhooks?: Pick<WebhookOutbox, "emitEach" | "dispatch">;
 }
 
 type OfferRow = Prisma.OfferGetPayload<{ include: { upstreamKey: { select: { status: true; label: true } } } }>;
 const offerInclude = { upstreamKey: { select: { status: true, label: true } } } as const;
+
+/**
+ * What makes an offer standing (issue 30): each optional; on a PATCH `null` removes the daily cap or
+ * the schedule. `schedule` is checked by `parseSchedule`.
+ */
+export interface StandingSettings {
+  repostDaily?: boolean;
+  dailyQuantityMicroDiem?: bigint | null;
+  schedule?: unknown;
+}
+
+/** The standing settings as checked values (undefined: not sent). */
+interface CheckedStanding {
+  repostDaily?: boolean;
+  dailyQuantityMicroDiem?: bigint | null;
+  schedule?: PriceStep[] | null;
+}
+
+function checkStanding(input: StandingSettings): CheckedStanding {
+  if (input.repostDaily !== undefined && typeof input.repostDaily !== "boolean") {
+    throw new DomainError("invalid_request", "repostDaily must be true or false.", { field: "repostDaily" });
+  }
+  const daily = input.dailyQuantityMicroDiem;
+  return {
+    repostDaily: input.repostDaily,
+    dailyQuantityMicroDiem: daily === undefined || daily === null ? daily : assertQuantity(daily, "dailyQuantityDiem"),
+    schedule: input.schedule === undefined ? undefined : parseSchedule(input.schedule),
+  };
+}
+
+/** The Prisma columns of checked standing settings (only those sent). */
+function standingData(c: CheckedStanding) {
+  return {
+    ...(c.repostDaily !== undefined ? { repostDaily: c.repostDaily } : {}),
+    ...(c.dailyQuantityMicroDiem !== undefined ? { dailyQuantityMicroDiem: c.dailyQuantityMicroDiem } : {}),
+    ...(c.schedule !== undefined
+      ? { schedule: c.schedule === null ? Prisma.DbNull : (c.schedule as unknown as Prisma.InputJsonArray) }
+      : {}),
+  };
+}
 
 /**
  * Supplier offers (SPEC "Supplier offer"): post, list, reprice, pause, cancel, depletion, and expiry
@@ -40,19 +81,24 @@ export class OfferService {
    * the next UTC midnight. At most one live offer per key: the partial unique index
    * `offers_one_live_per_key` decides races (its violation is a 409).
    * Holds a share lock on the key row so a concurrent revocation either sees the offer or wins.
-   * @throws invalid_request bad price/quantity; not_found key not on this account;
+   * Optionally standing (`repostDaily`, `dailyQuantityMicroDiem`) and scheduled (`schedule`).
+   * @throws invalid_request bad price/quantity/schedule; not_found key not on this account;
    *   conflict key revoked or failing upstream auth, or a live offer exists on the key
    */
-  async postOffer(input: {
-    accountId: string;
-    upstreamKeyId: string;
-    priceCentsPerDollar: unknown;
-    quantityMicroDiem: bigint;
-  }): Promise<OfferView> {
+  async postOffer(
+    input: {
+      accountId: string;
+      upstreamKeyId: string;
+      priceCentsPerDollar: unknown;
+      quantityMicroDiem: bigint;
+    } & StandingSettings,
+  ): Promise<OfferView> {
     const price = assertOfferPrice(input.priceCentsPerDollar);
     const quantity = assertQuantity(input.quantityMicroDiem);
+    const standing = checkStanding(input);
     const upstreamKeyId = assertUuid(input.upstreamKeyId, "upstreamKeyId");
     const now = this.deps.clock.now();
+    const announced = effectivePrice({ priceCentsPerDollar: price, schedule: standing.schedule ?? null }, now);
     let row: OfferRow;
     try {
       row = await this.deps.db.$transaction(async (tx) => {
@@ -80,6 +126,8 @@ export class OfferService {
             remainingMicroDiem: quantity,
             status: "active",
             expiresAt: nextUtcMidnight(now),
+            ...standingData(standing),
+            announcedPriceCents: announced,
           },
           include: offerInclude,
         });
@@ -96,7 +144,7 @@ export class OfferService {
     }
     this.publishOwner(input.accountId, `offer:${row.id}:active`);
     await this.capacityChanged("offer_posted");
-    return offerView(row);
+    return offerView(row, now);
   }
 
   /** The account's offers, cancelled excluded, newest first, keyset-paginated. */
@@ -109,49 +157,87 @@ export class OfferService {
       include: offerInclude,
       take: take + 1,
     });
-    return pageOf(rows, take, offerView, (o) => ({ at: o.createdAt, id: o.id }));
+    const now = this.deps.clock.now();
+    return pageOf(
+      rows,
+      take,
+      (o) => offerView(o, now),
+      (o) => ({ at: o.createdAt, id: o.id }),
+    );
   }
 
   /** One of the account's offers (any status). @throws not_found */
   async getOffer(input: { accountId: string; offerId: string }): Promise<OfferView> {
-    return offerView(await this.ownedOffer(input.accountId, input.offerId));
+    return offerView(await this.ownedOffer(input.accountId, input.offerId), this.deps.clock.now());
+  }
+
+  /** An offer's effective price now (GraphQL's `effectivePriceCentsPerDollar`): `effectivePrice` on this clock. */
+  effectivePriceNow(offer: { priceCentsPerDollar: number; schedule: unknown }): number {
+    return effectivePrice(pricedOffer(offer), this.deps.clock.now());
   }
 
   /**
    * Reprices and/or pauses/unpauses a live offer (SPEC table: active ⇄ paused; the key's slot stays
-   * occupied while paused). Conditional write: only a live offer whose DIEM has not expired changes.
-   * @throws invalid_request empty change, price outside 1–80, status other than paused/active;
-   *   not_found not this account's offer; conflict the offer is depleted, expired or cancelled
+   * occupied while paused), and sets its standing settings (`repostDaily`, `dailyQuantityMicroDiem`,
+   * `schedule`; null removes the cap or the schedule). Conditional write: only a live offer whose
+   * DIEM has not expired changes; the standing settings alone (what tomorrow's repost carries) may
+   * also change on a depleted offer before midnight, so a sold-out standing offer can be stopped.
+   * @throws invalid_request empty change, price outside 1–80, status other than paused/active, bad
+   *   schedule; not_found not this account's offer; conflict the offer is depleted (for a price or
+   *   status), expired or cancelled
    */
-  async updateOffer(input: {
-    accountId: string;
-    offerId: string;
-    priceCentsPerDollar?: unknown;
-    status?: unknown;
-  }): Promise<OfferView> {
-    if (input.priceCentsPerDollar === undefined && input.status === undefined) {
-      throw new DomainError("invalid_request", "Nothing to change: send priceCentsPerDollar and/or status.");
+  async updateOffer(
+    input: {
+      accountId: string;
+      offerId: string;
+      priceCentsPerDollar?: unknown;
+      status?: unknown;
+    } & StandingSettings,
+  ): Promise<OfferView> {
+    const liveOnly = input.priceCentsPerDollar !== undefined || input.status !== undefined;
+    if (
+      !liveOnly &&
+      input.repostDaily === undefined &&
+      input.dailyQuantityMicroDiem === undefined &&
+      input.schedule === undefined
+    ) {
+      throw new DomainError(
+        "invalid_request",
+        "Nothing to change: send priceCentsPerDollar, status, repostDaily, dailyQuantityDiem and/or schedule.",
+      );
     }
     const price = input.priceCentsPerDollar === undefined ? undefined : assertOfferPrice(input.priceCentsPerDollar);
     if (input.status !== undefined && input.status !== "paused" && input.status !== "active") {
       throw new DomainError("invalid_request", 'status must be "paused" or "active".', { field: "status" });
     }
     const status = input.status as "paused" | "active" | undefined;
+    const standing = checkStanding(input);
     const current = await this.ownedOffer(input.accountId, input.offerId);
     const now = this.deps.clock.now();
-    const moved = await this.deps.db.offer.updateMany({
-      where: { id: current.id, status: { in: LIVE }, expiresAt: { gt: now } },
-      data: {
-        ...(price !== undefined ? { priceCentsPerDollar: price } : {}),
-        ...(status !== undefined ? { status } : {}),
-      },
+    const statuses: OfferStatusName[] = liveOnly ? LIVE : [...LIVE, "depleted"];
+    const repriced = price !== undefined || standing.schedule !== undefined;
+    const moved = await this.deps.db.$transaction(async (tx) => {
+      const n = await tx.offer.updateMany({
+        where: { id: current.id, status: { in: statuses }, expiresAt: { gt: now } },
+        data: {
+          ...(price !== undefined ? { priceCentsPerDollar: price } : {}),
+          ...(status !== undefined ? { status } : {}),
+          ...standingData(standing),
+        },
+      });
+      // this write announces the price it set (capacityChanged below): the price-step job need not
+      if (n.count === 1 && repriced) {
+        await tx.$executeRaw`
+          UPDATE offers o SET announced_price_cents = svc_effective_price(o, ${now}) WHERE o.id = ${current.id}::uuid`;
+      }
+      return n.count;
     });
-    if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
+    if (moved !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
     if (status === "active") await this.markDepletedIfEmpty(current.id);
     const after = await this.ownedOffer(input.accountId, input.offerId);
     this.publishOwner(input.accountId, `offer:${after.id}:${after.status}`);
     await this.capacityChanged("offer_updated");
-    return offerView(after);
+    return offerView(after, this.deps.clock.now());
   }
 
   /**
@@ -168,7 +254,7 @@ export class OfferService {
     if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
     this.publishOwner(input.accountId, `offer:${current.id}:cancelled`);
     await this.capacityChanged("offer_cancelled");
-    return offerView(await this.ownedOffer(input.accountId, input.offerId));
+    return offerView(await this.ownedOffer(input.accountId, input.offerId), now);
   }
 
   /**
@@ -202,7 +288,9 @@ export class OfferService {
    * Worker `expiry` (every minute): live or depleted offers whose DIEM expired (expiresAt ≤ now)
    * become `expired`; live offers with nothing remaining become `depleted`. Each transition is one
    * conditional UPDATE, so concurrent runs in any number of processes move each offer exactly once
-   * (a second runner's UPDATE re-checks the row after the first commits and skips it).
+   * (a second runner's UPDATE re-checks the row after the first commits and skips it). A standing
+   * offer that is paused when its DIEM expires stops standing (`repostDaily` turns false on the
+   * expired record, in the same UPDATE): pausing stops the daily repost (standing-offers.ts).
    */
   async expireDue(): Promise<{ expired: number; depleted: number }> {
     const now = this.deps.clock.now().toISOString();
@@ -214,7 +302,8 @@ export class OfferService {
         now,
       );
       const e = await tx.$queryRawUnsafe<OfferEventRow[]>(
-        `UPDATE offers SET status = 'expired', ended_at = COALESCE(ended_at, $1::timestamptz), updated_at = $1::timestamptz
+        `UPDATE offers SET status = 'expired', ended_at = COALESCE(ended_at, $1::timestamptz), updated_at = $1::timestamptz,
+                           repost_daily = repost_daily AND status <> 'paused'
           WHERE status IN ('active', 'paused', 'depleted') AND expires_at <= $1::timestamptz
          RETURNING ${OFFER_EVENT_COLUMNS}`,
         now,
@@ -234,20 +323,17 @@ export class OfferService {
 
   /** `type` for each offer to its owner's webhooks, in `tx` (issue 30); the outbox ids. */
   private async emitOffers(tx: OutboxTx, type: string, offers: OfferEventRow[]): Promise<string[]> {
-    const hooks = this.deps.webhooks;
-    if (!hooks || offers.length === 0) return [];
-    const takes = await hooks.subscribers(
-      tx,
-      offers.map((o) => o.accountId),
-      [type],
+    return (
+      this.deps.webhooks?.emitEach(
+        tx,
+        type,
+        offers.map((o) => ({
+          accountId: o.accountId,
+          data: offerData(o),
+          dedupeKey: `${type}:${o.id}:${o.endedAt?.toISOString() ?? ""}`,
+        })),
+      ) ?? []
     );
-    const ids: string[] = [];
-    for (const o of offers) {
-      if (!takes.has(o.accountId)) continue;
-      const dedupeKey = `${type}:${o.id}:${o.endedAt?.toISOString() ?? ""}`;
-      ids.push(...(await hooks.emit(tx, o.accountId, type, offerData(o), { dedupeKey })));
-    }
-    return ids;
   }
 
   private async ownedOffer(accountId: string, offerId: string): Promise<OfferRow> {
@@ -276,13 +362,24 @@ function notLive(o: OfferRow): DomainError {
   return new DomainError("conflict", `This offer cannot change: ${why}.`, { status });
 }
 
-function offerView(o: OfferRow): OfferView {
+/** An offer row's price and schedule as `effectivePrice` takes them. */
+export function pricedOffer(o: { priceCentsPerDollar: number; schedule: unknown }): PricedOffer {
+  return { priceCentsPerDollar: o.priceCentsPerDollar, schedule: storedSchedule(o.schedule) };
+}
+
+function offerView(o: OfferRow, now: Date): OfferView {
+  const schedule = storedSchedule(o.schedule);
   return {
     id: o.id,
     upstreamKeyId: o.upstreamKeyId,
     keyLabel: o.upstreamKey.label,
     keyStatus: o.upstreamKey.status,
     priceCentsPerDollar: o.priceCentsPerDollar,
+    effectivePriceCentsPerDollar: effectivePrice({ priceCentsPerDollar: o.priceCentsPerDollar, schedule }, now),
+    schedule,
+    repostDaily: o.repostDaily,
+    dailyQuantityMicroDiem: o.dailyQuantityMicroDiem,
+    repostedFromId: o.repostedFromId,
     quantityMicroDiem: o.quantityMicroDiem,
     remainingMicroDiem: o.remainingMicroDiem,
     reservedMicroDiem: o.reservedMicroDiem,

@@ -1,4 +1,5 @@
 import type { MicroDiem, MicroUsdc } from "../../lib/money.js";
+import type { PriceStep } from "./price-schedule.js";
 
 export type UpstreamKeyStatusName = "active" | "auth_failed" | "revoked";
 export type OfferStatusName = "active" | "paused" | "depleted" | "expired" | "cancelled";
@@ -30,7 +31,18 @@ export interface OfferView {
   upstreamKeyId: string;
   keyLabel: string;
   keyStatus: UpstreamKeyStatusName;
+  /** the offer's own price: the effective price when no schedule step has passed today */
   priceCentsPerDollar: number;
+  /** the price it clears at now (`effectivePrice`: its schedule's step that most recently passed today) */
+  effectivePriceCentsPerDollar: number;
+  /** price steps through the UTC day, or null */
+  schedule: PriceStep[] | null;
+  /** a standing offer: posted again on the same key at each UTC midnight */
+  repostDaily: boolean;
+  /** caps a repost's quantity; null: the key's fresh balance */
+  dailyQuantityMicroDiem: MicroDiem | null;
+  /** the offer this one re-posts (null: posted by the supplier) */
+  repostedFromId: string | null;
   quantityMicroDiem: MicroDiem;
   remainingMicroDiem: MicroDiem;
   /** held by requests in flight (part of remaining) */

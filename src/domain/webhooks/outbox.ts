@@ -105,6 +105,29 @@ export class WebhookOutbox {
     return this.insert(tx, type, rows, opts.dedupeKey ?? null);
   }
 
+  /**
+   * `emit` for many events of one type: asks `subscribers` once and writes only for the accounts
+   * that take it (most take none). The ids written, to `dispatch` after the commit.
+   */
+  async emitEach(
+    tx: OutboxTx,
+    type: string,
+    events: readonly { accountId: string; data: EventData; dedupeKey: string }[],
+  ): Promise<string[]> {
+    if (events.length === 0) return [];
+    const takes = await this.subscribers(
+      tx,
+      events.map((e) => e.accountId),
+      [type],
+    );
+    const ids: string[] = [];
+    for (const e of events) {
+      if (takes.has(e.accountId))
+        ids.push(...(await this.emit(tx, e.accountId, type, e.data, { dedupeKey: e.dedupeKey })));
+    }
+    return ids;
+  }
+
   /** Records `type` for one endpoint (the test event), whatever it subscribes to. */
   async emitTo(tx: OutboxTx, endpointId: string, type: string, data: EventData): Promise<string[]> {
     return this.insert(tx, type, [{ endpoint: endpointId, payload: data }], null);

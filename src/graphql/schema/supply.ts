@@ -2,6 +2,7 @@
 // src/http/routes/supply.ts; every `where` and derived field is a rule of domain/supply/supply-reads.ts
 // (the REST views use the same ones). The secret never leaves.
 import type { AccountEvent } from "../../adapters/pubsub.js";
+import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
 import {
   listedOffers,
   liveOffers,
@@ -41,6 +42,23 @@ const OfferStatusChangeEnum = builder.enumType("OfferStatusChange", {
   values: { ACTIVE: { value: "active" }, PAUSED: { value: "paused" } } as const,
 });
 
+const PriceStepRef = builder.objectRef<PriceStep>("PriceStep").implement({
+  description: "One step of a price schedule: from `fromUtc` (UTC, HH:MM) on, the offer's price is this.",
+  fields: (t) => ({
+    fromUtc: t.exposeString("fromUtc"),
+    priceCentsPerDollar: t.exposeInt("priceCentsPerDollar"),
+  }),
+});
+
+const PriceStepInput = builder.inputType("PriceStepInput", {
+  fields: (t) => ({
+    fromUtc: t.string({ required: true, description: "UTC, HH:MM; strictly later than the previous step" }),
+    priceCentsPerDollar: t.int({ required: true, description: `${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` }),
+  }),
+});
+
+const SCHEDULE_DESCRIPTION = `Price steps through the UTC day (1-${MAX_SCHEDULE_STEPS}, fromUtc strictly increasing): the effective price is the step whose time most recently passed today, else priceCentsPerDollar.`;
+
 export const OfferRef = builder.prismaObject("Offer", {
   description: "A supplier's ask: DIEM on one upstream key at a price, expiring at UTC midnight.",
   fields: (t) => ({
@@ -52,7 +70,32 @@ export const OfferRef = builder.prismaObject("Offer", {
       select: { upstreamKey: { select: { status: true } } },
       resolve: (o) => o.upstreamKey.status,
     }),
-    priceCentsPerDollar: t.exposeInt("priceCentsPerDollar"),
+    priceCentsPerDollar: t.exposeInt("priceCentsPerDollar", { description: "the offer's own price" }),
+    effectivePriceCentsPerDollar: t.int({
+      description:
+        "the price it clears at now: its schedule's step that most recently passed today, else priceCentsPerDollar",
+      select: { priceCentsPerDollar: true, schedule: true },
+      resolve: (o, _args, ctx) => ctx.services.offers.effectivePriceNow(o),
+    }),
+    schedule: t.field({
+      type: [PriceStepRef],
+      nullable: true,
+      description: SCHEDULE_DESCRIPTION,
+      select: { schedule: true },
+      resolve: (o) => storedSchedule(o.schedule),
+    }),
+    repostDaily: t.exposeBoolean("repostDaily", {
+      description: "a standing offer: posted again on the same key at each UTC midnight",
+    }),
+    dailyQuantity: t.expose("dailyQuantityMicroDiem", {
+      type: "MicroDiem",
+      nullable: true,
+      description: "caps each daily repost's quantity; null: the key's fresh balance",
+    }),
+    repostedFromId: t.exposeID("repostedFromId", {
+      nullable: true,
+      description: "the expired offer this one re-posts; null: posted by the supplier",
+    }),
     quantity: t.expose("quantityMicroDiem", { type: "MicroDiem" }),
     remaining: t.expose("remainingMicroDiem", { type: "MicroDiem" }),
     reserved: t.expose("reservedMicroDiem", { type: "MicroDiem", description: "held by requests in flight" }),
@@ -358,6 +401,13 @@ const PostOfferInput = builder.inputType("PostOfferInput", {
     priceCentsPerDollar: t.int({ required: true, description: `${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` }),
     quantity: t.field({ type: "MicroDiem", required: true, description: "micro-DIEM, > 0" }),
     upstreamKeyId: t.id({ required: true }),
+    repostDaily: t.boolean({ required: false, description: "post it again at each UTC midnight (default false)" }),
+    dailyQuantity: t.field({
+      type: "MicroDiem",
+      required: false,
+      description: "caps each daily repost's quantity (micro-DIEM, > 0); absent: the key's fresh balance",
+    }),
+    schedule: t.field({ type: [PriceStepInput], required: false, description: SCHEDULE_DESCRIPTION }),
   }),
 });
 
@@ -373,6 +423,9 @@ builder.mutationField("postOffer", (t) =>
         upstreamKeyId: String(input.upstreamKeyId),
         priceCentsPerDollar: input.priceCentsPerDollar,
         quantityMicroDiem: input.quantity,
+        repostDaily: input.repostDaily ?? undefined,
+        dailyQuantityMicroDiem: input.dailyQuantity ?? undefined,
+        schedule: input.schedule ?? undefined,
       });
       return { offerId: o.id };
     },
@@ -384,6 +437,17 @@ const UpdateOfferInput = builder.inputType("UpdateOfferInput", {
     id: t.id({ required: true }),
     priceCentsPerDollar: t.int({ required: false, description: `${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` }),
     status: t.field({ type: OfferStatusChangeEnum, required: false }),
+    repostDaily: t.boolean({ required: false, description: "post it again at each UTC midnight" }),
+    dailyQuantity: t.field({
+      type: "MicroDiem",
+      required: false,
+      description: "caps each daily repost's quantity; null removes the cap",
+    }),
+    schedule: t.field({
+      type: [PriceStepInput],
+      required: false,
+      description: `${SCHEDULE_DESCRIPTION} null removes the schedule.`,
+    }),
   }),
 });
 
@@ -391,7 +455,8 @@ builder.mutationField("updateOffer", (t) =>
   t.field({
     type: OfferPayload,
     authScopes: { session: true },
-    description: "Reprices and/or pauses/unpauses a live offer (PATCH /v1/supply/offers/{id}).",
+    description:
+      "Reprices and/or pauses/unpauses a live offer, and sets its standing settings (repostDaily, dailyQuantity, schedule) (PATCH /v1/supply/offers/{id}).",
     args: { input: t.arg({ type: UpdateOfferInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.updateOffer({
@@ -399,6 +464,10 @@ builder.mutationField("updateOffer", (t) =>
         offerId: String(input.id),
         priceCentsPerDollar: input.priceCentsPerDollar ?? undefined,
         status: input.status ?? undefined,
+        repostDaily: input.repostDaily ?? undefined,
+        // absent: unchanged; null: removed
+        dailyQuantityMicroDiem: input.dailyQuantity,
+        schedule: input.schedule,
       });
       return { offerId: o.id };
     },

@@ -44,6 +44,11 @@ export function presentOffer(o: OfferView) {
     keyLabel: o.keyLabel,
     keyStatus: o.keyStatus,
     priceCentsPerDollar: o.priceCentsPerDollar,
+    effectivePriceCentsPerDollar: o.effectivePriceCentsPerDollar,
+    schedule: o.schedule,
+    repostDaily: o.repostDaily,
+    dailyQuantityDiem: o.dailyQuantityMicroDiem === null ? null : dec(o.dailyQuantityMicroDiem),
+    repostedFromId: o.repostedFromId,
     quantityDiem: dec(o.quantityMicroDiem),
     remainingDiem: dec(o.remainingMicroDiem),
     reservedDiem: dec(o.reservedMicroDiem),
@@ -100,6 +105,11 @@ function presentClear(c: SupplierClearRow) {
   };
 }
 
+/** `dailyQuantityDiem` as sent: absent, null (none; on PATCH: remove the cap), or six decimals. */
+function dailyQuantity(value: string | null | undefined): bigint | null | undefined {
+  return value === undefined || value === null ? value : parseQuantityDiem(value, "dailyQuantityDiem");
+}
+
 /** SPEC "Supplier (session)". Every route: session cookie only; writes must be same-origin. */
 export function supplyRoutes(rt: Runtime): Router {
   const r = Router();
@@ -137,6 +147,9 @@ export function supplyRoutes(rt: Runtime): Router {
       upstreamKeyId,
       priceCentsPerDollar: body.priceCentsPerDollar,
       quantityMicroDiem,
+      repostDaily: body.repostDaily,
+      dailyQuantityMicroDiem: dailyQuantity(body.dailyQuantityDiem) ?? undefined,
+      schedule: body.schedule ?? undefined,
     });
     res.status(201).json(presentOffer(offer));
   });
@@ -155,6 +168,9 @@ export function supplyRoutes(rt: Runtime): Router {
       offerId,
       priceCentsPerDollar: body.priceCentsPerDollar,
       status: body.status,
+      repostDaily: body.repostDaily,
+      dailyQuantityMicroDiem: dailyQuantity(body.dailyQuantityDiem),
+      schedule: body.schedule,
     });
     res.json(presentOffer(offer));
   });

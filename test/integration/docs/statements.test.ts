@@ -5,9 +5,10 @@ import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, test } from "vitest";
 import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
 import { burnMicroDiem, computeCharge, formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
-import { call } from "../../../testkit/actors.js";
+import { call, signIn } from "../../../testkit/actors.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../../testkit/market-world.js";
+import { postOfferCall, registerKey, simKey } from "../../../testkit/supply.js";
 import { startReceiver } from "../../../testkit/webhooks.js";
 
 /**
@@ -682,5 +683,65 @@ describe("SKILL.md section 9 and marketplace.md: webhooks", () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe("marketplace.md: price schedules and standing offers", () => {
+  test("the effective price is the step most recently passed today; capacity prices with it; a bad step names its field", async () => {
+    says(
+      "/marketplace.md",
+      "The effective price is the price of the step whose `fromUtc` most recently passed today (UTC), else the offer's `priceCentsPerDollar`.",
+    );
+    says(
+      "/marketplace.md",
+      "Validation errors are 400 `invalid_request` naming the field, e.g. `schedule.1.fromUtc` for a step that is not later than the one before it; nothing is changed.",
+    );
+    const supplier = await signIn(world.app);
+    const key = await registerKey(world.app, supplier, simKey(world.sim, 30_000_000n));
+    const post = (schedule: unknown) =>
+      postOfferCall(world.app, supplier, {
+        upstreamKeyId: key.id,
+        priceCentsPerDollar: 70,
+        quantityDiem: "5.000000",
+        schedule,
+      });
+    const bad = await post([
+      { fromUtc: "10:00", priceCentsPerDollar: 40 },
+      { fromUtc: "09:00", priceCentsPerDollar: 30 },
+    ]);
+    expect([bad.status, (bad.body as { error: { field: string } }).error.field]).toEqual([400, "schedule.1.fromUtc"]);
+    // a step at 00:00 has passed at any time of the day
+    const ok = await post([{ fromUtc: "00:00", priceCentsPerDollar: 33 }]);
+    expect(ok.status).toBe(201);
+    expect(ok.body).toMatchObject({ priceCentsPerDollar: 70, effectivePriceCentsPerDollar: 33 });
+    const ladder = await world.app.rt.services.market.getLadder();
+    expect(ladder.prices.map((p) => p.priceCentsPerDollar)).toContain(33);
+    expect(ladder.prices.map((p) => p.priceCentsPerDollar)).not.toContain(70);
+  });
+
+  test("a standing offer is posted again once, however many runs, with its settings and repostedFromId", async () => {
+    says(
+      "/marketplace.md",
+      "It happens once per offer, however many workers run, and it never leaves two live offers on a key.",
+    );
+    const supplier = await signIn(world.app);
+    const key = await registerKey(world.app, supplier, simKey(world.sim, 30_000_000n));
+    const res = await postOfferCall(world.app, supplier, {
+      upstreamKeyId: key.id,
+      priceCentsPerDollar: 66,
+      quantityDiem: "5.000000",
+      repostDaily: true,
+      dailyQuantityDiem: "12.000000",
+    });
+    expect(res.status).toBe(201);
+    const old = res.body as { id: string };
+    // its DIEM expired (as at midnight): the key's balance was read today
+    await world.app.rt.db.offer.update({ where: { id: old.id }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+    const runs = await Promise.all(Array.from({ length: 4 }, () => world.app.rt.services.standing.repostDue()));
+    expect(runs.reduce((a, r) => a + r.reposted, 0)).toBe(1);
+    const offers = await world.app.rt.db.offer.findMany({ where: { upstreamKeyId: key.id } });
+    const fresh = offers.find((o) => o.repostedFromId === old.id);
+    expect(offers).toHaveLength(2);
+    expect(fresh).toMatchObject({ status: "active", priceCentsPerDollar: 66, quantityMicroDiem: 12_000_000n });
   });
 });

@@ -158,6 +158,7 @@ function seedMemory(m: MemoryMarket): void {
       accountId: SUPPLIER,
       upstreamKeyId: o.key.id,
       priceCentsPerDollar: o.price,
+      schedule: null,
       quantityMicroDiem: o.quantity,
       remainingMicroDiem: o.quantity,
       reservedMicroDiem: 0n,

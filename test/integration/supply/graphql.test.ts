@@ -147,6 +147,93 @@ describe("success", () => {
   });
 });
 
+describe("standing offers and schedules (issue 30)", () => {
+  const POST_STANDING = `mutation($key: ID!, $q: MicroDiem!, $daily: MicroDiem, $schedule: [PriceStepInput!]) {
+    postOffer(input: { upstreamKeyId: $key, priceCentsPerDollar: 64, quantity: $q, repostDaily: true,
+                       dailyQuantity: $daily, schedule: $schedule }) {
+      offer { id priceCentsPerDollar effectivePriceCentsPerDollar repostDaily dailyQuantity repostedFromId
+              schedule { fromUtc priceCentsPerDollar } }
+    }
+  }`;
+  const SET = `mutation($id: ID!, $repost: Boolean, $daily: MicroDiem, $schedule: [PriceStepInput!]) {
+    updateOffer(input: { id: $id, repostDaily: $repost, dailyQuantity: $daily, schedule: $schedule }) {
+      offer { id effectivePriceCentsPerDollar repostDaily dailyQuantity schedule { fromUtc priceCentsPerDollar } }
+    }
+  }`;
+  type StandingOffer = {
+    id: string;
+    priceCentsPerDollar: number;
+    effectivePriceCentsPerDollar: number;
+    repostDaily: boolean;
+    dailyQuantity: string | null;
+    repostedFromId: string | null;
+    schedule: { fromUtc: string; priceCentsPerDollar: number }[] | null;
+  };
+
+  test("postOffer and updateOffer set them; Offer carries them and the effective price (as REST)", async () => {
+    const user = await signIn(world.app);
+    const { keyId } = await registered(user);
+    // a step at 00:00 is in effect all day, whatever the time of the run
+    const schedule = [{ fromUtc: "00:00", priceCentsPerDollar: 33 }];
+    const r = await gql<{ postOffer: { offer: StandingOffer } }>(session(user), POST_STANDING, {
+      key: keyId,
+      q: "2000000",
+      daily: "9000000",
+      schedule,
+    });
+    expect(r.errors).toBeUndefined();
+    const offer = r.data?.postOffer.offer;
+    expect(offer).toMatchObject({
+      priceCentsPerDollar: 64,
+      effectivePriceCentsPerDollar: 33,
+      repostDaily: true,
+      dailyQuantity: "9000000",
+      repostedFromId: null,
+      schedule,
+    });
+    const rest = await call(world.app, { method: "GET", path: "/v1/supply/offers/mine", headers: session(user) });
+    expect((rest.body as { data: unknown[] }).data[0]).toMatchObject({
+      id: offer?.id,
+      effectivePriceCentsPerDollar: 33,
+      dailyQuantityDiem: "9.000000",
+      schedule,
+    });
+
+    // absent leaves a setting alone; null removes the cap and the schedule
+    const kept = await gql<{ updateOffer: { offer: StandingOffer } }>(session(user), SET, {
+      id: offer?.id,
+      repost: false,
+    });
+    expect(kept.data?.updateOffer.offer).toMatchObject({ repostDaily: false, dailyQuantity: "9000000", schedule });
+    const removed = await gql<{ updateOffer: { offer: StandingOffer } }>(session(user), SET, {
+      id: offer?.id,
+      daily: null,
+      schedule: null,
+    });
+    expect(removed.errors).toBeUndefined();
+    expect(removed.data?.updateOffer.offer).toMatchObject({
+      dailyQuantity: null,
+      schedule: null,
+      effectivePriceCentsPerDollar: 64,
+    });
+
+    // a bad step is invalid_request naming the field; nothing changes
+    const bad = await gql(session(user), SET, {
+      id: offer?.id,
+      schedule: [
+        { fromUtc: "10:00", priceCentsPerDollar: 40 },
+        { fromUtc: "09:00", priceCentsPerDollar: 30 },
+      ],
+    });
+    expect(codeOf(bad)).toBe("invalid_request");
+    expect((bad.errors?.[0]?.extensions as { details?: { field?: string } } | undefined)?.details?.field).toBe(
+      "schedule.1.fromUtc",
+    );
+    const row = await world.app.rt.db.offer.findUniqueOrThrow({ where: { id: offer?.id ?? "" } });
+    expect(row.schedule).toBeNull();
+  });
+});
+
 describe("subscriptions", () => {
   test("offerUpdated and earningsChanged reach the owner only", async () => {
     const owner = await signIn(world.app);

@@ -383,6 +383,147 @@ describe("rejection", () => {
   });
 });
 
+describe("standing settings and schedules (issue 30)", () => {
+  const SCHEDULE = [
+    { fromUtc: "18:00", priceCentsPerDollar: 40 },
+    { fromUtc: "21:30", priceCentsPerDollar: 30 },
+    { fromUtc: "23:00", priceCentsPerDollar: 20 },
+  ];
+
+  test("POST and PATCH take repostDaily, dailyQuantityDiem and schedule; null removes the cap or the schedule", async () => {
+    const { user, key } = await supplier();
+    const res = await postOfferCall(world.app, user, {
+      upstreamKeyId: key.id,
+      priceCentsPerDollar: 57,
+      quantityDiem: "5.000000",
+      repostDaily: true,
+      dailyQuantityDiem: "20.000000",
+      schedule: SCHEDULE,
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const o = res.body as OfferBody;
+    expect(o).toMatchObject({
+      priceCentsPerDollar: 57,
+      repostDaily: true,
+      dailyQuantityDiem: "20.000000",
+      schedule: SCHEDULE,
+      repostedFromId: null,
+    });
+    expect([57, 40, 30, 20]).toContain(o.effectivePriceCentsPerDollar);
+    expect((await myOffers(world.app, user))[0]).toMatchObject({ id: o.id, schedule: SCHEDULE, repostDaily: true });
+
+    const off = await patchOffer(world.app, user, o.id, {
+      repostDaily: false,
+      dailyQuantityDiem: null,
+      schedule: null,
+    });
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    expect(off.body).toMatchObject({
+      repostDaily: false,
+      dailyQuantityDiem: null,
+      schedule: null,
+      effectivePriceCentsPerDollar: 57,
+    });
+    // fields not sent are kept
+    const on = await patchOffer(world.app, user, o.id, { dailyQuantityDiem: "7.250000" });
+    expect(on.body).toMatchObject({ repostDaily: false, dailyQuantityDiem: "7.250000", schedule: null });
+
+    // a plain offer: not standing, no schedule, effective price = price
+    const plain = await supplier();
+    const p = await postOffer(world.app, plain.user, plain.key.id, 58);
+    expect(p).toMatchObject({
+      repostDaily: false,
+      dailyQuantityDiem: null,
+      schedule: null,
+      effectivePriceCentsPerDollar: 58,
+    });
+  });
+
+  const steps = (...xs: unknown[]) => xs;
+  test.each([
+    ["schedule not a list", { schedule: "18:00=40" }, "schedule"],
+    ["schedule empty", { schedule: [] }, "schedule"],
+    [
+      "25 steps",
+      {
+        schedule: Array.from({ length: 25 }, (_, i) => ({
+          fromUtc: `${String(i % 24).padStart(2, "0")}:${i >= 24 ? "30" : "00"}`,
+          priceCentsPerDollar: 10,
+        })),
+      },
+      "schedule",
+    ],
+    [
+      "a step that is not an object",
+      { schedule: steps({ fromUtc: "18:00", priceCentsPerDollar: 40 }, 7) },
+      "schedule.1",
+    ],
+    ["fromUtc missing", { schedule: steps({ priceCentsPerDollar: 40 }) }, "schedule.0.fromUtc"],
+    ["fromUtc a number", { schedule: steps({ fromUtc: 1800, priceCentsPerDollar: 40 }) }, "schedule.0.fromUtc"],
+    ["fromUtc 24:00", { schedule: steps({ fromUtc: "24:00", priceCentsPerDollar: 40 }) }, "schedule.0.fromUtc"],
+    ["fromUtc 6:00", { schedule: steps({ fromUtc: "6:00", priceCentsPerDollar: 40 }) }, "schedule.0.fromUtc"],
+    [
+      "a time not after the step before",
+      {
+        schedule: steps(
+          { fromUtc: "18:00", priceCentsPerDollar: 40 },
+          { fromUtc: "19:00", priceCentsPerDollar: 35 },
+          { fromUtc: "19:00", priceCentsPerDollar: 30 },
+        ),
+      },
+      "schedule.2.fromUtc",
+    ],
+    [
+      "a step price 0",
+      { schedule: steps({ fromUtc: "18:00", priceCentsPerDollar: 0 }) },
+      "schedule.0.priceCentsPerDollar",
+    ],
+    [
+      "a step price 81",
+      { schedule: steps({ fromUtc: "18:00", priceCentsPerDollar: 81 }) },
+      "schedule.0.priceCentsPerDollar",
+    ],
+    [
+      "a fractional step price",
+      { schedule: steps({ fromUtc: "18:00", priceCentsPerDollar: 40.5 }) },
+      "schedule.0.priceCentsPerDollar",
+    ],
+    [
+      "a step price as a string",
+      { schedule: steps({ fromUtc: "18:00", priceCentsPerDollar: "40" }) },
+      "schedule.0.priceCentsPerDollar",
+    ],
+    ["repostDaily a string", { repostDaily: "yes" }, "repostDaily"],
+    ["dailyQuantityDiem without six decimals", { dailyQuantityDiem: "20" }, "dailyQuantityDiem"],
+    ["dailyQuantityDiem 0", { dailyQuantityDiem: "0.000000" }, "dailyQuantityDiem"],
+    ["dailyQuantityDiem a number", { dailyQuantityDiem: 20 }, "dailyQuantityDiem"],
+  ])("%s: 400 naming the field on POST and on PATCH, nothing changed", async (_label, override, field) => {
+    const { user, key } = await supplier();
+    const before = await supplySnapshot(world.app.rt.db, user.accountId);
+    const body = { upstreamKeyId: key.id, priceCentsPerDollar: 50, quantityDiem: "1.500000", ...override };
+    const res = await postOfferCall(world.app, user, body);
+    expectError(res, 400, "invalid_request");
+    expect((res.body as { error: { field?: string } }).error.field).toBe(field);
+    expect((res.body as { error: { message: string } }).error.message.startsWith(field)).toBe(true);
+    expect(await supplySnapshot(world.app.rt.db, user.accountId)).toBe(before);
+
+    const o = await postOffer(world.app, user, key.id, 50);
+    const live = await supplySnapshot(world.app.rt.db, user.accountId);
+    const patched = await patchOffer(world.app, user, o.id, override);
+    expectError(patched, 400, "invalid_request");
+    expect((patched.body as { error: { field?: string } }).error.field).toBe(field);
+    expect(await supplySnapshot(world.app.rt.db, user.accountId)).toBe(live);
+  });
+
+  test("PATCH with nothing to change is 400", async () => {
+    const { user, key } = await supplier();
+    const o = await postOffer(world.app, user, key.id, 50);
+    const res = await patchOffer(world.app, user, o.id, {});
+    expectError(res, 400, "invalid_request");
+    expect((res.body as { error: { message: string } }).error.message).toContain("Nothing to change");
+  });
+});
+
 describe("authorisation", () => {
   test("another account gets 404 on every offer and key id route; nothing changes", async () => {
     const owner = await supplier();

@@ -11,6 +11,7 @@ function entry(id: string, price: number, over: Partial<BookEntry> = {}): BookEn
     upstreamKeyId: `key-${id}`,
     supplierAccountId: "supplier",
     priceCentsPerDollar: price,
+    priceChangesAt: null,
     expiresAt: NOW + 60_000,
     routableMicroDiem: 1_000_000n,
     keyBalanceMicroDiem: null,
