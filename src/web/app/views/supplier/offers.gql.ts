@@ -5,6 +5,14 @@ export const OfferRowFragment = graphql(`
   fragment OfferRow on Offer {
     id
     priceCentsPerDollar
+    effectivePriceCentsPerDollar
+    repostDaily
+    dailyQuantity
+    schedule {
+      fromUtc
+      priceCentsPerDollar
+    }
+    repostedFromId
     quantity
     remaining
     reserved

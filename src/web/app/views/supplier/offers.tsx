@@ -1,11 +1,12 @@
 import { type FormEvent, useEffect, useState } from "react";
 import { useMutation } from "urql";
-import { Empty, Notice, Panel, StatusBadge, Table } from "../../components/ui";
+import { Dialog, Empty, Notice, Panel, StatusBadge, Table } from "../../components/ui";
 import { errorInfo } from "../../lib/graphql";
 import { formatMicro, parseDecimal6 } from "../../lib/money";
 import { type FragmentOf, type ResultOf, readFragment } from "../../lib/tada";
 import { dateTimeOf } from "../../lib/time";
 import { UpstreamKeyRowFragment } from "./keys.gql";
+import { StandingFields, StandingForm, standingDraftOf, standingOf } from "./offer-standing";
 import {
   CancelOfferMutation,
   OfferLimitsFragment,
@@ -31,6 +32,9 @@ export function OffersPanel(props: {
   const [updateState, update] = useMutation(UpdateOfferMutation);
   const [cancelState, cancel] = useMutation(CancelOfferMutation);
   const [formError, setFormError] = useState<string | undefined>();
+  const [standing, setStanding] = useState(() => standingDraftOf());
+  const [editing, setEditing] = useState<string | undefined>();
+  const edited = offers.find((o) => o.id === editing);
   const labels = new Map(keys.map((k) => [k.id, k.label]));
   const chosen = free.find((k) => k.id === keyId) ?? free[0];
 
@@ -42,11 +46,26 @@ export function OffersPanel(props: {
       setFormError("Enter a quantity of DIEM greater than 0 (at most six decimals).");
       return;
     }
+    const s = standingOf(standing);
+    if ("problem" in s) {
+      setFormError(s.problem);
+      return;
+    }
     if (!chosen) return;
     const r = await post({
-      input: { upstreamKeyId: chosen.id, priceCentsPerDollar: Number(price), quantity: micro.toString() },
+      input: {
+        upstreamKeyId: chosen.id,
+        priceCentsPerDollar: Number(price),
+        quantity: micro.toString(),
+        ...(s.repostDaily ? { repostDaily: true } : {}),
+        ...(s.dailyQuantity !== null ? { dailyQuantity: s.dailyQuantity } : {}),
+        ...(s.schedule !== null ? { schedule: s.schedule } : {}),
+      },
     });
-    if (!r.error) props.onChanged();
+    if (!r.error) {
+      setStanding(standingDraftOf());
+      props.onChanged();
+    }
   }
 
   const error = postState.error ?? updateState.error ?? cancelState.error;
@@ -89,6 +108,13 @@ export function OffersPanel(props: {
               />
             </label>
           </div>
+          <StandingFields
+            draft={standing}
+            onChange={setStanding}
+            basePrice={Number(price)}
+            priceMin={limits.offerPriceCentsMin}
+            priceMax={limits.offerPriceCentsMax}
+          />
           <button type="submit" disabled={postState.fetching}>
             Post offer
           </button>
@@ -139,11 +165,29 @@ export function OffersPanel(props: {
                   const r = await cancel({ input: { id: o.id } });
                   if (!r.error) props.onChanged();
                 }}
+                onEdit={() => setEditing(o.id)}
               />
             ))}
           </tbody>
         </Table>
       )}
+      <Dialog
+        title={edited ? `Offer on ${labels.get(edited.upstreamKeyId) ?? "a key"}` : "Offer"}
+        open={edited !== undefined}
+        onClose={() => setEditing(undefined)}
+      >
+        {edited ? (
+          <StandingForm
+            offer={edited}
+            priceMin={limits.offerPriceCentsMin}
+            priceMax={limits.offerPriceCentsMax}
+            onDone={() => {
+              setEditing(undefined);
+              props.onChanged();
+            }}
+          />
+        ) : null}
+      </Dialog>
     </Panel>
   );
 }
@@ -155,6 +199,7 @@ function OfferRow(props: {
   onReprice: (cents: number) => Promise<void>;
   onStatus: (status: "ACTIVE" | "PAUSED") => Promise<void>;
   onCancel: () => Promise<void>;
+  onEdit: () => void;
 }) {
   const o = props.offer;
   const [price, setPrice] = useState(String(o.priceCentsPerDollar));
@@ -162,10 +207,20 @@ function OfferRow(props: {
   useEffect(() => setPrice(String(o.priceCentsPerDollar)), [o.priceCentsPerDollar]);
   const [confirmCancel, setConfirmCancel] = useState(false);
   const live = o.status === "ACTIVE" || o.status === "PAUSED";
+  // a depleted offer still takes the standing settings until its midnight: what tomorrow's carries
+  const editable = live || o.status === "DEPLETED";
   return (
     <tr data-testid={`offer-${o.id}`}>
       <td>{props.keyLabel}</td>
       <td>
+        <div data-testid="offer-price">
+          <strong>{o.effectivePriceCentsPerDollar}¢</strong>
+          {o.effectivePriceCentsPerDollar !== o.priceCentsPerDollar ? (
+            <span className="hint"> now (scheduled; base {o.priceCentsPerDollar}¢)</span>
+          ) : o.schedule ? (
+            <span className="hint"> (scheduled)</span>
+          ) : null}
+        </div>
         {live ? (
           <form
             className="inline-edit"
@@ -189,14 +244,26 @@ function OfferRow(props: {
               Reprice
             </button>
           </form>
-        ) : (
-          `${o.priceCentsPerDollar}¢`
-        )}
+        ) : null}
       </td>
       <td>
         <StatusBadge status={o.status} />
         {o.keyStatus !== "ACTIVE" ? (
           <span className="hint"> key {o.keyStatus.toLowerCase().replace(/_/g, " ")}</span>
+        ) : null}
+        {o.repostDaily ? (
+          <span
+            className="badge badge-standing"
+            title={`posted again at each UTC midnight${o.dailyQuantity ? `, at most ${formatMicro(o.dailyQuantity, 2)} DIEM` : ""}`}
+          >
+            standing
+          </span>
+        ) : null}
+        {o.repostedFromId ? (
+          <span className="hint" title={o.repostedFromId}>
+            {" "}
+            reposted from {o.repostedFromId.slice(0, 8)}…
+          </span>
         ) : null}
       </td>
       <td className="num">{formatMicro(o.quantity, 2)}</td>
@@ -209,6 +276,16 @@ function OfferRow(props: {
       </td>
       <td>{dateTimeOf(o.expiresAt)}</td>
       <td className="actions">
+        {editable ? (
+          <button
+            type="button"
+            className="secondary"
+            onClick={props.onEdit}
+            aria-label={`Edit schedule of the offer on ${props.keyLabel}`}
+          >
+            Schedule
+          </button>
+        ) : null}
         {o.status === "ACTIVE" ? (
           <button type="button" className="secondary" onClick={() => void props.onStatus("PAUSED")}>
             Pause
