@@ -14,7 +14,7 @@ const fresh = { requestPolicy: "network-only" } as const;
 /** The supplier's dashboard: upstream keys, offers with live fills, earnings, ledger, payouts, webhooks. */
 export function SupplierView(props: { session: Session }) {
   const [res, refetch] = useQuery({ query: SupplierQuery });
-  // the whole dashboard costs ~2,600 of the 100,000-per-minute GraphQL budget: at most one re-read
+  // the whole dashboard costs ~6,400 of the 100,000-per-minute GraphQL budget: at most one re-read
   // per 3 s however often the offers fill
   const soon = useCoalesced(() => refetch(fresh), 3000);
   useEvent(OfferUpdatedSubscription, soon);
