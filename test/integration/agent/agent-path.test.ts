@@ -169,7 +169,11 @@ async function readDocuments(): Promise<Documents> {
   expect(mcpUrl, "SKILL.md links MCP.md").toBe(`${world.app.baseUrl}/MCP.md`);
   const mcp = await getDocument(mcpUrl as string);
 
-  const ts = fencedBlocks(skill).filter((b) => b.lang === "ts" || b.lang === "typescript");
+  // the agent's program: every TypeScript block but those marked as programs of their own (a
+  // webhook receiver runs on the agent's server, not in its client)
+  const ts = fencedBlocks(skill).filter(
+    (b) => (b.lang === "ts" || b.lang === "typescript") && b.annotation !== "standalone",
+  );
   const imports = (code: string) => [...code.matchAll(/^import .* from "([^"]+)";$/gm)].map((m) => m[1]);
   const v1 = ts.filter((b) => imports(b.code).includes("x402-fetch"));
   const v2 = ts.filter((b) => imports(b.code).includes("@x402/fetch"));
