@@ -27,11 +27,13 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** A headless chromium with a fresh profile (a cookie jar of its own) on `app`. */
-export async function launchBrowser(app: TestApp): Promise<Browser> {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  const profile = mkdtempSync(join(tmpdir(), "svc-web-browser-"));
-  const context = await chromium.launchPersistentContext(profile, {
+/**
+ * Debian's chromium, headless, on the profile directory `profile` (a persistent context is how
+ * playwright takes a --user-data-dir of our own: a cookie jar per browser). Every browser test
+ * launches through this.
+ */
+export function launchChromium(profile: string): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 900 },
@@ -46,6 +48,13 @@ export async function launchBrowser(app: TestApp): Promise<Browser> {
       "--disable-sync",
     ],
   });
+}
+
+/** A headless chromium with a fresh profile (a cookie jar of its own) on `app`. */
+export async function launchBrowser(app: TestApp): Promise<Browser> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const profile = mkdtempSync(join(tmpdir(), "svc-web-browser-"));
+  const context = await launchChromium(profile);
   const problems = new Map<Page, string[]>();
   return {
     context,

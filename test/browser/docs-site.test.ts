@@ -1,8 +1,9 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { launchChromium } from "../../testkit/browser.js";
 import { useMarketWorld } from "../../testkit/market-world.js";
 
 /**
@@ -11,7 +12,6 @@ import { useMarketWorld } from "../../testkit/market-world.js";
  * machine and no console error; a screenshot of each goes to artifacts/screenshots/ (CI keeps it).
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOTS = join(process.cwd(), "artifacts", "screenshots");
 
 const world = useMarketWorld({ sim: false });
@@ -22,21 +22,7 @@ beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   profile = mkdtempSync(join(tmpdir(), "svc-docs-browser-"));
   // a persistent context is how playwright takes a fresh --user-data-dir of our own
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  context = await launchChromium(profile);
 }, 60_000);
 
 afterAll(async () => {

@@ -2,10 +2,11 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { newWallet, signIn } from "../../../testkit/actors.js";
+import { launchChromium } from "../../../testkit/browser.js";
 import { chainEnv, startLocalChain } from "../../../testkit/funding.js";
 import { fundConfirmed } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../../testkit/market-world.js";
@@ -18,7 +19,6 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  * go to artifacts/screenshots/ (CI keeps it), each checked for a blank page and an error overlay.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SCREENSHOTS = join(process.cwd(), "artifacts", "screenshots");
 const MODEL = "zai-org-glm-5-1";
 /** the first page load compiles the app and pre-bundles its dependencies */
@@ -45,21 +45,7 @@ let supplierContext: BrowserContext;
 async function launch(): Promise<BrowserContext> {
   const profile = mkdtempSync(join(tmpdir(), "svc-web-browser-"));
   profiles.push(profile);
-  return chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  return launchChromium(profile);
 }
 /** console errors, page errors and failed requests of every page, by page */
 const problems = new Map<Page, string[]>();
