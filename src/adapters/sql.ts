@@ -31,3 +31,34 @@ export type QueryRunner = <T>(text: string, params: unknown[]) => Promise<T[]>;
 export function sqlRunner(sql: Sql): QueryRunner {
   return async <T>(text: string, params: unknown[]) => (await sql.query(text, params)).rows as T[];
 }
+
+/**
+ * Runs `fn` in one transaction on a connection of its own. The pool listens for errors only on
+ * idle connections: a checked-out one the server terminates between two queries (a restart,
+ * `pg_terminate_backend`) emits `error` with no listener, which would crash the process. Here the
+ * error is held while checked out, the work fails, and the connection is discarded on release.
+ */
+export async function inTransaction<T>(sql: Sql, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await sql.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on("error", onError);
+  try {
+    await client.query("BEGIN");
+    const out = await fn(client);
+    await client.query("COMMIT");
+    return out;
+  } catch (e) {
+    if (!broken) {
+      await client.query("ROLLBACK").catch((err: Error) => {
+        broken = err;
+      });
+    }
+    throw e;
+  } finally {
+    client.removeListener("error", onError);
+    client.release(broken ?? false);
+  }
+}

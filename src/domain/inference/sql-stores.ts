@@ -1,4 +1,4 @@
-import { type Sql, sqlRunner } from "../../adapters/sql.js";
+import { inTransaction, type Sql, sqlRunner } from "../../adapters/sql.js";
 import { utcDay } from "../../lib/clock.js";
 import { nextPriceChange, storedSchedule } from "../supply/price-schedule.js";
 import { type BookEntry, CLEARING_ORDER_SQL, eligibleOffers } from "./clearing.js";
@@ -209,10 +209,7 @@ export function sqlSettlementStore(sql: Sql, events?: SettlementEvents): Settlem
       // the events a batch causes are written in its transaction (the webhook outbox): BEGIN, the
       // batch with its subscribers, the events when someone takes them, COMMIT
       const accounts = [...new Set(items.flatMap((i) => (i.supplier ? [i.account, i.supplier] : [i.account])))];
-      const client = await sql.connect();
-      let broken: Error | undefined;
-      try {
-        await client.query("BEGIN");
+      const { confirmed, ids } = await inTransaction(sql, async (client) => {
         const r = await client.query<{ idx: number; confirmed: bigint; subscribers: [string, string][] }>({
           name: "svc_end_batch_events",
           text: END_BATCH_WITH_SUBSCRIBERS,
@@ -224,17 +221,10 @@ export function sqlSettlementStore(sql: Sql, events?: SettlementEvents): Settlem
           subscribers.set(account, (subscribers.get(account) ?? new Set<string>()).add(type));
         }
         const ids = subscribers.size > 0 ? await events.record(client, items, confirmed, subscribers) : [];
-        await client.query("COMMIT");
-        if (ids.length > 0) void events.dispatch(ids);
-        return confirmed;
-      } catch (e) {
-        await client.query("ROLLBACK").catch((err: Error) => {
-          broken = err;
-        });
-        throw e;
-      } finally {
-        client.release(broken);
-      }
+        return { confirmed, ids };
+      });
+      if (ids.length > 0) void events.dispatch(ids);
+      return confirmed;
     },
   };
 }
