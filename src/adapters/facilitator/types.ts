@@ -1,5 +1,6 @@
+import type { PaymentPayloadV1 } from "@x402/core/types";
 import type { Address, Hex } from "viem";
-import type { ExactEvmPayload, PaymentPayload } from "x402/types";
+import { z } from "zod";
 
 /**
  * What a payment asks for, in neither x402 version: `envelopes.ts` writes it as a v1 or a v2
@@ -149,13 +150,30 @@ export interface Facilitator {
   supported(): Promise<FacilitatorResult<SupportedOk>>;
 }
 
+const uint = z.string().regex(/^\d+$/, { message: "must be a non-negative integer" });
+const evmAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/) as unknown as z.ZodType<Address>;
+
+/**
+ * x402's `exact` EVM payload (an EIP-3009 authorization and its signature), the same in both
+ * versions: the rules of x402 1.x's `ExactEvmPayloadSchema` (amounts of at most 18 digits).
+ */
+export const ExactEvmPayloadSchema = z.object({
+  signature: z.string().regex(/^0x[0-9a-fA-F]+$/) as unknown as z.ZodType<Hex>,
+  authorization: z.object({
+    from: evmAddress,
+    to: evmAddress,
+    value: uint.max(18),
+    validAfter: uint,
+    validBefore: uint,
+    nonce: z.string().regex(/^0x[0-9a-fA-F]{64}$/) as unknown as z.ZodType<Hex>,
+  }),
+});
+export type ExactEvmPayload = z.infer<typeof ExactEvmPayloadSchema>;
+
 /** Narrows an x402 payload to the EVM `exact` shape (EIP-3009 authorization + signature). */
-export function evmPayloadOf(payload: PaymentPayload): ExactEvmPayload | undefined {
-  const inner: unknown = payload.payload;
-  if (typeof inner !== "object" || inner === null || !("authorization" in inner) || !("signature" in inner)) {
-    return undefined;
-  }
-  return inner as ExactEvmPayload;
+export function evmPayloadOf(payload: Pick<PaymentPayloadV1, "payload">): ExactEvmPayload | undefined {
+  const parsed = ExactEvmPayloadSchema.safeParse(payload.payload);
+  return parsed.success ? parsed.data : undefined;
 }
 
 /** x402 v1 network names this service can settle on, by chain id (v2 names are `eip155:<id>`). */

@@ -3,7 +3,12 @@ import {
   encodePaymentRequiredHeader,
   encodePaymentResponseHeader,
 } from "@x402/core/http";
-import { type PaymentPayloadV2, PaymentPayloadV2Schema } from "@x402/core/schemas";
+import {
+  type PaymentPayloadV1 as PaymentPayload,
+  PaymentPayloadV1Schema,
+  type PaymentPayloadV2,
+  PaymentPayloadV2Schema,
+} from "@x402/core/schemas";
 import type {
   Network,
   PaymentRequired as PaymentRequiredV2,
@@ -11,16 +16,18 @@ import type {
   ResourceInfo,
 } from "@x402/core/types";
 import type { Hex } from "viem";
-import { exact } from "x402/schemes";
+import {
+  type V1Requirements as PaymentRequirements,
+  v1Requirements,
+  v2Requirements,
+} from "../../adapters/facilitator/envelopes.js";
 import {
   type ExactEvmPayload,
   ExactEvmPayloadSchema,
-  type PaymentPayload,
-  type PaymentRequirements,
-  settleResponseHeader,
-} from "x402/types";
-import { v1Requirements, v2Requirements } from "../../adapters/facilitator/envelopes.js";
-import { type ExactPayment, type ExactRequirements, evmPayloadOf } from "../../adapters/facilitator/types.js";
+  type ExactPayment,
+  type ExactRequirements,
+  evmPayloadOf,
+} from "../../adapters/facilitator/types.js";
 import type { HeaderField } from "../../lib/errors.js";
 
 /**
@@ -87,7 +94,7 @@ export function buildBothRequirements(i: RequirementInput): Requirements {
   };
   return {
     exact,
-    v1: v1Requirements(exact) as PaymentRequirements,
+    v1: v1Requirements(exact),
     v2: v2Requirements(exact) as PaymentRequirementsV2,
     resource: { url: i.resource, description: i.description, mimeType: exact.mimeType },
   };
@@ -165,7 +172,10 @@ function authorizedOf(evm: ExactEvmPayload): Authorized | undefined {
 export function decodePaymentHeader(header: string): DecodedPaymentV1 | undefined {
   let payload: PaymentPayload;
   try {
-    payload = exact.evm.decodePayment(header);
+    // x402 v1's encoding: base64 of the payload's JSON
+    const parsed = PaymentPayloadV1Schema.safeParse(JSON.parse(Buffer.from(header, "base64").toString("utf8")));
+    if (!parsed.success || parsed.data.scheme !== "exact") return undefined;
+    payload = parsed.data;
   } catch {
     return undefined;
   }
@@ -258,7 +268,9 @@ export function paymentResponseHeader(
 ): HeaderField {
   const receipt = { success: o.settled, transaction: transaction ?? "", payer };
   if (d.version === 1) {
-    return { name: RECEIPT_HEADER[1], value: settleResponseHeader({ ...receipt, network: X402_NETWORK }) };
+    // x402 v1's encoding: base64 of the receipt's JSON (x402 1.x `settleResponseHeader`)
+    const v1 = { ...receipt, network: X402_NETWORK };
+    return { name: RECEIPT_HEADER[1], value: Buffer.from(JSON.stringify(v1)).toString("base64") };
   }
   return {
     name: RECEIPT_HEADER[2],
