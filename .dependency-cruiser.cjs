@@ -1,7 +1,7 @@
 /**
  * The layering, enforced by `npm run lint` (docs/decisions.md "Inference pipeline"):
  *
- *   composition root (src/main.ts, src/runtime.ts, src/services.ts)
+ *   composition root (src/main.ts, src/dev.ts, src/boot.ts, src/runtime.ts, src/services.ts)
  *     → transports (src/http, src/graphql, src/mcp, workers)
  *       → domain (src/domain) → adapters (src/adapters) → lib (src/lib)
  *   and beside them src/contract: the API's zod schemas (requests, responses, the OpenAPI
@@ -12,7 +12,9 @@
  */
 
 const TRANSPORTS = "^(src/(http|graphql|mcp)/|workers/)";
-const COMPOSITION_ROOT = "^src/(main|runtime|services)\\.ts$";
+const COMPOSITION_ROOT = "^src/(main|dev|boot|runtime|services)\\.ts$";
+/** what the production build leaves out: the local world, the dev entry, the web build and the browser app */
+const DEV_ONLY = "^src/(local/|dev\\.ts$|web/)";
 const FRAMEWORKS =
   "(^|/)node_modules/(express|graphql|graphql-yoga|graphql-sse|@graphql-yoga|@pothos|bullmq|@modelcontextprotocol)/";
 
@@ -94,8 +96,23 @@ module.exports = {
       name: "production-not-to-dev-deps",
       comment: "what `npm start` loads must be installed by `npm ci --omit=dev`.",
       severity: "error",
-      from: { path: "^(src|workers)/", pathNot: "^src/local/" },
+      from: { path: "^(src|workers)/", pathNot: DEV_ONLY },
       to: { dependencyTypes: ["npm-dev"], dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "production-entry-not-to-dev-only",
+      comment:
+        "the production entry (src/main.ts, bundled by `npm run build`) never reaches the local world, the dev entry or the web build, by any path: `npm run dev` (src/dev.ts) brings them",
+      severity: "error",
+      from: { path: "^src/main\\.ts$" },
+      to: { path: DEV_ONLY, reachable: true },
+    },
+    {
+      name: "only-the-dev-entry-to-local",
+      comment: "the local world is brought in by the dev entry alone (and the test kit, tests, bench and scripts)",
+      severity: "error",
+      from: { path: "^(src|workers)/", pathNot: DEV_ONLY },
+      to: { path: "^src/local/" },
     },
     {
       name: "web-is-a-front-end",

@@ -7,6 +7,7 @@ import { createHttpApp, type HttpApp } from "../src/http/app.js";
 import type { Clock } from "../src/lib/clock.js";
 import { setLogLevel } from "../src/lib/logger.js";
 import { createLocalIdp, type LocalIdp } from "../src/local/idp/index.js";
+import { localWebDev } from "../src/local/web-dev.js";
 import { createRuntime, type Runtime } from "../src/runtime.js";
 import { startWorkers, type Workers } from "../workers/index.js";
 import { createTestDatabase, REDIS_URL } from "./db.js";
@@ -81,7 +82,8 @@ export async function startTestApp(opts: {
     env: { IDP_APP_ID: idp.appId, IDP_ISSUER: idp.issuer, IDP_VERIFICATION_KEY: idp.publicKeyPem, ...opts.env },
   });
   const rt = await createRuntime(config, { clock: opts.clock, onQuery: opts.onQuery, resolveHost: opts.resolveHost });
-  const http = createHttpApp(rt);
+  // a local-mode app, as `npm run dev` serves it: the web app's dev routes (src/local/web-dev.ts)
+  const http = createHttpApp(rt, { web: { dev: localWebDev } });
   const server = await new Promise<Server>((resolve) => {
     const s = http.server.listen(port, "127.0.0.1", () => resolve(s));
   });

@@ -3,13 +3,18 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-/** Runs `src/main.ts` the way the npm scripts do (`node --import tsx`), with exactly the given environment. */
+/**
+ * Runs the service from source the way the npm scripts do (`node --import tsx`), with exactly the
+ * given environment: `src/main.ts` (production, `npm start`), or with `--local` first the dev entry
+ * `src/dev.ts` (`npm run dev`).
+ */
 export function spawnMain(
   args: string[],
   env: Record<string, string>,
   nodeArgs: string[] = [],
 ): ChildProcess & { output: () => { stdout: string; stderr: string } } {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts", ...args], {
+  const entry = args[0] === "--local" ? ["src/dev.ts", ...args.slice(1)] : ["src/main.ts", ...args];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", ...entry], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
     stdio: ["ignore", "pipe", "pipe"],

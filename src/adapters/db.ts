@@ -1,14 +1,12 @@
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "../generated/prisma/client.js";
+import { APP_ROOT } from "../lib/app-root.js";
 import { applyFunctions } from "./sql-functions.js";
 
 export type Db = PrismaClient;
-
-const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 type Released = (err?: Error | boolean) => void;
 interface PgTx {
@@ -157,7 +155,7 @@ export async function runMigrations(databaseUrl: string): Promise<void> {
     execFile(
       process.execPath,
       [cli, "migrate", "deploy"],
-      { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, PRISMA_HIDE_UPDATE_MESSAGE: "1" } },
+      { cwd: APP_ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, PRISMA_HIDE_UPDATE_MESSAGE: "1" } },
       (err, _stdout, stderr) => {
         if (err) {
           const line = stderr

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { appPath } from "../lib/app-root.js";
 
 /**
  * The stored functions' one source (docs/decisions.md "Prisma"): `prisma/functions/<name>.sql` holds
@@ -10,7 +10,7 @@ import pg from "pg";
  * first when its signature changed). Migrations carry schema only; the migration step applies
  * these files after `prisma migrate deploy`, in name order, in one transaction.
  */
-export const FUNCTIONS_DIR = fileURLToPath(new URL("../../prisma/functions", import.meta.url));
+export const FUNCTIONS_DIR = appPath("prisma", "functions");
 
 export interface FunctionSource {
   /** the file's name, e.g. `svc_end_items.sql` */

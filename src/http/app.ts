@@ -21,7 +21,7 @@ import { inferenceListener, inferenceRoutes } from "./routes/inference.js";
 import { marketRoutes } from "./routes/market.js";
 import { openApiRoutes } from "./routes/openapi.js";
 import { supplyRoutes } from "./routes/supply.js";
-import { webRoutes } from "./routes/web.js";
+import { type WebOptions, webRoutes } from "./routes/web.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 
 export interface HttpApp {
@@ -40,7 +40,12 @@ export interface HttpApp {
  * The one HTTP listener's app: REST, SSE, GraphQL at /graphql, and (later) MCP and documents.
  * Transports only: every handler validates, calls one service method, and shapes the output.
  */
-export function createHttpApp(rt: Runtime): HttpApp {
+export interface HttpAppOptions {
+  /** the web app: local mode's dev routes, or where the built app is (routes/web.ts) */
+  web?: WebOptions;
+}
+
+export function createHttpApp(rt: Runtime, opts: HttpAppOptions = {}): HttpApp {
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", false);
@@ -71,7 +76,7 @@ export function createHttpApp(rt: Runtime): HttpApp {
   app.use(discoveryRoutes(rt));
   app.use(documentRoutes(rt));
   app.use(mcpRoutes(rt));
-  app.use(webRoutes(rt));
+  app.use(webRoutes(rt, opts.web));
 
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },
@@ -104,4 +109,20 @@ export function createHttpApp(rt: Runtime): HttpApp {
   // node's own refusals (431, 408, 400 before any handler) in the JSON error shape
   server.on("clientError", answerClientError);
   return { app, handler, server, inFlight, yoga };
+}
+
+/**
+ * A worker-only process's listener (`--role=worker`): the probes and /metrics alone, so an
+ * orchestrator can check it and Prometheus can scrape its queue and job metrics. Everything else 404.
+ */
+export function createProbeApp(rt: Runtime): Server {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.use(healthRoutes(rt));
+  app.use((req: Request, res: Response) => {
+    sendError(res, new DomainError("not_found", `No route for ${req.method} ${req.path} on a worker process.`));
+  });
+  app.use(errorMiddleware);
+  return createServer(app);
 }

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wr
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { InlineConfig, ViteDevServer } from "vite";
+import { APP_ROOT, WEB_DIST_DIR, webMountPath } from "../lib/app-root.js";
 
 /**
  * The web app's build (Node side). The browser code lives in `src/web/app/` (its own entry,
@@ -12,16 +13,11 @@ import type { InlineConfig, ViteDevServer } from "vite";
  */
 
 export const WEB_APP_ROOT = fileURLToPath(new URL("./app/", import.meta.url));
-const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
-/** Built assets (gitignored); `npm start` builds them when missing or stale. */
-export const WEB_DIST_DIR = join(REPO_ROOT, "dist", "web");
-const STAMP_FILE = ".build-stamp";
+const REPO_ROOT = APP_ROOT;
 
-/** `/app` from `http://host/app` (WEB_URL's path); an empty path serves the app at `/app`. */
-export function webMountPath(webUrl: string): string {
-  const path = new URL(webUrl).pathname.replace(/\/+$/, "");
-  return path === "" ? "/app" : path;
-}
+export { WEB_DIST_DIR, webMountPath };
+
+const STAMP_FILE = ".build-stamp";
 
 async function baseConfig(mountPath: string): Promise<InlineConfig> {
   const { default: react } = await import("@vitejs/plugin-react");

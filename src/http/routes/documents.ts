@@ -1,6 +1,8 @@
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
+import { pathToFileURL } from "node:url";
 import express, { type Response, Router } from "express";
+import { appPath } from "../../lib/app-root.js";
 import { DomainError } from "../../lib/errors.js";
 import type { Runtime } from "../../runtime.js";
 import {
@@ -18,7 +20,7 @@ import {
 import { sendError } from "../error-response.js";
 
 /** docs/public/: the document templates, with `{base_url}`, `{mcp_url}`, `{web_url}`, `{docs_url}` */
-const TEMPLATES = new URL("../../../docs/public/", import.meta.url);
+const TEMPLATES = pathToFileURL(`${appPath("docs", "public")}/`);
 
 /** swagger-ui-dist's own folder; only the files the reference page loads are served from it */
 const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));

@@ -1,98 +1,29 @@
-import { readFileSync } from "node:fs";
-import type { Server } from "node:http";
-import { createServer as createNetServer, type Socket } from "node:net";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import express, { type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
-import { type Hex, toHex } from "viem";
-import { mnemonicToAccount } from "viem/accounts";
-import { z } from "zod";
+import { WEB_DIST_DIR, webMountPath } from "../../lib/app-root.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { Runtime } from "../../runtime.js";
-import { buildWebApp, createWebDevServer, webMountPath } from "../../web/vite.js";
-import { requireSameOrigin } from "../auth.js";
-import { parse } from "../validate.js";
 
 /**
  * The web app at {web_url} (default `{base_url}/app`; docs/decisions.md "Web app"): the reference
  * client of our own GraphQL API.
- *   local mode (`npm run dev`): Vite's dev server in middleware mode (live reload), started on the
- *     first request under the mount path, so test apps that never open the app never load Vite;
- *   production (`npm start`): the built assets in dist/web, built at start when missing or stale.
- * Plus `config.json` (what the browser needs to know of this deployment) and, in local mode only,
- * the dev sign-in helpers under `dev/`.
+ *   production (`npm start`): the assets `npm run build` put in dist/web, index.html for every app
+ *     route; never built here (the production install has no Vite);
+ *   local mode (`npm run dev`, test apps): the dev entry hands in its routes (`WebOptions.dev`,
+ *     src/local/web-dev.ts: Vite's dev server and the dev sign-in helpers under `dev/`).
+ * Plus `config.json`, what the browser needs to know of this deployment.
  */
 
-/** anvil's public test mnemonic: the local chain's dev accounts (src/local/world.ts). Local mode only. */
-const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
-/** src/local/world.ts: account 3 is the seeded supplier, accounts 4-7 the dev buyers funded with USDC. */
-const DEV_WALLETS = [
-  { index: 3, role: "supplier", label: "Seeded supplier" },
-  { index: 4, role: "buyer", label: "Dev buyer 1" },
-  { index: 5, role: "buyer", label: "Dev buyer 2" },
-  { index: 6, role: "buyer", label: "Dev buyer 3" },
-  { index: 7, role: "buyer", label: "Dev buyer 4" },
-] as const;
+/** What the dev entry adds under the mount path (Vite's dev server, the dev sign-in helpers). */
+export type WebDev = (ctx: { rt: Runtime; mount: string; inApp: (req: Request) => boolean }) => Router;
 
-interface DevWallet {
-  label: string;
-  role: "supplier" | "buyer";
-  address: string;
-  privateKey: Hex;
-}
-
-let devWalletsCache: DevWallet[] | undefined;
-function devWallets(): DevWallet[] {
-  devWalletsCache ??= DEV_WALLETS.map((w) => {
-    const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: w.index });
-    const key = account.getHdKey().privateKey;
-    if (!key) throw new Error("dev wallet derivation failed");
-    return { label: w.label, role: w.role, address: account.address, privateKey: toHex(key) };
-  });
-  return devWalletsCache;
-}
-
-const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-/** where `npm run dev` keeps its local IdP key (src/local/world.ts), so tokens survive restarts */
-const DEV_IDP_KEY_FILE = join(REPO_ROOT, ".dev-state", "idp-key.json");
-
-type MintTokens = (wallet: string) => Promise<{ accessToken: string; identityToken: string }>;
-
-/**
- * The local identity provider's minting, when this process trusts it: the key `npm run dev` saved
- * must be the one IDP_VERIFICATION_KEY names. Undefined otherwise (a test app's IdP lives in the test).
- */
-async function devIdpMinter(rt: Runtime): Promise<MintTokens | undefined> {
-  const { appId, issuer, verificationKeyPem } = rt.config.idp;
-  if (!appId || !verificationKeyPem) return undefined;
-  let saved: { privateKeyPem: string };
-  try {
-    saved = JSON.parse(readFileSync(DEV_IDP_KEY_FILE, "utf8")) as { privateKeyPem: string };
-  } catch {
-    return undefined;
-  }
-  const { createLocalIdp, importKeyPair } = await import("../../local/idp/index.js");
-  const idp = createLocalIdp({ appId, issuer, keyPair: importKeyPair(saved) });
-  if (idp.publicKeyPem.trim() !== verificationKeyPem.trim()) return undefined;
-  return (wallet) => idp.mintTokens(wallet);
-}
-
-const devTokensBody = z.object({
-  walletAddress: z
-    .string({ required_error: "is required" })
-    .regex(/^0x[0-9a-fA-F]{40}$/, { message: "must be 0x + 40 hex" }),
-});
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+export interface WebOptions {
+  /** local mode's routes; production serves `distDir` */
+  dev?: WebDev;
+  /** the built app (default dist/web) */
+  distDir?: string;
 }
 
 /** Security headers for the built app: our own scripts only, no framing (it signs payments). */
@@ -117,10 +48,9 @@ function appHeaders(rt: Runtime): RequestHandler {
   };
 }
 
-export function webRoutes(rt: Runtime): Router {
+export function webRoutes(rt: Runtime, web: WebOptions = {}): Router {
   const r = Router();
   const mount = webMountPath(rt.config.urls.web);
-  const local = rt.config.mode === "local";
   const inApp = (req: Request) => req.path === mount || req.path.startsWith(`${mount}/`);
 
   r.get(mount, (req, res, next) => {
@@ -144,112 +74,55 @@ export function webRoutes(rt: Runtime): Router {
       confirmationBlocks: rt.config.chain.confirmationBlocks,
       platformFeeBps: rt.config.fees.platformFeeBps,
       idpConfigured: Boolean(rt.config.idp.appId && (rt.config.idp.verificationKeyPem || rt.config.idp.jwksUrl)),
-      devSignIn: local,
+      devSignIn: web.dev !== undefined,
     });
   });
 
-  if (local) {
-    // LOCAL MODE ONLY: anvil's public test keys (already printed by `npm run dev`), so the browser
-    // can sign SIWE and x402 payments as a seeded wallet without a wallet extension.
-    let minter: Promise<MintTokens | undefined> | undefined;
-    r.get(`${mount}/dev/wallets`, async (_req, res) => {
-      minter ??= devIdpMinter(rt);
-      res.setHeader("Cache-Control", "no-store");
-      res.json({ wallets: devWallets(), idpTokens: (await minter) !== undefined });
-    });
-    r.post(`${mount}/dev/idp-tokens`, requireSameOrigin(rt.config), async (req, res) => {
-      const body = parse(devTokensBody, req.body);
-      minter ??= devIdpMinter(rt);
-      const mint = await minter;
-      if (!mint) {
-        throw new DomainError(
-          "not_configured",
-          "This process does not hold the local identity provider's key (it is `npm run dev`'s, in .dev-state/).",
-        );
-      }
-      const { accessToken, identityToken } = await mint(body.walletAddress);
-      res.setHeader("Cache-Control", "no-store");
-      res.json({ accessToken, identityToken });
-    });
-    r.use(`${mount}/dev`, (req, _res, next) =>
-      next(new DomainError("not_found", `No route for ${req.method} ${req.originalUrl}.`)),
-    );
-    r.use(devServer(rt, mount, inApp));
+  if (web.dev) {
+    // local mode (`npm run dev`, test apps): the dev entry's routes (src/local/web-dev.ts)
+    r.use(web.dev({ rt, mount, inApp }));
   } else {
     r.use(`${mount}/dev`, (req, _res, next) =>
       next(new DomainError("not_found", `No route for ${req.method} ${req.originalUrl}.`)),
     );
-    r.use(builtAssets(rt, mount, inApp));
+    r.use(builtAssets(rt, mount, inApp, web.distDir ?? WEB_DIST_DIR));
   }
   return r;
 }
 
-/** Local mode: Vite in middleware mode, created on first use and closed with the HTTP server. */
-function devServer(rt: Runtime, mount: string, inApp: (req: Request) => boolean): RequestHandler {
-  let vite: ReturnType<typeof createWebDevServer> | undefined;
-  return (req: Request, res: Response, next: NextFunction) => {
-    if (!inApp(req)) return next();
-    if (!vite) {
-      const httpServer = (req.socket as Socket & { server?: Server }).server;
-      vite = freePort().then(async (hmrPort) => {
-        const server = await createWebDevServer({ mountPath: mount, hmrPort });
-        httpServer?.once("close", () => {
-          server.close().catch((e: unknown) => logger.warn({ err: e }, "web dev server did not close"));
-        });
-        logger.info({ url: rt.config.urls.web }, "web app dev server ready");
-        return server;
-      });
-    }
-    vite.then(
-      (server) => server.middlewares(req, res, next),
-      (e: unknown) => next(e),
-    );
-  };
-}
-
-/** Production: dist/web (built now when missing or stale), index.html for every app route. */
-function builtAssets(rt: Runtime, mount: string, inApp: (req: Request) => boolean): RequestHandler {
-  const started = Date.now();
-  const ready = buildWebApp({ mountPath: mount }).then(
-    ({ outDir, built }) => {
-      if (built) logger.info({ ms: Date.now() - started, outDir }, "web app built");
-      return outDir;
-    },
-    (e: unknown) => {
-      logger.error({ err: e }, "web app build failed");
-      throw e;
-    },
-  );
-  ready.catch(() => undefined); // reported above; requests see the failure
+/** Production: the built app in `outDir`, index.html for every app route. */
+function builtAssets(rt: Runtime, mount: string, inApp: (req: Request) => boolean, outDir: string): RequestHandler {
+  const built = existsSync(join(outDir, "index.html"));
+  if (!built) logger.warn({ outDir }, "the web app is not built (npm run build); its routes answer 503");
   const headers = appHeaders(rt);
   let statics: RequestHandler | undefined;
   return (req: Request, res: Response, next: NextFunction) => {
     if (!inApp(req) || (req.method !== "GET" && req.method !== "HEAD")) return next();
-    ready.then(
-      (outDir) => {
-        statics ??= express.static(outDir, {
-          index: false,
-          fallthrough: true,
-          setHeaders: (r, path) => {
-            // hashed file names never change; everything else is revalidated
-            r.setHeader(
-              "Cache-Control",
-              /[/\\]assets[/\\]/.test(path) ? "public, max-age=31536000, immutable" : "no-cache",
-            );
-          },
-        });
-        const url = req.url;
-        req.url = req.url.slice(mount.length) || "/";
-        headers(req, res, () =>
-          statics?.(req, res, () => {
-            req.url = url;
-            if (/\.[a-z0-9]+$/i.test(req.path)) return next(); // a missing file is a 404, not the app
-            res.setHeader("Cache-Control", "no-cache");
-            res.sendFile(join(outDir, "index.html"));
-          }),
-        );
-      },
-      () => next(new DomainError("internal_error", "The web app could not be built; see the server log.")),
-    );
+    if (!built) {
+      return next(new DomainError("not_configured", "The web app is not built on this server (npm run build)."));
+    }
+    {
+      statics ??= express.static(outDir, {
+        index: false,
+        fallthrough: true,
+        setHeaders: (r, path) => {
+          // hashed file names never change; everything else is revalidated
+          r.setHeader(
+            "Cache-Control",
+            /[/\\]assets[/\\]/.test(path) ? "public, max-age=31536000, immutable" : "no-cache",
+          );
+        },
+      });
+      const url = req.url;
+      req.url = req.url.slice(mount.length) || "/";
+      headers(req, res, () =>
+        statics?.(req, res, () => {
+          req.url = url;
+          if (/\.[a-z0-9]+$/i.test(req.path)) return next(); // a missing file is a 404, not the app
+          res.setHeader("Cache-Control", "no-cache");
+          res.sendFile(join(outDir, "index.html"));
+        }),
+      );
+    }
   };
 }

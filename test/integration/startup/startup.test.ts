@@ -216,6 +216,24 @@ describe("npm start (production mode) against outside servers, as a black-box ha
     }
   });
 
+  test("a worker-only process serves the probes and /metrics on PORT, nothing else, and stops on SIGTERM", async () => {
+    const port = await freePort();
+    const child = spawnMain(["--role=worker"], wiring(port));
+    try {
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 30_000, child);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toContain("svc_queue_depth");
+      const other = await fetch(`http://127.0.0.1:${port}/v1/models`);
+      expect(other.status).toBe(404);
+      expect(((await other.json()) as { error: { code: string } }).error.code).toBe("not_found");
+      child.kill("SIGTERM");
+      expect(await waitForExit(child, 20_000)).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+
   test("a CHAIN_ID that differs from the RPC's stops start-up with one line", async () => {
     const port = await freePort();
     const child = spawnMain([], { ...wiring(port), CHAIN_ID: "1" });

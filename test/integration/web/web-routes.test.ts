@@ -102,7 +102,7 @@ describe("production mode: the built app", () => {
   const outDir = join(tmpdir(), `svc-web-build-${randomUUID().slice(0, 8)}`);
 
   beforeAll(async () => {
-    // the same build `npm start` runs, into a directory of this test's own
+    // the same build `npm run build` runs, into a directory of this test's own
     await buildWebApp({ mountPath: "/app", outDir });
     const w = await isolatedWorld();
     drop = w.drop;
@@ -122,7 +122,7 @@ describe("production mode: the built app", () => {
     );
     if (!r.ok) throw new Error(r.errors.join("\n"));
     rt = await createRuntime(r.config);
-    server = createHttpApp(rt).server;
+    server = createHttpApp(rt, { web: { distDir: outDir } }).server;
     await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
     base = `http://127.0.0.1:${port}`;
   }, 180_000);
@@ -142,13 +142,7 @@ describe("production mode: the built app", () => {
   });
 
   test("every app path answers index.html with the security headers; hashed assets are immutable; a missing file is 404", async () => {
-    // the server serves dist/web (built at start when missing or stale): wait for it
-    let page: Response | undefined;
-    for (let i = 0; i < 240; i++) {
-      page = await fetch(`${base}/app/buyer`);
-      if (page.status === 200) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    const page: Response | undefined = await fetch(`${base}/app/buyer`);
     expect(page?.status).toBe(200);
     const html = (await page?.text()) ?? "";
     expect(html).toContain('<div id="root"></div>');
@@ -166,6 +160,22 @@ describe("production mode: the built app", () => {
     expect(root.status).toBe(200);
     expect(root.headers.get("cache-control")).toBe("no-cache");
   }, 180_000);
+
+  test("a server whose app is not built answers its routes 503 not_configured, and the rest of the API serves", async () => {
+    const bare = createHttpApp(rt, { web: { distDir: join(tmpdir(), `svc-web-none-${randomUUID().slice(0, 8)}`) } });
+    const p = await freePort();
+    await new Promise<void>((resolve) => bare.server.listen(p, "127.0.0.1", () => resolve()));
+    try {
+      const r = await fetch(`http://127.0.0.1:${p}/app/buyer`);
+      expect(r.status).toBe(503);
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe("not_configured");
+      expect((await fetch(`http://127.0.0.1:${p}/app/config.json`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${p}/healthz`)).status).toBe(200);
+    } finally {
+      bare.server.closeAllConnections();
+      await new Promise<void>((r) => bare.server.close(() => r()));
+    }
+  });
 
   test("no dev sign-in in production: the helpers are 404 and config.json says so", async () => {
     expect((await fetch(`${base}/app/dev/wallets`)).status).toBe(404);

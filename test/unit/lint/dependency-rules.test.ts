@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -73,5 +73,32 @@ describe("npm run lint: the layering and cycle rules", () => {
     expect(r.output).toMatch(/bench-not-to-test: bench\/zz-planted\.ts → test\/support\/global-setup\.ts/);
     // nothing else: the planted files are the only violations (the cycle is one)
     expect(r.output).toMatch(/x 4 dependency violations/);
+  });
+
+  it("production code that reaches the local world or a dev dependency fails, by any path", () => {
+    const fresh = mkdtempSync(join(tmpdir(), "svc-deprules-dev-"));
+    try {
+      for (const f of FOLDERS) cpSync(join(ROOT, f), join(fresh, f), { recursive: true });
+      for (const f of FILES) cpSync(join(ROOT, f), join(fresh, f));
+      symlinkSync(join(ROOT, "node_modules"), join(fresh, "node_modules"), "dir");
+      // an adapter that imports the local chain: reachable from the production entry through the runtime
+      plant(fresh, "src/adapters/zz-planted-local.ts", 'export { startLocalChain } from "../local/chain/index.js";\n');
+      plant(
+        fresh,
+        "src/runtime.ts",
+        `${readFileSync(join(ROOT, "src/runtime.ts"), "utf8")}\nexport { startLocalChain } from "./adapters/zz-planted-local.js";\n`,
+      );
+      // a transport that loads Vite (a dev dependency) lazily
+      plant(fresh, "src/http/zz-planted-vite.ts", 'export const v = () => import("vite");\n');
+      const r = cruise(fresh);
+      expect(r.status).not.toBe(0);
+      expect(r.output).toMatch(
+        /only-the-dev-entry-to-local: src\/adapters\/zz-planted-local\.ts → src\/local\/chain\/index\.ts/,
+      );
+      expect(r.output).toMatch(/production-entry-not-to-dev-only: src\/main\.ts → src\/local\//);
+      expect(r.output).toMatch(/production-not-to-dev-deps: src\/http\/zz-planted-vite\.ts → \S*node_modules\/vite\//);
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
   });
 });

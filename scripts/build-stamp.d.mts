@@ -1,0 +1,3 @@
+/** scripts/build-stamp.mjs */
+export const ROOT: string;
+export function sourceStamp(): string;
