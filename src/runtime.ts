@@ -111,6 +111,9 @@ export async function createRuntime(
       });
       return Object.fromEntries(rows.map((r) => [r.status, r._count._all]));
     },
+    async webhookEndpointsDisabled() {
+      return db.webhookEndpoint.count({ where: { status: "disabled" } });
+    },
   });
   const services = createServices({
     metrics,

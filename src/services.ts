@@ -127,6 +127,7 @@ export function createServices(deps: ServiceDeps): Services {
     resolveHost: deps.resolveHost ?? systemResolveHost,
     post: deps.postWebhook ?? postWebhook,
     queue: webhookProducer(deps.queues),
+    metrics: deps.metrics,
   });
   const outbox = webhooks.outbox;
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });

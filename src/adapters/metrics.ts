@@ -11,6 +11,8 @@ export interface ScrapeSources {
   reconciliationBacklog(): Promise<number>;
   /** video jobs by status that are not finished */
   videoJobsOpen(): Promise<Record<string, number>>;
+  /** webhook endpoints disabled after every attempt of an event failed (and not enabled again) */
+  webhookEndpointsDisabled(): Promise<number>;
 }
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -29,6 +31,7 @@ export class PromMetrics implements Metrics {
   private readonly settleFailures: Counter;
   private readonly gateWaits: Histogram;
   private readonly refunds: Counter<"reason">;
+  private readonly webhookDeliveries: Counter<"outcome">;
 
   constructor(sources?: ScrapeSources) {
     const registers = [this.registry];
@@ -73,6 +76,12 @@ export class PromMetrics implements Metrics {
       name: "svc_video_refunds_total",
       help: "Video jobs refunded, by why",
       labelNames: ["reason"],
+      registers,
+    });
+    this.webhookDeliveries = new Counter({
+      name: "svc_webhook_deliveries_total",
+      help: "Webhook delivery attempts by outcome: delivered, retrying (failed, retry scheduled), failed (given up)",
+      labelNames: ["outcome"],
       registers,
     });
     if (!sources) return;
@@ -120,6 +129,15 @@ export class PromMetrics implements Metrics {
         for (const [status, n] of Object.entries(d)) this.set({ status }, n);
       },
     });
+    new Gauge({
+      name: "svc_webhook_endpoints_disabled",
+      help: "Webhook endpoints disabled after repeated delivery failures",
+      registers,
+      async collect() {
+        const n = await sources.webhookEndpointsDisabled().catch(() => null);
+        if (n !== null) this.set(n);
+      },
+    });
   }
 
   httpRequest(route: string, method: string, status: number, seconds: number): void {
@@ -141,6 +159,9 @@ export class PromMetrics implements Metrics {
   }
   videoRefund(reason: string): void {
     this.refunds.inc({ reason });
+  }
+  webhookDelivery(outcome: "delivered" | "retrying" | "failed"): void {
+    this.webhookDeliveries.inc({ outcome });
   }
 
   /** The exposition text for `GET /metrics`. */

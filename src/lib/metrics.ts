@@ -16,6 +16,12 @@ export interface Metrics {
   gateWait(seconds: number): void;
   /** a video job refunded, by why */
   videoRefund(reason: string): void;
+  /**
+   * one webhook delivery attempt that changed its row: `delivered` (2xx), `retrying` (failed, another
+   * attempt is scheduled), `failed` (given up: the last attempt failed and the endpoint is disabled,
+   * or the endpoint was already disabled)
+   */
+  webhookDelivery(outcome: "delivered" | "retrying" | "failed"): void;
 }
 
 export const noMetrics: Metrics = {
@@ -25,4 +31,5 @@ export const noMetrics: Metrics = {
   settleFailed() {},
   gateWait() {},
   videoRefund() {},
+  webhookDelivery() {},
 };

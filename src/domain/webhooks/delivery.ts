@@ -4,6 +4,7 @@ import type { EventBus } from "../../adapters/pubsub.js";
 import type { PostWebhook } from "../../adapters/webhooks/http-post.js";
 import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
+import { type Metrics, noMetrics } from "../../lib/metrics.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { DeliveryQueue, WebhookOutbox } from "./outbox.js";
 import { webhookDisabledData } from "./payloads.js";
@@ -26,6 +27,8 @@ export interface DeliveryDeps {
   outbox: WebhookOutbox;
   /** the delays before each retry (WEBHOOK_RETRY_SCHEDULE_MS): attempts in all = its length + 1 */
   retryScheduleMs: readonly number[];
+  /** operators' counters: each attempt's outcome (`svc_webhook_deliveries_total`); none by default */
+  metrics?: Metrics;
 }
 
 export type DeliveryOutcome = "delivered" | "retrying" | "failed" | "stale";
@@ -39,7 +42,7 @@ export type DeliveryOutcome = "delivered" | "retrying" | "failed" | "stale";
  * anything else (another status, a refusal, a timeout, an address refused) is retried after the
  * next delay of the schedule; when the last attempt fails the row is `failed` and its endpoint is
  * disabled (`webhook.disabled`). Each step is a conditional write on (status, attempts), so a
- * stale or doubled job changes nothing.
+ * stale or doubled job changes nothing. Every outcome but `stale` is counted for operators.
  */
 export class WebhookDelivery {
   constructor(private readonly deps: DeliveryDeps) {}
@@ -49,6 +52,12 @@ export class WebhookDelivery {
   }
 
   async deliver(eventId: string, attempt: number): Promise<DeliveryOutcome> {
+    const outcome = await this.attempt(eventId, attempt);
+    if (outcome !== "stale") (this.deps.metrics ?? noMetrics).webhookDelivery(outcome);
+    return outcome;
+  }
+
+  private async attempt(eventId: string, attempt: number): Promise<DeliveryOutcome> {
     const { db, clock } = this.deps;
     const event = await db.webhookEvent.findUnique({ where: { id: eventId }, include: { endpoint: true } });
     if (event?.status !== "pending" || event.attempts !== attempt) return "stale";

@@ -16,6 +16,7 @@ import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
+import type { Metrics } from "../../lib/metrics.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { pageSize } from "../accounts/account-service.js";
 import { keysetBefore, pageOf } from "../supply/supply-shared.js";
@@ -71,6 +72,8 @@ export interface WebhookDeps {
   resolveHost: ResolveHost;
   post: PostWebhook;
   queue: DeliveryQueue;
+  /** operators' counters (delivery outcomes); none by default */
+  metrics?: Metrics;
 }
 
 const VIEW_SELECT = {
@@ -112,6 +115,7 @@ export class WebhookService {
       queue: deps.queue,
       outbox: this.outbox,
       retryScheduleMs: deps.retryScheduleMs,
+      metrics: deps.metrics,
     });
   }
 

@@ -2,7 +2,8 @@
 // (allowed in local mode: WEBHOOK_ALLOW_PRIVATE defaults to true there). Standard Webhooks
 // signatures verify with the `standardwebhooks` package; a receiver that answers 500 three times
 // then 200 gets the event once more with the same webhook-id; an endpoint whose event fails every
-// attempt is disabled, with a `webhook.disabled` notice.
+// attempt is disabled, with a `webhook.disabled` notice. Each attempt's outcome is counted on
+// GET /metrics (`svc_webhook_deliveries_total{outcome}`), the disabled endpoints are a gauge.
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { appTest as test } from "../../../testkit/app-test.js";
@@ -60,6 +61,29 @@ async function endpoint(app: TestApp, user: SignedInUser, id: string) {
   ).data.find((w) => w.id === id);
 }
 
+/** The operators' webhook figures on GET /metrics (a counter absent until its first count is 0). */
+async function webhookMetrics(app: TestApp) {
+  const res = await fetch(`${app.baseUrl}/metrics`);
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  const value = (line: string) => {
+    const hit = text.split("\n").find((l) => l.startsWith(`${line} `));
+    return hit ? Number(hit.slice(line.length + 1)) : 0;
+  };
+  const outcome = (o: string) => value(`svc_webhook_deliveries_total{outcome="${o}"}`);
+  expect(text).toMatch(/^svc_webhook_endpoints_disabled \d+$/m);
+  return {
+    delivered: outcome("delivered"),
+    retrying: outcome("retrying"),
+    failed: outcome("failed"),
+    endpointsDisabled: value("svc_webhook_endpoints_disabled"),
+  };
+}
+
+function delta<T extends Record<string, number>>(after: T, before: T): T {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])) as T;
+}
+
 const byId = (eventId: string) => (h: { headers: Record<string, string> }) => h.headers["webhook-id"] === eventId;
 
 describe("a delivery", () => {
@@ -104,9 +128,17 @@ describe("a delivery", () => {
     receiver.answer = (_n, h) =>
       receiver.all((x) => x.headers["webhook-id"] === h.headers["webhook-id"]).length < 3 ? 500 : 200;
     try {
+      const before = await webhookMetrics(app);
       const eventId = await sendTest(app, user, hook.id);
       const row = await settled(app, user, hook.id, eventId, (d) => d.status === "delivered");
       expect(row).toMatchObject({ attempts: 4, lastStatusCode: 200, lastError: null });
+      // three failed attempts, each with a retry scheduled, then the one delivery
+      expect(delta(await webhookMetrics(app), before)).toEqual({
+        delivered: 1,
+        retrying: 3,
+        failed: 0,
+        endpointsDisabled: 0,
+      });
       const got = receiver.all(byId(eventId));
       expect(got.map((h) => h.status)).toEqual([500, 500, 500, 200]);
       // one event, one id and one body on every attempt; each attempt signed afresh, and verifying
@@ -131,6 +163,9 @@ describe("a delivery", () => {
       const row = await settled(app, user, hook.id, eventId, (d) => d.attempts >= 1);
       expect(row).toMatchObject({ lastStatusCode: 302, lastError: "HTTP 302" });
       expect(elsewhere.received).toEqual([]);
+      // its retries end (delivered now) before the next test counts deliveries
+      receiver.answer = () => 200;
+      await settled(app, user, hook.id, eventId, (d) => d.status !== "pending");
     } finally {
       receiver.answer = () => 200;
       await elsewhere.close();
@@ -148,10 +183,14 @@ describe("repeated failure", () => {
     try {
       const dead = await webhookFor(app, cookie(user), { url: failing.url, events: ["credit.confirmed"] });
       const watcher = await webhookFor(app, cookie(user), { url: receiver.url, events: ["webhook.disabled"] });
+      const before = await webhookMetrics(app);
       const eventId = await sendTest(app, user, dead.id);
       const row = await settled(app, user, dead.id, eventId, (d) => d.status === "failed");
       expect(row).toMatchObject({ attempts: 5, lastStatusCode: 503, lastError: "HTTP 503" });
       expect(failing.all(byId(eventId))).toHaveLength(5);
+      // four retries, then given up; the endpoint counts among the disabled ones
+      const gaveUp = delta(await webhookMetrics(app), before);
+      expect([gaveUp.retrying, gaveUp.failed, gaveUp.endpointsDisabled]).toEqual([4, 1, 1]);
 
       // the endpoint says why (REST and GraphQL), and the account's other endpoint heard of it
       const disabled = await endpoint(app, user, dead.id);
@@ -187,6 +226,7 @@ describe("repeated failure", () => {
         headers: cookie(user),
       });
       expect(enabled.body).toMatchObject({ status: "active", disabledReason: null, consecutiveFailures: 0 });
+      expect((await webhookMetrics(app)).endpointsDisabled).toBe(before.endpointsDisabled);
       const again = await sendTest(app, user, dead.id);
       await failing.waitFor(byId(again));
       expect((await settled(app, user, dead.id, again, (d) => d.status === "delivered")).attempts).toBe(1);
