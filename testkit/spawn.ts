@@ -30,6 +30,14 @@ export function spawnMain(
   return Object.assign(child, { output: () => ({ stdout, stderr }) });
 }
 
+/**
+ * Runs what `npm run dev` runs (local mode), with exactly the given environment. The one place
+ * that knows the dev entry's command line.
+ */
+export function spawnDev(env: Record<string, string>): ReturnType<typeof spawnMain> {
+  return spawnMain(["--local"], env);
+}
+
 export function waitForExit(child: ChildProcess, timeoutMs: number): Promise<number | null> {
   return new Promise((resolve, reject) => {
     if (child.exitCode !== null) return resolve(child.exitCode);

@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import type { Address } from "viem";
 import { logger } from "../lib/logger.js";
 import { formatUsdc } from "../lib/money.js";
 import type { Runtime } from "../runtime.js";
 import { type LocalChain, startLocalChain } from "./chain/index.js";
+import { DEFAULT_STATE_DIR, type DevServices, startDevServices } from "./dev-services/index.js";
 import { createLocalIdp, importKeyPair, type LocalIdp } from "./idp/index.js";
 import { LOCAL_SUPPLIER_KEYS, seedLocalData } from "./seed.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "./upstream-sim/index.js";
@@ -13,7 +13,8 @@ import { startUpstreamSimulator, type UpstreamSimulator } from "./upstream-sim/i
 /**
  * Local mode (CONTRACT "Local mode"): every outside service on this machine, from real libraries —
  * the upstream simulator, an anvil chain (id 8453) with an EIP-3009 USDC, the in-process
- * facilitator settling on it, a local identity provider — plus seed data.
+ * facilitator settling on it, a local identity provider — plus seed data. When nothing answers at
+ * DATABASE_URL or REDIS_URL, an embedded PostgreSQL or a redis-server runs there (dev-services/).
  */
 export interface LocalWorld {
   /** environment overrides that point the service at the local world */
@@ -21,6 +22,8 @@ export interface LocalWorld {
   sim: UpstreamSimulator;
   chain: LocalChain;
   idp: LocalIdp;
+  /** the PostgreSQL and redis-server this world runs itself, if any */
+  services: DevServices;
   /** dev wallets funded with USDC, for trying the funding flow */
   buyers: { address: Address; privateKey: `0x${string}` }[];
   seed(rt: Runtime): Promise<void>;
@@ -32,18 +35,16 @@ export const LOCAL_CATALOG_KEY = "VENICE_INFERENCE_KEY_local_catalog";
 /** USDC minted to each dev buyer wallet at boot. */
 export const LOCAL_BUYER_USDC_MICRO = 1_000_000_000n;
 
-const STATE_DIR = fileURLToPath(new URL("../../.dev-state/", import.meta.url));
-
 /** The dev IdP key survives restarts so tokens minted by `npm run local:tokens` stay valid. */
-function loadOrCreateIdp(appId: string, issuer: string): LocalIdp {
-  const file = join(STATE_DIR, "idp-key.json");
+function loadOrCreateIdp(stateDir: string, appId: string, issuer: string): LocalIdp {
+  const file = join(stateDir, "idp-key.json");
   try {
     const saved = JSON.parse(readFileSync(file, "utf8")) as { privateKeyPem: string };
     return createLocalIdp({ appId, issuer, keyPair: importKeyPair(saved) });
   } catch {
     const idp = createLocalIdp({ appId, issuer });
     try {
-      mkdirSync(STATE_DIR, { recursive: true });
+      mkdirSync(stateDir, { recursive: true });
       writeFileSync(file, JSON.stringify(idp.exportKeyPair()), { mode: 0o600 });
     } catch (e) {
       logger.warn({ err: e }, "could not persist the local IdP key");
@@ -58,6 +59,22 @@ export async function startLocalWorld(opts: {
   /** mine one block per interval so confirmations progress (default 1000 ms; 0 = off) */
   blockIntervalMs?: number;
 }): Promise<LocalWorld> {
+  const stateDir = resolve(opts.env.DEV_STATE_DIR || DEFAULT_STATE_DIR);
+  // first, so that a missing Redis is reported before anything else starts
+  const services = await startDevServices({ env: opts.env, stateDir });
+  try {
+    return await startWorld(opts, stateDir, services);
+  } catch (e) {
+    await services.stop();
+    throw e;
+  }
+}
+
+async function startWorld(
+  opts: Parameters<typeof startLocalWorld>[0],
+  stateDir: string,
+  services: DevServices,
+): Promise<LocalWorld> {
   const sim = await startUpstreamSimulator({
     keys: [
       ...LOCAL_SUPPLIER_KEYS.map((k) => ({ key: k.secret, diemMicro: k.diemMicro })),
@@ -81,7 +98,7 @@ export async function startLocalWorld(opts: {
 
   const appId = opts.appId || "svc-local-app";
   const issuer = opts.env.IDP_ISSUER || "privy.io";
-  const idp = loadOrCreateIdp(appId, issuer);
+  const idp = loadOrCreateIdp(stateDir, appId, issuer);
 
   // automine gives instant settlement; a steady block keeps confirmation depth moving
   const interval = opts.blockIntervalMs ?? 1000;
@@ -114,9 +131,13 @@ export async function startLocalWorld(opts: {
     sim,
     chain,
     idp,
+    services,
     buyers,
     seed: (rt) => seedLocalData(rt, { supplierWallet: supplier.address }),
     banner(baseUrl) {
+      const ownServices = [services.postgres && "PostgreSQL", services.redis && "redis-server"]
+        .filter(Boolean)
+        .join(" and ");
       const lines = [
         "",
         "svc is running in local mode — everything below is on this machine.",
@@ -131,6 +152,7 @@ export async function startLocalWorld(opts: {
         `  Chain RPC    ${chain.rpcUrl}   (anvil, chain id ${chain.chainId})`,
         `  USDC         ${chain.usdcAddress}`,
         `  PAY_TO       ${payTo.address}`,
+        ...services.bannerLines,
         "",
         `  Dev buyer wallets (${formatUsdc(LOCAL_BUYER_USDC_MICRO)} USDC each; anvil's public test keys):`,
         ...buyers.map((b) => `    ${b.address}  ${b.privateKey}`),
@@ -140,7 +162,7 @@ export async function startLocalWorld(opts: {
         `    curl -s ${baseUrl}/graphql -H 'content-type: application/json' \\`,
         `      -d '{"query":"{ market { cheapestPostedCents routableDiem prices { priceCentsPerDollar routableDiem } } }"}'`,
         "",
-        "  Ctrl-C stops the service, the chain and the simulator.",
+        `  Ctrl-C stops the service, the chain and the simulator${ownServices ? `, then the ${ownServices} above` : ""}.`,
         "",
       ];
       return `${lines.join("\n")}\n`;
@@ -150,6 +172,8 @@ export async function startLocalWorld(opts: {
       stopped = true;
       if (miner) clearInterval(miner);
       await Promise.allSettled([sim.close(), chain.stop()]);
+      // last: the service has closed its pools by now (main.ts stops the world after the runtime)
+      await services.stop();
     },
   };
 }

@@ -1,8 +1,22 @@
+import { DEFAULT_STATE_DIR, type DevServices, startDevServices } from "../../src/local/dev-services/index.js";
+import { PG_ADMIN_URL, REDIS_URL } from "../../testkit/db.js";
 import { migrateTemplate } from "../../testkit/template.js";
 
-/** vitest's global setup: the migrated template database every test file clones. */
+let services: DevServices | undefined;
+
+/**
+ * vitest's global setup: the migrated template database every test file clones. On a machine with
+ * no PostgreSQL or Redis at the tests' addresses, the ones `npm run dev` would run are started
+ * there for the run (src/local/dev-services; README "Two commands").
+ */
 export async function setup(): Promise<void> {
+  services = await startDevServices({
+    env: { DATABASE_URL: PG_ADMIN_URL, REDIS_URL, PATH: process.env.PATH },
+    stateDir: process.env.DEV_STATE_DIR || DEFAULT_STATE_DIR,
+  });
   await migrateTemplate();
 }
 
-export async function teardown(): Promise<void> {}
+export async function teardown(): Promise<void> {
+  await services?.stop();
+}

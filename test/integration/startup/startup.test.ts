@@ -9,7 +9,7 @@ import { type LocalChain, startLocalChain } from "../../../src/local/chain/index
 import { createLocalIdp } from "../../../src/local/idp/index.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { freePort, isolatedWorld } from "../../../testkit/harness.js";
-import { spawnMain, waitFor, waitForExit, waitForHttp } from "../../../testkit/spawn.js";
+import { spawnDev, spawnMain, waitFor, waitForExit, waitForHttp } from "../../../testkit/spawn.js";
 
 const PROD = {
   PAY_TO: "0x1111111111111111111111111111111111111111",
@@ -74,7 +74,7 @@ describe("npm run dev (local mode)", () => {
 
   test("prints its URLs, answers /healthz and GraphQL, and Ctrl-C stops everything", async () => {
     const port = await freePort();
-    const child = spawnMain(["--local"], {
+    const child = spawnDev({
       PORT: String(port),
       DATABASE_URL: databaseUrl,
       REDIS_PREFIX: `test-dev-${port}`,

@@ -31,6 +31,8 @@ const SET_UP_EXCEPTIONS: Record<string, { call: string; why: string }> = {
 /** Files under test/ that are not test files, besides vitest's set-up files, and why. */
 const NON_TEST_EXCEPTIONS: Record<string, string> = {
   "test/integration/local-world/fixtures/chain-child.ts": "a program chain.test.ts runs as a child process",
+  "test/integration/local-world/fixtures/dev-services-child.ts":
+    "a program dev-services.test.ts runs as a child process (and SIGKILLs)",
 };
 
 /** vitest's globalSetup and setupFiles, as vitest.config.ts names them. */
