@@ -121,7 +121,13 @@ export async function boot(opts: BootOptions): Promise<void> {
   if (opts.dev) {
     // The local world supplies the outside services; explicit environment values still win
     // for the service's own settings (PORT, DATABASE_URL, REDIS_URL…).
-    world = await opts.dev.startWorld(env);
+    try {
+      world = await opts.dev.startWorld(env);
+    } catch (e) {
+      // a stand-in that cannot start (no Redis to be had, a DATABASE_URL that is not local) says so in one line
+      if (e instanceof StartupError || (e instanceof Error && /^[A-Z_]+: /.test(e.message))) fail(e.message);
+      throw e;
+    }
     const second = loadConfig({ ...env, ...world.env }, { mode: "local", role: args.role });
     if (!second.ok) {
       await world.stop();

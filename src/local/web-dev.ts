@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { createServer as createNetServer, type Socket } from "node:net";
+import { join, resolve } from "node:path";
 import { type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
 import { type Hex, toHex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
@@ -8,11 +9,11 @@ import { z } from "zod";
 import { requireSameOrigin } from "../http/auth.js";
 import type { WebDev } from "../http/routes/web.js";
 import { parse } from "../http/validate.js";
-import { appPath } from "../lib/app-root.js";
 import { DomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 import type { Runtime } from "../runtime.js";
 import { createWebDevServer } from "../web/vite.js";
+import { DEFAULT_STATE_DIR } from "./dev-services/index.js";
 
 /**
  * The web app's local-mode routes (`npm run dev` and the test apps; never in a production build):
@@ -50,8 +51,8 @@ function devWallets(): DevWallet[] {
   return devWalletsCache;
 }
 
-/** where `npm run dev` keeps its local IdP key (src/local/world.ts), so tokens survive restarts */
-const DEV_IDP_KEY_FILE = appPath(".dev-state", "idp-key.json");
+/** where `npm run dev` keeps its local IdP key (src/local/world.ts, DEV_STATE_DIR), so tokens survive restarts */
+const devIdpKeyFile = () => join(resolve(process.env.DEV_STATE_DIR || DEFAULT_STATE_DIR), "idp-key.json");
 
 type MintTokens = (wallet: string) => Promise<{ accessToken: string; identityToken: string }>;
 
@@ -64,7 +65,7 @@ async function devIdpMinter(rt: Runtime): Promise<MintTokens | undefined> {
   if (!appId || !verificationKeyPem) return undefined;
   let saved: { privateKeyPem: string };
   try {
-    saved = JSON.parse(readFileSync(DEV_IDP_KEY_FILE, "utf8")) as { privateKeyPem: string };
+    saved = JSON.parse(readFileSync(devIdpKeyFile(), "utf8")) as { privateKeyPem: string };
   } catch {
     return undefined;
   }

@@ -131,7 +131,7 @@ describe("deploy/prometheus/alerts.yml", () => {
 });
 
 describe("deploy/prometheus/prometheus.yml", () => {
-  test("scrapes /metrics and probes /readyz of every API replica, and loads the alert rules", () => {
+  test("scrapes /metrics of every API and worker replica, probes /readyz of the APIs, loads the alert rules", () => {
     expect(prometheus.rule_files).toEqual(["/etc/prometheus/alerts.yml"]);
     const job = (name: string) => prometheus.scrape_configs.find((c) => c.job_name === name);
     expect(job("svc-api")).toMatchObject({
@@ -145,9 +145,11 @@ describe("deploy/prometheus/prometheus.yml", () => {
     // biome-ignore lint/suspicious/noTemplateCurlyInString: Prometheus' own ${1}, not a template
     expect(read("deploy/prometheus/prometheus.yml")).toContain("replacement: http://${1}/readyz");
     expect(read("deploy/prometheus/blackbox.yml")).toMatch(/http_ready:[\s\S]*valid_status_codes: \[200\]/);
-    // worker processes open no HTTP listener: nothing scrapes them
-    const names = prometheus.scrape_configs.flatMap((c) => c.dns_sd_configs?.flatMap((d) => d.names) ?? []);
-    expect(names.every((n) => n === "api")).toBe(true);
+    // a worker process serves /metrics on PORT (src/boot.ts): each replica is scraped
+    expect(job("svc-worker")).toMatchObject({
+      metrics_path: "/metrics",
+      dns_sd_configs: [{ names: ["worker"], type: "A", port: 8080 }],
+    });
   });
 });
 
@@ -194,8 +196,8 @@ describe("compose.prod.yml", () => {
       expect(s.build).toEqual({ context: ".", dockerfile: "Dockerfile" });
       expect(s.image).toBe(api.image);
     }
-    // a worker has no /healthz to answer the image's HEALTHCHECK
-    expect(worker.healthcheck).toEqual({ disable: true });
+    // a worker answers /healthz on PORT: the image's HEALTHCHECK stays on
+    expect(worker.healthcheck).toBeUndefined();
     expect(service("postgres").image).toBe("postgres:15");
     expect(service("redis").image).toBe("redis:7");
     expect(service("redis").command).toEqual(expect.arrayContaining(["--maxmemory-policy", "noeviction"]));
