@@ -142,6 +142,7 @@ export async function boot(opts: BootOptions): Promise<void> {
   let http: HttpApp | undefined;
   let workers: Workers | undefined;
   let stopping = false;
+  let startup: Promise<void> = Promise.resolve();
 
   const shutdown = async (signal: string) => {
     if (stopping) {
@@ -150,11 +151,15 @@ export async function boot(opts: BootOptions): Promise<void> {
     }
     stopping = true;
     logger.info({ signal }, "shutting down");
+    // connections closing under work still in flight may reject a promise nobody awaits any more: at
+    // this point that is noise, not a failure of the stop (logged, not an exit 1)
+    process.on("unhandledRejection", (err) => logger.warn({ err }, "unhandled rejection while shutting down"));
     const hard = setTimeout(() => {
       logger.error("shutdown took too long; exiting");
       process.exit(1);
     }, 25_000);
     hard.unref();
+    await startup;
     try {
       if (server) {
         const closed = new Promise<void>((r) => server?.close(() => r()));
@@ -175,6 +180,12 @@ export async function boot(opts: BootOptions): Promise<void> {
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
+  // a signal during start-up waits for it to finish (or fail), then stops what started: the probes
+  // answer before the workers are up, and a SIGTERM then must not race their start
+  let started: () => void = () => undefined;
+  startup = new Promise<void>((r) => {
+    started = r;
+  });
   try {
     await ensureDatabase(config.database.url);
     await runMigrations(config.database.url);
@@ -187,7 +198,10 @@ export async function boot(opts: BootOptions): Promise<void> {
     }
     if (config.role !== "api") workers = await startWorkers(runtime);
     if (config.role === "worker") server = await listenProbes(runtime, config);
+    started();
   } catch (e) {
+    started();
+    if (stopping) return; // the shutdown in progress exits
     await workers?.close().catch(() => undefined);
     await runtime?.close().catch(() => undefined);
     await world?.stop().catch(() => undefined);

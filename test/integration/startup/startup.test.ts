@@ -210,7 +210,20 @@ describe("npm start (production mode) against outside servers, as a black-box ha
       });
       expect(await gql.json()).toEqual({ data: { market: { cheapestPostedCents: null } } });
       child.kill("SIGTERM");
-      expect(await waitForExit(child, 20_000)).toBe(0);
+      expect(await waitForExit(child, 20_000), JSON.stringify(child.output()).slice(-3000)).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+
+  test("a SIGTERM the moment /healthz answers (the workers still starting) waits for start-up, then exits 0", async () => {
+    const port = await freePort();
+    const child = spawnMain([], wiring(port));
+    try {
+      await waitForHttp(`http://127.0.0.1:${port}/healthz`, 30_000, child);
+      child.kill("SIGTERM");
+      expect(await waitForExit(child, 25_000), JSON.stringify(child.output()).slice(-3000)).toBe(0);
+      expect(child.output().stderr).not.toContain("fatal");
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
@@ -228,7 +241,7 @@ describe("npm start (production mode) against outside servers, as a black-box ha
       expect(other.status).toBe(404);
       expect(((await other.json()) as { error: { code: string } }).error.code).toBe("not_found");
       child.kill("SIGTERM");
-      expect(await waitForExit(child, 20_000)).toBe(0);
+      expect(await waitForExit(child, 20_000), JSON.stringify(child.output()).slice(-3000)).toBe(0);
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
