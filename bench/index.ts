@@ -2,7 +2,7 @@
 // Issue 19's targets print as `target.<name>` lines: the service's figure beside its floor, measured
 // in the same run, and whether it is met. Sections can be run alone, for alternated A/B runs:
 //   npm run bench -- --only=serial,streaming      (or BENCH_ONLY=serial,streaming npm run bench)
-// Sections: micro, serial, streaming, saturation, modalities, memory (docs/performance.md).
+// Sections: micro, serial, streaming, saturation, modalities, tracing, memory (docs/performance.md).
 import { execFileSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
@@ -16,8 +16,9 @@ import { benchModalities } from "./modalities.js";
 import { benchSaturation } from "./saturation.js";
 import { benchSerial, benchStreaming } from "./serial.js";
 import { pct } from "./stats.js";
+import { benchTracing } from "./tracing.js";
 
-export const SECTIONS = ["micro", "serial", "streaming", "saturation", "modalities", "memory"] as const;
+export const SECTIONS = ["micro", "serial", "streaming", "saturation", "modalities", "tracing", "memory"] as const;
 type Section = (typeof SECTIONS)[number];
 
 const targets: Record<string, unknown>[] = [];
@@ -128,7 +129,9 @@ if (sections.includes("micro")) {
   await benchCharge();
   await benchHttp();
 }
-const marketSections = sections.filter((s) => ["serial", "streaming", "saturation", "modalities"].includes(s));
+const marketSections = sections.filter((s) =>
+  ["serial", "streaming", "saturation", "modalities", "tracing"].includes(s),
+);
 if (marketSections.length > 0) {
   const market: Market = await startMarket();
   try {
@@ -136,6 +139,7 @@ if (marketSections.length > 0) {
     if (sections.includes("streaming")) await benchStreaming(market, emit);
     if (sections.includes("saturation")) await benchSaturation(market, emit);
     if (sections.includes("modalities")) await benchModalities(market, emit);
+    if (sections.includes("tracing")) await benchTracing(market, emit);
   } finally {
     await market.close(emit);
   }

@@ -176,6 +176,14 @@ const envSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE_MS: withDefault(delaysMs(), DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
   REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
+  /** when set, traces go to this OTLP/HTTP endpoint (`<endpoint>/v1/traces`); unset: no tracing, no SDK loaded */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(url(["http:", "https:"])),
+  /** the standard per-signal override: the full URL traces are sent to (tracing is on when either is set) */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional(url(["http:", "https:"])),
+  /** `service.name` of every span */
+  OTEL_SERVICE_NAME: withDefault(z.string().min(1), "svc-inference-market"),
+  /** the standard kill switch: tracing off whatever the endpoint says */
+  OTEL_SDK_DISABLED: optional(bool()),
   LOG_LEVEL: withDefault(
     z.string().superRefine((s, ctx) => {
       if (!(LOG_LEVELS as readonly string[]).includes(s)) {
@@ -243,6 +251,11 @@ export interface Config {
     /** delay before each retry, ms (WEBHOOK_RETRY_SCHEDULE_MS); attempts in all = its length + 1 */
     readonly retryScheduleMs: readonly number[];
   };
+  /**
+   * OpenTelemetry tracing (docs/operations.md "Traces"): `tracesUrl` is where spans go, undefined when
+   * tracing is off (no endpoint, or OTEL_SDK_DISABLED); the SDK reads the other OTEL_* variables itself
+   */
+  readonly tracing: { readonly tracesUrl: string | undefined; readonly serviceName: string };
   readonly logLevel: string;
 }
 
@@ -350,9 +363,22 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE === undefined ? mode === "local" : isTrue(e.WEBHOOK_ALLOW_PRIVATE),
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS.split(",").map((p) => Number(p.trim())),
     },
+    tracing: {
+      tracesUrl:
+        e.OTEL_SDK_DISABLED !== undefined && isTrue(e.OTEL_SDK_DISABLED)
+          ? undefined
+          : (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? signalUrl(e.OTEL_EXPORTER_OTLP_ENDPOINT, "v1/traces")),
+      serviceName: e.OTEL_SERVICE_NAME,
+    },
     logLevel: e.LOG_LEVEL,
   };
   return { ok: true, config: deepFreeze(config) };
+}
+
+/** An OTLP base endpoint's URL for one signal (the OTLP exporter specification: `<endpoint>/v1/traces`). */
+function signalUrl(endpoint: string | undefined, path: string): string | undefined {
+  if (endpoint === undefined) return undefined;
+  return `${endpoint.endsWith("/") ? endpoint : `${endpoint}/`}${path}`;
 }
 
 function stripSlash(u: string): string {

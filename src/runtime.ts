@@ -9,6 +9,7 @@ import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
 import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
 import { type RedisKeys, redisKeys } from "./adapters/redis/keys.js";
 import { createSql, type Sql } from "./adapters/sql.js";
+import { startTracing, type Tracing } from "./adapters/tracing.js";
 import { UpstreamClient } from "./adapters/upstream/client.js";
 import type { ResolveHost } from "./adapters/webhooks/resolve-host.js";
 import type { Config } from "./config.js";
@@ -36,6 +37,8 @@ export interface Runtime {
   upstream: UpstreamClient;
   /** how webhook host names resolve, when not node:dns (tests) */
   resolveHost?: ResolveHost;
+  /** OpenTelemetry (adapters/tracing.ts): on when OTEL_EXPORTER_OTLP_ENDPOINT is set */
+  tracing: Tracing;
   close(): Promise<void>;
 }
 
@@ -44,6 +47,8 @@ export async function createRuntime(
   opts: { clock?: Clock; onQuery?: (sql: string) => void; resolveHost?: ResolveHost } = {},
 ): Promise<Runtime> {
   const clock = opts.clock ?? systemClock;
+  // first, so everything after it may make spans; nothing is loaded when tracing is off
+  const tracing = await startTracing(config.tracing);
   const keys = redisKeys(config.redis.prefix);
   const db = createPrisma(config.database.url, { max: config.database.poolSize, onQuery: opts.onQuery });
   const sql = createSql(config.database.url, config.database.poolSize);
@@ -59,6 +64,7 @@ export async function createRuntime(
     for (const c of Object.values(redis)) c.disconnect();
     await db.$disconnect();
     await sql.end();
+    await tracing.shutdown();
     throw new Error(`REDIS_URL: cannot connect (${(e as Error).message})`);
   }
   const bus = createEventBus({ publishClient: redis.publish, subscribeClient: redis.subscribe, prefix: keys.prefix });
@@ -148,6 +154,7 @@ export async function createRuntime(
     facilitator,
     upstream,
     resolveHost: opts.resolveHost,
+    tracing,
     async close() {
       if (closed) return;
       closed = true;
@@ -159,6 +166,8 @@ export async function createRuntime(
       // pub/sub clients last (STACK_NOTES gotcha 7)
       await Promise.all([closeRedis(redis.command), closeRedis(redis.producer)]);
       await Promise.all([closeRedis(redis.publish), closeRedis(redis.subscribe)]);
+      // last: the spans of everything above are ended; what is left is exported before the process goes
+      await tracing.shutdown();
     },
   };
 }

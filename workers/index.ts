@@ -6,7 +6,7 @@ import { logger } from "../src/lib/logger.js";
 import { createWorkerServices, type Runtime } from "../src/runtime.js";
 import { confirmationsProcessor, reconciliationProcessor } from "./funding.worker.js";
 import { maintenanceProcessor } from "./maintenance.worker.js";
-import { type Processor, withErrorPolicy } from "./processor.js";
+import { type Processor, withErrorPolicy, withJobSpan } from "./processor.js";
 import { expiryProcessor, payoutsProcessor, syncProcessor } from "./supply.worker.js";
 import { videoProcessor } from "./video.worker.js";
 import { webhooksProcessor } from "./webhooks.worker.js";
@@ -101,7 +101,7 @@ export async function startWorkers(
     if (!p) continue;
     const connection = createRedis(rt.config.redis.url, "worker");
     connections.push(connection);
-    const w = new Worker(QUEUES[queue as keyof typeof QUEUES], withErrorPolicy(queue, p.fn), {
+    const w = new Worker(QUEUES[queue as keyof typeof QUEUES], withJobSpan(queue, withErrorPolicy(queue, p.fn)), {
       connection,
       prefix: rt.keys.bullPrefix(),
       concurrency: p.concurrency,

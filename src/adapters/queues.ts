@@ -1,5 +1,6 @@
-import { Queue } from "bullmq";
+import { type JobsOptions, Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import { type TraceCarrier, traceCarrier } from "../lib/tracing.js";
 
 /**
  * Every BullMQ queue, declared once with its job names and payloads. Producers fail fast
@@ -35,9 +36,32 @@ export const DEFAULT_JOB_OPTIONS = {
 
 export type Queues = Record<QueueName, Queue>;
 
+/** Where a job's data carries the trace that added it (W3C `traceparent`/`tracestate`). */
+export const JOB_TRACE_FIELD = "_trace";
+
+/** The trace a job was added in, for its worker's CONSUMER span (undefined: none, e.g. a scheduler's run). */
+export function jobTrace(data: unknown): TraceCarrier | undefined {
+  const carrier = data && typeof data === "object" ? (data as Record<string, unknown>)[JOB_TRACE_FIELD] : undefined;
+  return carrier && typeof carrier === "object" ? (carrier as TraceCarrier) : undefined;
+}
+
+/**
+ * A queue whose jobs continue the trace that added them (docs/operations.md "Traces"): with tracing
+ * on and a span active, `add` puts the trace context into the job's data (`JOB_TRACE_FIELD`); the
+ * worker's processor starts its CONSUMER span there (workers/processor.ts). Off, the data is
+ * unchanged. Schedulers' jobs carry none: each run is a trace of its own.
+ */
+class TracedQueue extends Queue {
+  override add(name: string, data: unknown, opts?: JobsOptions) {
+    const carrier = traceCarrier();
+    const traced = carrier && data && typeof data === "object" ? { ...data, [JOB_TRACE_FIELD]: carrier } : data;
+    return super.add(name, traced, opts);
+  }
+}
+
 export function createQueues(connection: Redis, prefix: string): Queues {
   const entries = Object.values(QUEUES).map(
-    (name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS })] as const,
+    (name) => [name, new TracedQueue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS })] as const,
   );
   return Object.fromEntries(entries) as Queues;
 }

@@ -4,9 +4,11 @@ import type { Viewer } from "../domain/identity/viewer.js";
 import type { DomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 import type { Metrics } from "../lib/metrics.js";
+import { tracingOn } from "../lib/tracing.js";
 import { writeError } from "./error-response.js";
 import { timeRequest } from "./metrics.js";
 import { type InFlight, REQUEST_ID_HEADER, readJsonBody, setRequestId, unsafeUrlError } from "./middleware.js";
+import { traceRequest } from "./tracing.js";
 
 /**
  * The HTTP layers, defined once (issue 27 deliver 5; docs/decisions.md "The two hot POSTs skip
@@ -15,7 +17,8 @@ import { type InFlight, REQUEST_ID_HEADER, readJsonBody, setRequestId, unsafeUrl
  * run these same functions in this same order, so the two cannot drift:
  *
  *   1. entry, every request (`EntryLayers.enter`): in-flight count → timing → request id →
- *      unsafe URL refusal (`unsafeUrlError`, middleware.ts);
+ *      unsafe URL refusal (`unsafeUrlError`, middleware.ts); then, with tracing on, the rest runs
+ *      in the request's server span (`traceRequest`, tracing.ts; off, not even a closure is made);
  *   2. a credentialed route (`credentialed`): the credential → the body (the one JSON parser: limits,
  *      charset, coding, content type, text and depth) → the route's handler;
  *   3. the error ending (`endWithError`, error-response.ts's `writeError`): status, code, shape.
@@ -50,7 +53,8 @@ export class EntryLayers {
   readonly express: RequestHandler = (req: Request, res: Response, next: NextFunction): void => {
     const refusal = this.enter(req, res);
     res.locals.requestId = res.getHeader(REQUEST_ID_HEADER);
-    next(refusal);
+    if (tracingOn()) traceRequest(req, res, undefined, () => next(refusal));
+    else next(refusal);
   };
 }
 

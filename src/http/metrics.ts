@@ -25,7 +25,8 @@ export function timeRequest(
   );
 }
 
-function expressRoute(req: IncomingMessage): string {
+/** The route pattern Express matched (`unmatched` when none did), read once the response is done. */
+export function expressRoute(req: IncomingMessage): string {
   const { route, baseUrl } = req as Partial<Request>;
   return route ? `${baseUrl ?? ""}${String(route.path)}` : "unmatched";
 }

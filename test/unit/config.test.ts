@@ -95,6 +95,10 @@ describe("loadConfig: malformed values give one line naming the variable", () =>
     { v: "SIGNUP_FUSE_WINDOW_S", value: "x" },
     { v: "KEY_MAX_IN_FLIGHT", value: "0" },
     { v: "LOG_LEVEL", value: "loud" },
+    { v: "OTEL_EXPORTER_OTLP_ENDPOINT", value: "collector:4318" },
+    { v: "OTEL_EXPORTER_OTLP_ENDPOINT", value: "grpc://collector:4317" },
+    { v: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", value: "not a url" },
+    { v: "OTEL_SDK_DISABLED", value: "maybe" },
   ])("$v=$value", ({ v, value }) => {
     const r = loadConfig({ ...PROD, [v]: value });
     expect(r.ok).toBe(false);
@@ -130,5 +134,44 @@ describe("loadConfig: production requirements", () => {
   test("CDP credentials come in pairs", () => {
     const r = loadConfig({ ...PROD, CDP_API_KEY_ID: "id" });
     expect(!r.ok && r.errors[0]).toMatch(/^CDP_API_KEY_SECRET: /);
+  });
+});
+
+describe("loadConfig: tracing (OTEL_*)", () => {
+  test.each([
+    { label: "off by default", env: {}, tracesUrl: undefined },
+    {
+      label: "the endpoint's /v1/traces",
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" },
+      tracesUrl: "http://collector:4318/v1/traces",
+    },
+    {
+      label: "an endpoint with a path and a trailing slash",
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: "https://otel.example/base/" },
+      tracesUrl: "https://otel.example/base/v1/traces",
+    },
+    {
+      label: "the per-signal URL as given, over the endpoint",
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://traces:9999/custom",
+      },
+      tracesUrl: "http://traces:9999/custom",
+    },
+    {
+      label: "OTEL_SDK_DISABLED wins",
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" },
+      tracesUrl: undefined,
+    },
+  ])("$label", ({ env, tracesUrl }) => {
+    const r = loadConfig({ ...PROD, ...env });
+    expect(r.ok && r.config.tracing.tracesUrl).toBe(tracesUrl);
+  });
+
+  test("service.name defaults to svc-inference-market; OTEL_SERVICE_NAME overrides it", () => {
+    const r = loadConfig({ ...PROD });
+    expect(r.ok && r.config.tracing.serviceName).toBe("svc-inference-market");
+    const r2 = loadConfig({ ...PROD, OTEL_SERVICE_NAME: "svc-eu-1" });
+    expect(r2.ok && r2.config.tracing.serviceName).toBe("svc-eu-1");
   });
 });

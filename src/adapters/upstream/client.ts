@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { type Dispatcher, Pool, request } from "undici";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
 import { readSse, type SseFrame } from "../../lib/sse.js";
+import { injectTrace } from "../../lib/tracing.js";
 
 /**
  * Client of the one upstream provider (Venice-compatible API, ../shared/upstream/VENICE_API.md).
@@ -407,29 +408,32 @@ export class UpstreamClient {
     });
   }
 
-  /** An inference call's request options (the body a string: sent with its content-length in one write). */
+  /**
+   * An inference call's request options (the body a string: sent with its content-length in one
+   * write). With tracing on, `traceparent` names the active span (the attempt's client span), so
+   * the upstream's own trace continues ours.
+   */
   private inference(path: string, apiKey: string, json: string) {
-    return {
-      path: `${this.basePath}${path}`,
-      method: "POST" as const,
-      headers: {
-        authorization: `Bearer ${apiKey}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "user-agent": USER_AGENT,
-      },
-      body: json,
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${apiKey}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "user-agent": USER_AGENT,
     };
+    injectTrace(headers);
+    return { path: `${this.basePath}${path}`, method: "POST" as const, headers, body: json };
   }
 
   private async getJson(path: string, apiKey?: string): Promise<UpstreamResult<unknown>> {
     try {
+      const headers: Record<string, string> = apiKey
+        ? { authorization: `Bearer ${apiKey}`, "user-agent": USER_AGENT }
+        : { "user-agent": USER_AGENT };
+      injectTrace(headers);
       const res = await this.pool.request({
         path: `${this.basePath}${path}`,
         method: "GET",
-        headers: apiKey
-          ? { authorization: `Bearer ${apiKey}`, "user-agent": USER_AGENT }
-          : { "user-agent": USER_AGENT },
+        headers,
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };

@@ -5,7 +5,8 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
-import { computeCharge, maxBig, minBig } from "../../lib/money.js";
+import { computeCharge, formatDecimal6, maxBig, minBig } from "../../lib/money.js";
+import { withSpan } from "../../lib/tracing.js";
 import type { Attempts } from "./attempts.js";
 import { ClearEvents } from "./clear-events.js";
 import type { InFlightBridge } from "./in-flight-bridge.js";
@@ -130,7 +131,17 @@ export class Endings {
     });
     let balance: bigint;
     try {
-      balance = await this.settlement.submit(item.item);
+      balance = await withSpan(
+        "settlement",
+        () => ({
+          "svc.ending": ending.kind,
+          "svc.support_reference": session.supportReference,
+          "svc.clearing_price_cents": attempt.priceCentsPerDollar,
+          "svc.cost_usdc": formatDecimal6(split.grossMicroUsdc),
+          "svc.burn_diem": formatDecimal6(burn),
+        }),
+        () => this.settlement.submit(item.item),
+      );
     } catch (e) {
       logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
       this.deps.metrics.settleFailed();
@@ -197,7 +208,15 @@ export class Endings {
     if (attempt) this.deps.attempts.record(session, attempt, outcome, null, now);
     const ending = endItem(session, now, this.deps.lingering, { status: "failed", error_code: errorCode });
     try {
-      await this.settlement.submit(ending.item);
+      await withSpan(
+        "settlement",
+        () => ({
+          "svc.ending": "failed",
+          "svc.error_code": errorCode,
+          "svc.support_reference": session.supportReference,
+        }),
+        () => this.settlement.submit(ending.item),
+      );
     } catch (e) {
       ending.undo();
       // a give-back that cannot commit (a slice the sweeper took from a stalled process) must not

@@ -8,6 +8,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { type Metrics, noMetrics } from "../../lib/metrics.js";
 import type { SecretBox } from "../../lib/secret-box.js";
+import { tracingOn } from "../../lib/tracing.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
 import { type AttemptResult, runAttempts } from "./attempt-loop.js";
 import { Attempts } from "./attempts.js";
@@ -19,6 +20,7 @@ import { InFlightBridge } from "./in-flight-bridge.js";
 import { allowModel, KeyBudgets } from "./key-budget.js";
 import { type Answered, type BorrowOptions, borrowedLane, type RequestLaneDeps, requestLane } from "./lanes.js";
 import { OfferBook } from "./offer-book.js";
+import { PipelineTracer } from "./pipeline-trace.js";
 import { ProcessEscrow } from "./process-escrow.js";
 import { takeRequestGates } from "./request-gates.js";
 import { listenForChanges } from "./routing-changes.js";
@@ -120,6 +122,7 @@ export class InferencePipeline {
   private readonly budgets: KeyBudgets;
   private readonly lane: RequestLaneDeps;
   private readonly bridge: InFlightBridge;
+  private readonly tracer: PipelineTracer;
   private stopListening: (() => void) | null = null;
 
   constructor(private readonly deps: PipelineDeps) {
@@ -168,6 +171,7 @@ export class InferencePipeline {
       fail: (session, err) => this.endings.fail(session, err),
     });
     this.lane = { attempts: this.attempts, endings: this.endings, metrics };
+    this.tracer = new PipelineTracer(deps.config.upstream.baseUrl);
   }
 
   /** This process's in-flight gate leases. */
@@ -184,9 +188,13 @@ export class InferencePipeline {
    * Admits a request: resolves the model (404; another modality or not live: 400), takes the buyer
    * key's in-flight slot (429) and the small tier's (429), prices its maximum (an asked price is
    * asked here; 402), and admits its first attempt (503s). Its record is written when it ends
-   * (refusals included) with its support reference.
+   * (refusals included) with its support reference. Traced as the request's `admission` span.
    */
-  async open(input: OpenInput): Promise<AttemptingSession> {
+  open(input: OpenInput): Promise<AttemptingSession> {
+    return this.tracer.admission(input, () => this.admit(input));
+  }
+
+  private async admit(input: OpenInput): Promise<AttemptingSession> {
     const start = performance.now();
     this.listen();
     const model = await this.model(input.model, input.modality, input.route);
@@ -295,11 +303,12 @@ export class InferencePipeline {
     session: AttemptingSession,
     call: (scope: AttemptScope) => Promise<AttemptResult<Answered<V>, C>>,
   ): Promise<{ value: V; settled: Settled } | C> {
-    return runAttempts(
-      session.attempt,
-      (attempt) => call(this.scope(session, attempt)),
-      requestLane(session, this.lane),
-    );
+    const lane = requestLane<V, C>(session, this.lane);
+    const attempt = (a: Attempt) => call(this.scope(session, a));
+    if (!tracingOn()) return runAttempts(session.attempt, attempt, lane);
+    // one client span per attempt (pipeline-trace.ts)
+    const traced = this.tracer.trace(session, lane);
+    return runAttempts(session.attempt, (a) => traced.call(a, () => attempt(a)), traced.lane);
   }
 
   /**

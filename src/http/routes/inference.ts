@@ -10,11 +10,13 @@ import type { StreamSink } from "../../domain/inference/sink.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { formatDecimal6 } from "../../lib/money.js";
+import { tracingOn } from "../../lib/tracing.js";
 import type { Runtime } from "../../runtime.js";
 import { bearerCheck, requireBearer, viewerOf } from "../auth.js";
 import { writeJson } from "../error-response.js";
 import { credentialed, type EntryLayers, endWithError } from "../layers.js";
 import { presentVideoQuote, presentVideoStatus } from "../present.js";
+import { traceRequest } from "../tracing.js";
 
 const CHAT_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
@@ -158,10 +160,21 @@ export function inferenceListener(
     const post = posts.get(path);
     if (!post) return false;
     const refusal = layers.enter(req, res, path);
-    if (refusal) endWithError(res, refusal);
-    else post(req, res).catch((err: unknown) => endWithError(res, err));
+    if (tracingOn()) traceRequest(req, res, path, () => serveFast(post, refusal, req, res));
+    else serveFast(post, refusal, req, res);
     return true;
   };
+}
+
+/** A hot POST past the entry layers: their refusal, or the route's function (its error ended the same way). */
+function serveFast(
+  post: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  refusal: DomainError | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  if (refusal) endWithError(res, refusal);
+  else post(req, res).catch((err: unknown) => endWithError(res, err));
 }
 
 /**

@@ -152,7 +152,13 @@ async function dispatchApi(rt: SimRuntime, req: IncomingMessage, res: ServerResp
   const method = req.method ?? "GET";
   const bearer = parseBearer(req.headers.authorization);
   state.tick();
-  const record = state.startRecord({ method, route, key: bearer });
+  const traceparent = req.headers.traceparent;
+  const record = state.startRecord({
+    method,
+    route,
+    key: bearer,
+    traceparent: typeof traceparent === "string" ? traceparent : null,
+  });
   const ctx: ApiContext = {
     rt,
     req,

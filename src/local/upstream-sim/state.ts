@@ -113,6 +113,8 @@ export interface SimRequestRecord {
   route: string;
   /** bearer key presented (null when absent) */
   key: string | null;
+  /** the W3C `traceparent` header the caller sent (null when absent): whose trace the call continues */
+  traceparent: string | null;
   /** canonical model id when resolvable, else the raw `model` value, else null */
   model: string | null;
   stream: boolean;
@@ -543,13 +545,19 @@ export class SimState {
   // ---------------------------------------------------------------- request log
 
   /** @internal Starts a log entry (visible immediately, `endedAt` null until finished). */
-  startRecord(init: { method: string; route: string; key: string | null }): SimRequestRecord {
+  startRecord(init: {
+    method: string;
+    route: string;
+    key: string | null;
+    traceparent?: string | null;
+  }): SimRequestRecord {
     this.requestSeq += 1;
     const record: SimRequestRecord = {
       id: `req_${this.requestSeq}`,
       method: init.method,
       route: init.route,
       key: init.key,
+      traceparent: init.traceparent ?? null,
       model: null,
       stream: false,
       status: 0,

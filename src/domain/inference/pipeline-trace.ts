@@ -1,0 +1,151 @@
+import { formatDecimal6 } from "../../lib/money.js";
+import { errorTypeOf, type SpanAttrs, startSpan, type TraceSpan, tracingOn, withSpan } from "../../lib/tracing.js";
+import type { Lane } from "./attempt-loop.js";
+import type { Answered } from "./lanes.js";
+import type { Attempt, AttemptingSession, RouteKind, Settled } from "./session.js";
+
+/**
+ * The pipeline's spans (docs/operations.md "Traces"): `admission` around `InferencePipeline.open`,
+ * and one CLIENT span per attempt of a request (`InferencePipeline.run`): the upstream call the
+ * attempt makes runs with it active (its `traceparent` names it), and it ends with the attempt —
+ * on a fall-forward with the reason (`svc.fall_forward.reason`: `retryable`, `supplier_exhausted`,
+ * `supplier_auth`, as the `svc_fall_forwards_total` metric counts them), on the answer once it is
+ * settled (usage, cost), on a refusal with the error code. GenAI semantic conventions (incubating:
+ * the names are written here, not imported) plus the service's own `svc.*` attributes; never the
+ * prompt, the answer or a key. The pipeline asks for them only when tracing is on.
+ */
+
+/** `gen_ai.operation.name` and `gen_ai.output.type` per route. */
+const OPERATION: Record<RouteKind, { name: string; output: string }> = {
+  chat: { name: "chat", output: "text" },
+  responses: { name: "chat", output: "text" },
+  image: { name: "generate_content", output: "image" },
+  images_openai: { name: "generate_content", output: "image" },
+  video_queue: { name: "generate_content", output: "video" },
+};
+
+/** The upstream provider (`gen_ai.provider.name`): one Venice-compatible API (CONTRACT `UPSTREAM_BASE_URL`). */
+const PROVIDER = "venice";
+
+type RequestRun<V> = { value: V; settled: Settled };
+
+export class PipelineTracer {
+  private readonly server: SpanAttrs;
+
+  constructor(upstreamBaseUrl: string) {
+    const u = new URL(upstreamBaseUrl);
+    this.server = {
+      "server.address": u.hostname,
+      "server.port": u.port ? Number(u.port) : u.protocol === "https:" ? 443 : 80,
+    };
+  }
+
+  /** `admit` in the request's `admission` span (off: `admit` alone). */
+  admission(
+    input: { model: string; route: RouteKind; stream: boolean },
+    admit: () => Promise<AttemptingSession>,
+  ): Promise<AttemptingSession> {
+    if (!tracingOn()) return admit();
+    const attrs = { "gen_ai.request.model": input.model, "svc.route": input.route, "svc.stream": input.stream };
+    return withSpan("admission", attrs, async (span) => {
+      const session = await admit();
+      span.set({
+        "svc.support_reference": session.supportReference,
+        "svc.admitted_price_cents": session.attempt.priceCentsPerDollar,
+      });
+      return session;
+    });
+  }
+
+  /**
+   * The attempt loop's call and lane, traced: `call(attempt, fn)` runs `fn` in the attempt's span;
+   * the lane ends each span as the attempt ends, then does what the request's lane does.
+   */
+  trace<V, C>(
+    session: AttemptingSession,
+    lane: Lane<Attempt, Answered<V>, C, RequestRun<V>>,
+  ): {
+    call: <R>(attempt: Attempt, fn: () => Promise<R>) => Promise<R>;
+    lane: Lane<Attempt, Answered<V>, C, RequestRun<V>>;
+  } {
+    const spans = new Map<Attempt, TraceSpan>();
+    const op = OPERATION[session.route];
+    const end = (attempt: Attempt, attrs: SpanAttrs, failed?: string) => {
+      const span = spans.get(attempt);
+      if (!span) return;
+      spans.delete(attempt);
+      span.set(attrs);
+      if (failed !== undefined) span.fail(failed);
+      span.end();
+    };
+    return {
+      call: (attempt, fn) => {
+        const span = startSpan(
+          `${op.name} ${session.model.id}`,
+          {
+            "gen_ai.operation.name": op.name,
+            "gen_ai.output.type": op.output,
+            "gen_ai.provider.name": PROVIDER,
+            "gen_ai.system": PROVIDER,
+            "gen_ai.request.model": session.model.id,
+            "gen_ai.request.max_tokens": session.model.modality === "text" ? session.plan.admittedMaxTokens : undefined,
+            "gen_ai.request.stream": session.stream,
+            ...this.server,
+            "svc.attempt": attempt.ordinal,
+            "svc.clearing_price_cents": attempt.priceCentsPerDollar,
+            "svc.offer_id": attempt.offerId,
+            "svc.upstream_key_id": attempt.upstreamKeyId,
+            "svc.support_reference": session.supportReference,
+          },
+          { kind: "client" },
+        );
+        spans.set(attempt, span);
+        return span.run(fn);
+      },
+      lane: {
+        finish: async (attempt, answered) => {
+          const done = await lane.finish(attempt, answered);
+          const { ending } = answered;
+          end(attempt, {
+            "svc.outcome": ending.kind,
+            "svc.uncharged_reason": ending.kind === "uncharged" ? ending.reason : undefined,
+            // the provider's own count (an incomplete stream has none: its bill is an estimate)
+            "gen_ai.usage.input_tokens":
+              ending.kind === "settled" && session.model.modality === "text" ? ending.usage.promptTokens : undefined,
+            "gen_ai.usage.output_tokens":
+              ending.kind === "settled" && session.model.modality === "text"
+                ? ending.usage.completionTokens
+                : undefined,
+            "svc.cost_usdc": formatDecimal6(done.settled.costMicroUsdc),
+            "svc.burn_diem": formatDecimal6(done.settled.burnMicroDiem),
+          });
+          return done;
+        },
+        fallForward: (attempt, failure) => {
+          end(
+            attempt,
+            { "svc.fall_forward.reason": failure.kind, "http.response.status_code": failure.status },
+            failure.kind,
+          );
+          return lane.fallForward(attempt, failure);
+        },
+        reject: (attempt, error) => {
+          end(attempt, { "svc.outcome": "rejected" }, error.code);
+          return lane.reject(attempt, error);
+        },
+        lost: (attempt, detail, error) => {
+          end(attempt, { "svc.outcome": "lost" }, error.code);
+          return lane.lost(attempt, detail, error);
+        },
+        closed: (attempt, value) => {
+          end(attempt, { "svc.outcome": "client_closed" });
+          return lane.closed(attempt, value);
+        },
+        cleanUp: (attempt, e) => {
+          end(attempt, {}, errorTypeOf(e));
+          return lane.cleanUp(attempt, e);
+        },
+      },
+    };
+  }
+}
