@@ -18,6 +18,7 @@ import { signIn } from "../testkit/actors.js";
 import { dbUrl, PG_ADMIN_URL } from "../testkit/db.js";
 import { fundedBuyer } from "../testkit/funding.js";
 import { freePort } from "../testkit/harness.js";
+import { startOtlpReceiver } from "../testkit/otlp.js";
 
 const dir = resolve(process.argv[2] ?? "");
 if (!process.argv[2]) {
@@ -47,6 +48,9 @@ async function main(): Promise<void> {
   const miner = setInterval(() => void chain.mine(1).catch(() => undefined), 250);
   cleanups.push(async () => clearInterval(miner));
   const idp = createLocalIdp({ appId: "smoke-app" });
+  // tracing on, as an operator turns it on: the install's OpenTelemetry SDK must load and export
+  const otlp = await startOtlpReceiver();
+  cleanups.push(() => otlp.close());
   const dbName = `svc_smoke_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
   cleanups.push(async () => {
     const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
@@ -81,6 +85,8 @@ async function main(): Promise<void> {
     SESSION_SECRET: "a-production-session-secret-of-at-least-32-chars",
     KEY_ENCRYPTION_KEY: "22".repeat(32),
     LOG_LEVEL: "warn",
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+    OTEL_BSP_SCHEDULE_DELAY: "200",
   };
 
   // exactly the install's `npm start` command, with plain node (no TypeScript loader)
@@ -159,6 +165,13 @@ async function main(): Promise<void> {
   const spent = 2_000_000 - Math.round(Number(me.confirmedUsdc) * 1e6);
   if (spent !== Math.round(Number(cost) * 1e6)) throw new Error(`charged ${spent} micro-USDC, reported ${cost}`);
   say("paid chat", { status: chat.status, costUsdc: cost });
+  await until(
+    async () =>
+      ["POST /v1/chat/completions", "admission", "settlement"].every((n) => otlp.spans.some((x) => x.name === n)),
+    20_000,
+    "the chat's spans at the OTLP receiver",
+  );
+  say("traced", { spans: otlp.counts.spans });
 
   child.kill("SIGTERM");
   const code = await new Promise<number | null>((r) => child?.once("exit", (c) => r(c)));
