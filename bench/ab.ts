@@ -1,6 +1,7 @@
 // Alternated A/B runs of one bench section (issue 19: an optimisation is kept only if alternated
 // runs show it). Runs `bench/index.ts --only=<sections>` in tree A, then B, then A, … `runs` times
-// each, back to back, and prints each run's target figures and then both series per target.
+// each, back to back, and prints each run's target figures (and issue 32's `service ÷ portkey`
+// figures) and then both series per figure.
 //
 //   node --import tsx bench/ab.ts --a=HEAD --b=. --only=serial --runs=5
 //   node --import tsx bench/ab.ts --a=main~1 --b=main --only=streaming --field=serial.streamed_chat:serverTimingP50Ms.upstream
@@ -123,6 +124,13 @@ for (let i = 0; i < runs; i++) {
           add(side, `${l.bench}.serviceMinusFloor`, +(l.service - l.floor).toFixed(3));
         add(side, `${l.bench}.ratio`, l.ratio);
         figures[l.bench] = { service: l.service, floor: l.floor, met: l.met };
+      }
+      if (l.bench.startsWith("vs_portkey.")) {
+        // issue 32: the service beside Portkey's gateway, measured in the same rounds
+        add(side, `${l.bench}.service`, l.service);
+        add(side, `${l.bench}.portkey`, l.portkey);
+        add(side, `${l.bench}.ratio`, l.ratio);
+        figures[l.bench] = { service: l.service, portkey: l.portkey, ratio: l.ratio };
       }
       for (const f of fields) {
         const [bench, path] = f.split(":");

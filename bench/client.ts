@@ -68,9 +68,16 @@ function frameTimer(kind: StreamKind, s: Sample, t0: number) {
 
 /**
  * POSTs `body` (with `stream: true` when `stream` is given) and resolves with its timings once the
- * answer has ended; any status but 200 rejects.
+ * answer has ended; any status but 200 rejects. `headers` go out beside the key and content type
+ * (Portkey's routing headers).
  */
-export function post(url: string, key: string, body: unknown, stream?: StreamKind): Promise<Sample> {
+export function post(
+  url: string,
+  key: string,
+  body: unknown,
+  stream?: StreamKind,
+  headers?: Record<string, string>,
+): Promise<Sample> {
   const payload = JSON.stringify(stream ? { ...(body as object), stream: true } : body);
   const u = new URL(url);
   return new Promise((resolve, reject) => {
@@ -84,6 +91,7 @@ export function post(url: string, key: string, body: unknown, stream?: StreamKin
         path: u.pathname,
         method: "POST",
         headers: {
+          ...headers,
           authorization: `Bearer ${key}`,
           "content-type": "application/json",
           "content-length": Buffer.byteLength(payload),
@@ -141,16 +149,17 @@ export async function load(
  * Serial and interleaved: round r sends one request to each target in turn, one at a time, the
  * order rotated every round, so whatever else the machine does hits every target alike.
  */
-export async function interleave<K extends string>(
+export async function interleave<T extends Record<string, (i: number) => Promise<Sample>>>(
   rounds: number,
-  targets: Record<K, (i: number) => Promise<Sample>>,
-): Promise<Record<K, Sample[]>> {
+  targets: T,
+): Promise<{ [K in keyof T]: Sample[] }> {
+  type K = keyof T & string;
   const names = Object.keys(targets) as K[];
-  const out = Object.fromEntries(names.map((n) => [n, [] as Sample[]])) as Record<K, Sample[]>;
+  const out = Object.fromEntries(names.map((n) => [n, [] as Sample[]])) as { [P in keyof T]: Sample[] };
   for (let r = 0; r < rounds; r++) {
     for (let j = 0; j < names.length; j++) {
       const name = names[(r + j) % names.length] as K;
-      out[name].push(await targets[name](r));
+      out[name].push(await (targets[name] as T[K])(r));
     }
   }
   return out;

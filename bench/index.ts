@@ -3,6 +3,8 @@
 // in the same run, and whether it is met. Sections can be run alone, for alternated A/B runs:
 //   npm run bench -- --only=serial,streaming      (or BENCH_ONLY=serial,streaming npm run bench)
 // Sections: micro, serial, streaming, saturation, modalities, tracing, memory (docs/performance.md).
+// Issue 32's Portkey gateway runs as a fourth peer in serial, streaming and saturation
+// (`--only=portkey` names those three; BENCH_PORTKEY=off leaves it out).
 import { execFileSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
@@ -13,6 +15,7 @@ import { migrateTemplate } from "../testkit/template.js";
 import { type Market, pinnedWorld, startMarket } from "./market.js";
 import { benchMemory } from "./memory.js";
 import { benchModalities } from "./modalities.js";
+import { type PortkeyPeer, portkeyDisabled, startPortkey } from "./portkey.js";
 import { benchSaturation } from "./saturation.js";
 import { benchSerial, benchStreaming } from "./serial.js";
 import { pct } from "./stats.js";
@@ -20,6 +23,10 @@ import { benchTracing } from "./tracing.js";
 
 export const SECTIONS = ["micro", "serial", "streaming", "saturation", "modalities", "tracing", "memory"] as const;
 type Section = (typeof SECTIONS)[number];
+/** the sections Portkey runs in, as a peer beside direct, the proxy and the service */
+const PORTKEY_SECTIONS: readonly Section[] = ["serial", "streaming", "saturation"];
+/** names `--only` accepts for a group of sections: `portkey`, the sections Portkey is measured in */
+const GROUPS: Record<string, readonly Section[]> = { portkey: PORTKEY_SECTIONS };
 
 const targets: Record<string, unknown>[] = [];
 
@@ -31,10 +38,11 @@ function emit(figure: Record<string, unknown>): void {
 function selected(): Section[] {
   const arg = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? process.env.BENCH_ONLY;
   if (!arg) return [...SECTIONS];
-  const names = arg.split(",").map((s) => s.trim());
+  const names = arg.split(",").flatMap((s): readonly string[] => GROUPS[s.trim()] ?? [s.trim()]);
   const unknown = names.filter((n) => !(SECTIONS as readonly string[]).includes(n));
   if (unknown.length > 0) {
-    console.error(`unknown bench section(s): ${unknown.join(", ")}; expected some of ${SECTIONS.join(", ")}`);
+    const expected = [...SECTIONS, ...Object.keys(GROUPS)].join(", ");
+    console.error(`unknown bench section(s): ${unknown.join(", ")}; expected some of ${expected}`);
     process.exit(2);
   }
   return SECTIONS.filter((s) => names.includes(s));
@@ -123,7 +131,15 @@ function commit(): string | null {
 const sections = selected();
 const t0 = performance.now();
 // how busy the machine already is: every figure here shares its two cores with whatever else runs
-emit({ bench: "run", sections, commit: commit(), cpus: cpus().length, loadavg: loadavg().map((x) => +x.toFixed(2)) });
+const withPortkey = !portkeyDisabled() && sections.some((s) => PORTKEY_SECTIONS.includes(s));
+emit({
+  bench: "run",
+  sections,
+  portkey: withPortkey,
+  commit: commit(),
+  cpus: cpus().length,
+  loadavg: loadavg().map((x) => +x.toFixed(2)),
+});
 await migrateTemplate();
 if (sections.includes("micro")) {
   await benchCharge();
@@ -134,13 +150,17 @@ const marketSections = sections.filter((s) =>
 );
 if (marketSections.length > 0) {
   const market: Market = await startMarket();
+  let portkey: PortkeyPeer | null = null;
   try {
-    if (sections.includes("serial")) await benchSerial(market, emit);
-    if (sections.includes("streaming")) await benchStreaming(market, emit);
-    if (sections.includes("saturation")) await benchSaturation(market, emit);
+    // checked against the simulator before anything is measured: throws if it answers otherwise
+    if (withPortkey) portkey = await startPortkey(market, emit);
+    if (sections.includes("serial")) await benchSerial(market, emit, portkey);
+    if (sections.includes("streaming")) await benchStreaming(market, emit, portkey);
+    if (sections.includes("saturation")) await benchSaturation(market, emit, portkey);
     if (sections.includes("modalities")) await benchModalities(market, emit);
     if (sections.includes("tracing")) await benchTracing(market, emit);
   } finally {
+    await portkey?.close(emit);
     await market.close(emit);
   }
 }

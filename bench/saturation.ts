@@ -1,10 +1,12 @@
 // Issue 19 target 3: clears/s ≥ 50% of the bare pass-through proxy's requests/s, each at the
-// concurrency that saturates it. Both are swept over the same concurrencies (closed loop, the order
-// of proxy and service alternated per level) and each is taken at its best level.
+// concurrency that saturates it. Both (and, for issue 32, Portkey's gateway) are swept over the same
+// concurrencies (closed loop, the order of the peers rotated per level) and each is taken at its best
+// level.
 import { load, post } from "./client.js";
 import { cpuPerRequest, cpuSnapshot } from "./cpu.js";
 import { CHAT_BODY, type Market } from "./market.js";
-import { ms, pct, series, serverTimingP50, targetLine } from "./stats.js";
+import type { PortkeyPeer } from "./portkey.js";
+import { ms, pct, portkeyRatioLine, series, serverTimingP50, targetLine } from "./stats.js";
 
 type Emit = (f: Record<string, unknown>) => void;
 
@@ -33,26 +35,34 @@ function levels(): number[] {
   return xs.filter((x) => Number.isInteger(x) && x > 0);
 }
 
-export async function benchSaturation(m: Market, emit: Emit): Promise<void> {
+export async function benchSaturation(m: Market, emit: Emit, portkey: PortkeyPeer | null): Promise<void> {
   const direct = () => post(`${m.sim.baseUrl}/chat/completions`, m.directKey, CHAT_BODY);
   const proxy = () => post(`${m.proxyUrl}/v1/chat/completions`, m.directKey, CHAT_BODY);
   const service = () => post(`${m.svcUrl}/v1/chat/completions`, m.buyer.apiKey, CHAT_BODY);
   await load(300, 16, direct);
   await load(300, 16, proxy);
   await load(300, 16, service);
+  if (portkey) await load(300, 16, () => portkey.chat(CHAT_BODY));
   const sweep: {
     concurrency: number;
     requests: number;
     directPerSecond: number;
     proxyPerSecond: number;
     clearsPerSecond: number;
+    portkeyPerSecond?: number;
     proxyP50Ms: number;
     serviceP50Ms: number;
+    portkeyP50Ms?: number;
   }[] = [];
   let best: { rate: number; concurrency: number; extra: Record<string, unknown> } = {
     rate: 0,
     concurrency: 0,
     extra: {},
+  };
+  let bestPortkey: { rate: number; concurrency: number; cpu: ReturnType<typeof cpuPerRequest> | null } = {
+    rate: 0,
+    concurrency: 0,
+    cpu: null,
   };
   const ls = levels();
   for (const [i, c] of ls.entries()) {
@@ -78,30 +88,63 @@ export async function benchSaturation(m: Market, emit: Emit): Promise<void> {
         },
       };
     };
-    // alternate which goes first, so neither always follows the other's leftovers
-    const first = i % 2 === 0 ? await runProxy() : await runService();
-    const second = i % 2 === 0 ? await runService() : await runProxy();
-    const p = i % 2 === 0 ? first : second;
-    const s = (i % 2 === 0 ? second : first) as Awaited<ReturnType<typeof runService>>;
-    const point = {
+    const runPortkey = async (peer: PortkeyPeer) => {
+      const pids = { bench: process.pid, portkey: peer.pid };
+      const c0 = cpuSnapshot(pids);
+      const r = await load(requests, c, () => peer.chat(CHAT_BODY));
+      const cpu = cpuPerRequest(c0, cpuSnapshot(pids), requests);
+      // Portkey uses neither Postgres nor Redis: their CPU here is other work on the shared servers
+      // (and reads negative when a backend exits during the run), so it is left out
+      const byGroup = cpu.cpuMsPerRequest as Record<string, number> | null;
+      if (byGroup) {
+        delete byGroup.postgres;
+        delete byGroup.redis;
+      }
+      return { ...r, cpu };
+    };
+    // rotate which goes first, so none always follows another's leftovers
+    const got: {
+      proxy?: Awaited<ReturnType<typeof runProxy>>;
+      service?: Awaited<ReturnType<typeof runService>>;
+      portkey?: Awaited<ReturnType<typeof runPortkey>>;
+    } = {};
+    const steps = [
+      async () => {
+        got.proxy = await runProxy();
+      },
+      async () => {
+        got.service = await runService();
+      },
+    ];
+    if (portkey)
+      steps.push(async () => {
+        got.portkey = await runPortkey(portkey);
+      });
+    for (let j = 0; j < steps.length; j++) await steps[(i + j) % steps.length]?.();
+    const { proxy: p, service: s, portkey: k } = got;
+    if (!p || !s) throw new Error("saturation: a peer was not run");
+    const p50 = (samples: typeof p.samples) =>
+      ms(
+        pct(
+          series(samples, (x) => x.totalMs),
+          50,
+        ),
+      );
+    const point: (typeof sweep)[number] = {
       concurrency: c,
       requests,
       directPerSecond: Math.round((requests / d.wallMs) * 1000),
       proxyPerSecond: Math.round((requests / p.wallMs) * 1000),
       clearsPerSecond: Math.round((requests / s.wallMs) * 1000),
-      proxyP50Ms: ms(
-        pct(
-          series(p.samples, (x) => x.totalMs),
-          50,
-        ),
-      ),
-      serviceP50Ms: ms(
-        pct(
-          series(s.samples, (x) => x.totalMs),
-          50,
-        ),
-      ),
+      proxyP50Ms: p50(p.samples),
+      serviceP50Ms: p50(s.samples),
     };
+    if (k) {
+      point.portkeyPerSecond = Math.round((requests / k.wallMs) * 1000);
+      point.portkeyP50Ms = p50(k.samples);
+      if (point.portkeyPerSecond > bestPortkey.rate)
+        bestPortkey = { rate: point.portkeyPerSecond, concurrency: c, cpu: k.cpu };
+    }
     sweep.push(point);
     if (point.clearsPerSecond > best.rate) best = { rate: point.clearsPerSecond, concurrency: c, extra: s.extra };
   }
@@ -123,6 +166,36 @@ export async function benchSaturation(m: Market, emit: Emit): Promise<void> {
       // a best level at the top of the sweep may not be saturation yet: sweep higher to know
       serviceBestAtSweepTop: best.concurrency === ls[ls.length - 1],
       method: "closed loop at each concurrency swept; clears/s at the service's best level against the proxy's best",
+    }),
+  );
+  if (!portkey) return;
+  // what Portkey's best level cost: CPU per request by process (portkey = its own process)
+  emit({
+    bench: "saturation.portkey_at_best",
+    concurrency: bestPortkey.concurrency,
+    requestsPerSecond: bestPortkey.rate,
+    cpu: bestPortkey.cpu,
+  });
+  // by process group (bench, service or portkey, postgres, redis) and the machine
+  type ByGroup = Record<string, number> | null | undefined;
+  const serviceCpu = (best.extra.cpu as ReturnType<typeof cpuPerRequest> | undefined)?.cpuMsPerRequest as ByGroup;
+  const portkeyCpu = bestPortkey.cpu?.cpuMsPerRequest as ByGroup;
+  emit(
+    portkeyRatioLine("saturation", {
+      service: best.rate,
+      portkey: bestPortkey.rate,
+      unit: "requests/s",
+      higherIsBetter: true,
+      serviceConcurrency: best.concurrency,
+      portkeyConcurrency: bestPortkey.concurrency,
+      portkeyBestAtSweepTop: bestPortkey.concurrency === ls[ls.length - 1],
+      // CPU ms per request of the peer's own process, and of the whole machine, at each one's best level
+      serviceCpuMsPerRequest: serviceCpu?.service ?? null,
+      portkeyCpuMsPerRequest: portkeyCpu?.portkey ?? null,
+      serviceMachineCpuMsPerRequest: serviceCpu?.machine ?? null,
+      portkeyMachineCpuMsPerRequest: portkeyCpu?.machine ?? null,
+      method:
+        "closed loop at each concurrency swept, the peers' order rotated per level; ratio = the service's clears/s at its best level / Portkey's requests/s at its best",
     }),
   );
 }

@@ -1,11 +1,13 @@
 // Issue 19 targets 1 and 2: what one request adds when it is alone. Direct (the simulator), the bare
-// pass-through proxy (the floor) and the service are sent one request at a time, interleaved
-// request by request (the order rotated every round), so machine noise hits all three alike.
+// pass-through proxy (the floor), the service and (issue 32) Portkey's gateway are sent one request at
+// a time, interleaved request by request (the order rotated every round), so machine noise hits all
+// of them alike.
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { interleave, post, type Sample } from "./client.js";
 import { CHAT_BODY, type Market, STREAM_BODY } from "./market.js";
-import { ms, p50p99, serverTimingP50, targetLine } from "./stats.js";
+import type { PortkeyPeer } from "./portkey.js";
+import { ms, p50p99, portkeyRatioLine, serverTimingP50, targetLine } from "./stats.js";
 
 type Emit = (f: Record<string, unknown>) => void;
 
@@ -37,24 +39,29 @@ async function durableCommitFloor(m: Market): Promise<{ run: () => Promise<Sampl
   return { run, close: () => client.end() };
 }
 
-/** Target 1: serial buffered chat, added p50 ≤ 1.5 ms and p99 ≤ 4 ms over direct. */
-export async function benchSerial(m: Market, emit: Emit): Promise<void> {
+/**
+ * Target 1: serial buffered chat, added p50 ≤ 1.5 ms and p99 ≤ 4 ms over direct; with Portkey in the
+ * same rounds, `service ÷ portkey` of both (issue 32).
+ */
+export async function benchSerial(m: Market, emit: Emit, portkey: PortkeyPeer | null): Promise<void> {
   const n = rounds("BENCH_SERIAL_ROUNDS", 600);
   const commit = await durableCommitFloor(m);
-  const targets = {
+  const base = {
     direct: () => post(`${m.sim.baseUrl}/chat/completions`, m.directKey, CHAT_BODY),
     proxy: () => post(`${m.proxyUrl}/v1/chat/completions`, m.directKey, CHAT_BODY),
     service: () => post(`${m.svcUrl}/v1/chat/completions`, m.buyer.apiKey, CHAT_BODY),
     commit: commit.run,
   };
+  const targets = portkey ? { ...base, portkey: () => portkey.chat(CHAT_BODY) } : base;
   await interleave(100, targets); // warm-up: JIT, connections, the buyer's escrow
-  const r = await interleave(n, targets);
+  const r: Record<keyof typeof base, Sample[]> & { portkey?: Sample[] } = await interleave(n, targets);
   await commit.close();
   const total = (s: Sample) => s.totalMs;
   const d = p50p99(r.direct, total);
   const p = p50p99(r.proxy, total);
   const s = p50p99(r.service, total);
   const c = p50p99(r.commit, total);
+  const k = r.portkey ? p50p99(r.portkey, total) : null;
   // each request's own added time (service minus the direct request of the same round)
   const paired = r.service.map((x, i) => x.totalMs - (r.direct[i]?.totalMs ?? Number.NaN)).sort((a, b) => a - b);
   emit({
@@ -66,6 +73,7 @@ export async function benchSerial(m: Market, emit: Emit): Promise<void> {
     proxyP99Ms: ms(p.p99),
     serviceP50Ms: ms(s.p50),
     serviceP99Ms: ms(s.p99),
+    ...(k ? { portkeyP50Ms: ms(k.p50), portkeyP99Ms: ms(k.p99) } : {}),
     pairedAddedP50Ms: ms(paired[Math.floor(paired.length / 2)] ?? Number.NaN),
     // one durable one-row commit from this process (see durableCommitFloor)
     durableCommitP50Ms: ms(c.p50),
@@ -98,6 +106,23 @@ export async function benchSerial(m: Market, emit: Emit): Promise<void> {
       rounds: n,
     }),
   );
+  if (!k) return;
+  for (const [q, name] of [
+    ["p50", "serial_added_p50"],
+    ["p99", "serial_added_p99"],
+  ] as const) {
+    emit(
+      portkeyRatioLine(name, {
+        service: s[q] - d[q],
+        portkey: k[q] - d[q],
+        unit: "ms",
+        targetRatio: 1,
+        floor: ms(p[q] - d[q]),
+        method: `${q}(x) - ${q}(direct) for the service and for Portkey, serial buffered chat, interleaved in the same rounds; ratio = service / portkey; floor: the bare proxy's`,
+        rounds: n,
+      }),
+    );
+  }
 }
 
 /**
@@ -107,15 +132,16 @@ export async function benchSerial(m: Market, emit: Emit): Promise<void> {
  * as soon as the upstream's arrives, and the upstream sends its usage chunk right after it, so the
  * difference is what the service adds between the upstream's last chunk and the cost frame).
  */
-export async function benchStreaming(m: Market, emit: Emit): Promise<void> {
+export async function benchStreaming(m: Market, emit: Emit, portkey: PortkeyPeer | null): Promise<void> {
   const n = rounds("BENCH_STREAM_ROUNDS", 400);
-  const targets = {
+  const base = {
     direct: () => post(`${m.sim.baseUrl}/chat/completions`, m.directKey, STREAM_BODY, "chat"),
     proxy: () => post(`${m.proxyUrl}/v1/chat/completions`, m.directKey, STREAM_BODY, "chat"),
     service: () => post(`${m.svcUrl}/v1/chat/completions`, m.buyer.apiKey, STREAM_BODY, "chat"),
   };
+  const targets = portkey ? { ...base, portkey: () => portkey.chat(STREAM_BODY, "chat") } : base;
   await interleave(100, targets);
-  const r = await interleave(n, targets);
+  const r: Record<keyof typeof base, Sample[]> & { portkey?: Sample[] } = await interleave(n, targets);
   const ttfb = (s: Sample) => s.ttfbMs;
   const usageGap = (s: Sample) => s.usageMs - s.lastContentMs;
   const costGap = (s: Sample) => s.costMs - s.lastContentMs;
@@ -127,12 +153,22 @@ export async function benchStreaming(m: Market, emit: Emit): Promise<void> {
   const sGap = p50p99(r.service, costGap);
   const sUsageGap = p50p99(r.service, usageGap);
   const total = (x: Sample) => x.totalMs;
+  const k = r.portkey ? p50p99(r.portkey, ttfb) : null;
+  const kGap = r.portkey ? p50p99(r.portkey, usageGap) : null;
   emit({
     bench: "serial.streamed_chat",
     rounds: n,
     directTtfbP50Ms: ms(d.p50),
     proxyTtfbP50Ms: ms(p.p50),
     serviceTtfbP50Ms: ms(s.p50),
+    ...(k && kGap && r.portkey
+      ? {
+          portkeyTtfbP50Ms: ms(k.p50),
+          portkeyTtfbOverheadP99Ms: ms(k.p99 - d.p99),
+          portkeyUsageAfterLastContentP50Ms: ms(kGap.p50),
+          portkeyAddedTotalP50Ms: ms(p50p99(r.portkey, total).p50 - p50p99(r.direct, total).p50),
+        }
+      : {}),
     ttfbOverheadP99Ms: ms(s.p99 - d.p99),
     // last content chunk → usage chunk (direct, proxy) / → svc.cost frame (service)
     directUsageAfterLastContentP50Ms: ms(dGap.p50),
@@ -161,6 +197,21 @@ export async function benchStreaming(m: Market, emit: Emit): Promise<void> {
       unit: "ms",
       method:
         "p50(last content -> svc.cost frame, through the service) - p50(last content -> usage chunk, direct); floor: the bare proxy's usage chunk, same way",
+      rounds: n,
+    }),
+  );
+  if (!k) return;
+  emit(
+    portkeyRatioLine("streaming_ttfb_added", {
+      service: s.p50 - d.p50,
+      portkey: k.p50 - d.p50,
+      unit: "ms",
+      // issue 32: at most a tenth of Portkey's, and at most 1.5 ms
+      targetRatio: 0.1,
+      targetMs: 1.5,
+      floor: ms(p.p50 - d.p50),
+      method:
+        "p50 time to first content minus direct's, for the service and for Portkey, serial streamed chat, interleaved in the same rounds; ratio = service / portkey; floor: the bare proxy's",
       rounds: n,
     }),
   );

@@ -85,3 +85,42 @@ export function targetLine(
     ...more,
   };
 }
+
+/**
+ * One `service ÷ portkey` figure of issue 32: the service's figure beside Portkey's, measured in the
+ * same rounds, and their ratio (null when Portkey's is not positive, where a ratio means nothing).
+ * `targetRatio` is issue 32's bound where it states one against Portkey; `met` then says whether the
+ * ratio keeps to it (and to `targetMs`, when the issue adds an absolute bound).
+ */
+export function portkeyRatioLine(
+  name: string,
+  o: {
+    service: number;
+    portkey: number;
+    unit: string;
+    method: string;
+    higherIsBetter?: boolean;
+    targetRatio?: number;
+    targetMs?: number;
+    [more: string]: unknown;
+  },
+): Record<string, unknown> {
+  const { service, portkey, unit, method, higherIsBetter, targetRatio, targetMs, ...more } = o;
+  const ratio = Number.isFinite(service) && Number.isFinite(portkey) && portkey > 0 ? service / portkey : null;
+  const line: Record<string, unknown> = {
+    bench: `vs_portkey.${name}`,
+    service: ms(service),
+    portkey: ms(portkey),
+    ratio: ratio === null ? null : +ratio.toFixed(3),
+    unit,
+  };
+  if (targetRatio !== undefined) {
+    line.targetRatio = targetRatio;
+    if (targetMs !== undefined) line.targetMs = targetMs;
+    line.met =
+      ratio !== null &&
+      (higherIsBetter ? ratio >= targetRatio : ratio <= targetRatio) &&
+      (targetMs === undefined || service <= targetMs);
+  }
+  return { ...line, method, ...more };
+}
