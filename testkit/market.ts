@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { textPricer } from "../src/domain/inference/admission.js";
-import type { AttemptingSession } from "../src/domain/inference/session.js";
+import { type AttemptingSession, storedAttempts } from "../src/domain/inference/session.js";
 import { confirmTopUp, creditPendingTopUp } from "../src/domain/ledger/ledger.js";
 import { nextUtcMidnight } from "../src/lib/clock.js";
 import { SecretBox } from "../src/lib/secret-box.js";
@@ -152,22 +152,17 @@ export function responses(app: TestApp, apiKey: string, body: Record<string, unk
   return call(app, { method: "POST", path: "/v1/responses", headers: { authorization: `Bearer ${apiKey}` }, body });
 }
 
-/** A request record and its attempts in order, by support reference. */
-export function requestByReference(app: TestApp, ref: string) {
-  return app.rt.db.inferenceRequest.findUniqueOrThrow({
-    where: { supportReference: ref },
-    include: { attempts: { orderBy: { ordinal: "asc" } } },
-  });
+/** A request record with its attempts typed (in ordinal order), by support reference. */
+export async function requestByReference(app: TestApp, ref: string) {
+  const r = await app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { supportReference: ref } });
+  return { ...r, attempts: storedAttempts(r.attempts) };
 }
 
 /** The record of a request that is ending (it is written when the request ends), polled for up to 5 s. */
 export async function endedRequest(app: TestApp, ref: string) {
   for (let i = 0; i < 100; i++) {
-    const found = await app.rt.db.inferenceRequest.findUnique({
-      where: { supportReference: ref },
-      include: { attempts: { orderBy: { ordinal: "asc" } } },
-    });
-    if (found) return found;
+    const found = await app.rt.db.inferenceRequest.findUnique({ where: { supportReference: ref } });
+    if (found) return { ...found, attempts: storedAttempts(found.attempts) };
     await new Promise((r) => setTimeout(r, 50));
   }
   return requestByReference(app, ref);

@@ -1,7 +1,7 @@
 -- THE settlement and request record, for one ended request or many in one transaction. Each item
 -- (the composite type svc_end_item, which is schema: migrations define it; its fields are pinned to
 -- EndItem in src/domain/inference/settlement.ts by test/integration/inference/settlement-contract.test.ts)
--- gets its request record (with its modality) and attempts; a charged item its clear and its own
+-- gets its request record (with its modality and its attempts, a column of it); a charged item its clear and its own
 -- balanced journal (buyer debit = supplier credit + platform fee), its charge taken out of the
 -- holder's buyer slice and its burn out of the holder's offer slice; a queued video job (`video`:
 -- id, queue_id, upstream_queue_id, upstream_quote, body, download_url) its video_jobs row, in the
@@ -40,20 +40,23 @@ BEGIN
   IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.video IS NOT NULL AND i.clear IS NULL) THEN
     RAISE EXCEPTION 'end: a video job without its charge' USING ERRCODE = 'P0001';
   END IF;
+  -- the attempts are a column of the request (issue 32), each field cast to its type on the way in
   INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
                                   error_code, max_price_cents, clearing_price_cents, admitted_max_tokens, prompt_tokens,
                                   completion_tokens, cached_tokens, burn_micro_diem, cost_micro_usdc, attempt_count,
-                                  started_at, first_byte_at, completed_at)
+                                  attempts, started_at, first_byte_at, completed_at)
   SELECT i.request, i.support, i.account, i.api_key, i.route, i.modality, i.model, i.stream, i.status, i.error_code,
          i.ceiling, i.price, i.admitted, i.prompt, i.completion, i.cached, i.burn, i.gross, i.attempt_count,
+         (SELECT COALESCE(jsonb_agg(jsonb_build_object('ordinal', a.ordinal, 'upstreamKeyId', a.key, 'offerId', a.offer,
+                                                       'priceCents', a.price, 'outcome', a.outcome,
+                                                       'upstreamStatus', a.status, 'errorKind', a.detail,
+                                                       'startedAt', a.started, 'endedAt', a.ended) ORDER BY a.ordinal),
+                          '[]')
+            FROM jsonb_to_recordset(COALESCE(i.attempts, '[]')) AS a(ordinal integer, key uuid, offer uuid,
+                 price integer, outcome attempt_outcome, status integer, detail text, started timestamptz,
+                 ended timestamptz)),
          i.started, i.first_byte, i.now
     FROM unnest(v) i;
-  INSERT INTO inference_attempts (request_id, ordinal, upstream_key_id, offer_id, price_cents, outcome, upstream_status,
-                                  error_kind, started_at, ended_at)
-  SELECT i.request, a.ordinal, a.key, a.offer, a.price, a.outcome, a.status, a.detail, a.started, a.ended
-    FROM unnest(v) i
-   CROSS JOIN LATERAL jsonb_to_recordset(COALESCE(i.attempts, '[]')) AS a(ordinal integer, key uuid, offer uuid,
-              price integer, outcome attempt_outcome, status integer, detail text, started timestamptz, ended timestamptz);
   INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model, modality,
                       price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc, fee_micro_usdc,
                       supplier_micro_usdc, created_at)

@@ -30,7 +30,6 @@ const TRACKED: [table: string, columns: string[]][] = [
   ["ledger_transactions", ["id", "kind"]],
   ["ledger_entries", ["id", "book", "amount_micro_usdc"]],
   ["inference_requests", ["id", "status", "cost_micro_usdc"]],
-  ["inference_attempts", ["id"]],
   ["clears", ["id", "gross_micro_usdc"]],
   ["buyer_escrows", ["account_id", "holder", "amount_micro_usdc"]],
   ["offer_escrows", ["offer_id", "holder", "amount_micro_diem"]],

@@ -278,3 +278,26 @@ export function serverTiming(session: InferenceSession): string {
   }
   return parts.join(", ");
 }
+
+/**
+ * One attempt as the request's record keeps it (`inference_requests.attempts`, a JSON array in
+ * ordinal order written by the settlement; issue 32). The outcome is one of `attempt_outcome`'s
+ * values (`in_progress` only in records written before the settlement wrote attempts whole).
+ */
+export interface StoredAttempt {
+  ordinal: number;
+  upstreamKeyId: string;
+  offerId: string;
+  priceCents: number;
+  outcome: AttemptOutcome | "in_progress";
+  upstreamStatus: number | null;
+  errorKind: string | null;
+  startedAt: string;
+  endedAt: string | null;
+}
+
+/** A request record's `attempts` column, typed (the settlement casts every field on the way in). */
+export function storedAttempts(json: unknown): StoredAttempt[] {
+  if (!Array.isArray(json)) throw new Error("a request's attempts must be a JSON array");
+  return json as StoredAttempt[];
+}

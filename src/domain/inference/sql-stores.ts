@@ -206,9 +206,21 @@ export function sqlSettlementStore(sql: Sql, events?: SettlementEvents): Settlem
         });
         return byIndex(r.rows, items.length).map((row) => BigInt(row.confirmed));
       }
-      // the events a batch causes are written in its transaction (the webhook outbox): BEGIN, the
-      // batch with its subscribers, the events when someone takes them, COMMIT
       const accounts = [...new Set(items.flatMap((i) => (i.supplier ? [i.account, i.supplier] : [i.account])))];
+      // nobody takes the events this batch may cause (the common case): one autocommitted statement,
+      // which refuses (SV001) before touching anything when an endpoint of these accounts does
+      try {
+        const quiet = await sql.query<{ idx: number; confirmed: bigint }>({
+          name: "svc_end_batch_quiet",
+          text: "SELECT * FROM svc_end_batch_quiet($1::jsonb, $2::uuid[], $3::text[])",
+          values: [JSON.stringify(items), accounts, events.types],
+        });
+        return byIndex(quiet.rows, items.length).map((row) => BigInt(row.confirmed));
+      } catch (e) {
+        if ((e as { code?: string }).code !== HAS_SUBSCRIBERS) throw e;
+      }
+      // the events are written in the batch's transaction (the webhook outbox): BEGIN, the batch with
+      // its subscribers, the events when someone takes them, COMMIT
       const { confirmed, ids } = await inTransaction(sql, async (client) => {
         const r = await client.query<{ idx: number; confirmed: bigint; subscribers: [string, string][] }>({
           name: "svc_end_batch_events",
@@ -228,6 +240,9 @@ export function sqlSettlementStore(sql: Sql, events?: SettlementEvents): Settlem
     },
   };
 }
+
+/** `svc_end_batch_quiet`'s refusal: an endpoint takes an event the batch may cause. */
+const HAS_SUBSCRIBERS = "SV001";
 
 /** Batch rows back in item order; exactly one per item. */
 function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {

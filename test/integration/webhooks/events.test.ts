@@ -9,7 +9,7 @@ import { bearer, call } from "../../../testkit/actors.js";
 import { chainEnv, fundedBuyer, post, signedPayment } from "../../../testkit/funding.js";
 import { fundingTest } from "../../../testkit/funding-test.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
+import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
 import { type Receiver, startReceiver, verifies, webhookFor } from "../../../testkit/webhooks.js";
 
 const test = fundingTest;
@@ -159,6 +159,44 @@ describe("settlement events", () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(receiver.all(ofType("balance.low"))).toHaveLength(1);
     expect(receiver.all(ofType("offer.depleted", (d) => d.id === offerId))).toHaveLength(1);
+  });
+
+  test("a settlement nobody listens to commits in one statement; one with a listener, in a transaction", async ({
+    app,
+    sim,
+  }) => {
+    await addSupply(app, sim, [{ priceCents: 60, quantityMicroDiem: 50_000_000n }]);
+    app.rt.services.inference.invalidateBook();
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    // a connection checked out by promise (`pool.query` takes its own by callback) is the
+    // transactional ending's: the only such caller on the settlement's pool
+    const sql = app.rt.sql;
+    const connect = sql.connect.bind(sql) as (...args: unknown[]) => unknown;
+    let connects = 0;
+    (sql as { connect: unknown }).connect = (...args: unknown[]) => {
+      if (args.length === 0) connects++;
+      return connect(...args);
+    };
+    try {
+      const body = { model: MODEL, messages: [{ role: "user", content: "hi" }] };
+      const quiet = await chat(app, buyer.apiKey, body);
+      expect(quiet.status, JSON.stringify(quiet.body)).toBe(200);
+      await expect.poll(() => app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(1);
+      expect(connects).toBe(0);
+
+      await app.rt.services.webhooks.register({
+        accountId: buyer.accountId,
+        credential: "session",
+        url: receiver.url,
+        events: ["key.budget_exhausted"],
+      });
+      const heard = await chat(app, buyer.apiKey, body);
+      expect(heard.status, JSON.stringify(heard.body)).toBe(200);
+      await expect.poll(() => app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(2);
+      expect(connects).toBeGreaterThanOrEqual(1);
+    } finally {
+      (sql as { connect: unknown }).connect = connect;
+    }
   });
 
   test("key.budget_exhausted: a request refused for the key's budget, once per period", async ({ app, sim }) => {
