@@ -44,7 +44,10 @@ describe("migration attempts_in_request", () => {
       randomUUID(),
       randomUUID(),
     ];
-    await c.query(`INSERT INTO accounts (id, wallet_address, auth_provider) VALUES ($1, '0x00000000000000000000000000000000000000ab', 'siwe')`, [account]);
+    await c.query(
+      `INSERT INTO accounts (id, wallet_address, auth_provider) VALUES ($1, '0x00000000000000000000000000000000000000ab', 'siwe')`,
+      [account],
+    );
     await c.query(
       `INSERT INTO upstream_keys (id, account_id, label, secret_ciphertext, secret_iv, secret_tag, encryption_key_id,
                                   secret_fingerprint, secret_last4)
