@@ -1,7 +1,7 @@
 import { MAX_EXPORT_PAGE_SIZE } from "../lib/cursor.js";
 import { MAX_KEY_LIMIT_MICRO_USDC, MAX_KEY_MODEL_ID_LENGTH, MAX_KEY_MODELS } from "../lib/key-bounds.js";
-import { formatDecimal6, MAX_CEILING_CENTS, MIN_CEILING_CENTS, parseDecimal6 } from "../lib/money.js";
-import { decimal6, keyName, pageQuery, timestamp, uuid, uuidField, walletAddress, z } from "./common.js";
+import { formatDecimal6, MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../lib/money.js";
+import { decimal6, keyName, pageQuery, positiveUsdc, timestamp, uuid, uuidField, walletAddress, z } from "./common.js";
 import { parseWith } from "./parse.js";
 
 /** SPEC "Account" and "Account (session)": the session routes' requests and responses. */
@@ -176,23 +176,11 @@ export const limitReset = z
 const LIMIT_MESSAGE = `limitUsdc must be a decimal string with six decimals, above 0 and at most ${formatDecimal6(MAX_KEY_LIMIT_MICRO_USDC)} (e.g. "5.000000"); nothing was changed.`;
 
 /** `limitUsdc`: six decimals, > 0 (micro-USDC after parsing). */
-const limitUsdc = z
-  .string({ invalid_type_error: LIMIT_MESSAGE })
-  .regex(/^\d+\.\d{6}$/, { message: LIMIT_MESSAGE })
-  .transform((s, ctx) => {
-    const micro = parseDecimal6(s);
-    if (micro === undefined || micro <= 0n || micro > MAX_KEY_LIMIT_MICRO_USDC) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: LIMIT_MESSAGE });
-      return z.NEVER;
-    }
-    return micro;
-  })
-  .openapi({
-    type: "string",
-    pattern: "^\\d+\\.\\d{6}$",
-    example: "5.000000",
-    description: "the key's spending limit per period, USDC with six decimals (> 0)",
-  });
+const limitUsdc = positiveUsdc({
+  message: LIMIT_MESSAGE,
+  maxMicro: MAX_KEY_LIMIT_MICRO_USDC,
+  description: "the key's spending limit per period, USDC with six decimals (> 0)",
+});
 
 const CEILING_FIELD_MESSAGE = `maxPriceCentsPerDollar must be an integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}; nothing was changed.`;
 const keyCeiling = z

@@ -1,6 +1,7 @@
 import { extendZodWithOpenApi } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
 import { DomainError, ERROR_CODES, type ErrorCode } from "../lib/errors.js";
+import { parseDecimal6 } from "../lib/money.js";
 
 /**
  * The API contract's shared pieces. Every contract file imports `z` from here, so zod carries
@@ -52,6 +53,26 @@ export const decimal6 = z
   .string()
   .regex(/^-?\d+\.\d{6}$/)
   .openapi({ pattern: "^-?\\d+\\.\\d{6}$", example: "1.250000" });
+
+/**
+ * A positive USDC amount in a request body: a decimal string with six decimals, above 0 and at most
+ * `maxMicro`, parsed to micro-USDC (a bigint). `message` is the one answer to every way it can be
+ * wrong (it names the field).
+ */
+export function positiveUsdc(opts: { message: string; maxMicro: bigint; description: string }) {
+  return z
+    .string({ invalid_type_error: opts.message })
+    .regex(/^\d+\.\d{6}$/, { message: opts.message })
+    .transform((s, ctx) => {
+      const micro = parseDecimal6(s);
+      if (micro === undefined || micro <= 0n || micro > opts.maxMicro) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: opts.message });
+        return z.NEVER;
+      }
+      return micro;
+    })
+    .openapi({ type: "string", pattern: "^\\d+\\.\\d{6}$", example: "5.000000", description: opts.description });
+}
 
 /** ISO-8601 timestamp (UTC, `Date.toISOString()`). */
 export const timestamp = z.string().datetime().openapi({ format: "date-time", example: "2025-01-31T12:00:00.000Z" });

@@ -1,5 +1,5 @@
-import { formatDecimal6, parseDecimal6 } from "../lib/money.js";
-import { boundedInt, decimal6, pageQuery, timestamp, uuid, uuidField, z } from "./common.js";
+import { formatDecimal6 } from "../lib/money.js";
+import { boundedInt, decimal6, pageQuery, positiveUsdc, timestamp, uuid, uuidField, z } from "./common.js";
 
 /**
  * Webhooks (issue 30): the event types, the registration body and the answers of `/v1/webhooks`,
@@ -99,24 +99,12 @@ const description = z
   .openapi({ maxLength: MAX_WEBHOOK_DESCRIPTION_LENGTH, example: "billing alerts" });
 
 /** `balanceLowThresholdUsdc`: six decimals, > 0 (micro-USDC after parsing). */
-const thresholdUsdc = z
-  .string({ invalid_type_error: WEBHOOK_THRESHOLD_MESSAGE })
-  .regex(/^\d+\.\d{6}$/, { message: WEBHOOK_THRESHOLD_MESSAGE })
-  .transform((s, ctx) => {
-    const micro = parseDecimal6(s);
-    if (micro === undefined || micro <= 0n || micro > MAX_WEBHOOK_THRESHOLD_MICRO_USDC) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: WEBHOOK_THRESHOLD_MESSAGE });
-      return z.NEVER;
-    }
-    return micro;
-  })
-  .openapi({
-    type: "string",
-    pattern: "^\\d+\\.\\d{6}$",
-    example: "5.000000",
-    description:
-      "`balance.low` fires when a charge takes your confirmed balance from at or above this to below it (required with `balance.low`)",
-  });
+const thresholdUsdc = positiveUsdc({
+  message: WEBHOOK_THRESHOLD_MESSAGE,
+  maxMicro: MAX_WEBHOOK_THRESHOLD_MICRO_USDC,
+  description:
+    "`balance.low` fires when a charge takes your confirmed balance from at or above this to below it (required with `balance.low`)",
+});
 
 /**
  * A registration as the domain takes it (REST body parsed, or GraphQL's input): the one check of
