@@ -255,6 +255,48 @@ describe("daily payouts", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("payout.sent goes to the supplier's endpoint with the recorded transfer, once, and nowhere else", async () => {
+    const a = await newSupplier();
+    const other = await newSupplier();
+    await earn(a, 2_000_000n); // share 1.8 USDC
+    const hooks = world.app.rt.services.webhooks;
+    const url = "http://127.0.0.1:9/hooks"; // loopback: allowed in local mode; nothing is delivered here
+    const mine = await hooks.register({
+      accountId: a.user.accountId,
+      credential: "session",
+      url,
+      events: ["payout.sent"],
+    });
+    const theirs = await hooks.register({
+      accountId: other.user.accountId,
+      credential: "session",
+      url,
+      events: ["payout.sent"],
+    });
+
+    await world.app.rt.services.earnings.runDailyPayouts();
+    const payout = await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: a.user.accountId } });
+    expect(payout.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    const events = await world.app.rt.db.webhookEvent.findMany({ where: { endpointId: mine.webhook.id } });
+    expect(events.map((e) => e.type)).toEqual(["payout.sent"]);
+    expect(events[0]?.payload).toMatchObject({
+      id: payout.id,
+      period: payout.period,
+      toAddress: a.user.walletAddress.toLowerCase(),
+      amountUsdc: "1.800000",
+      status: "submitted",
+      transaction: payout.txHash,
+    });
+    // no secret of the treasury and nothing of another account in it
+    expect(JSON.stringify(events[0]?.payload)).not.toMatch(/privateKey|PAYOUT_PRIVATE_KEY/);
+    expect(await world.app.rt.db.webhookEvent.count({ where: { endpointId: theirs.webhook.id } })).toBe(0);
+
+    // a second run the same day sends nothing, and so tells nothing
+    await world.app.rt.services.earnings.runDailyPayouts();
+    expect(await world.app.rt.db.webhookEvent.count({ where: { endpointId: mine.webhook.id } })).toBe(1);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("concurrent runs in two processes pay each supplier exactly once", async () => {
     const suppliers = await Promise.all(Array.from({ length: 3 }, () => newSupplier()));
     for (const s of suppliers) await earn(s, 2_000_000n);
