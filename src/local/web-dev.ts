@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { createServer as createNetServer, type Socket } from "node:net";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { type NextFunction, type Request, type RequestHandler, type Response, Router } from "express";
 import { type Hex, toHex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
@@ -13,7 +13,7 @@ import { DomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 import type { Runtime } from "../runtime.js";
 import { createWebDevServer } from "../web/vite.js";
-import { DEFAULT_STATE_DIR } from "./dev-services/index.js";
+import { stateDirOf } from "./dev-services/index.js";
 
 /**
  * The web app's local-mode routes (`npm run dev` and the test apps; never in a production build):
@@ -52,7 +52,7 @@ function devWallets(): DevWallet[] {
 }
 
 /** where `npm run dev` keeps its local IdP key (src/local/world.ts, DEV_STATE_DIR), so tokens survive restarts */
-const devIdpKeyFile = () => join(resolve(process.env.DEV_STATE_DIR || DEFAULT_STATE_DIR), "idp-key.json");
+const devIdpKeyFile = () => join(stateDirOf(process.env), "idp-key.json");
 
 type MintTokens = (wallet: string) => Promise<{ accessToken: string; identityToken: string }>;
 

@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Address } from "viem";
 import { logger } from "../lib/logger.js";
 import { formatUsdc } from "../lib/money.js";
 import type { Runtime } from "../runtime.js";
 import { type LocalChain, startLocalChain } from "./chain/index.js";
-import { DEFAULT_STATE_DIR, type DevServices, startDevServices } from "./dev-services/index.js";
+import { type DevServices, startDevServices, stateDirOf } from "./dev-services/index.js";
 import { createLocalIdp, importKeyPair, type LocalIdp } from "./idp/index.js";
 import { LOCAL_SUPPLIER_KEYS, seedLocalData } from "./seed.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "./upstream-sim/index.js";
@@ -59,7 +59,7 @@ export async function startLocalWorld(opts: {
   /** mine one block per interval so confirmations progress (default 1000 ms; 0 = off) */
   blockIntervalMs?: number;
 }): Promise<LocalWorld> {
-  const stateDir = resolve(opts.env.DEV_STATE_DIR || DEFAULT_STATE_DIR);
+  const stateDir = stateDirOf(opts.env);
   // first, so that a missing Redis is reported before anything else starts
   const services = await startDevServices({ env: opts.env, stateDir });
   try {

@@ -4,6 +4,7 @@ import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { InlineConfig, ViteDevServer } from "vite";
 import { APP_ROOT, WEB_DIST_DIR, webMountPath } from "../lib/app-root.js";
+import { isAlive } from "../lib/process.js";
 
 /**
  * The web app's build (Node side). The browser code lives in `src/web/app/` (its own entry,
@@ -102,15 +103,6 @@ export async function buildWebApp(opts: { mountPath: string; outDir?: string; fo
   return { outDir, built: true };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** Staging and old directories left by a process that stopped mid-build (SIGTERM during a start). */
 function removeAbandoned(outDir: string): void {
   const parent = dirname(outDir);
@@ -118,7 +110,7 @@ function removeAbandoned(outDir: string): void {
   const prefix = basename(outDir);
   for (const name of readdirSync(parent)) {
     const m = new RegExp(`^${prefix}\\.(?:staging|old)-(\\d+)-\\d+$`).exec(name);
-    if (m && !alive(Number(m[1]))) rmSync(join(parent, name), { recursive: true, force: true });
+    if (m && !isAlive(Number(m[1]))) rmSync(join(parent, name), { recursive: true, force: true });
   }
 }
 

@@ -1,4 +1,4 @@
-import { DEFAULT_STATE_DIR, type DevServices, startDevServices } from "../../src/local/dev-services/index.js";
+import { type DevServices, startDevServices, stateDirOf } from "../../src/local/dev-services/index.js";
 import { PG_ADMIN_URL, REDIS_URL } from "../../testkit/db.js";
 import { migrateTemplate } from "../../testkit/template.js";
 
@@ -12,7 +12,7 @@ let services: DevServices | undefined;
 export async function setup(): Promise<void> {
   services = await startDevServices({
     env: { DATABASE_URL: PG_ADMIN_URL, REDIS_URL, PATH: process.env.PATH },
-    stateDir: process.env.DEV_STATE_DIR || DEFAULT_STATE_DIR,
+    stateDir: stateDirOf(process.env),
   });
   await migrateTemplate();
 }

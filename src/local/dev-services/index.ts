@@ -29,6 +29,11 @@ export interface DevServices {
 /** Where local mode keeps what survives restarts (DEV_STATE_DIR overrides; gitignored). */
 export const DEFAULT_STATE_DIR = fileURLToPath(new URL("../../../.dev-state/", import.meta.url));
 
+/** Local mode's state directory for an environment: DEV_STATE_DIR, else `.dev-state/`, absolute. */
+export function stateDirOf(env: Record<string, string | undefined>): string {
+  return resolve(env.DEV_STATE_DIR || DEFAULT_STATE_DIR);
+}
+
 /** CONTRACT defaults (src/config.ts). */
 const DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/svc";
 const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";

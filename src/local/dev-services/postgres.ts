@@ -16,16 +16,8 @@ import { dirname, join } from "node:path";
 import pg from "pg";
 import { StartupError } from "../../adapters/db.js";
 import { logger } from "../../lib/logger.js";
-import {
-  commandLine,
-  type Guarded,
-  isAlive,
-  lastLine,
-  runToEnd,
-  socketHost,
-  spawnGuarded,
-  waitUntilGone,
-} from "./process.js";
+import { isAlive } from "../../lib/process.js";
+import { commandLine, type Guarded, lastLine, runToEnd, socketHost, spawnGuarded, waitUntilGone } from "./process.js";
 
 /**
  * The embedded PostgreSQL of `npm run dev` (docs/decisions.md "Node alone for development"): the

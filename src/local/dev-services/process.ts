@@ -2,6 +2,7 @@ import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from "node:c
 import { accessSync, constants, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { delimiter, join } from "node:path";
+import { isAlive } from "../../lib/process.js";
 
 /**
  * Processes that `npm run dev` starts for itself (an embedded PostgreSQL, a redis-server) and
@@ -210,16 +211,6 @@ export function socketHost(url: URL): string {
 
 export function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
-/** Whether a process exists (EPERM: it does, owned by someone else). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /** A process's command line, from /proc where there is one, else from `ps`; undefined if gone. */

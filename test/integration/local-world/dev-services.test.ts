@@ -8,7 +8,9 @@ import { afterAll, describe, expect, test } from "vitest";
 import { wrapFetchWithPayment } from "x402-fetch";
 import { StartupError } from "../../../src/adapters/db.js";
 import { parseDecimal6 } from "../../../src/lib/money.js";
+import { isAlive } from "../../../src/lib/process.js";
 import { type DevServices, postgresDataDir, startDevServices } from "../../../src/local/dev-services/index.js";
+import { waitUntilGone } from "../../../src/local/dev-services/process.js";
 import { freePort } from "../../../testkit/harness.js";
 import { spawnDev, waitFor, waitForExit } from "../../../testkit/spawn.js";
 
@@ -25,24 +27,6 @@ function freshStateDir(): string {
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-async function gone(pid: number, timeoutMs: number): Promise<boolean> {
-  const end = Date.now() + timeoutMs;
-  while (alive(pid)) {
-    if (Date.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
-}
 
 /** Every process whose command line matches (`ps`, so the check needs no knowledge of our code). */
 function processesMatching(re: RegExp): string[] {
@@ -107,7 +91,7 @@ describe("npm run dev with no PostgreSQL and no Redis at its URLs", () => {
 
       // both run for this process, where the URLs point
       const pgPid = postmasterPid(dataDir);
-      expect(alive(pgPid)).toBe(true);
+      expect(isAlive(pgPid)).toBe(true);
       expect(
         processesMatching(new RegExp(`^\\s*${pgPid} \\S*/postgres -D ${reEscape(dataDir)} -p ${pgPort}\\b`)),
       ).toHaveLength(1);
@@ -150,8 +134,8 @@ describe("npm run dev with no PostgreSQL and no Redis at its URLs", () => {
       child.kill("SIGTERM");
       expect(await waitForExit(child, 30_000)).toBe(0);
       // nothing it started is left: not by pid, not by data directory or port, and both ports are closed
-      expect(alive(pgPid)).toBe(false);
-      expect(alive(redisPid)).toBe(false);
+      expect(isAlive(pgPid)).toBe(false);
+      expect(isAlive(redisPid)).toBe(false);
       expect(processesMatching(new RegExp(reEscape(dataDir)))).toEqual([]);
       expect(processesMatching(new RegExp(`redis-server \\S*:${redisPort}\\b`))).toEqual([]);
       expect(await tcpRefused(pgPort)).toBe(true);
@@ -192,24 +176,24 @@ describe("the dev services never outlive the dev process", () => {
       });
       child.once("exit", (code) => reject(new Error(`child exited early (${code})`)));
     });
-    expect(alive(pids.postgresPid)).toBe(true);
-    expect(alive(pids.redisPid)).toBe(true);
+    expect(isAlive(pids.postgresPid)).toBe(true);
+    expect(isAlive(pids.redisPid)).toBe(true);
     const exited = new Promise((r) => child.once("exit", r));
     child.kill("SIGKILL");
     await exited;
-    expect(await gone(pids.postgresPid, 15_000)).toBe(true);
-    expect(await gone(pids.redisPid, 15_000)).toBe(true);
+    expect(await waitUntilGone(pids.postgresPid, 15_000)).toBe(true);
+    expect(await waitUntilGone(pids.redisPid, 15_000)).toBe(true);
 
     const next = await startDevServices({ env: e, stateDir, say: quiet });
     try {
       expect(next.postgres?.initialised).toBe(false);
       expect(next.postgres?.pid).not.toBe(pids.postgresPid);
-      expect(alive(next.postgres?.pid ?? 0)).toBe(true);
+      expect(isAlive(next.postgres?.pid ?? 0)).toBe(true);
     } finally {
       await next.stop();
     }
-    expect(alive(next.postgres?.pid ?? 0)).toBe(false);
-    expect(alive(next.redis?.pid ?? 0)).toBe(false);
+    expect(isAlive(next.postgres?.pid ?? 0)).toBe(false);
+    expect(isAlive(next.redis?.pid ?? 0)).toBe(false);
   }, 60_000);
 
   test("a postmaster.pid whose pid is now another process is removed, and that process is left alone", async () => {
@@ -236,9 +220,9 @@ describe("the dev services never outlive the dev process", () => {
         expect(said[0]).toBe(
           `PostgreSQL: removed a stale ${dataDir}/postmaster.pid (its pid ${sleeper.pid} is now another process)`,
         );
-        expect(alive(next.postgres?.pid ?? 0)).toBe(true);
+        expect(isAlive(next.postgres?.pid ?? 0)).toBe(true);
         expect(postmasterPid(dataDir)).toBe(next.postgres?.pid);
-        expect(alive(sleeper.pid ?? 0)).toBe(true);
+        expect(isAlive(sleeper.pid ?? 0)).toBe(true);
       } finally {
         await next.stop();
       }
@@ -257,7 +241,7 @@ describe("the dev services never outlive the dev process", () => {
       // the owner (this process) lives: the server answers at DATABASE_URL and nothing new starts
       const second = await startDevServices({ env: { ...e, REDIS_URL: undefined }, stateDir, say: quiet });
       expect(second.postgres).toBeUndefined();
-      expect(alive(firstPid)).toBe(true);
+      expect(isAlive(firstPid)).toBe(true);
 
       // its dev process is gone (as after SIGKILL of both it and the watchdog): stopped and replaced
       const dead = spawn("true");
@@ -268,9 +252,9 @@ describe("the dev services never outlive the dev process", () => {
       expect(said[0]).toBe(
         `PostgreSQL: stopping the embedded PostgreSQL (pid ${firstPid}) left running by a dev process that is gone`,
       );
-      expect(alive(firstPid)).toBe(false);
+      expect(isAlive(firstPid)).toBe(false);
       expect(third.postgres?.initialised).toBe(false);
-      expect(alive(third.postgres?.pid ?? 0)).toBe(true);
+      expect(isAlive(third.postgres?.pid ?? 0)).toBe(true);
     } finally {
       await first.stop();
       await third?.stop();
