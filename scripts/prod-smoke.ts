@@ -10,13 +10,12 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pg from "pg";
-import { wrapFetchWithPayment } from "x402-fetch";
 import { startLocalChain } from "../src/local/chain/index.js";
 import { createLocalIdp } from "../src/local/idp/index.js";
 import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { signIn } from "../testkit/actors.js";
 import { dbUrl, PG_ADMIN_URL } from "../testkit/db.js";
-import { fundedBuyer } from "../testkit/funding.js";
+import { fundedBuyer, x402Signup } from "../testkit/funding.js";
 import { freePort } from "../testkit/harness.js";
 import { startOtlpReceiver } from "../testkit/otlp.js";
 
@@ -134,16 +133,10 @@ async function main(): Promise<void> {
 
   // a buyer pays through x402 and spends the confirmed credit on one chat
   const buyer = await fundedBuyer(chain, 10_000_000n);
-  const pay = wrapFetchWithPayment(fetch, buyer as never, 10_000_000n);
-  const signup = await json(
-    pay(`${base}/v1/x402/signup`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ amountMicroUsdc: 2_000_000 }),
-    }),
-    200,
-  );
-  const apiKey = String(signup.apiKey);
+  const signup = await x402Signup(base, buyer, 2_000_000);
+  if (signup.status !== 200)
+    throw new Error(`signup: expected 200, got ${signup.status} ${JSON.stringify(signup.body)}`);
+  const apiKey = String(signup.body.apiKey);
   const auth = { authorization: `Bearer ${apiKey}` };
   await until(
     async () => (await json(fetch(`${base}/v1/agent/me`, { headers: auth }), 200)).confirmedUsdc === "2.000000",

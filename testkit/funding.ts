@@ -2,6 +2,7 @@ import type { Address } from "viem";
 import { type Account, privateKeyToAccount } from "viem/accounts";
 import { createPaymentHeader } from "x402/client";
 import type { PaymentRequirements } from "x402/types";
+import { wrapFetchWithPayment } from "x402-fetch";
 import { type LocalChain, startLocalChain } from "../src/local/chain/index.js";
 import type { TestApp } from "./harness.js";
 
@@ -122,4 +123,22 @@ export function usdcRequirements(opts: {
     asset: opts.usdcAddress,
     extra: { name: "USD Coin", version: "2" },
   };
+}
+
+/**
+ * A signup as an agent makes it against a running service at `baseUrl`: x402-fetch (v1) pays the
+ * 402 as `buyer` (up to 10 USDC) for `amountMicroUsdc` of credit. The answer's status and body.
+ */
+export async function x402Signup(
+  baseUrl: string,
+  buyer: Account,
+  amountMicroUsdc: number,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const pay = wrapFetchWithPayment(fetch, buyer as never, 10_000_000n);
+  const res = await pay(`${baseUrl}/v1/x402/signup`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ amountMicroUsdc }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }

@@ -5,12 +5,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, describe, expect, test } from "vitest";
-import { wrapFetchWithPayment } from "x402-fetch";
 import { StartupError } from "../../../src/adapters/db.js";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import { isAlive } from "../../../src/lib/process.js";
 import { type DevServices, postgresDataDir, startDevServices } from "../../../src/local/dev-services/index.js";
 import { waitUntilGone } from "../../../src/local/dev-services/process.js";
+import { x402Signup } from "../../../testkit/funding.js";
 import { freePort } from "../../../testkit/harness.js";
 import { spawnDev, waitFor, waitForExit } from "../../../testkit/spawn.js";
 
@@ -104,14 +104,9 @@ describe("npm run dev with no PostgreSQL and no Redis at its URLs", () => {
       const buyerKey = /\n\s+(0x[0-9a-fA-F]{40})\s+(0x[0-9a-f]{64})/.exec(out)?.[2];
       expect(buyerKey).toBeDefined();
       const buyer = privateKeyToAccount(buyerKey as `0x${string}`);
-      const pay = wrapFetchWithPayment(fetch, buyer as never, 10_000_000n);
-      const signup = await pay(`${base}/v1/x402/signup`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ amountMicroUsdc: 2_000_000 }),
-      });
+      const signup = await x402Signup(base, buyer, 2_000_000);
       expect(signup.status).toBe(200);
-      const apiKey = ((await signup.json()) as { apiKey: string }).apiKey;
+      const apiKey = String(signup.body.apiKey);
       const confirmed = async () =>
         (
           (await (await fetch(`${base}/v1/agent/me`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as {

@@ -3,11 +3,11 @@ import OpenAI from "openai";
 import { createPublicClient, erc20Abi, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { wrapFetchWithPayment } from "x402-fetch";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
 import { createLocalIdp } from "../../../src/local/idp/index.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
+import { x402Signup } from "../../../testkit/funding.js";
 import { freePort, isolatedWorld } from "../../../testkit/harness.js";
 import { spawnDev, spawnMain, waitFor, waitForExit, waitForHttp } from "../../../testkit/spawn.js";
 
@@ -113,14 +113,9 @@ describe("npm run dev (local mode)", () => {
       const balance = () =>
         chainClient.readContract({ address: usdc, abi: erc20Abi, functionName: "balanceOf", args: [buyer.address] });
       const before = await balance();
-      const pay = wrapFetchWithPayment(fetch, buyer as never, 10_000_000n);
-      const signup = await pay(`${base}/v1/x402/signup`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ amountMicroUsdc: 2_000_000 }),
-      });
+      const signup = await x402Signup(base, buyer, 2_000_000);
       expect(signup.status).toBe(200);
-      const apiKey = ((await signup.json()) as { apiKey: string }).apiKey;
+      const apiKey = String(signup.body.apiKey);
       expect(apiKey).toMatch(/^svc_/);
       expect(await balance()).toBe(before - 2_000_000n);
 
