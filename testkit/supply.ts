@@ -130,9 +130,9 @@ export async function supplySnapshot(db: Db, accountId: string): Promise<string>
 }
 
 /**
- * Credits supplier earnings the way a clear does: a request row, a clear row and the balanced clear
- * journal (buyer_confirmed −gross, supplier_payable +share, platform_fee +fee) with the matching
- * balance updates. The buyer is first given `gross` of confirmed balance (external −, buyer +).
+ * Credits supplier earnings the way a clear does: a request row and a clear row (the transfer its
+ * ledger lines derive from: buyer_confirmed −gross, supplier_payable +share, platform_fee +fee) with
+ * the matching balance updates. The buyer is first given `gross` of confirmed balance (external −, buyer +).
  */
 export async function creditClear(
   db: Db,
@@ -201,26 +201,6 @@ export async function creditClear(
         supplierMicroUsdc: share,
         ...(input.createdAt ? { createdAt: input.createdAt } : {}),
       },
-    });
-    await postJournal(tx, {
-      kind: "clear",
-      idempotencyKey: `clear:${requestId}`,
-      clearId: clear.id,
-      postings: [
-        {
-          book: "buyer_confirmed",
-          accountId: input.buyerAccountId,
-          kind: "buyer_debit",
-          amountMicroUsdc: -input.grossMicroUsdc,
-        },
-        {
-          book: "supplier_payable",
-          accountId: input.supplierAccountId,
-          kind: "supplier_credit",
-          amountMicroUsdc: share,
-        },
-        { book: "platform_fee", accountId: null, kind: "platform_fee", amountMicroUsdc: input.feeMicroUsdc },
-      ],
     });
     await tx.account.update({
       where: { id: input.buyerAccountId },

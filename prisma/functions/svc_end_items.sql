@@ -1,8 +1,9 @@
 -- THE settlement and request record, for one ended request or many in one transaction. Each item
 -- (the composite type svc_end_item, which is schema: migrations define it; its fields are pinned to
 -- EndItem in src/domain/inference/settlement.ts by test/integration/inference/settlement-contract.test.ts)
--- gets its request record (with its modality and its attempts, a column of it); a charged item its clear and its own
--- balanced journal (buyer debit = supplier credit + platform fee), its charge taken out of the
+-- gets its request record (with its modality and its attempts, a column of it); a charged item its clear, which is
+-- its transfer record: the double-entry lines (buyer debit = supplier credit + platform fee) derive from it
+-- (view ledger_lines; clears_split keeps it balanced), its charge taken out of the
 -- holder's buyer slice and its burn out of the holder's offer slice; a queued video job (`video`:
 -- id, queue_id, upstream_queue_id, upstream_quote, body, download_url) its video_jobs row, in the
 -- same transaction as its charge (a charge never exists without its job, nor a job without its
@@ -71,17 +72,6 @@ BEGIN
          i.video->>'upstream_queue_id', i.burn, (i.video->>'upstream_quote')::bigint, i.gross, i.video->'body',
          i.video->>'download_url', i.now
     FROM unnest(v) i WHERE i.video IS NOT NULL;
-  INSERT INTO ledger_transactions (id, kind, clear_id, idempotency_key, created_at)
-  SELECT i.journal, 'clear', i.clear, 'clear:' || i.request::text, i.now FROM unnest(v) i
-   WHERE i.clear IS NOT NULL AND i.gross > 0;
-  INSERT INTO ledger_entries (id, transaction_id, account_id, book, kind, amount_micro_usdc, created_at)
-  SELECT gen_random_uuid(), i.journal, e.account_id, e.book::ledger_book, e.kind::ledger_entry_kind, e.amount, i.now
-    FROM unnest(v) i
-   CROSS JOIN LATERAL (VALUES (i.account, 'buyer_confirmed', 'buyer_debit', -i.gross),
-                              (i.supplier, 'supplier_payable', 'supplier_credit', i.share),
-                              (NULL::uuid, 'platform_fee', 'platform_fee', i.fee)) AS e(account_id, book, kind, amount)
-   WHERE i.clear IS NOT NULL AND i.gross > 0 AND e.amount <> 0;
-
   -- what leaves each buyer slice (charges and returns) and each offer slice (burns and returns)
   SELECT array_agg(s.account ORDER BY s.account, s.holder), array_agg(s.holder ORDER BY s.account, s.holder),
          array_agg(s.amount ORDER BY s.account, s.holder)
@@ -182,7 +172,7 @@ BEGIN
     SELECT (x.o - 1)::integer, a.confirmed_micro_usdc
       FROM unnest(v) WITH ORDINALITY AS x(request, support, account, api_key, route, model, stream, status, error_code,
                                          ceiling, admitted, attempt_count, started, first_byte, now, offer, key, supplier,
-                                         price, burn, gross, fee, share, clear, journal, prompt, completion, cached,
+                                         price, burn, gross, fee, share, clear, prompt, completion, cached,
                                          buyer_holder, offer_holder, returns, attempts, modality, video, o)
       JOIN accounts a ON a.id = x.account;
 END $$;

@@ -120,7 +120,6 @@ export class Endings {
               fee: split.feeMicroUsdc.toString(),
               share: split.supplierMicroUsdc.toString(),
               clear: randomUUID(),
-              journal: randomUUID(),
               prompt: usage.promptTokens,
               completion: usage.completionTokens,
               cached: usage.cachedTokens ?? 0,

@@ -75,7 +75,6 @@ export interface EndItem {
   fee: string | null;
   share: string | null;
   clear: string | null;
-  journal: string | null;
   prompt: number | null;
   completion: number | null;
   cached: number | null;
@@ -99,7 +98,6 @@ export type EndCharge = Pick<
   | "fee"
   | "share"
   | "clear"
-  | "journal"
   | "prompt"
   | "completion"
   | "cached"
@@ -117,7 +115,6 @@ const NO_CHARGE: EndCharge = {
   fee: null,
   share: null,
   clear: null,
-  journal: null,
   prompt: null,
   completion: null,
   cached: null,
