@@ -2,15 +2,23 @@ import { deepStrictEqual, strictEqual } from "node:assert/strict";
 import type { Db } from "../src/adapters/db.js";
 
 /**
- * The books balance: every journal sums to zero, and every account's balance columns equal the
- * sum of its ledger entries in the matching book. Call at the end of every money scenario (tests
- * and the bench); throws an AssertionError naming the broken rule.
+ * The books balance: every transaction (a journal, or a clear) sums to zero, and every account's
+ * balance columns equal the sum of its ledger lines in the matching book. Lines are read from the
+ * view `ledger_lines` (the written entries and the lines each clear implies, docs/decisions.md
+ * "Clears are transfers"). Call at the end of every money scenario (tests and the bench); throws
+ * an AssertionError naming the broken rule.
  */
 export async function assertBooksBalance(db: Db): Promise<void> {
   const unbalanced = await db.$queryRaw<{ id: string; total: bigint }[]>`
     SELECT transaction_id AS id, SUM(amount_micro_usdc)::bigint AS total
-      FROM ledger_entries GROUP BY transaction_id HAVING SUM(amount_micro_usdc) <> 0`;
+      FROM ledger_lines GROUP BY transaction_id HAVING SUM(amount_micro_usdc) <> 0`;
   deepStrictEqual(unbalanced, [], "every journal sums to zero");
+
+  // a clear's lines balance because it splits exactly (CHECK clears_split says so too: this
+  // catches the check gone)
+  const unsplit = await db.$queryRaw<{ id: string }[]>`
+    SELECT id FROM clears WHERE gross_micro_usdc <> fee_micro_usdc + supplier_micro_usdc`;
+  deepStrictEqual(unsplit, [], "every clear's gross is its fee plus the supplier's share");
 
   const mismatched = await db.$queryRaw<{ id: string }[]>`
     SELECT a.id
@@ -19,7 +27,7 @@ export async function assertBooksBalance(db: Db): Promise<void> {
         SELECT COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'buyer_confirmed'), 0) AS confirmed,
                COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'buyer_pending'), 0) AS pending,
                COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'supplier_payable'), 0) AS payable
-          FROM ledger_entries e WHERE e.account_id = a.id) s ON true
+          FROM ledger_lines l WHERE l.account_id = a.id) s ON true
      WHERE a.confirmed_micro_usdc <> s.confirmed
         OR a.pending_micro_usdc <> s.pending
         OR a.supplier_payable_micro_usdc <> s.payable`;
@@ -27,7 +35,7 @@ export async function assertBooksBalance(db: Db): Promise<void> {
 
   const total = await db.$queryRaw<
     { total: bigint }[]
-  >`SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS total FROM ledger_entries`;
+  >`SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS total FROM ledger_lines`;
   strictEqual(BigInt(total[0]?.total ?? 0n), 0n, "the whole ledger sums to zero");
 
   // what is reserved is exactly what escrow holders hold (no reservation without a slice, no

@@ -8,8 +8,8 @@ import type { Db } from "../../src/adapters/db.js";
  *
  * Left out of `state`: what using a credential legitimately touches (a key's `lastUsedAt`, a
  * session's sliding expiry and `lastSeenAt`) and the upstream keys' balance readings. Left out of
- * `markers`: ids two parties legitimately share (a clear's journal and clear ids are on both the
- * buyer's and the supplier's books).
+ * `markers`: ids two parties legitimately share (a clear's id is the transaction id of its lines on
+ * both the buyer's and the supplier's books, and a refund's journal id too).
  */
 export interface Records {
   state: Record<string, unknown>;
@@ -95,7 +95,9 @@ export async function recordsOf(db: Db, accountId: string, secrets: string[] = [
         select: { id: true, supportReference: true, status: true, costMicroUsdc: true },
         orderBy: { id: "asc" },
       }),
-      db.ledgerEntry.findMany({ where: { accountId }, select: { id: true }, orderBy: { id: "asc" } }),
+      // every line of its books: the written entries and the lines its clears imply (view ledger_lines)
+      db.$queryRaw<{ id: string }[]>`
+        SELECT id::text AS id FROM ledger_lines WHERE account_id = ${accountId}::uuid ORDER BY id`,
     ]);
   const state = { account, apiKeys, sessions, upstreamKeys, offers, videoJobs, payments, payouts, requests, ledger };
   const markers = [

@@ -30,7 +30,19 @@ const TRACKED: [table: string, columns: string[]][] = [
   ["ledger_transactions", ["id", "kind"]],
   ["ledger_entries", ["id", "book", "amount_micro_usdc"]],
   ["inference_requests", ["id", "status", "cost_micro_usdc"]],
-  ["clears", ["id", "gross_micro_usdc"]],
+  // a clear is the transfer its ledger lines derive from (no journal of its own): its money columns
+  [
+    "clears",
+    [
+      "id",
+      "buyer_account_id",
+      "supplier_account_id",
+      "gross_micro_usdc",
+      "fee_micro_usdc",
+      "supplier_micro_usdc",
+      "refunded_at",
+    ],
+  ],
   ["buyer_escrows", ["account_id", "holder", "amount_micro_usdc"]],
   ["offer_escrows", ["offer_id", "holder", "amount_micro_diem"]],
   ["video_jobs", ["id", "status", "charge_micro_usdc"]],

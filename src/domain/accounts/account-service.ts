@@ -15,11 +15,17 @@ import {
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import type { Viewer } from "../identity/viewer.js";
+import { accountLedgerLines } from "../ledger/ledger-lines.js";
 import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
 import { authProviderFor } from "./auth-provider.js";
 import { type BalanceColumns, balancesOf, type HeldSlice } from "./balances.js";
 
 export const RECENT_LEDGER_LINES = 20;
+
+/** The keyset cursor of a ledger line (`ledgerLines`' `olderThan` and `newerThan`): its time and id. */
+export function ledgerCursor(line: { createdAt: Date; id: string }): string {
+  return encodeCursor({ at: line.createdAt, id: line.id });
+}
 
 /** What `balancesOf` needs of an account: its balance columns and its escrow slices. */
 const BALANCE_SELECT = {
@@ -103,28 +109,14 @@ export class AccountService {
   /** Balances, ceiling, funding flags and the most recent ledger lines of the caller's account. Reads only. */
   async getSummary(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountSummary> {
     const accountId = viewer.accountId;
-    const [a, entries] = await Promise.all([
+    const [a, recentLedger] = await Promise.all([
       this.db.account.findUnique({
         where: { id: accountId },
         include: { buyerEscrows: BALANCE_SELECT.buyerEscrows },
       }),
-      this.db.ledgerEntry.findMany({
-        where: { accountId },
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        take: RECENT_LEDGER_LINES,
-        include: { transaction: { select: { kind: true } } },
-      }),
+      accountLedgerLines(this.db, { accountId, limit: RECENT_LEDGER_LINES }),
     ]);
     if (!a) throw new DomainError("not_found", "Account not found.");
-    const recentLedger: LedgerLine[] = entries.map((e) => ({
-      id: e.id,
-      kind: e.kind,
-      book: e.book,
-      amountMicroUsdc: e.amountMicroUsdc,
-      transactionId: e.transactionId,
-      transactionKind: e.transaction.kind,
-      createdAt: e.createdAt,
-    }));
     return {
       accountId: a.id,
       walletAddress: a.walletAddress,
@@ -136,6 +128,28 @@ export class AccountService {
       createdAt: a.createdAt,
       recentLedger,
     };
+  }
+
+  /**
+   * The account's ledger lines (`accountLedgerLines`: written entries and the lines its clears
+   * imply), newest first after `olderThan` (a `ledgerCursor`), or oldest first after `newerThan`
+   * with `oldestFirst` (a backward page); both bound a range. Reads only (GraphQL `Account.ledger`).
+   * @throws invalid_request a cursor that is not one
+   */
+  async ledgerLines(input: {
+    accountId: string;
+    limit: number;
+    olderThan?: string;
+    newerThan?: string;
+    oldestFirst?: boolean;
+  }): Promise<LedgerLine[]> {
+    return accountLedgerLines(this.db, {
+      accountId: input.accountId,
+      limit: input.limit,
+      olderThan: input.olderThan === undefined ? undefined : decodeCursor(input.olderThan),
+      newerThan: input.newerThan === undefined ? undefined : decodeCursor(input.newerThan),
+      oldestFirst: input.oldestFirst,
+    });
   }
 
   /**

@@ -19,7 +19,8 @@ export type EntryKind =
   | "platform_fee"
   | "refund"
   | "payout";
-export type JournalKind = "top_up" | "confirmation" | "reversal" | "clear" | "refund" | "payout" | "payout_reversal";
+/** A clear writes no journal: it is the transfer its lines derive from (ledger-lines.ts; CHECK ledger_transactions_no_clear_journal). */
+export type JournalKind = "top_up" | "confirmation" | "reversal" | "refund" | "payout" | "payout_reversal";
 
 export interface Posting {
   book: Book;

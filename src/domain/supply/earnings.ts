@@ -5,6 +5,7 @@ import type { Clock } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { pageSize } from "../accounts/account-service.js";
+import { accountLedgerLines } from "../ledger/ledger-lines.js";
 import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { PAYOUT_MINIMUM_MICRO, PayoutRunner } from "./payouts.js";
 import { keysetBefore, pageOf } from "./supply-shared.js";
@@ -37,8 +38,9 @@ export class EarningsService {
   }
 
   /**
-   * The account's supplier_payable entries, newest first, keyset-paginated, with the payable and
-   * paid-out totals and the most recent payouts. Reads only.
+   * The account's supplier_payable lines (its clears' credits and the written entries: refunds,
+   * payouts, their reversals), newest first, keyset-paginated, with the payable and paid-out
+   * totals and the most recent payouts. Reads only.
    */
   async supplierLedger(input: { accountId: string; limit?: number; cursor?: string }): Promise<SupplierLedgerPage> {
     const take = pageSize(input.limit);
@@ -46,11 +48,11 @@ export class EarningsService {
     const { db } = this.deps;
     const [account, entries, totals, recent] = await Promise.all([
       db.account.findUnique({ where: { id: input.accountId }, select: { supplierPayableMicroUsdc: true } }),
-      db.ledgerEntry.findMany({
-        where: { accountId: input.accountId, book: "supplier_payable", ...keysetBefore(after) },
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        include: { transaction: { select: { kind: true } } },
-        take: take + 1,
+      accountLedgerLines(db, {
+        accountId: input.accountId,
+        book: "supplier_payable",
+        olderThan: after,
+        limit: take + 1,
       }),
       db.payout.groupBy({
         by: ["status"],
@@ -73,7 +75,7 @@ export class EarningsService {
         kind: e.kind,
         amountMicroUsdc: e.amountMicroUsdc,
         transactionId: e.transactionId,
-        transactionKind: e.transaction.kind,
+        transactionKind: e.transactionKind,
         createdAt: e.createdAt,
       }),
       (e) => ({ at: e.createdAt, id: e.id }),

@@ -1,4 +1,6 @@
-import type { Balances, HistoryRow } from "../../domain/accounts/account-types.js";
+import { resolveCursorConnection } from "@pothos/plugin-relay";
+import { ledgerCursor } from "../../domain/accounts/account-service.js";
+import type { Balances, HistoryRow, LedgerLine } from "../../domain/accounts/account-types.js";
 import { authProviderFor } from "../../domain/accounts/auth-provider.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
 import { ACTIVE_API_KEYS } from "../../domain/keys/api-key-service.js";
@@ -145,8 +147,9 @@ export const ApiKeyRef = builder.prismaObject("ApiKey", {
   }),
 });
 
-export const LedgerEntryRef = builder.prismaObject("LedgerEntry", {
-  // not a Relay node: reachable only through the viewer's own connection
+export const LedgerEntryRef = builder.objectRef<LedgerLine>("LedgerEntry").implement({
+  // not a Relay node: reachable only through the viewer's own connection. A line is a written
+  // entry or one a clear implies (AccountService.ledgerLines, over the view ledger_lines).
   description: "One signed change to one of the account's books, in micro-USDC.",
   fields: (t) => ({
     id: t.exposeID("id"),
@@ -204,10 +207,25 @@ export const AccountRef = builder.prismaObject("Account", {
       description: "Active API keys, newest first (metadata only).",
       query: { where: ACTIVE_API_KEYS, orderBy: [{ createdAt: "desc" }, { id: "desc" }] },
     }),
-    ledger: t.relatedConnection("ledgerEntries", {
+    ledger: t.connection({
+      type: LedgerEntryRef,
       description: "The account's ledger entries, newest first.",
-      cursor: "id",
-      query: { orderBy: [{ createdAt: "desc" }, { id: "desc" }] },
+      select: { id: true },
+      resolve: (a, args, ctx) => {
+        // the viewer's own account only (Account is reached through `viewer`)
+        if (a.id !== viewerOrThrow(ctx).accountId) throw new DomainError("not_found", "Account not found.");
+        return resolveCursorConnection<Promise<LedgerLine[]>>(
+          { args, toCursor: ledgerCursor },
+          ({ before, after, limit, inverted }) =>
+            ctx.services.accounts.ledgerLines({
+              accountId: a.id,
+              limit,
+              olderThan: after,
+              newerThan: before,
+              oldestFirst: inverted,
+            }),
+        );
+      },
     }),
   }),
 });

@@ -172,7 +172,11 @@ async function moneyState(o: {
     offer: [offer.status, offer.remainingMicroDiem],
     key: await keyBalanceOf(o.upstreamKeyId),
     journals: await db.ledgerTransaction.count(),
-    entries: await db.ledgerEntry.count(),
+    // every ledger line: the written entries and the lines the clears imply (view ledger_lines)
+    lines: (
+      await db.$queryRaw<{ n: bigint; total: bigint }[]>`
+      SELECT count(*)::bigint AS n, COALESCE(SUM(abs(amount_micro_usdc)), 0)::bigint AS total FROM ledger_lines`
+    )[0],
   };
 }
 

@@ -1,0 +1,141 @@
+import type { Db } from "../../adapters/db.js";
+import { Prisma } from "../../generated/prisma/client.js";
+import type { CursorKey } from "../../lib/cursor.js";
+import type { Book } from "./ledger.js";
+
+/**
+ * The one reader of an account's ledger lines (docs/decisions.md "Clears are transfers"): the
+ * written entries (funding, refunds, payouts, their reversals) and the lines each clear implies,
+ * as view `ledger_lines` defines them (migration 20261202000000_clear_transfers). Writes stay in
+ * ledger.ts.
+ *
+ * It reads the view's branches itself rather than the view: Postgres pushes `account_id`, `book`
+ * and the keyset bound into each branch of the view's UNION ALL, but not the ORDER BY … LIMIT,
+ * so a page of the view reads every line of the account (a supplier with 4,000 clears: 4,000 rows
+ * and a top-N sort for 21). Each branch here is ordered and limited on its own index
+ * (`ledger_entries(account_id, created_at)`, `clears(buyer_account_id, created_at)`,
+ * `clears(supplier_account_id, created_at)`, read backwards, ties on the id sorted incrementally)
+ * and a Merge Append takes the page: a page reads about `limit` rows per branch. The derived
+ * lines' ids, kinds and books must stay the view's: test/integration/db/ledger-lines.test.ts
+ * compares this reader with the view.
+ */
+
+/** One line of an account's ledger: a signed change to one of its books, in micro-USDC. */
+export interface AccountLedgerLine {
+  id: string;
+  transactionId: string;
+  /** the journal's kind; `clear` for the lines a clear implies (`transactionId` is the clear's id) */
+  transactionKind: string;
+  book: string;
+  kind: string;
+  /** signed change to the book */
+  amountMicroUsdc: bigint;
+  createdAt: Date;
+}
+
+export interface AccountLedgerQuery {
+  accountId: string;
+  /** only this book's lines */
+  book?: Book;
+  /** only lines after this key in newest-first order (older): the next page */
+  olderThan?: CursorKey;
+  /** only lines before this key in newest-first order (newer) */
+  newerThan?: CursorKey;
+  /** at most this many lines (ask one more than a page to learn whether another follows) */
+  limit: number;
+  /** oldest first (a backward page); newest first by default */
+  oldestFirst?: boolean;
+}
+
+interface Row {
+  id: string;
+  transaction_id: string;
+  transaction_kind: string;
+  book: string;
+  kind: string;
+  amount_micro_usdc: bigint;
+  created_at: Date;
+}
+
+/** One branch of `ledger_lines`, for one account: its FROM, the id and account columns, its select list. */
+interface Branch {
+  /** the books the branch's lines can be on */
+  books: readonly Book[];
+  at: Prisma.Sql;
+  id: Prisma.Sql;
+  select: Prisma.Sql;
+  from: Prisma.Sql;
+  where: Prisma.Sql;
+}
+
+const BUYER_ID = Prisma.sql`md5(c.id::text || ':buyer')::uuid`;
+const SUPPLIER_ID = Prisma.sql`md5(c.id::text || ':supplier')::uuid`;
+
+function branches(accountId: string, book: Book | undefined): Branch[] {
+  const all: Branch[] = [
+    {
+      books: ["buyer_confirmed", "buyer_pending", "supplier_payable"],
+      at: Prisma.sql`e.created_at`,
+      id: Prisma.sql`e.id`,
+      select: Prisma.sql`e.id, e.transaction_id, t.kind::text AS transaction_kind, e.book::text AS book,
+        e.kind::text AS kind, e.amount_micro_usdc, e.created_at`,
+      from: Prisma.sql`ledger_entries e JOIN ledger_transactions t ON t.id = e.transaction_id`,
+      where: book
+        ? Prisma.sql`e.account_id = ${accountId}::uuid AND e.book = ${book}::ledger_book`
+        : Prisma.sql`e.account_id = ${accountId}::uuid`,
+    },
+    {
+      books: ["buyer_confirmed"],
+      at: Prisma.sql`c.created_at`,
+      id: BUYER_ID,
+      select: Prisma.sql`${BUYER_ID} AS id, c.id AS transaction_id, 'clear' AS transaction_kind,
+        'buyer_confirmed' AS book, 'buyer_debit' AS kind, -c.gross_micro_usdc AS amount_micro_usdc, c.created_at`,
+      from: Prisma.sql`clears c`,
+      where: Prisma.sql`c.buyer_account_id = ${accountId}::uuid AND c.gross_micro_usdc > 0`,
+    },
+    {
+      books: ["supplier_payable"],
+      at: Prisma.sql`c.created_at`,
+      id: SUPPLIER_ID,
+      select: Prisma.sql`${SUPPLIER_ID} AS id, c.id AS transaction_id, 'clear' AS transaction_kind,
+        'supplier_payable' AS book, 'supplier_credit' AS kind, c.supplier_micro_usdc AS amount_micro_usdc, c.created_at`,
+      from: Prisma.sql`clears c`,
+      where: Prisma.sql`c.supplier_account_id = ${accountId}::uuid AND c.supplier_micro_usdc > 0`,
+    },
+    // the platform's fee line has no account: never on an account's ledger
+  ];
+  return all.filter((b) => book === undefined || b.books.includes(book));
+}
+
+/**
+ * An account's ledger lines, newest first (or oldest first), ordered by (created_at, id) and
+ * bounded by keyset cursors on that pair. Reads only; one statement.
+ */
+export async function accountLedgerLines(
+  db: Pick<Db, "$queryRaw">,
+  q: AccountLedgerQuery,
+): Promise<AccountLedgerLine[]> {
+  if (!Number.isInteger(q.limit) || q.limit < 0) throw new Error(`accountLedgerLines: bad limit ${q.limit}`);
+  if (q.limit === 0) return [];
+  const dir = q.oldestFirst ? Prisma.sql`ASC` : Prisma.sql`DESC`;
+  const parts = branches(q.accountId, q.book).map((b) => {
+    const bounds: Prisma.Sql[] = [b.where];
+    if (q.olderThan)
+      bounds.push(Prisma.sql`(${b.at}, ${b.id}) < (${q.olderThan.at}::timestamptz, ${q.olderThan.id}::uuid)`);
+    if (q.newerThan)
+      bounds.push(Prisma.sql`(${b.at}, ${b.id}) > (${q.newerThan.at}::timestamptz, ${q.newerThan.id}::uuid)`);
+    return Prisma.sql`(SELECT ${b.select} FROM ${b.from} WHERE ${Prisma.join(bounds, " AND ")}
+      ORDER BY ${b.at} ${dir}, ${b.id} ${dir} LIMIT ${q.limit})`;
+  });
+  const rows = await db.$queryRaw<Row[]>`SELECT * FROM (${Prisma.join(parts, " UNION ALL ")}) l
+    ORDER BY l.created_at ${dir}, l.id ${dir} LIMIT ${q.limit}`;
+  return rows.map((r) => ({
+    id: r.id,
+    transactionId: r.transaction_id,
+    transactionKind: r.transaction_kind,
+    book: r.book,
+    kind: r.kind,
+    amountMicroUsdc: BigInt(r.amount_micro_usdc),
+    createdAt: r.created_at,
+  }));
+}
