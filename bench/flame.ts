@@ -4,6 +4,11 @@
 //
 //   node --import tsx bench/flame.ts /tmp/prof/x.cpuprofile > x.folded
 //   node --import tsx bench/flame.ts /tmp/prof/x.cpuprofile --top=20 --from=0.5
+//   node --import tsx bench/flame.ts /tmp/prof/x.cpuprofile --svg --from=0.5 > x.svg
+//
+// --svg draws the folded stacks as a flame graph (a standalone SVG: the root at the bottom, each
+// frame as wide as its share of the busy samples, a tooltip per frame with its samples and share;
+// frames under 0.1% are left out, idle samples too).
 //
 // --from=F keeps only the samples after fraction F of the profile's wall time (0.5: the later half,
 // the steady state once the warm-up is over). A frame is "function file:line" (the file relative to
@@ -81,8 +86,84 @@ function stackOf(id: number): string[] {
   return names.reverse();
 }
 
+/** Escapes text for SVG. */
+function esc(v: string): string {
+  return v.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;");
+}
+
+interface Tree {
+  name: string;
+  count: number;
+  children: Map<string, Tree>;
+}
+
+/** The busy samples' stacks as a tree (the root is "all"), for the flame graph. */
+function treeOf(): Tree {
+  const root: Tree = { name: "all", count: 0, children: new Map() };
+  for (const [id, c] of counts) {
+    const stack = stackOf(id);
+    if (stack[stack.length - 1] === "(idle)") continue;
+    root.count += c;
+    let node = root;
+    for (const f of stack.slice(1)) {
+      let next = node.children.get(f);
+      if (!next) {
+        next = { name: f, count: 0, children: new Map() };
+        node.children.set(f, next);
+      }
+      next.count += c;
+      node = next;
+    }
+  }
+  return root;
+}
+
+/** A flame graph of the busy samples: one rect per frame, width = its share. */
+function flameSvg(title: string): string {
+  const root = treeOf();
+  const width = 1600;
+  const rowH = 16;
+  const minShare = 0.001;
+  const rows: string[] = [];
+  let depth = 0;
+  const walk = (n: Tree, x: number, d: number) => {
+    depth = Math.max(depth, d);
+    const w = (n.count / root.count) * width;
+    rows.push(JSON.stringify([n.name, x, d, w, n.count]));
+    let cx = x;
+    for (const c of [...n.children.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      if (c.count / root.count >= minShare) walk(c, cx, d + 1);
+      cx += (c.count / root.count) * width;
+    }
+  };
+  walk(root, 0, 0);
+  const height = (depth + 1) * rowH + 40;
+  const hue = (name: string) => {
+    let h = 0;
+    for (const ch of name) h = (h * 31 + ch.charCodeAt(0)) % 360;
+    return name.includes("node_modules") || !name.includes("src/") ? 20 + (h % 40) : 180 + (h % 60);
+  };
+  const rects = rows.map((r) => {
+    const [name, x, d, w, count] = JSON.parse(r) as [string, number, number, number, number];
+    const y = height - 20 - (d + 1) * rowH;
+    const share = ((count / root.count) * 100).toFixed(2);
+    const label =
+      w > 40 ? `<text x="${(x + 3).toFixed(1)}" y="${y + 11}">${esc(name.slice(0, Math.floor(w / 6.5)))}</text>` : "";
+    return `<g><title>${esc(name)} (${count} samples, ${share}%)</title><rect x="${x.toFixed(1)}" y="${y}" width="${Math.max(w - 0.5, 0.1).toFixed(1)}" height="${rowH - 1}" fill="hsl(${hue(name)},70%,65%)"/>${label}</g>`;
+  });
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="monospace" font-size="10">`,
+    `<text x="4" y="14" font-size="12">${esc(title)}: ${root.count} busy samples (frames under ${minShare * 100}% left out)</text>`,
+    ...rects,
+    "</svg>",
+    "",
+  ].join("\n");
+}
+
 const top = arg("top");
-if (!top) {
+if (process.argv.includes("--svg")) {
+  process.stdout.write(flameSvg(arg("title") ?? file));
+} else if (!top) {
   const folded = new Map<string, number>();
   for (const [id, c] of counts) {
     const key = stackOf(id).join(";");
