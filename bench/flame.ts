@@ -153,6 +153,7 @@ function flameSvg(title: string): string {
   });
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="monospace" font-size="10">`,
+    `<title>${esc(title)}: a flame graph of ${root.count} busy samples</title>`,
     `<text x="4" y="14" font-size="12">${esc(title)}: ${root.count} busy samples (frames under ${minShare * 100}% left out)</text>`,
     ...rects,
     "</svg>",
