@@ -359,7 +359,13 @@ describe("standing offers at UTC midnight", () => {
     try {
       const end = Date.now() + 15_000;
       while ((await liveOn(s.keyId)) === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
-      expect(await liveOn(s.keyId)).toBe(1);
+      // on a failure, say what the key's offers and the expiry queue looked like (seen once in a full run)
+      const offers = await world.app.rt.db.offer.findMany({
+        where: { upstreamKeyId: s.keyId },
+        select: { status: true, expiresAt: true, repostedFromId: true, createdAt: true },
+      });
+      const queue = await second.rt.queues.expiry.getJobCounts();
+      expect(await liveOn(s.keyId), JSON.stringify({ now: clock.now(), offers, queue })).toBe(1);
     } finally {
       await workers.close();
     }
