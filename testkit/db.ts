@@ -76,3 +76,34 @@ export async function createTestDatabase(): Promise<{ url: string; name: string;
     drop: () => withAdmin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))),
   };
 }
+
+const MIGRATIONS = join(ROOT, "prisma", "migrations");
+
+/**
+ * A fresh database migrated up to, not including, migration `target` (a folder name under
+ * prisma/migrations; the stored functions are not applied, as at that point of history): a
+ * migration's test writes rows the old way, then runs `migrate()` — `target` itself — and reads
+ * what it carried over. `drop()` closes the client and drops the database.
+ */
+export async function databaseBefore(
+  target: string,
+): Promise<{ client: pg.Client; migrate: () => Promise<unknown>; drop: () => Promise<void> }> {
+  const dirs = readdirSync(MIGRATIONS)
+    .filter((d) => /^\d{14}_/.test(d))
+    .sort();
+  if (!dirs.includes(target)) throw new Error(`no migration ${target}`);
+  const name = `svc_t_mig_${Math.floor(Date.now() / 1000)}_${randomUUID().replaceAll("-", "").slice(0, 8)}`;
+  await withAdmin((a) => a.query(`CREATE DATABASE "${name}"`));
+  const client = new pg.Client({ connectionString: dbUrl(name) });
+  await client.connect();
+  const sqlOf = (d: string) => readFileSync(join(MIGRATIONS, d, "migration.sql"), "utf8");
+  for (const d of dirs.slice(0, dirs.indexOf(target))) await client.query(sqlOf(d));
+  return {
+    client,
+    migrate: () => client.query(sqlOf(target)),
+    drop: async () => {
+      await client.end();
+      await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    },
+  };
+}

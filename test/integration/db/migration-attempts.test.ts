@@ -1,10 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dbUrl, withAdmin } from "../../../testkit/db.js";
+import { databaseBefore } from "../../../testkit/db.js";
 
 /**
  * Issue 32's migration `attempts_in_request` carries a database's attempts over: the migrations
@@ -12,28 +9,19 @@ import { dbUrl, withAdmin } from "../../../testkit/db.js";
  * way, then the migration runs, and the request's `attempts` column holds both, in order, with
  * every field.
  */
-const MIGRATIONS = fileURLToPath(new URL("../../../prisma/migrations/", import.meta.url));
 const TARGET = "20261201000000_attempts_in_request";
 
 describe("migration attempts_in_request", () => {
-  const name = `svc_t_mig_${Math.floor(Date.now() / 1000)}_${randomUUID().replaceAll("-", "").slice(0, 8)}`;
+  let db: Awaited<ReturnType<typeof databaseBefore>>;
   let c: pg.Client;
 
   beforeAll(async () => {
-    await withAdmin((a) => a.query(`CREATE DATABASE "${name}"`));
-    c = new pg.Client({ connectionString: dbUrl(name) });
-    await c.connect();
-    const dirs = readdirSync(MIGRATIONS)
-      .filter((d) => /^\d{14}_/.test(d))
-      .sort();
-    expect(dirs).toContain(TARGET);
-    for (const d of dirs.slice(0, dirs.indexOf(TARGET)))
-      await c.query(readFileSync(join(MIGRATIONS, d, "migration.sql"), "utf8"));
+    db = await databaseBefore(TARGET);
+    c = db.client;
   }, 60_000);
 
   afterAll(async () => {
-    await c?.end();
-    await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    await db?.drop();
   });
 
   test("each request's attempt rows become its attempts column, in order; the table is gone", async () => {
@@ -76,7 +64,7 @@ describe("migration attempts_in_request", () => {
       [request, key, offer],
     );
 
-    await c.query(readFileSync(join(MIGRATIONS, TARGET, "migration.sql"), "utf8"));
+    await db.migrate();
 
     const rows = await c.query<{ id: string; attempts: unknown[] }>(
       "SELECT id, attempts FROM inference_requests WHERE id = ANY($1::uuid[])",

@@ -1,10 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { dbUrl, withAdmin } from "../../../testkit/db.js";
+import { databaseBefore } from "../../../testkit/db.js";
 
 /**
  * Issue 32's migration `clear_transfers` carries a database's clear journals over: the migrations
@@ -14,25 +11,17 @@ import { dbUrl, withAdmin } from "../../../testkit/db.js";
  * clear's journal is gone, `ledger_lines` shows the same lines (derived from the clear) and the
  * funding journal as it was, and the books still balance per account and in total.
  */
-const MIGRATIONS = fileURLToPath(new URL("../../../prisma/migrations/", import.meta.url));
 const TARGET = "20261202000000_clear_transfers";
 const AT = "2026-11-26T10:00:00.000Z";
 
 describe("migration clear_transfers", () => {
-  const name = `svc_t_mig_${Math.floor(Date.now() / 1000)}_${randomUUID().replaceAll("-", "").slice(0, 8)}`;
+  let db: Awaited<ReturnType<typeof databaseBefore>>;
   let c: pg.Client;
   const [buyer, supplier, key, offer, request, clear, journal, funding] = Array.from({ length: 8 }, () => randomUUID());
 
   beforeAll(async () => {
-    await withAdmin((a) => a.query(`CREATE DATABASE "${name}"`));
-    c = new pg.Client({ connectionString: dbUrl(name) });
-    await c.connect();
-    const dirs = readdirSync(MIGRATIONS)
-      .filter((d) => /^\d{14}_/.test(d))
-      .sort();
-    expect(dirs).toContain(TARGET);
-    for (const d of dirs.slice(0, dirs.indexOf(TARGET)))
-      await c.query(readFileSync(join(MIGRATIONS, d, "migration.sql"), "utf8"));
+    db = await databaseBefore(TARGET);
+    c = db.client;
 
     await c.query(
       `INSERT INTO accounts (id, wallet_address, auth_provider, confirmed_micro_usdc, supplier_payable_micro_usdc)
@@ -84,11 +73,10 @@ describe("migration clear_transfers", () => {
   }, 60_000);
 
   afterAll(async () => {
-    await c?.end();
-    await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    await db?.drop();
   });
 
-  const migrate = () => c.query(readFileSync(join(MIGRATIONS, TARGET, "migration.sql"), "utf8"));
+  const migrate = () => db.migrate();
   const entries = (supplierShare: number) =>
     c.query(
       `INSERT INTO ledger_entries (transaction_id, account_id, book, kind, amount_micro_usdc, created_at)
