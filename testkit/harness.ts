@@ -57,6 +57,8 @@ export interface TestApp {
   workers?: Workers;
   /** the local identity provider this app trusts (IDP_APP_ID / IDP_VERIFICATION_KEY) */
   idp: LocalIdp;
+  /** the environment it was started with (what an app started beside it inherits: the world's addresses) */
+  env: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -95,6 +97,7 @@ export async function startTestApp(opts: {
     baseUrl: `http://127.0.0.1:${port}`,
     workers,
     idp,
+    env: opts.env ?? {},
     async close() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

@@ -148,7 +148,9 @@ export function startAppBeside(
   return startTestApp({
     databaseUrl: beside.rt.config.database.url,
     prefix: opts.prefix ?? beside.rt.config.redis.prefix,
-    env: opts.env,
+    // the same world: the upstream, chain and facilitator addresses beside's environment names (a
+    // process of the same deployment); `env` changes what this one configures differently
+    env: { ...beside.env, ...opts.env },
     workers: opts.workers,
     clock: opts.clock,
     onQuery: opts.onQuery,

@@ -1,4 +1,4 @@
-import { Worker } from "bullmq";
+import { type Job, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { QUEUES } from "../src/adapters/queues.js";
 import { closeRedis, createRedis } from "../src/adapters/redis/client.js";
@@ -13,6 +13,11 @@ import { webhooksProcessor } from "./webhooks.worker.js";
 
 export interface Workers {
   workers: Worker[];
+  /**
+   * The CATCH_UP jobs this start queued (none without schedules), queued once every worker is
+   * ready: what a process that was down missed, run now. Their `finished` says when it is done.
+   */
+  catchUp: Job[];
   close(): Promise<void>;
 }
 
@@ -114,7 +119,6 @@ export async function startWorkers(
     for (const s of SCHEDULES) {
       await rt.queues[QUEUES[s.queue]].upsertJobScheduler(s.id, { every: s.every }, { name: s.job, data: {} });
     }
-    for (const c of CATCH_UP) await rt.queues[QUEUES[c.queue]].add(c.job, {});
     let checking = false;
     checker = setInterval(() => {
       if (checking) return;
@@ -131,6 +135,11 @@ export async function startWorkers(
     checker.unref();
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  // the catch-up once this process's workers are ready (any process's may take it)
+  const catchUp: Job[] = [];
+  if (opts.schedules !== false) {
+    for (const c of CATCH_UP) catchUp.push(await rt.queues[QUEUES[c.queue]].add(c.job, {}));
+  }
   // a worker that starts (again) sweeps the outbox at once, schedules or not: deliveries whose job
   // was lost while no worker ran (a crash between an event's commit and its job) go out now
   await rt.queues.webhooks
@@ -138,6 +147,7 @@ export async function startWorkers(
     .catch((err: unknown) => logger.warn({ err }, "could not queue the webhook sweep"));
   return {
     workers,
+    catchUp,
     async close() {
       if (checker) clearInterval(checker);
       await Promise.all(workers.map((w) => w.close()));

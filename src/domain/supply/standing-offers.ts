@@ -202,7 +202,10 @@ export class StandingOffers {
         logger.warn({ err: e, upstreamKeyId: c.upstream_key_id }, "standing offer: key balance not read");
         return null;
       });
-      if (read?.outcome !== "ok" || read.lastBalanceAt === null || read.lastBalanceAt < dayStart) return "waiting";
+      // the stored balance as it is after this read: read since midnight by this run, or by another
+      // that read it at the same moment (the sync, the scheduler's run) while the upstream refused
+      // this one (429 on concurrent reads of a key): either way a balance of the new day
+      if (!read || read.lastBalanceAt === null || read.lastBalanceAt < dayStart) return "waiting";
       balance = read.balanceMicroDiem;
     }
     if (balance === null || balance <= 0n) return "waiting";
