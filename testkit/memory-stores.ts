@@ -44,6 +44,8 @@ export interface MemoryApiKey {
   /** the key's budget per period (`limit_micro_usdc`), absent: none */
   limitMicroUsdc?: bigint | null;
   limitReset?: "daily" | "weekly" | "monthly" | "never";
+  /** root … parent (`ancestor_ids`): its spend counts against each budgeted one */
+  ancestorIds?: string[];
 }
 
 export interface MemoryUpstreamKey {
@@ -512,25 +514,33 @@ export class MemoryMarket {
         if (!lease || lease.getTime() <= ask.now.getTime()) return { outcome: "holder_lost", ...none };
         const key = t().apiKeys.get(ask.apiKeyId);
         if (key?.status !== "active") return { outcome: "key_inactive", ...none };
-        const limit = key.limitMicroUsdc ?? null;
-        const reset = key.limitReset ?? "never";
-        if (limit === null) return { outcome: "unlimited", ...none, reset };
-        if (reset !== ask.reset)
-          return { outcome: "stale_policy", remainingMicroUsdc: null, limitMicroUsdc: limit, reset };
-        const from = ask.periodStart ? utcDay(ask.periodStart) : null;
-        const to = ask.periodEnd ? utcDay(ask.periodEnd) : null;
-        let left = limit;
-        for (const [k, v] of t().keySpend) {
-          const day = holderOf(k);
-          if (idOf(k) === ask.apiKeyId && (from === null || day >= from) && (to === null || day < to)) left -= v;
+        const chain = [...(key.ancestorIds ?? []), key.id].map((id) => t().apiKeys.get(id));
+        const inSubtree = (keyId: string, root: string) =>
+          keyId === root || (t().apiKeys.get(keyId)?.ancestorIds ?? []).includes(root);
+        let best: { left: bigint; limit: bigint; reset: MemoryApiKey["limitReset"] & string } | null = null;
+        for (const k of chain) {
+          if (k?.status !== "active") return { outcome: "key_inactive", ...none };
+          const limit = k.limitMicroUsdc ?? null;
+          if (limit === null) continue;
+          const reset = k.limitReset ?? "never";
+          const period = ask.periods[reset];
+          const from = period.start ? utcDay(period.start) : null;
+          const to = period.end ? utcDay(period.end) : null;
+          let left = limit;
+          for (const [s, v] of t().keySpend) {
+            const day = holderOf(s);
+            if (inSubtree(idOf(s), k.id) && (from === null || day >= from) && (to === null || day < to)) left -= v;
+          }
+          for (const h of t().keyHolds.values()) if (inSubtree(h.apiKeyId, k.id)) left -= h.amount;
+          left = maxBig(left, 0n);
+          if (best === null || left < best.left) best = { left, limit, reset };
         }
-        for (const h of t().keyHolds.values()) if (h.apiKeyId === ask.apiKeyId) left -= h.amount;
-        left = maxBig(left, 0n);
-        if (ask.amountMicroUsdc > left)
-          return { outcome: "exceeded", remainingMicroUsdc: left, limitMicroUsdc: limit, reset };
+        if (best === null) return { outcome: "unlimited", ...none };
+        const found = { remainingMicroUsdc: best.left, limitMicroUsdc: best.limit, reset: best.reset };
+        if (ask.amountMicroUsdc > best.left) return { outcome: "exceeded", ...found };
         if (t().keyHolds.has(ask.requestId)) throw new Error("duplicate key value (key_budget_holds_pkey)");
         t().keyHolds.set(ask.requestId, { apiKeyId: ask.apiKeyId, holder: ask.holder, amount: ask.amountMicroUsdc });
-        return { outcome: "ok", remainingMicroUsdc: left, limitMicroUsdc: limit, reset };
+        return { outcome: "ok", ...found };
       },
     };
   }

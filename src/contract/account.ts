@@ -243,6 +243,33 @@ const keyPolicyFields = {
   expiresAt: expiresAt.nullish(),
 };
 
+const SCOPES_MESSAGE = "scopes must be a list of 1-3 of inference, keys, account; nothing was changed.";
+
+/** A key's scopes (issue 38; docs/decisions.md "Key scopes and the key tree"). */
+export const keyScopes = z
+  .preprocess(
+    (scopes, ctx) => {
+      const known = ["inference", "keys", "account"];
+      const ok =
+        Array.isArray(scopes) &&
+        scopes.length >= 1 &&
+        scopes.length <= 3 &&
+        scopes.every((s) => typeof s === "string" && known.includes(s));
+      if (ok) return scopes;
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: SCOPES_MESSAGE, fatal: true });
+      return z.NEVER;
+    },
+    z.array(z.enum(["inference", "keys", "account"])),
+  )
+  .openapi({
+    type: "array",
+    items: { type: "string", enum: ["inference", "keys", "account"] },
+    minItems: 1,
+    maxItems: 3,
+    description:
+      "what the key may do: inference (model routes, its own key and history), keys (mint, list, change, revoke keys below it), account (ceiling, webhooks, refill, account-wide reads)",
+  });
+
 /** API key metadata (never the plaintext), its policy and what it spent this period. */
 export const apiKeyMetadata = z
   .object({
@@ -252,6 +279,10 @@ export const apiKeyMetadata = z
     source: z.enum(["session", "agent", "signup"]),
     createdAt: timestamp,
     lastUsedAt: timestamp.nullable(),
+    scopes: keyScopes,
+    parentId: uuid.nullable().openapi({
+      description: "the key it lives below (the key that minted it); null: an account-level or session-minted key",
+    }),
     limitUsdc: decimal6.nullable().openapi({ description: "the key's spending limit per period; null: no limit" }),
     limitReset,
     maxPriceCentsPerDollar: z.number().int().nullable().openapi({ description: "the key's own ceiling; null: none" }),
@@ -262,7 +293,7 @@ export const apiKeyMetadata = z
     expiresAt: timestamp.nullable().openapi({ description: "when the key stops working; null: never" }),
     spentUsdc: decimal6.openapi({
       description:
-        "what the key was charged for requests started in the current period (all time when limitReset is never)",
+        "what the key and every key below it were charged for requests started in the current period (all time when limitReset is never)",
     }),
     remainingUsdc: decimal6.nullable().openapi({ description: "limitUsdc − spentUsdc, at least 0; null: no limit" }),
     resetsAt: timestamp
@@ -280,7 +311,16 @@ export const apiKeyList = z
   .openapi("ApiKeyList");
 
 /** `POST /v1/account/api-keys` and `POST /v1/agent/keys`: `name` 1-64 characters and an optional policy. */
-export const createKeyBody = z.object({ name: keyName(1), ...keyPolicyFields }).openapi("CreateKeyBody");
+export const createKeyBody = z
+  .object({
+    name: keyName(1),
+    ...keyPolicyFields,
+    scopes: keyScopes.optional().openapi({
+      description:
+        "default: every scope of the minting key, or inference alone when the key has a policy; never more than the minting key holds",
+    }),
+  })
+  .openapi("CreateKeyBody");
 
 /**
  * `PATCH /v1/account/api-keys/{id}` and `PATCH /v1/agent/keys/{id}`: only the fields sent change;

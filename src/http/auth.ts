@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Config } from "../config.js";
 import type { Viewer } from "../domain/identity/viewer.js";
+import { requireScope, type Scope } from "../domain/keys/key-scopes.js";
 import { DomainError } from "../lib/errors.js";
 import type { Services } from "../services.js";
 import { type Authenticate, credentialLayer } from "./layers.js";
@@ -64,7 +65,14 @@ export async function resolveViewer(services: Services, req: Request): Promise<V
   if (token) {
     const k = await services.apiKeys.authenticate(token);
     return k
-      ? { credential: "bearer", accountId: k.accountId, walletAddress: k.walletAddress, apiKeyId: k.apiKeyId }
+      ? {
+          credential: "bearer",
+          accountId: k.accountId,
+          walletAddress: k.walletAddress,
+          apiKeyId: k.apiKeyId,
+          keyRules: k.rules,
+          scopes: k.scopes,
+        }
       : null;
   }
   if (cookie) {
@@ -162,7 +170,7 @@ export function requireSession(services: Services): RequestHandler {
 export async function authenticateBearer(
   services: Services,
   req: IncomingMessage,
-  opts: { cached?: boolean } = {},
+  opts: BearerOptions = {},
 ): Promise<Viewer> {
   if (readCookie(req, SESSION_COOKIE) !== undefined) {
     throw new DomainError(
@@ -174,22 +182,34 @@ export async function authenticateBearer(
   if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
   const k = opts.cached ? await services.apiKeys.authenticateCached(token) : await services.apiKeys.authenticate(token);
   if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
-  return {
+  const viewer: Viewer = {
     credential: "bearer",
     accountId: k.accountId,
     walletAddress: k.walletAddress,
     apiKeyId: k.apiKeyId,
     keyRules: k.rules,
+    scopes: k.scopes,
   };
+  if (opts.scope) requireScope(viewer, opts.scope);
+  return viewer;
+}
+
+/**
+ * `cached`: the inference routes, whose hold re-checks the key in its own transaction. `scope`: the
+ * scope the route needs (key-scopes.ts `requireScope`: 403 `insufficient_scope`, the body unread).
+ */
+export interface BearerOptions {
+  cached?: boolean;
+  scope?: Scope;
 }
 
 /** The Bearer rule as middleware; the body is read after the credential checks out (layers.ts). */
-export function requireBearer(services: Services, opts: { cached?: boolean } = {}): RequestHandler {
+export function requireBearer(services: Services, opts: BearerOptions = {}): RequestHandler {
   return credentialLayer(bearerCheck(services, opts));
 }
 
 /** The Bearer rule as a layer's credential check (layers.ts `credentialed`). */
-export function bearerCheck(services: Services, opts: { cached?: boolean } = {}): Authenticate {
+export function bearerCheck(services: Services, opts: BearerOptions = {}): Authenticate {
   return (req) => authenticateBearer(services, req, opts);
 }
 
@@ -197,7 +217,7 @@ export function bearerCheck(services: Services, opts: { cached?: boolean } = {})
  * Routes that serve both kinds of caller (`/v1/webhooks`): a Bearer key, or the session cookie,
  * exactly one of them (both at once is 401, as GraphQL treats it); then each one's own rule.
  */
-export function requireBearerOrSession(services: Services): RequestHandler {
+export function requireBearerOrSession(services: Services, opts: { scope?: Scope } = {}): RequestHandler {
   return credentialLayer(async (req) => {
     const hasBearer = req.headers.authorization !== undefined;
     const hasCookie = readCookie(req, SESSION_COOKIE) !== undefined;
@@ -207,7 +227,7 @@ export function requireBearerOrSession(services: Services): RequestHandler {
         "Send one credential: a Bearer API key or the session cookie, not both.",
       );
     }
-    return hasBearer ? authenticateBearer(services, req) : authenticateSession(services, req);
+    return hasBearer ? authenticateBearer(services, req, opts) : authenticateSession(services, req);
   });
 }
 

@@ -1,6 +1,7 @@
 import type { Response } from "express";
 import type { historyQuery } from "../contract/account.js";
 import { HEADERS, type z } from "../contract/common.js";
+import type { HistoryReader } from "../domain/keys/key-scopes.js";
 import type { Services } from "../services.js";
 import { presentHistoryCsv, presentHistoryRow } from "./present.js";
 
@@ -12,12 +13,12 @@ import { presentHistoryCsv, presentHistoryRow } from "./present.js";
 export async function answerHistory(
   services: Services,
   res: Response,
-  accountId: string,
+  reader: HistoryReader,
   q: z.infer<typeof historyQuery>,
 ): Promise<void> {
   const csv = q.format === "csv";
   const page = await services.accounts.inferenceHistory({
-    accountId,
+    ...reader,
     limit: q.limit,
     cursor: q.cursor,
     modality: q.modality,

@@ -120,6 +120,8 @@ export function presentKey(k: ApiKeyView) {
     source: k.source,
     createdAt: k.createdAt.toISOString(),
     lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    scopes: k.scopes,
+    parentId: k.parentId,
     limitUsdc: orNull(policy.limitMicroUsdc, usdc),
     limitReset: policy.limitReset,
     maxPriceCentsPerDollar: policy.maxPriceCentsPerDollar,

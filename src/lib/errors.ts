@@ -24,6 +24,10 @@ export const ERROR_TABLE = {
   csrf_rejected: { status: 403, retryable: false },
   /** the calling API key may not call this model (its policy's `models`) */
   model_not_allowed: { status: 403, retryable: false },
+  /** the calling API key lacks the scope this route needs (`details.scope`; issue 38) */
+  insufficient_scope: { status: 403, retryable: false },
+  /** a key asked for more than it may: a key outside its tree, its own policy, wider than its minter (issue 38) */
+  forbidden: { status: 403, retryable: false },
   // 404
   not_found: { status: 404, retryable: false },
   model_not_found: { status: 404, retryable: false },

@@ -8,6 +8,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
+import { requireScope } from "../domain/keys/key-scopes.js";
 import { asDomainError, toolError, toolResult } from "./tool-result.js";
 import { TOOLS, type ToolContext } from "./tools.js";
 
@@ -52,6 +53,7 @@ export function createMcpServer(ctx: ToolContext): Server {
     // an unknown tool is a protocol error (MCP "Tools": -32602), not a tool error
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     try {
+      if (tool.scope) requireScope(ctx.viewer, tool.scope);
       const args = tool.parse(request.params.arguments);
       return toolResult(await tool.run(args, ctx));
     } catch (err) {

@@ -22,6 +22,7 @@ import {
 import { capacityResponse } from "../contract/market.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import type { Caller } from "../domain/inference/session.js";
+import { historyReader, type Scope } from "../domain/keys/key-scopes.js";
 import { keyChangeOf } from "../http/keys.js";
 import { presentAgentMe, presentHistoryRow, presentKey, presentVideoQuote } from "../http/present.js";
 import { presentModel, presentModelStats } from "../http/routes/catalog.js";
@@ -56,6 +57,8 @@ export interface ToolDefinition {
   /** the shape of a successful result's `structuredContent` (a contract response schema) */
   output: z.AnyZodObject;
   annotations: ToolAnnotations;
+  /** the scope the tool needs (key-scopes.ts `requireScope`, before anything else); null: the service checks */
+  scope: Scope | null;
   /** the arguments parsed once, by the contract, into what `run` takes (400 naming the field) */
   parse(args: unknown): unknown;
   run(args: unknown, ctx: ToolContext): Promise<Json>;
@@ -72,6 +75,7 @@ function defineTool<I extends z.AnyZodObject, A = z.output<I>>(def: {
   input: I;
   output: z.AnyZodObject;
   annotations: ToolAnnotations;
+  scope: Scope | null;
   parse?: (args: unknown) => A;
   run(args: A, ctx: ToolContext): Promise<Json>;
 }): ToolDefinition {
@@ -125,11 +129,13 @@ const createKeyArgs = described(createKeyBody, {
   maxPriceCentsPerDollar: "optional: the key's own price ceiling, integer 30-80",
   models: "optional: the catalog ids the key is limited to (from list_models); omit for every model",
   expiresAt: "optional: ISO 8601 instant after which the key stops working (401); must be in the future",
+  scopes:
+    "optional: what the key may do, 1-3 of inference, keys, account; default: your key's scopes, or inference alone when a policy is set; never more than your key holds",
 });
 
 /** What a key tool answers: the key as GET /v1/agent/keys lists it. */
 const KEY_FIELDS =
-  "id, name, keyPrefix, limitUsdc (null: no limit), limitReset, maxPriceCentsPerDollar, models (null: every model), expiresAt, spentUsdc (charged this period), remainingUsdc (null: no limit) and resetsAt (when the period ends)";
+  "id, name, keyPrefix, scopes (what it may do: inference, keys, account), parentId (the key it lives below; null: account-level), limitUsdc (null: no limit), limitReset, maxPriceCentsPerDollar, models (null: every model), expiresAt, spentUsdc (charged this period), remainingUsdc (null: no limit) and resetsAt (when the period ends)";
 
 const videoArgs = described(videoBody, {
   model: "a live video model id from list_models (modality video)",
@@ -203,6 +209,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.object({}),
     output: agentMeResponse,
     annotations: { readOnlyHint: true, openWorldHint: false },
+    scope: "account",
     async run(_args, { rt, viewer }) {
       const a = await rt.services.accounts.getSummary(viewer);
       return presentAgentMe(a, rt.config.chain.confirmationBlocks) satisfies z.infer<typeof agentMeResponse>;
@@ -218,6 +225,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.object({}),
     output: agentKeyResponse,
     annotations: { readOnlyHint: true, openWorldHint: false },
+    scope: null,
     async run(_args, { rt, viewer }) {
       return presentKey(
         await rt.services.apiKeys.describeKey({ accountId: viewer.accountId, apiKeyId: viewer.apiKeyId ?? "" }),
@@ -234,8 +242,9 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.object({}),
     output: apiKeyList,
     annotations: { readOnlyHint: true, openWorldHint: false },
+    scope: null,
     async run(_args, { rt, viewer }) {
-      const { keys, cap } = await rt.services.apiKeys.listActive(viewer.accountId);
+      const { keys, cap } = await rt.services.apiKeys.listActive(viewer);
       return { keys: keys.map(presentKey), cap, active: keys.length };
     },
   }),
@@ -251,12 +260,14 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: createKeyArgs,
     output: createdApiKey,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    scope: null,
     async run(args, { rt, viewer }) {
       const k = await rt.services.apiKeys.createKey({
-        accountId: viewer.accountId,
+        actor: viewer,
         name: args.name,
         source: "agent",
         policy: keyChangeOf(args),
+        scopes: args.scopes,
       });
       return { ...presentKey(k), apiKey: k.apiKey };
     },
@@ -274,6 +285,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: capacityArgs,
     output: capacityResponse,
     annotations: { readOnlyHint: true, openWorldHint: false },
+    scope: null,
     async run(args, { rt }) {
       return presentCapacity(await rt.services.market.capacity(args.maxPriceCents));
     },
@@ -291,6 +303,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: z.object({ modality: modality.optional().describe("keep only rows of this modality") }),
     output: modelList,
     annotations: { readOnlyHint: true, openWorldHint: false },
+    scope: null,
     async run(args, { rt }) {
       const rows = await rt.services.catalog.listModels();
       const kept = args.modality ? rows.filter((r) => r.modality === args.modality) : rows;
@@ -308,6 +321,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: modelStatsArgs,
     output: modelStatsResponse,
     annotations: { readOnlyHint: true, openWorldHint: false },
+    scope: null,
     async run(args, { rt }) {
       return presentModelStats(await rt.services.catalog.modelStats(args.window));
     },
@@ -330,6 +344,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: videoArgs,
     output: videoQuoteResponse,
     annotations: { readOnlyHint: true, openWorldHint: true },
+    scope: "inference",
     parse: parseVideoRequest,
     async run(req: VideoRequest, { rt, viewer }) {
       return presentVideoQuote(await rt.services.videoQuotes.quote(caller(viewer), req));
@@ -347,10 +362,11 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: lookupArgs,
     output: agentRequestResponse,
     annotations: { readOnlyHint: true, openWorldHint: false },
+    scope: null,
     async run(args, { rt, viewer }) {
       return presentHistoryRow(
         await rt.services.accounts.requestDetail({
-          accountId: viewer.accountId,
+          ...historyReader(viewer),
           supportReference: args.support_reference,
         }),
       );
@@ -368,6 +384,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: maxPriceArgs,
     output: maxPriceResponse,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    scope: "account",
     async run(args, { rt, viewer }) {
       return rt.services.accounts.setMaxPrice({
         accountId: viewer.accountId,
@@ -393,6 +410,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     input: chatCompletionArgs,
     output: chatCompletionOutput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    scope: "inference",
     parse: chatToolRequest,
     async run(req: ChatRequest, { rt, viewer, signal, requestId }) {
       const out = await rt.services.chat.buffered(caller(viewer, requestId), req, signal);

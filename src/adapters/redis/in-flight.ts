@@ -11,6 +11,8 @@ export interface InFlightRecord {
   requestId: string;
   supportReference: string;
   accountId: string;
+  /** the calling key (a reader holding only `inference` sees its own key's requests) */
+  apiKeyId?: string;
   route: string;
   model: string;
   stream: boolean;

@@ -15,6 +15,7 @@ import {
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import type { Viewer } from "../identity/viewer.js";
+import { type HistoryReader, insufficientScope } from "../keys/key-scopes.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
 import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
 import { authProviderFor } from "./auth-provider.js";
@@ -185,7 +186,7 @@ export class AccountService {
    *   a page size out of range, a bad cursor
    */
   async inferenceHistory(
-    input: { accountId: string; limit?: number; cursor?: string; export?: boolean } & HistoryFilter,
+    input: HistoryReader & { limit?: number; cursor?: string; export?: boolean } & HistoryFilter,
   ): Promise<Page<HistoryRow>> {
     const take = input.export
       ? pageSize(input.limit, MAX_EXPORT_PAGE_SIZE, MAX_EXPORT_PAGE_SIZE)
@@ -195,7 +196,12 @@ export class AccountService {
     if (modality !== undefined && modality !== "text" && modality !== "image" && modality !== "video") {
       throw new DomainError("invalid_request", "modality must be text, image or video.", { field: "modality" });
     }
-    const keyId = input.keyId === undefined ? undefined : assertUuid(input.keyId, "keyId");
+    let keyId = input.keyId === undefined ? undefined : assertUuid(input.keyId, "keyId");
+    if (input.onlyKeyId !== undefined) {
+      // a key holding `inference` alone reads its own requests (issue 38)
+      if (keyId !== undefined && keyId !== input.onlyKeyId) throw insufficientScope("account", ["inference"]);
+      keyId = input.onlyKeyId;
+    }
     const { from, to } = input;
     for (const [field, at] of [
       ["from", from],
@@ -232,11 +238,12 @@ export class AccountService {
    * One request of this account by support reference (GET /v1/agent/requests/{ref}).
    * @throws not_found when the reference is not on this account
    */
-  async requestDetail(input: { accountId: string; supportReference: string }): Promise<HistoryRow> {
+  async requestDetail(input: HistoryReader & { supportReference: string }): Promise<HistoryRow> {
     // a stream still in flight has no record yet (it is written when the stream ends): it is
     // `in_progress`. Looked at first: its in-flight record goes only once the record has committed.
     const live = await this.inFlight?.get(input.supportReference).catch(() => null);
-    if (live && live.accountId === input.accountId) {
+    const mine = (keyId: string | null | undefined) => input.onlyKeyId === undefined || keyId === input.onlyKeyId;
+    if (live && live.accountId === input.accountId && mine(live.apiKeyId)) {
       return {
         requestId: live.requestId,
         supportReference: live.supportReference,
@@ -264,7 +271,7 @@ export class AccountService {
       where: { supportReference: input.supportReference },
       include: { apiKey: { select: { name: true } } },
     });
-    if (!row || row.accountId !== input.accountId) {
+    if (!row || row.accountId !== input.accountId || !mine(row.apiKeyId)) {
       throw new DomainError("not_found", "No request with this support reference on this account.");
     }
     return historyRow(row);

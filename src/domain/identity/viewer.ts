@@ -1,5 +1,6 @@
 import type { SignInProvider } from "../accounts/account-types.js";
 import type { KeyRules } from "../keys/key-period.js";
+import type { Scope } from "../keys/key-scopes.js";
 
 /**
  * Who is calling: the authenticated principal that every transport (REST, GraphQL, MCP) resolves
@@ -14,6 +15,8 @@ export interface Viewer {
   apiKeyId?: string;
   /** a Bearer caller: what admission enforces of its key's policy */
   keyRules?: KeyRules;
+  /** a Bearer caller: its key's scopes (key-scopes.ts; a session holds every scope) */
+  scopes?: readonly Scope[];
   sessionId?: string;
   /** a session caller: the provider the session was signed in with */
   authProvider?: SignInProvider;

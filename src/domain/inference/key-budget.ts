@@ -1,7 +1,7 @@
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
-import { budgetPeriod, LIMIT_RESETS, type LimitReset } from "../keys/key-period.js";
+import { budgetPeriods } from "../keys/key-period.js";
 import { MAX_PLANS } from "./admission.js";
 import { planRequest } from "./escrow-take.js";
 import type { HolderLease } from "./holder-lease.js";
@@ -58,30 +58,30 @@ export class KeyBudgets {
   constructor(private readonly deps: KeyBudgetDeps) {}
 
   /**
-   * Holds the request's maximum charge against the calling key's budget (a planned request; nothing
-   * when the key has no limit). A maximum the period cannot cover is planned again against what it
-   * leaves (an unbounded request sized down, as for a short balance); 402 `key_budget_exceeded` when
-   * even the smallest request does not fit. After the hold every plan stays within it (`planRequest`).
+   * Holds the request's maximum charge against the calling key's budget and every budgeted
+   * ancestor's (a planned request; nothing when no key of the chain has a limit). The periods are
+   * those of the request's start (`session.startedAt`), the instant its charge is counted in
+   * (`api_key_spend` by start day), so a hold and its charge never fall in different periods, even
+   * when the admission (a video quote) crosses a boundary. A maximum the budgets cannot cover is
+   * planned again against what the tightest leaves (an unbounded request sized down, as for a short
+   * balance); 402 `key_budget_exceeded` when even the smallest request does not fit. After the hold
+   * every plan stays within it (`planRequest`).
    */
   async hold(session: InferenceSession, rules: KeyRules | undefined): Promise<void> {
-    let reset: LimitReset | null = rules?.limitReset ?? null;
-    if (reset === null) return;
+    if (!rules?.budgeted) return;
     const { budgets, lease, clock } = this.deps;
+    const periods = budgetPeriods(session.startedAt);
     for (let tries = 0; ; tries++) {
       const current = lease.current();
       const holder = current instanceof Promise ? await current : current;
-      const now = clock.now();
-      const period = budgetPeriod(reset, now);
       const amount = session.plan.maxChargeMicroUsdc;
       const r = await budgets.reserve({
         holder: holder.id,
         requestId: session.requestId,
         apiKeyId: session.apiKeyId,
-        reset,
-        periodStart: period.start,
-        periodEnd: period.end,
+        periods,
         amountMicroUsdc: amount,
-        now,
+        now: clock.now(),
       });
       if (r.outcome === "ok") {
         session.budgetHold = amount;
@@ -89,18 +89,15 @@ export class KeyBudgets {
       }
       if (r.outcome === "unlimited") return;
       if (r.outcome === "key_inactive") throw new DomainError("authentication_failed", "Invalid or revoked API key.");
-      if (tries >= MAX_HOLD_TRIES) throw await this.deps.fail(session, keyBudgetExceeded(session, 0n, period.end));
+      const resetsAt = r.reset ? periods[r.reset].end : null;
+      if (tries >= MAX_HOLD_TRIES) throw await this.deps.fail(session, keyBudgetExceeded(session, 0n, resetsAt));
       if (r.outcome === "holder_lost") {
         lease.lose(holder);
-      } else if (r.outcome === "stale_policy") {
-        // the key's period changed since this process cached its policy: hold in the stored one
-        reset = LIMIT_RESETS.find((x) => x === r.reset) ?? null;
-        if (reset === null) return;
       } else {
-        // exceeded: plan again within what the period leaves, or refuse
+        // exceeded: plan again within what the tightest budget leaves, or refuse
         const left = r.remainingMicroUsdc ?? 0n;
         if (session.plans >= MAX_PLANS + 2 || !planRequest(session, left))
-          throw await this.deps.fail(session, keyBudgetExceeded(session, left, period.end));
+          throw await this.deps.fail(session, keyBudgetExceeded(session, left, resetsAt));
       }
     }
   }

@@ -1,5 +1,6 @@
 import { inTransaction, type Sql, sqlRunner } from "../../adapters/sql.js";
 import { utcDay } from "../../lib/clock.js";
+import type { LimitReset } from "../keys/key-period.js";
 import { nextPriceChange, storedSchedule } from "../supply/price-schedule.js";
 import { type BookEntry, CLEARING_ORDER_SQL, eligibleOffers } from "./clearing.js";
 import type { EndItem } from "./settlement.js";
@@ -258,21 +259,21 @@ const day = (d: Date | null) => (d ? utcDay(d) : null);
 export function sqlKeyBudgetStore(sql: Sql): KeyBudgetStore {
   return {
     async reserve(ask: KeyBudgetAsk): Promise<KeyBudgetResult> {
+      const periods: Record<string, { start: string | null; end: string | null }> = {};
+      for (const [reset, p] of Object.entries(ask.periods)) periods[reset] = { start: day(p.start), end: day(p.end) };
       const r = await sql.query<{
         outcome: KeyBudgetResult["outcome"];
         remaining: string | null;
         lim: string | null;
-        reset: string | null;
+        reset: LimitReset | null;
       }>({
         name: "svc_key_reserve",
-        text: "SELECT * FROM svc_key_reserve($1::uuid, $2::uuid, $3::uuid, $4::text, $5::date, $6::date, $7::bigint, $8::timestamptz)",
+        text: "SELECT * FROM svc_key_reserve($1::uuid, $2::uuid, $3::uuid, $4::jsonb, $5::bigint, $6::timestamptz)",
         values: [
           ask.holder,
           ask.requestId,
           ask.apiKeyId,
-          ask.reset,
-          day(ask.periodStart),
-          day(ask.periodEnd),
+          JSON.stringify(periods),
           ask.amountMicroUsdc.toString(),
           ask.now,
         ],

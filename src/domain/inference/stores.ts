@@ -1,3 +1,4 @@
+import type { BudgetPeriod, LimitReset } from "../keys/key-period.js";
 import type { BookEntry, EligibleOffer, EligibleQuery } from "./clearing.js";
 import type { EndItem } from "./settlement.js";
 
@@ -150,26 +151,27 @@ export interface KeyMarks {
   markAuthFailed(upstreamKeyId: string): Promise<unknown>;
 }
 
-/** A request's maximum charge held against its API key's budget for the period (`svc_key_reserve`). */
+/**
+ * A request's maximum charge held against the budgets of its API key and of the key's budgeted
+ * ancestors (`svc_key_reserve`), each in the period of its own `limitReset`.
+ */
 export interface KeyBudgetAsk {
   holder: string;
   requestId: string;
   apiKeyId: string;
-  /** the period the caller computed (`budgetPeriod`) from `reset`; `start` null: all time */
-  reset: string;
-  periodStart: Date | null;
-  periodEnd: Date | null;
+  /** every reset's period (`budgetPeriod`) at the request's start; `start` null: all time */
+  periods: Record<LimitReset, BudgetPeriod>;
   amountMicroUsdc: bigint;
   now: Date;
 }
 
 export interface KeyBudgetResult {
-  outcome: "ok" | "unlimited" | "stale_policy" | "key_inactive" | "holder_lost" | "exceeded";
-  /** what the budget left before this hold (exceeded: what a request may still hold) */
+  outcome: "ok" | "unlimited" | "key_inactive" | "holder_lost" | "exceeded";
+  /** what the tightest budget left before this hold (exceeded: what a request may still hold) */
   remainingMicroUsdc: bigint | null;
   limitMicroUsdc: bigint | null;
-  /** the key's period as stored (stale_policy: plan again with it) */
-  reset: string | null;
+  /** the tightest budget's period */
+  reset: LimitReset | null;
 }
 
 /** Per-key budgets (docs/decisions.md "Key budgets"): the hold; endings release it with their charge. */

@@ -17,7 +17,8 @@ import {
   type KeySource,
   type KeyUpdate,
 } from "./api-key-types.js";
-import type { LimitReset } from "./key-period.js";
+import { API_KEY_PREFIX, KeyAuthenticator } from "./key-auth.js";
+import { assertManages, boundChild, type ChainKey, childScopes, effectivePolicy, isAccountLevel } from "./key-chain.js";
 import {
   isExpired,
   type KeyPolicy,
@@ -30,24 +31,15 @@ import {
   policyOf,
   spentThisPeriod,
 } from "./key-policy.js";
+import { parseScopes, requireScope, type Scope, type ScopedCaller } from "./key-scopes.js";
 
 /** SPEC "Limits": at most 10 active keys per account, counted across every minting route. */
 export const MAX_ACTIVE_KEYS = 10;
-export const API_KEY_PREFIX = "svc_";
 /** Characters of the plaintext kept for display (`svc_` + 8). */
 export const KEY_PREFIX_LENGTH = 12;
-/** `lastUsedAt` is written at most this often per key (avoids a write per request). */
-const LAST_USED_RESOLUTION_MS = 60_000;
-/**
- * How long a process trusts a Bearer key it has seen (the inference hot path only). Revocation is
- * still prompt everywhere: the revoking process forgets the key at once, every other process hears
- * of it through Redis (`routingChanged`), and the router's escrow top-up (`svc_escrow_take`)
- * refuses an inactive key.
- */
-export const AUTH_CACHE_MS = 30_000;
-const AUTH_CACHE_MAX = 50_000;
 
 export * from "./api-key-types.js";
+export { API_KEY_PREFIX, AUTH_CACHE_MS } from "./key-auth.js";
 
 type Tx = Prisma.TransactionClient;
 
@@ -63,7 +55,7 @@ function newPlaintext(): string {
   return `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
 }
 
-type KeyRow = ApiKeyMetadata & KeyPolicy;
+type KeyRow = Omit<ApiKeyMetadata, "scopes"> & KeyPolicy & Omit<ChainKey, keyof KeyPolicy>;
 
 function view(row: KeyRow, usage: KeyUsage): ApiKeyView {
   return {
@@ -73,18 +65,39 @@ function view(row: KeyRow, usage: KeyUsage): ApiKeyView {
     source: row.source,
     createdAt: row.createdAt,
     lastUsedAt: row.lastUsedAt,
+    scopes: row.scopes as Scope[],
+    parentId: row.parentId,
     policy: policyOf(row),
     usage,
   };
 }
 
+/** Who acts on keys: a session, or a Bearer key (its id and scopes). */
+export interface KeyActor extends ScopedCaller {
+  accountId: string;
+  apiKeyId?: string;
+}
+
+const notFound = () => new DomainError("not_found", "API key not found on this account.");
+
+function hasPolicyChange(p: Partial<KeyPolicy>): boolean {
+  return (
+    (p.limitMicroUsdc ?? null) !== null ||
+    (p.maxPriceCentsPerDollar ?? null) !== null ||
+    (p.models?.length ?? 0) > 0 ||
+    (p.expiresAt ?? null) !== null
+  );
+}
+
 /**
  * Buyer API keys. Plaintext is returned once; only sha256 is stored. The 10-key cap is enforced
  * under a row lock on the account, so concurrent creates across processes can never exceed it.
+ * Who may mint, list, change and revoke which key: `requireScope` (key-scopes.ts) and the tree
+ * rules (key-chain.ts), here for every transport.
  */
 export class ApiKeyService {
-  /** sha256 → the key it authenticated, when, and when lastUsedAt was last written */
-  private readonly cache = new Map<string, { key: AuthenticatedKey; at: number; usedAt: number }>();
+  /** Bearer authentication and its cache */
+  private readonly auth: KeyAuthenticator;
 
   constructor(
     private readonly db: Db,
@@ -95,35 +108,89 @@ export class ApiKeyService {
     private readonly bus?: EventBus,
     /** which model ids the catalog lists (a key's `models` must name catalog rows) */
     private readonly listedModelIds: ListedModelIds = async () => new Set(),
-  ) {}
+  ) {
+    this.auth = new KeyAuthenticator(db, clock, sql);
+  }
 
   /**
-   * Mints a key, with an optional policy (`policyColumns`: checked before anything is written).
-   * Locks the account row (FOR UPDATE) for the count-then-insert.
-   * @throws DomainError invalid_request naming a bad policy field; key_limit_reached (409) at the
-   *   cap; not_found if the account is gone.
+   * Mints a key, with an optional policy (`policyColumns`: checked before anything is written) and
+   * scopes. A session mints account keys; a Bearer key needs `keys` and mints within itself
+   * (key-chain.ts: `childScopes`, `boundChild`): a key minted with a policy, or narrower than an
+   * account-level minter, lives below its minter. Locks the account row (FOR UPDATE) for the
+   * count-then-insert, and the minter's row.
+   * @throws DomainError invalid_request naming a bad field; insufficient_scope; forbidden naming a
+   *   field wider than the minter; key_limit_reached (409) at the cap; not_found if the account is gone.
    */
   async createKey(input: {
-    accountId: string;
+    actor: KeyActor;
     name: string;
     source: KeySource;
     policy?: KeyPolicyChange;
+    scopes?: unknown;
   }): Promise<CreatedApiKey> {
+    const { actor } = input;
+    requireScope(actor, "keys");
     assertKeyName(input.name);
+    const asked = input.scopes === undefined || input.scopes === null ? undefined : parseScopes(input.scopes);
     const policy = input.policy ? await this.policyColumns(input.policy) : {};
-    const created = await this.db.$transaction((tx) => this.createKeyInTx(tx, input, policy));
-    this.announce(input.accountId, "api_key_created");
+    const withPolicy = hasPolicyChange(policy);
+    const now = this.clock.now();
+    const created = await this.db.$transaction(async (tx) => {
+      const minterId = actor.credential === "bearer" ? actor.apiKeyId : undefined;
+      if (minterId === undefined) {
+        const scopes = childScopes(asked, null, withPolicy);
+        return this.createKeyInTx(
+          tx,
+          { accountId: actor.accountId, name: input.name, source: input.source },
+          {
+            ...policy,
+            scopes,
+          },
+        );
+      }
+      const chain = await this.chainInTx(tx, actor.accountId, minterId, true);
+      const eff = effectivePolicy(chain.self, chain.ancestors, now);
+      if (!eff.active) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+      const scopes = childScopes(asked, eff.scopes, withPolicy);
+      const peer = isAccountLevel(chain.self) && !withPolicy && scopes.length === 3;
+      if (peer) {
+        return this.createKeyInTx(
+          tx,
+          { accountId: actor.accountId, name: input.name, source: input.source },
+          {
+            ...policy,
+            scopes,
+          },
+        );
+      }
+      const bounded = boundChild(
+        policy,
+        { policy: eff, remainingMicroUsdc: await this.chainRemaining(tx, [...chain.ancestors, chain.self], now) },
+        { partial: false },
+      );
+      return this.createKeyInTx(
+        tx,
+        { accountId: actor.accountId, name: input.name, source: input.source },
+        {
+          ...bounded,
+          scopes,
+          parentId: chain.self.id,
+          ancestorIds: [...chain.self.ancestorIds, chain.self.id],
+        },
+      );
+    });
+    this.announce(actor.accountId, "api_key_created");
     return created;
   }
 
   /**
    * The same, inside a caller's transaction (x402 signup commits account, credit and key together:
-   * the signup key has no policy).
+   * the signup key is account-level: no policy, every scope, no parent).
    */
   async createKeyInTx(
     tx: Tx,
     input: { accountId: string; name: string; source: KeySource },
-    policy: Partial<KeyPolicy> = {},
+    columns: Partial<KeyPolicy> & { scopes?: Scope[]; parentId?: string; ancestorIds?: string[] } = {},
   ): Promise<CreatedApiKey> {
     assertKeyName(input.name);
     const locked = await tx.$queryRaw<{ id: string }[]>`
@@ -145,7 +212,7 @@ export class ApiKeyService {
         keyPrefix: apiKey.slice(0, KEY_PREFIX_LENGTH),
         keyHash: sha256Hex(apiKey),
         source: input.source,
-        ...policy,
+        ...columns,
       },
     });
     // a new key has spent nothing
@@ -153,63 +220,98 @@ export class ApiKeyService {
   }
 
   /**
-   * Active keys of an account, newest first: metadata, policy and this period's usage (two reads,
-   * whatever the number of keys). An expired key is listed (its `expiresAt` says so) until revoked.
+   * The keys an actor may see (`keys`), newest first: an account-level key or a session every
+   * active key of the account, any other key itself and the keys below it. Metadata, policy, scopes
+   * and this period's usage (two reads, whatever the number of keys). An expired key is listed (its
+   * `expiresAt` says so) until revoked.
+   * @throws DomainError insufficient_scope
    */
-  async listActive(accountId: string): Promise<{ keys: ApiKeyView[]; cap: number }> {
+  async listActive(actor: KeyActor): Promise<{ keys: ApiKeyView[]; cap: number }> {
+    requireScope(actor, "keys");
+    let below: string | null = null;
+    if (actor.credential === "bearer" && actor.apiKeyId) {
+      const chain = await this.chainInTx(this.db, actor.accountId, actor.apiKeyId, false);
+      if (!isAccountLevel(chain.self)) below = chain.self.id;
+    }
     const rows = await this.db.apiKey.findMany({
-      where: { ...apiKeyScopeFor({ accountId }), ...ACTIVE_API_KEYS },
+      where: {
+        ...apiKeyScopeFor(actor),
+        ...ACTIVE_API_KEYS,
+        ...(below ? { OR: [{ id: below }, { ancestorIds: { has: below } }] } : {}),
+      },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     });
     return { keys: await this.withUsage(rows), cap: MAX_ACTIVE_KEYS };
   }
 
   /**
-   * The calling key (GET /v1/agent/key): metadata, policy and usage.
+   * The calling key (GET /v1/agent/key): metadata, scopes, policy and usage. Any scope reads it.
    * @throws DomainError not_found when it is not an active key of the account (revoked meanwhile)
    */
   async describeKey(input: { accountId: string; apiKeyId: string }): Promise<ApiKeyView> {
     const row = await this.db.apiKey.findFirst({
       where: { id: assertUuid(input.apiKeyId, "id"), ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS },
     });
-    if (!row) throw new DomainError("not_found", "API key not found on this account.");
+    if (!row) throw notFound();
     const [one] = await this.withUsage([row]);
-    if (!one) throw new DomainError("not_found", "API key not found on this account.");
+    if (!one) throw notFound();
     return one;
   }
 
   /**
-   * Changes a key's name and policy: only the fields present; `null` removes a setting. Everything
-   * is checked before anything is written (400 naming the field); the write is guarded on the key
-   * being active, the account's and unexpired. Every process forgets the key's cached
-   * authentication (its expiry may have moved).
-   * @throws DomainError invalid_request (an empty change, a bad field); not_found when the key is
-   *   not an active key of this account (revoked keys included, as DELETE); conflict when it expired
-   *   (expiry is final: revoke it and mint another)
+   * Changes a key's name and policy: only the fields present; `null` removes a setting (a key below
+   * another inherits its parent's ceiling, models and expiry instead). Everything is checked before
+   * anything is written (400 naming the field; 403 `forbidden` for a field wider than the key's
+   * parent); the write is guarded on the key being active, the account's and unexpired. A Bearer
+   * actor needs `keys` and changes only keys below it (an account-level key: any), never its own
+   * policy (its name, yes). Every process forgets the key's cached authentication, and its
+   * descendants'.
+   * @throws DomainError invalid_request (an empty change, a bad field); insufficient_scope;
+   *   forbidden; not_found when the key is not an active key of this account (revoked keys
+   *   included, as DELETE); conflict when it expired (expiry is final: revoke it and mint another)
    */
-  async updateKey(input: { accountId: string; keyId: string; change: KeyUpdate }): Promise<ApiKeyView> {
+  async updateKey(input: { actor: KeyActor; keyId: string; change: KeyUpdate }): Promise<ApiKeyView> {
+    const { actor } = input;
     const keyId = assertUuid(input.keyId, "id");
     const { name, ...change } = input.change;
-    if (name === undefined && Object.values(change).every((v) => v === undefined)) {
+    const policyChanged = Object.values(change).some((v) => v !== undefined);
+    if (name === undefined && !policyChanged) {
       throw new DomainError(
         "invalid_request",
         `Nothing to change: send at least one of name, ${POLICY_FIELDS.join(", ")}; nothing was changed.`,
       );
     }
+    if (actor.credential === "bearer") requireScope(actor, "keys");
     if (name !== undefined) assertKeyName(name);
-    const columns = await this.policyColumns(change);
+    let columns = await this.policyColumns(change);
     const now = this.clock.now();
+    const target = await this.db.apiKey.findFirst({
+      where: { id: keyId, ...apiKeyScopeFor(actor), ...ACTIVE_API_KEYS },
+    });
+    if (!target) throw notFound();
+    if (actor.credential === "bearer" && actor.apiKeyId) {
+      const caller = await this.chainInTx(this.db, actor.accountId, actor.apiKeyId, false);
+      if (!(caller.self.id === target.id && !policyChanged)) assertManages(caller.self, target, "change");
+    }
+    if (target.parentId !== null && policyChanged) {
+      const parent = await this.chainInTx(this.db, actor.accountId, target.parentId, false);
+      const bounds = {
+        policy: effectivePolicy(parent.self, parent.ancestors, now),
+        remainingMicroUsdc: await this.chainRemaining(this.db, [...parent.ancestors, parent.self], now),
+      };
+      columns = boundChild(columns, bounds, { partial: true });
+    }
     const r = await this.db.apiKey.updateMany({
       where: {
         id: keyId,
-        ...apiKeyScopeFor(input),
+        ...apiKeyScopeFor(actor),
         ...ACTIVE_API_KEYS,
         OR: [{ expiresAt: null }, { expiresAt: { gt: now } }],
       },
       data: { ...(name !== undefined ? { name } : {}), ...columns },
     });
     const row = await this.db.apiKey.findFirst({
-      where: { id: keyId, ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS },
+      where: { id: keyId, ...apiKeyScopeFor(actor), ...ACTIVE_API_KEYS },
     });
     if (r.count === 0 && row?.expiresAt && isExpired(row.expiresAt, now)) {
       throw new DomainError(
@@ -218,18 +320,18 @@ export class ApiKeyService {
         { field: "expiresAt" },
       );
     }
-    if (r.count === 0 || !row) throw new DomainError("not_found", "API key not found on this account.");
+    if (r.count === 0 || !row) throw notFound();
     this.forget(keyId);
     this.bus?.publish("routingChanged", { kind: "api_key_revoked", id: keyId });
-    this.announce(input.accountId, "api_key_updated");
+    this.announce(actor.accountId, "api_key_updated");
     const [one] = await this.withUsage([row]);
-    if (!one) throw new DomainError("not_found", "API key not found on this account.");
+    if (!one) throw notFound();
     return one;
   }
 
   /**
    * This period's usage of stored keys (GraphQL's key fields batch through it): one read for any
-   * number of keys (`spentThisPeriod`).
+   * number of keys (`spentThisPeriod`: each key's whole subtree).
    */
   async usageOf(
     keys: readonly (Pick<KeyPolicy, "limitMicroUsdc" | "limitReset"> & { id: string })[],
@@ -249,21 +351,70 @@ export class ApiKeyService {
     return policyColumns(change, { now: this.clock.now(), listedModelIds: this.listedModelIds });
   }
 
+  /** A key of the account and its ancestors' rows; `lock`: the key's row FOR UPDATE (a mint). */
+  private async chainInTx(
+    db: Pick<Db, "apiKey" | "$queryRaw"> | Tx,
+    accountId: string,
+    keyId: string,
+    lock: boolean,
+  ): Promise<{ self: ChainKey & KeyRow; ancestors: ChainKey[] }> {
+    if (lock) await (db as Tx).$queryRaw`SELECT id FROM api_keys WHERE id = ${keyId}::uuid FOR UPDATE`;
+    const self = await db.apiKey.findFirst({ where: { id: keyId, accountId } });
+    if (!self) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+    const ancestors =
+      self.ancestorIds.length === 0
+        ? []
+        : await db.apiKey.findMany({ where: { id: { in: self.ancestorIds }, accountId } });
+    return { self, ancestors };
+  }
+
+  /** The least that the budgets of these keys leave this period (limit − their subtree's spend); null: none. */
+  private async chainRemaining(
+    db: Pick<Db, "$queryRaw"> | Tx,
+    chain: readonly ChainKey[],
+    now: Date,
+  ): Promise<bigint | null> {
+    const limited = chain.filter((k) => k.limitMicroUsdc !== null);
+    if (limited.length === 0) return null;
+    const spent = await spentThisPeriod(db, limited, now);
+    let least: bigint | null = null;
+    for (const k of limited) {
+      const left = keyUsage(k, spent.get(k.id) ?? 0n, now).remainingMicroUsdc ?? 0n;
+      if (least === null || left < least) least = left;
+    }
+    return least;
+  }
+
   /**
-   * Revokes one of the account's active keys (the calling key included).
-   * @throws DomainError not_found when the key is not an active key of this account.
+   * Revokes one of the account's active keys (the calling key included) and every key below it. A
+   * Bearer actor needs `keys` and revokes itself or keys below it (an account-level key: any).
+   * @throws DomainError insufficient_scope; forbidden; not_found when the key is not an active key
+   *   of this account.
    */
-  async revokeKey(input: { accountId: string; keyId: string }): Promise<void> {
+  async revokeKey(input: { actor: KeyActor; keyId: string }): Promise<void> {
+    const { actor } = input;
     assertUuid(input.keyId, "id");
-    const now = this.clock.now();
-    const r = await this.db.apiKey.updateMany({
-      where: { id: input.keyId, ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS },
-      data: { status: "revoked", revokedAt: now },
+    if (actor.credential === "bearer") requireScope(actor, "keys");
+    const target = await this.db.apiKey.findFirst({
+      where: { id: input.keyId, ...apiKeyScopeFor(actor), ...ACTIVE_API_KEYS },
     });
-    if (r.count === 0) throw new DomainError("not_found", "API key not found on this account.");
-    this.forget(input.keyId);
-    this.bus?.publish("routingChanged", { kind: "api_key_revoked", id: input.keyId });
-    this.announce(input.accountId, "api_key_revoked");
+    if (!target) throw notFound();
+    if (actor.credential === "bearer" && actor.apiKeyId) {
+      const caller = await this.chainInTx(this.db, actor.accountId, actor.apiKeyId, false);
+      assertManages(caller.self, target, "revoke");
+    }
+    const now = this.clock.now();
+    const revoked = await this.db.$queryRaw<{ id: string }[]>`
+      UPDATE api_keys SET status = 'revoked', revoked_at = ${now}
+       WHERE account_id = ${actor.accountId}::uuid AND status = 'active'
+         AND (id = ${input.keyId}::uuid OR ancestor_ids @> ARRAY[${input.keyId}::uuid])
+      RETURNING id::text AS id`;
+    if (!revoked.some((r) => r.id === input.keyId)) throw notFound();
+    for (const { id } of revoked) {
+      this.forget(id);
+      this.bus?.publish("routingChanged", { kind: "api_key_revoked", id });
+    }
+    this.announce(actor.accountId, "api_key_revoked");
   }
 
   /**
@@ -274,121 +425,18 @@ export class ApiKeyService {
     this.bus?.publish("balanceChanged", accountId, { accountId, kind, at: this.clock.now().toISOString() });
   }
 
-  /** Drops a key from this process's authentication cache. */
+  /** Drops a key, and every key below it, from this process's authentication cache. */
   forget(apiKeyId: string): void {
-    for (const [hash, e] of this.cache) if (e.key.apiKeyId === apiKeyId) this.cache.delete(hash);
+    this.auth.forget(apiKeyId);
   }
 
-  /**
-   * `authenticate` with a short in-process cache, for the inference routes only. A revocation
-   * anywhere reaches every process's cache through `routingChanged`; a buyer with no escrow here is
-   * re-checked by the router's top-up in the same transaction that escrows their funds (401). A
-   * cached key past its `expiresAt` (on this service's clock) is refused at once, as a revoked one;
-   * a change of expiry reaches every cache through `routingChanged` too.
-   */
-  async authenticateCached(plaintext: string): Promise<AuthenticatedKey | null> {
-    if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;
-    const hash = sha256Hex(plaintext);
-    const now = Date.now();
-    const hit = this.cache.get(hash);
-    if (hit && isExpired(hit.key.expiresAt, this.clock.now())) {
-      this.cache.delete(hash);
-      return null;
-    }
-    if (hit && now - hit.at < AUTH_CACHE_MS) {
-      if (now - hit.usedAt > LAST_USED_RESOLUTION_MS) {
-        hit.usedAt = now;
-        void this.db.apiKey
-          .update({ where: { id: hit.key.apiKeyId }, data: { lastUsedAt: this.clock.now() } })
-          .catch(() => undefined);
-      }
-      return hit.key;
-    }
-    const key = await this.authenticate(plaintext);
-    if (!key) {
-      this.cache.delete(hash);
-      return null;
-    }
-    if (this.cache.size >= AUTH_CACHE_MAX) this.cache.clear();
-    this.cache.set(hash, { key, at: now, usedAt: now });
-    return key;
+  /** `KeyAuthenticator.authenticateCached` (the inference routes). */
+  authenticateCached(plaintext: string): Promise<AuthenticatedKey | null> {
+    return this.auth.authenticateCached(plaintext);
   }
 
-  /**
-   * Resolves a Bearer plaintext to its active, unexpired key and account, or null. Constant work
-   * per call (one indexed lookup by hash); `lastUsedAt` is refreshed at most once a minute.
-   */
-  async authenticate(plaintext: string): Promise<AuthenticatedKey | null> {
-    if (!plaintext.startsWith(API_KEY_PREFIX) || plaintext.length > 128) return null;
-    const hash = sha256Hex(plaintext);
-    const row = this.sql
-      ? (
-          await this.sql.query<{
-            id: string;
-            status: string;
-            last_used_at: Date | null;
-            expires_at: Date | null;
-            account_id: string;
-            wallet: string;
-            limited: boolean;
-            limit_reset: LimitReset;
-            max_price: number | null;
-            models: string[];
-          }>(
-            `SELECT k.id, k.status, k.last_used_at, k.expires_at, a.id AS account_id, a.wallet_address AS wallet,
-                    k.limit_micro_usdc IS NOT NULL AS limited, k.limit_reset::text AS limit_reset,
-                    k.max_price_cents_per_dollar AS max_price, k.models
-               FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1`,
-            [hash],
-          )
-        ).rows[0]
-      : await this.db.apiKey
-          .findUnique({
-            where: { keyHash: hash },
-            select: {
-              id: true,
-              status: true,
-              lastUsedAt: true,
-              expiresAt: true,
-              limitMicroUsdc: true,
-              limitReset: true,
-              maxPriceCentsPerDollar: true,
-              models: true,
-              account: { select: { id: true, walletAddress: true } },
-            },
-          })
-          .then(
-            (r) =>
-              r && {
-                id: r.id,
-                status: r.status,
-                last_used_at: r.lastUsedAt,
-                expires_at: r.expiresAt,
-                account_id: r.account.id,
-                wallet: r.account.walletAddress,
-                limited: r.limitMicroUsdc !== null,
-                limit_reset: r.limitReset as LimitReset,
-                max_price: r.maxPriceCentsPerDollar,
-                models: r.models,
-              },
-          );
-    if (row?.status !== "active") return null;
-    const now = this.clock.now();
-    // SPEC issue 28: after its expiry a key is refused exactly as a revoked one
-    if (isExpired(row.expires_at, now)) return null;
-    if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
-      void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);
-    }
-    return {
-      apiKeyId: row.id,
-      accountId: row.account_id,
-      walletAddress: row.wallet,
-      expiresAt: row.expires_at,
-      rules: {
-        limitReset: row.limited ? row.limit_reset : null,
-        maxPriceCents: row.max_price,
-        models: row.models,
-      },
-    };
+  /** `KeyAuthenticator.authenticate`. */
+  authenticate(plaintext: string): Promise<AuthenticatedKey | null> {
+    return this.auth.authenticate(plaintext);
   }
 }

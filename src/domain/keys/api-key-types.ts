@@ -1,6 +1,7 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { KeyRules } from "./key-period.js";
 import type { KeyPolicy, KeyPolicyChange, KeyUsage } from "./key-policy.js";
+import type { Scope } from "./key-scopes.js";
 
 /** The API key's shapes and scopes (src/domain/keys/api-key-service.ts re-exports them). */
 
@@ -21,6 +22,10 @@ export interface ApiKeyMetadata {
   source: KeySource;
   createdAt: Date;
   lastUsedAt: Date | null;
+  /** what the key may do (key-scopes.ts) */
+  scopes: Scope[];
+  /** the key it lives below (its minter), null: an account-level or session-minted key */
+  parentId: string | null;
 }
 
 /** A key as listings show it: metadata, policy and what it spent this period. */
@@ -38,8 +43,12 @@ export interface AuthenticatedKey {
   apiKeyId: string;
   accountId: string;
   walletAddress: string;
-  /** the key's expiry: checked on every use, cached or not */
+  /** the key's expiry, or an ancestor's if earlier: checked on every use, cached or not */
   expiresAt: Date | null;
+  /** what the key may do, within its ancestors' scopes */
+  scopes: Scope[];
+  /** root … parent: a change to any of them drops the key from authentication caches */
+  ancestorIds: readonly string[];
   /** what admission enforces of the key's policy (models, ceiling, budget; docs/decisions.md "Key budgets") */
   rules: KeyRules;
 }

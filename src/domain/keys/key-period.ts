@@ -49,15 +49,26 @@ function utc(year: number, month: number, day: number): Date {
 }
 
 /**
- * What the pipeline enforces of the calling API key's policy (src/domain/keys/key-policy.ts,
- * docs/decisions.md "Key budgets"): its limit's period (the budget held by `KeyBudgets`), its own
- * ceiling and the models it may call.
+ * What the pipeline enforces of the calling API key's policy and of its ancestors' (issues 28 and 38;
+ * src/domain/keys/key-chain.ts, docs/decisions.md "Key budgets"): whether a budget holds its
+ * requests (its own limit or an ancestor's: `KeyBudgets`), its effective ceiling, the models it may
+ * call (that it may call models at all is its `inference` scope, checked by the routes).
  */
 export interface KeyRules {
-  /** the period of the key's spending limit; null when the key has no limit */
-  limitReset: LimitReset | null;
-  /** the key's own ceiling (30-80), null when it has none */
+  /** the key or one of its ancestors has a spending limit: every request is held against them */
+  budgeted: boolean;
+  /** the key's effective ceiling (30-80: the lowest of its own and its ancestors'), null when none */
   maxPriceCents: number | null;
-  /** bare model ids the key may call; empty: every model */
+  /** bare model ids the key may call (its own list within its ancestors'); empty: every model */
   models: readonly string[];
+}
+
+/** Every reset's period at one instant: what a budget hold sends (`svc_key_reserve`). */
+export function budgetPeriods(now: Date): Record<LimitReset, BudgetPeriod> {
+  return {
+    daily: budgetPeriod("daily", now),
+    weekly: budgetPeriod("weekly", now),
+    monthly: budgetPeriod("monthly", now),
+    never: budgetPeriod("never", now),
+  };
 }

@@ -189,7 +189,8 @@ export function keyUsage(
 type Reader = Pick<Db, "$queryRaw"> | Pick<Prisma.TransactionClient, "$queryRaw">;
 
 /**
- * THE spend query: what each key was charged for its requests started in its current period
+ * THE spend query: what each key and every key below it (issue 38: a child's spend counts against
+ * its ancestors) were charged for their requests started in the key's current period
  * (`budgetPeriod(limitReset, now)`): the sum of its UTC days in `api_key_spend` (each ending adds
  * its charge in the transaction of the charge; a refunded video job takes its charge back), the
  * figure `svc_key_reserve` holds budgets against. One statement for any number of keys; a key with
@@ -214,8 +215,8 @@ export async function spentThisPeriod(
   const rows = await (db as Pick<Db, "$queryRaw">).$queryRaw<{ id: string; spent: bigint }[]>`
     SELECT k.id::text AS id,
            COALESCE((SELECT SUM(s.spent_micro_usdc)
-                       FROM api_key_spend s
-                      WHERE s.api_key_id = k.id
+                       FROM api_key_spend s JOIN api_keys d ON d.id = s.api_key_id
+                      WHERE (d.id = k.id OR d.ancestor_ids @> ARRAY[k.id])
                         AND (k.start IS NULL OR s.day >= k.start)
                         AND (k."end" IS NULL OR s.day < k."end")), 0)::bigint AS spent
       FROM jsonb_to_recordset(${JSON.stringify(periods)}::jsonb) AS k(id uuid, start date, "end" date)`;

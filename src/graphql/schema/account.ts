@@ -6,14 +6,21 @@ import type { Viewer } from "../../domain/identity/viewer.js";
 import { ACTIVE_API_KEYS } from "../../domain/keys/api-key-service.js";
 import type { LimitReset } from "../../domain/keys/key-period.js";
 import type { KeyUsage } from "../../domain/keys/key-policy.js";
+import { canonicalScopes, historyReader, requireScope, type Scope } from "../../domain/keys/key-scopes.js";
 import { Batcher } from "../../lib/batcher.js";
 import { DomainError } from "../../lib/errors.js";
 import { builder } from "../builder.js";
 import type { GraphQLContext } from "../context.js";
 
 /** The viewer, or a 401-equivalent error (scope-auth refuses anonymous callers first). */
-export function viewerOrThrow(ctx: GraphQLContext): Viewer {
+/**
+ * The caller, holding `scope` (key-scopes.ts `requireScope`: a Bearer key without it is 403
+ * `insufficient_scope`; a session holds every scope). `null`: the service called checks the caller
+ * itself (the key mutations).
+ */
+export function viewerOrThrow(ctx: GraphQLContext, scope: Scope | null): Viewer {
   if (!ctx.viewer) throw new DomainError("authentication_failed", "Authentication failed.");
+  if (scope) requireScope(ctx.viewer, scope);
   return ctx.viewer;
 }
 
@@ -96,6 +103,16 @@ export const KeyLimitResetEnum = builder.enumType("KeyLimitReset", {
   } as const,
 });
 
+export const KeyScopeEnum = builder.enumType("KeyScope", {
+  description:
+    "What an API key may do: INFERENCE (model routes, its own key and history), KEYS (mint, list, change, revoke keys below it), ACCOUNT (ceiling, webhooks, refill, account-wide reads).",
+  values: {
+    INFERENCE: { value: "inference" },
+    KEYS: { value: "keys" },
+    ACCOUNT: { value: "account" },
+  } as const,
+});
+
 export const ApiKeyRef = builder.prismaObject("ApiKey", {
   description:
     "API key metadata, its policy and what it spent this period (as GET /v1/agent/keys lists it). The plaintext is returned once, by createApiKey, and never again.",
@@ -106,6 +123,15 @@ export const ApiKeyRef = builder.prismaObject("ApiKey", {
     source: t.field({ type: KeySourceEnum, resolve: (k) => k.source }),
     createdAt: t.expose("createdAt", { type: "DateTime" }),
     lastUsedAt: t.expose("lastUsedAt", { type: "DateTime", nullable: true }),
+    scopes: t.field({
+      type: [KeyScopeEnum],
+      description: "what the key may do",
+      resolve: (k) => canonicalScopes(k.scopes),
+    }),
+    parentId: t.exposeID("parentId", {
+      nullable: true,
+      description: "the key it lives below (the key that minted it); null: an account-level or session-minted key",
+    }),
     limitUsdc: t.field({
       type: "MicroUsdc",
       nullable: true,
@@ -129,7 +155,8 @@ export const ApiKeyRef = builder.prismaObject("ApiKey", {
     }),
     spentUsdc: t.field({
       type: "MicroUsdc",
-      description: "what the key was charged for requests started in the current period (all time when NEVER)",
+      description:
+        "what the key and every key below it were charged for requests started in the current period (all time when NEVER)",
       resolve: async (k, _args, ctx) => (await usageOf(ctx, k)).spentMicroUsdc,
     }),
     remainingUsdc: t.field({
@@ -213,7 +240,7 @@ export const AccountRef = builder.prismaObject("Account", {
       select: { id: true },
       resolve: (a, args, ctx) => {
         // the viewer's own account only (Account is reached through `viewer`)
-        if (a.id !== viewerOrThrow(ctx).accountId) throw new DomainError("not_found", "Account not found.");
+        if (a.id !== viewerOrThrow(ctx, "account").accountId) throw new DomainError("not_found", "Account not found.");
         return resolveCursorConnection<Promise<LedgerLine[]>>(
           { args, toCursor: ledgerCursor },
           ({ before, after, limit, inverted }) =>
@@ -236,7 +263,9 @@ builder.queryField("viewer", (t) =>
     nullable: true,
     description: "The caller's account (session cookie or Bearer API key); null when anonymous.",
     resolve: (query, _root, _args, ctx) =>
-      ctx.viewer ? ctx.db.account.findUnique({ ...query, where: ctx.services.accounts.scopeFor(ctx.viewer) }) : null,
+      ctx.viewer
+        ? ctx.db.account.findUnique({ ...query, where: ctx.services.accounts.scopeFor(viewerOrThrow(ctx, "account")) })
+        : null,
   }),
 );
 
@@ -290,7 +319,7 @@ builder.queryField("myInferenceHistory", (t) =>
     },
     resolve: (_root, args, ctx) =>
       ctx.services.accounts.inferenceHistory({
-        accountId: viewerOrThrow(ctx).accountId,
+        ...historyReader(viewerOrThrow(ctx, null)),
         modality: args.modality ?? undefined,
         keyId: args.keyId === null || args.keyId === undefined ? undefined : String(args.keyId),
         from: args.from ?? undefined,

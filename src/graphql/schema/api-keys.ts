@@ -2,7 +2,7 @@ import { apiKeyScopeFor, type KeyUpdate } from "../../domain/keys/api-key-servic
 import type { LimitReset } from "../../domain/keys/key-period.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
-import { ApiKeyRef, KeyLimitResetEnum, viewerOrThrow } from "./account.js";
+import { ApiKeyRef, KeyLimitResetEnum, KeyScopeEnum, viewerOrThrow } from "./account.js";
 
 /**
  * A key's policy fields, the same on create and update (REST's `limitUsdc` decimal string is
@@ -41,6 +41,11 @@ const CreateApiKeyInput = builder.inputType("CreateApiKeyInput", {
       description: "the catalog ids the key is limited to (bare or `svc/`); omitted: every model",
     }),
     expiresAt: t.field({ type: "DateTime", description: "after it the key is refused; must be in the future" }),
+    scopes: t.field({
+      type: [KeyScopeEnum],
+      description:
+        "what the key may do; default: every scope of the minting key, or INFERENCE alone when the key has a policy; never more than the minting key holds",
+    }),
   }),
 });
 
@@ -50,7 +55,10 @@ const CreatedApiKey = builder.objectRef<{ apiKey: string; keyId: string }>("Crea
     key: t.prismaField({
       type: ApiKeyRef,
       resolve: (query, p, _args, ctx) =>
-        ctx.db.apiKey.findUniqueOrThrow({ ...query, where: { id: p.keyId, ...apiKeyScopeFor(viewerOrThrow(ctx)) } }),
+        ctx.db.apiKey.findUniqueOrThrow({
+          ...query,
+          where: { id: p.keyId, ...apiKeyScopeFor(viewerOrThrow(ctx, null)) },
+        }),
     }),
   }),
 });
@@ -62,12 +70,14 @@ builder.mutationField("createApiKey", (t) =>
     description: "Mints an API key (at most 10 active per account).",
     args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const v = viewerOrThrow(ctx);
+      const v = viewerOrThrow(ctx, null);
+      const { scopes, ...policy } = input;
       const k = await ctx.services.apiKeys.createKey({
-        accountId: v.accountId,
+        actor: v,
         name: input.name,
         source: v.credential === "bearer" ? "agent" : "session",
-        policy: keyChangeOf({ ...input, name: undefined }),
+        policy: keyChangeOf({ ...policy, name: undefined }),
+        scopes: scopes ?? undefined,
       });
       return { apiKey: k.apiKey, keyId: k.id };
     },
@@ -96,7 +106,7 @@ builder.mutationField("updateApiKey", (t) =>
           resolve: (query, p, _args, ctx) =>
             ctx.db.apiKey.findUniqueOrThrow({
               ...query,
-              where: { id: p.keyId, ...apiKeyScopeFor(viewerOrThrow(ctx)) },
+              where: { id: p.keyId, ...apiKeyScopeFor(viewerOrThrow(ctx, null)) },
             }),
         }),
       }),
@@ -106,10 +116,10 @@ builder.mutationField("updateApiKey", (t) =>
       "Changes one of the account's active keys: its name and policy (limit, period, ceiling, models, expiry). Another account's key or a revoked one is not_found; an expired one is conflict.",
     args: { input: t.arg({ type: UpdateApiKeyInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const v = viewerOrThrow(ctx);
+      const v = viewerOrThrow(ctx, null);
       const { id, ...change } = input;
       const k = await ctx.services.apiKeys.updateKey({
-        accountId: v.accountId,
+        actor: v,
         keyId: String(id),
         change: keyChangeOf(change),
       });
@@ -131,9 +141,9 @@ builder.mutationField("revokeApiKey", (t) =>
     description: "Revokes one of the account's active keys (the calling key included).",
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const v = viewerOrThrow(ctx);
+      const v = viewerOrThrow(ctx, null);
       const keyId = String(input.id);
-      await ctx.services.apiKeys.revokeKey({ accountId: v.accountId, keyId });
+      await ctx.services.apiKeys.revokeKey({ actor: v, keyId });
       return { id: keyId };
     },
   }),
@@ -158,7 +168,7 @@ builder.mutationField("setMaxPrice", (t) =>
     args: { input: t.arg({ type: SetMaxPriceInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
       ctx.services.accounts.setMaxPrice({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         maxPriceCentsPerDollar: input.maxPriceCentsPerDollar,
       }),
   }),
@@ -175,7 +185,7 @@ builder.subscriptionField("balanceChanged", (t) =>
     }),
     authScopes: { authenticated: true },
     description: "Owner only: fires when the viewer's balances, ceiling or API keys change, from any process.",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("balanceChanged", viewerOrThrow(ctx).accountId),
+    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("balanceChanged", viewerOrThrow(ctx, "account").accountId),
     resolve: (e) => e,
   }),
 );

@@ -1,6 +1,7 @@
 import { requestDetailArgs } from "../../contract/account.js";
 import { DEFAULT_RECENT_CLEARS, MAX_RECENT_CLEARS, recentClearsArgs } from "../../contract/market.js";
 import type { Savings } from "../../domain/accounts/account-types.js";
+import { historyReader } from "../../domain/keys/key-scopes.js";
 import { builder } from "../builder.js";
 import { withArgs } from "../validate.js";
 import { InferenceRequestRef, viewerOrThrow } from "./account.js";
@@ -46,7 +47,7 @@ builder.queryField("mySavings", (t) =>
     type: BuyerSavingsRef,
     authScopes: { authenticated: true },
     description: "The viewer's savings over every clear (the same numbers as GET /v1/account/savings).",
-    resolve: (_root, _args, ctx) => ctx.services.accounts.savings(viewerOrThrow(ctx).accountId),
+    resolve: (_root, _args, ctx) => ctx.services.accounts.savings(viewerOrThrow(ctx, "account").accountId),
   }),
 );
 
@@ -59,7 +60,7 @@ builder.queryField("myInferenceRequest", (t) =>
     args: { supportReference: t.arg.string({ required: true }) },
     resolve: withArgs(requestDetailArgs, (_root, args, ctx) =>
       ctx.services.accounts.requestDetail({
-        accountId: viewerOrThrow(ctx).accountId,
+        ...historyReader(viewerOrThrow(ctx, null)),
         supportReference: args.supportReference,
       }),
     ),

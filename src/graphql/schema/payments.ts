@@ -58,7 +58,7 @@ builder.subscriptionField("paymentConfirmed", (t) =>
     }),
     authScopes: { authenticated: true },
     description: "Owner only: fires when a payment of the viewer is confirmed, from any process.",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("paymentConfirmed", viewerOrThrow(ctx).accountId),
+    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("paymentConfirmed", viewerOrThrow(ctx, "account").accountId),
     resolve: (e) => e,
   }),
 );

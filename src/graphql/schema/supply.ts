@@ -160,7 +160,7 @@ builder.queryField("myUpstreamKeys", (t) =>
     resolve: (query, _root, _args, ctx) =>
       ctx.db.upstreamKey.findMany({
         ...query,
-        where: upstreamKeyScopeFor(viewerOrThrow(ctx)),
+        where: upstreamKeyScopeFor(viewerOrThrow(ctx, "account")),
         orderBy: newestFirst(),
       }),
   }),
@@ -175,7 +175,7 @@ builder.queryField("myOffers", (t) =>
     resolve: (query, _root, _args, ctx) =>
       ctx.db.offer.findMany({
         ...query,
-        where: offerScopeFor(viewerOrThrow(ctx)),
+        where: offerScopeFor(viewerOrThrow(ctx, "account")),
         orderBy: newestFirst(),
       }),
   }),
@@ -258,7 +258,7 @@ builder.queryField("mySupplierLedger", (t) =>
     args: { limit: t.arg.int({ required: false }), cursor: t.arg.string({ required: false }) },
     resolve: (_root, args, ctx) =>
       ctx.services.earnings.supplierLedger({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         limit: args.limit ?? undefined,
         cursor: args.cursor ?? undefined,
       }),
@@ -311,7 +311,7 @@ builder.queryField("mySupplierInferenceHistory", (t) =>
     args: { limit: t.arg.int({ required: false }), cursor: t.arg.string({ required: false }) },
     resolve: (_root, args, ctx) =>
       ctx.services.earnings.supplierInferenceHistory({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         limit: args.limit ?? undefined,
         cursor: args.cursor ?? undefined,
       }),
@@ -329,7 +329,7 @@ const UpstreamKeyPayload = builder
         resolve: (query, p, _args, ctx) =>
           ctx.db.upstreamKey.findUniqueOrThrow({
             ...query,
-            where: { id: p.upstreamKeyId, ...upstreamKeyScopeFor(viewerOrThrow(ctx)) },
+            where: { id: p.upstreamKeyId, ...upstreamKeyScopeFor(viewerOrThrow(ctx, "account")) },
           }),
       }),
       cancelledOffers: t.int({
@@ -346,7 +346,7 @@ const OfferPayload = builder.objectRef<{ offerId: string }>("OfferPayload").impl
       resolve: (query, p, _args, ctx) =>
         ctx.db.offer.findUniqueOrThrow({
           ...query,
-          where: { id: p.offerId, ...offerOwnerScopeFor(viewerOrThrow(ctx)) },
+          where: { id: p.offerId, ...offerOwnerScopeFor(viewerOrThrow(ctx, "account")) },
         }),
     }),
   }),
@@ -367,7 +367,7 @@ builder.mutationField("registerUpstreamKey", (t) =>
     args: { input: t.arg({ type: RegisterUpstreamKeyInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const k = await ctx.services.supply.registerUpstreamKey({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         upstreamApiKey: input.upstreamApiKey,
         label: input.label,
       });
@@ -388,7 +388,7 @@ builder.mutationField("revokeUpstreamKey", (t) =>
     args: { input: t.arg({ type: RevokeUpstreamKeyInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const r = await ctx.services.supply.revokeUpstreamKey({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         upstreamKeyId: String(input.id),
       });
       return { upstreamKeyId: r.upstreamKeyId, cancelledOffers: r.cancelledOffers };
@@ -419,7 +419,7 @@ builder.mutationField("postOffer", (t) =>
     args: { input: t.arg({ type: PostOfferInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.postOffer({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         upstreamKeyId: String(input.upstreamKeyId),
         priceCentsPerDollar: input.priceCentsPerDollar,
         quantityMicroDiem: input.quantity,
@@ -460,7 +460,7 @@ builder.mutationField("updateOffer", (t) =>
     args: { input: t.arg({ type: UpdateOfferInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.updateOffer({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         offerId: String(input.id),
         priceCentsPerDollar: input.priceCentsPerDollar ?? undefined,
         status: input.status ?? undefined,
@@ -482,7 +482,7 @@ builder.mutationField("cancelOffer", (t) =>
     args: { input: t.arg({ type: CancelOfferInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.cancelOffer({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         offerId: String(input.id),
       });
       return { offerId: o.id };
@@ -521,7 +521,7 @@ builder.subscriptionField("offerUpdated", (t) =>
     type: OfferUpdatedRef,
     authScopes: { session: true },
     description: "Owner only: fires when one of the viewer's offers or keys changes state, from any process.",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("offerUpdated", viewerOrThrow(ctx).accountId),
+    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("offerUpdated", viewerOrThrow(ctx, "account").accountId),
     resolve: (e) => e,
   }),
 );
@@ -531,7 +531,7 @@ builder.subscriptionField("earningsChanged", (t) =>
     type: EarningsChangedRef,
     authScopes: { session: true },
     description: "Owner only: fires when the viewer's supplier earnings or payouts change, from any process.",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("earningsChanged", viewerOrThrow(ctx).accountId),
+    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("earningsChanged", viewerOrThrow(ctx, "account").accountId),
     resolve: (e) => e,
   }),
 );

@@ -61,7 +61,7 @@ builder.queryField("myVideoJobs", (t) =>
       status: t.arg({ type: VideoJobStatusEnum, required: false }),
     },
     resolve: withArgs(videoJobsArgs, (_root, args, ctx) =>
-      ctx.services.videoJobs.list(viewerOrThrow(ctx).accountId, {
+      ctx.services.videoJobs.list(viewerOrThrow(ctx, "inference").accountId, {
         first: args.first,
         status: args.status ?? undefined,
       }),
@@ -76,7 +76,7 @@ builder.queryField("myVideoJob", (t) =>
     description: "One of the viewer's video jobs by queue id; another account's (or an unknown) id is not_found.",
     args: { queueId: t.arg.string({ required: true }) },
     resolve: withArgs(videoJobArgs, (_root, args, ctx) =>
-      ctx.services.videoJobs.view(viewerOrThrow(ctx).accountId, args.queueId),
+      ctx.services.videoJobs.view(viewerOrThrow(ctx, "inference").accountId, args.queueId),
     ),
   }),
 );
@@ -87,8 +87,8 @@ builder.subscriptionField("videoJobUpdated", (t) =>
     authScopes: { authenticated: true },
     description:
       "Owner only: fires when one of the viewer's video jobs changes state (delivered, refunded, expired, …), from any process; yields the job as it is now.",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("videoJobUpdated", viewerOrThrow(ctx).accountId),
+    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("videoJobUpdated", viewerOrThrow(ctx, "inference").accountId),
     // the event names the job; its current state is re-read (owner-checked) from the service
-    resolve: (e, _args, ctx) => ctx.services.videoJobs.view(viewerOrThrow(ctx).accountId, e.queueId),
+    resolve: (e, _args, ctx) => ctx.services.videoJobs.view(viewerOrThrow(ctx, "inference").accountId, e.queueId),
   }),
 );

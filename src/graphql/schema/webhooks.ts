@@ -96,7 +96,7 @@ builder.queryField("myWebhooks", (t) =>
     type: [WebhookRef],
     authScopes: { authenticated: true },
     description: "The viewer's webhook endpoints (GET /v1/webhooks), oldest first; at most 10.",
-    resolve: (_root, _args, ctx) => ctx.services.webhooks.list(viewerOrThrow(ctx).accountId),
+    resolve: (_root, _args, ctx) => ctx.services.webhooks.list(viewerOrThrow(ctx, "account").accountId),
   }),
 );
 
@@ -112,7 +112,7 @@ builder.queryField("myWebhookDeliveries", (t) =>
     },
     resolve: withArgs(webhookDeliveriesArgs, (_root, args, ctx) =>
       ctx.services.webhooks.deliveries({
-        accountId: viewerOrThrow(ctx).accountId,
+        accountId: viewerOrThrow(ctx, "account").accountId,
         webhookId: args.webhookId,
         limit: args.limit,
         cursor: args.cursor ?? undefined,
@@ -148,7 +148,7 @@ builder.mutationField("createWebhook", (t) =>
       "Registers a webhook endpoint (at most 10 per account: webhook_limit_reached). Supplier events need a session.",
     args: { input: t.arg({ type: CreateWebhookInput, required: true }) },
     resolve: (_root, { input }, ctx) => {
-      const v = viewerOrThrow(ctx);
+      const v = viewerOrThrow(ctx, "account");
       return ctx.services.webhooks.register({
         accountId: v.accountId,
         credential: v.credential,
@@ -175,7 +175,7 @@ builder.mutationField("deleteWebhook", (t) =>
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const id = String(input.id);
-      await ctx.services.webhooks.remove(viewerOrThrow(ctx).accountId, id);
+      await ctx.services.webhooks.remove(viewerOrThrow(ctx, "account").accountId, id);
       return { id: id.toLowerCase() };
     },
   }),
@@ -188,7 +188,7 @@ builder.mutationField("rotateWebhookSecret", (t) =>
     description: "A new signing secret, shown once; the old one stops at once.",
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
-      ctx.services.webhooks.rotateSecret(viewerOrThrow(ctx).accountId, String(input.id)),
+      ctx.services.webhooks.rotateSecret(viewerOrThrow(ctx, "account").accountId, String(input.id)),
   }),
 );
 
@@ -198,7 +198,8 @@ builder.mutationField("enableWebhook", (t) =>
     authScopes: { authenticated: true },
     description: "A disabled endpoint receives events again (from now on).",
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
-    resolve: (_root, { input }, ctx) => ctx.services.webhooks.enable(viewerOrThrow(ctx).accountId, String(input.id)),
+    resolve: (_root, { input }, ctx) =>
+      ctx.services.webhooks.enable(viewerOrThrow(ctx, "account").accountId, String(input.id)),
   }),
 );
 
@@ -208,7 +209,8 @@ builder.mutationField("sendTestWebhook", (t) =>
     authScopes: { authenticated: true },
     description: "Sends `webhook.test` to the endpoint; its delivery-log row (queued).",
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
-    resolve: (_root, { input }, ctx) => ctx.services.webhooks.sendTest(viewerOrThrow(ctx).accountId, String(input.id)),
+    resolve: (_root, { input }, ctx) =>
+      ctx.services.webhooks.sendTest(viewerOrThrow(ctx, "account").accountId, String(input.id)),
   }),
 );
 
@@ -224,7 +226,7 @@ builder.subscriptionField("webhookUpdated", (t) =>
     }),
     authScopes: { authenticated: true },
     description: "Owner only: fires when a webhook delivery or endpoint of the viewer changes, from any process.",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("webhookUpdated", viewerOrThrow(ctx).accountId),
+    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("webhookUpdated", viewerOrThrow(ctx, "account").accountId),
     resolve: (e) => e,
   }),
 );

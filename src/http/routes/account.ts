@@ -1,6 +1,7 @@
 import { Router } from "express";
 import { createKeyBody, historyQuery, maxPriceBody, updateKeyBody } from "../../contract/account.js";
 import { idParam } from "../../contract/common.js";
+import { historyReader } from "../../domain/keys/key-scopes.js";
 import type { Runtime } from "../../runtime.js";
 import { requireSameOrigin, requireSession, viewerOf } from "../auth.js";
 import { answerHistory } from "../history.js";
@@ -35,17 +36,18 @@ export function accountRoutes(rt: Runtime): Router {
   });
 
   r.get("/v1/account/api-keys", session, async (_req, res) => {
-    const { keys, cap } = await apiKeys.listActive(viewerOf(res).accountId);
+    const { keys, cap } = await apiKeys.listActive(viewerOf(res));
     res.json({ keys: keys.map(presentKey), cap, active: keys.length });
   });
 
   r.post("/v1/account/api-keys", session, async (req, res) => {
     const body = parse(createKeyBody, req.body);
     const k = await apiKeys.createKey({
-      accountId: viewerOf(res).accountId,
+      actor: viewerOf(res),
       name: body.name,
       source: "session",
       policy: keyChangeOf(body),
+      scopes: body.scopes,
     });
     res.status(201).json({ ...presentKey(k), apiKey: k.apiKey });
   });
@@ -53,19 +55,17 @@ export function accountRoutes(rt: Runtime): Router {
   r.patch("/v1/account/api-keys/:id", session, async (req, res) => {
     const { id: keyId } = parse(idParam, req.params);
     const body = parse(updateKeyBody, req.body);
-    res.json(
-      presentKey(await apiKeys.updateKey({ accountId: viewerOf(res).accountId, keyId, change: keyChangeOf(body) })),
-    );
+    res.json(presentKey(await apiKeys.updateKey({ actor: viewerOf(res), keyId, change: keyChangeOf(body) })));
   });
 
   r.delete("/v1/account/api-keys/:id", session, async (req, res) => {
     const { id: keyId } = parse(idParam, req.params);
-    await apiKeys.revokeKey({ accountId: viewerOf(res).accountId, keyId });
+    await apiKeys.revokeKey({ actor: viewerOf(res), keyId });
     res.json(STATUS_OK);
   });
 
   r.get("/v1/account/inference-history", session, async (req, res) => {
-    await answerHistory(rt.services, res, viewerOf(res).accountId, parse(historyQuery, req.query));
+    await answerHistory(rt.services, res, historyReader(viewerOf(res)), parse(historyQuery, req.query));
   });
 
   r.get("/v1/account/savings", session, async (_req, res) => {

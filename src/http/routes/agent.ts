@@ -2,6 +2,7 @@ import { Router } from "express";
 import { createKeyBody, updateKeyBody } from "../../contract/account.js";
 import { type AgentMeResponse, agentRequestsQuery, maxPriceBody } from "../../contract/agent.js";
 import { idParam, supportReferenceParam } from "../../contract/common.js";
+import { historyReader } from "../../domain/keys/key-scopes.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, viewerOf } from "../auth.js";
 import { answerHistory } from "../history.js";
@@ -14,15 +15,17 @@ export function agentRoutes(rt: Runtime): Router {
   const r = Router();
   const { accounts, apiKeys } = rt.services;
   const bearer = requireBearer(rt.services);
+  // the account's own settings and figures (issue 38: a key without `account` is 403 insufficient_scope)
+  const accountKey = requireBearer(rt.services, { scope: "account" });
 
-  r.get("/v1/agent/me", bearer, async (_req, res) => {
+  r.get("/v1/agent/me", accountKey, async (_req, res) => {
     const a = await accounts.getSummary(viewerOf(res));
     const body: AgentMeResponse = presentAgentMe(a, rt.config.chain.confirmationBlocks);
     res.json(body);
   });
 
   // any walletAddress in the body is ignored: the key decides the account
-  r.patch("/v1/agent/max-price", bearer, async (req, res) => {
+  r.patch("/v1/agent/max-price", accountKey, async (req, res) => {
     const body = parse(maxPriceBody, req.body);
     res.json(
       await accounts.setMaxPrice({
@@ -35,10 +38,11 @@ export function agentRoutes(rt: Runtime): Router {
   r.post("/v1/agent/keys", bearer, async (req, res) => {
     const body = parse(createKeyBody, req.body);
     const k = await apiKeys.createKey({
-      accountId: viewerOf(res).accountId,
+      actor: viewerOf(res),
       name: body.name,
       source: "agent",
       policy: keyChangeOf(body),
+      scopes: body.scopes,
     });
     res.status(201).json({ ...presentKey(k), apiKey: k.apiKey });
   });
@@ -46,9 +50,7 @@ export function agentRoutes(rt: Runtime): Router {
   r.patch("/v1/agent/keys/:id", bearer, async (req, res) => {
     const { id: keyId } = parse(idParam, req.params);
     const body = parse(updateKeyBody, req.body);
-    res.json(
-      presentKey(await apiKeys.updateKey({ accountId: viewerOf(res).accountId, keyId, change: keyChangeOf(body) })),
-    );
+    res.json(presentKey(await apiKeys.updateKey({ actor: viewerOf(res), keyId, change: keyChangeOf(body) })));
   });
 
   // the calling key: its policy and what it spent this period (OpenRouter's GET /api/v1/key)
@@ -58,24 +60,24 @@ export function agentRoutes(rt: Runtime): Router {
   });
 
   r.get("/v1/agent/keys", bearer, async (_req, res) => {
-    const { keys, cap } = await apiKeys.listActive(viewerOf(res).accountId);
+    const { keys, cap } = await apiKeys.listActive(viewerOf(res));
     res.json({ keys: keys.map(presentKey), cap, active: keys.length });
   });
 
   r.delete("/v1/agent/keys/:id", bearer, async (req, res) => {
     const { id: keyId } = parse(idParam, req.params);
-    await apiKeys.revokeKey({ accountId: viewerOf(res).accountId, keyId });
+    await apiKeys.revokeKey({ actor: viewerOf(res), keyId });
     res.json(STATUS_OK);
   });
 
   r.get("/v1/agent/requests", bearer, async (req, res) => {
-    await answerHistory(rt.services, res, viewerOf(res).accountId, parse(agentRequestsQuery, req.query));
+    await answerHistory(rt.services, res, historyReader(viewerOf(res)), parse(agentRequestsQuery, req.query));
   });
 
   r.get("/v1/agent/requests/:support_reference", bearer, async (req, res) => {
     const { support_reference: ref } = parse(supportReferenceParam, req.params);
     res.json(
-      presentHistoryRow(await accounts.requestDetail({ accountId: viewerOf(res).accountId, supportReference: ref })),
+      presentHistoryRow(await accounts.requestDetail({ ...historyReader(viewerOf(res)), supportReference: ref })),
     );
   });
   return r;

@@ -43,6 +43,6 @@ export function fundingRoutes(rt: Runtime): Router {
 
   r.post("/v1/x402/signup", handler("signup"));
   r.post("/v1/x402/top-up", requireSameOrigin(rt.config), requireSession(rt.services), handler("top_up"));
-  r.post("/v1/x402/refill", requireBearer(rt.services), handler("refill"));
+  r.post("/v1/x402/refill", requireBearer(rt.services, { scope: "account" }), handler("refill"));
   return r;
 }

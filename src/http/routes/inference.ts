@@ -126,7 +126,7 @@ async function serveInference<R extends ModalityRequest>(
  * which the fast path below and Express's router both run.
  */
 function hotPosts(rt: Runtime): ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>> {
-  const key = bearerCheck(rt.services, { cached: true });
+  const key = bearerCheck(rt.services, { cached: true, scope: "inference" });
   const { chat, responses } = rt.services;
   const post = <R extends ModalityRequest>(svc: InferenceEndpoint<R>) => {
     const handler = (viewer: Viewer, req: IncomingMessage, res: ServerResponse) =>
@@ -183,7 +183,7 @@ function serveFast(
  */
 export function inferenceRoutes(rt: Runtime): Router {
   const r = Router();
-  const bearer = requireBearer(rt.services, { cached: true });
+  const bearer = requireBearer(rt.services, { cached: true, scope: "inference" });
   for (const [path, post] of hotPosts(rt)) r.post(path, post);
   // images: synchronous, buffered only (a `stream: true` body is a 400)
   const { image, imagesOpenAi } = rt.services;

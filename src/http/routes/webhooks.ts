@@ -54,7 +54,7 @@ export function presentWebhookDelivery(d: WebhookDeliveryView) {
 export function webhookRoutes(rt: Runtime): Router {
   const r = Router();
   const { webhooks } = rt.services;
-  const auth = requireBearerOrSession(rt.services);
+  const auth = requireBearerOrSession(rt.services, { scope: "account" });
   const sameOrigin = requireSameOrigin(rt.config);
   r.use("/v1/webhooks", (req, res, next) =>
     readCookie(req, SESSION_COOKIE) !== undefined ? sameOrigin(req, res, next) : next(),

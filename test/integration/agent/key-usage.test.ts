@@ -25,7 +25,7 @@ interface Key {
 }
 let user: SignedInUser;
 let keyA: Key; // daily limit 5 USDC, minted on the session route
-let keyB: Key; // no limit, minted by key A on the agent route
+let keyB: Key; // no limit, minted on the agent route by an account-level key (so beside key A, not below it)
 let keyC: Key; // a hostile name, for the CSV guard
 const costs = new Map<string, bigint[]>();
 let confirmedBefore: bigint;
@@ -107,9 +107,15 @@ beforeAll(async () => {
     expect(r.status, JSON.stringify(r.body)).toBe(201);
     return r.body as Key;
   };
-  keyA = await mint("/v1/account/api-keys", session(), { name: "agent-a", limitUsdc: "5.000000", limitReset: "daily" });
-  keyB = await mint("/v1/agent/keys", bearer(keyA), { name: "agent-b" });
-  keyC = await mint("/v1/agent/keys", bearer(keyA), { name: INJECTED_NAME });
+  keyA = await mint("/v1/account/api-keys", session(), {
+    name: "agent-a",
+    limitUsdc: "5.000000",
+    limitReset: "daily",
+    scopes: ["inference", "keys", "account"],
+  });
+  const owner = await mint("/v1/account/api-keys", session(), { name: "owner" });
+  keyB = await mint("/v1/agent/keys", bearer(owner), { name: "agent-b" });
+  keyC = await mint("/v1/agent/keys", bearer(owner), { name: INJECTED_NAME });
   await buffered(keyA, 20);
   await buffered(keyB, 30);
   await buffered(keyA, 45);
@@ -167,6 +173,8 @@ describe("a key's spend this period, wherever keys are listed", () => {
       source: "session",
       createdAt: expect.any(String),
       lastUsedAt: expect.any(String),
+      scopes: ["inference", "keys", "account"],
+      parentId: null,
       limitUsdc: "5.000000",
       limitReset: "daily",
       maxPriceCentsPerDollar: null,
@@ -249,10 +257,11 @@ describe("a key's spend this period, wherever keys are listed", () => {
         spentUsdc: formatDecimal6(spentOf(keyA) - firstCost),
         remainingUsdc: formatDecimal6(5_000_000n - spentOf(keyA) + firstCost),
       });
+      // its owner changes its period (a key never changes its own policy: issue 38)
       const never = await call(app(), {
         method: "PATCH",
-        path: `/v1/agent/keys/${keyA.id}`,
-        headers: bearer(keyA),
+        path: `/v1/account/api-keys/${keyA.id}`,
+        headers: session(),
         body: { limitReset: "never" },
       });
       expect(never.body).toMatchObject({ spentUsdc: formatDecimal6(spentOf(keyA)), resetsAt: null });

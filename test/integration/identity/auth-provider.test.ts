@@ -20,7 +20,11 @@ async function signupAccount(app: TestApp, wallet: Wallet) {
   const account = await app.rt.db.$transaction((tx) =>
     upsertAccountByWallet(tx, { walletAddress: wallet.address, provider: "x402", maxPriceCentsPerDollar: 60 }),
   );
-  const key = await app.rt.services.apiKeys.createKey({ accountId: account.id, name: "signup", source: "signup" });
+  const key = await app.rt.services.apiKeys.createKey({
+    actor: { accountId: account.id, credential: "session" },
+    name: "signup",
+    source: "signup",
+  });
   return { accountId: account.id, apiKey: key.apiKey };
 }
 

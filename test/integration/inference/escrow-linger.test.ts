@@ -98,7 +98,10 @@ describe("lingering escrow slices", () => {
     expect((await chat(world.peer, buyer.apiKey, MSG)).status).toBe(200);
     expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
     const keyId = (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
-    await world.app.rt.services.apiKeys.revokeKey({ accountId: buyer.accountId, keyId });
+    await world.app.rt.services.apiKeys.revokeKey({
+      actor: { accountId: buyer.accountId, credential: "session" },
+      keyId,
+    });
     await expect.poll(async () => (await chat(world.peer, buyer.apiKey, MSG)).status, { timeout: 5_000 }).toBe(401);
     await lingerOver(buyer.accountId);
     await assertBooksBalance(world.app.rt.db);

@@ -132,7 +132,10 @@ describe("escrow", () => {
 
     // revocation: through this process's API; the peer refuses the key although its cache is warm
     const keyId = (await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
-    await world.app.rt.services.apiKeys.revokeKey({ accountId: buyer.accountId, keyId });
+    await world.app.rt.services.apiKeys.revokeKey({
+      actor: { accountId: buyer.accountId, credential: "session" },
+      keyId,
+    });
     const revoked = await eventually(
       () => chat(world.peer, buyer.apiKey, { ...MSG(), model: "no-such-model" }),
       (r) => r.status === 401,

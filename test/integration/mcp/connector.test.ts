@@ -152,6 +152,7 @@ describe("tools", () => {
       "maxPriceCentsPerDollar",
       "models",
       "expiresAt",
+      "scopes",
     ]);
     expect(JSON.stringify(createKey?.properties)).toContain('"pattern":"^\\\\d+\\\\.\\\\d{6}$"');
     expect(byName.get("agent_key")?.annotations?.readOnlyHint).toBe(true);

@@ -11,6 +11,8 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   insufficient_balance: 402,
   key_budget_exceeded: 402,
   model_not_allowed: 403,
+  insufficient_scope: 403,
+  forbidden: 403,
   payment_required: 402,
   invalid_payment: 402,
   payer_mismatch: 403,

@@ -6,10 +6,10 @@
 // test/integration/inference/key-budgets.test.ts and, for the rollover over HTTP with a moved clock,
 // test/integration/inference/key-budget-rollover.test.ts.
 import { afterEach, describe, expect, test } from "vitest";
-import { maxChargeFor } from "../../../src/domain/inference/admission.js";
+import { maxChargeFor, textPricer } from "../../../src/domain/inference/admission.js";
 import { answered } from "../../../src/domain/inference/lanes.js";
 import type { AttemptingSession, KeyRules } from "../../../src/domain/inference/session.js";
-import { type MemoryWorld, memoryPipeline, openText } from "../../../testkit/memory-pipeline.js";
+import { type MemoryWorld, memoryPipeline, openText, TEXT_MODEL } from "../../../testkit/memory-pipeline.js";
 import type { MemoryMarket } from "../../../testkit/memory-stores.js";
 
 let world: MemoryWorld;
@@ -17,14 +17,19 @@ afterEach(async () => {
   await world?.pipeline.close();
 });
 
-const DAILY: KeyRules = { limitReset: "daily", maxPriceCents: null, models: [] };
+const DAILY: KeyRules = { budgeted: true, maxPriceCents: null, models: [] };
 
 const settle = (session: AttemptingSession, completionTokens = 10) =>
   world.pipeline.run(session, async () =>
     answered({ kind: "settled", usage: { promptTokens: 100, completionTokens } }, null),
   );
 
-function limitKey(market: MemoryMarket, apiKeyId: string, limit: bigint, reset: KeyRules["limitReset"] = "daily") {
+function limitKey(
+  market: MemoryMarket,
+  apiKeyId: string,
+  limit: bigint,
+  reset: "daily" | "weekly" | "monthly" | "never" = "daily",
+) {
   const k = market.tables.apiKeys.get(apiKeyId);
   if (!k) throw new Error("no key");
   k.limitMicroUsdc = limit;
@@ -121,7 +126,7 @@ describe("a key's budget", () => {
     await settle(next);
     // a `never` key does not roll over
     limitKey(world.market, buyer.apiKeyId, spent(world.market, buyer.apiKeyId), "never");
-    const never: KeyRules = { ...DAILY, limitReset: "never" };
+    const never: KeyRules = { ...DAILY };
     expect(await openText(world, buyer, { maxTokens: 500, key: never }).catch((e: unknown) => e)).toMatchObject({
       code: "key_budget_exceeded",
       details: { resetsAt: null, remainingUsdc: "0.000000" },
@@ -164,13 +169,13 @@ describe("a key's models and ceilings", () => {
     world = memoryPipeline();
     const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n });
     world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50_000_000n });
-    const err = await openText(world, buyer, { key: { ...DAILY, limitReset: null, models: ["other-model"] } }).catch(
+    const err = await openText(world, buyer, { key: { ...DAILY, budgeted: false, models: ["other-model"] } }).catch(
       (e: unknown) => e,
     );
     expect(err).toMatchObject({ code: "model_not_allowed", status: 403 });
     expect(world.market.tables.requests).toHaveLength(0);
     expect(world.gates.held()).toEqual([]);
-    const listed = await openText(world, buyer, { key: { ...DAILY, limitReset: null, models: ["mem-text"] } });
+    const listed = await openText(world, buyer, { key: { ...DAILY, budgeted: false, models: ["mem-text"] } });
     await settle(listed);
   });
 
@@ -178,7 +183,7 @@ describe("a key's models and ceilings", () => {
     world = memoryPipeline();
     const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 70 });
     world.market.addOffer({ priceCents: 45, quantityMicroDiem: 50_000_000n });
-    const key = { ...DAILY, limitReset: null, maxPriceCents: 40 };
+    const key = { ...DAILY, budgeted: false, maxPriceCents: 40 };
     const err = await openText(world, buyer, { key }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "no_eligible_supply", details: { buyerMaxCents: 40, cheapestPostedCents: 45 } });
     expect(world.market.tables.requests.at(-1)).toMatchObject({ ceiling: 40 });
@@ -192,5 +197,46 @@ describe("a key's models and ceilings", () => {
       code: "no_eligible_supply",
       details: { buyerMaxCents: 44 },
     });
+  });
+});
+
+describe("a hold and its charge fall in the same period (issue 38, Deliver 4)", () => {
+  test("a request started before UTC midnight whose admission ends after it is held in the day it started", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 100_000_000n, ceilingCents: 50 });
+    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 500_000_000n, expiresAt: new Date("2030-02-01Z") });
+    const each = maxChargeFor(2_100n, 50);
+    limitKey(world.market, buyer.apiKeyId, 10n * each);
+    // 23:59:59 UTC: spend the day's budget down to less than one request's maximum
+    world.clock.advance(12 * 3600_000 - 1000);
+    await settle(await openText(world, buyer, { maxTokens: 500, key: DAILY }), 500);
+    limitKey(world.market, buyer.apiKeyId, spent(world.market, buyer.apiKeyId) + each / 2n);
+    // a request that starts now and is priced by an upstream quote that takes two seconds (a video
+    // quote): its admission ends after midnight; its charge counts on its start day
+    const slow = world.pipeline.open({
+      accountId: buyer.accountId,
+      apiKeyId: buyer.apiKeyId,
+      route: "chat",
+      modality: "text",
+      model: TEXT_MODEL.id,
+      stream: false,
+      key: DAILY,
+      askPrice: async () => {
+        world.clock.advance(2000);
+        return textPricer(TEXT_MODEL, 100, 500);
+      },
+    });
+    const outcome = await slow.then(
+      async (s) => {
+        await settle(s, 500);
+        return s;
+      },
+      (e: unknown) => e,
+    );
+    // either refused, or sized down to what the start day leaves: never more than that day's limit
+    const day = "2030-01-15";
+    const charged = world.market.tables.keySpend.get(`${buyer.apiKeyId}/${day}`) ?? 0n;
+    const limit = world.market.tables.apiKeys.get(buyer.apiKeyId)?.limitMicroUsdc ?? 0n;
+    expect(charged, String(outcome)).toBeLessThanOrEqual(limit);
   });
 });
