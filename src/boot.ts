@@ -7,6 +7,7 @@ import { type Config, loadConfig, processEnv, type Role } from "./config.js";
 import { createHttpApp, createProbeApp, type HttpApp } from "./http/app.js";
 import type { WebDev } from "./http/routes/web.js";
 import { logger, setLogLevel } from "./lib/logger.js";
+import { displayUrl } from "./lib/url-display.js";
 import { createRuntime, type Runtime } from "./runtime.js";
 
 /**
@@ -96,12 +97,16 @@ async function checkChainId(config: Config): Promise<void> {
   const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000).unref());
   const result = await Promise.race([gateway.getChainId(), timeout]);
   if (!result?.ok) {
-    logger.warn({ rpc: config.chain.rpcUrl, failure: result?.failure }, "CHAIN_RPC_URL did not answer; continuing");
+    logger.warn(
+      { rpc: displayUrl(config.chain.rpcUrl), failure: result?.failure },
+      "CHAIN_RPC_URL did not answer; continuing",
+    );
     return;
   }
   if (result.value !== config.chain.id) {
     throw new StartupError(
-      `CHAIN_ID: the RPC at ${config.chain.rpcUrl} reports chain ${result.value}, expected ${config.chain.id}`,
+      // the RPC's URL may carry its provider's key (in the path or the query): scheme, host and port only
+      `CHAIN_ID: the RPC at ${displayUrl(config.chain.rpcUrl)} reports chain ${result.value}, expected ${config.chain.id}`,
     );
   }
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { displayUrl } from "./lib/url-display.js";
 
 /**
  * The only module that reads the environment. Mirrors ../shared/CONTRACT.md "Environment":
@@ -34,19 +35,40 @@ function intIn(min: number, max: number) {
   });
 }
 
-function url(protocols: string[]) {
+/** How to write a password with reserved characters in a connection URL (RFC 3986). */
+const PERCENT_ENCODE_HINT =
+  "percent-encode reserved characters of the user and password (RFC 3986: / as %2F, + as %2B, = as %3D, @ as %40, : as %3A, # as %23, ? as %3F, % as %25)";
+
+/**
+ * A URL of one of `protocols`. Its value is never echoed whole (issue 38): a URL can carry a
+ * password (userinfo), an API key (an RPC provider's path) or a token (the query), so an error shows
+ * only the scheme or, when it parses, `displayUrl`'s scheme, host and port. With `credentials`, the
+ * user and password must percent-decode, as pg and Prisma decode them (a stray `%` would make them
+ * throw at the first connection), and a failure says how to encode them.
+ */
+function url(protocols: string[], opts: { credentials?: boolean } = {}) {
+  const expected = `expected a ${protocols.map((p) => p.replace(":", "")).join("/")} URL`;
   return z.string().superRefine((s, ctx) => {
-    let parsed: URL | undefined;
+    const fail = (message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, message });
+    let parsed: URL;
     try {
       parsed = new URL(s);
     } catch {
-      parsed = undefined;
+      const hint = opts.credentials ? `; ${PERCENT_ENCODE_HINT}` : "";
+      fail(`${expected}; the value does not parse as a URL (not shown: it may hold a password)${hint}`);
+      return;
     }
-    if (!parsed || !protocols.includes(parsed.protocol)) {
-      ctx.addIssue({
-        code: z.ZodIssueCode.custom,
-        message: `expected a ${protocols.map((p) => p.replace(":", "")).join("/")} URL, got "${s}"`,
-      });
+    if (!protocols.includes(parsed.protocol)) {
+      fail(`${expected}, got one with scheme ${parsed.protocol} (${displayUrl(s)})`);
+      return;
+    }
+    if (opts.credentials) {
+      try {
+        decodeURIComponent(parsed.username);
+        decodeURIComponent(parsed.password);
+      } catch {
+        fail(`the user or password has a % that is not a percent-escape (not shown); ${PERCENT_ENCODE_HINT}`);
+      }
     }
   });
 }
@@ -102,8 +124,13 @@ function parseKey32(s: string): Buffer | undefined {
 const envSchema = z.object({
   PORT: withDefault(intIn(0, 65535), "8080"),
   HOST: withDefault(z.string().min(1), "127.0.0.1"),
-  DATABASE_URL: withDefault(url(["postgresql:", "postgres:"]), "postgresql://postgres@127.0.0.1:5432/svc"),
-  REDIS_URL: withDefault(url(["redis:", "rediss:"]), "redis://127.0.0.1:6379"),
+  DATABASE_URL: withDefault(
+    url(["postgresql:", "postgres:"], { credentials: true }),
+    "postgresql://postgres@127.0.0.1:5432/svc",
+  ),
+  /** not in CONTRACT: DATABASE_URL's password as it is (any characters); when set, it replaces the URL's, percent-encoded */
+  DATABASE_PASSWORD: optionalString,
+  REDIS_URL: withDefault(url(["redis:", "rediss:"], { credentials: true }), "redis://127.0.0.1:6379"),
   BASE_URL: optional(url(["http:", "https:"])),
   MCP_URL: optional(url(["http:", "https:"])),
   WEB_URL: optional(url(["http:", "https:"])),
@@ -124,7 +151,10 @@ const envSchema = z.object({
         const u = new URL(s);
         if (u.protocol === "http:" || u.protocol === "https:") return;
       } catch {}
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected "local" or an http(s) URL, got "${s}"` });
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `expected "local" or an http(s) URL, got ${displayUrl(s)}`,
+      });
     }),
     "https://api.cdp.coinbase.com/platform/v2/x402",
   ),
@@ -324,7 +354,11 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       web: stripSlash(e.WEB_URL ?? `${base}/app`),
       docs: stripSlash(e.DOCS_URL ?? `${base}/docs`),
     },
-    database: { url: e.DATABASE_URL, poolSize: Number(e.DB_POOL_SIZE), workerPoolSize: Number(e.WORKER_DB_POOL_SIZE) },
+    database: {
+      url: withPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
+      poolSize: Number(e.DB_POOL_SIZE),
+      workerPoolSize: Number(e.WORKER_DB_POOL_SIZE),
+    },
     redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX },
     upstream: { baseUrl: stripSlash(e.UPSTREAM_BASE_URL), catalogSyncKey: e.CATALOG_SYNC_KEY },
     chain: {
@@ -373,6 +407,19 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
     logLevel: e.LOG_LEVEL,
   };
   return { ok: true, config: deepFreeze(config) };
+}
+
+/**
+ * DATABASE_URL with DATABASE_PASSWORD in place of its password, percent-encoded (RFC 3986), so a
+ * password with `/`, `+`, `=` or any other character needs no encoding by whoever sets it (compose
+ * passes the Postgres container's own password this way). pg, Prisma's pg adapter and the migration
+ * runner all read the URL and decode it back.
+ */
+function withPassword(databaseUrl: string, password: string | undefined): string {
+  if (password === undefined) return databaseUrl;
+  const u = new URL(databaseUrl);
+  u.password = encodeURIComponent(password);
+  return u.toString();
 }
 
 /** An OTLP base endpoint's URL for one signal (the OTLP exporter specification: `<endpoint>/v1/traces`). */

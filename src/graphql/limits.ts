@@ -15,6 +15,7 @@ import type { CostBudget } from "../adapters/redis/budget.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { errorPayload } from "../http/error-response.js";
 import type { Clock } from "../lib/clock.js";
+import { nestingPastLimit } from "../lib/document-nesting.js";
 import { DomainError, type ErrorCode, errors } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
 import { logger } from "../lib/logger.js";
@@ -24,7 +25,8 @@ import { logger } from "../lib/logger.js";
  * - argument text Postgres cannot store (the REST side refuses it at its JSON parser; GraphQL
  *   arguments also arrive as document literals and as variables from a GET query string);
  * - documents past the per-operation limits (GraphQL Armor: depth, aliases, tokens, cost), so one
- *   request cannot recurse through `myOffers → upstreamKey → offers` or run 10,000 aliases;
+ *   request cannot recurse through `myOffers → upstreamKey → offers` or run 10,000 aliases, and
+ *   documents nested deeper than the parser's stack allows (issue 38), refused before it runs;
  * - callers past their cost budget: every executed operation's cost is spent on a per-caller
  *   (account, or IP when anonymous) budget in Redis; past it, `rate_limited` (HTTP 429);
  * - a bare 415 from yoga, answered with the JSON error shape;
@@ -36,9 +38,51 @@ import { logger } from "../lib/logger.js";
 /**
  * Per-operation limits. The web app's heaviest operation (the supplier dashboard, `myOffers(first:
  * 30)`) has depth 5, no alias and cost about 6,400 as urql sends it; GraphiQL's introspection query has
- * 183 tokens (introspection costs nothing and has no depth limit under Armor's defaults).
+ * 183 tokens (introspection costs nothing and has no depth limit under Armor's defaults) and nests 10
+ * brackets deep. `maxNesting` bounds `{`, `[` and `(` inside one another before the parser runs (the
+ * parser recurses on each; the token limit alone lets ~2,000 levels through, past the stack): 64, as
+ * a JSON body (lib/json-safety.ts), far above any real document (selections are at most 10 deep).
  */
-export const GRAPHQL_LIMITS = { maxDepth: 10, maxAliases: 20, maxTokens: 2_000, maxCost: 10_000 } as const;
+export const GRAPHQL_LIMITS = {
+  maxDepth: 10,
+  maxAliases: 20,
+  maxTokens: 2_000,
+  maxCost: 10_000,
+  maxNesting: 64,
+} as const;
+
+/**
+ * A refusal of a per-operation limit: `invalid_request` with `details.limit`, and HTTP 400 on every
+ * Accept (`extensions.http`, which yoga turns into the status and leaves out of the body; see
+ * `useLimitStatus`). GraphQL over HTTP answers a request error 200 under `application/json`; a limit
+ * is the service's, not the language's, and a client must not send it again unchanged (issue 38).
+ */
+function limitExtensions(limit: string) {
+  return { code: "invalid_request", status: 400, details: { limit }, http: { status: 400 } };
+}
+
+interface HttpHint {
+  status?: number;
+  spec?: boolean;
+}
+
+/**
+ * yoga marks every parse and validation error as a GraphQL-over-HTTP "spec" error (`http.spec`),
+ * which it answers 200 under `application/json` and `text/event-stream` whatever status the error
+ * asks for. A limit refusal (`details.limit`) is not one: just before the answer is written, its mark
+ * is taken off, so the status it carries (400) is the answer's on every Accept.
+ */
+function useLimitStatus(): Plugin {
+  return {
+    onResultProcess({ result }) {
+      if (Array.isArray(result) || !("errors" in result)) return;
+      for (const e of result.errors ?? []) {
+        const ext = e.extensions as { details?: { limit?: unknown }; http?: HttpHint } | undefined;
+        if (ext?.details?.limit !== undefined && ext.http) ext.http.spec = false;
+      }
+    },
+  };
+}
 
 function badInput(message: string, field: string, nodes?: ASTNode): GraphQLError {
   return new GraphQLError(message, {
@@ -69,6 +113,14 @@ const textSafetyRule: ValidationRule = (context) => ({
   },
 });
 
+/** Variables with text Postgres cannot store or nested past the JSON limit, as the error refusing them. */
+export function variablesRefusal(variables: unknown): GraphQLError | undefined {
+  const found = variables ? findJsonProblem(variables) : null;
+  if (!found) return undefined;
+  const field = found.field ? `variables.${found.field}` : "variables";
+  return badInput(describeProblem(found.problem, field), field);
+}
+
 /** Literals in the document (validation) and variables (before execution) with unstorable text. */
 function useTextSafety(): Plugin {
   return {
@@ -76,10 +128,8 @@ function useTextSafety(): Plugin {
       addValidationRule(textSafetyRule);
     },
     onParams({ params, setResult }) {
-      const found = params.variables ? findJsonProblem(params.variables) : null;
-      if (!found) return;
-      const field = found.field ? `variables.${found.field}` : "variables";
-      setResult({ errors: [badInput(describeProblem(found.problem, field), field)] });
+      const refused = variablesRefusal(params.variables);
+      if (refused) setResult({ errors: [refused] });
     },
   };
 }
@@ -97,7 +147,7 @@ const BARE_REFUSALS: Record<number, [ErrorCode, string]> = {
 };
 
 /** A refusal in the JSON error shape REST sends (status, `X-Svc-Error-Code`, `{"error":{…}}`). */
-function jsonRefusal(fetchAPI: { Response: typeof Response }, err: DomainError): Response {
+export function jsonRefusal(fetchAPI: { Response: typeof Response }, err: DomainError): Response {
   const p = errorPayload(err);
   return new fetchAPI.Response(JSON.stringify(p.body), {
     status: p.status,
@@ -176,6 +226,18 @@ function isFormBody(request: Request): boolean {
 }
 
 /**
+ * A query string that does not decode, as the refusal (`urlencodedParamsError`); a GET reads its
+ * GraphQL parameters from it, so there `variables` and `extensions` must be JSON too. It reads the URL
+ * as the client sent it: the fetch Request's is re-encoded (`%ZZ` arrives as `%25ZZ`).
+ */
+export function queryStringRefusal(request: Request, serverContext: unknown): DomainError | undefined {
+  const url = (serverContext as { req?: { originalUrl?: string } } | undefined)?.req?.originalUrl ?? request.url;
+  const q = url.indexOf("?");
+  const search = q < 0 ? "" : (url.slice(q + 1).split("#")[0] ?? "");
+  return urlencodedParamsError(search, "query string", request.method === "GET");
+}
+
+/**
  * Parameters that do not decode are malformed input (issue 26 finding 10): 400 `invalid_request`
  * naming the parameter, in the JSON error shape a malformed JSON body gets, before anything runs.
  * Checked: /graphql's query string on every method (the URL is the request's too, even where a POST
@@ -184,11 +246,7 @@ function isFormBody(request: Request): boolean {
 function useDecodableParams(): Plugin {
   return {
     onRequestParse({ request, serverContext, requestParser, setRequestParser, endResponse, fetchAPI }) {
-      // the URL as the client sent it: the fetch Request's is re-encoded (`%ZZ` arrives as `%25ZZ`)
-      const url = (serverContext as { req?: { originalUrl?: string } } | undefined)?.req?.originalUrl ?? request.url;
-      const q = url.indexOf("?");
-      const search = q < 0 ? "" : (url.slice(q + 1).split("#")[0] ?? "");
-      const refused = urlencodedParamsError(search, "query string", request.method === "GET");
+      const refused = queryStringRefusal(request, serverContext);
       if (refused) {
         endResponse(jsonRefusal(fetchAPI, refused));
         return;
@@ -207,7 +265,7 @@ function useDecodableParams(): Plugin {
 function limitError(err: GraphQLError, limit: string): GraphQLError {
   return new GraphQLError(err.message.replace(/^Syntax Error: /, ""), {
     nodes: err.nodes,
-    extensions: { code: "invalid_request", status: 400, details: { limit } },
+    extensions: limitExtensions(limit),
   });
 }
 
@@ -231,7 +289,7 @@ function useArmor(): Plugin[] {
       exposeLimits: true,
       onReject: [
         (_ctx, err) => {
-          Object.assign(err.extensions, { code: "invalid_request", status: 400, details: { limit: "tokens" } });
+          Object.assign(err.extensions, limitExtensions("tokens"));
           err.message = err.message.replace(/^Syntax Error: /, "");
         },
       ],
@@ -299,6 +357,33 @@ function useCostBudget(deps: GraphQLBudgetDeps): Plugin {
   };
 }
 
+/**
+ * The nesting bound, before the parser runs (issue 38): graphql-js parses recursively, a few stack
+ * frames per `{`, `[` or `(`, so 10,000 nested list literals overflowed the stack inside `parse` —
+ * before any validation rule, and Armor's token limit (counted in the lexer) stops only at 2,000
+ * tokens, ~2,000 levels, already past what the server's stack holds. A linear scan of the text
+ * (lib/document-nesting.ts) refuses a document past `maxNesting` instead. It wraps the parse function
+ * every transport goes through (yoga's /graphql on every method and Accept, and graphql-sse's
+ * /graphql/stream), so it must come after Armor's token plugin, which replaces that function.
+ */
+function useNestingBound(): Plugin {
+  return {
+    onParse({ parseFn, setParseFn }) {
+      setParseFn((source, options) => {
+        const text = typeof source === "string" ? source : source.body;
+        const at = nestingPastLimit(text, GRAPHQL_LIMITS.maxNesting);
+        if (at !== null) {
+          throw new GraphQLError(
+            `The document nests deeper than ${GRAPHQL_LIMITS.maxNesting} levels ({, [ or ( inside one another) at character ${at}; nothing was run.`,
+            { extensions: limitExtensions("nesting") },
+          );
+        }
+        return parseFn(source, options);
+      });
+    },
+  };
+}
+
 /** The plugins yoga.ts installs: every limit on what a GraphQL request may carry. */
 export function graphqlLimits(budget?: GraphQLBudgetDeps): Plugin[] {
   return [
@@ -306,6 +391,9 @@ export function graphqlLimits(budget?: GraphQLBudgetDeps): Plugin[] {
     useDecodableParams(),
     useTextSafety(),
     ...useArmor(),
+    // after Armor: its token plugin sets the parse function this one wraps
+    useNestingBound(),
+    useLimitStatus(),
     ...(budget ? [useCostBudget(budget)] : []),
   ];
 }

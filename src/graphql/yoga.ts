@@ -1,4 +1,3 @@
-import { useGraphQLSSE } from "@graphql-yoga/plugin-graphql-sse";
 import type { Request, Response } from "express";
 import { createYoga, type GraphiQLOptions, map, pipe } from "graphql-yoga";
 import type { EventBus } from "../adapters/pubsub.js";
@@ -8,6 +7,7 @@ import type { GraphQLContext } from "./context.js";
 import { maskError } from "./errors.js";
 import { type GraphQLBudgetDeps, graphqlLimits } from "./limits.js";
 import { buildSchema } from "./schema/index.js";
+import { useGraphQLStream } from "./stream.js";
 
 export interface YogaDeps {
   base: Omit<GraphQLContext, "viewer" | "requestId">;
@@ -70,7 +70,7 @@ function busWhileAuthenticated(bus: EventBus, viewer: Viewer, resolveAgain: () =
 
 /**
  * graphql-yoga at /graphql. Subscriptions: SSE distinct-connections mode on /graphql itself and
- * the graphql-sse single-connection mode at /graphql/stream. Errors masked by `maskError`.
+ * graphql-sse (single-connection and distinct) at /graphql/stream (stream.ts). Errors masked by `maskError`.
  */
 export function createGraphQL(deps: YogaDeps) {
   const schema = buildSchema();
@@ -83,7 +83,7 @@ export function createGraphQL(deps: YogaDeps) {
     landingPage: false,
     logging: false,
     maskedErrors: { maskError },
-    plugins: [useGraphQLSSE(), ...graphqlLimits(deps.budget)],
+    plugins: [useGraphQLStream(), ...graphqlLimits(deps.budget)],
     // only our own origins get CORS headers; anything else (including "null") gets none
     cors: (request) => {
       const origin = request.headers.get("origin");

@@ -175,3 +175,71 @@ describe("loadConfig: tracing (OTEL_*)", () => {
     expect(r2.ok && r2.config.tracing.serviceName).toBe("svc-eu-1");
   });
 });
+
+describe("issue 38: a configuration error never prints a secret", () => {
+  // each value holds a marker that must not appear in any error; the error still names the variable
+  const MARK = "S3cr3tMark";
+  test.each([
+    {
+      label: "a password with / + = not percent-encoded",
+      v: "DATABASE_URL",
+      value: `postgresql://svc:a/b+${MARK}=d@db:5432/svc`,
+    },
+    { label: "a password with # not percent-encoded", v: "DATABASE_URL", value: `postgresql://svc:${MARK}#x@db/svc` },
+    { label: "a password with a stray %", v: "DATABASE_URL", value: `postgresql://svc:${MARK}%zz@db:5432/svc` },
+    { label: "a URL of the wrong scheme with a password", v: "DATABASE_URL", value: `mysql://svc:${MARK}@db/svc` },
+    { label: "not a URL at all", v: "DATABASE_URL", value: `svc:${MARK}@db:5432/svc` },
+    { label: "a Redis password, wrong scheme", v: "REDIS_URL", value: `http://:${MARK}@redis:6379` },
+    { label: "an RPC key in the path, wrong scheme", v: "CHAIN_RPC_URL", value: `ftp://base.example.com/v2/${MARK}` },
+    { label: "an RPC key in the query, not a URL", v: "CHAIN_RPC_URL", value: `base.example.com/?key=${MARK}` },
+    { label: "facilitator credentials", v: "FACILITATOR_URL", value: `ftp://user:${MARK}@facilitator.example` },
+    { label: "an OTLP token", v: "OTEL_EXPORTER_OTLP_ENDPOINT", value: `collector:4318?token=${MARK}` },
+    { label: "a short session secret", v: "SESSION_SECRET", value: MARK },
+    { label: "a malformed encryption key", v: "KEY_ENCRYPTION_KEY", value: `${MARK}==` },
+    { label: "a malformed facilitator key", v: "FACILITATOR_PRIVATE_KEY", value: `0x${MARK}` },
+    { label: "a malformed payout key", v: "PAYOUT_PRIVATE_KEY", value: `0x${MARK}` },
+  ])("$v: $label", ({ v, value }) => {
+    const r = loadConfig({ ...PROD, [v]: value });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]).toMatch(new RegExp(`^${v}: `));
+    expect(r.errors[0]).not.toContain(MARK);
+  });
+
+  test("a CDP secret without its id: named, not printed", () => {
+    const r = loadConfig({ ...PROD, CDP_API_KEY_SECRET: MARK });
+    expect(!r.ok && r.errors.join("\n")).toMatch(/^CDP_API_KEY_SECRET: /);
+    expect(!r.ok && r.errors.join("\n")).not.toContain(MARK);
+  });
+
+  test("a DATABASE_URL whose password is not percent-encoded says how to write it", () => {
+    const r = loadConfig({ ...PROD, DATABASE_URL: "postgresql://svc:a/b+c=d@db:5432/svc" });
+    expect(!r.ok && r.errors[0]).toMatch(/percent-encode reserved characters .*\/ as %2F/);
+  });
+
+  test("a URL without credentials is still shown, to say what is wrong with it", () => {
+    const r = loadConfig({ ...PROD, REDIS_URL: "http://localhost:6379" });
+    expect(!r.ok && r.errors[0]).toMatch(
+      /^REDIS_URL: expected a redis\/rediss URL, got one with scheme http: \(http:\/\/localhost:6379\)$/,
+    );
+  });
+});
+
+describe("issue 38: a Postgres password with / + = (RFC 3986 percent-encoded)", () => {
+  test("DATABASE_URL with the password percent-encoded is taken as it is", () => {
+    const url = "postgresql://svc:a%2Fb%2Bc%3Dd@db:5432/svc";
+    const r = loadConfig({ ...PROD, DATABASE_URL: url });
+    expect(r.ok && r.config.database.url).toBe(url);
+    // what pg (and Prisma's pg adapter, and the migration runner) read from it
+    expect(r.ok && decodeURIComponent(new URL(r.config.database.url).password)).toBe("a/b+c=d");
+  });
+
+  test("DATABASE_PASSWORD, as is, takes the place of the URL's password, percent-encoded", () => {
+    for (const url of ["postgresql://svc@db:5432/svc", "postgresql://svc:old@db:5432/svc"]) {
+      const r = loadConfig({ ...PROD, DATABASE_URL: url, DATABASE_PASSWORD: "a/b+c=d@:%#?" });
+      expect(r.ok && r.config.database.url).toBe("postgresql://svc:a%2Fb%2Bc%3Dd%40%3A%25%23%3F@db:5432/svc");
+      expect(r.ok && decodeURIComponent(new URL(r.config.database.url).password)).toBe("a/b+c=d@:%#?");
+    }
+  });
+});

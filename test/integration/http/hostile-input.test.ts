@@ -348,3 +348,41 @@ describe("finding 6: every error carries the JSON error shape; the credential be
     expectInvalid(malformed, /.*/);
   });
 });
+
+describe("issue 38: 100,000 nested arrays in a JSON body", () => {
+  // V8's JSON.parse is iterative (a million levels parse in a fresh process); the depth check that
+  // follows it is iterative too (lib/json-safety.ts): no route may answer this with a 5xx
+  const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+
+  test.for([
+    ["a public route", "/v1/x402/signup", "none"],
+    ["the fast path", "/v1/chat/completions", "bearer"],
+    ["an Express Bearer route", "/v1/agent/keys", "bearer"],
+    ["a session route", "/v1/account/api-keys", "cookie"],
+    ["the MCP route", "/mcp", "bearer"],
+    ["/graphql", "/graphql", "none"],
+  ] as const)(
+    "%s → 400 invalid_request naming the depth",
+    async ([_l, path, cred], { app, agent: { user, apiKey } }) => {
+      const headers: Record<string, string> = { accept: "application/json, text/event-stream" };
+      if (cred === "cookie") headers.cookie = user.cookie;
+      if (cred === "bearer") headers.authorization = `Bearer ${apiKey}`;
+      const a = await send(app, "POST", path, { body: deep, headers });
+      expectInvalid(a, /^0\.0\.0/, path);
+      expect((a.body as { error: { message: string } }).error.message).toMatch(/deeper than 64 levels/);
+    },
+  );
+
+  test("in an X-PAYMENT header (base64 JSON, as deep as a header holds) → a 4xx in the error shape", async ({
+    app,
+  }) => {
+    const payment = Buffer.from(`${"[".repeat(5_000)}${"]".repeat(5_000)}`).toString("base64");
+    const a = await send(app, "POST", "/v1/x402/signup", {
+      body: JSON.stringify({ keyName: "deep" }),
+      headers: { "x-payment": payment },
+    });
+    expect(a.status, a.text.slice(0, 300)).toBeGreaterThanOrEqual(400);
+    expect(a.status, a.text.slice(0, 300)).toBeLessThan(500);
+    expect((a.body as { error?: { code?: string } }).error?.code).toBeTypeOf("string");
+  });
+});

@@ -39,12 +39,15 @@ describe("start-up refuses bad configuration with one clear line", () => {
     expect(lines[0]).toMatch(new RegExp(`^DATABASE_URL: cannot connect to 127\\.0\\.0\\.1:${port}/svc`));
   });
 
-  test("a malformed DATABASE_URL", async () => {
-    const child = spawnMain([], { ...PROD, DATABASE_URL: "postgres//nope" });
+  test("a malformed DATABASE_URL: one line naming it, never its password (issue 38)", async () => {
+    // a password with / not percent-encoded: the URL does not parse, and the value is not echoed
+    const child = spawnMain([], { ...PROD, DATABASE_URL: "postgresql://svc:a/b+Secr3t=d@db:5432/svc" });
     expect(await waitForExit(child, 20_000)).toBe(1);
-    expect(child.output().stderr.trim().split("\n")).toEqual([
-      'DATABASE_URL: expected a postgresql/postgres URL, got "postgres//nope"',
-    ]);
+    const lines = child.output().stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^DATABASE_URL: expected a postgresql\/postgres URL; the value does not parse as a URL/);
+    expect(lines[0]).toMatch(/\/ as %2F, \+ as %2B, = as %3D/);
+    expect(lines[0]).not.toContain("Secr3t");
   });
 
   test("missing production secrets are named", async () => {

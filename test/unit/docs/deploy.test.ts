@@ -252,6 +252,27 @@ describe("compose.prod.yml", () => {
     expect(set.ok && set.config.limits.keyMaxInFlight).toBe(3);
   });
 
+  test("issue 38: a Postgres password with / + = (or any character) reaches the service intact", () => {
+    for (const password of ["a/b+c=d", "p@ss:w%rd#?&", "ünï cødé"]) {
+      const r = loadConfig(environmentOf("api", { ...PRODUCTION, POSTGRES_PASSWORD: password }), {
+        mode: "production",
+      });
+      if (!r.ok) throw new Error(r.errors.join("\n"));
+      const url = new URL(r.config.database.url);
+      // what pg, Prisma's pg adapter and the migration runner decode from it: the container's password
+      expect(decodeURIComponent(url.password), password).toBe(password);
+      expect([url.username, url.host, url.pathname]).toEqual(["svc", "postgres:5432", "/svc"]);
+      // and the postgres container gets it as it is
+      expect(
+        interpolate(
+          String(service("postgres").environment?.POSTGRES_PASSWORD),
+          { ...PRODUCTION, POSTGRES_PASSWORD: password },
+          new Set(),
+        ),
+      ).toBe(password);
+    }
+  });
+
   test("every variable of docs/configuration.md passes through, and nothing else", () => {
     const doc = read("docs/configuration.md");
     const table = doc.slice(doc.indexOf("| variable"), doc.indexOf("## Local mode"));
