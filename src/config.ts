@@ -204,6 +204,8 @@ const envSchema = z.object({
   WEBHOOK_ALLOW_PRIVATE: optional(bool()),
   /** not in CONTRACT: the delays between a webhook's delivery attempts (its length + 1 attempts in all) */
   WEBHOOK_RETRY_SCHEDULE_MS: withDefault(delaysMs(), DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
+  /** not in CONTRACT: one delivery attempt's deadline, ms (connect, TLS, the request, the status line and headers) */
+  WEBHOOK_TIMEOUT_MS: withDefault(intIn(100, 60_000), "10000"),
   /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
   REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
   /** when set, traces go to this OTLP/HTTP endpoint (`<endpoint>/v1/traces`); unset: no tracing, no SDK loaded */
@@ -280,6 +282,8 @@ export interface Config {
     readonly allowPrivate: boolean;
     /** delay before each retry, ms (WEBHOOK_RETRY_SCHEDULE_MS); attempts in all = its length + 1 */
     readonly retryScheduleMs: readonly number[];
+    /** one attempt's deadline, ms (WEBHOOK_TIMEOUT_MS): connect, TLS, the request, the status line and headers */
+    readonly timeoutMs: number;
   };
   /**
    * OpenTelemetry tracing (docs/operations.md "Traces"): `tracesUrl` is where spans go, undefined when
@@ -396,6 +400,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
     webhooks: {
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE === undefined ? mode === "local" : isTrue(e.WEBHOOK_ALLOW_PRIVATE),
       retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS.split(",").map((p) => Number(p.trim())),
+      timeoutMs: Number(e.WEBHOOK_TIMEOUT_MS),
     },
     tracing: {
       tracesUrl:

@@ -5,7 +5,9 @@ import type { Facilitator } from "./adapters/facilitator/types.js";
 import { createIdpVerifier } from "./adapters/idp/verify.js";
 import type { EventBus } from "./adapters/pubsub.js";
 import { type Queues, reconciliationProducer, webhookProducer } from "./adapters/queues.js";
+import { createWebhookTestBudget } from "./adapters/redis/budget.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
+import { createDeliveryLanes } from "./adapters/redis/delivery-lanes.js";
 import { createEscrowUsageBoard } from "./adapters/redis/escrow-usage.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
 import { GateLeases } from "./adapters/redis/gate-leases.js";
@@ -16,6 +18,7 @@ import type { UpstreamClient } from "./adapters/upstream/client.js";
 import { type PostWebhook, postWebhook } from "./adapters/webhooks/http-post.js";
 import { type ResolveHost, systemResolveHost } from "./adapters/webhooks/resolve-host.js";
 import type { Config } from "./config.js";
+import { WEBHOOK_TESTS_PER_MINUTE } from "./contract/webhooks.js";
 import { AccountService } from "./domain/accounts/account-service.js";
 import { CatalogService } from "./domain/catalog/catalog-service.js";
 import { FundingService } from "./domain/funding/funding-service.js";
@@ -39,6 +42,7 @@ import { OfferService } from "./domain/supply/offers.js";
 import { StandingOffers } from "./domain/supply/standing-offers.js";
 import { SupplyService } from "./domain/supply/supply-service.js";
 import { VideoJobs } from "./domain/video/video-jobs.js";
+import { WEBHOOK_ACCOUNT_IN_FLIGHT } from "./domain/webhooks/delivery.js";
 import { settlementWebhooks } from "./domain/webhooks/settlement-events.js";
 import { WebhookService } from "./domain/webhooks/webhook-service.js";
 import type { Clock } from "./lib/clock.js";
@@ -124,9 +128,12 @@ export function createServices(deps: ServiceDeps): Services {
     secrets,
     allowPrivate: config.webhooks.allowPrivate,
     retryScheduleMs: config.webhooks.retryScheduleMs,
+    timeoutMs: config.webhooks.timeoutMs,
     resolveHost: deps.resolveHost ?? systemResolveHost,
     post: deps.postWebhook ?? postWebhook,
     queue: webhookProducer(deps.queues),
+    lanes: createDeliveryLanes(deps.redis, deps.keys, WEBHOOK_ACCOUNT_IN_FLIGHT),
+    testBudget: createWebhookTestBudget(deps.redis, deps.keys, WEBHOOK_TESTS_PER_MINUTE),
     metrics: deps.metrics,
   });
   const outbox = webhooks.outbox;

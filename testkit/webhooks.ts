@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { Socket } from "node:net";
 import { Webhook } from "standardwebhooks";
 import type { ResolveHost } from "../src/adapters/webhooks/resolve-host.js";
 import { call, type Res } from "./actors.js";
@@ -135,4 +136,132 @@ export async function webhookFor(
   const r = await registerWebhook(app, headers, body);
   if (r.status !== 201) throw new Error(`webhook registration failed: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body as { id: string; secret: string };
+}
+
+/**
+ * A receiver that misbehaves, on 127.0.0.1, counting the connections the service opens to it (the
+ * server's side: `open` is how many are still open now). Kinds:
+ * - `silent`: reads the request and never answers;
+ * - `trickle`: answers with a status line and header bytes trickled forever, never ending the headers;
+ * - `stream`: answers 200 at once, then streams a body forever;
+ * - `large`: answers 200 with a `LARGE_BODY_BYTES` body, written as fast as the connection takes it;
+ * - `slow`: answers 200 after 100 ms (a healthy receiver that is not instant: `maxConcurrent` shows overlap).
+ */
+export type HostileKind = "silent" | "trickle" | "stream" | "large" | "slow";
+
+/** What `large` sends: far more than any socket buffer holds, so a reader that stops shows it. */
+export const LARGE_BODY_BYTES = 32 * 1024 * 1024;
+
+export interface HostileReceiver {
+  url: string;
+  /** connections accepted so far */
+  accepted: number;
+  /** connections open now */
+  open: number;
+  /** requests whose headers arrived, with their webhook-id */
+  requests: string[];
+  /** body bytes handed to the connection (`large`, `stream`), per connection in order of acceptance */
+  bodyBytesWritten: number[];
+  /** whether a `large` body was written whole */
+  bodiesFinished: number;
+  /** the most requests it had unanswered at once */
+  maxConcurrent: number;
+  /** until `check()` holds (polled on each connection event and every 20 ms), at most `timeoutMs` */
+  until(check: (r: HostileReceiver) => boolean, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startHostileReceiver(kind: HostileKind): Promise<HostileReceiver> {
+  const server = createServer();
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  let unanswered = 0;
+  const r: HostileReceiver = {
+    url: "",
+    accepted: 0,
+    open: 0,
+    requests: [],
+    bodyBytesWritten: [],
+    bodiesFinished: 0,
+    maxConcurrent: 0,
+    async until(check, timeoutMs = 30_000) {
+      const start = Date.now();
+      while (!check(r)) {
+        if (Date.now() - start > timeoutMs) {
+          throw new Error(`hostile receiver (${kind}): condition not met within ${timeoutMs} ms (open ${r.open})`);
+        }
+        await new Promise((res) => setTimeout(res, 20));
+      }
+    },
+    async close() {
+      for (const t of timers) clearInterval(t);
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((res) => server.close(() => res()));
+    },
+  };
+  server.on("connection", (socket) => {
+    r.accepted++;
+    r.open++;
+    sockets.add(socket);
+    socket.on("close", () => {
+      r.open--;
+      sockets.delete(socket);
+    });
+  });
+  server.on("request", (req, res) => {
+    r.requests.push(String(req.headers["webhook-id"] ?? ""));
+    req.resume();
+    const slot = r.bodyBytesWritten.push(0) - 1;
+    const every = (ms: number, fn: () => void) => {
+      const t = setInterval(fn, ms);
+      timers.add(t);
+      res.on("close", () => {
+        clearInterval(t);
+        timers.delete(t);
+      });
+    };
+    res.on("error", () => undefined);
+    if (kind === "silent") return;
+    if (kind === "slow") {
+      unanswered++;
+      r.maxConcurrent = Math.max(r.maxConcurrent, unanswered);
+      const t = setTimeout(() => {
+        timers.delete(t);
+        unanswered--;
+        res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      }, 100);
+      timers.add(t);
+      return;
+    }
+    if (kind === "trickle") {
+      // a status line and then header bytes, one every 20 ms: the headers never end
+      const socket = res.socket;
+      socket?.write("HTTP/1.1 200 OK\r\nX-Trickle: ");
+      every(20, () => socket?.write("a"));
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/plain" });
+    const chunk = Buffer.alloc(1024, 0x61);
+    if (kind === "stream") {
+      every(5, () => {
+        if (res.write(chunk)) r.bodyBytesWritten[slot] = (r.bodyBytesWritten[slot] ?? 0) + chunk.length;
+      });
+      return;
+    }
+    // large: as fast as the connection takes it, stopping when the client goes away
+    const big = Buffer.alloc(64 * 1024, 0x62);
+    let left = LARGE_BODY_BYTES;
+    const pump = () => {
+      while (left > 0 && !res.destroyed) {
+        left -= big.length;
+        r.bodyBytesWritten[slot] = (r.bodyBytesWritten[slot] ?? 0) + big.length;
+        if (!res.write(big)) return void res.once("drain", pump);
+      }
+      if (left <= 0) res.end(() => r.bodiesFinished++);
+    };
+    pump();
+  });
+  await new Promise<void>((res) => server.listen(0, "127.0.0.1", () => res()));
+  r.url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+  return r;
 }

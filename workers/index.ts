@@ -97,8 +97,10 @@ export async function startWorkers(
     sync: { fn: syncProcessor(services), concurrency: 2 },
     payouts: { fn: payoutsProcessor(services), concurrency: 1 },
     video: { fn: videoProcessor(services), concurrency: 1 },
-    // deliveries wait on receivers (up to 10 s each): several at once
-    webhooks: { fn: webhooksProcessor(services), concurrency: 8 },
+    // deliveries wait on receivers (up to the deadline, WEBHOOK_TIMEOUT_MS): many at once, and an
+    // account holds at most WEBHOOK_ACCOUNT_IN_FLIGHT of them (domain/webhooks/delivery.ts lanes), so
+    // a process's slots are shared by at least 8 accounts whatever their receivers do
+    webhooks: { fn: webhooksProcessor(services), concurrency: 16 },
   };
   const connections: Redis[] = [];
   const workers: Worker[] = [];

@@ -90,16 +90,18 @@ export function reconciliationProducer(queues: Queues) {
  * Producer of webhook deliveries: one job per attempt of an outbox row (`wh-<event id>-<attempt>`,
  * so the sweeper re-adding a lost one never doubles a job waiting or running). The row is the
  * truth (status, attempts, next attempt); a job only says "try attempt N now" (or after `delayMs`),
- * so it is never retried by BullMQ itself and leaves Redis once it ran.
+ * so it is never retried by BullMQ itself and leaves Redis once it ran. A lane's hand-off (`turn`,
+ * the released lease's token) is a job of its own (`wh-<event id>-<attempt>-<turn>`): the row's own
+ * job may still be finishing, and a doubled attempt job does nothing (the row says so).
  */
 export function webhookProducer(queues: Queues) {
   return {
-    async enqueue(eventId: string, attempt: number, delayMs: number): Promise<void> {
+    async enqueue(eventId: string, attempt: number, delayMs: number, turn?: string): Promise<void> {
       await queues.webhooks.add(
         "deliver",
         { eventId, attempt },
         {
-          jobId: `wh-${eventId}-${attempt}`,
+          jobId: turn === undefined ? `wh-${eventId}-${attempt}` : `wh-${eventId}-${attempt}-${turn}`,
           delay: Math.max(0, delayMs),
           attempts: 1,
           removeOnComplete: true,

@@ -71,6 +71,7 @@ import {
 import {
   createdWebhookResponse,
   createWebhookBody,
+  WEBHOOK_TESTS_PER_MINUTE,
   webhookDelivery,
   webhookDeliveryList,
   webhookList,
@@ -1021,12 +1022,15 @@ registry.registerPath({
   operationId: "testWebhook",
   tags: ["Webhooks"],
   summary: "Send a `webhook.test` event to the endpoint",
-  description: "Queued like every event; its delivery shows in the log.",
+  description: `Queued like every event; its delivery shows in the log. At most ${WEBHOOK_TESTS_PER_MINUTE} a minute per account (this route and GraphQL \`sendTestWebhook\` together, a fixed window per UTC minute); past it 429 \`rate_limited\` with Retry-After (the seconds until the minute turns), and nothing is sent.`,
   security: BEARER_OR_SESSION,
   request: { params: idParam },
   responses: {
     202: jsonResponse(webhookDelivery, "Queued: its delivery-log row"),
-    ...errorResponses([400, 401, 403, 404, 409], { 409: "The endpoint is disabled; enable it first." }),
+    ...errorResponses([400, 401, 403, 404, 409, 429], {
+      409: "The endpoint is disabled; enable it first.",
+      429: `\`rate_limited\`: ${WEBHOOK_TESTS_PER_MINUTE} test events this minute already; retry after Retry-After seconds. Nothing was sent.`,
+    }),
   },
 });
 registry.registerPath({

@@ -39,6 +39,8 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const WEBHOOK_TEST_EVENT = "webhook.test";
 
 export const MAX_WEBHOOKS_PER_ACCOUNT = 10;
+/** `POST /v1/webhooks/{id}/test` (and GraphQL `sendTestWebhook`) calls per account per minute; then 429 `rate_limited` */
+export const WEBHOOK_TESTS_PER_MINUTE = 5;
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 export const MAX_WEBHOOK_DESCRIPTION_LENGTH = 256;
 /** a balance.low threshold is at most 1,000,000,000 USDC, as a key's limit */

@@ -4,8 +4,9 @@ import type { RedisKeys } from "./keys.js";
 /**
  * A per-caller spending budget shared by every process through Redis: at most `perWindow` points per
  * fixed window of `windowSeconds`, per subject (an account, or an IP address). GraphQL spends an
- * operation's cost on it (graphql/limits.ts). A spend that crosses the budget is refused and stays
- * counted, so a caller hammering past its budget stays refused until the window turns.
+ * operation's cost on it (graphql/limits.ts); `POST /v1/webhooks/{id}/test` spends one point per
+ * call (WebhookService.sendTest). A spend that crosses the budget is refused and stays counted, so a
+ * caller hammering past its budget stays refused until the window turns.
  */
 export interface CostBudget {
   spend(
@@ -15,17 +16,18 @@ export interface CostBudget {
   ): Promise<{ ok: true; spent: number } | { ok: false; retryAfterSeconds: number }>;
 }
 
-export function createGraphqlCostBudget(
+/** A fixed-window budget whose window key for a subject is `keyOf(subject, windowStart)`. */
+function windowBudget(
   redis: Redis,
-  keys: RedisKeys,
+  keyOf: (subject: string, windowStart: number) => string,
   perWindow: number,
-  windowSeconds = 60,
+  windowSeconds: number,
 ): CostBudget {
   return {
     async spend(subject, points, now) {
       const nowS = Math.floor(now.getTime() / 1000);
       const windowStart = nowS - (nowS % windowSeconds);
-      const key = keys.graphqlCost(subject, windowStart);
+      const key = keyOf(subject, windowStart);
       const [[, spent]] = (await redis
         .multi()
         .incrby(key, Math.max(1, Math.ceil(points)))
@@ -35,4 +37,18 @@ export function createGraphqlCostBudget(
       return { ok: false, retryAfterSeconds: Math.max(1, windowStart + windowSeconds - nowS) };
     },
   };
+}
+
+export function createGraphqlCostBudget(
+  redis: Redis,
+  keys: RedisKeys,
+  perWindow: number,
+  windowSeconds = 60,
+): CostBudget {
+  return windowBudget(redis, keys.graphqlCost, perWindow, windowSeconds);
+}
+
+/** Test events per account (the subject is the account id): `perMinute` a minute. */
+export function createWebhookTestBudget(redis: Redis, keys: RedisKeys, perMinute: number): CostBudget {
+  return windowBudget(redis, keys.webhookTests, perMinute, 60);
 }

@@ -30,6 +30,12 @@ export interface RedisKeys {
   graphqlCost(subject: string, windowStart: number): string;
   /** one-shot locks for periodic jobs */
   lock(name: string): string;
+  /** webhook delivery attempts of one account in flight (zset lease token → expiry ms; delivery-lanes.ts) */
+  webhookAccountLane(accountId: string): string;
+  /** the webhook delivery attempt of one endpoint in flight (its lease token, with a TTL) */
+  webhookEndpointLane(endpointId: string): string;
+  /** `POST /v1/webhooks/{id}/test` calls of one account in a fixed one-minute window */
+  webhookTests(accountId: string, windowStart: number): string;
 }
 
 export function redisKeys(prefix: string): RedisKeys {
@@ -49,5 +55,8 @@ export function redisKeys(prefix: string): RedisKeys {
     signupFuse: (windowStart) => `${p}:fuse:signup:${windowStart}`,
     graphqlCost: (subject, windowStart) => `${p}:budget:graphql:${subject}:${windowStart}`,
     lock: (name) => `${p}:lock:${name}`,
+    webhookAccountLane: (accountId) => `${p}:webhook:lane:account:${accountId}`,
+    webhookEndpointLane: (endpointId) => `${p}:webhook:lane:endpoint:${endpointId}`,
+    webhookTests: (accountId, windowStart) => `${p}:budget:webhook-test:${accountId}:${windowStart}`,
   };
 }

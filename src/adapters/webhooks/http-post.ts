@@ -3,10 +3,23 @@ import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 
 /**
+ * The most of a response the client takes in: the status line and headers (at most
+ * `MAX_RESPONSE_HEADER_BYTES`, a longer head is a failed attempt) and whatever of the body arrived in
+ * the same socket read; the socket is destroyed the moment the status line and headers are parsed,
+ * so nothing more is read, and a socket read is at most 64 KiB (libuv's read buffer).
+ */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+/** Node's own default, set explicitly: a head past it fails the attempt (HPE_HEADER_OVERFLOW). */
+export const MAX_RESPONSE_HEADER_BYTES = 16 * 1024;
+
+/**
  * One webhook delivery attempt: a POST to `url`, connected to `address` (the address the caller
  * checked, so a DNS answer that changes between the check and the connection cannot redirect it:
  * DNS rebinding), TLS still verified against the URL's host name. No redirect is followed (a 3xx is
- * an answer like any other), and the whole exchange is bounded by `timeoutMs`.
+ * an answer like any other). One deadline, `timeoutMs`, bounds the whole exchange — connect, TLS,
+ * sending the request, the status line and headers — and at its end the socket is destroyed. The
+ * answer is the status alone: once it is read the socket is destroyed, the body never read (a
+ * receiver streaming a body forever, or a huge one, costs nothing), no connection kept alive.
  */
 export interface WebhookPost {
   url: URL;
@@ -17,7 +30,8 @@ export interface WebhookPost {
   timeoutMs: number;
 }
 
-export type WebhookPostResult = { ok: true; status: number } | { ok: false; error: string };
+/** `timedOut`: the deadline ended it (no status line and headers within `timeoutMs`). */
+export type WebhookPostResult = { ok: true; status: number } | { ok: false; error: string; timedOut?: true };
 
 export type PostWebhook = (post: WebhookPost) => Promise<WebhookPostResult>;
 
@@ -33,6 +47,8 @@ export const postWebhook: PostWebhook = (post) =>
     const request = post.url.protocol === "https:" ? httpsRequest : httpRequest;
     let settled = false;
     const done = (r: WebhookPostResult) => {
+      // whatever ended the attempt (the status, the deadline, an error), nothing of it stays open
+      req.destroy();
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -44,19 +60,21 @@ export const postWebhook: PostWebhook = (post) =>
         method: "POST",
         headers: { ...post.headers, "content-length": Buffer.byteLength(post.body).toString() },
         lookup: pinned,
+        // a fresh connection per attempt, closed with it (no pool a receiver could keep a socket in)
         agent: false,
+        maxHeaderSize: MAX_RESPONSE_HEADER_BYTES,
       },
       (res: IncomingMessage) => {
-        // only the status matters; the body is drained and dropped
-        res.resume();
+        // the status is the answer: the body is not read, its socket destroyed now
         res.on("error", () => undefined);
+        res.destroy();
         done({ ok: true, status: res.statusCode ?? 0 });
       },
     );
-    const timer = setTimeout(() => {
-      req.destroy();
-      done({ ok: false, error: `no answer within ${post.timeoutMs} ms` });
-    }, post.timeoutMs);
+    const timer = setTimeout(
+      () => done({ ok: false, error: `no answer within ${post.timeoutMs} ms`, timedOut: true }),
+      post.timeoutMs,
+    );
     req.on("error", (e: Error & { code?: string }) =>
       done({ ok: false, error: e.code ? `${e.code}: ${e.message}` : e.message }),
     );

@@ -34,7 +34,11 @@ export interface EndpointFacts {
 
 /** Where delivery jobs go (`adapters/queues.ts` `webhookProducer`). */
 export interface DeliveryQueue {
-  enqueue(eventId: string, attempt: number, delayMs: number): Promise<void>;
+  /**
+   * Queues attempt `attempt` of the row. `turn` names a lane's hand-off (a released lease's token):
+   * such a job has an id of its own, since the row's own job may still be finishing.
+   */
+  enqueue(eventId: string, attempt: number, delayMs: number, turn?: string): Promise<void>;
 }
 
 export interface OutboxDeps {
@@ -163,6 +167,33 @@ export class WebhookOutbox {
     });
     for (const r of rows) await this.deps.queue.enqueue(r.id, r.attempts, 0);
     return rows.length;
+  }
+
+  /**
+   * The next due rows of `accountId` to hand its free lanes to: the oldest due pending row of each
+   * active endpoint not in `busy`, oldest first, at most `limit` (one per endpoint). Reads the
+   * pending-due index per endpoint (10 endpoints per account at most).
+   */
+  async nextDue(
+    accountId: string,
+    busy: readonly string[],
+    limit: number,
+  ): Promise<{ id: string; attempts: number }[]> {
+    if (limit < 1) return [];
+    return this.deps.db.$queryRawUnsafe<{ id: string; attempts: number }[]>(
+      `SELECT x.id::text AS id, x.attempts
+         FROM webhook_endpoints p
+         CROSS JOIN LATERAL (
+           SELECT e.id, e.attempts, e.next_attempt_at FROM webhook_events e
+            WHERE e.endpoint_id = p.id AND e.status = 'pending' AND e.next_attempt_at <= $2::timestamptz
+            ORDER BY e.next_attempt_at LIMIT 1) x
+        WHERE p.account_id = $1::uuid AND p.status = 'active' AND p.id <> ALL($3::uuid[])
+        ORDER BY x.next_attempt_at LIMIT $4`,
+      accountId,
+      this.deps.clock.now().toISOString(),
+      [...busy],
+      limit,
+    );
   }
 
   private async insert(

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import type { CostBudget } from "../../adapters/redis/budget.js";
+import type { DeliveryLanes } from "../../adapters/redis/delivery-lanes.js";
 import type { PostWebhook } from "../../adapters/webhooks/http-post.js";
 import type { ResolveHost } from "../../adapters/webhooks/resolve-host.js";
 import { assertUuid } from "../../contract/common.js";
@@ -9,6 +11,7 @@ import {
   isSupplierEvent,
   MAX_WEBHOOKS_PER_ACCOUNT,
   WEBHOOK_TEST_EVENT,
+  WEBHOOK_TESTS_PER_MINUTE,
   type WebhookEventType,
   webhookFields,
 } from "../../contract/webhooks.js";
@@ -16,6 +19,7 @@ import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
+import { logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { pageSize } from "../accounts/account-service.js";
@@ -69,9 +73,15 @@ export interface WebhookDeps {
   allowPrivate: boolean;
   /** WEBHOOK_RETRY_SCHEDULE_MS */
   retryScheduleMs: readonly number[];
+  /** WEBHOOK_TIMEOUT_MS: one attempt's deadline */
+  timeoutMs: number;
   resolveHost: ResolveHost;
   post: PostWebhook;
   queue: DeliveryQueue;
+  /** the delivery lanes: one attempt per endpoint, WEBHOOK_ACCOUNT_IN_FLIGHT per account */
+  lanes: DeliveryLanes;
+  /** test events per account and minute (WEBHOOK_TESTS_PER_MINUTE points a minute) */
+  testBudget: CostBudget;
   /** operators' counters (delivery outcomes); none by default */
   metrics?: Metrics;
 }
@@ -114,7 +124,9 @@ export class WebhookService {
       post: deps.post,
       queue: deps.queue,
       outbox: this.outbox,
+      lanes: deps.lanes,
       retryScheduleMs: deps.retryScheduleMs,
+      timeoutMs: deps.timeoutMs,
       metrics: deps.metrics,
     });
   }
@@ -249,7 +261,10 @@ export class WebhookService {
 
   /**
    * Sends `webhook.test` to the endpoint (through the outbox, as every event): its delivery-log row.
-   * @throws not_found; conflict the endpoint is disabled (enable it first)
+   * At most WEBHOOK_TESTS_PER_MINUTE per account and minute (a fixed window in Redis, whichever the
+   * transport); a refused call writes and sends nothing. A Redis that does not answer lets the call
+   * through (logged): the delivery lanes still bound what the endpoint costs.
+   * @throws not_found; conflict the endpoint is disabled (enable it first); rate_limited (429, Retry-After)
    */
   async sendTest(accountId: string, webhookId: string): Promise<WebhookDeliveryView> {
     const endpoint = await this.owned(accountId, webhookId);
@@ -258,6 +273,7 @@ export class WebhookService {
         status: endpoint.status,
       });
     }
+    await this.spendTest(accountId);
     const ids = await this.deps.db.$transaction((tx) =>
       this.outbox.emitTo(tx, endpoint.id, WEBHOOK_TEST_EVENT, webhookTestData(endpoint.id)),
     );
@@ -292,6 +308,23 @@ export class WebhookService {
   /** Worker `webhooks`, job `sweep`: queues the pending rows whose job was lost (`WebhookOutbox.sweep`). */
   sweep(): Promise<number> {
     return this.outbox.sweep();
+  }
+
+  private async spendTest(accountId: string): Promise<void> {
+    let spent: Awaited<ReturnType<CostBudget["spend"]>>;
+    try {
+      spent = await this.deps.testBudget.spend(accountId, 1, this.deps.clock.now());
+    } catch (err) {
+      logger.warn({ err, accountId }, "webhook test budget unavailable; test event let through");
+      return;
+    }
+    if (!spent.ok) {
+      throw new DomainError(
+        "rate_limited",
+        `At most ${WEBHOOK_TESTS_PER_MINUTE} test events a minute per account; retry after ${spent.retryAfterSeconds} s. Nothing was sent.`,
+        { retryAfterSeconds: spent.retryAfterSeconds },
+      );
+    }
   }
 
   private async owned(accountId: string, webhookId: string) {

@@ -2,7 +2,12 @@
 // as src/http/routes/webhooks.ts (WebhookService): the same checks, ownership and answers; the
 // signing secret appears only in the payload of createWebhook and rotateWebhookSecret.
 import type { AccountEvent } from "../../adapters/pubsub.js";
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType, webhookDeliveriesArgs } from "../../contract/webhooks.js";
+import {
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOK_TESTS_PER_MINUTE,
+  type WebhookEventType,
+  webhookDeliveriesArgs,
+} from "../../contract/webhooks.js";
 import type { WebhookDeliveryView, WebhookView } from "../../domain/webhooks/webhook-service.js";
 import { builder } from "../builder.js";
 import { withArgs } from "../validate.js";
@@ -207,7 +212,7 @@ builder.mutationField("sendTestWebhook", (t) =>
   t.field({
     type: WebhookDeliveryRef,
     authScopes: { authenticated: true },
-    description: "Sends `webhook.test` to the endpoint; its delivery-log row (queued).",
+    description: `Sends \`webhook.test\` to the endpoint; its delivery-log row (queued). At most ${WEBHOOK_TESTS_PER_MINUTE} a minute per account (with REST's test route): then \`rate_limited\`, nothing sent.`,
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
       ctx.services.webhooks.sendTest(viewerOrThrow(ctx, "account").accountId, String(input.id)),

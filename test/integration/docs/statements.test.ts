@@ -341,11 +341,6 @@ const NOT_ON_REST: Partial<Record<ErrorCode, { reason: string; files: string[] }
     reason: "an Accept header the GraphQL or MCP transport cannot answer; REST routes ignore Accept",
     files: ["src/graphql/limits.ts", "src/mcp/routes.ts"],
   },
-  rate_limited: {
-    reason:
-      "GraphQL's query budget; the upstream client's `rate_limited` is a failure kind a supplier key falls forward on, never an answer",
-    files: ["src/graphql/limits.ts", "src/adapters/upstream/client.ts"],
-  },
   stream_incomplete: {
     reason: "in-band only: an error frame inside a 200 stream, never a status (SKILL.md section 3 names it)",
     files: [
