@@ -228,6 +228,7 @@ export function createServices(deps: ServiceDeps): Services {
       apiKeys,
       fuse: createSignupFuse(deps.redis, deps.keys, config.signupFuse.max, config.signupFuse.windowSeconds),
       reconciliation: reconciliationProducer(deps.queues),
+      chain: deps.chain,
     }),
     payments: new PaymentReconciler({
       db,

@@ -142,3 +142,140 @@ export async function x402Signup(
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
+
+/**
+ * The payer cancels an EIP-3009 authorization on chain (`cancelAuthorization`, the token emits
+ * `AuthorizationCanceled`): signed by `payer`, sent by dev account 9 (anyone may send it). Resolves
+ * with the transaction once mined; throws when it reverted (e.g. the nonce was already used).
+ */
+export async function cancelAuthorization(
+  chain: LocalChain,
+  payer: { privateKey: `0x${string}` },
+  nonce: `0x${string}`,
+): Promise<`0x${string}`> {
+  const { createWalletClient, http, publicActions } = await import("viem");
+  const { localUsdcAbi } = await import("../src/local/chain/index.js");
+  const signer = privateKeyToAccount(payer.privateKey);
+  const signature = await signer.signTypedData({
+    domain: { name: "USD Coin", version: "2", chainId: chain.chainId, verifyingContract: chain.usdcAddress },
+    types: {
+      CancelAuthorization: [
+        { name: "authorizer", type: "address" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "CancelAuthorization",
+    message: { authorizer: signer.address, nonce },
+  });
+  const sender = chain.devAccounts[9];
+  if (!sender) throw new Error("dev accounts missing");
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(sender.privateKey),
+    chain: {
+      id: chain.chainId,
+      name: "local",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [chain.rpcUrl] } },
+    },
+    transport: http(chain.rpcUrl),
+  }).extend(publicActions);
+  const hash = await wallet.writeContract({
+    address: chain.usdcAddress,
+    abi: localUsdcAbi,
+    functionName: "cancelAuthorization",
+    args: [signer.address, nonce, signature],
+  });
+  const receipt = await wallet.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  if (receipt.status !== "success") throw new Error(`cancelAuthorization reverted (tx ${hash})`);
+  return hash;
+}
+
+/** An EIP-3009 authorization as an `X-PAYMENT` carries it (decimal strings, bytes32 nonce). */
+export interface XPaymentAuthorization {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: `0x${string}`;
+}
+
+/** The authorization and signature inside an `X-PAYMENT` value (base64 JSON, x402 v1). */
+export function readXPayment(header: string): { authorization: XPaymentAuthorization; signature: `0x${string}` } {
+  const p = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as {
+    payload: { authorization: XPaymentAuthorization; signature: `0x${string}` };
+  };
+  return p.payload;
+}
+
+/** An `X-PAYMENT` value (x402 v1 `exact` on `base`) carrying this authorization and signature as given. */
+export function writeXPayment(authorization: XPaymentAuthorization, signature: `0x${string}`): string {
+  const payload = { x402Version: 1, scheme: "exact", network: "base", payload: { signature, authorization } };
+  return Buffer.from(JSON.stringify(payload)).toString("base64");
+}
+
+/**
+ * `signer` signs the EIP-3009 `TransferWithAuthorization` of `authorization` for the local USDC
+ * (domain "USD Coin" / "2" on the chain), as an x402 client does, but with every field chosen by
+ * the test (e.g. another payer's nonce).
+ */
+export async function signAuthorization(
+  chain: LocalChain,
+  signer: { privateKey: `0x${string}` },
+  authorization: XPaymentAuthorization,
+): Promise<`0x${string}`> {
+  const a = authorization;
+  return privateKeyToAccount(signer.privateKey).signTypedData({
+    domain: { name: "USD Coin", version: "2", chainId: chain.chainId, verifyingContract: chain.usdcAddress },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "TransferWithAuthorization",
+    message: {
+      from: a.from,
+      to: a.to,
+      value: BigInt(a.value),
+      validAfter: BigInt(a.validAfter),
+      validBefore: BigInt(a.validBefore),
+      nonce: a.nonce,
+    },
+  });
+}
+
+/**
+ * Signs in as `wallet` with SIWE the way an agent does without a browser: `POST /auth/siwe/nonce`,
+ * an EIP-4361 message for the domain, URI and chain that answer names, signed by the wallet's key,
+ * then `POST /auth/siwe/verify`. Returns the session cookie.
+ */
+export async function siweSession(app: TestApp, wallet: { privateKey: `0x${string}` }): Promise<string> {
+  const { createSiweMessage } = await import("viem/siwe");
+  const nonce = await fetch(`${app.baseUrl}/auth/siwe/nonce`, { method: "POST" });
+  if (nonce.status !== 200) throw new Error(`siwe nonce: ${nonce.status}`);
+  const n = (await nonce.json()) as { nonce: string; domain: string; uri: string; chainId: number };
+  const signer = privateKeyToAccount(wallet.privateKey);
+  const message = createSiweMessage({
+    address: signer.address,
+    domain: n.domain,
+    uri: n.uri,
+    chainId: n.chainId,
+    version: "1",
+    nonce: n.nonce,
+    issuedAt: new Date(),
+  });
+  const res = await fetch(`${app.baseUrl}/auth/siwe/verify`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ message, signature: await signer.signMessage({ message }) }),
+  });
+  if (res.status !== 200) throw new Error(`siwe verify: ${res.status} ${await res.text()}`);
+  const cookie = res.headers.get("set-cookie")?.split(";")[0];
+  if (!cookie) throw new Error("siwe verify set no cookie");
+  return cookie;
+}

@@ -14,7 +14,9 @@ import { exactPaymentFromWire } from "./exact-payment.js";
  * - `502-then-settle`: answers 502 at once, settles on chain a little later (a slow facilitator
  *   behind an impatient gateway);
  * - `502-no-settle`: answers 502 and never settles;
- * - `refuse`: answers 200 `success: false` with a reason, settling nothing.
+ * - `refuse`: answers 200 `success: false` with a reason, settling nothing;
+ * - `settle-then-refuse`: settles on chain, waits for `afterSettle` (when set), then answers 200
+ *   `success: false` with a reason: a facilitator whose verdict is wrong (money moved).
  */
 export type SettleMode =
   | "honest"
@@ -22,7 +24,8 @@ export type SettleMode =
   | "settle-then-drop"
   | "502-then-settle"
   | "502-no-settle"
-  | "refuse";
+  | "refuse"
+  | "settle-then-refuse";
 
 export interface HttpFacilitatorStandInOptions {
   /**
@@ -44,6 +47,11 @@ export interface HttpFacilitatorStandIn {
   settleCalls: number;
   /** settlements this stand-in made on chain */
   readonly settled: FacilitatorResult<SettleOk>[];
+  /**
+   * `settle-then-refuse` waits for this after settling and before answering (a test runs the chain
+   * scan in between); called with the settlement.
+   */
+  afterSettle?: (settled: FacilitatorResult<SettleOk>) => Promise<void>;
   /** resolves when every late settlement (`502-then-settle`) has landed */
   lateSettlements(): Promise<void>;
   close(): Promise<void>;
@@ -71,6 +79,7 @@ export async function startHttpFacilitator(
     supportedCalls: 0,
     settleCalls: 0,
     settled: [],
+    afterSettle: undefined,
     lateSettlements: async () => {
       await Promise.all(late);
     },
@@ -149,6 +158,12 @@ export async function startHttpFacilitator(
       case "502-no-settle":
         gateway502();
         return;
+      case "settle-then-refuse": {
+        const s = await settleNow(p);
+        await state.afterSettle?.(s);
+        send(res, 200, { success: false, errorReason: "invalid_exact_evm_signature", transaction: "", network });
+        return;
+      }
       case "refuse":
         send(res, 200, {
           success: false,

@@ -131,5 +131,9 @@ export const signupResponse = z
     keyPrefix: z.string().optional(),
     keyName: z.string().optional(),
     idempotent: z.literal(true).optional(),
+    keyIssued: z.literal(false).optional().openapi({
+      description:
+        "on a replay: no key was ever issued for this payment (it was credited from the chain after its answer was lost, or the wallet held 10 keys); sign in with the wallet (SIWE) and create one with POST /v1/account/api-keys",
+    }),
   })
   .openapi("SignedUp");

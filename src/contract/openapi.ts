@@ -567,7 +567,7 @@ function fundingResponses(ok: z.ZodTypeAny, extra: number[]): RouteConfig["respo
     },
     ...errorResponses([...BODY_ERRORS, 409, 503, ...extra], {
       409: "Money moved, or may have, and the request did not finish (`payment_unfinished`, never with `accepts`): `transaction` and `reconciling` (true: credited from the chain exactly once if the transfer happened; false: a human must recover it), or `credited: true` without `reconciling` (signup's key cap; a payment already used by another funding route). The receipt (X-PAYMENT-RESPONSE, or PAYMENT-RESPONSE for a v2 payment) says `success: false` while the outcome is unknown. Do not pay again.",
-      503: "`not_configured`, or `facilitator_unavailable`: the facilitator could not be reached and nothing moved; retry the same request and payment header after Retry-After.",
+      503: "`not_configured`, or `facilitator_unavailable`: the facilitator could not be reached and nothing moved; retry the same request and payment header after Retry-After. `service_unavailable`: a replayed payment from a contract wallet whose signature the chain could not check just now; retry it after Retry-After.",
     }),
     409: { ...errorResponse(409), headers: headers("errorCode", "paymentResponse", "paymentResponseV2") },
   };

@@ -56,4 +56,13 @@ export const usdcAbi = [
       { name: "nonce", type: "bytes32", indexed: true },
     ],
   },
+  {
+    type: "event",
+    name: "AuthorizationCanceled",
+    anonymous: false,
+    inputs: [
+      { name: "authorizer", type: "address", indexed: true },
+      { name: "nonce", type: "bytes32", indexed: true },
+    ],
+  },
 ] as const;

@@ -1,4 +1,12 @@
-import { type Address, type Chain, getAddress, type Hex, parseEventLogs } from "viem";
+import {
+  type Address,
+  type Chain,
+  getAddress,
+  type Hex,
+  parseEventLogs,
+  type TypedDataDefinition,
+  type VerifyTypedDataParameters,
+} from "viem";
 import { type ChainResult, classifyChainError } from "./chain-errors.js";
 import { type ChainPublicClient, type ChainWalletClient, createChainClients, createSerialSender } from "./clients.js";
 import { usdcAbi } from "./usdc-abi.js";
@@ -32,6 +40,22 @@ export interface UsdcSettlement extends UsdcTransferLog {
   /** lower-case bytes32 hex, or null for a plain transfer (no authorization) */
   authorizationNonce: Hex | null;
   authorizer: Address | null;
+}
+
+/** An authorization's state as the chain holds it at one block. */
+export interface AuthorizationStateAt {
+  /** true when the nonce was used or canceled by the authorizer at `blockNumber` */
+  used: boolean;
+  blockNumber: bigint;
+  /** the block's timestamp: an authorization whose validBefore is at or before it can never be used after it */
+  blockTime: Date;
+}
+
+/** One `AuthorizationCanceled` event: the authorizer gave the nonce up on chain. */
+export interface AuthorizationCancellation {
+  txHash: Hex;
+  blockNumber: bigint;
+  logIndex: number;
 }
 
 export interface UsdcTransferLogQuery {
@@ -69,6 +93,27 @@ export interface ChainGateway {
   getUsdcSettlementsInTx(txHash: Hex): Promise<ChainResult<UsdcSettlement[]>>;
   /** EIP-3009: true when `nonce` was used or canceled by `authorizer`. */
   getAuthorizationState(authorizer: Address, nonce: Hex): Promise<ChainResult<boolean>>;
+  /**
+   * EIP-3009 state of `nonce` at the block `depth` below the head (so a short reorg cannot undo what
+   * it says), with that block's number and timestamp.
+   */
+  getAuthorizationStateAt(authorizer: Address, nonce: Hex, depth: number): Promise<ChainResult<AuthorizationStateAt>>;
+  /** `AuthorizationCanceled(authorizer, nonce)` events in a block range, in chain order. */
+  getAuthorizationCancellations(query: {
+    authorizer: Address;
+    nonce: Hex;
+    fromBlock: bigint;
+    toBlock: bigint;
+  }): Promise<ChainResult<AuthorizationCancellation[]>>;
+  /**
+   * Is `signature` the signer's over this EIP-712 message? EOA signatures by recovery; a contract
+   * wallet's by asking it (ERC-1271, ERC-6492), which is a chain call.
+   */
+  verifyTypedData(params: {
+    address: Address;
+    signature: Hex;
+    typedData: TypedDataDefinition;
+  }): Promise<ChainResult<boolean>>;
   /**
    * Payout: sends `amountMicro` micro-USDC from the adapter's key to `to`. Returns the hash once the
    * node accepted the transaction (not mined yet: follow it with `getConfirmations`). A `reverted`
@@ -134,19 +179,21 @@ export function createChainGateway(opts: ChainGatewayOptions): ChainGateway {
           toBlock: query.toBlock,
           strict: true,
         });
-        return logs.flatMap((log) =>
-          log.removed || log.blockNumber === null || log.transactionHash === null || log.logIndex === null
-            ? []
-            : [
-                {
-                  from: log.args.from,
-                  to: log.args.to,
-                  valueMicroUsdc: log.args.value,
-                  txHash: log.transactionHash,
-                  blockNumber: log.blockNumber,
-                  logIndex: log.logIndex,
-                },
-              ],
+        return inChainOrder(
+          logs.flatMap((log) =>
+            log.removed || log.blockNumber === null || log.transactionHash === null || log.logIndex === null
+              ? []
+              : [
+                  {
+                    from: log.args.from,
+                    to: log.args.to,
+                    valueMicroUsdc: log.args.value,
+                    txHash: log.transactionHash,
+                    blockNumber: log.blockNumber,
+                    logIndex: log.logIndex,
+                  },
+                ],
+          ),
         );
       }),
 
@@ -186,19 +233,22 @@ export function createChainGateway(opts: ChainGatewayOptions): ChainGateway {
           }),
         ]);
         return joinSettlements(
-          transfers.flatMap((l) =>
-            l.removed || l.transactionHash === null || l.blockNumber === null || l.logIndex === null
-              ? []
-              : [
-                  {
-                    from: l.args.from,
-                    to: l.args.to,
-                    valueMicroUsdc: l.args.value,
-                    txHash: l.transactionHash,
-                    blockNumber: l.blockNumber,
-                    logIndex: l.logIndex,
-                  },
-                ],
+          // a node may answer a range's logs in any order: the scan reads them in chain order
+          inChainOrder(
+            transfers.flatMap((l) =>
+              l.removed || l.transactionHash === null || l.blockNumber === null || l.logIndex === null
+                ? []
+                : [
+                    {
+                      from: l.args.from,
+                      to: l.args.to,
+                      valueMicroUsdc: l.args.value,
+                      txHash: l.transactionHash,
+                      blockNumber: l.blockNumber,
+                      logIndex: l.logIndex,
+                    },
+                  ],
+            ),
           ),
           authorizations.flatMap((l) =>
             l.removed || l.transactionHash === null || l.logIndex === null
@@ -259,6 +309,48 @@ export function createChainGateway(opts: ChainGatewayOptions): ChainGateway {
         }),
       ),
 
+    getAuthorizationStateAt: (authorizer, nonce, depth) =>
+      attempt(async () => {
+        const head = await publicClient.getBlockNumber({ cacheTime: 0 });
+        const blockNumber = head > BigInt(depth) ? head - BigInt(depth) : 0n;
+        const [block, used] = await Promise.all([
+          publicClient.getBlock({ blockNumber }),
+          publicClient.readContract({
+            address: usdcAddress,
+            abi: usdcAbi,
+            functionName: "authorizationState",
+            args: [authorizer, nonce],
+            blockNumber,
+          }),
+        ]);
+        return { used, blockNumber, blockTime: new Date(Number(block.timestamp) * 1000) };
+      }),
+
+    getAuthorizationCancellations: (query) =>
+      attempt(async () => {
+        const logs = await publicClient.getContractEvents({
+          address: usdcAddress,
+          abi: usdcAbi,
+          eventName: "AuthorizationCanceled",
+          args: { authorizer: query.authorizer, nonce: query.nonce },
+          fromBlock: query.fromBlock,
+          toBlock: query.toBlock,
+          strict: true,
+        });
+        return inChainOrder(
+          logs.flatMap((l) =>
+            l.removed || l.transactionHash === null || l.blockNumber === null || l.logIndex === null
+              ? []
+              : [{ txHash: l.transactionHash, blockNumber: l.blockNumber, logIndex: l.logIndex }],
+          ),
+        );
+      }),
+
+    verifyTypedData: ({ address, signature, typedData }) =>
+      attempt(() =>
+        publicClient.verifyTypedData({ address, signature, ...typedData } as unknown as VerifyTypedDataParameters),
+      ),
+
     transferUsdc: async ({ to, amountMicro }) => {
       if (walletClient === undefined) {
         return { ok: false, failure: { kind: "no_wallet", message: "chain gateway has no private key" } };
@@ -279,6 +371,13 @@ export function createChainGateway(opts: ChainGatewayOptions): ChainGateway {
       });
     },
   };
+}
+
+/** Logs by block number, then log index: the chain's own order, whatever order a node answered in. */
+function inChainOrder<T extends { blockNumber: bigint; logIndex: number }>(logs: T[]): T[] {
+  return [...logs].sort((a, b) =>
+    a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1,
+  );
 }
 
 /**

@@ -50,7 +50,8 @@ export const DESCRIPTIONS: Record<FundingKind, string> = {
 
 /**
  * The 200 answer for a recorded payment, fresh or replayed (`idempotent`). A signup that credited
- * but hit the wallet's key cap is not a 200.
+ * but hit the wallet's key cap is not a 200. A signup answered without a key says `keyIssued: false`
+ * when none was ever issued for the payment.
  * @throws payment_unfinished (credited: true) when the signup's key could not be issued
  */
 export function fundedOutcome(
@@ -77,8 +78,12 @@ export function fundedOutcome(
       transaction,
       confirmationBlocks: o.confirmationBlocks,
     };
-    if (o.idempotent || !r.key) body.idempotent = true;
-    else {
+    if (o.idempotent || !r.key) {
+      body.idempotent = true;
+      // no key was ever issued for this payment (credited from the chain after its answer was lost,
+      // or at the key cap): the wallet's session mints one (docs/decisions.md, issue 38)
+      if (!r.payment.apiKeyId) body.keyIssued = false;
+    } else {
       body.apiKey = r.key.apiKey;
       body.keyPrefix = r.key.keyPrefix;
       body.keyName = r.key.name;

@@ -1,4 +1,5 @@
 import type { Hex } from "viem";
+import type { ChainGateway } from "../../adapters/chain/usdc-gateway.js";
 import type { Db } from "../../adapters/db.js";
 import { type Facilitator, settleVerdict } from "../../adapters/facilitator/types.js";
 import type { EventBus } from "../../adapters/pubsub.js";
@@ -29,6 +30,8 @@ import {
   PAYMENT_HEADER,
   paymentRequiredHeader,
   paymentResponseHeader,
+  recordedTypedData,
+  signedByPayerKey,
   type X402Version,
 } from "./x402.js";
 
@@ -43,7 +46,7 @@ type PaymentRow = Prisma.PaymentGetPayload<{ include: { account: true } }>;
 
 /**
  * Prepaid funding through x402 `exact` (SPEC "Funding flow"). Money that moved on chain is credited
- * exactly once: a write-ahead `settling` row (unique authorization nonce) precedes the settlement,
+ * exactly once: a write-ahead `settling` row (unique by payer and authorization nonce) precedes the settlement,
  * the credit commits in one transaction with the settlement hash (unique), and reconciliation
  * finishes whatever a crash or a database failure left behind.
  */
@@ -58,6 +61,8 @@ export class FundingService {
       apiKeys: ApiKeyService;
       fuse: Fuse;
       reconciliation: ReconciliationQueue;
+      /** checks a contract wallet's signature of a replayed payment (ERC-1271); EOAs are checked here */
+      chain: Pick<ChainGateway, "verifyTypedData">;
     },
   ) {}
 
@@ -134,9 +139,17 @@ export class FundingService {
       );
     }
 
-    // a settlement already seen: answer from the record, never settle twice
-    const existing = await this.findPayment(decoded.nonce);
+    // a settlement already seen: answer from the record, never settle twice — but only to the
+    // payer's own signature of the recorded authorization (the nonce, or the authorization, alone
+    // reads nothing: both are public once it settled)
+    const notRecorded = () =>
+      challenge(
+        `${headerName} is not the recorded authorization signed by its payer; nothing was charged.`,
+        "invalid_payment",
+      );
+    const existing = await this.findPayment(decoded.payer, decoded.nonce);
     if (existing && existing.status !== "failed") {
+      if (!(await this.isRecordedAuthorization(decoded, existing))) return notRecorded();
       return (
         (await this.answerExisting(req.kind, existing, decoded)) ??
         challenge("This payment failed; sign a new one.", "invalid_payment")
@@ -166,6 +179,10 @@ export class FundingService {
     // write-ahead intent: the unique nonce makes concurrent duplicates wait for this one
     const intent = await this.claimIntent(req, decoded, body);
     if (!intent.claimed) {
+      // the facilitator verified this signature, but the payer may have signed another authorization
+      // with the same nonce: the record answers only its own
+      const row = await this.findPayment(decoded.payer, decoded.nonce);
+      if (row && !(await this.isRecordedAuthorization(decoded, row))) return notRecorded();
       return (
         (await this.awaitDuplicate(req.kind, decoded)) ??
         challenge("This payment failed; sign a new one.", "invalid_payment")
@@ -188,10 +205,23 @@ export class FundingService {
             "The payment facilitator did not say whether the payment settled; it may have moved. It will be credited from the chain if it did. Do not pay again.",
         });
       }
-      await this.deps.db.payment.update({
-        where: { id: intent.paymentId },
+      // conditional: the chain scan may have found the transfer and credited the row meanwhile (a
+      // facilitator's verdict can be wrong); what the chain credited is never overwritten
+      const failed = await this.deps.db.payment.updateMany({
+        where: { id: intent.paymentId, status: "settling" },
         data: { status: "failed", failureReason: `${f.kind}: ${f.message}`.slice(0, 500) },
       });
+      if (failed.count !== 1) {
+        logger.warn({ paymentId: intent.paymentId, failure: f.message }, "settle failed, but the payment moved on");
+        const moved = await this.deps.db.payment.findUniqueOrThrow({
+          where: { id: intent.paymentId },
+          include: { account: true },
+        });
+        return (
+          (await this.answerExisting(req.kind, moved, decoded)) ??
+          challenge("This payment failed; sign a new one.", "invalid_payment")
+        );
+      }
       if (verdict === "not_sent") throw facilitatorUnavailable(headerName);
       return challenge(`Payment settlement failed: ${f.reason ?? f.message}.`, "invalid_payment");
     }
@@ -216,8 +246,37 @@ export class FundingService {
 
   // ─────────────────────────────── internals ───────────────────────────────
 
-  private findPayment(nonce: string): Promise<PaymentRow | null> {
-    return this.deps.db.payment.findUnique({ where: { authorizationNonce: nonce }, include: { account: true } });
+  /** The payment of one authorization: EIP-3009 nonces are the authorizer's, so (payer, nonce). */
+  private findPayment(payer: string, nonce: string): Promise<PaymentRow | null> {
+    return this.deps.db.payment.findUnique({
+      where: { payerAddress_authorizationNonce: { payerAddress: payer, authorizationNonce: nonce } },
+      include: { account: true },
+    });
+  }
+
+  /**
+   * Is the presented payment the recorded authorization (payer, payTo, value, validAfter,
+   * validBefore, nonce, all equal) signed by its payer? An EOA's signature is recovered here; any
+   * other is asked of the chain (a contract wallet, ERC-1271/6492). A chain that cannot answer is
+   * 503: the payment may be genuine.
+   * @throws service_unavailable (503) when a contract wallet's signature cannot be checked now
+   */
+  private async isRecordedAuthorization(d: DecodedPayment, p: PaymentRow): Promise<boolean> {
+    const { usdcName, usdcVersion, id: chainId } = this.deps.config.chain;
+    const typed = recordedTypedData(d, p, { name: usdcName, version: usdcVersion, chainId });
+    if (!typed) return false;
+    if (await signedByPayerKey(d, typed)) return true;
+    const checked = await this.deps.chain.verifyTypedData({
+      address: typed.message.from,
+      signature: d.evm.signature as Hex,
+      typedData: typed,
+    });
+    if (!checked.ok) {
+      throw new DomainError("service_unavailable", "The payment's signature cannot be checked right now; retry.", {
+        retryAfterSeconds: 5,
+      });
+    }
+    return checked.value;
   }
 
   private async claimIntent(
@@ -234,6 +293,7 @@ export class FundingService {
       assetAddress: this.deps.config.chain.usdcAddress.toLowerCase(),
       amountMicroUsdc: d.valueMicroUsdc,
       authorizationNonce: d.nonce,
+      validAfter: d.validAfter,
       validBefore: d.validBefore,
       requestMeta:
         req.kind === "signup"
@@ -248,11 +308,13 @@ export class FundingService {
     }
     // a failed earlier attempt may be retried with the same authorization
     const retried = await this.deps.db.payment.updateMany({
-      where: { authorizationNonce: d.nonce, status: "failed" },
+      where: { payerAddress: d.payer, authorizationNonce: d.nonce, status: "failed" },
       data: { ...data, failureReason: null },
     });
     if (retried.count === 1) {
-      const p = await this.deps.db.payment.findUniqueOrThrow({ where: { authorizationNonce: d.nonce } });
+      const p = await this.deps.db.payment.findUniqueOrThrow({
+        where: { payerAddress_authorizationNonce: { payerAddress: d.payer, authorizationNonce: d.nonce } },
+      });
       return { claimed: true, paymentId: p.id };
     }
     return { claimed: false };
@@ -265,7 +327,7 @@ export class FundingService {
   private async awaitDuplicate(kind: FundingKind, d: DecodedPayment): Promise<FundingOutcome | null> {
     const deadline = Date.now() + DUPLICATE_WAIT_MS;
     for (;;) {
-      const p = await this.findPayment(d.nonce);
+      const p = await this.findPayment(d.payer, d.nonce);
       if (p && p.status !== "settling") return this.answerExisting(kind, p, d);
       if (Date.now() > deadline) {
         throw new DomainError("payment_unfinished", "This payment is still being settled; do not pay again.", {
@@ -278,6 +340,11 @@ export class FundingService {
     }
   }
 
+  /**
+   * The answer of a recorded payment. Only for `d` checked against `p` (`isRecordedAuthorization`,
+   * or `p` being the row this very request wrote): the account it shows is the payer's own (signup
+   * credits the payer's wallet, top-up and refill a caller the payer was checked to be).
+   */
   private async answerExisting(kind: FundingKind, p: PaymentRow, d: DecodedPayment): Promise<FundingOutcome | null> {
     if (p.status === "settling") return this.awaitDuplicate(kind, d);
     if (p.status === "reconciling") {

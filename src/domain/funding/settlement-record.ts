@@ -16,7 +16,13 @@ export interface RecordDeps {
 }
 
 export interface Recorded {
-  payment: { settlementTxHash: string | null; amountMicroUsdc: bigint; accountId: string | null };
+  payment: {
+    settlementTxHash: string | null;
+    amountMicroUsdc: bigint;
+    accountId: string | null;
+    /** the key a signup issued for this payment; null when none was (credited from the chain, key cap) */
+    apiKeyId: string | null;
+  };
   account: { id: string; walletAddress: string; confirmedMicroUsdc: bigint; pendingMicroUsdc: bigint };
   key: CreatedApiKey | null;
   keyCapReached: boolean;

@@ -15,7 +15,7 @@ import type {
   PaymentRequirements as PaymentRequirementsV2,
   ResourceInfo,
 } from "@x402/core/types";
-import type { Hex } from "viem";
+import { type Hex, verifyTypedData } from "viem";
 import {
   type V1Requirements as PaymentRequirements,
   v1Requirements,
@@ -138,6 +138,7 @@ interface Authorized {
   valueMicroUsdc: bigint;
   /** lower-case bytes32 hex */
   nonce: Hex;
+  validAfter: Date;
   validBefore: Date;
   /** the EIP-3009 authorization and its signature: the same in either envelope */
   evm: ExactEvmPayload;
@@ -153,9 +154,24 @@ export type DecodedPaymentV2 = Authorized & { version: 2; payload: PaymentPayloa
  */
 export type DecodedPayment = DecodedPaymentV1 | DecodedPaymentV2;
 
+/**
+ * The latest `validAfter`/`validBefore` a payment may name, in seconds (9999-12-31T23:59:59Z): the
+ * times are recorded as timestamps, and a payment needs no later bound than that.
+ */
+const MAX_AUTHORIZATION_TIME_S = 253_402_300_799n;
+
+/** A uint256 of seconds an authorization names, as a Date; `undefined` beyond what a timestamp holds. */
+function authorizationTime(seconds: string): Date | undefined {
+  if (!/^\d{1,78}$/.test(seconds)) return undefined;
+  const s = BigInt(seconds);
+  return s <= MAX_AUTHORIZATION_TIME_S ? new Date(Number(s) * 1000) : undefined;
+}
+
 function authorizedOf(evm: ExactEvmPayload): Authorized | undefined {
   const a = evm.authorization;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(a.nonce) || !/^\d+$/.test(a.value) || !/^\d+$/.test(String(a.validBefore))) {
+  const validAfter = authorizationTime(String(a.validAfter));
+  const validBefore = authorizationTime(String(a.validBefore));
+  if (!/^0x[0-9a-fA-F]{64}$/.test(a.nonce) || !/^\d+$/.test(a.value) || !validAfter || !validBefore) {
     return undefined;
   }
   return {
@@ -163,9 +179,94 @@ function authorizedOf(evm: ExactEvmPayload): Authorized | undefined {
     payTo: a.to.toLowerCase(),
     valueMicroUsdc: BigInt(a.value),
     nonce: a.nonce.toLowerCase() as Hex,
-    validBefore: new Date(Number(a.validBefore) * 1000),
+    validAfter,
+    validBefore,
     evm,
   };
+}
+
+/** A payment as recorded when it was first submitted (the `payments` row). */
+export interface RecordedAuthorization {
+  payerAddress: string;
+  payToAddress: string;
+  assetAddress: string;
+  amountMicroUsdc: bigint;
+  authorizationNonce: string;
+  /** null on rows recorded before validAfter was (the presented value is then the one checked) */
+  validAfter: Date | null;
+  validBefore: Date | null;
+}
+
+/** The EIP-712 domain of the USDC contract (USDC_EIP712_NAME, USDC_EIP712_VERSION, CHAIN_ID). */
+export interface TokenDomain {
+  name: string;
+  version: string;
+  chainId: number;
+}
+
+const TRANSFER_WITH_AUTHORIZATION = {
+  TransferWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
+
+const seconds = (d: Date): bigint => BigInt(Math.floor(d.getTime() / 1000));
+
+/**
+ * The EIP-712 `TransferWithAuthorization` a recorded payment is, as the token verifies it: every
+ * field from the record (validAfter from the payment when the record predates it). `undefined` when
+ * the presented payment names another authorization than the record: another payer, payee, value,
+ * window or nonce.
+ */
+export function recordedTypedData(d: DecodedPayment, r: RecordedAuthorization, domain: TokenDomain) {
+  const validAfter = r.validAfter ?? d.validAfter;
+  const same =
+    d.payer === r.payerAddress.toLowerCase() &&
+    d.payTo === r.payToAddress.toLowerCase() &&
+    d.valueMicroUsdc === r.amountMicroUsdc &&
+    d.nonce === r.authorizationNonce.toLowerCase() &&
+    r.validBefore !== null &&
+    seconds(d.validBefore) === seconds(r.validBefore) &&
+    seconds(d.validAfter) === seconds(validAfter);
+  if (!same || r.validBefore === null) return undefined;
+  return {
+    domain: {
+      name: domain.name,
+      version: domain.version,
+      chainId: domain.chainId,
+      verifyingContract: r.assetAddress as Hex,
+    },
+    types: TRANSFER_WITH_AUTHORIZATION,
+    primaryType: "TransferWithAuthorization" as const,
+    message: {
+      from: r.payerAddress as Hex,
+      to: r.payToAddress as Hex,
+      value: r.amountMicroUsdc,
+      validAfter: seconds(validAfter),
+      validBefore: seconds(r.validBefore),
+      nonce: r.authorizationNonce as Hex,
+    },
+  };
+}
+
+export type RecordedTypedData = NonNullable<ReturnType<typeof recordedTypedData>>;
+
+/**
+ * Did the payer's own key (an EOA) sign the recorded authorization with this payment's signature?
+ * Pure (ECDSA recovery); false for anything else, including a contract wallet's signature, which
+ * only the chain can check (ERC-1271; the caller asks it then).
+ */
+export async function signedByPayerKey(d: DecodedPayment, typed: RecordedTypedData): Promise<boolean> {
+  try {
+    return await verifyTypedData({ ...typed, address: typed.message.from, signature: d.evm.signature as Hex });
+  } catch {
+    return false;
+  }
 }
 
 /** Decodes `X-PAYMENT` with the x402 package; `undefined` for anything that is not an exact/EVM payment. */

@@ -194,7 +194,7 @@ describe("database invariants", () => {
     ).rejects.toThrow();
   });
 
-  test("payments are unique by authorization nonce and by settlement transaction", async ({ db }) => {
+  test("payments are unique by (payer, authorization nonce) and by settlement transaction", async ({ db }) => {
     const a = await createAccount(db);
     const nonce = `0x${"1".repeat(64)}`;
     const tx = `0x${"2".repeat(64)}`;
@@ -211,6 +211,17 @@ describe("database invariants", () => {
     await expect(
       db.payment.create({ data: { ...p, authorizationNonce: nonce, settlementTxHash: `0x${"3".repeat(64)}` } }),
     ).rejects.toThrow();
+    // EIP-3009 nonces are the authorizer's: another payer may sign the same one
+    const b = await createAccount(db);
+    await db.payment.create({
+      data: {
+        ...p,
+        accountId: b.id,
+        payerAddress: b.walletAddress,
+        authorizationNonce: nonce,
+        settlementTxHash: `0x${"6".repeat(64)}`,
+      },
+    });
     await expect(
       db.payment.create({ data: { ...p, authorizationNonce: `0x${"4".repeat(64)}`, settlementTxHash: tx } }),
     ).rejects.toThrow();

@@ -2,7 +2,6 @@ import { QueueEvents } from "bullmq";
 import { createClient } from "graphql-sse";
 import { describe, expect } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
-import { MISSING_TX_GRACE_MS } from "../../../src/domain/funding/reconciler.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
@@ -106,7 +105,8 @@ describe("confirmations worker", () => {
     await assertBooksBalance(app.rt.db);
   });
 
-  test("a transfer that left the canonical chain is never confirmed; its pending credit is reversed", async ({
+  // last in the file: it moves the chain's clock past the authorizations' validBefore
+  test("a transfer that left the canonical chain is never confirmed; its credit is reversed once its authorization expired unused", async ({
     app,
     chain,
   }) => {
@@ -119,7 +119,14 @@ describe("confirmations worker", () => {
     let r = await app.rt.services.payments.confirmPending();
     expect(r).toMatchObject({ confirmed: 0, reversed: 0 });
     expect((await viewer(app, apiKey)).pendingUsdc).toBe("2000000");
-    clock.advance(MISSING_TX_GRACE_MS + 1000);
+    // however late the app's clock says it is, the chain decides: the authorization is unused, but
+    // still valid on chain
+    clock.advance(3_600_000);
+    r = await app.rt.services.payments.confirmPending();
+    expect(r).toMatchObject({ confirmed: 0, reversed: 0 });
+    // the chain passes the authorization's validBefore (300 s after signing) by more than the depth
+    await rpc(chain, "evm_increaseTime", [600]);
+    await chain.mine(10);
     r = await app.rt.services.payments.confirmPending();
     expect(r.reversed).toBe(1);
     const v = await viewer(app, apiKey);

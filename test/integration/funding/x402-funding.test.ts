@@ -169,6 +169,8 @@ describe("exactly-once credit", () => {
     expect(replay.status).toBe(200);
     expect(replay.body.idempotent).toBe(true);
     expect(replay.body).not.toHaveProperty("apiKey");
+    // its key was issued, on the first answer
+    expect(replay.body).not.toHaveProperty("keyIssued");
     expect(replay.body.transaction).toBe(first.body.transaction);
     expect(replay.headers.get("x-payment-response")).toBeTruthy();
     const account = await app.rt.db.account.findUniqueOrThrow({
