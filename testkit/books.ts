@@ -26,12 +26,25 @@ export async function assertBooksBalance(db: Db): Promise<void> {
       LEFT JOIN LATERAL (
         SELECT COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'buyer_confirmed'), 0) AS confirmed,
                COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'buyer_pending'), 0) AS pending,
-               COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'supplier_payable'), 0) AS payable
+               COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'supplier_payable'), 0) AS payable,
+               COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'supplier_held'), 0) AS held
           FROM ledger_lines l WHERE l.account_id = a.id) s ON true
      WHERE a.confirmed_micro_usdc <> s.confirmed
         OR a.pending_micro_usdc <> s.pending
-        OR a.supplier_payable_micro_usdc <> s.payable`;
+        OR a.supplier_payable_micro_usdc <> s.payable
+        OR a.supplier_held_micro_usdc <> s.held`;
   deepStrictEqual(mismatched, [], "account balances equal their ledger books");
+
+  // a held share is on hold exactly while its video job may still be refunded: the held balance is
+  // the shares of held clears that are neither refunded nor released (an odd count of hold moves)
+  const misheld = await db.$queryRaw<{ id: string }[]>`
+    SELECT a.id FROM accounts a
+     WHERE a.supplier_held_micro_usdc <> COALESCE((
+       SELECT SUM(c.supplier_micro_usdc) FROM clears c
+        WHERE c.supplier_account_id = a.id AND c.supplier_held AND c.refunded_at IS NULL
+          AND (SELECT count(*) FROM ledger_transactions t
+                WHERE t.clear_id = c.id AND t.kind IN ('release', 'rehold')) % 2 = 0), 0)`;
+  deepStrictEqual(misheld, [], "held balances are the shares of unreleased, unrefunded held clears");
 
   const total = await db.$queryRaw<
     { total: bigint }[]

@@ -35,6 +35,8 @@ export interface MemoryAccount {
   reservedMicroUsdc: bigint;
   ceilingCents: number;
   supplierPayableMicroUsdc: bigint;
+  /** a video clear's share until its job is final (svc_end_items credits it here) */
+  supplierHeldMicroUsdc: bigint;
 }
 
 export interface MemoryApiKey {
@@ -196,6 +198,7 @@ export class MemoryMarket {
       reservedMicroUsdc: 0n,
       ceilingCents: o.ceilingCents ?? 80,
       supplierPayableMicroUsdc: 0n,
+      supplierHeldMicroUsdc: 0n,
     });
     this.tables.apiKeys.set(apiKeyId, { id: apiKeyId, accountId, status: "active" });
     return { accountId, apiKeyId };
@@ -209,6 +212,7 @@ export class MemoryMarket {
       reservedMicroUsdc: 0n,
       ceilingCents: 80,
       supplierPayableMicroUsdc: 0n,
+      supplierHeldMicroUsdc: 0n,
     });
     return accountId;
   }
@@ -668,7 +672,9 @@ export class MemoryMarket {
       if (k && k.lastBalanceMicroDiem !== null && burn > 0n)
         k.lastBalanceMicroDiem = maxBig(k.lastBalanceMicroDiem - burn, 0n);
       const share = BigInt(i.share ?? 0);
-      if (share > 0n) this.account(i.supplier as string).supplierPayableMicroUsdc += share;
+      const supplier = this.account(i.supplier as string);
+      if (share > 0n && i.video !== null) supplier.supplierHeldMicroUsdc += share;
+      else if (share > 0n) supplier.supplierPayableMicroUsdc += share;
     }
     return v.map((i) => this.account(i.account).confirmedMicroUsdc);
   }

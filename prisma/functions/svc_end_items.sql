@@ -7,8 +7,10 @@
 -- holder's buyer slice and its burn out of the holder's offer slice; a queued video job (`video`:
 -- id, queue_id, upstream_queue_id, upstream_quote, body, download_url) its video_jobs row, in the
 -- same transaction as its charge (a charge never exists without its job, nor a job without its
--- charge); its charge is added to its API key's spend of the day (api_key_spend) and the request's
--- budget hold, if any, deleted (key_budget_holds). `returns` lists slice parts given back:
+-- charge), and its supplier share is credited on hold (book supplier_held, clears.supplier_held:
+-- payable only once the job is final, docs/decisions.md "Payout hold"; every other clear's share is
+-- payable at once); its charge is added to its API key's spend of the day (api_key_spend) and the
+-- request's budget hold, if any, deleted (key_budget_holds). `returns` lists slice parts given back:
 -- [{"holder", "account" | "offer", "amount"}] (amounts as strings). `attempts`: [{"ordinal", "key", "offer", "price", "outcome", "status",
 -- "detail", "started", "ended"}].
 -- Hot rows (buyers, offers, upstream keys, suppliers: the lock order used everywhere) are updated
@@ -60,9 +62,9 @@ BEGIN
     FROM unnest(v) i;
   INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model, modality,
                       price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc, fee_micro_usdc,
-                      supplier_micro_usdc, created_at)
+                      supplier_micro_usdc, supplier_held, created_at)
   SELECT i.clear, i.request, i.account, i.supplier, i.offer, i.key, i.model, i.modality, i.price, i.ceiling, i.burn,
-         i.gross, i.fee, i.share, i.now
+         i.gross, i.fee, i.share, i.video IS NOT NULL, i.now
     FROM unnest(v) i WHERE i.clear IS NOT NULL;
   -- a queued video job is written with its charge, so a charge never exists without its job
   INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id,
@@ -151,8 +153,12 @@ BEGIN
     FROM (SELECT i.key, sum(i.burn)::bigint AS b FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.burn > 0
            GROUP BY i.key ORDER BY i.key) s
    WHERE k.id = s.key AND k.last_balance_micro_diem IS NOT NULL;
-  UPDATE accounts a SET supplier_payable_micro_usdc = a.supplier_payable_micro_usdc + s.p
-    FROM (SELECT i.supplier, sum(i.share)::bigint AS p FROM unnest(v) i WHERE i.clear IS NOT NULL
+  UPDATE accounts a SET supplier_payable_micro_usdc = a.supplier_payable_micro_usdc + s.p,
+                        supplier_held_micro_usdc = a.supplier_held_micro_usdc + s.h
+    FROM (SELECT i.supplier,
+                 COALESCE(sum(i.share) FILTER (WHERE i.video IS NULL), 0)::bigint AS p,
+                 COALESCE(sum(i.share) FILTER (WHERE i.video IS NOT NULL), 0)::bigint AS h
+            FROM unnest(v) i WHERE i.clear IS NOT NULL
            GROUP BY i.supplier HAVING sum(i.share) > 0) s
    WHERE a.id = s.supplier;
   -- key budgets (docs/decisions.md "Key budgets"): every charge counts toward its key's spend on the

@@ -158,7 +158,13 @@ const payout = z.object({
 
 export const supplierLedgerResponse = z
   .object({
-    payableUsdc: decimal6,
+    payableUsdc: decimal6.openapi({
+      description:
+        "Earnings payable and not yet paid out. Negative while a refund of a share already paid out is recovered from later earnings (carried forward; only a balance at or above payoutMinimumUsdc is paid).",
+    }),
+    heldUsdc: decimal6.openapi({
+      description: "Earnings on hold: shares of video jobs not yet final (payable once delivered or expired).",
+    }),
     paidOutUsdc: decimal6,
     payoutPendingUsdc: decimal6,
     payoutMinimumUsdc: decimal6,
@@ -166,6 +172,7 @@ export const supplierLedgerResponse = z
     data: z.array(
       z.object({
         id: z.string(),
+        book: z.enum(["supplier_payable", "supplier_held"]),
         kind: z.string(),
         amountUsdc: decimal6,
         transactionId: z.string(),

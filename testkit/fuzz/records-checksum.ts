@@ -15,6 +15,7 @@ const TRACKED: [table: string, columns: string[]][] = [
       "pending_micro_usdc",
       "reserved_micro_usdc",
       "supplier_payable_micro_usdc",
+      "supplier_held_micro_usdc",
       "has_ever_funded",
     ],
   ],

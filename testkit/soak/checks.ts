@@ -48,7 +48,7 @@ export async function checkInvariants(
   const neg = await one<{ accounts: bigint; offers: bigint; platform: bigint }>(
     db,
     `SELECT (SELECT count(*) FROM accounts WHERE confirmed_micro_usdc < 0 OR pending_micro_usdc < 0
-               OR reserved_micro_usdc < 0 OR supplier_payable_micro_usdc < 0
+               OR reserved_micro_usdc < 0 OR supplier_held_micro_usdc < 0
                OR reserved_micro_usdc > confirmed_micro_usdc) AS accounts,
             (SELECT count(*) FROM offers WHERE remaining_micro_diem < 0 OR reserved_micro_diem < 0
                OR reserved_micro_diem > remaining_micro_diem OR remaining_micro_diem > quantity_micro_diem) AS offers,

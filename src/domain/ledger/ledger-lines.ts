@@ -37,6 +37,8 @@ export interface AccountLedgerQuery {
   accountId: string;
   /** only this book's lines */
   book?: Book;
+  /** only these books' lines (instead of `book`) */
+  books?: readonly Book[];
   /** only lines after this key in newest-first order (older): the next page */
   olderThan?: CursorKey;
   /** only lines before this key in newest-first order (newer) */
@@ -71,17 +73,17 @@ interface Branch {
 const BUYER_ID = Prisma.sql`md5(c.id::text || ':buyer')::uuid`;
 const SUPPLIER_ID = Prisma.sql`md5(c.id::text || ':supplier')::uuid`;
 
-function branches(accountId: string, book: Book | undefined): Branch[] {
+function branches(accountId: string, books: readonly Book[] | undefined): Branch[] {
   const all: Branch[] = [
     {
-      books: ["buyer_confirmed", "buyer_pending", "supplier_payable"],
+      books: ["buyer_confirmed", "buyer_pending", "supplier_payable", "supplier_held"],
       at: Prisma.sql`e.created_at`,
       id: Prisma.sql`e.id`,
       select: Prisma.sql`e.id, e.transaction_id, t.kind::text AS transaction_kind, e.book::text AS book,
         e.kind::text AS kind, e.amount_micro_usdc, e.created_at`,
       from: Prisma.sql`ledger_entries e JOIN ledger_transactions t ON t.id = e.transaction_id`,
-      where: book
-        ? Prisma.sql`e.account_id = ${accountId}::uuid AND e.book = ${book}::ledger_book`
+      where: books
+        ? Prisma.sql`e.account_id = ${accountId}::uuid AND e.book::text = ANY(${[...books]}::text[])`
         : Prisma.sql`e.account_id = ${accountId}::uuid`,
     },
     {
@@ -93,6 +95,8 @@ function branches(accountId: string, book: Book | undefined): Branch[] {
       from: Prisma.sql`clears c`,
       where: Prisma.sql`c.buyer_account_id = ${accountId}::uuid AND c.gross_micro_usdc > 0`,
     },
+    // the supplier's credit is on the book its share was credited to: payable, or held (a video
+    // job's until the job is final; column clears.supplier_held)
     {
       books: ["supplier_payable"],
       at: Prisma.sql`c.created_at`,
@@ -100,11 +104,20 @@ function branches(accountId: string, book: Book | undefined): Branch[] {
       select: Prisma.sql`${SUPPLIER_ID} AS id, c.id AS transaction_id, 'clear' AS transaction_kind,
         'supplier_payable' AS book, 'supplier_credit' AS kind, c.supplier_micro_usdc AS amount_micro_usdc, c.created_at`,
       from: Prisma.sql`clears c`,
-      where: Prisma.sql`c.supplier_account_id = ${accountId}::uuid AND c.supplier_micro_usdc > 0`,
+      where: Prisma.sql`c.supplier_account_id = ${accountId}::uuid AND c.supplier_micro_usdc > 0 AND NOT c.supplier_held`,
+    },
+    {
+      books: ["supplier_held"],
+      at: Prisma.sql`c.created_at`,
+      id: SUPPLIER_ID,
+      select: Prisma.sql`${SUPPLIER_ID} AS id, c.id AS transaction_id, 'clear' AS transaction_kind,
+        'supplier_held' AS book, 'supplier_credit' AS kind, c.supplier_micro_usdc AS amount_micro_usdc, c.created_at`,
+      from: Prisma.sql`clears c`,
+      where: Prisma.sql`c.supplier_account_id = ${accountId}::uuid AND c.supplier_micro_usdc > 0 AND c.supplier_held`,
     },
     // the platform's fee line has no account: never on an account's ledger
   ];
-  return all.filter((b) => book === undefined || b.books.includes(book));
+  return all.filter((b) => books === undefined || b.books.some((x) => books.includes(x)));
 }
 
 /**
@@ -118,7 +131,9 @@ export async function accountLedgerLines(
   if (!Number.isInteger(q.limit) || q.limit < 0) throw new Error(`accountLedgerLines: bad limit ${q.limit}`);
   if (q.limit === 0) return [];
   const dir = q.oldestFirst ? Prisma.sql`ASC` : Prisma.sql`DESC`;
-  const parts = branches(q.accountId, q.book).map((b) => {
+  const books = q.books ?? (q.book ? [q.book] : undefined);
+  if (books?.length === 0) return [];
+  const parts = branches(q.accountId, books).map((b) => {
     const bounds: Prisma.Sql[] = [b.where];
     if (q.olderThan)
       bounds.push(Prisma.sql`(${b.at}, ${b.id}) < (${q.olderThan.at}::timestamptz, ${q.olderThan.id}::uuid)`);

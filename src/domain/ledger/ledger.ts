@@ -9,7 +9,13 @@ import { DomainError } from "../../lib/errors.js";
  */
 type Tx = Prisma.TransactionClient;
 
-export type Book = "buyer_confirmed" | "buyer_pending" | "supplier_payable" | "platform_fee" | "external";
+export type Book =
+  | "buyer_confirmed"
+  | "buyer_pending"
+  | "supplier_payable"
+  | "supplier_held"
+  | "platform_fee"
+  | "external";
 export type EntryKind =
   | "top_up"
   | "confirmation"
@@ -18,9 +24,19 @@ export type EntryKind =
   | "supplier_credit"
   | "platform_fee"
   | "refund"
-  | "payout";
+  | "payout"
+  | "release"
+  | "rehold";
 /** A clear writes no journal: it is the transfer its lines derive from (ledger-lines.ts; CHECK ledger_transactions_no_clear_journal). */
-export type JournalKind = "top_up" | "confirmation" | "reversal" | "refund" | "payout" | "payout_reversal";
+export type JournalKind =
+  | "top_up"
+  | "confirmation"
+  | "reversal"
+  | "refund"
+  | "payout"
+  | "payout_reversal"
+  | "release"
+  | "rehold";
 
 export interface Posting {
   book: Book;
@@ -210,42 +226,121 @@ export interface Refunded {
   buyerAccountId: string;
   /** back to the buyer's confirmed balance: the whole charge */
   buyerMicroUsdc: bigint;
-  /** taken back from the supplier's payable balance (at most what it still holds) */
+  /** taken back from the supplier: its whole share, from the held balance or the payable one */
   supplierMicroUsdc: bigint;
-  /** borne by the platform: the fee, plus any part of the supplier's share already paid out */
+  /** true when the share was still on hold (a video job not final); false: taken from payable */
+  fromHeld: boolean;
+  /** given back by the platform: its fee, never more */
   platformMicroUsdc: bigint;
   burnMicroDiem: bigint;
   offerId: string;
 }
 
 /**
+ * Whether a held clear's share is released now: its release and rehold journals alternate (release,
+ * rehold, release…), so an odd count means released. `moves` numbers the next journal's key. Read
+ * under the clear's row lock (the caller's).
+ */
+async function holdState(tx: Tx, clearId: string): Promise<{ moves: number; released: boolean }> {
+  const rows = await tx.$queryRaw<{ n: bigint }[]>`
+    SELECT count(*)::bigint AS n FROM ledger_transactions
+     WHERE clear_id = ${clearId}::uuid AND kind IN ('release', 'rehold')`;
+  const moves = Number(rows[0]?.n ?? 0n);
+  return { moves, released: moves % 2 === 1 };
+}
+
+/** What a hold move moved: the share of one clear between its supplier's held and payable balances. */
+export interface HoldMoved {
+  clearId: string;
+  supplierAccountId: string;
+  amountMicroUsdc: bigint;
+}
+
+/**
+ * Moves the held share of the clear of request `requestId` between the supplier's held and payable
+ * balances (docs/decisions.md "Payout hold"): `release` when its video job became final (delivered
+ * or expired): supplier_held −share, supplier_payable +share; `rehold` when the delivery that
+ * released it was undone: the reverse. Journal `release:<clearId>:<n>` / `rehold:<clearId>:<n>`
+ * (n counts the clear's hold moves). The caller holds the job's row (its conditional transition in
+ * this transaction), so a job moves once; here the clear's row is locked, and a share that is
+ * already where it goes, a clear whose share was never held (written before holds), a refunded
+ * clear or a zero share move nothing (null). Locks the supplier's account.
+ * @throws internal_error if the held balance does not cover a release (books would break)
+ */
+export async function moveHeldShare(
+  tx: Tx,
+  input: { requestId: string; videoJobId?: string; move: "release" | "rehold" },
+): Promise<HoldMoved | null> {
+  const rows = await tx.$queryRaw<
+    { id: string; supplier: string; share: bigint; held: boolean; refunded_at: Date | null }[]
+  >`
+    SELECT id, supplier_account_id AS supplier, supplier_micro_usdc AS share, supplier_held AS held, refunded_at
+      FROM clears WHERE request_id = ${input.requestId}::uuid FOR NO KEY UPDATE`;
+  const c = rows[0];
+  if (!c?.held || c.refunded_at !== null) return null;
+  const share = BigInt(c.share);
+  if (share === 0n) return null;
+  const state = await holdState(tx, c.id);
+  if (state.released === (input.move === "release")) return null;
+  const toPayable = input.move === "release" ? share : -share;
+  await postJournal(tx, {
+    kind: input.move,
+    idempotencyKey: `${input.move}:${c.id}:${state.moves + 1}`,
+    clearId: c.id,
+    videoJobId: input.videoJobId,
+    postings: [
+      { book: "supplier_held", accountId: c.supplier, kind: input.move, amountMicroUsdc: -toPayable },
+      { book: "supplier_payable", accountId: c.supplier, kind: input.move, amountMicroUsdc: toPayable },
+    ],
+  });
+  // the payable side may go negative on a rehold (a payout took it meanwhile): carried forward
+  const moved = await tx.$executeRaw`
+    UPDATE accounts SET supplier_held_micro_usdc = supplier_held_micro_usdc - ${toPayable},
+                        supplier_payable_micro_usdc = supplier_payable_micro_usdc + ${toPayable}, updated_at = now()
+     WHERE id = ${c.supplier}::uuid AND supplier_held_micro_usdc - ${toPayable} >= 0`;
+  if (moved !== 1) throw new DomainError("internal_error", "supplier held balance does not cover the release");
+  return { clearId: c.id, supplierAccountId: c.supplier, amountMicroUsdc: share };
+}
+
+/**
  * THE refund of a clear (a video job the provider failed or rejected): exactly once — the clear row
  * is claimed by a conditional UPDATE (`refunded_at`), and the journal's idempotency key is
  * `refund:<clearId>` — so concurrent or repeated calls refund once; the later ones return null.
- * The buyer gets the whole charge back (buyer_confirmed +gross); the supplier's credit is taken
- * back from its payable balance as far as that still holds it (a share already paid out is not
- * clawed back); the platform bears the fee and any remainder (platform_fee −). Lock order as
- * everywhere: the buyer's account, then the supplier's. The offer's DIEM is the caller's concern
- * (it comes back only when the upstream refunded it).
+ * The buyer gets the whole charge back (buyer_confirmed +gross), the supplier's share is taken back
+ * whole and the platform gives back only its fee (platform_fee −fee): the platform never pays for a
+ * refund. The share comes off the held balance while it is on hold (a video job not final: it was
+ * never payable), else off the payable balance, which may go negative: a share already paid out is
+ * recovered from the supplier's later earnings (carried forward; the payout run pays only a balance
+ * at or above its minimum). Lock order as everywhere: the buyer's account, then the supplier's. The
+ * offer's DIEM is the caller's concern (it comes back only when the upstream refunded it).
+ * @throws internal_error if a held share is not covered by the held balance (books would break)
  */
 export async function refundClear(tx: Tx, input: { clearId: string; at: Date }): Promise<Refunded | null> {
   const claimed = await tx.$queryRaw<
-    { buyer: string; supplier: string; gross: bigint; share: bigint; burn: bigint; offer: string }[]
+    {
+      buyer: string;
+      supplier: string;
+      gross: bigint;
+      fee: bigint;
+      share: bigint;
+      held: boolean;
+      burn: bigint;
+      offer: string;
+    }[]
   >`
     UPDATE clears SET refunded_at = ${input.at}
      WHERE id = ${input.clearId}::uuid AND refunded_at IS NULL
     RETURNING buyer_account_id AS buyer, supplier_account_id AS supplier, gross_micro_usdc AS gross,
-              supplier_micro_usdc AS share, burn_micro_diem AS burn, offer_id AS offer`;
+              fee_micro_usdc AS fee, supplier_micro_usdc AS share, supplier_held AS held,
+              burn_micro_diem AS burn, offer_id AS offer`;
   const c = claimed[0];
   if (!c) return null;
   const gross = BigInt(c.gross);
+  const fee = BigInt(c.fee);
   const share = BigInt(c.share);
+  const fromHeld = c.held && !(await holdState(tx, input.clearId)).released;
   await tx.$executeRaw`SELECT 1 FROM accounts WHERE id = ${c.buyer}::uuid FOR NO KEY UPDATE`;
-  const held = await tx.$queryRaw<{ payable: bigint }[]>`
-    SELECT supplier_payable_micro_usdc AS payable FROM accounts WHERE id = ${c.supplier}::uuid FOR NO KEY UPDATE`;
-  const payable = BigInt(held[0]?.payable ?? 0n);
-  const clawed = payable < share ? payable : share;
-  const platform = gross - clawed;
+  await tx.$executeRaw`SELECT 1 FROM accounts WHERE id = ${c.supplier}::uuid FOR NO KEY UPDATE`;
   if (gross > 0n) {
     await postJournal(tx, {
       kind: "refund",
@@ -253,26 +348,36 @@ export async function refundClear(tx: Tx, input: { clearId: string; at: Date }):
       clearId: input.clearId,
       postings: [
         { book: "buyer_confirmed", accountId: c.buyer, kind: "refund", amountMicroUsdc: gross },
-        { book: "supplier_payable", accountId: c.supplier, kind: "refund", amountMicroUsdc: -clawed },
-        { book: "platform_fee", accountId: null, kind: "refund", amountMicroUsdc: -platform },
+        {
+          book: fromHeld ? "supplier_held" : "supplier_payable",
+          accountId: c.supplier,
+          kind: "refund",
+          amountMicroUsdc: -share,
+        },
+        { book: "platform_fee", accountId: null, kind: "refund", amountMicroUsdc: -fee },
       ],
     });
     await tx.$executeRaw`
       UPDATE accounts SET confirmed_micro_usdc = confirmed_micro_usdc + ${gross}, updated_at = now()
        WHERE id = ${c.buyer}::uuid`;
-    if (clawed > 0n) {
-      const moved = await tx.$executeRaw`
-        UPDATE accounts SET supplier_payable_micro_usdc = supplier_payable_micro_usdc - ${clawed}, updated_at = now()
-         WHERE id = ${c.supplier}::uuid AND supplier_payable_micro_usdc >= ${clawed}`;
-      if (moved !== 1) throw new DomainError("internal_error", "supplier payable changed under its lock");
+    if (share > 0n) {
+      const moved = fromHeld
+        ? await tx.$executeRaw`
+            UPDATE accounts SET supplier_held_micro_usdc = supplier_held_micro_usdc - ${share}, updated_at = now()
+             WHERE id = ${c.supplier}::uuid AND supplier_held_micro_usdc >= ${share}`
+        : await tx.$executeRaw`
+            UPDATE accounts SET supplier_payable_micro_usdc = supplier_payable_micro_usdc - ${share}, updated_at = now()
+             WHERE id = ${c.supplier}::uuid`;
+      if (moved !== 1) throw new DomainError("internal_error", "supplier held balance does not cover the refund");
     }
   }
   return {
     clearId: input.clearId,
     buyerAccountId: c.buyer,
     buyerMicroUsdc: gross,
-    supplierMicroUsdc: clawed,
-    platformMicroUsdc: platform,
+    supplierMicroUsdc: share,
+    fromHeld,
+    platformMicroUsdc: fee,
     burnMicroDiem: BigInt(c.burn),
     offerId: c.offer,
   };

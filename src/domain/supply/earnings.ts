@@ -38,19 +38,23 @@ export class EarningsService {
   }
 
   /**
-   * The account's supplier_payable lines (its clears' credits and the written entries: refunds,
-   * payouts, their reversals), newest first, keyset-paginated, with the payable and paid-out
-   * totals and the most recent payouts. Reads only.
+   * The account's supplier_payable and supplier_held lines (its clears' credits, on hold for a video
+   * job until it is final, and the written entries: releases of held shares, refunds, payouts, their
+   * reversals), newest first, keyset-paginated, with the payable (negative while a refund after a
+   * payout is being recovered), held and paid-out totals and the most recent payouts. Reads only.
    */
   async supplierLedger(input: { accountId: string; limit?: number; cursor?: string }): Promise<SupplierLedgerPage> {
     const take = pageSize(input.limit);
     const after = input.cursor ? decodeCursor(input.cursor) : undefined;
     const { db } = this.deps;
     const [account, entries, totals, recent] = await Promise.all([
-      db.account.findUnique({ where: { id: input.accountId }, select: { supplierPayableMicroUsdc: true } }),
+      db.account.findUnique({
+        where: { id: input.accountId },
+        select: { supplierPayableMicroUsdc: true, supplierHeldMicroUsdc: true },
+      }),
       accountLedgerLines(db, {
         accountId: input.accountId,
-        book: "supplier_payable",
+        books: ["supplier_payable", "supplier_held"],
         olderThan: after,
         limit: take + 1,
       }),
@@ -72,6 +76,7 @@ export class EarningsService {
       take,
       (e): SupplierLedgerLine => ({
         id: e.id,
+        book: e.book === "supplier_held" ? "supplier_held" : "supplier_payable",
         kind: e.kind,
         amountMicroUsdc: e.amountMicroUsdc,
         transactionId: e.transactionId,
@@ -82,6 +87,7 @@ export class EarningsService {
     );
     return {
       payableMicroUsdc: account.supplierPayableMicroUsdc,
+      heldMicroUsdc: account.supplierHeldMicroUsdc,
       paidOutMicroUsdc: sum("submitted") + sum("confirmed"),
       payoutPendingMicroUsdc: sum("pending"),
       payoutMinimumMicroUsdc: PAYOUT_MINIMUM_MICRO,
@@ -154,7 +160,8 @@ export class EarningsService {
 
   /**
    * Worker `payouts` (hourly): confirms sent payouts, finishes payouts a crash left unsent, then
-   * pays every supplier whose payable balance is at least PAYOUT_MINIMUM_MICRO once per UTC day.
+   * pays every supplier whose payable balance is at least PAYOUT_MINIMUM_MICRO once per UTC day
+   * (held shares are not payable; a negative balance waits for later earnings).
    * See payouts.ts for the crash-safety rules. Does nothing (logged once) without a payout key.
    */
   async runDailyPayouts(): Promise<PayoutRunResult> {

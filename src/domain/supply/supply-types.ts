@@ -63,15 +63,17 @@ export interface RevokedKey {
   key: UpstreamKeyView;
 }
 
-/** One supplier_payable entry of the supplier's books. */
+/** One line of the supplier's books: a change to its payable or its held balance. */
 export interface SupplierLedgerLine {
   id: string;
-  /** supplier_credit, refund, payout, reversal */
+  /** which balance it moves: payable, or held (a video job's share until the job is final) */
+  book: "supplier_payable" | "supplier_held";
+  /** supplier_credit, release, rehold, refund, payout, reversal */
   kind: string;
-  /** signed change to the supplier payable balance */
+  /** signed change to that balance */
   amountMicroUsdc: MicroUsdc;
   transactionId: string;
-  /** clear, refund, payout, payout_reversal */
+  /** clear, release, rehold, refund, payout, payout_reversal */
   transactionKind: string;
   createdAt: Date;
 }
@@ -90,8 +92,13 @@ export interface PayoutView {
 }
 
 export interface SupplierLedgerPage {
-  /** earnings credited and not yet paid out (accounts.supplier_payable_micro_usdc) */
+  /**
+   * earnings payable and not yet paid out (accounts.supplier_payable_micro_usdc); negative while a
+   * refund of a share already paid out is recovered from later earnings (carried forward)
+   */
   payableMicroUsdc: MicroUsdc;
+  /** earnings on hold: shares of video jobs not yet final, never paid out before they are */
+  heldMicroUsdc: MicroUsdc;
   /** payouts whose transfer was sent (submitted or confirmed) */
   paidOutMicroUsdc: MicroUsdc;
   /** payouts recorded but not yet sent (already moved out of payable) */

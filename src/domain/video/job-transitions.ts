@@ -1,6 +1,7 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
+import { type HoldMoved, moveHeldShare } from "../ledger/ledger.js";
 import type { OutboxTx, WebhookOutbox } from "../webhooks/outbox.js";
 import { videoCompletedData } from "../webhooks/payloads.js";
 import type { VideoRefunds } from "./job-refunds.js";
@@ -12,7 +13,10 @@ import type { Observation } from "./provider-protocol.js";
  * `rendering` → `delivered` | `completed_no_media` → `refunded` | `expired`. Every move is one
  * conditional UPDATE on the job's current status, so concurrent retrieves, pollers and retried
  * worker jobs move a job once; a move that happened tells its buyer (`videoJobUpdated`). The move to
- * `refunded` carries the money and is `VideoRefunds.refundVideoJob`.
+ * `refunded` carries the money and is `VideoRefunds.refundVideoJob`. The moves to a final state
+ * that is not a refund (`delivered`, `expired`) release the supplier's held share to payable in
+ * their own transaction, and undoing a delivery puts it back on hold (docs/decisions.md "Payout
+ * hold"): a payout never pays a share whose job may still be refunded.
  */
 
 /** A job the provider finished without serving media is refunded this long after (SPEC: within 6 hours). */
@@ -30,6 +34,7 @@ export interface VideoJobTransitionsDeps {
 /** A job row as a completing write returns it, with its completion time before the write. */
 interface CompletedRow {
   account_id: string;
+  request_id: string;
   queue_id: string;
   model: string;
   status: string;
@@ -94,7 +99,8 @@ export class VideoJobTransitions {
                poll_count = v.poll_count + 1, last_polled_at = ${now}, next_poll_at = ${recheckAt}
           FROM (SELECT id, completed_at FROM video_jobs WHERE id = ${job.id}::uuid FOR UPDATE) was
          WHERE v.id = was.id AND v.status IN ('rendering', 'completed_no_media')
-        RETURNING v.account_id, v.queue_id, v.model, v.status::text AS status, was.completed_at AS was_completed_at`;
+        RETURNING v.account_id, v.request_id, v.queue_id, v.model, v.status::text AS status,
+                  was.completed_at AS was_completed_at`;
       return this.completed(tx, moved[0], now);
     });
     await this.deps.webhooks?.dispatch(hooks);
@@ -116,42 +122,79 @@ export class VideoJobTransitions {
    * `mediaDeletedAt`: when the buyer had the provider delete the media. True when it moved.
    */
   async expire(job: VideoJobRow, from: VideoJobStatus[], mediaDeletedAt: Date | null): Promise<boolean> {
-    const n = await this.deps.db.$executeRaw`
-      UPDATE video_jobs SET status = 'expired', next_poll_at = NULL,
-             media_deleted_at = COALESCE(${mediaDeletedAt}::timestamptz, media_deleted_at)
-       WHERE id = ${job.id}::uuid AND status::text = ANY(${from})`;
-    if (n === 1) this.publish(job, "expired");
-    return n === 1;
+    const { moved, released } = await this.deps.db.$transaction(async (tx) => {
+      const n = await tx.$executeRaw`
+        UPDATE video_jobs SET status = 'expired', next_poll_at = NULL,
+               media_deleted_at = COALESCE(${mediaDeletedAt}::timestamptz, media_deleted_at)
+         WHERE id = ${job.id}::uuid AND status::text = ANY(${from})`;
+      if (n !== 1) return { moved: false, released: null };
+      // final without a refund: the supplier's share is payable now
+      return {
+        moved: true,
+        released: await moveHeldShare(tx, { requestId: job.requestId, videoJobId: job.id, move: "release" }),
+      };
+    });
+    if (moved) this.publish(job, "expired");
+    this.publishEarnings(released);
+    return moved;
   }
 
-  /** Claims the media for one caller (→ `delivered`); null when another caller (or a state change) got there first. */
+  /**
+   * Claims the media for one caller (→ `delivered`); null when another caller (or a state change) got
+   * there first. The claim releases the supplier's held share to payable in its transaction.
+   */
   async claimDelivery(job: Pick<VideoJobRow, "id">): Promise<Date | null> {
     const now = this.deps.clock.now();
-    const { moved, hooks } = await this.deps.db.$transaction(async (tx) => {
+    const { moved, hooks, released } = await this.deps.db.$transaction(async (tx) => {
       const rows = await tx.$queryRaw<CompletedRow[]>`
         UPDATE video_jobs v SET status = 'delivered', delivered_at = ${now},
                completed_at = COALESCE(v.completed_at, ${now}), refund_due_at = NULL, next_poll_at = NULL
           FROM (SELECT id, completed_at FROM video_jobs WHERE id = ${job.id}::uuid FOR UPDATE) was
          WHERE v.id = was.id AND v.status IN ('rendering', 'completed_no_media')
-        RETURNING v.account_id, v.queue_id, v.model, v.status::text AS status, was.completed_at AS was_completed_at`;
-      return { moved: rows.length === 1, hooks: await this.completed(tx, rows[0], now) };
+        RETURNING v.account_id, v.request_id, v.queue_id, v.model, v.status::text AS status,
+                  was.completed_at AS was_completed_at`;
+      const row = rows[0];
+      if (!row) return { moved: false, hooks: [] as string[], released: null };
+      return {
+        moved: true,
+        hooks: await this.completed(tx, row, now),
+        released: await moveHeldShare(tx, { requestId: row.request_id, videoJobId: job.id, move: "release" }),
+      };
     });
     await this.deps.webhooks?.dispatch(hooks);
+    this.publishEarnings(released);
     return moved ? now : null;
   }
 
-  /** The transfer broke before the end: the claim `stamp` is undone, so the buyer can retrieve again. */
+  /**
+   * The transfer broke before the end: the claim `stamp` is undone, so the buyer can retrieve again,
+   * and the share its claim released goes back on hold (the job may still be refunded).
+   */
   async undoDelivery(job: VideoJobRow, stamp: Date): Promise<void> {
-    await this.deps.db.$executeRaw`
-      UPDATE video_jobs SET status = ${job.status === "completed_no_media" ? "completed_no_media" : "rendering"}::video_job_status,
-             delivered_at = NULL, refund_due_at = ${job.refundDueAt}
-       WHERE id = ${job.id}::uuid AND status = 'delivered' AND delivered_at = ${stamp}`;
+    const reheld = await this.deps.db.$transaction(async (tx) => {
+      const n = await tx.$executeRaw`
+        UPDATE video_jobs SET status = ${job.status === "completed_no_media" ? "completed_no_media" : "rendering"}::video_job_status,
+               delivered_at = NULL, refund_due_at = ${job.refundDueAt}
+         WHERE id = ${job.id}::uuid AND status = 'delivered' AND delivered_at = ${stamp}`;
+      if (n !== 1) return null;
+      return moveHeldShare(tx, { requestId: job.requestId, videoJobId: job.id, move: "rehold" });
+    });
+    this.publishEarnings(reheld);
   }
 
   /** The provider's copy of a delivered job's media was asked to go. */
   async markMediaDeleted(job: Pick<VideoJobRow, "id">): Promise<void> {
     await this.deps.db
       .$executeRaw`UPDATE video_jobs SET media_deleted_at = ${this.deps.clock.now()} WHERE id = ${job.id}::uuid`;
+  }
+
+  /** Tells the supplier (any process) its held and payable balances moved. */
+  private publishEarnings(moved: HoldMoved | null): void {
+    if (!moved) return;
+    const at = this.deps.clock.now().toISOString();
+    const accountId = moved.supplierAccountId;
+    this.deps.bus.publish("earningsChanged", accountId, { accountId, kind: `hold:${moved.clearId}`, at });
+    this.deps.bus.publish("balanceChanged", accountId, { accountId, kind: "supplier_payable", at });
   }
 
   /** Tells the job's buyer (any process) it moved to `status`. */

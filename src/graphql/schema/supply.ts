@@ -183,6 +183,7 @@ builder.queryField("myOffers", (t) =>
 
 interface LedgerLineShape {
   id: string;
+  book: string;
   kind: string;
   amountMicroUsdc: bigint;
   transactionId: string;
@@ -191,9 +192,12 @@ interface LedgerLineShape {
 }
 
 const SupplierLedgerLineRef = builder.objectRef<LedgerLineShape>("SupplierLedgerLine").implement({
-  description: "One signed change to the supplier payable balance.",
+  description: "One signed change to the supplier's payable or held balance.",
   fields: (t) => ({
     id: t.exposeID("id"),
+    book: t.exposeString("book", {
+      description: "supplier_payable, or supplier_held (a video job's share until the job is final)",
+    }),
     kind: t.exposeString("kind"),
     amount: t.field({ type: "MicroUsdc", resolve: (l) => l.amountMicroUsdc }),
     transactionId: t.exposeString("transactionId"),
@@ -229,6 +233,7 @@ const SupplierPayoutRef = builder.objectRef<PayoutShape>("SupplierPayout").imple
 
 interface LedgerPageShape {
   payableMicroUsdc: bigint;
+  heldMicroUsdc: bigint;
   paidOutMicroUsdc: bigint;
   payoutPendingMicroUsdc: bigint;
   payoutMinimumMicroUsdc: bigint;
@@ -238,9 +243,20 @@ interface LedgerPageShape {
 }
 
 const SupplierLedgerRef = builder.objectRef<LedgerPageShape>("SupplierLedger").implement({
-  description: "Supplier earnings: payable balance, payouts and the supplier_payable entries (newest first).",
+  description:
+    "Supplier earnings: payable and held balances, payouts and the supplier_payable and supplier_held lines (newest first).",
   fields: (t) => ({
-    payable: t.field({ type: "MicroUsdc", resolve: (l) => l.payableMicroUsdc }),
+    payable: t.field({
+      type: "MicroUsdc",
+      description:
+        "Payable and not yet paid out; negative while a refund of a share already paid out is recovered from later earnings.",
+      resolve: (l) => l.payableMicroUsdc,
+    }),
+    held: t.field({
+      type: "MicroUsdc",
+      description: "On hold: shares of video jobs not yet final (payable once delivered or expired).",
+      resolve: (l) => l.heldMicroUsdc,
+    }),
     paidOut: t.field({ type: "MicroUsdc", resolve: (l) => l.paidOutMicroUsdc }),
     payoutPending: t.field({ type: "MicroUsdc", resolve: (l) => l.payoutPendingMicroUsdc }),
     payoutMinimum: t.field({ type: "MicroUsdc", resolve: (l) => l.payoutMinimumMicroUsdc }),

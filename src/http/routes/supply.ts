@@ -64,6 +64,7 @@ export function presentOffer(o: OfferView) {
 function presentLedgerLine(l: SupplierLedgerLine) {
   return {
     id: l.id,
+    book: l.book,
     kind: l.kind,
     amountUsdc: dec(l.amountMicroUsdc),
     transactionId: l.transactionId,
@@ -186,6 +187,7 @@ export function supplyRoutes(rt: Runtime): Router {
     const l = await earnings.supplierLedger({ accountId: viewerOf(res).accountId, limit: q.limit, cursor: q.cursor });
     res.json({
       payableUsdc: dec(l.payableMicroUsdc),
+      heldUsdc: dec(l.heldMicroUsdc),
       paidOutUsdc: dec(l.paidOutMicroUsdc),
       payoutPendingUsdc: dec(l.payoutPendingMicroUsdc),
       payoutMinimumUsdc: dec(l.payoutMinimumMicroUsdc),

@@ -136,6 +136,7 @@ describe("the lines a clear implies", () => {
     expect(earned.data).toEqual([
       {
         id: expect.any(String),
+        book: "supplier_payable",
         kind: "supplier_credit",
         amountUsdc: formatDecimal6(clear.supplierMicroUsdc),
         transactionId: clear.id,

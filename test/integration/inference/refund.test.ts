@@ -1,6 +1,7 @@
 // The refund of a clear (src/domain/ledger/ledger.ts refundClear, issue 16: what a failed or
 // rejected video job gets): exactly once under concurrent callers, the buyer made whole, the
-// supplier's credit taken back as far as its payable balance still holds it, the books balanced.
+// supplier's whole share taken back (a share already paid out from its later earnings: the payable
+// goes negative), the platform giving back only its fee, the books balanced.
 import { describe, expect, test } from "vitest";
 import { debitPayout, refundClear } from "../../../src/domain/ledger/ledger.js";
 import { call } from "../../../testkit/actors.js";
@@ -55,7 +56,7 @@ describe("refundClear", () => {
     await assertBooksBalance(db);
   });
 
-  test("a share already paid out is not clawed back: the platform bears it", async () => {
+  test("a share already paid out is recovered from later earnings: the payable goes negative, the platform bears nothing", async () => {
     const { buyer, clear, supplierAccountId } = await oneClear(world.app);
     const db = world.app.rt.db;
     // the supplier was paid 5,000 of its 7,200 before the refund
@@ -71,9 +72,24 @@ describe("refundClear", () => {
       await debitPayout(tx, { accountId: supplierAccountId, payoutId: payout.id, amountMicroUsdc: 5_000n });
     });
     const r = await db.$transaction((tx) => refundClear(tx, { clearId: clear.id, at: new Date() }));
-    expect(r).toMatchObject({ buyerMicroUsdc: 8_000n, supplierMicroUsdc: 2_200n, platformMicroUsdc: 5_800n });
+    expect(r).toMatchObject({
+      buyerMicroUsdc: 8_000n,
+      supplierMicroUsdc: 7_200n,
+      fromHeld: false,
+      platformMicroUsdc: 800n,
+    });
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
-    expect(await payableOf(supplierAccountId)).toBe(0n);
+    // 2,200 of the share was still payable; the 5,000 paid out is owed back (carried forward)
+    expect(await payableOf(supplierAccountId)).toBe(-5_000n);
+    const journal = await db.ledgerTransaction.findFirstOrThrow({
+      where: { clearId: clear.id, kind: "refund" },
+      include: { entries: true },
+    });
+    expect(Object.fromEntries(journal.entries.map((e) => [e.book, e.amountMicroUsdc]))).toEqual({
+      buyer_confirmed: 8_000n,
+      supplier_payable: -7_200n,
+      platform_fee: -800n,
+    });
     await assertBooksBalance(db);
   });
 });

@@ -177,7 +177,8 @@ async function sqlRows(sql: Sql) {
   return {
     accounts: await q(
       `SELECT id, confirmed_micro_usdc::text AS confirmed, reserved_micro_usdc::text AS reserved,
-              supplier_payable_micro_usdc::text AS payable FROM accounts ORDER BY id`,
+              supplier_payable_micro_usdc::text AS payable, supplier_held_micro_usdc::text AS held
+         FROM accounts ORDER BY id`,
     ),
     offers: await q(
       `SELECT id, remaining_micro_diem::text AS remaining, reserved_micro_diem::text AS reserved, status::text AS status
@@ -214,6 +215,7 @@ function memoryRows(m: MemoryMarket) {
       confirmed: a.confirmedMicroUsdc.toString(),
       reserved: a.reservedMicroUsdc.toString(),
       payable: a.supplierPayableMicroUsdc.toString(),
+      held: a.supplierHeldMicroUsdc.toString(),
     })),
     offers: byId(t.offers.values()).map((o) => ({
       id: o.id,

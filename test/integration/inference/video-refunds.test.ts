@@ -2,13 +2,11 @@
 // sweeps, polls and buyer retrieves; a refund transaction that dies before its commit leaves
 // nothing behind and the next sweep refunds once (failed and finished-without-media paths); one
 // job whose refund keeps failing holds up no other; the BullMQ `video` worker refunds on its own
-// (a deterministic job id runs once; the scheduler's ticks refund once); the claw-back clamped to
-// what the supplier's payable still holds after a payout; a refund on a cancelled offer gives no
-// DIEM back to it. Against real Postgres and Redis and the upstream simulator.
+// (a deterministic job id runs once; the scheduler's ticks refund once); the supplier's share comes
+// off its held balance (never payable before the job is final, so a payout cannot have taken it) and
+// the platform gives back only its fee; a refund on a cancelled offer gives no DIEM back to it. Against real Postgres and Redis and the upstream simulator.
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { debitPayout } from "../../../src/domain/ledger/ledger.js";
-import { utcDay } from "../../../src/lib/clock.js";
 import { call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
@@ -131,6 +129,11 @@ async function payableOf(accountId: string) {
   return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
 }
 
+/** The supplier's share on hold (a video job not yet final: docs/decisions.md "Payout hold"). */
+async function heldOf(accountId: string) {
+  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierHeldMicroUsdc;
+}
+
 async function keyBalanceOf(upstreamKeyId: string) {
   return (await world.app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: upstreamKeyId } })).lastBalanceMicroDiem;
 }
@@ -168,7 +171,7 @@ async function moneyState(o: {
     job: [job.status, job.refundedAt, job.failureReason, job.upstreamRefunded],
     clearRefundedAt: clear.refundedAt,
     buyer: await confirmedOf(world.app, o.buyerId),
-    supplier: await payableOf(o.supplierId),
+    supplier: [await payableOf(o.supplierId), await heldOf(o.supplierId)],
     offer: [offer.status, offer.remainingMicroDiem],
     key: await keyBalanceOf(o.upstreamKeyId),
     journals: await db.ledgerTransaction.count(),
@@ -190,9 +193,9 @@ describe("exactly once across two API processes", () => {
       const { supply, key } = await market();
       const buyer = await fundedBuyerKey(world.app, FUNDED);
       const { queueId, job, clear } = await queue(buyer.apiKey, `a fox [[sim:video=${outcome}]]`);
-      // charged up front everywhere
+      // charged up front everywhere; the supplier's share on hold until the job is final
       expect(await confirmedOf(world.app, buyer.accountId)).toBe(AFTER_CHARGE);
-      expect(await payableOf(supply.supplierAccountId)).toBe(SHARE);
+      expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, SHARE]);
       expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM - JOB_DIEM);
       const keyAfterCharge = await keyBalanceOf(key.upstreamKeyId);
 
@@ -216,15 +219,15 @@ describe("exactly once across two API processes", () => {
 
       const done = await jobById(job.id);
       expect([done.status, done.failureReason, done.upstreamRefunded]).toEqual(["refunded", reason, true]);
-      // one journal: the whole charge back to the buyer, the supplier's credit and the fee reversed
+      // one journal: the whole charge back to the buyer, the supplier's held credit and the fee reversed
       expect(await refundJournals(clear.id)).toEqual([
         {
           idempotencyKey: `refund:${clear.id}`,
-          postings: { buyer_confirmed: GROSS, supplier_payable: -SHARE, platform_fee: -(GROSS - SHARE) },
+          postings: { buyer_confirmed: GROSS, supplier_held: -SHARE, platform_fee: -(GROSS - SHARE) },
         },
       ]);
       expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-      expect(await payableOf(supply.supplierAccountId)).toBe(0n);
+      expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, 0n]);
       // the upstream refunded the key: the offer and the key's balance get the DIEM back, once
       expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
       expect(await keyBalanceOf(key.upstreamKeyId)).toBe((keyAfterCharge ?? 0n) + UPSTREAM_QUOTE);
@@ -429,54 +432,26 @@ describe("the BullMQ video worker", () => {
 });
 
 describe("who bears the refund", () => {
-  test.each([
-    ["part of", 200_000n],
-    ["all of", SHARE],
-  ])(
-    "the supplier's payout already took %s its share: the claw-back is clamped, the platform bears the rest",
-    async (_, paidMicroUsdc) => {
-      const { supply, key } = await market();
-      const buyer = await fundedBuyerKey(world.app, FUNDED);
-      const { job, clear } = await queue(buyer.apiKey, "a fox [[sim:video=failed]]");
-      expect(await payableOf(supply.supplierAccountId)).toBe(SHARE);
-      // today's payout recorded as the payout run records it (payout row + supplier_payable −x, external +x)
-      const payout = await world.app.rt.db.$transaction(async (tx) => {
-        const p = await tx.payout.create({
-          data: {
-            accountId: supply.supplierAccountId,
-            period: utcDay(clock.now()),
-            toAddress: supply.supplierWallet,
-            amountMicroUsdc: paidMicroUsdc,
-          },
-        });
-        await debitPayout(tx, { accountId: supply.supplierAccountId, payoutId: p.id, amountMicroUsdc: paidMicroUsdc });
-        return p;
-      });
-      const left = SHARE - paidMicroUsdc;
-      expect(await payableOf(supply.supplierAccountId)).toBe(left);
-
-      const swept = await world.peer.rt.services.videoJobs.sweep();
-      expect(swept.refunded).toBe(1);
-      expect((await jobById(job.id)).status).toBe("refunded");
-      // the buyer whole; the supplier loses what it still holds of the share; the platform the rest
-      expect(await refundJournals(clear.id)).toEqual([
-        {
-          idempotencyKey: `refund:${clear.id}`,
-          postings:
-            left > 0n
-              ? { buyer_confirmed: GROSS, supplier_payable: -left, platform_fee: -(GROSS - left) }
-              : { buyer_confirmed: GROSS, platform_fee: -GROSS },
-        },
-      ]);
-      expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-      expect(await payableOf(supply.supplierAccountId)).toBe(0n);
-      // the payout stands as recorded
-      const after = await world.app.rt.db.payout.findUniqueOrThrow({ where: { id: payout.id } });
-      expect([after.status, after.amountMicroUsdc]).toEqual(["pending", paidMicroUsdc]);
-      expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
-      await assertBooksBalance(world.app.rt.db);
-    },
-  );
+  test("a rendering job's share is held, not payable; its refund takes it off the hold, the platform gives back only its fee", async () => {
+    const { supply, key } = await market();
+    const buyer = await fundedBuyerKey(world.app, FUNDED);
+    const { job, clear } = await queue(buyer.apiKey, "a fox [[sim:video=failed]]");
+    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, SHARE]);
+    const swept = await world.peer.rt.services.videoJobs.sweep();
+    expect(swept.refunded).toBe(1);
+    expect((await jobById(job.id)).status).toBe("refunded");
+    // the buyer whole; the supplier's held share reversed; the platform gives back its fee, no more
+    expect(await refundJournals(clear.id)).toEqual([
+      {
+        idempotencyKey: `refund:${clear.id}`,
+        postings: { buyer_confirmed: GROSS, supplier_held: -SHARE, platform_fee: -(GROSS - SHARE) },
+      },
+    ]);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
+    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, 0n]);
+    expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
+    await assertBooksBalance(world.app.rt.db);
+  });
 
   test("a content-policy job whose offer was cancelled meanwhile: refunded, the offer stays cancelled with no DIEM back", async () => {
     const { supply, key } = await market();

@@ -68,6 +68,11 @@ async function payableOf(accountId: string) {
   return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
 }
 
+/** The supplier's share on hold (a video job not yet final: docs/decisions.md "Payout hold"). */
+async function heldOf(accountId: string) {
+  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierHeldMicroUsdc;
+}
+
 function simBurn(secret: string) {
   return world.sim.state.videoBurnByKey().get(secret) ?? { chargedMicro: 0n, refundedMicro: 0n, netMicro: 0n, jobs: 0 };
 }
@@ -108,7 +113,8 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
     });
     // charged up front: buyer, supplier, offer; the upstream charged its quote on the supplier's key
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(748_000n);
-    expect(await payableOf(supply.supplierAccountId)).toBe(226_800n); // 0.252 − 10% fee
+    // the supplier's share (0.252 − 10% fee) is held until the job is final
+    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, 226_800n]);
     expect(await offerRemaining(key.offerId)).toBe(10_000_000n - JOB_DIEM);
     expect(simBurn(key.secret)).toMatchObject({ chargedMicro: UPSTREAM_QUOTE, refundedMicro: 0n, jobs: 1 });
     // the request resolves by its support reference
@@ -136,6 +142,8 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
     // delivered and the provider's media deleted; complete after delivery is a 400
     const job = await world.app.rt.db.videoJob.findUniqueOrThrow({ where: { queueId: queued.body.queue_id } });
     expect(job.status).toBe("delivered");
+    // delivered is final: the share is payable
+    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([226_800n, 0n]);
     await expect
       .poll(async () => (await world.app.rt.db.videoJob.findUniqueOrThrow({ where: { id: job.id } })).mediaDeletedAt)
       .not.toBeNull();

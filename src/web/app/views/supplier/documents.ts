@@ -25,11 +25,13 @@ export const SupplierQuery = graphql(
     }
     mySupplierLedger(limit: 20) {
       payable
+      held
       paidOut
       payoutPending
       payoutMinimum
       entries {
         id
+        book
         kind
         amount
         createdAt

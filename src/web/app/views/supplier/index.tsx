@@ -45,7 +45,18 @@ export function SupplierView(props: { session: Session }) {
             testId="supplier-payable"
             value={usd(ledger.payable)}
             title={`${formatMicro(ledger.payable)} USDC`}
-            hint="earned, not yet paid out"
+            hint={
+              BigInt(ledger.payable) < 0n
+                ? "a refund after a payout: recovered from your next earnings"
+                : "earned, not yet paid out"
+            }
+          />
+          <Stat
+            label="On hold"
+            testId="supplier-held"
+            value={usd(ledger.held)}
+            title={`${formatMicro(ledger.held)} USDC`}
+            hint="video jobs not yet delivered: payable once they are"
           />
           <Stat label="Paid out" value={usd(ledger.paidOut)} title={`${formatMicro(ledger.paidOut)} USDC`} />
           <Stat label="Payout in progress" value={usd(ledger.payoutPending)} />
@@ -97,11 +108,12 @@ export function SupplierView(props: { session: Session }) {
           {ledger.entries.length === 0 ? (
             <Empty>No ledger entries yet.</Empty>
           ) : (
-            <Table caption="Changes to your payable balance, newest first" testId="supplier-ledger">
+            <Table caption="Changes to your payable and on-hold balances, newest first" testId="supplier-ledger">
               <thead>
                 <tr>
                   <th scope="col">When</th>
                   <th scope="col">Kind</th>
+                  <th scope="col">Balance</th>
                   <th scope="col">Amount (USDC)</th>
                 </tr>
               </thead>
@@ -110,6 +122,7 @@ export function SupplierView(props: { session: Session }) {
                   <tr key={e.id}>
                     <td>{dateTimeOf(e.createdAt)}</td>
                     <td>{e.transactionKind.replace(/_/g, " ")}</td>
+                    <td>{e.book === "supplier_held" ? "on hold" : "payable"}</td>
                     <td className="num">{formatMicro(e.amount)}</td>
                   </tr>
                 ))}
