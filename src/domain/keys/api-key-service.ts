@@ -103,7 +103,7 @@ export class ApiKeyService {
     private readonly db: Db,
     private readonly clock: Clock,
     /** pg pool: Bearer authentication is on every inference request's path */
-    private readonly sql?: Sql,
+    sql?: Sql,
     /** fans a revocation out to every process's authentication cache */
     private readonly bus?: EventBus,
     /** which model ids the catalog lists (a key's `models` must name catalog rows) */

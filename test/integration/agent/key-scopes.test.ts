@@ -129,6 +129,7 @@ describe("scopes: a budgeted key holds inference alone", () => {
       const r = await gql(world.app, query, {}, h);
       const { errors } = gqlParts(r);
       expect(errors?.[0]?.extensions?.code, `${query}: ${r.text}`).toBe("insufficient_scope");
+      expect(errors?.[0]?.message, query).toContain(`'${scope}'`);
     }
     // MCP
     const mcp = mcpPathOf(world.app.rt.config.urls);
