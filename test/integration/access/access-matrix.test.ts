@@ -1,4 +1,4 @@
-// Access control kept (issue 18, Deliver 3): every owned resource × every transport that exposes
+// Access control kept (issue 18, Deliver 3; the scope dimension and webhooks: issue 38): every owned resource × every transport that exposes
 // it (REST, GraphQL, MCP) × every credential — the owner's (the control), another account's, a
 // revoked one, the wrong kind, none. Each cell asserts the documented answer (SPEC "Authentication",
 // "Errors": 401 for a missing, revoked or wrong-kind credential on REST and MCP; 404 `not_found`,
@@ -1351,5 +1351,162 @@ describe("the matrix covers what the service exposes", () => {
 
   test("the books still balance after every cell", async () => {
     await assertBooksBalance(db());
+  });
+});
+
+// ───────────────────────────── the scope dimension (issue 38) ─────────────────────────────
+
+/**
+ * The scope each Bearer-reachable operation needs (docs/decisions.md "Key scopes and the key tree"),
+ * written here rather than read from the code, so a change of either fails this file. `inference`
+ * rows are served to an inference-only key; `keys` and `account` rows refuse it 403
+ * `insufficient_scope` naming the scope, with nothing changed. Webhooks join the matrix here: every
+ * route needs `account`.
+ */
+const NEEDS: Record<string, "inference" | "keys" | "account"> = {
+  "rest POST /v1/x402/refill": "account",
+  "rest GET /v1/agent/me": "account",
+  "rest PATCH /v1/agent/max-price": "account",
+  "rest GET /v1/agent/requests/{support_reference}": "inference",
+  "rest GET /v1/agent/requests": "inference",
+  "rest GET /v1/agent/key": "inference",
+  "rest POST /v1/agent/keys": "keys",
+  "rest GET /v1/agent/keys": "keys",
+  "rest PATCH /v1/agent/keys/{id}": "keys",
+  "rest DELETE /v1/agent/keys/{id}": "keys",
+  "rest POST /v1/chat/completions": "inference",
+  "rest POST /v1/responses": "inference",
+  "rest GET /v1/responses": "inference",
+  "rest GET /v1/responses/{id}": "inference",
+  "rest POST /v1/image/generate": "inference",
+  "rest POST /v1/images/generations": "inference",
+  "rest POST /v1/video/quote": "inference",
+  "rest POST /v1/video/queue": "inference",
+  "rest POST /v1/video/retrieve": "inference",
+  "rest POST /v1/video/complete": "inference",
+  "graphql query viewer { apiKeys }": "account",
+  "graphql query viewer { ledger }": "account",
+  "graphql query viewer { payments }": "account",
+  "graphql query viewer { balances }": "account",
+  "graphql query mySavings": "account",
+  "graphql query myInferenceRequest": "inference",
+  "graphql query myInferenceHistory": "inference",
+  "graphql query myVideoJob": "inference",
+  "graphql query myVideoJobs": "inference",
+  "graphql mutation createApiKey": "keys",
+  "graphql mutation revokeApiKey": "keys",
+  "graphql mutation updateApiKey": "keys",
+  "graphql mutation setMaxPrice": "account",
+  "mcp tool agent_me": "account",
+  "mcp tool agent_key": "inference",
+  "mcp tool list_keys": "keys",
+  "mcp tool create_key": "keys",
+  "mcp tool set_max_price": "account",
+  "mcp tool request_lookup": "inference",
+  "mcp tool chat_completion": "inference",
+  "mcp tool video_quote": "inference",
+};
+
+/** Webhook routes and fields (account-wide settings): an id nobody owns is enough, the scope comes first. */
+const WEBHOOK_OPS: { name: string; send: (h: HeaderMap) => Promise<Reply>; field?: string }[] = [
+  ...(
+    [
+      ["GET", "/v1/webhooks", undefined],
+      ["POST", "/v1/webhooks", { url: "https://hooks.example.com/svc", events: ["credit.confirmed"] }],
+      ["DELETE", "/v1/webhooks/{id}", undefined],
+      ["POST", "/v1/webhooks/{id}/rotate-secret", undefined],
+      ["POST", "/v1/webhooks/{id}/enable", undefined],
+      ["POST", "/v1/webhooks/{id}/test", undefined],
+      ["GET", "/v1/webhooks/{id}/deliveries", undefined],
+    ] as const
+  ).map(([method, path, body]) => ({
+    name: `rest ${method} ${path}`,
+    send: (h: HeaderMap) => rest(app(), method, path.replace("{id}", "00000000-0000-4000-8000-000000000000"), h, body),
+  })),
+  {
+    name: "graphql query myWebhooks",
+    field: "myWebhooks",
+    send: (h) => gql(app(), "{ myWebhooks { id } }", {}, h),
+  },
+  {
+    name: "graphql mutation createWebhook",
+    field: "createWebhook",
+    send: (h) =>
+      gql(
+        app(),
+        'mutation { createWebhook(input: { url: "https://hooks.example.com/svc", events: [CREDIT_CONFIRMED] }) { secret } }',
+        {},
+        h,
+      ),
+  },
+];
+
+describe("access matrix: an inference-only key × every Bearer operation (scopes)", () => {
+  let narrow: string;
+  beforeAll(async () => {
+    // a budgeted sub-agent key of the owner: a policy, so `inference` alone
+    const r = await rest(app(), "POST", "/v1/account/api-keys", cookie(w.owner.user.cookie), {
+      name: "narrow",
+      limitUsdc: "1.000000",
+    });
+    expect(r.status, r.text).toBe(201);
+    expect((r.body as { scopes: string[] }).scopes).toEqual(["inference"]);
+    narrow = (r.body as { apiKey: string }).apiKey;
+  });
+
+  const scoped = OPS.filter((o) => o.family !== "session");
+
+  test("every Bearer-reachable operation has a scope in the table, and the table names no other", () => {
+    const names = scoped.map((o) => `${o.transport} ${o.name}`);
+    expect(names.filter((n) => !(n in NEEDS))).toEqual([]);
+    expect(Object.keys(NEEDS).filter((n) => !names.includes(n))).toEqual([]);
+  });
+
+  const refusals = [
+    ...scoped
+      .filter((o) => NEEDS[`${o.transport} ${o.name}`] !== "inference")
+      .map((o) => ({
+        name: `${o.transport} ${o.name}`,
+        transport: o.transport,
+        field: o.field,
+        send: async (h: HeaderMap) => o.send(h, (await o.target?.("foreign")) ?? {}),
+        scope: NEEDS[`${o.transport} ${o.name}`] ?? "account",
+      })),
+    ...WEBHOOK_OPS.map((o) => ({ ...o, transport: o.name.split(" ")[0] as Transport, scope: "account" as const })),
+  ];
+
+  test.each(refusals.map((r) => [r.name, r] as const))(
+    "%s → 403 insufficient_scope, nothing changed",
+    async (label, op) => {
+      const [ownerBefore] = await both();
+      const r = await op.send(bearer(narrow));
+      if (op.transport === "rest") {
+        expectError(r, 403, "insufficient_scope", label);
+        expect((r.body as { error: { scope?: string } }).error.scope, label).toBe(op.scope);
+      } else if (op.transport === "mcp") {
+        const out = toolResult(r);
+        expect(out.isError, label).toBe(true);
+        expect((out.json as { error?: { code?: string; scope?: string } }).error, label).toMatchObject({
+          code: "insufficient_scope",
+          scope: op.scope,
+        });
+      } else {
+        const { data, errors } = gqlParts(r);
+        expect(errors?.[0]?.extensions?.code, `${label}: ${r.text.slice(0, 300)}`).toBe("insufficient_scope");
+        expect(errors?.[0]?.message, label).toContain(`'${op.scope}'`);
+        expect(data?.[op.field ?? ""] ?? null, label).toBeNull();
+      }
+      const [ownerAfter] = await both();
+      expect(ownerAfter.state, `${label}: the owner's records changed`).toEqual(ownerBefore.state);
+    },
+  );
+
+  test("the scopes it holds are served: its own key, its own history, a model route", async () => {
+    for (const path of ["/v1/agent/key", "/v1/agent/requests"]) {
+      const r = await rest(app(), "GET", path, bearer(narrow));
+      expect(r.status, `${path}: ${r.text.slice(0, 300)}`).toBe(200);
+    }
+    const quote = await rest(app(), "POST", "/v1/video/quote", bearer(narrow), VIDEO_JOB);
+    expect((quote.body as { error?: { code?: string } }).error?.code).not.toBe("insufficient_scope");
   });
 });
