@@ -121,6 +121,23 @@ async function exhaustedKeys(outbox: WebhookOutbox, tx: SettlementTx, items: rea
     });
   }
   if (candidates.size === 0) return [];
+  // a key's spend counts against every budgeted ancestor (issue 38): they may be exhausted too; a
+  // refusal is told to each of them (the refusal does not say whose budget was the tightest)
+  const chains = await query<{ id: string; ancestors: string[] }>(
+    tx,
+    `SELECT id::text AS id, ancestor_ids::text[] AS ancestors FROM api_keys
+      WHERE id = ANY($1::uuid[]) AND cardinality(ancestor_ids) > 0`,
+    [[...candidates.keys()]],
+  );
+  for (const { id, ancestors } of chains) {
+    const c = candidates.get(id);
+    if (!c) continue;
+    for (const a of ancestors) {
+      const prior = candidates.get(a);
+      if (!prior || prior.started < c.started || (c.refused && !prior.refused))
+        candidates.set(a, { ...c, refused: c.refused || (prior?.refused ?? false) });
+    }
+  }
   const keys = await query<{ id: string; name: string; limit: bigint | string; reset: LimitReset }>(
     tx,
     `SELECT id::text AS id, name, limit_micro_usdc AS "limit", limit_reset::text AS reset
@@ -135,8 +152,10 @@ async function exhaustedKeys(outbox: WebhookOutbox, tx: SettlementTx, items: rea
     const period = budgetPeriod(k.reset, c.started);
     const [row] = await query<{ spent: bigint | string }>(
       tx,
-      `SELECT COALESCE(sum(spent_micro_usdc), 0)::bigint AS spent FROM api_key_spend
-        WHERE api_key_id = $1::uuid AND ($2::date IS NULL OR day >= $2::date) AND ($3::date IS NULL OR day < $3::date)`,
+      `SELECT COALESCE(sum(s.spent_micro_usdc), 0)::bigint AS spent
+         FROM api_key_spend s JOIN api_keys d ON d.id = s.api_key_id
+        WHERE (d.id = $1::uuid OR d.ancestor_ids @> ARRAY[$1::uuid])
+          AND ($2::date IS NULL OR s.day >= $2::date) AND ($3::date IS NULL OR s.day < $3::date)`,
       [k.id, period.start ? utcDay(period.start) : null, period.end ? utcDay(period.end) : null],
     );
     const spent = BigInt(row?.spent ?? 0);

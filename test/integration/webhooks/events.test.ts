@@ -238,6 +238,39 @@ describe("settlement events", () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(receiver.all(ofType("key.budget_exhausted", (d) => d.keyId === key.id))).toHaveLength(1);
   });
+
+  test("key.budget_exhausted names the parent whose budget a child key exhausted (issue 38)", async ({ app, sim }) => {
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 100_000_000n }]);
+    app.rt.services.inference.invalidateBook();
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const minted = await call(app, {
+      method: "POST",
+      path: "/v1/account/api-keys",
+      headers: { cookie: buyer.user.cookie },
+      body: { name: "tiny parent", limitUsdc: "0.000001", limitReset: "daily", scopes: ["inference", "keys"] },
+    });
+    expect(minted.status).toBe(201);
+    const parent = minted.body as { id: string; apiKey: string };
+    const child = await call(app, {
+      method: "POST",
+      path: "/v1/agent/keys",
+      headers: bearer(parent.apiKey),
+      body: { name: "child" },
+    });
+    expect(child.status, JSON.stringify(child.body)).toBe(201);
+    const childKey = child.body as { id: string; apiKey: string; parentId: string };
+    expect(childKey.parentId).toBe(parent.id);
+    await webhookFor(app, bearer(buyer.apiKey), { url: receiver.url, events: ["key.budget_exhausted"] });
+    const refused = await call(app, {
+      method: "POST",
+      path: "/v1/chat/completions",
+      headers: bearer(childKey.apiKey),
+      body: { model: MODEL, messages: [{ role: "user", content: "hi" }] },
+    });
+    expect((refused.body as { error: { code: string } }).error.code).toBe("key_budget_exceeded");
+    const got = await receiver.waitFor(ofType("key.budget_exhausted", (d) => d.keyId === parent.id));
+    expect(got.json.data).toMatchObject({ keyId: parent.id, name: "tiny parent", limitUsdc: "0.000001" });
+  });
 });
 
 describe("supply events", () => {
