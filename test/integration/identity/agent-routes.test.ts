@@ -94,6 +94,8 @@ describe("success", () => {
         source: "session",
         createdAt: expect.any(String),
         lastUsedAt: k.lastUsedAt === null ? null : expect.any(String),
+        scopes: ["inference", "keys", "account"],
+        parentId: null,
         limitUsdc: null,
         limitReset: "never",
         maxPriceCentsPerDollar: null,

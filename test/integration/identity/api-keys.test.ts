@@ -21,8 +21,10 @@ const METADATA_FIELDS = [
   "maxPriceCentsPerDollar",
   "models",
   "name",
+  "parentId",
   "remainingUsdc",
   "resetsAt",
+  "scopes",
   "source",
   "spentUsdc",
 ];

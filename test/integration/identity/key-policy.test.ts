@@ -307,7 +307,9 @@ describe("PATCH a key's policy", () => {
 describe("expiresAt: after it the key is refused as a revoked key is", () => {
   test("REST Bearer, GraphQL Bearer and MCP: 401 authentication_failed once the expiry passed", async () => {
     const a = await actor();
-    const k = (await mint(a, "session", { name: "soon", expiresAt: future(60_000) })).body as KeyBody & {
+    // every scope (a key with a policy holds `inference` alone unless it names them: issue 38)
+    const scopes = ["inference", "keys", "account"];
+    const k = (await mint(a, "session", { name: "soon", expiresAt: future(60_000), scopes })).body as KeyBody & {
       apiKey: string;
     };
     const me = () => call(app(), { method: "GET", path: "/v1/agent/me", headers: bearer(k.apiKey) });
