@@ -91,6 +91,42 @@ export interface MemoryClear {
   supplierMicroUsdc: bigint;
 }
 
+/**
+ * Defects the seeded money simulation (testkit/sim) plants back to prove it finds them
+ * (docs/decisions.md "Seeded money simulation (issue 38)"). Each one undoes one rule of a store;
+ * none is ever set outside test/unit/sim.
+ */
+export type PlantedDefect =
+  /** `svc_key_reserve` checks the calling key's own budget only, not its budgeted ancestors' */
+  | "ancestor-unchecked"
+  /** `svc_key_reserve` ignores the holds of requests in flight (only committed spend counts) */
+  | "holds-uncounted"
+  /** `svc_end_items` counts a key's charge on the day the request ended, not the day it started */
+  | "spend-by-end-day"
+  /** `svc_escrow_take` grants against the confirmed balance, forgetting what is already reserved */
+  | "take-ignores-reserved"
+  /** `svc_end_items` credits a video clear's share as payable at once instead of holding it */
+  | "video-share-payable"
+  /** the payout pays the held (unfinished video) balance along with the payable one */
+  | "payout-includes-held"
+  /** a refund takes the whole gross from the platform and leaves the supplier its share */
+  | "refund-from-platform"
+  /** `svc_release_expired` gives escrow back but leaves the dead holder's key budget holds */
+  | "sweep-keeps-holds";
+
+/** What the supply ledger twins (`releaseHeld`, `refundClear`, `payout`) moved, for the simulation's books. */
+export interface MemoryLedger {
+  /** request id → the clear's held share was released to payable (`moveHeldShare` "release") */
+  released: Set<string>;
+  /** clear id → what its refund moved */
+  refunds: Map<
+    string,
+    { buyerMicroUsdc: bigint; supplierMicroUsdc: bigint; platformMicroUsdc: bigint; fromHeld: boolean }
+  >;
+  /** supplier account → paid out in total */
+  paidOut: Map<string, bigint>;
+}
+
 /** The rows the pipeline's stores read and write. */
 export interface MemoryTables {
   accounts: Map<string, MemoryAccount>;
@@ -165,6 +201,12 @@ export class MemoryMarket {
   readonly calls = new Map<string, number>();
   /** set to make the next settlement commit fail (then cleared) */
   failNextCommit: Error | null = null;
+  /** set to make the next settlement commit apply, then fail (the acknowledgement lost; then cleared) */
+  loseNextAck: Error | null = null;
+  /** rules undone on purpose (the simulation's planted defects); empty everywhere else */
+  readonly defects = new Set<PlantedDefect>();
+  /** what the supply ledger twins moved */
+  readonly ledger: MemoryLedger = { released: new Set(), refunds: new Map(), paidOut: new Map() };
 
   readonly stores: InferenceStores;
   readonly keyHealth: KeyMarks;
@@ -387,7 +429,8 @@ export class MemoryMarket {
         this.offer(idOf(k)).reservedMicroDiem -= amount;
         t().offerEscrows.delete(k);
       }
-      for (const [r, h] of [...t().keyHolds]) if (holders.includes(h.holder)) t().keyHolds.delete(r);
+      if (!this.defects.has("sweep-keeps-holds"))
+        for (const [r, h] of [...t().keyHolds]) if (holders.includes(h.holder)) t().keyHolds.delete(r);
       for (const h of holders) t().holders.delete(h);
     };
     return {
@@ -454,7 +497,9 @@ export class MemoryMarket {
       const key = t.apiKeys.get(ask.apiKeyId);
       if (!key || key.accountId !== ask.accountId || key.status !== "active") return { ...r, outcome: "key_inactive" };
       const a = t.accounts.get(ask.accountId);
-      r.available = a ? a.confirmedMicroUsdc - a.reservedMicroUsdc : null;
+      r.available = a
+        ? a.confirmedMicroUsdc - (this.defects.has("take-ignores-reserved") ? 0n : a.reservedMicroUsdc)
+        : null;
       r.ceiling = a ? a.ceilingCents : null;
       if (!a || r.ceiling !== ask.ceilingCents) return { ...r, outcome: "stale_ceiling" };
       if ((r.available ?? 0n) < ask.usdcMin) return { ...r, outcome: "insufficient_balance" };
@@ -518,7 +563,9 @@ export class MemoryMarket {
         if (!lease || lease.getTime() <= ask.now.getTime()) return { outcome: "holder_lost", ...none };
         const key = t().apiKeys.get(ask.apiKeyId);
         if (key?.status !== "active") return { outcome: "key_inactive", ...none };
-        const chain = [...(key.ancestorIds ?? []), key.id].map((id) => t().apiKeys.get(id));
+        const chain = [...(this.defects.has("ancestor-unchecked") ? [] : (key.ancestorIds ?? [])), key.id].map((id) =>
+          t().apiKeys.get(id),
+        );
         const inSubtree = (keyId: string, root: string) =>
           keyId === root || (t().apiKeys.get(keyId)?.ancestorIds ?? []).includes(root);
         let best: { left: bigint; limit: bigint; reset: MemoryApiKey["limitReset"] & string } | null = null;
@@ -535,7 +582,8 @@ export class MemoryMarket {
             const day = holderOf(s);
             if (inSubtree(idOf(s), k.id) && (from === null || day >= from) && (to === null || day < to)) left -= v;
           }
-          for (const h of t().keyHolds.values()) if (inSubtree(h.apiKeyId, k.id)) left -= h.amount;
+          if (!this.defects.has("holds-uncounted"))
+            for (const h of t().keyHolds.values()) if (inSubtree(h.apiKeyId, k.id)) left -= h.amount;
           left = maxBig(left, 0n);
           if (best === null || left < best.left) best = { left, limit, reset };
         }
@@ -560,7 +608,13 @@ export class MemoryMarket {
         }
         // a JSON round trip, as the SQL store sends the items
         const copy = JSON.parse(JSON.stringify(items)) as EndItem[];
-        return this.atomically(() => this.endItems(copy));
+        const balances = this.atomically(() => this.endItems(copy));
+        const lost = this.loseNextAck;
+        if (lost) {
+          this.loseNextAck = null;
+          throw lost;
+        }
+        return balances;
       },
     };
   }
@@ -595,7 +649,7 @@ export class MemoryMarket {
       t.keyHolds.delete(i.request);
       const gross = BigInt(i.gross ?? 0);
       if (i.clear !== null && gross > 0n && i.api_key) {
-        const k = slot(i.api_key, i.started.slice(0, 10));
+        const k = slot(i.api_key, (this.defects.has("spend-by-end-day") ? i.now : i.started).slice(0, 10));
         t.keySpend.set(k, (t.keySpend.get(k) ?? 0n) + gross);
       }
     }
@@ -673,10 +727,78 @@ export class MemoryMarket {
         k.lastBalanceMicroDiem = maxBig(k.lastBalanceMicroDiem - burn, 0n);
       const share = BigInt(i.share ?? 0);
       const supplier = this.account(i.supplier as string);
-      if (share > 0n && i.video !== null) supplier.supplierHeldMicroUsdc += share;
+      if (share > 0n && i.video !== null && !this.defects.has("video-share-payable"))
+        supplier.supplierHeldMicroUsdc += share;
       else if (share > 0n) supplier.supplierPayableMicroUsdc += share;
     }
     return v.map((i) => this.account(i.account).confirmedMicroUsdc);
+  }
+
+  // ─────────────────── supply ledger twins (src/domain/ledger/ledger.ts) ───────────────────
+
+  /**
+   * `moveHeldShare` "release" (a video job became final): the clear's held share moves from the
+   * supplier's held balance to payable, once; a clear never held, refunded or already released moves
+   * nothing (false).
+   */
+  releaseHeld(requestId: string): boolean {
+    return this.atomically(() => {
+      const c = this.tables.clears.find((x) => x.request === requestId);
+      const item = this.tables.requests.find((r) => r.request === requestId);
+      if (!c || item?.video == null || this.ledger.refunds.has(c.id) || this.ledger.released.has(requestId))
+        return false;
+      if (c.supplierMicroUsdc === 0n) return false;
+      const s = this.account(c.supplier);
+      if (s.supplierHeldMicroUsdc < c.supplierMicroUsdc)
+        throw new Error("supplier held balance does not cover the release");
+      s.supplierHeldMicroUsdc -= c.supplierMicroUsdc;
+      s.supplierPayableMicroUsdc += c.supplierMicroUsdc;
+      this.ledger.released.add(requestId);
+      return true;
+    });
+  }
+
+  /**
+   * `refundClear`: once per clear, the buyer gets the whole gross back, the supplier's share is taken
+   * back whole (off held while the job is not final, else off payable, which may go negative) and the
+   * platform gives back only its fee. False when already refunded.
+   */
+  refundClear(clearId: string): boolean {
+    return this.atomically(() => {
+      const c = this.tables.clears.find((x) => x.id === clearId);
+      if (!c || this.ledger.refunds.has(clearId)) return false;
+      const item = this.tables.requests.find((r) => r.request === c.request);
+      const fromHeld = item?.video != null && !this.ledger.released.has(c.request);
+      const buyer = this.account(c.buyer);
+      const supplier = this.account(c.supplier);
+      const keepShare = this.defects.has("refund-from-platform");
+      buyer.confirmedMicroUsdc += c.grossMicroUsdc;
+      const share = keepShare ? 0n : c.supplierMicroUsdc;
+      if (fromHeld) {
+        if (supplier.supplierHeldMicroUsdc < share) throw new Error("supplier held balance does not cover the refund");
+        supplier.supplierHeldMicroUsdc -= share;
+      } else supplier.supplierPayableMicroUsdc -= share;
+      this.ledger.refunds.set(clearId, {
+        buyerMicroUsdc: c.grossMicroUsdc,
+        supplierMicroUsdc: share,
+        platformMicroUsdc: c.grossMicroUsdc - share,
+        fromHeld,
+      });
+      return true;
+    });
+  }
+
+  /** A payout run for one supplier: its whole payable balance when at least `minimumMicroUsdc` (0n when none). */
+  payout(supplierAccountId: string, minimumMicroUsdc: bigint): bigint {
+    return this.atomically(() => {
+      const s = this.account(supplierAccountId);
+      let amount = s.supplierPayableMicroUsdc;
+      if (this.defects.has("payout-includes-held")) amount += s.supplierHeldMicroUsdc;
+      if (amount < minimumMicroUsdc || amount <= 0n) return 0n;
+      s.supplierPayableMicroUsdc -= amount;
+      this.ledger.paidOut.set(supplierAccountId, (this.ledger.paidOut.get(supplierAccountId) ?? 0n) + amount);
+      return amount;
+    });
   }
 
   private keyMarks(): KeyMarks {

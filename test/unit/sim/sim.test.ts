@@ -1,0 +1,74 @@
+// The seeded money simulation (issue 38 item 7; testkit/sim, docs/decisions.md "Seeded money
+// simulation (issue 38)"): CI's fixed set of seeds passes every invariant after every step; a seed
+// replays exactly; and each defect planted back into the in-memory market makes a seed of the fixed
+// set fail on the invariant that guards its rule.
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { PlantedDefect } from "../../../testkit/memory-stores.js";
+import { describeFailure, runSeed, zeroDelaySleeps } from "../../../testkit/sim/run.js";
+
+/** CI's seeds: 1…FIXED_SEEDS, STEPS steps each (the long runs are `npm run sim -- --runs=N`). */
+const FIXED_SEEDS = 40;
+const STEPS = 200;
+const seeds = Array.from({ length: FIXED_SEEDS }, (_, i) => i + 1);
+
+let restore: () => void;
+beforeAll(() => {
+  restore = zeroDelaySleeps();
+});
+afterAll(() => restore());
+
+describe("the seeded money simulation", () => {
+  test(`seeds 1…${FIXED_SEEDS} keep every invariant after every step`, async () => {
+    let requests = 0;
+    for (const seed of seeds) {
+      const r = await runSeed({ seed, steps: STEPS });
+      expect(r.ok, describeFailure(r, { steps: STEPS })).toBe(true);
+      requests += r.stats.requests;
+    }
+    // the schedule is not idle: requests were made, charged, refused
+    expect(requests).toBeGreaterThan(FIXED_SEEDS * 20);
+  });
+
+  test("a seed replays exactly", async () => {
+    const a = await runSeed({ seed: 7, steps: STEPS });
+    const b = await runSeed({ seed: 7, steps: STEPS });
+    expect(b.trace).toEqual(a.trace);
+    const other = await runSeed({ seed: 8, steps: STEPS });
+    expect(other.trace).not.toEqual(a.trace);
+  });
+
+  // each defect, and the invariant that must catch it (docs/decisions.md lists the first seeds)
+  const planted: [PlantedDefect, RegExp][] = [
+    ["ancestor-unchecked", /spent( \+ held)? \d+ > its limit/],
+    ["holds-uncounted", /spent( \+ held)? \d+ > its limit/],
+    ["spend-by-end-day", /key spend .* ≠ its charges by start day/],
+    ["take-ignores-reserved", /reserved \d+ > confirmed/],
+    ["video-share-payable", /held 0 ≠ its unfinished video shares|payable .* ≠ final shares/],
+    ["payout-includes-held", /was paid out \d+ > its final shares|payable .* ≠ final shares/],
+    ["refund-from-platform", /the platform gave back \d+ > its fee/],
+    ["sweep-keeps-holds", /a budget hold of .* outlives its holder/],
+  ];
+  test.each(planted)(
+    "planted back, %s makes a seed of the fixed set fail, and that seed replays",
+    async (defect, caught) => {
+      let failed: Awaited<ReturnType<typeof runSeed>> | null = null;
+      for (const seed of seeds) {
+        const r = await runSeed({ seed, steps: STEPS, defects: [defect] });
+        if (!r.ok) {
+          failed = r;
+          break;
+        }
+      }
+      expect(failed, `no seed of 1…${FIXED_SEEDS} caught ${defect}`).not.toBeNull();
+      if (!failed) return;
+      expect(failed.violations.join("\n")).toMatch(caught);
+      const again = await runSeed({ seed: failed.seed, steps: STEPS, defects: [defect] });
+      expect(again.steps).toBe(failed.steps);
+      expect(again.violations).toEqual(failed.violations);
+      expect(again.trace).toEqual(failed.trace);
+      expect(describeFailure(failed, { steps: STEPS, defects: [defect] })).toContain(
+        `npm run sim -- --seed=${failed.seed} --steps=${STEPS} --plant=${defect}`,
+      );
+    },
+  );
+});
