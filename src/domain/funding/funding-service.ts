@@ -20,6 +20,7 @@ import {
   type FundingRequest,
   fundedOutcome,
 } from "./funding-request.js";
+import { PaymentRecords, type PaymentRow } from "./payment-records.js";
 import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
   buildBothRequirements,
@@ -42,8 +43,6 @@ export interface ReconciliationQueue {
   enqueue(paymentId: string): Promise<void>;
 }
 
-type PaymentRow = Prisma.PaymentGetPayload<{ include: { account: true } }>;
-
 /**
  * Prepaid funding through x402 `exact` (SPEC "Funding flow"). Money that moved on chain is credited
  * exactly once: a write-ahead `settling` row (unique by payer and authorization nonce) precedes the settlement,
@@ -64,7 +63,12 @@ export class FundingService {
       /** checks a contract wallet's signature of a replayed payment (ERC-1271); EOAs are checked here */
       chain: Pick<ChainGateway, "verifyTypedData">;
     },
-  ) {}
+  ) {
+    this.records = new PaymentRecords(deps);
+  }
+
+  /** the payments table: look-ups, the write-ahead claim, the replay check */
+  private readonly records: PaymentRecords;
 
   /** CONFIRMATION_BLOCKS: depth before pending credit is confirmed. */
   get confirmationBlocks(): number {
@@ -147,9 +151,9 @@ export class FundingService {
         `${headerName} is not the recorded authorization signed by its payer; nothing was charged.`,
         "invalid_payment",
       );
-    const existing = await this.findPayment(decoded.payer, decoded.nonce);
+    const existing = await this.records.find(decoded.payer, decoded.nonce);
     if (existing && existing.status !== "failed") {
-      if (!(await this.isRecordedAuthorization(decoded, existing))) return notRecorded();
+      if (!(await this.records.isRecordedAuthorization(decoded, existing))) return notRecorded();
       return (
         (await this.answerExisting(req.kind, existing, decoded)) ??
         challenge("This payment failed; sign a new one.", "invalid_payment")
@@ -177,12 +181,12 @@ export class FundingService {
     }
 
     // write-ahead intent: the unique nonce makes concurrent duplicates wait for this one
-    const intent = await this.claimIntent(req, decoded, body);
+    const intent = await this.records.claimIntent(req, decoded, body);
     if (!intent.claimed) {
       // the facilitator verified this signature, but the payer may have signed another authorization
       // with the same nonce: the record answers only its own
-      const row = await this.findPayment(decoded.payer, decoded.nonce);
-      if (row && !(await this.isRecordedAuthorization(decoded, row))) return notRecorded();
+      const row = await this.records.find(decoded.payer, decoded.nonce);
+      if (row && !(await this.records.isRecordedAuthorization(decoded, row))) return notRecorded();
       return (
         (await this.awaitDuplicate(req.kind, decoded)) ??
         challenge("This payment failed; sign a new one.", "invalid_payment")
@@ -246,80 +250,6 @@ export class FundingService {
 
   // ─────────────────────────────── internals ───────────────────────────────
 
-  /** The payment of one authorization: EIP-3009 nonces are the authorizer's, so (payer, nonce). */
-  private findPayment(payer: string, nonce: string): Promise<PaymentRow | null> {
-    return this.deps.db.payment.findUnique({
-      where: { payerAddress_authorizationNonce: { payerAddress: payer, authorizationNonce: nonce } },
-      include: { account: true },
-    });
-  }
-
-  /**
-   * Is the presented payment the recorded authorization (payer, payTo, value, validAfter,
-   * validBefore, nonce, all equal) signed by its payer? An EOA's signature is recovered here; any
-   * other is asked of the chain (a contract wallet, ERC-1271/6492). A chain that cannot answer is
-   * 503: the payment may be genuine.
-   * @throws service_unavailable (503) when a contract wallet's signature cannot be checked now
-   */
-  private async isRecordedAuthorization(d: DecodedPayment, p: PaymentRow): Promise<boolean> {
-    const { usdcName, usdcVersion, id: chainId } = this.deps.config.chain;
-    const typed = recordedTypedData(d, p, { name: usdcName, version: usdcVersion, chainId });
-    if (!typed) return false;
-    if (await signedByPayerKey(d, typed)) return true;
-    const checked = await this.deps.chain.verifyTypedData({
-      address: typed.message.from,
-      signature: d.evm.signature as Hex,
-      typedData: typed,
-    });
-    if (!checked.ok) {
-      throw new DomainError("service_unavailable", "The payment's signature cannot be checked right now; retry.", {
-        retryAfterSeconds: 5,
-      });
-    }
-    return checked.value;
-  }
-
-  private async claimIntent(
-    req: FundingRequest,
-    d: DecodedPayment,
-    body: FundingBody,
-  ): Promise<{ claimed: true; paymentId: string } | { claimed: false }> {
-    const data = {
-      kind: req.kind,
-      status: "settling" as const,
-      accountId: req.caller?.accountId ?? null,
-      payerAddress: d.payer,
-      payToAddress: d.payTo,
-      assetAddress: this.deps.config.chain.usdcAddress.toLowerCase(),
-      amountMicroUsdc: d.valueMicroUsdc,
-      authorizationNonce: d.nonce,
-      validAfter: d.validAfter,
-      validBefore: d.validBefore,
-      requestMeta:
-        req.kind === "signup"
-          ? { keyName: body.keyName, maxPriceCentsPerDollar: body.maxPriceCentsPerDollar }
-          : Prisma.JsonNull,
-    };
-    try {
-      const p = await this.deps.db.payment.create({ data });
-      return { claimed: true, paymentId: p.id };
-    } catch (e) {
-      if (!(e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002")) throw e;
-    }
-    // a failed earlier attempt may be retried with the same authorization
-    const retried = await this.deps.db.payment.updateMany({
-      where: { payerAddress: d.payer, authorizationNonce: d.nonce, status: "failed" },
-      data: { ...data, failureReason: null },
-    });
-    if (retried.count === 1) {
-      const p = await this.deps.db.payment.findUniqueOrThrow({
-        where: { payerAddress_authorizationNonce: { payerAddress: d.payer, authorizationNonce: d.nonce } },
-      });
-      return { claimed: true, paymentId: p.id };
-    }
-    return { claimed: false };
-  }
-
   /**
    * A concurrent duplicate: wait for the in-flight submission, then answer like a replay.
    * `null` when that submission failed (no money moved: the caller answers 402).
@@ -327,7 +257,7 @@ export class FundingService {
   private async awaitDuplicate(kind: FundingKind, d: DecodedPayment): Promise<FundingOutcome | null> {
     const deadline = Date.now() + DUPLICATE_WAIT_MS;
     for (;;) {
-      const p = await this.findPayment(d.payer, d.nonce);
+      const p = await this.records.find(d.payer, d.nonce);
       if (p && p.status !== "settling") return this.answerExisting(kind, p, d);
       if (Date.now() > deadline) {
         throw new DomainError("payment_unfinished", "This payment is still being settled; do not pay again.", {

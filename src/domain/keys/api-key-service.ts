@@ -14,12 +14,23 @@ import {
   type AuthenticatedKey,
   apiKeyScopeFor,
   type CreatedApiKey,
+  type KeyActor,
   type KeySource,
   type KeyUpdate,
 } from "./api-key-types.js";
 import { API_KEY_PREFIX, KeyAuthenticator } from "./key-auth.js";
-import { assertManages, boundChild, type ChainKey, childScopes, effectivePolicy, isAccountLevel } from "./key-chain.js";
 import {
+  assertManages,
+  boundChild,
+  type ChainKey,
+  childScopes,
+  effectivePolicy,
+  hasPolicyChange,
+  isAccountLevel,
+} from "./key-chain.js";
+import { chainRemaining, readChain } from "./key-chain-reads.js";
+import {
+  assertKeyName,
   isExpired,
   type KeyPolicy,
   type KeyPolicyChange,
@@ -31,7 +42,7 @@ import {
   policyOf,
   spentThisPeriod,
 } from "./key-policy.js";
-import { parseScopes, requireScope, type Scope, type ScopedCaller } from "./key-scopes.js";
+import { parseScopes, requireScope, type Scope } from "./key-scopes.js";
 
 /** SPEC "Limits": at most 10 active keys per account, counted across every minting route. */
 export const MAX_ACTIVE_KEYS = 10;
@@ -40,15 +51,9 @@ export const KEY_PREFIX_LENGTH = 12;
 
 export * from "./api-key-types.js";
 export { API_KEY_PREFIX, AUTH_CACHE_MS } from "./key-auth.js";
+export { assertKeyName } from "./key-policy.js";
 
 type Tx = Prisma.TransactionClient;
-
-/** Key names are 1-64 characters (SPEC "Limits"). */
-export function assertKeyName(name: unknown, field = "name"): asserts name is string {
-  if (typeof name !== "string" || name.length < 1 || name.length > 64) {
-    throw new DomainError("invalid_request", `${field} must be a string of 1-64 characters.`, { field });
-  }
-}
 
 /** `svc_` + 32 random bytes (base64url, 43 characters): 256 bits of entropy. */
 function newPlaintext(): string {
@@ -72,22 +77,7 @@ function view(row: KeyRow, usage: KeyUsage): ApiKeyView {
   };
 }
 
-/** Who acts on keys: a session, or a Bearer key (its id and scopes). */
-export interface KeyActor extends ScopedCaller {
-  accountId: string;
-  apiKeyId?: string;
-}
-
 const notFound = () => new DomainError("not_found", "API key not found on this account.");
-
-function hasPolicyChange(p: Partial<KeyPolicy>): boolean {
-  return (
-    (p.limitMicroUsdc ?? null) !== null ||
-    (p.maxPriceCentsPerDollar ?? null) !== null ||
-    (p.models?.length ?? 0) > 0 ||
-    (p.expiresAt ?? null) !== null
-  );
-}
 
 /**
  * Buyer API keys. Plaintext is returned once; only sha256 is stored. The 10-key cap is enforced
@@ -148,7 +138,7 @@ export class ApiKeyService {
           },
         );
       }
-      const chain = await this.chainInTx(tx, actor.accountId, minterId, true);
+      const chain = await readChain(tx, actor.accountId, minterId, true);
       const eff = effectivePolicy(chain.self, chain.ancestors, now);
       if (!eff.active) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
       const scopes = childScopes(asked, eff.scopes, withPolicy);
@@ -165,7 +155,7 @@ export class ApiKeyService {
       }
       const bounded = boundChild(
         policy,
-        { policy: eff, remainingMicroUsdc: await this.chainRemaining(tx, [...chain.ancestors, chain.self], now) },
+        { policy: eff, remainingMicroUsdc: await chainRemaining(tx, [...chain.ancestors, chain.self], now) },
         { partial: false },
       );
       return this.createKeyInTx(
@@ -230,7 +220,7 @@ export class ApiKeyService {
     requireScope(actor, "keys");
     let below: string | null = null;
     if (actor.credential === "bearer" && actor.apiKeyId) {
-      const chain = await this.chainInTx(this.db, actor.accountId, actor.apiKeyId, false);
+      const chain = await readChain(this.db, actor.accountId, actor.apiKeyId, false);
       if (!isAccountLevel(chain.self)) below = chain.self.id;
     }
     const rows = await this.db.apiKey.findMany({
@@ -290,14 +280,14 @@ export class ApiKeyService {
     });
     if (!target) throw notFound();
     if (actor.credential === "bearer" && actor.apiKeyId) {
-      const caller = await this.chainInTx(this.db, actor.accountId, actor.apiKeyId, false);
+      const caller = await readChain(this.db, actor.accountId, actor.apiKeyId, false);
       if (!(caller.self.id === target.id && !policyChanged)) assertManages(caller.self, target, "change");
     }
     if (target.parentId !== null && policyChanged) {
-      const parent = await this.chainInTx(this.db, actor.accountId, target.parentId, false);
+      const parent = await readChain(this.db, actor.accountId, target.parentId, false);
       const bounds = {
         policy: effectivePolicy(parent.self, parent.ancestors, now),
-        remainingMicroUsdc: await this.chainRemaining(this.db, [...parent.ancestors, parent.self], now),
+        remainingMicroUsdc: await chainRemaining(this.db, [...parent.ancestors, parent.self], now),
       };
       columns = boundChild(columns, bounds, { partial: true });
     }
@@ -351,40 +341,6 @@ export class ApiKeyService {
     return policyColumns(change, { now: this.clock.now(), listedModelIds: this.listedModelIds });
   }
 
-  /** A key of the account and its ancestors' rows; `lock`: the key's row FOR UPDATE (a mint). */
-  private async chainInTx(
-    db: Pick<Db, "apiKey" | "$queryRaw"> | Tx,
-    accountId: string,
-    keyId: string,
-    lock: boolean,
-  ): Promise<{ self: ChainKey & KeyRow; ancestors: ChainKey[] }> {
-    if (lock) await (db as Tx).$queryRaw`SELECT id FROM api_keys WHERE id = ${keyId}::uuid FOR UPDATE`;
-    const self = await db.apiKey.findFirst({ where: { id: keyId, accountId } });
-    if (!self) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
-    const ancestors =
-      self.ancestorIds.length === 0
-        ? []
-        : await db.apiKey.findMany({ where: { id: { in: self.ancestorIds }, accountId } });
-    return { self, ancestors };
-  }
-
-  /** The least that the budgets of these keys leave this period (limit − their subtree's spend); null: none. */
-  private async chainRemaining(
-    db: Pick<Db, "$queryRaw"> | Tx,
-    chain: readonly ChainKey[],
-    now: Date,
-  ): Promise<bigint | null> {
-    const limited = chain.filter((k) => k.limitMicroUsdc !== null);
-    if (limited.length === 0) return null;
-    const spent = await spentThisPeriod(db, limited, now);
-    let least: bigint | null = null;
-    for (const k of limited) {
-      const left = keyUsage(k, spent.get(k.id) ?? 0n, now).remainingMicroUsdc ?? 0n;
-      if (least === null || left < least) least = left;
-    }
-    return least;
-  }
-
   /**
    * Revokes one of the account's active keys (the calling key included) and every key below it. A
    * Bearer actor needs `keys` and revokes itself or keys below it (an account-level key: any).
@@ -400,7 +356,7 @@ export class ApiKeyService {
     });
     if (!target) throw notFound();
     if (actor.credential === "bearer" && actor.apiKeyId) {
-      const caller = await this.chainInTx(this.db, actor.accountId, actor.apiKeyId, false);
+      const caller = await readChain(this.db, actor.accountId, actor.apiKeyId, false);
       assertManages(caller.self, target, "revoke");
     }
     const now = this.clock.now();

@@ -1,7 +1,7 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { KeyRules } from "./key-period.js";
 import type { KeyPolicy, KeyPolicyChange, KeyUsage } from "./key-policy.js";
-import type { Scope } from "./key-scopes.js";
+import type { Scope, ScopedCaller } from "./key-scopes.js";
 
 /** The API key's shapes and scopes (src/domain/keys/api-key-service.ts re-exports them). */
 
@@ -56,4 +56,10 @@ export interface AuthenticatedKey {
 /** `PATCH` of a key: its name and any policy field (absent = unchanged, null = removed). */
 export interface KeyUpdate extends KeyPolicyChange {
   name?: string;
+}
+
+/** Who acts on keys: a session, or a Bearer key (its id and scopes). */
+export interface KeyActor extends ScopedCaller {
+  accountId: string;
+  apiKeyId?: string;
 }

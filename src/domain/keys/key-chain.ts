@@ -201,3 +201,13 @@ export function childScopes(asked: Scope[] | undefined, minter: readonly Scope[]
     throw forbidden("scopes", "The minting key lacks 'inference': name the scopes the new key should hold.");
   return ["inference"];
 }
+
+/** Whether a create or a change sets any policy field (then the new key holds `inference` alone by default). */
+export function hasPolicyChange(p: Partial<KeyPolicy>): boolean {
+  return (
+    (p.limitMicroUsdc ?? null) !== null ||
+    (p.maxPriceCentsPerDollar ?? null) !== null ||
+    (p.models?.length ?? 0) > 0 ||
+    (p.expiresAt ?? null) !== null
+  );
+}

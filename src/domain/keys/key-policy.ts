@@ -223,3 +223,10 @@ export async function spentThisPeriod(
   for (const r of rows) out.set(r.id, BigInt(r.spent));
   return out;
 }
+
+/** Key names are 1-64 characters (SPEC "Limits"). */
+export function assertKeyName(name: unknown, field = "name"): asserts name is string {
+  if (typeof name !== "string" || name.length < 1 || name.length > 64) {
+    throw new DomainError("invalid_request", `${field} must be a string of 1-64 characters.`, { field });
+  }
+}
