@@ -28,7 +28,7 @@ import {
   hasPolicyChange,
   isAccountLevel,
 } from "./key-chain.js";
-import { chainRemaining, readChain } from "./key-chain-reads.js";
+import { chainRemaining, type KeyRow, readChain } from "./key-chain-reads.js";
 import {
   assertKeyName,
   isExpired,
@@ -59,8 +59,6 @@ type Tx = Prisma.TransactionClient;
 function newPlaintext(): string {
   return `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
 }
-
-type KeyRow = Omit<ApiKeyMetadata, "scopes"> & KeyPolicy & Omit<ChainKey, keyof KeyPolicy>;
 
 function view(row: KeyRow, usage: KeyUsage): ApiKeyView {
   return {
@@ -106,8 +104,8 @@ export class ApiKeyService {
    * Mints a key, with an optional policy (`policyColumns`: checked before anything is written) and
    * scopes. A session mints account keys; a Bearer key needs `keys` and mints within itself
    * (key-chain.ts: `childScopes`, `boundChild`): a key minted with a policy, or narrower than an
-   * account-level minter, lives below its minter. Locks the account row (FOR UPDATE) for the
-   * count-then-insert, and the minter's row.
+   * account-level minter, lives below its minter. Locks the minter's row (FOR NO KEY UPDATE), then
+   * the account row (FOR UPDATE) for the count-then-insert.
    * @throws DomainError invalid_request naming a bad field; insufficient_scope; forbidden naming a
    *   field wider than the minter; key_limit_reached (409) at the cap; not_found if the account is gone.
    */

@@ -8,16 +8,21 @@ import { type KeyPolicy, keyUsage, spentThisPeriod } from "./key-policy.js";
 /** The key tree's reads (issue 38): a key with its ancestors, and what their budgets leave. */
 
 type Tx = Prisma.TransactionClient;
-type KeyRow = Omit<ApiKeyMetadata, "scopes"> & KeyPolicy & Omit<ChainKey, keyof KeyPolicy>;
+/** A stored key as the service reads it: metadata, policy and its place in the tree. */
+export type KeyRow = Omit<ApiKeyMetadata, "scopes"> & KeyPolicy & Omit<ChainKey, keyof KeyPolicy>;
 
-/** A key of the account and its ancestors' rows; `lock`: the key's row FOR UPDATE (a mint). */
+/**
+ * A key of the account and its ancestors' rows; `lock`: the key's row FOR NO KEY UPDATE (a mint: it
+ * serialises mints and budget holds on the key, and never waits on an ending's foreign-key check,
+ * which takes KEY SHARE while it holds the account row this mint locks next).
+ */
 export async function readChain(
   db: Pick<Db, "apiKey" | "$queryRaw"> | Tx,
   accountId: string,
   keyId: string,
   lock: boolean,
 ): Promise<{ self: ChainKey & KeyRow; ancestors: ChainKey[] }> {
-  if (lock) await (db as Tx).$queryRaw`SELECT id FROM api_keys WHERE id = ${keyId}::uuid FOR UPDATE`;
+  if (lock) await (db as Tx).$queryRaw`SELECT id FROM api_keys WHERE id = ${keyId}::uuid FOR NO KEY UPDATE`;
   const self = await db.apiKey.findFirst({ where: { id: keyId, accountId } });
   if (!self) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
   const ancestors =
