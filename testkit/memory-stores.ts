@@ -112,7 +112,9 @@ export type PlantedDefect =
   /** a refund takes the whole gross from the platform and leaves the supplier its share */
   | "refund-from-platform"
   /** `svc_release_expired` gives escrow back but leaves the dead holder's key budget holds */
-  | "sweep-keeps-holds";
+  | "sweep-keeps-holds"
+  /** the pipeline never learns that a commit whose answer was lost did happen (`SettlementStore.ended` says no) */
+  | "lost-ack-unread";
 
 /** What the supply ledger twins (`releaseHeld`, `refundClear`, `payout`) moved, for the simulation's books. */
 export interface MemoryLedger {
@@ -615,6 +617,13 @@ export class MemoryMarket {
           throw lost;
         }
         return balances;
+      },
+      ended: async (requestId: string) => {
+        this.count("settlement.ended");
+        const item = this.defects.has("lost-ack-unread")
+          ? undefined
+          : this.tables.requests.find((r) => r.request === requestId);
+        return item ? { status: item.status, confirmed: this.account(item.account).confirmedMicroUsdc } : null;
       },
     };
   }

@@ -381,9 +381,11 @@ export async function finish(w: SimWorld, o: { drain?: boolean } = {}): Promise<
     }
   } catch (e) {
     const out = outcomeOf(e);
-    // a commit whose acknowledgement was lost did happen: the buyer is told settle_failed all the same
+    // settle_failed promises nothing was charged: a commit whose acknowledgement was lost did happen
     const clear = w.market.tables.clears.find((c) => c.request === s.requestId);
     const committed = clear ? ` (committed: charged ${clear.grossMicroUsdc})` : "";
+    if (clear && "code" in out && out.code === "settle_failed")
+      bad.push(`${f.label} answered settle_failed ("nothing was charged") but was charged ${clear.grossMicroUsdc}`);
     w.log(
       `end ${f.label} [${answers.join(",")}]${fault !== "none" ? ` ${fault}` : ""} → ${"code" in out ? out.code : out.violation}${committed}`,
     );

@@ -5,8 +5,7 @@ import { type Facilitator, settleVerdict } from "../../adapters/facilitator/type
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Fuse } from "../../adapters/redis/fuse.js";
 import type { Config } from "../../config.js";
-import { type FundingBody, parseFundingRequest } from "../../contract/funding.js";
-import { Prisma } from "../../generated/prisma/client.js";
+import { parseFundingRequest } from "../../contract/funding.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
@@ -31,8 +30,6 @@ import {
   PAYMENT_HEADER,
   paymentRequiredHeader,
   paymentResponseHeader,
-  recordedTypedData,
-  signedByPayerKey,
   type X402Version,
 } from "./x402.js";
 

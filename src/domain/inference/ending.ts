@@ -142,22 +142,18 @@ export class Endings {
         () => this.settlement.submit(item.item),
       );
     } catch (e) {
-      logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
-      this.deps.metrics.settleFailed();
-      // nothing of it happened: the slices hold the charge and what was to go back again; the
-      // request is recorded as failed (its attempt aborted)
-      buyer.restore(split.grossMicroUsdc);
-      attempt.offerSlice.restore(burn);
-      item.undo();
-      const last = session.attempts[session.attempts.length - 1];
-      if (last) last.outcome = "aborted";
-      this.deps.keys.free(attempt);
-      throw await this.fail(
-        session,
-        new DomainError("settle_failed", "Settlement did not commit; nothing was charged. Safe to retry.", {
-          supportReference: session.supportReference,
-        }),
-      );
+      // the answer may be lost after COMMIT: the request's record says whether it happened
+      const committed = await this.committed(session.requestId, item.item.status);
+      if (committed !== null) {
+        logger.warn({ err: e, requestId: session.requestId }, "settlement committed; its answer was lost");
+        balance = committed;
+      } else {
+        throw await this.notCommitted(session, attempt, e, () => {
+          buyer.restore(split.grossMicroUsdc);
+          attempt.offerSlice.restore(burn);
+          item.undo();
+        });
+      }
     }
     session.done = true;
     session.timing.settleMs = performance.now() - settleStart;
@@ -188,6 +184,47 @@ export class Endings {
       supportReference: session.supportReference,
       requestId: session.requestId,
     };
+  }
+
+  /**
+   * The buyer's confirmed balance when request `requestId`'s ending committed with `status` (its
+   * record exists), else null: asked after a commit that threw, whose answer may have been lost after
+   * COMMIT. A lookup that fails is asked again twice; one that never answers counts as not committed
+   * (the request is then recorded as failed, and that insert loses to a committed record).
+   */
+  private async committed(requestId: string, status: string): Promise<bigint | null> {
+    for (let tries = 0; tries < 3; tries++) {
+      try {
+        const record = await this.deps.settlement.ended(requestId);
+        return record && record.status === status ? record.confirmed : null;
+      } catch (e) {
+        logger.warn({ err: e, requestId }, "could not read whether a settlement committed");
+        await new Promise((r) => setTimeout(r, 50 * (tries + 1)));
+      }
+    }
+    return null;
+  }
+
+  /** A charge that did not commit: nothing of it happened; the request is recorded as failed, 500 settle_failed. */
+  private async notCommitted(
+    session: InferenceSession,
+    attempt: Attempt,
+    e: unknown,
+    undo: () => void,
+  ): Promise<DomainError> {
+    logger.error({ err: e, requestId: session.requestId }, "settlement did not commit");
+    this.deps.metrics.settleFailed();
+    // the slices hold the charge and what was to go back again; its attempt is aborted
+    undo();
+    const last = session.attempts[session.attempts.length - 1];
+    if (last) last.outcome = "aborted";
+    this.deps.keys.free(attempt);
+    return this.fail(
+      session,
+      new DomainError("settle_failed", "Settlement did not commit; nothing was charged. Safe to retry.", {
+        supportReference: session.supportReference,
+      }),
+    );
   }
 
   /**

@@ -197,6 +197,15 @@ const END_BATCH_WITH_SUBSCRIBERS = `
 
 export function sqlSettlementStore(sql: Sql, events?: SettlementEvents): SettlementStore {
   return {
+    async ended(requestId: string) {
+      const r = await sql.query<{ status: string; confirmed: string }>(
+        `SELECT r.status::text AS status, a.confirmed_micro_usdc::text AS confirmed
+           FROM inference_requests r JOIN accounts a ON a.id = r.account_id WHERE r.id = $1`,
+        [requestId],
+      );
+      const row = r.rows[0];
+      return row ? { status: row.status, confirmed: BigInt(row.confirmed) } : null;
+    },
     async commit(items: EndItem[]): Promise<bigint[]> {
       if (!events) {
         // a named statement: each pooled connection parses and plans it once

@@ -127,6 +127,11 @@ export interface SettlementStore {
    * item's buyer's confirmed balance afterwards, in item order.
    */
   commit(items: EndItem[]): Promise<bigint[]>;
+  /**
+   * Whether a request's ending committed (its record exists), and its buyer's confirmed balance
+   * now; null when it did not. Asked after a commit whose answer was lost (`Endings.charge`).
+   */
+  ended(requestId: string): Promise<{ status: string; confirmed: bigint } | null>;
 }
 
 /** In-flight slots per gate (buyer keys, supplier keys, the small tier), leased per process (`GateLeases`). */

@@ -9,7 +9,6 @@ import { DomainError } from "../../lib/errors.js";
 import { sha256Hex } from "../../lib/secret-box.js";
 import {
   ACTIVE_API_KEYS,
-  type ApiKeyMetadata,
   type ApiKeyView,
   type AuthenticatedKey,
   apiKeyScopeFor,
@@ -22,7 +21,6 @@ import { API_KEY_PREFIX, KeyAuthenticator } from "./key-auth.js";
 import {
   assertManages,
   boundChild,
-  type ChainKey,
   childScopes,
   effectivePolicy,
   hasPolicyChange,

@@ -520,6 +520,17 @@ describe("escrow", () => {
     expect(rows.clears).toEqual([{ id: id(0xa01), offer: CHEAP.id, burn: "1000", gross: "300" }]);
   });
 
+  test("ended: whether a request's ending committed, with its buyer's balance now (a lost commit answer)", async () => {
+    expect(await same((s) => s.settlement.ended(id(0x901)))).toEqual({
+      status: "succeeded",
+      confirmed: 10_000_000n - 300n,
+    });
+    expect(await same((s) => s.settlement.ended(id(0x902)))).toMatchObject({ status: "failed" });
+    // refused batches left nothing to find
+    expect(await same((s) => s.settlement.ended(id(0x903)))).toBeNull();
+    expect(await same((s) => s.settlement.ended(id(0x904)))).toBeNull();
+  });
+
   test("an ending that empties an offer depletes it and lowers its key's balance", async () => {
     const small = OFFERS[8] as OfferRow;
     await same((s) =>

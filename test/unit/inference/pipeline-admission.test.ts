@@ -193,6 +193,27 @@ describe("admission holds the maximum, and the ending gives back what it does no
     expect(world.gates.held()).toEqual([]);
   });
 
+  test("a settlement that commits but whose answer is lost is answered as charged, once (sim seed's finding)", async () => {
+    world = memoryPipeline();
+    const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n });
+    const offer = world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50_000_000n });
+    const session = await openText(world, buyer);
+    world.market.loseNextAck = new Error("connection lost after COMMIT");
+    const r = await settle(session);
+    if (typeof r === "string") throw new Error("the buyer did not leave");
+    const clears = world.market.tables.clears;
+    expect(clears).toHaveLength(1);
+    expect(r.settled.costMicroUsdc).toBe(clears[0]?.grossMicroUsdc);
+    expect(r.settled.costMicroUsdc).toBeGreaterThan(0n);
+    expect(onlyRecord()).toMatchObject({ status: "succeeded", error_code: null });
+    const account = world.market.account(buyer.accountId);
+    expect(r.settled.balanceRemainingMicroUsdc).toBe(account.confirmedMicroUsdc);
+    expect(account.confirmedMicroUsdc).toBe(10_000_000n - r.settled.costMicroUsdc);
+    expect(world.market.account(buyer.accountId).reservedMicroUsdc).toBe(0n);
+    expect(world.market.offer(offer.offerId).reservedMicroDiem).toBe(0n);
+    expect(world.gates.held()).toEqual([]);
+  });
+
   test("the price rules' refusal (400) holds nothing", async () => {
     world = memoryPipeline();
     const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n });
