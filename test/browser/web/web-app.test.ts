@@ -296,6 +296,8 @@ describe("the web app in chromium", () => {
     const row = buyer.getByTestId("api-keys").locator("tr", { hasText: "budgeted" });
     await row.waitFor({ timeout: LIVE_MS });
     expect(await row.getByTestId("key-policy").textContent()).toContain("Limit 1.000000 USDC a day");
+    // a key minted with a policy holds inference alone (docs/decisions.md "Key scopes and the key tree")
+    expect(await row.getByTestId("key-scopes").textContent()).toBe("Scopes: inference");
     expect(await row.getByTestId("key-spent").textContent()).toBe("0.000000 of 1.000000 USDC");
     expect(await row.getByTestId("key-remaining").textContent()).toBe("1.000000 USDC left");
     expect(await row.textContent()).toContain("resets ");

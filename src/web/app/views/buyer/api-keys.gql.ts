@@ -14,6 +14,8 @@ export const ApiKeyRowFragment = graphql(`
     maxPriceCentsPerDollar
     models
     expiresAt
+    scopes
+    parentId
     spentUsdc
     remainingUsdc
     resetsAt

@@ -48,6 +48,13 @@ export function PolicySummary(props: { apiKey: KeyRow }) {
           ? "Every model"
           : `Models: ${models.slice(0, 3).join(", ")}${models.length > 3 ? ` +${models.length - 3} more` : ""}`}
       </li>
+      <li
+        data-testid="key-scopes"
+        title="what the key may do: inference (call models), keys (mint and change keys below it), account (ceiling, webhooks, history)"
+      >
+        {k.scopes.length === 3 ? "Every scope" : `Scopes: ${k.scopes.map((s) => s.toLowerCase()).join(", ")}`}
+        {k.parentId === null ? "" : " · below another key"}
+      </li>
       <li>
         {k.expiresAt === null ? (
           "Never expires"
