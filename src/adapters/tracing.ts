@@ -17,11 +17,29 @@ import { useTracer } from "../lib/tracing.js";
 /** Tracer name (the instrumentation scope of every span). */
 export const TRACER_NAME = "svc-inference-market";
 
+/**
+ * How long one export may take, its retries included (the exporter's `timeoutMillis`, in place of
+ * OTEL_EXPORTER_OTLP_TIMEOUT's 10 s): a collector is expected beside the service, and a batch it
+ * cannot take in this long is dropped with a warning rather than holding the service's shutdown.
+ */
+export const EXPORT_TIMEOUT_MS = 1_500;
+
+/**
+ * The most `shutdown` waits for the last spans to leave (issue 40): an unreachable or silent
+ * collector costs a stop at most this long; what has not left by then is lost.
+ */
+export const SHUTDOWN_DEADLINE_MS = 2_000;
+
+/** Resolves after `ms` without holding the process open. */
+function deadline(ms: number): Promise<"deadline"> {
+  return new Promise((r) => setTimeout(() => r("deadline"), ms).unref());
+}
+
 export interface Tracing {
   readonly enabled: boolean;
   /** exports every span ended so far (tests, and before a planned stop) */
   flush(): Promise<void>;
-  /** exports what is left and unregisters the SDK (runtime.close) */
+  /** exports what is left and unregisters the SDK (runtime.close); resolves within SHUTDOWN_DEADLINE_MS */
   shutdown(): Promise<void>;
 }
 
@@ -59,7 +77,7 @@ export async function startTracing(config: Config["tracing"]): Promise<Tracing> 
     diag.setLogger(diagToLog, DiagLogLevel.WARN);
     const sdk = new NodeSDK({
       serviceName: config.serviceName,
-      traceExporter: new OTLPTraceExporter({ url }),
+      traceExporter: new OTLPTraceExporter({ url, timeoutMillis: EXPORT_TIMEOUT_MS }),
       instrumentations: [],
       // traces only: metrics are Prometheus', logs pino's
       metricReaders: [],
@@ -78,7 +96,14 @@ export async function startTracing(config: Config["tracing"]): Promise<Tracing> 
         if (stopped) return;
         stopped = true;
         useTracer(undefined);
-        await sdk.shutdown().catch((err: unknown) => logger.warn({ err }, "tracing did not shut down cleanly"));
+        // the exporter gives up after EXPORT_TIMEOUT_MS; the deadline bounds the whole stop regardless
+        const ended = await Promise.race([
+          sdk.shutdown().catch((err: unknown) => logger.warn({ err }, "tracing did not shut down cleanly")),
+          deadline(SHUTDOWN_DEADLINE_MS),
+        ]);
+        if (ended === "deadline") {
+          logger.warn({ deadlineMs: SHUTDOWN_DEADLINE_MS }, "tracing: the last spans were not exported in time");
+        }
         // the API's globals go back to no-ops, so a later start in this process registers again
         trace.disable();
         context.disable();

@@ -205,7 +205,7 @@ export const HEADERS = {
   retryAfter: {
     name: "Retry-After",
     schema: { type: "integer" },
-    description: "Seconds to wait before retrying.",
+    description: "Whole seconds to wait before retrying; on every 429 and 503.",
   },
   paymentResponse: {
     name: "X-PAYMENT-RESPONSE",

@@ -4,12 +4,12 @@ import type { Duplex } from "node:stream";
 import type { NextFunction, Request, Response } from "express";
 import { ZodError } from "zod";
 import { invalidRequest } from "../contract/parse.js";
-import { DomainError, type ErrorDetails, isDomainError } from "../lib/errors.js";
+import { DomainError, type ErrorDetails, isDomainError, retryAfterOf } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 
 /**
  * The only place a DomainError becomes HTTP: status, `{"error":{"code","message",...details}}`,
- * `X-Svc-Error-Code` and the hint headers of SPEC "Errors" rule 1. Details are rendered inside
+ * `X-Svc-Error-Code`, `Retry-After` and the hint headers of SPEC "Errors" rule 1. Details are rendered inside
  * `error` and mirrored at the top level of the body (docs/decisions.md "Error bodies").
  */
 
@@ -37,7 +37,9 @@ export function errorPayload(err: DomainError): ErrorPayload {
     const v = err.details[key];
     if (v !== undefined && v !== null) headers[header] = String(v);
   }
-  if (err.details.retryAfterSeconds !== undefined) headers["Retry-After"] = String(err.details.retryAfterSeconds);
+  // every 429 and 503 (docs/decisions.md "Retry-After (issue 40)"), in whole seconds
+  const retryAfter = retryAfterOf(err);
+  if (retryAfter !== undefined) headers["Retry-After"] = String(retryAfter);
   // the x402 receipt: X-PAYMENT-RESPONSE (v1) or PAYMENT-RESPONSE (v2), as the payment was sent
   const receipt = err.details.paymentResponse;
   if (receipt) headers[receipt.name] = receipt.value;

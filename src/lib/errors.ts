@@ -2,6 +2,10 @@
  * The one set of domain errors, with the stable codes of SPEC "Errors". Services throw
  * `DomainError`; transports map it in exactly one place each (http/error-response.ts,
  * graphql/errors.ts). Adding a code = one row in ERROR_TABLE + a test.
+ *
+ * Every 429 and 503 code has `retryAfterSeconds`: the `Retry-After` (whole seconds) its answers
+ * carry when the refusal does not know better itself (`details.retryAfterSeconds`: a limiter's
+ * reset, a fuse's window); see `retryAfterOf` and docs/decisions.md "Retry-After (issue 40)".
  */
 
 export const ERROR_TABLE = {
@@ -47,29 +51,41 @@ export const ERROR_TABLE = {
   // 410
   gone: { status: 410, retryable: false },
   // 429
-  key_concurrency_limit: { status: 429, retryable: true },
-  buyer_concurrency_limit: { status: 429, retryable: true },
-  signup_fuse: { status: 429, retryable: true },
-  model_throttled: { status: 429, retryable: true },
-  rate_limited: { status: 429, retryable: true },
+  key_concurrency_limit: { status: 429, retryable: true, retryAfterSeconds: 1 },
+  buyer_concurrency_limit: { status: 429, retryable: true, retryAfterSeconds: 1 },
+  /** the fuse answers the seconds until its window turns; 60 is a whole window */
+  signup_fuse: { status: 429, retryable: true, retryAfterSeconds: 60 },
+  model_throttled: { status: 429, retryable: true, retryAfterSeconds: 1 },
+  /** the limiter answers the seconds until its minute turns; 60 is a whole minute */
+  rate_limited: { status: 429, retryable: true, retryAfterSeconds: 60 },
   // 500
   internal_error: { status: 500, retryable: true },
   settle_failed: { status: 500, retryable: true },
   // 502
   upstream_error: { status: 502, retryable: true },
   // 503
-  no_eligible_supply: { status: 503, retryable: false },
-  pool_empty: { status: 503, retryable: true },
-  insufficient_routable_at_price: { status: 503, retryable: true },
-  key_wait_timeout: { status: 503, retryable: true },
-  keys_busy: { status: 503, retryable: true },
-  not_configured: { status: 503, retryable: false },
+  /** raising the ceiling is the fix; a retry only helps once supply moves: short, so SDKs give up soon */
+  no_eligible_supply: { status: 503, retryable: false, retryAfterSeconds: 5 },
+  pool_empty: { status: 503, retryable: true, retryAfterSeconds: 30 },
+  insufficient_routable_at_price: { status: 503, retryable: true, retryAfterSeconds: 5 },
+  key_wait_timeout: { status: 503, retryable: true, retryAfterSeconds: 1 },
+  keys_busy: { status: 503, retryable: true, retryAfterSeconds: 1 },
+  /** an operator must act: a retry within the minute rarely helps */
+  not_configured: { status: 503, retryable: false, retryAfterSeconds: 60 },
   /** Postgres or Redis did not answer (an outage, a full pool): nothing happened; retry shortly */
-  service_unavailable: { status: 503, retryable: true },
-  facilitator_unavailable: { status: 503, retryable: true },
+  service_unavailable: { status: 503, retryable: true, retryAfterSeconds: 1 },
+  facilitator_unavailable: { status: 503, retryable: true, retryAfterSeconds: 5 },
   // in-band only (streams)
   stream_incomplete: { status: 200, retryable: false },
-} as const satisfies Record<string, { status: number; retryable: boolean }>;
+} as const satisfies Record<string, ErrorRow>;
+
+/** One code's row: its HTTP status, whether a retry may succeed, and (429 and 503) its default Retry-After. */
+export interface ErrorRow {
+  status: number;
+  retryable: boolean;
+  /** whole seconds; every 429 and 503 code has one (test/unit/http/error-response.test.ts) */
+  retryAfterSeconds?: number;
+}
 
 export type ErrorCode = keyof typeof ERROR_TABLE;
 
@@ -124,6 +140,19 @@ export class DomainError extends Error {
 
 export function isDomainError(e: unknown): e is DomainError {
   return e instanceof DomainError;
+}
+
+/**
+ * THE `Retry-After` of an error answer, in whole seconds (at least 1): the refusal's own
+ * `details.retryAfterSeconds` (a limiter's reset, a fuse's window), else its code's default; none
+ * for a code without one. Every transport that renders an error's headers asks here (REST's
+ * error-response.ts; a route with its own error shape, such as Anthropic's, too).
+ */
+export function retryAfterOf(err: DomainError): number | undefined {
+  const own = err.details.retryAfterSeconds;
+  const seconds =
+    typeof own === "number" && Number.isFinite(own) ? own : (ERROR_TABLE[err.code] as ErrorRow).retryAfterSeconds;
+  return seconds === undefined ? undefined : Math.max(1, Math.ceil(seconds));
 }
 
 /** Shorthands for the common cases. */

@@ -25,8 +25,8 @@ import { isDomainError } from "./errors.js";
  * code (`error.type`), never by their message.
  */
 
-/** Attributes of a span; undefined values are left out. */
-export type SpanAttrs = Record<string, string | number | boolean | undefined>;
+/** Attributes of a span (an array: a list of strings, e.g. finish reasons); undefined values are left out. */
+export type SpanAttrs = Record<string, string | number | boolean | readonly string[] | undefined>;
 
 /** A span's attributes, or a function computing them (called only when tracing is on). */
 export type LazyAttrs = SpanAttrs | (() => SpanAttrs);
@@ -80,9 +80,9 @@ export function tracingOn(): boolean {
   return tracer !== undefined;
 }
 
-function clean(attrs: SpanAttrs): Record<string, string | number | boolean> {
-  const out: Record<string, string | number | boolean> = {};
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) out[k] = v;
+function clean(attrs: SpanAttrs): Record<string, string | number | boolean | string[]> {
+  const out: Record<string, string | number | boolean | string[]> = {};
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) out[k] = typeof v === "object" ? [...v] : v;
   return out;
 }
 

@@ -86,7 +86,10 @@ export class IdentityService {
     if (!result.ok) {
       if (result.failure.reason === "idp_unavailable") {
         logger.warn({ reason: result.failure.reason }, "identity provider keys unavailable");
-        throw new DomainError("not_configured", "The identity provider's keys could not be fetched; try again.");
+        // transient, unlike a deployment without an IdP: a short Retry-After
+        throw new DomainError("not_configured", "The identity provider's keys could not be fetched; try again.", {
+          retryAfterSeconds: 5,
+        });
       }
       throw new DomainError("authentication_failed", `Identity verification failed: ${result.failure.reason}.`, {
         reason: result.failure.reason,

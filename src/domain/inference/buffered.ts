@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
+import { answerFacts } from "./answer-facts.js";
 import { Attempted } from "./attempt-loop.js";
 import { answered } from "./lanes.js";
 import type { InferencePipeline } from "./pipeline.js";
@@ -65,8 +66,9 @@ export async function runBuffered(
     const answer = parsed as Json;
     const metered = o.meter(answer, res.ok ? res.value.headers : {});
     if ("refused" in metered) return Attempted.retry(metered.refused);
-    if ("uncharged" in metered) return answered({ kind: "uncharged", reason: metered.uncharged }, answer);
-    return answered({ kind: "settled", usage: metered }, answer);
+    const facts = () => answerFacts(answer);
+    if ("uncharged" in metered) return answered({ kind: "uncharged", reason: metered.uncharged }, answer, facts);
+    return answered({ kind: "settled", usage: metered }, answer, facts);
   });
   if (done === null) {
     throw new DomainError("invalid_request", "client closed the request", {

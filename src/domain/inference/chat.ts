@@ -3,6 +3,7 @@ import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { dataFrame, errorFrame } from "../../lib/sse.js";
 import { estimatePromptTokens, textPricer } from "./admission.js";
+import { type AnswerFacts, answerFacts } from "./answer-facts.js";
 import type { InferenceModality } from "./endpoint.js";
 import type { InferenceSession, Settled } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
@@ -42,6 +43,8 @@ class ChatStream implements StreamRenderer {
   private usageChunk: Json | undefined;
   private lastChunk: Json | undefined;
   private relayedChars = 0;
+  /** each choice's finish_reason as its chunk carried it (by choice index) */
+  private finishReasons: string[] = [];
 
   constructor(
     private readonly req: ChatRequest,
@@ -52,6 +55,7 @@ class ChatStream implements StreamRenderer {
     this.usageChunk = undefined;
     this.lastChunk = undefined;
     this.relayedChars = 0;
+    this.finishReasons = [];
     const verdict = await relay.pump(async (frame) => {
       if (frame.data === "[DONE]") return "finished";
       let chunk: Json;
@@ -75,6 +79,10 @@ class ChatStream implements StreamRenderer {
         chunk.cost === undefined && chunk.venice_parameters === undefined && !frame.data.includes("\n")
           ? `data: ${frame.data}\n\n`
           : dataFrame(withoutProviderFields(chunk));
+      for (const c of choices) {
+        if (typeof c?.finish_reason === "string")
+          this.finishReasons[typeof c.index === "number" ? c.index : 0] = c.finish_reason;
+      }
       const delta = (choices[0]?.delta ?? {}) as Json;
       const hasContent =
         (typeof delta.content === "string" && delta.content.length > 0) ||
@@ -88,6 +96,15 @@ class ChatStream implements StreamRenderer {
     });
     const usageChunk = this.usageChunk as Json | undefined; // set by the frames above
     return { verdict, usage: verdict === "finished" && usageChunk ? usageOf(usageChunk.usage) : undefined };
+  }
+
+  answerFacts(): AnswerFacts {
+    const like = this.usageChunk ?? this.lastChunk ?? {};
+    const reasons = this.finishReasons.filter((r) => r !== undefined);
+    return {
+      ...answerFacts({ id: like.id, model: like.model, usage: this.usageChunk?.usage }),
+      finishReasons: reasons.length > 0 ? reasons : undefined,
+    };
   }
 
   incomplete() {

@@ -1,5 +1,6 @@
 import { DomainError } from "../../lib/errors.js";
 import type { Metrics } from "../../lib/metrics.js";
+import type { AnswerFacts } from "./answer-facts.js";
 import type { Lane } from "./attempt-loop.js";
 import type { Attempts } from "./attempts.js";
 import { MAX_ATTEMPTS } from "./clearing.js";
@@ -15,15 +16,19 @@ import type { BorrowedKey, SupplierKeys } from "./supplier-keys.js";
  * (`InferencePipeline.runBorrowed`). The loop is `attempt-loop.ts`; these are its policies.
  */
 
-/** What a call answers with on the request's answer: the ending to settle, and the call's own value. */
+/**
+ * What a call answers with on the request's answer: the ending to settle, the call's own value, and
+ * what the upstream said about the answer (read only by the attempt's span, when tracing is on).
+ */
 export interface Answered<V> {
   ending: Ending;
   value: V;
+  facts?: (() => AnswerFacts) | undefined;
 }
 
 /** The call's answer: `run` settles `ending` and resolves with `value` and the settlement. */
-export function answered<V>(ending: Ending, value: V): { kind: "ok"; value: Answered<V> } {
-  return { kind: "ok", value: { ending, value } };
+export function answered<V>(ending: Ending, value: V, facts?: () => AnswerFacts): { kind: "ok"; value: Answered<V> } {
+  return { kind: "ok", value: { ending, value, facts } };
 }
 
 /** What a request's lane acts through. */

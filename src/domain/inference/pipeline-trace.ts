@@ -1,8 +1,9 @@
 import { formatDecimal6 } from "../../lib/money.js";
 import { errorTypeOf, type SpanAttrs, startSpan, type TraceSpan, tracingOn, withSpan } from "../../lib/tracing.js";
+import type { AnswerFacts } from "./answer-facts.js";
 import type { Lane } from "./attempt-loop.js";
 import type { Answered } from "./lanes.js";
-import type { Attempt, AttemptingSession, RouteKind, Settled } from "./session.js";
+import type { Attempt, AttemptingSession, RouteKind, Settled, Usage } from "./session.js";
 
 /**
  * The pipeline's spans (docs/operations.md "Traces"): `admission` around `InferencePipeline.open`,
@@ -10,22 +11,78 @@ import type { Attempt, AttemptingSession, RouteKind, Settled } from "./session.j
  * attempt makes runs with it active (its `traceparent` names it), and it ends with the attempt —
  * on a fall-forward with the reason (`svc.fall_forward.reason`: `retryable`, `supplier_exhausted`,
  * `supplier_auth`, as the `svc_fall_forwards_total` metric counts them), on the answer once it is
- * settled (usage, cost), on a refusal with the error code. GenAI semantic conventions (incubating:
- * the names are written here, not imported) plus the service's own `svc.*` attributes; never the
- * prompt, the answer or a key. The pipeline asks for them only when tracing is on.
+ * settled (usage, cost, what the upstream said of its answer), on a refusal with the error code.
+ * GenAI semantic conventions (development status, in the `semantic-conventions-genai` registry: the
+ * names are written here, not imported; docs/decisions.md "GenAI traces (issue 40)") plus the
+ * service's own `svc.*` attributes; never the prompt, the answer or a key. The pipeline asks for
+ * them only when tracing is on.
  */
 
-/** `gen_ai.operation.name` and `gen_ai.output.type` per route. */
-const OPERATION: Record<RouteKind, { name: string; output: string }> = {
-  chat: { name: "chat", output: "text" },
-  responses: { name: "chat", output: "text" },
+/**
+ * A GenAI operation: `gen_ai.operation.name`, and `gen_ai.output.type` when the route's output is
+ * one of the conventions' defined values (`text`, `json`, `image`, `speech`; a video has none).
+ */
+export interface GenAiOperation {
+  name: "chat" | "generate_content";
+  output?: "text" | "json" | "image" | "speech";
+}
+
+/** Chat completions, Responses and Anthropic's Messages are all `chat` producing text. */
+export const GENAI_CHAT: GenAiOperation = Object.freeze({ name: "chat", output: "text" });
+
+/** The operation per route (a new route adds its row: Messages is `GENAI_CHAT`). */
+const OPERATION: Record<RouteKind, GenAiOperation> = {
+  chat: GENAI_CHAT,
+  responses: GENAI_CHAT,
   image: { name: "generate_content", output: "image" },
   images_openai: { name: "generate_content", output: "image" },
-  video_queue: { name: "generate_content", output: "video" },
+  video_queue: { name: "generate_content" },
 };
+
+/** The GenAI operation of a route's upstream calls. */
+export function genAiOperation(route: RouteKind): GenAiOperation {
+  return OPERATION[route];
+}
 
 /** The upstream provider (`gen_ai.provider.name`): one Venice-compatible API (CONTRACT `UPSTREAM_BASE_URL`). */
 const PROVIDER = "venice";
+
+/**
+ * The GenAI attributes of a call as it starts: operation, provider, requested model and completion
+ * cap; `gen_ai.request.stream` only on a streamed call (the conventions: unset means not streaming).
+ */
+export function genAiRequestAttributes(
+  op: GenAiOperation,
+  req: { model: string; maxTokens?: number | undefined; stream: boolean },
+): SpanAttrs {
+  return {
+    "gen_ai.operation.name": op.name,
+    "gen_ai.output.type": op.output,
+    "gen_ai.provider.name": PROVIDER,
+    "gen_ai.request.model": req.model,
+    "gen_ai.request.max_tokens": req.maxTokens,
+    "gen_ai.request.stream": req.stream ? true : undefined,
+  };
+}
+
+/**
+ * The GenAI attributes of an answer: what the upstream said of it (`facts`: id, model, finish
+ * reasons, cache and reasoning breakdowns, a stream's time to first chunk) and the token counts it
+ * reported (`usage`; none for a stream billed on an estimate). Each only when known.
+ */
+export function genAiResponseAttributes(facts: AnswerFacts | undefined, usage: Usage | undefined): SpanAttrs {
+  return {
+    "gen_ai.response.id": facts?.id,
+    "gen_ai.response.model": facts?.model,
+    "gen_ai.response.finish_reasons": facts?.finishReasons,
+    "gen_ai.response.time_to_first_chunk": facts?.timeToFirstChunkSeconds,
+    "gen_ai.usage.input_tokens": usage?.promptTokens,
+    "gen_ai.usage.output_tokens": usage?.completionTokens,
+    "gen_ai.usage.cache_read.input_tokens": facts?.cacheReadTokens,
+    "gen_ai.usage.cache_creation.input_tokens": facts?.cacheCreationTokens,
+    "gen_ai.usage.reasoning.output_tokens": facts?.reasoningTokens,
+  };
+}
 
 type RequestRun<V> = { value: V; settled: Settled };
 
@@ -69,7 +126,7 @@ export class PipelineTracer {
     lane: Lane<Attempt, Answered<V>, C, RequestRun<V>>;
   } {
     const spans = new Map<Attempt, TraceSpan>();
-    const op = OPERATION[session.route];
+    const op = genAiOperation(session.route);
     const end = (attempt: Attempt, attrs: SpanAttrs, failed?: string) => {
       const span = spans.get(attempt);
       if (!span) return;
@@ -83,13 +140,11 @@ export class PipelineTracer {
         const span = startSpan(
           `${op.name} ${session.model.id}`,
           {
-            "gen_ai.operation.name": op.name,
-            "gen_ai.output.type": op.output,
-            "gen_ai.provider.name": PROVIDER,
-            "gen_ai.system": PROVIDER,
-            "gen_ai.request.model": session.model.id,
-            "gen_ai.request.max_tokens": session.model.modality === "text" ? session.plan.admittedMaxTokens : undefined,
-            "gen_ai.request.stream": session.stream,
+            ...genAiRequestAttributes(op, {
+              model: session.model.id,
+              maxTokens: session.model.modality === "text" ? session.plan.admittedMaxTokens : undefined,
+              stream: session.stream,
+            }),
             ...this.server,
             "svc.attempt": attempt.ordinal,
             "svc.clearing_price_cents": attempt.priceCentsPerDollar,
@@ -110,12 +165,10 @@ export class PipelineTracer {
             "svc.outcome": ending.kind,
             "svc.uncharged_reason": ending.kind === "uncharged" ? ending.reason : undefined,
             // the provider's own count (an incomplete stream has none: its bill is an estimate)
-            "gen_ai.usage.input_tokens":
-              ending.kind === "settled" && session.model.modality === "text" ? ending.usage.promptTokens : undefined,
-            "gen_ai.usage.output_tokens":
-              ending.kind === "settled" && session.model.modality === "text"
-                ? ending.usage.completionTokens
-                : undefined,
+            ...genAiResponseAttributes(
+              answered.facts?.(),
+              ending.kind === "settled" && session.model.modality === "text" ? ending.usage : undefined,
+            ),
             "svc.cost_usdc": formatDecimal6(done.settled.costMicroUsdc),
             "svc.burn_diem": formatDecimal6(done.settled.burnMicroDiem),
           });

@@ -1,5 +1,6 @@
 import { formatDecimal6 } from "../../lib/money.js";
 import { eventFrame } from "../../lib/sse.js";
+import { type AnswerFacts, answerFacts } from "./answer-facts.js";
 import type { InferenceSession, Settled, Usage } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { RelayOutcome, StreamRenderer } from "./streamed.js";
@@ -150,6 +151,10 @@ export class ResponsesStream implements StreamRenderer {
 
   incomplete() {
     return { approxPromptTokens: this.approxPromptTokens, relayedChars: this.seen.relayedChars };
+  }
+
+  answerFacts(): AnswerFacts {
+    return answerFacts(this.terminal?.response ?? this.seen.snapshot ?? {});
   }
 
   completedFrames(settled: Settled): string {

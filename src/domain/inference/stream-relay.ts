@@ -23,6 +23,7 @@ export class StreamRelay {
   private isCommitted = false;
   private idle: NodeJS.Timeout | undefined;
   private failure: string | undefined;
+  private firstChunkAt: number | undefined;
 
   constructor(
     private readonly o: {
@@ -37,8 +38,15 @@ export class StreamRelay {
       firstTimer: NodeJS.Timeout;
       /** the buyer's stream started */
       onStart: () => void;
+      /** when the upstream call was issued (`performance.now()`; the time to its first chunk) */
+      issuedAt: number;
     },
   ) {}
+
+  /** seconds from issuing the upstream call to its stream's first chunk (undefined before one came) */
+  get timeToFirstChunkSeconds(): number | undefined {
+    return this.firstChunkAt === undefined ? undefined : (this.firstChunkAt - this.o.issuedAt) / 1000;
+  }
 
   /** true once the buyer's stream started (status and headers sent) */
   get committed(): boolean {
@@ -55,6 +63,7 @@ export class StreamRelay {
     let verdict: FrameVerdict = "stop";
     try {
       for await (const frame of readUpstreamSse(this.o.body)) {
+        this.firstChunkAt ??= performance.now();
         if (this.isCommitted) {
           if (this.idle) this.idle.refresh();
           else this.idle = setTimeout(() => this.o.upstreamAbort.abort(), STREAM_IDLE_TIMEOUT_MS);

@@ -1,5 +1,6 @@
 import { releaseBody, type UpstreamClient } from "../../adapters/upstream/client.js";
 import { logger } from "../../lib/logger.js";
+import type { AnswerFacts } from "./answer-facts.js";
 import { Attempted, type AttemptResult } from "./attempt-loop.js";
 import { type Answered, answered } from "./lanes.js";
 import type { InferencePipeline } from "./pipeline.js";
@@ -37,6 +38,8 @@ export interface StreamRenderer {
   incompleteFrames(settled: Settled): string;
   /** The in-band error after content, when settlement (or the request) failed. */
   errorFrame(e: unknown): string;
+  /** What the upstream said about the attempt's answer so far (id, model, finish reasons, usage breakdowns), for its span. */
+  answerFacts?(): AnswerFacts;
 }
 
 /**
@@ -63,6 +66,7 @@ export async function runStream(
       sink.signal.addEventListener("abort", onBuyerGone, { once: true });
       const firstTimer = setTimeout(() => upstreamAbort.abort(), FIRST_CONTENT_TIMEOUT_MS);
       try {
+        const issuedAt = performance.now();
         const res = await upstream.post(o.path, scope.attempt.secret, o.body(), { signal: upstreamAbort.signal });
         if (!res.ok) {
           leftOnFailure = sink.closed;
@@ -88,6 +92,7 @@ export async function runStream(
           onStart: () => {
             started = true;
           },
+          issuedAt,
         });
         try {
           return await relayAttempt(sink, relay, o.renderer);
@@ -134,6 +139,14 @@ async function relayAttempt(
     if (sink.closed) return Attempted.closed(null);
     return Attempted.retry("upstream stream closed before its first content");
   }
-  if (usage) return answered({ kind: "settled", usage }, (s: Settled) => renderer.completedFrames(s));
-  return answered({ kind: "incomplete", stream: renderer.incomplete() }, (s: Settled) => renderer.incompleteFrames(s));
+  const facts = (): AnswerFacts => ({
+    ...renderer.answerFacts?.(),
+    timeToFirstChunkSeconds: relay.timeToFirstChunkSeconds,
+  });
+  if (usage) return answered({ kind: "settled", usage }, (s: Settled) => renderer.completedFrames(s), facts);
+  return answered(
+    { kind: "incomplete", stream: renderer.incomplete() },
+    (s: Settled) => renderer.incompleteFrames(s),
+    facts,
+  );
 }

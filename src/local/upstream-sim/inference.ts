@@ -350,13 +350,13 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
   return charged;
 }
 
-function chatUsage(promptTokens: number, completionTokens: number, cachedTokens: number): Json {
+function chatUsage(promptTokens: number, completionTokens: number, cachedTokens: number, reasoning = 0): Json {
   return {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
     prompt_tokens_details: { cached_tokens: cachedTokens, cache_creation_input_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: Math.min(reasoning, completionTokens) },
   };
 }
 
@@ -606,7 +606,7 @@ async function bufferedChat(ctx: ApiContext, job: ChatJob): Promise<void> {
       created: job.created,
       model: job.model.id,
       choices,
-      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens),
+      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens, job.directives.reasoningTokens),
       cost: costOf(charged),
       prompt_logprobs: null,
       venice_parameters: job.veniceParameters,
@@ -697,7 +697,10 @@ async function streamChat(ctx: ApiContext, job: ChatJob): Promise<void> {
   }
   // Upstream always sends the usage chunk, whatever stream_options.include_usage says.
   sink.push(
-    frame([], { usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens), cost: costOf(charged) }),
+    frame([], {
+      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens, job.directives.reasoningTokens),
+      cost: costOf(charged),
+    }),
   );
   sink.push("data: [DONE]\n\n");
   sink.end();
@@ -836,7 +839,7 @@ function responseObject(
           output_tokens: usage.output,
           total_tokens: usage.input + usage.output,
           input_tokens_details: { cached_tokens: job.cachedTokens },
-          output_tokens_details: { reasoning_tokens: 0 },
+          output_tokens_details: { reasoning_tokens: Math.min(job.directives.reasoningTokens ?? 0, usage.output) },
         }
       : null,
     error,

@@ -91,6 +91,8 @@ export interface SimDirectives {
   chunks?: number;
   /** report this many prompt tokens as cache reads (capped at prompt_tokens) */
   cachedTokens?: number;
+  /** report this many completion tokens as reasoning tokens (capped at completion_tokens; billed as output) */
+  reasoningTokens?: number;
 }
 
 const DIRECTIVE_RE = /\[\[sim:([a-z_]+)=(\d{1,9})\]\]/g;
@@ -115,6 +117,9 @@ export function parseDirectives(messages: readonly unknown[]): SimDirectives {
           break;
         case "cached_tokens":
           directives.cachedTokens = value;
+          break;
+        case "reasoning_tokens":
+          directives.reasoningTokens = value;
           break;
         default:
           break;

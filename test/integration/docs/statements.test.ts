@@ -420,6 +420,27 @@ describe("SKILL.md: the error table", () => {
     }
   });
 
+  test("every 429 and 503 carries Retry-After in whole seconds (issue 40)", async () => {
+    says("/SKILL.md", "Every 429 and 503 carries `Retry-After` in whole seconds");
+    const limited = skillTable().filter((r) => r.status === 429 || r.status === 503);
+    expect(limited.length).toBeGreaterThan(5);
+    for (const r of limited) {
+      for (const code of r.codes) {
+        const row = ERROR_TABLE[code as ErrorCode] as { retryAfterSeconds?: number };
+        expect(Number.isInteger(row.retryAfterSeconds), `${code} has a Retry-After`).toBe(true);
+      }
+    }
+    // and the service sends it: a ceiling below every offer is 503 no_eligible_supply
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const r = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      messages: [{ role: "user", content: "hi" }],
+      svc: { maxPriceCentsPerDollar: 30 },
+    });
+    expect([r.status, r.headers.get("x-svc-error-code")]).toEqual([503, "no_eligible_supply"]);
+    expect(r.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/);
+  });
+
   test("a REST path answers a method it lacks with 404, and ignores Accept", async () => {
     const put = await fetch(`${world.app.baseUrl}/v1/models`, { method: "PUT" });
     expect([put.status, put.headers.get("x-svc-error-code")]).toEqual([404, "not_found"]);

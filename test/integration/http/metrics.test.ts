@@ -69,6 +69,7 @@ describe("GET /readyz", () => {
   test("200 while Postgres and Redis answer; 503 once Redis is gone", async () => {
     const ok = await fetch(`${world.app.baseUrl}/readyz`);
     expect([ok.status, await ok.text()]).toEqual([200, "ready\n"]);
+    expect(ok.headers.get("retry-after")).toBeNull();
     // a runtime of its own, whose Redis command connection is then closed
     await withApp(
       {
@@ -81,6 +82,8 @@ describe("GET /readyz", () => {
         other.rt.redis.command.disconnect();
         const down = await fetch(`${other.baseUrl}/readyz`);
         expect([down.status, await down.text()]).toEqual([503, "not ready\n"]);
+        // every 503 carries Retry-After (issue 40)
+        expect(down.headers.get("retry-after")).toBe("1");
       },
     );
   });

@@ -348,6 +348,7 @@ describe("supply errors (503) and balance errors (402)", () => {
     const r = await chat(world.app, buyer.apiKey, MSG());
     expect(r.status).toBe(503);
     expect((r.body as { error: { code: string } }).error.code).toBe("pool_empty");
+    expect(r.headers.get("retry-after")).toBe("30");
     expect(r.headers.get("x-svc-support-reference")).toMatch(/^[0-9a-f-]{36}$/);
     expect((r.body as { error: { supportReference: string } }).error.supportReference).toBe(
       r.headers.get("x-svc-support-reference"),
@@ -367,6 +368,8 @@ describe("supply errors (503) and balance errors (402)", () => {
     });
     expect(r.headers.get("x-svc-cheapest-posted-cents")).toBe("60");
     expect(r.headers.get("x-svc-buyer-max-cents")).toBe("40");
+    // issue 40: every 503 carries Retry-After; this one's fixed and short (raising the ceiling is the fix)
+    expect(r.headers.get("retry-after")).toBe("5");
     const patched = await call(world.app, {
       method: "PATCH",
       path: "/v1/agent/max-price",
@@ -387,6 +390,7 @@ describe("supply errors (503) and balance errors (402)", () => {
       eligibleRoutableDiem: "0.000010",
       maxEligibleOfferDiem: "0.000010",
     });
+    expect(r.headers.get("retry-after")).toBe("5");
   });
 
   test("402 insufficient balance without accepts; pending credit does not count", async () => {

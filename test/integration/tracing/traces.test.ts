@@ -4,12 +4,15 @@
 // attempt (GenAI conventions; the failed one with its fall-forward reason), settlement; the
 // `traceparent` the upstream simulator received names the attempt's span; a BullMQ job queued in a
 // traced request continues its trace; and no attribute anywhere carries a key or the prompt.
+// Issue 40 deliver 3: a streamed chat's attempt span carries every GenAI attribute the conventions
+// recommend for it (response id, model, finish reasons, cache and reasoning breakdowns, time to first
+// chunk), `gen_ai.request.stream` only when streaming, and no deprecated `gen_ai.system`.
 import { randomBytes, randomUUID } from "node:crypto";
 import { describe, expect } from "vitest";
 import { call } from "../../../testkit/actors.js";
 import { appTest } from "../../../testkit/app-test.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
+import { addSupply, chat, fundedBuyerKey, responses } from "../../../testkit/market.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../../../testkit/otlp.js";
 import { startReceiver, webhookFor } from "../../../testkit/webhooks.js";
 
@@ -168,9 +171,23 @@ describe("one trace per request", () => {
       "svc.outcome": "settled",
       "svc.cost_usdc": r.headers.get("x-svc-cost-usdc"),
     });
-    const usage = (r.body as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+    const body = r.body as { id: string; model: string; usage: { prompt_tokens: number; completion_tokens: number } };
+    const usage = body.usage;
     expect(answered.attributes["gen_ai.usage.input_tokens"]).toBe(usage.prompt_tokens);
     expect(answered.attributes["gen_ai.usage.output_tokens"]).toBe(usage.completion_tokens);
+    // what the upstream said of its answer; a buffered call is not streaming: no stream flag, no first chunk
+    expect(answered.attributes).toMatchObject({
+      "gen_ai.response.id": body.id,
+      "gen_ai.response.model": body.model,
+      "gen_ai.response.finish_reasons": ["stop"],
+      "gen_ai.output.type": "text",
+    });
+    for (const a of tried) {
+      expect(a.attributes["gen_ai.request.stream"]).toBeUndefined();
+      expect(a.attributes["gen_ai.system"]).toBeUndefined();
+    }
+    expect(answered.attributes["gen_ai.response.time_to_first_chunk"]).toBeUndefined();
+    expect(failed.attributes["gen_ai.response.id"]).toBeUndefined();
     expect(answered.statusCode).not.toBe(2);
     // the failed attempt ended before the next began
     expect(failed.endNs <= answered.startNs).toBe(true);
@@ -207,7 +224,7 @@ describe("one trace per request", () => {
     await freshBook(app, sim);
     const supply = await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(app, 5_000_000n);
-    const prompt = `a streamed private prompt ${randomUUID()} [[sim:tokens=12]][[sim:chunks=3]]`;
+    const prompt = `a streamed private prompt ${randomUUID()} [[sim:tokens=12]][[sim:chunks=3]][[sim:cached_tokens=5]][[sim:reasoning_tokens=4]]`;
     const r = await chat(app, buyer.apiKey, {
       model: MODEL,
       stream: true,
@@ -241,7 +258,49 @@ describe("one trace per request", () => {
       "svc.cost_usdc": costUsdc,
       "svc.clearing_price_cents": 40,
     });
-    expect(Number(attempt?.attributes["gen_ai.usage.output_tokens"])).toBeGreaterThan(0);
+    // every GenAI attribute of a streamed chat, against what the buyer's stream carried
+    const chunks = text
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
+    const content = chunks.find((c) => c.object === "chat.completion.chunk") as { id: string; model: string };
+    const final = chunks.find((c) => c.usage !== undefined) as {
+      usage: {
+        prompt_tokens: number;
+        completion_tokens: number;
+        prompt_tokens_details: { cached_tokens: number; cache_creation_input_tokens: number };
+        completion_tokens_details: { reasoning_tokens: number };
+      };
+    };
+    expect(final.usage.prompt_tokens_details.cached_tokens).toBe(5);
+    expect(final.usage.completion_tokens_details.reasoning_tokens).toBe(4);
+    const attrs = attempt?.attributes ?? {};
+    expect(attrs).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.output.type": "text",
+      "gen_ai.provider.name": "venice",
+      "gen_ai.request.model": MODEL,
+      "gen_ai.request.stream": true,
+      "gen_ai.response.id": content.id,
+      "gen_ai.response.model": content.model,
+      "gen_ai.response.finish_reasons": ["stop"],
+      "gen_ai.usage.input_tokens": final.usage.prompt_tokens,
+      "gen_ai.usage.output_tokens": final.usage.completion_tokens,
+      "gen_ai.usage.cache_read.input_tokens": 5,
+      "gen_ai.usage.cache_creation.input_tokens": final.usage.prompt_tokens_details.cache_creation_input_tokens,
+      "gen_ai.usage.reasoning.output_tokens": 4,
+    });
+    expect(content.id).toMatch(/^chatcmpl-/);
+    expect(Number(attrs["gen_ai.usage.output_tokens"])).toBeGreaterThan(0);
+    expect(Number(attrs["gen_ai.request.max_tokens"])).toBeGreaterThan(0);
+    // seconds from the upstream call to its first chunk: within the attempt's span
+    const ttfc = attrs["gen_ai.response.time_to_first_chunk"];
+    expect(typeof ttfc).toBe("number");
+    expect(ttfc as number).toBeGreaterThan(0);
+    const spanSeconds = Number((attempt?.endNs ?? 0n) - (attempt?.startNs ?? 0n)) / 1e9;
+    expect(ttfc as number).toBeLessThanOrEqual(spanSeconds);
+    // the deprecated attribute is gone (gen_ai.provider.name replaces it)
+    expect(attrs["gen_ai.system"]).toBeUndefined();
     const settlement = one(spans, (s) => s.name === "settlement", "settlement span");
     expect(settlement.parentSpanId).toBe(server.spanId);
     expect(settlement.attributes["svc.cost_usdc"]).toBe(costUsdc);
@@ -251,6 +310,40 @@ describe("one trace per request", () => {
     expect(parentIn(upstreamCall?.traceparent ?? null)).toBe(attempt?.spanId);
 
     expectNoSecrets(otlp, [buyer.apiKey, supply.keys[0]?.secret ?? "", prompt]);
+  });
+});
+
+describe("a streamed Responses call", () => {
+  test("its attempt span names the response, its final status and its reasoning tokens", async ({ app, sim, otlp }) => {
+    await freshBook(app, sim);
+    await addSupply(app, sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(app, 5_000_000n);
+    const r = await responses(app, buyer.apiKey, {
+      model: MODEL,
+      stream: true,
+      input: `a responses prompt ${randomUUID()} [[sim:tokens=9]][[sim:chunks=3]][[sim:reasoning_tokens=2]]`,
+    });
+    expect(r.status).toBe(200);
+    const text = String(r.body);
+    const done = text
+      .split("\n")
+      .filter((l) => l.startsWith("data: {"))
+      .map((l) => JSON.parse(l.slice(6)) as { type: string; supportReference?: string; response?: { id: string } })
+      .find((e) => e.type === "response.completed");
+    expect(done?.response?.id).toMatch(/^resp_/);
+    const ref = done?.supportReference ?? "";
+    const attempt = () => otlp.spans.find((s) => s.kind === "client" && s.attributes["svc.support_reference"] === ref);
+    await flushUntil(app, () => attempt() !== undefined, `the attempt of ${ref}`);
+    expect(attempt()?.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.request.stream": true,
+      "gen_ai.response.id": done?.response?.id,
+      "gen_ai.response.model": MODEL,
+      "gen_ai.response.finish_reasons": ["completed"],
+      "gen_ai.usage.reasoning.output_tokens": 2,
+      "gen_ai.usage.output_tokens": 9,
+    });
+    expect(attempt()?.attributes["gen_ai.response.time_to_first_chunk"]).toBeGreaterThan(0);
   });
 });
 

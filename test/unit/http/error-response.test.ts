@@ -1,7 +1,14 @@
 import { describe, expect, test } from "vitest";
 import { ZodError, z } from "zod";
 import { errorPayload, toDomainError } from "../../../src/http/error-response.js";
-import { DomainError, ERROR_CODES, ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
+import {
+  DomainError,
+  ERROR_CODES,
+  ERROR_TABLE,
+  type ErrorCode,
+  type ErrorRow,
+  retryAfterOf,
+} from "../../../src/lib/errors.js";
 
 const EXPECTED_STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
@@ -56,6 +63,45 @@ describe("ERROR_TABLE: every code has the spec's status", () => {
     expect(p.status).toBe(EXPECTED_STATUS[code]);
     expect(p.headers["X-Svc-Error-Code"]).toBe(code);
     expect(p.body).toEqual({ error: { code, message: "m" } });
+  });
+});
+
+// Issue 40: every 429 and 503 carries Retry-After in whole seconds (the OpenAI and Anthropic SDKs read it)
+describe("Retry-After on every 429 and 503", () => {
+  const limited = ERROR_CODES.filter((code) => [429, 503].includes(ERROR_TABLE[code].status));
+  const others = ERROR_CODES.filter((code) => !limited.includes(code));
+
+  test("the codes are the spec's 429s and 503s", () => {
+    expect(limited.sort()).toEqual(ERROR_CODES.filter((code) => [429, 503].includes(EXPECTED_STATUS[code])).sort());
+    expect(limited.length).toBeGreaterThanOrEqual(13);
+  });
+
+  test.each(limited.map((code) => ({ code })))("$code: its default, a whole number of seconds", ({ code }) => {
+    const p = errorPayload(new DomainError(code, "m"));
+    expect(p.headers["Retry-After"]).toMatch(/^[1-9][0-9]*$/);
+    expect(Number(p.headers["Retry-After"])).toBe((ERROR_TABLE[code] as ErrorRow).retryAfterSeconds);
+    expect(retryAfterOf(new DomainError(code, "m"))).toBe(Number(p.headers["Retry-After"]));
+    // never in the body
+    expect(JSON.stringify(p.body)).not.toContain("retryAfter");
+  });
+
+  test.each(others.map((code) => ({ code })))("$code: none unless the refusal gives one", ({ code }) => {
+    expect(errorPayload(new DomainError(code, "m")).headers["Retry-After"]).toBeUndefined();
+    expect((ERROR_TABLE[code] as ErrorRow).retryAfterSeconds).toBeUndefined();
+  });
+
+  test("a refusal's own value wins (a limiter's reset), rounded up to whole seconds, at least 1", () => {
+    const h = (s: number) =>
+      errorPayload(new DomainError("rate_limited", "m", { retryAfterSeconds: s })).headers["Retry-After"];
+    expect(h(17)).toBe("17");
+    expect(h(2.2)).toBe("3");
+    expect(h(0)).toBe("1");
+  });
+
+  test("the service's own 503s from thrown infrastructure errors carry it too", () => {
+    const e = toDomainError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
+    expect(e.code).toBe("service_unavailable");
+    expect(errorPayload(e).headers["Retry-After"]).toBe("1");
   });
 });
 
