@@ -174,6 +174,10 @@ export function createServices(deps: ServiceDeps): Services {
     onKeyExhausted: async (upstreamKeyId) => {
       await supply.refreshKeyBalance(upstreamKeyId);
     },
+    // issue 39: an unclear 401/403 is confirmed by the same read (a key refused there is marked)
+    confirmKey: async (upstreamKeyId) => {
+      await supply.refreshKeyBalance(upstreamKeyId);
+    },
     forgetApiKey: (apiKeyId) => apiKeys.forget(apiKeyId),
     inFlight,
     escrowUsage: createEscrowUsageBoard(deps.redis, deps.keys),

@@ -16,6 +16,7 @@ export interface PublicRow {
   name: string;
   tier: string;
   created?: number;
+  regionRestrictions?: string[];
 }
 
 export async function getJson<T = Record<string, unknown>>(

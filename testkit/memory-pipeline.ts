@@ -44,10 +44,18 @@ export interface MemoryWorld {
   config: Config;
   /** balance refreshes asked after an upstream 402 (key ids) */
   refreshed: string[];
+  /** keys confirmed after an unclear 401/403 (key ids) */
+  confirmed: string[];
 }
 
-/** The pipeline on in-memory stores, gates and events; `env` overrides the config (e.g. PLATFORM_FEE_BPS). */
-export function memoryPipeline(o: { env?: Record<string, string>; models?: RoutableModel[] } = {}): MemoryWorld {
+/**
+ * The pipeline on in-memory stores, gates and events; `env` overrides the config (e.g.
+ * PLATFORM_FEE_BPS). A key confirmed after an unclear 401/403 is noted in `confirmed`; `revoked`
+ * names the keys whose confirmation fails (they are marked auth_failed, as the balance read does).
+ */
+export function memoryPipeline(
+  o: { env?: Record<string, string>; models?: RoutableModel[]; revoked?: (upstreamKeyId: string) => boolean } = {},
+): MemoryWorld {
   const r = loadConfig({ ESCROW_LINGER_MS: "0", ...o.env }, { mode: "local", redisPrefix: "mem" });
   if (!r.ok) throw new Error(r.errors.join("\n"));
   const config = r.config;
@@ -58,6 +66,7 @@ export function memoryPipeline(o: { env?: Record<string, string>; models?: Routa
   const bus = createPubSub<Topics>() as EventBus;
   const models = new Map((o.models ?? [TEXT_MODEL]).map((m) => [m.id, m]));
   const refreshed: string[] = [];
+  const confirmed: string[] = [];
   const pipeline = new InferencePipeline({
     stores: market.stores,
     config,
@@ -75,8 +84,12 @@ export function memoryPipeline(o: { env?: Record<string, string>; models?: Routa
     onKeyExhausted: async (id) => {
       refreshed.push(id);
     },
+    confirmKey: async (id) => {
+      confirmed.push(id);
+      if (o.revoked?.(id)) await market.keyHealth.markAuthFailed(id);
+    },
   });
-  return { pipeline, market, gates, clock, bus, config, refreshed };
+  return { pipeline, market, gates, clock, bus, config, refreshed, confirmed };
 }
 
 /** Opens a chat request for `buyer` on TEXT_MODEL (a prompt estimate and an optional max_tokens). */

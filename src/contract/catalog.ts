@@ -65,6 +65,14 @@ export const modelRow = z
     name: z.string(),
     tier: z.enum(["frontier", "small"]),
     created: z.number().int().optional().openapi({ description: "unix seconds" }),
+    regionRestrictions: z
+      .array(z.string())
+      .optional()
+      .openapi({
+        description:
+          "the country codes the upstream serves this model in, as it publishes them; elsewhere it refuses the model (403 `model_region_restricted`). Absent: no restriction published",
+        example: ["US"],
+      }),
   })
   .openapi("Model");
 

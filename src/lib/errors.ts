@@ -32,6 +32,10 @@ export const ERROR_TABLE = {
   insufficient_scope: { status: 403, retryable: false },
   /** a key asked for more than it may: a key outside its tree, its own policy, wider than its minter (issue 38) */
   forbidden: { status: 403, retryable: false },
+  /** the upstream refused the model from the region the service calls it from (issue 39) */
+  model_region_restricted: { status: 403, retryable: false },
+  /** the upstream refused a route or model to the supplier key asked: alpha-only, Pro-only (issue 39) */
+  upstream_access_denied: { status: 403, retryable: false },
   // 404
   not_found: { status: 404, retryable: false },
   model_not_found: { status: 404, retryable: false },

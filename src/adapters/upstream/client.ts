@@ -3,6 +3,7 @@ import { type Dispatcher, Pool, request } from "undici";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
 import { readSse, type SseFrame } from "../../lib/sse.js";
 import { injectTrace } from "../../lib/tracing.js";
+import { classifyAnswer, type UpstreamRefusal } from "./answers.js";
 
 /**
  * Client of the one upstream provider (Venice-compatible API, ../shared/upstream/VENICE_API.md).
@@ -10,8 +11,10 @@ import { injectTrace } from "../../lib/tracing.js";
  * key cooldown, auth marking. Never logs key material.
  */
 export type UpstreamFailureKind =
-  /** 401/403: the key is invalid, revoked or not allowed */
+  /** the documented invalid-key answer (401 "Authentication failed"; a 401/403 of the rate-limits read) */
   | "auth"
+  /** a 401/403 the reference does not document: the key is confirmed before it is blamed (answers.ts) */
+  | "auth_unclear"
   /** 402: the supplier's key is out of balance or over its spend limit */
   | "payment"
   | "rate_limited"
@@ -20,7 +23,7 @@ export type UpstreamFailureKind =
   | "timeout"
   /** connection refused/reset, DNS */
   | "network"
-  /** 400/404/413/415/422: the request itself was refused */
+  /** 400/404/409/413/415/422, and a model or route refused to a valid key (`reason`): the request's */
   | "request"
   | "invalid_response";
 
@@ -32,6 +35,8 @@ export interface UpstreamFailure {
   retryAfter?: number;
   /** the upstream's error body, for request errors relayed to the buyer */
   body?: unknown;
+  /** a `request` failure that is a documented refusal of the model or route to a valid key */
+  reason?: UpstreamRefusal;
 }
 
 export type UpstreamResult<T> = { ok: true; value: T } | { ok: false; failure: UpstreamFailure };
@@ -59,14 +64,6 @@ export interface UpstreamClientOptions {
   baseUrl: string;
   /** per-call timeout for control calls (models, rate limits) */
   timeoutMs?: number;
-}
-
-export function classifyStatus(status: number): UpstreamFailureKind {
-  if (status === 401 || status === 403) return "auth";
-  if (status === 402) return "payment";
-  if (status === 429) return "rate_limited";
-  if (status >= 500) return "server";
-  return "request";
 }
 
 /** undici's own timeouts (connect, response headers, body idle): timeouts, not unreachability. */
@@ -138,25 +135,34 @@ export function serialiseBody(body: unknown): UpstreamResult<string> {
   }
 }
 
-/** A non-2xx answer → failure; always consumes the body. */
-async function failureFromResponse(res: Dispatcher.ResponseData): Promise<UpstreamFailure> {
+/** A non-2xx answer to `path` → failure; always consumes the body. */
+async function failureFromResponse(path: string, res: Dispatcher.ResponseData): Promise<UpstreamFailure> {
   const text = await res.body.text().catch(() => "");
-  return failureOf(res.statusCode, res.statusText, res.headers, text);
+  return failureOf(path, res.statusCode, res.statusText, res.headers, text);
 }
 
-/** A non-2xx answer's status, headers and body text → failure. */
-function failureOf(status: number, statusText: string, headers: IncomingHttpHeaders, text: string): UpstreamFailure {
+/** A non-2xx answer's route, status, headers and body text → failure, classified by `classifyAnswer`. */
+export function failureOf(
+  path: string,
+  status: number,
+  statusText: string,
+  headers: IncomingHttpHeaders,
+  text: string,
+): UpstreamFailure {
   let body: unknown = text;
   try {
     body = JSON.parse(text);
   } catch {}
-  const message =
-    typeof body === "object" && body !== null && "error" in body
-      ? typeof (body as { error: unknown }).error === "string"
-        ? String((body as { error: string }).error)
-        : String((body as { error: { message?: string } }).error?.message ?? statusText)
-      : statusText || `HTTP ${status}`;
-  return { kind: classifyStatus(status), status, message, retryAfter: retryAfterOf(headers), body };
+  const error = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined;
+  const errorText =
+    typeof error === "string"
+      ? error
+      : typeof (error as { message?: unknown } | undefined)?.message === "string"
+        ? String((error as { message: string }).message)
+        : "";
+  const message = errorText || statusText || `HTTP ${status}`;
+  const { kind, reason } = classifyAnswer(path, status, errorText);
+  return { kind, status, message, retryAfter: retryAfterOf(headers), body, ...(reason ? { reason } : {}) };
 }
 
 const isOk = (status: number) => status >= 200 && status < 300;
@@ -302,7 +308,7 @@ export class UpstreamClient {
     if (!json.ok) return json;
     try {
       const res = await this.pool.request({ ...this.inference(path, apiKey, json.value), signal: opts.signal });
-      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
+      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(path, res) };
       const { statusCode: status, headers, body } = res;
       return { ok: true, value: { status, headers, body, diemBalanceMicro: reportedDiemBalance(headers) } };
     } catch (e) {
@@ -317,7 +323,7 @@ export class UpstreamClient {
   async getMedia(url: string, signal?: AbortSignal): Promise<UpstreamResult<UpstreamResponse>> {
     try {
       const res = await request(url, { method: "GET", signal });
-      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
+      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(url, res) };
       // media, not an inference call: no balance is reported
       return {
         ok: true,
@@ -386,7 +392,7 @@ export class UpstreamClient {
           onResponseEnd() {
             const text = Buffer.concat(chunks).toString("utf8");
             if (!isOk(status)) {
-              done({ ok: false, failure: failureOf(status, statusText, headers, text) });
+              done({ ok: false, failure: failureOf(path, status, statusText, headers, text) });
               return;
             }
             try {
@@ -436,7 +442,7 @@ export class UpstreamClient {
         headers,
         signal: AbortSignal.timeout(this.timeoutMs),
       });
-      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(res) };
+      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(path, res) };
       try {
         // json() reads the body to the end, or it is destroyed on error
         return { ok: true, value: await res.body.json() };

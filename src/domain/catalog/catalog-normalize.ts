@@ -134,6 +134,14 @@ function commonOf(row: UpstreamModel): Common {
   return { id: row.id, spec, offline, betaRestricted, reasons };
 }
 
+/**
+ * The row's `model_spec.regionRestrictions` (country codes the upstream serves it in), as published;
+ * null when absent or not a list of strings. Read at sync and from the stored upstream row.
+ */
+export function regionRestrictionsOf(row: unknown): string[] | null {
+  return stringList(objectOr(objectOr(row)?.model_spec)?.regionRestrictions);
+}
+
 /** One upstream row of the list `modality` → the catalog row it becomes. */
 export function normalizeUpstreamModel(row: UpstreamModel, modality: CatalogModality): NormalizedModel {
   switch (modality) {
@@ -153,6 +161,7 @@ function base(row: UpstreamModel, c: Common, modality: CatalogModality) {
     name: typeof c.spec.name === "string" && c.spec.name.length > 0 ? c.spec.name : c.id,
     offline: c.offline,
     beta: c.betaRestricted || c.spec.betaModel === true,
+    regionRestrictions: regionRestrictionsOf(row),
     notLiveReasons: c.reasons,
     upstreamRow: row as JsonObject,
   };

@@ -6,7 +6,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
-import { type NormalizedModel, normalizeUpstreamModel } from "./catalog-normalize.js";
+import { type NormalizedModel, normalizeUpstreamModel, regionRestrictionsOf } from "./catalog-normalize.js";
 import {
   type ModelBurn,
   type ModelDayBurn,
@@ -103,6 +103,7 @@ function toRow(m: CatalogModel): CatalogModelRow {
     contextTokens: m.contextTokens,
     maxCompletionTokens: m.maxCompletionTokens,
     created: typeof upstream.created === "number" && Number.isSafeInteger(upstream.created) ? upstream.created : null,
+    regionRestrictions: regionRestrictionsOf(upstream),
     syncedAt: m.syncedAt,
   };
 }

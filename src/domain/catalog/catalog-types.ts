@@ -63,6 +63,11 @@ export interface CatalogModelRow {
   maxCompletionTokens: number | null;
   /** upstream `created` (unix seconds), when published */
   created: number | null;
+  /**
+   * upstream `model_spec.regionRestrictions`: the country codes the upstream serves the model in
+   * (elsewhere it refuses it, 403); null when the row publishes none (issue 39)
+   */
+  regionRestrictions: string[] | null;
   syncedAt: Date;
 }
 

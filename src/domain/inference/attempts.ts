@@ -204,7 +204,8 @@ export class Attempts {
 
   /**
    * Ends the current attempt before anything reached the buyer: its admission and key slot back,
-   * its outcome noted, its key acted on (402 → cooldown and a balance refresh; 401/403 → auth_failed).
+   * its outcome noted, its key acted on (`SupplierKeys.mark`: 402 → cooldown and a balance refresh; the
+   * documented invalid-key answer → auth_failed; an unclear 401/403 → the key confirmed).
    */
   async end(session: InferenceSession, failure: AttemptFailure | null): Promise<void> {
     const a = session.attempt;

@@ -57,6 +57,8 @@ export interface PipelineDeps {
   resolveModel: (id: string) => Promise<RoutableModel>;
   /** after an upstream 402: refresh the key's balance (best effort, async) */
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /** after an unclear 401/403: the key's rate-limits read, marking a key refused there (awaited) */
+  confirmKey?: (upstreamKeyId: string) => Promise<void>;
   /** streamed requests in flight, so their support reference resolves before their record is written */
   inFlight?: InFlightRegistry;
   /** where processes answer what their requests in flight use of a buyer's slice (`EscrowUsage`) */
@@ -314,7 +316,7 @@ export class InferencePipeline {
   /**
    * The attempt loop over supplier keys lent outside a request (a video quote; see
    * `SupplierKeys.borrowKey`): up to MAX_ATTEMPTS distinct keys, each failed one acted on through the
-   * same key-health path as an attempt (402 → cooldown, 401/403 → auth mark) and given back; the
+   * same key-health path as an attempt (`SupplierKeys.mark`) and given back; the
    * buyer's own 4xx is thrown. With `waitForKey`, a busy key is waited for as an attempt waits (then
    * 503 key_wait_timeout); otherwise `refuse("busy")`. `refuse("none")` when no key is routable,
    * `refuse("exhausted")` when every key asked failed.

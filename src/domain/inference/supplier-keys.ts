@@ -17,6 +17,11 @@ export const KEY_WAIT_MS = 5_000;
 export const KEY_POLL_MS = 25;
 /** A key that answered "out of capacity" (upstream 402) is not routed for this long. */
 export const EXHAUSTED_COOLDOWN_MS = 60_000;
+/**
+ * A key whose unclear refusal (an undocumented 401/403) was confirmed is not asked again for this
+ * long: a buyer repeating such a request cannot make the service hammer the key's rate-limits read.
+ */
+export const CONFIRM_INTERVAL_MS = 60_000;
 /** Decrypted supplier secrets are kept in memory this long. */
 const KEY_CACHE_MS = 60_000;
 /** Gate names remembered (one per supplier key seen; forgotten all at once past this many). */
@@ -40,6 +45,11 @@ export interface SupplierKeyDeps {
   book: OfferBook;
   /** after an upstream 402: refresh the key's balance (best effort, async) */
   onKeyExhausted?: (upstreamKeyId: string) => Promise<void>;
+  /**
+   * after an unclear 401/403: read the key's rate limits with it, which marks it auth_failed when the
+   * upstream refuses the key there (the balance sync's rule); awaited before the next attempt
+   */
+  confirmKey?: (upstreamKeyId: string) => Promise<void>;
   /** a call that waited for a busy supplier key (seconds) */
   onKeyWait?: (seconds: number) => void;
 }
@@ -53,6 +63,8 @@ export class SupplierKeys {
   private readonly secrets = new Map<string, { secret: string; at: number }>();
   /** supplier key id → its gate's name (see `gate`) */
   private readonly gateNames = new Map<string, string>();
+  /** supplier key id → when its last confirmation began (ms), or the confirmation in flight */
+  private readonly confirmations = new Map<string, number | Promise<void>>();
 
   constructor(private readonly deps: SupplierKeyDeps) {}
 
@@ -75,7 +87,9 @@ export class SupplierKeys {
 
   /**
    * THE key-health path of a failed call on a supplier key (an attempt's or a borrowed key's):
-   * 402 → cooldown and a balance refresh; 401/403 → auth_failed; anything else leaves the key be.
+   * 402 → cooldown and a balance refresh; the documented invalid-key answer → auth_failed; an
+   * unclear 401/403 → the key confirmed (`confirm`); anything else (the request's or the upstream's
+   * fault) leaves the key be (docs/decisions.md "Venice's answers: whose fault").
    */
   async mark(upstreamKeyId: string, failure: AttemptFailure | null, now = this.deps.clock.now()): Promise<void> {
     if (failure?.kind === "supplier_exhausted") {
@@ -86,7 +100,30 @@ export class SupplierKeys {
     } else if (failure?.kind === "supplier_auth") {
       await this.markWith(upstreamKeyId, () => this.deps.keyHealth.markAuthFailed(upstreamKeyId));
       this.secrets.delete(upstreamKeyId);
+    } else if (failure?.kind === "supplier_unclear") {
+      await this.confirm(upstreamKeyId, now.getTime());
     }
+  }
+
+  /**
+   * An unclear refusal neither punishes nor trusts the key: it is confirmed with a rate-limits read
+   * (`confirmKey`), which a valid key passes and a revoked one fails (then it is marked there, before
+   * the request's next attempt). One confirmation per key at a time, and none within
+   * CONFIRM_INTERVAL_MS of the last.
+   */
+  private async confirm(upstreamKeyId: string, nowMs: number): Promise<void> {
+    const confirmKey = this.deps.confirmKey;
+    if (!confirmKey) return;
+    const last = this.confirmations.get(upstreamKeyId);
+    if (last instanceof Promise) return last;
+    if (last !== undefined && nowMs - last < CONFIRM_INTERVAL_MS) return;
+    if (this.confirmations.size >= GATE_NAMES_MAX) this.confirmations.clear();
+    const running = this.markWith(upstreamKeyId, () => confirmKey(upstreamKeyId)).finally(() => {
+      this.confirmations.set(upstreamKeyId, nowMs);
+      this.secrets.delete(upstreamKeyId);
+    });
+    this.confirmations.set(upstreamKeyId, running);
+    return running;
   }
 
   /** A key mark never fails the request; the book is read again before the next attempt either way. */

@@ -86,7 +86,7 @@ export class VideoQuotes {
   /**
    * The upstream's quote in micro-DIEM for a body already checked against its row, asked of up to
    * MAX_ATTEMPTS keys on the pipeline's attempt loop (`InferencePipeline.runBorrowed`: a key that
-   * fails is acted on like an attempt's — 402 cooled down, 401/403 marked; the buyer's own 4xx is
+   * fails is acted on like an attempt's (`SupplierKeys.mark`); the request's own refusal is
    * relayed; 503 pool_empty). Every eligible key busy:
    * 503 keys_busy at once (the quote route, SPEC quote rule 5), or — with `waitForKey` (a queue
    * call) — waited for as an attempt waits, then 503 key_wait_timeout.

@@ -24,9 +24,10 @@ export interface MarkOptions {
 
 /**
  * THE place that changes a supplier key's routing health: a cooldown after an upstream 402, the
- * auth mark after a 401/403 (inference or balance sync), and the reopening when a sync sees the key
- * authenticate again. Each is one conditional UPDATE and publishes the same events whoever calls it:
- * `offerUpdated` to the key's owner on a status change, then `routingChanged` + `capacityChanged`.
+ * auth mark after the upstream's invalid-key answer (inference, or a 401/403 of the balance sync),
+ * and the reopening when a sync sees the key authenticate again. Each is one conditional UPDATE and
+ * publishes the same events whoever calls it: `offerUpdated` to the key's owner on a status change,
+ * then `routingChanged` + `capacityChanged`.
  */
 export class KeyHealth {
   constructor(private readonly deps: KeyHealthDeps) {}
@@ -42,7 +43,7 @@ export class KeyHealth {
     return moved.count > 0;
   }
 
-  /** active → auth_failed (a 401/403 from the upstream). True when it moved. */
+  /** active → auth_failed (the upstream refused the key itself). True when it moved. */
   async markAuthFailed(upstreamKeyId: string, opts: MarkOptions = {}): Promise<boolean> {
     const now = this.deps.clock.now();
     const hooks = this.deps.webhooks;

@@ -165,8 +165,9 @@ export class SupplyService {
 
   /**
    * Worker `sync` (every 30 s): reads each active or auth_failed key's DIEM balance from the
-   * upstream, at most SYNC_CONCURRENCY at once. A 401/403 marks the key `auth_failed` (out of
-   * routing); a key that authenticates again returns to `active`. Other failures change nothing.
+   * upstream, at most SYNC_CONCURRENCY at once. A 401/403 of that read (it names no model: only the
+   * key can be refused) marks the key `auth_failed` (out of routing); a key that authenticates again
+   * returns to `active`. Other failures change nothing.
    */
   async syncKeyBalances(): Promise<SyncResult> {
     const rows = await this.deps.db.upstreamKey.findMany({
@@ -216,7 +217,7 @@ export class SupplyService {
     await this.deps.keyHealth.coolDown(upstreamKeyId, untilMs);
   }
 
-  /** The upstream refused a key during inference (401/403): see KeyHealth.markAuthFailed. */
+  /** The upstream refused a key itself during inference: see KeyHealth.markAuthFailed. */
   async markKeyAuthFailed(upstreamKeyId: string): Promise<void> {
     await this.deps.keyHealth.markAuthFailed(upstreamKeyId);
   }

@@ -116,7 +116,7 @@ export function offerData(o: OfferEventRow): EventData {
   };
 }
 
-/** `upstream_key.unhealthy`: the upstream refused the supplier's key (401/403); it is out of routing. */
+/** `upstream_key.unhealthy`: the upstream refused the supplier's key itself (invalid or revoked); it is out of routing. */
 export function upstreamKeyUnhealthyData(k: {
   id: string;
   label: string;

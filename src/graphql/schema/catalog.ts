@@ -90,6 +90,12 @@ const CatalogModelRef = builder.objectRef<CatalogModelRow>("CatalogModel").imple
       resolve: (m) => (m.modality === "text" ? null : m.constraints),
     }),
     created: t.int({ nullable: true, description: "Unix seconds", resolve: (m) => m.created }),
+    regionRestrictions: t.stringList({
+      nullable: true,
+      description:
+        "The country codes the upstream serves this model in, as published; elsewhere it refuses it (403 `model_region_restricted`). Null: no restriction published.",
+      resolve: (m) => m.regionRestrictions,
+    }),
   }),
 });
 

@@ -20,6 +20,7 @@ export function presentModel(row: CatalogModelRow) {
     name: row.name,
     tier: row.tier,
     ...(row.created !== null ? { created: row.created } : {}),
+    ...(row.regionRestrictions !== null ? { regionRestrictions: row.regionRestrictions } : {}),
   };
 }
 

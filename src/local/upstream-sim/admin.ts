@@ -32,6 +32,7 @@ export function serializeKey(k: SimKeySnapshot): Record<string, unknown> {
     availableDiemMicro: k.availableDiemMicro.toString(),
     accessPermitted: k.accessPermitted,
     revoked: k.revoked,
+    alphaAccess: k.alphaAccess,
     inFlight: k.inFlight,
     peakInFlight: k.peakInFlight,
     rpmLimit: k.rpmLimit,
@@ -104,6 +105,7 @@ function parseKeyInit(body: unknown): SimKeyInit {
   const allocation = optionalMicro(body, "allocationMicro");
   if (allocation !== undefined) init.allocationMicro = allocation;
   if (body.revoked !== undefined) init.revoked = body.revoked === true;
+  if (body.alphaAccess !== undefined) init.alphaAccess = body.alphaAccess === true;
   if (typeof body.rpmLimit === "number") init.rpmLimit = body.rpmLimit;
   if (typeof body.tpmLimit === "number") init.tpmLimit = body.tpmLimit;
   return init;
@@ -180,11 +182,14 @@ function parseVideoConfig(body: unknown): Partial<SimVideoConfig> {
 /**
  * Admin routes (all JSON):
  *   GET    /__admin/keys                      list keys
- *   POST   /__admin/keys                      upsert {key, diemMicro, usdMicro?, diemCapMicro?, allocationMicro?, revoked?, rpmLimit?, tpmLimit?}
+ *   POST   /__admin/keys                      upsert {key, diemMicro, usdMicro?, diemCapMicro?, allocationMicro?, revoked?, alphaAccess?, rpmLimit?, tpmLimit?}
  *   GET    /__admin/keys/{key}                one key (404 if unknown)
  *   DELETE /__admin/keys/{key}                remove
  *   POST   /__admin/keys/{key}/balance        set {diemMicro?, usdMicro?, diemCapMicro?, allocationMicro?, spentDiemEpochMicro?}
  *   POST   /__admin/keys/{key}/revoke         {revoked?: boolean} (default true)
+ *   POST   /__admin/keys/{key}/alpha          {alphaAccess: boolean}: may it call the alpha-only /responses
+ *   GET    /__admin/region                    {region}: the callers' country (default "US")
+ *   POST   /__admin/region                    {region: "DE"} → {region}
  *   GET    /__admin/faults                    list
  *   POST   /__admin/faults                    {key: "<key>"|"*", fault: {kind, count?, route?, model?, ms?, afterChunks?}} → {id}
  *   DELETE /__admin/faults[?key=<key|*|id>]   clear (all, one target, or one fault id) → {cleared}
@@ -239,6 +244,10 @@ export async function handleAdmin(
       } else if (action === "revoke" && method === "POST") {
         const revoked = !(isRecord(body) && body.revoked === false);
         return sendJson(res, 200, serializeKey(state.revokeKey(id, revoked)));
+      } else if (action === "alpha" && method === "POST") {
+        if (!isRecord(body) || typeof body.alphaAccess !== "boolean")
+          throw new AdminInputError("expected {alphaAccess: boolean}");
+        return sendJson(res, 200, serializeKey(state.setAlphaAccess(id, body.alphaAccess)));
       }
     } else if (head === "faults" && id === undefined) {
       if (method === "GET") return sendJson(res, 200, { data: state.listFaults().map(serializeFault) });
@@ -300,6 +309,16 @@ export async function handleAdmin(
         .filter(([key]) => only === null || key === only)
         .map(([key, burn]) => serializeVideoBurn(key, burn));
       return sendJson(res, 200, { data });
+    } else if (head === "region" && id === undefined && (method === "GET" || method === "POST")) {
+      if (method === "POST") {
+        if (!isRecord(body) || typeof body.region !== "string") throw new AdminInputError("expected {region}");
+        try {
+          state.setCallerRegion(body.region);
+        } catch (err) {
+          throw new AdminInputError((err as Error).message);
+        }
+      }
+      return sendJson(res, 200, { region: state.callerRegion() });
     } else if (head === "health" && method === "GET") {
       return sendJson(res, 200, { ok: true });
     }

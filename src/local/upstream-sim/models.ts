@@ -51,6 +51,8 @@ interface SimModelSpecBase {
   traits: string[];
   uncensored?: boolean;
   deprecation?: SimDeprecation;
+  /** country codes where the model is served; callers elsewhere get 403 (`SimState.setCallerRegion`) */
+  regionRestrictions?: string[];
 }
 
 export interface SimTextCapabilities {
@@ -524,6 +526,7 @@ export const DEFAULT_SIM_MODELS: readonly SimModel[] = [
       privacy: "anonymized",
       offline: false,
       traits: [],
+      regionRestrictions: ["US", "GB"],
       constraints: {
         model_type: "image-to-video",
         aspect_ratios: [],

@@ -35,6 +35,7 @@ import {
   handleVideoRetrieve,
 } from "./media.js";
 import { DEFAULT_SIM_MODELS, normalizeModelId, type SimModel } from "./models.js";
+import { refuseAccess, sendRefusalFault } from "./refusals.js";
 import {
   normalizeRoute,
   type SimFaultEntry,
@@ -142,7 +143,7 @@ function applyHttpFault(ctx: ApiContext, fault: SimFaultEntry): void {
       ctx.req.socket.destroy();
       return;
     default:
-      sendApiError(ctx, 500, "An unknown error occurred");
+      if (!sendRefusalFault(ctx, fault.kind)) sendApiError(ctx, 500, "An unknown error occurred");
   }
 }
 
@@ -240,6 +241,8 @@ async function runHandler(ctx: ApiContext, def: ApiRoute): Promise<void> {
     applyHttpFault(ctx, fault);
     return;
   }
+  // the documented refusals of the caller whatever its body: alpha-only /responses, a region-restricted model
+  if (def.inference && refuseAccess(ctx)) return;
   ctx.streamFault = fault;
   await def.handler(ctx);
 }

@@ -18,6 +18,11 @@ export interface SimKeyInit {
   rpmLimit?: number;
   /** tokens per minute per model (default 100000000) */
   tpmLimit?: number;
+  /**
+   * whether the key's account is an alpha tester (default true): without it `POST /responses`
+   * (documented "available to Alpha testers only") answers 401 `MSG_ALPHA_ONLY`
+   */
+  alphaAccess?: boolean;
 }
 
 export interface SimKeySnapshot {
@@ -32,6 +37,7 @@ export interface SimKeySnapshot {
   availableDiemMicro: bigint;
   accessPermitted: boolean;
   revoked: boolean;
+  alphaAccess: boolean;
   inFlight: number;
   /** highest concurrent in-flight count seen since the key was added or `resetRequests()` */
   peakInFlight: number;
@@ -56,6 +62,18 @@ export const SIM_FAULT_KINDS = [
   "http_504",
   "http_402_balance",
   "http_402_spend_limit",
+  // the documented refusals (issue 39): each answers its status with the documented body
+  "http_400",
+  "http_401_auth",
+  "http_401_pro_only",
+  "http_401_alpha",
+  "http_403_region",
+  "http_403_unauthorized",
+  "http_404",
+  "http_409_consent",
+  "http_413",
+  "http_415",
+  "http_422_content_policy",
   "timeout",
   "drop",
   "truncate_stream",
@@ -221,6 +239,7 @@ interface KeyRecord {
   allocationMicro: bigint;
   spentDiemEpochMicro: bigint;
   revoked: boolean;
+  alphaAccess: boolean;
   inFlight: number;
   peakInFlight: number;
   rpmLimit: number;
@@ -259,6 +278,11 @@ export class SimState {
   videoRenderMs = 0;
   /** outcome of a new job without a `[[sim:video=…]]` directive on a non-download model */
   videoDefaultOutcome: SimVideoSelectableOutcome = "mp4";
+  /**
+   * the country the simulator believes its callers are in (ISO 3166 alpha-2, default "US"): a model
+   * whose `regionRestrictions` do not list it is refused 403 "…unavailable in your region"
+   */
+  private region = "US";
 
   constructor(opts: { now?: () => Date; keys?: readonly SimKeyInit[] } = {}) {
     this.baseNow = opts.now ?? (() => new Date());
@@ -330,6 +354,7 @@ export class SimState {
       allocationMicro: init.allocationMicro ?? init.diemMicro,
       spentDiemEpochMicro: 0n,
       revoked: init.revoked ?? false,
+      alphaAccess: init.alphaAccess ?? true,
       inFlight: existing?.inFlight ?? 0,
       peakInFlight: existing?.inFlight ?? 0,
       rpmLimit: init.rpmLimit ?? DEFAULT_RPM_LIMIT,
@@ -372,6 +397,25 @@ export class SimState {
     return this.snapshot(k);
   }
 
+  /** Whether the key's account may call the alpha-only `POST /responses`. */
+  setAlphaAccess(key: string, alphaAccess: boolean): SimKeySnapshot {
+    const k = this.requireKey(key);
+    k.alphaAccess = alphaAccess;
+    return this.snapshot(k);
+  }
+
+  /** The callers' country, as the region restrictions see it. */
+  callerRegion(): string {
+    return this.region;
+  }
+
+  /** Sets the callers' country (two letters, e.g. "DE"): models restricted to other regions answer 403. */
+  setCallerRegion(region: string): string {
+    if (!/^[A-Za-z]{2}$/.test(region)) throw new Error("region must be a two-letter country code");
+    this.region = region.toUpperCase();
+    return this.region;
+  }
+
   private requireKey(key: string): KeyRecord {
     const k = this.keys.get(key);
     if (!k) throw new Error("unknown key");
@@ -389,6 +433,7 @@ export class SimState {
       availableDiemMicro: availableDiem(k),
       accessPermitted: admissionFailure(k) === null,
       revoked: k.revoked,
+      alphaAccess: k.alphaAccess,
       inFlight: k.inFlight,
       peakInFlight: k.peakInFlight,
       rpmLimit: k.rpmLimit,

@@ -16,6 +16,7 @@ const ROW_KEYS = new Set([
   "name",
   "tier",
   "created",
+  "regionRestrictions",
 ]);
 
 const world = useMarketWorld({ catalogSyncKey: SYNC_KEY, syncCatalog: true });
@@ -45,6 +46,24 @@ describe("GET /v1/models (public)", () => {
   test("needs no credential and refuses nothing for anonymous callers", async () => {
     const res = await fetch(`${world.app.baseUrl}/v1/models`, { headers: { authorization: "Bearer svc_garbage" } });
     expect(res.status).toBe(200);
+  });
+});
+
+describe("regionRestrictions (issue 39)", () => {
+  test("a row the upstream restricts to some regions says which, on REST and GraphQL; others carry none", async () => {
+    const published = new Map(
+      DEFAULT_SIM_MODELS.map((m) => [m.id, (m.model_spec as { regionRestrictions?: string[] }).regionRestrictions]),
+    );
+    expect(published.get("kling-2.6-pro-image-to-video")).toEqual(["US", "GB"]);
+    const rest = await getJson<{ data: PublicRow[] }>(world.app.baseUrl, "/v1/models");
+    for (const row of rest.body.data) expect(row.regionRestrictions, row.id).toEqual(published.get(row.id));
+    const one = await getJson<PublicRow>(world.app.baseUrl, "/v1/models/kling-2.6-pro-image-to-video");
+    expect(one.body).toMatchObject({ status: "live", regionRestrictions: ["US", "GB"] });
+    const g = await gql<{ models: { id: string; regionRestrictions: string[] | null }[] }>(
+      world.app.baseUrl,
+      "{ models { id regionRestrictions } }",
+    );
+    for (const m of g.data?.models ?? []) expect(m.regionRestrictions, m.id).toEqual(published.get(m.id) ?? null);
   });
 });
 

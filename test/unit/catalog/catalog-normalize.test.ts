@@ -4,6 +4,7 @@ import {
   deriveVideoModelType,
   normalizeUpstreamModel,
   priceOf,
+  regionRestrictionsOf,
   tierOf,
 } from "../../../src/domain/catalog/catalog-normalize.js";
 
@@ -170,6 +171,26 @@ describe("video", () => {
   test("an unmappable model_type is dropped, never published outside our four values", () => {
     const m = normalizeUpstreamModel(video({ model_type: "video", durations: ["5s"] }), "video");
     expect(m.constraints).toEqual({ durations: ["5s"] });
+  });
+});
+
+describe("regionRestrictions (issue 39)", () => {
+  test("published country codes are carried as published, on every modality; anything else is none", () => {
+    expect(normalizeUpstreamModel(text({ regionRestrictions: ["US", "GB"] }), "text").regionRestrictions).toEqual([
+      "US",
+      "GB",
+    ]);
+    const video: UpstreamModel = {
+      id: "v",
+      type: "video",
+      model_spec: { regionRestrictions: ["US"], constraints: { model_type: "text-to-video", durations: ["5s"] } },
+    };
+    expect(normalizeUpstreamModel(video, "video")).toMatchObject({ status: "live", regionRestrictions: ["US"] });
+    expect(normalizeUpstreamModel(text({}), "text").regionRestrictions).toBeNull();
+    for (const bad of ["US", [1], null, {}]) {
+      expect(regionRestrictionsOf({ model_spec: { regionRestrictions: bad } }), JSON.stringify(bad)).toBeNull();
+    }
+    expect(regionRestrictionsOf(null)).toBeNull();
   });
 });
 

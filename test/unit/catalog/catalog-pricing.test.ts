@@ -22,6 +22,7 @@ function row(overrides: Partial<CatalogModelRow>): CatalogModelRow {
     contextTokens: 200_000,
     maxCompletionTokens: 24_000,
     created: null,
+    regionRestrictions: null,
     syncedAt: new Date(0),
     ...overrides,
   };

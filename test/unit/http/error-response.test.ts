@@ -20,6 +20,8 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   model_not_allowed: 403,
   insufficient_scope: 403,
   forbidden: 403,
+  model_region_restricted: 403,
+  upstream_access_denied: 403,
   payment_required: 402,
   invalid_payment: 402,
   payer_mismatch: 403,

@@ -1,14 +1,24 @@
 import { describe, expect, test } from "vitest";
-import { classifyStatus, failureFromError, UpstreamClient } from "../../../src/adapters/upstream/client.js";
+import { failureFromError, failureOf, UpstreamClient } from "../../../src/adapters/upstream/client.js";
 import { classifyFailure, outcomeOf } from "../../../src/domain/inference/failure.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
-const fromStatus = (status: number) => classifyFailure({ kind: classifyStatus(status), status, message: "m" });
+/** A chat answer of `status` with a StandardError body saying `error`. */
+const fromStatus = (status: number, error = "m") =>
+  classifyFailure(failureOf("/chat/completions", status, "", {}, JSON.stringify({ error })));
 
 describe("classifyFailure: one classification of every upstream failure", () => {
-  test("401/403: the supplier's key is bad → mark it, fall forward", () => {
-    for (const s of [401, 403]) expect(fromStatus(s)).toMatchObject({ kind: "supplier_auth", status: s });
+  test("the documented invalid-key answer: the supplier's key is bad → mark it, fall forward", () => {
+    for (const s of [401, 403]) {
+      expect(fromStatus(s, "Authentication failed")).toMatchObject({ kind: "supplier_auth", status: s });
+    }
     expect(outcomeOf({ kind: "supplier_auth", detail: "" })).toBe("supplier_auth_failed");
+  });
+
+  test("any other 401/403 blames no key by itself: it is confirmed, and recorded as a retryable failure", () => {
+    for (const s of [401, 403])
+      expect(fromStatus(s, "Forbidden")).toMatchObject({ kind: "supplier_unclear", status: s });
+    expect(outcomeOf({ kind: "supplier_unclear", detail: "" })).toBe("retryable_failure");
   });
 
   test("402: the key is out of capacity → cool it down, fall forward", () => {

@@ -8,7 +8,7 @@ import { Attempted, type AttemptResult } from "../../../src/domain/inference/att
 import { MAX_ATTEMPTS } from "../../../src/domain/inference/clearing.js";
 import { type Answered, answered } from "../../../src/domain/inference/lanes.js";
 import type { AttemptScope, Usage } from "../../../src/domain/inference/session.js";
-import { EXHAUSTED_COOLDOWN_MS } from "../../../src/domain/inference/supplier-keys.js";
+import { CONFIRM_INTERVAL_MS, EXHAUSTED_COOLDOWN_MS } from "../../../src/domain/inference/supplier-keys.js";
 import { DomainError } from "../../../src/lib/errors.js";
 import { type MemoryWorld, memoryPipeline, openText } from "../../../testkit/memory-pipeline.js";
 
@@ -21,8 +21,8 @@ afterEach(async () => {
 });
 
 /** A buyer and one offer (on its own key) per price; the keys by price. */
-function market(prices = PRICES) {
-  world = memoryPipeline();
+function market(prices = PRICES, o: Parameters<typeof memoryPipeline>[0] = {}) {
+  world = memoryPipeline(o);
   const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 80 });
   const keys = new Map<number, string>();
   for (const priceCents of prices) {
@@ -139,6 +139,68 @@ describe("fall-forward to the next cheapest offer", () => {
     expect(record().attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
     expect(world.market.account(buyer.accountId).confirmedMicroUsdc).toBe(10_000_000n);
     expectNothingHeld();
+  });
+});
+
+describe("issue 39: a refusal blames the key only when the key is at fault", () => {
+  const refused = (reason: UpstreamFailure["reason"], status: number): UpstreamFailure => ({
+    kind: "request",
+    status,
+    reason,
+    message: String(reason),
+  });
+
+  test.each([
+    ["a region-restricted model", refused("region_restricted", 403), "model_region_restricted"],
+    ["the alpha-only Responses API", refused("alpha_only", 401), "upstream_access_denied"],
+    ["a Pro-only model", refused("pro_only", 401), "upstream_access_denied"],
+  ])("%s: answered 403 at once, no other key asked, the key untouched and still routed", async (_, f, code) => {
+    const { buyer, keyAt } = market();
+    const { tried, call } = scripted([f]);
+    const err = await world.pipeline.run(await openText(world, buyer), call).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code, status: 403, details: { upstreamStatus: f.status } });
+    expect(tried).toEqual([keyAt(30)]);
+    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(world.confirmed).toEqual([]);
+    expect(record().attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
+    expectNothingHeld();
+    const next = scripted([]);
+    await world.pipeline.run(await openText(world, buyer), next.call);
+    expect(next.tried).toEqual([keyAt(30)]);
+  });
+
+  test("an unclear 401/403 confirms the key; a valid one stays routed, asked again only after CONFIRM_INTERVAL_MS", async () => {
+    const { buyer, keyAt } = market();
+    const first = scripted([fail("auth_unclear", 403)]);
+    await world.pipeline.run(await openText(world, buyer), first.call);
+    expect(first.tried).toEqual([keyAt(30), keyAt(35)]);
+    expect(world.confirmed).toEqual([keyAt(30)]);
+    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(record().attempts.map((a) => a.outcome)).toEqual(["retryable_failure", "succeeded"]);
+    // the same refusal again within the interval: no second read of the key
+    world.market.tables.requests.length = 0;
+    const again = scripted([fail("auth_unclear", 403)]);
+    await world.pipeline.run(await openText(world, buyer), again.call);
+    expect(again.tried).toEqual([keyAt(30), keyAt(35)]);
+    expect(world.confirmed).toEqual([keyAt(30)]);
+    world.clock.advance(CONFIRM_INTERVAL_MS);
+    world.market.tables.requests.length = 0;
+    await world.pipeline.run(await openText(world, buyer), scripted([fail("auth_unclear", 401)]).call);
+    expect(world.confirmed).toEqual([keyAt(30), keyAt(30)]);
+    expect(world.market.upstreamKey(keyAt(30)).status).toBe("active");
+  });
+
+  test("an unclear refusal by a revoked key: its confirmation marks it before the next attempt", async () => {
+    let revoked = "";
+    const { buyer, keyAt } = market(PRICES, { revoked: (id) => id === revoked });
+    revoked = keyAt(30);
+    const { tried, call } = scripted([fail("auth_unclear", 401)]);
+    await world.pipeline.run(await openText(world, buyer), call);
+    expect(tried).toEqual([keyAt(30), keyAt(35)]);
+    expect(world.market.upstreamKey(keyAt(30)).status).toBe("auth_failed");
+    const next = scripted([]);
+    await world.pipeline.run(await openText(world, buyer), next.call);
+    expect(next.tried).toEqual([keyAt(35)]);
   });
 });
 

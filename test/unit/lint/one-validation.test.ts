@@ -22,7 +22,7 @@ const DOMAIN_RULES: Record<string, string> = {
   "src/domain/inference/image.ts:imagePricer": "the resolutions, qualities and prices the catalog row publishes",
   "src/domain/inference/video-request.ts:bad": "checkVideoRequest's refusals: the row's constraints",
   "src/domain/inference/endpoint.ts:stream": "the modality has no stream renderer (`stream: true` on an image route)",
-  "src/domain/inference/failure.ts:classifyFailure": "the upstream refused the request (4xx relayed)",
+  "src/domain/inference/failure.ts:requestError": "the upstream refused the request (4xx relayed)",
   "src/domain/inference/buffered.ts:runBuffered": "the buyer closed the request",
   "src/domain/video/video-jobs.ts:complete": "the job's state (delivered, refunded, expired)",
   "src/domain/funding/funding-service.ts:sentPayment":
