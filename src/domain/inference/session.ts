@@ -89,7 +89,10 @@ export interface Caller {
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
+  /** cache reads, part of promptTokens */
   cachedTokens?: number;
+  /** cache writes (`cache_creation_input_tokens`), part of promptTokens */
+  cacheWriteTokens?: number;
 }
 
 /** A settled request, as the buyer is told it. */
@@ -99,6 +102,10 @@ export interface Settled {
   uncharged?: string;
   clearingPriceCents: number;
   burnMicroDiem: bigint;
+  /** the prompt tokens the burn priced at the cache-read rate (0 where none) */
+  cachedTokens?: number;
+  /** the prompt tokens the burn priced at the cache-write rate (0 where none) */
+  cacheWriteTokens?: number;
   balanceRemainingMicroUsdc: bigint;
   supportReference: string;
   requestId: string;

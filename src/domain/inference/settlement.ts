@@ -78,6 +78,8 @@ export interface EndItem {
   prompt: number | null;
   completion: number | null;
   cached: number | null;
+  /** cache-write tokens (`inference_requests.cache_write_tokens`) */
+  cache_write: number | null;
   buyer_holder: string | null;
   offer_holder: string | null;
   returns: EscrowReturn[];
@@ -101,6 +103,7 @@ export type EndCharge = Pick<
   | "prompt"
   | "completion"
   | "cached"
+  | "cache_write"
   | "buyer_holder"
   | "offer_holder"
 >;
@@ -118,6 +121,7 @@ const NO_CHARGE: EndCharge = {
   prompt: null,
   completion: null,
   cached: null,
+  cache_write: null,
   buyer_holder: null,
   offer_holder: null,
 };

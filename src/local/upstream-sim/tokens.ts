@@ -91,6 +91,11 @@ export interface SimDirectives {
   chunks?: number;
   /** report this many prompt tokens as cache reads (capped at prompt_tokens) */
   cachedTokens?: number;
+  /**
+   * chat only: report this many prompt tokens as cache writes (`cache_creation_input_tokens`,
+   * capped at what the cache reads leave of prompt_tokens), billed at `cache_write`
+   */
+  cacheWriteTokens?: number;
 }
 
 const DIRECTIVE_RE = /\[\[sim:([a-z_]+)=(\d{1,9})\]\]/g;
@@ -115,6 +120,9 @@ export function parseDirectives(messages: readonly unknown[]): SimDirectives {
           break;
         case "cached_tokens":
           directives.cachedTokens = value;
+          break;
+        case "cache_write":
+          directives.cacheWriteTokens = value;
           break;
         default:
           break;

@@ -215,6 +215,23 @@ describe("llms.txt: every paid answer says what it cost", () => {
   });
 });
 
+describe("SKILL.md: what a request's cost says about cache reads and writes", () => {
+  test("usage.cost_details carries cached_tokens and cache_write_tokens; the lookup's usage too", async () => {
+    says("/SKILL.md", "and `cached_tokens` and `cache_write_tokens` (the prompt tokens priced at the model's");
+    says("/SKILL.md", "`usage` (`promptTokens`, `completionTokens`, `cachedTokens`, `cacheWriteTokens`)");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: "claude-sonnet-4-6",
+      messages: [{ role: "user", content: `${"p".repeat(400)} [[sim:cached_tokens=20]] [[sim:cache_write=30]]` }],
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { usage: { cost_details: Record<string, unknown> } };
+    expect(body.usage.cost_details).toMatchObject({ cached_tokens: 20, cache_write_tokens: 30 });
+    const detail = await lookup(buyer.apiKey, res.headers.get("x-svc-support-reference") ?? "");
+    expect(detail.body).toMatchObject({ usage: { cachedTokens: 20, cacheWriteTokens: 30 } });
+  });
+});
+
 describe("pricing.md: what the catalog rates are, and what is debited", () => {
   test("catalog rates are micro-USDC per 1M tokens at face value, informational; the debit is burn × clearing price", async () => {
     says(

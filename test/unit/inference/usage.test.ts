@@ -44,6 +44,29 @@ describe("usageOf: the upstream's usage, the only basis of a charge", () => {
     expect(usageOf(u)).toBeUndefined();
   });
 
+  test("reads cache writes (cache_creation_input_tokens), at most what the cache reads leave of the prompt", () => {
+    expect(
+      usageOf({
+        prompt_tokens: 100,
+        completion_tokens: 5,
+        prompt_tokens_details: { cached_tokens: 30, cache_creation_input_tokens: 50 },
+      }),
+    ).toEqual({ promptTokens: 100, completionTokens: 5, cachedTokens: 30, cacheWriteTokens: 50 });
+    expect(
+      usageOf({
+        input_tokens: 10,
+        output_tokens: 1,
+        input_tokens_details: { cached_tokens: 4, cache_creation_input_tokens: 9 },
+      }),
+    ).toEqual({ promptTokens: 10, completionTokens: 1, cachedTokens: 4, cacheWriteTokens: 6 });
+    for (const bad of [-1, "7", null, Number.NaN]) {
+      expect(
+        usageOf({ prompt_tokens: 8, completion_tokens: 1, prompt_tokens_details: { cache_creation_input_tokens: bad } })
+          ?.cacheWriteTokens,
+      ).toBeUndefined();
+    }
+  });
+
   test("a bad cached count is ignored, not trusted", () => {
     expect(
       usageOf({ prompt_tokens: 8, completion_tokens: 1, prompt_tokens_details: { cached_tokens: -5 } })?.cachedTokens,
