@@ -109,6 +109,7 @@ export class PipelineTracer {
           end(attempt, {
             "svc.outcome": ending.kind,
             "svc.uncharged_reason": ending.kind === "uncharged" ? ending.reason : undefined,
+            "svc.flagged_reason": ending.kind === "flagged" ? ending.reason : undefined,
             // the provider's own count (an incomplete stream has none: its bill is an estimate)
             "gen_ai.usage.input_tokens":
               ending.kind === "settled" && session.model.modality === "text" ? ending.usage.promptTokens : undefined,

@@ -100,6 +100,8 @@ export interface Settled {
   costMicroUsdc: bigint;
   /** why the provider did not charge for a delivered answer (nothing charged, no clear) */
   uncharged?: string;
+  /** why the provider flagged a delivered answer it charged for (e.g. `content_violation`) */
+  flagged?: string;
   clearingPriceCents: number;
   burnMicroDiem: bigint;
   /** the prompt tokens the burn priced at the cache-read rate (0 where none) */

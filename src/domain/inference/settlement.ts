@@ -19,13 +19,16 @@ export type EscrowReturn = { holder: string; amount: string } & ({ account: stri
  * How a request ends with its attempt's answer (the pipeline's one ending, see `InferencePipeline.run`):
  * `settled` on the usage the upstream reported (with `extra` rows the modality writes in the same
  * transaction), `incomplete` — a stream that ended without its usage, billed on what the buyer was
- * shown (`billIncomplete`) — or `uncharged`: answered, but the provider did not charge for it (nothing
- * charged, no clear; `reason` recorded as the error code). A request that ends without an answer is
- * aborted (`InferencePipeline.abort`).
+ * shown (`billIncomplete`) —, `flagged` — answered, the provider flagged it (`reason`, e.g. a content
+ * violation) and burned `burnMicroDiem` on the key for it (`burnedOnKey`): charged that, never above
+ * the admitted maximum, `reason` recorded as the error code — or `uncharged`: answered, but the
+ * provider did not charge for it (nothing charged, no clear; `reason` recorded as the error code). A
+ * request that ends without an answer is aborted (`InferencePipeline.abort`).
  */
 export type Ending =
   | { kind: "settled"; usage: Usage; extra?: EndRows }
   | { kind: "incomplete"; stream: IncompleteStream }
+  | { kind: "flagged"; reason: string; burnMicroDiem: bigint }
   | { kind: "uncharged"; reason: string };
 
 /**

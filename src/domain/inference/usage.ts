@@ -64,6 +64,19 @@ export function usageWithCost(usage: unknown, s: Settled): unknown {
   };
 }
 
+/**
+ * THE burn of an answer the provider flagged (a content-policy answer, docs/decisions.md "Venice as
+ * documented: cache writes and content-policy answers"): what it took from the supplier's key for
+ * it — the key's balance before the call as the upstream reported it (`x-venice-balance-diem`) less
+ * its balance read after the answer (`GET /api_keys/rate_limits`), never below 0. Null when either
+ * is unknown (nothing can be shown to have been burned). The caller caps it at the admitted maximum,
+ * which also bounds what other calls on the key may have burned in between.
+ */
+export function burnedOnKey(beforeMicroDiem: bigint | null, afterMicroDiem: bigint | null): bigint | null {
+  if (beforeMicroDiem === null || afterMicroDiem === null) return null;
+  return maxBig(beforeMicroDiem - afterMicroDiem, 0n);
+}
+
 /** What a stream that ended without usage showed: a rough prompt count and the characters relayed. */
 export interface IncompleteStream {
   /** the modality's upstream-like prompt count (`approxItemTokens` per input item) */

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { reportedDiemBalance } from "../../../src/adapters/upstream/client.js";
 import type { Usage } from "../../../src/domain/inference/session.js";
-import { billIncomplete, usageOf } from "../../../src/domain/inference/usage.js";
+import { billIncomplete, burnedOnKey, usageOf } from "../../../src/domain/inference/usage.js";
 
 describe("usageOf: the upstream's usage, the only basis of a charge", () => {
   test("reads both shapes, with cached tokens", () => {
@@ -117,5 +117,16 @@ describe("reportedDiemBalance: the upstream's pre-call balance header", () => {
     ["not a decimal", { "x-venice-balance-diem": "n/a" }, null],
   ] as const)("%s", (_name, headers, micro) => {
     expect(reportedDiemBalance(headers)).toBe(micro);
+  });
+});
+
+describe("burnedOnKey: what the provider took from the key for a flagged answer", () => {
+  test("the reported balance before the call less the balance after, never below 0; unknown → null", () => {
+    expect(burnedOnKey(5_000_000n, 4_990_000n)).toBe(10_000n);
+    expect(burnedOnKey(5_000_000n, 5_000_000n)).toBe(0n);
+    // topped up in between: nothing shown to be burned
+    expect(burnedOnKey(5_000_000n, 6_000_000n)).toBe(0n);
+    expect(burnedOnKey(null, 4_990_000n)).toBeNull();
+    expect(burnedOnKey(5_000_000n, null)).toBeNull();
   });
 });
