@@ -46,10 +46,11 @@ BEGIN
   -- the attempts are a column of the request (issue 32), each field cast to its type on the way in
   INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
                                   error_code, max_price_cents, clearing_price_cents, admitted_max_tokens, prompt_tokens,
-                                  completion_tokens, cached_tokens, burn_micro_diem, cost_micro_usdc, attempt_count,
-                                  attempts, started_at, first_byte_at, completed_at)
+                                  completion_tokens, cached_tokens, cache_write_tokens, burn_micro_diem, cost_micro_usdc,
+                                  attempt_count, attempts, started_at, first_byte_at, completed_at)
   SELECT i.request, i.support, i.account, i.api_key, i.route, i.modality, i.model, i.stream, i.status, i.error_code,
-         i.ceiling, i.price, i.admitted, i.prompt, i.completion, i.cached, i.burn, i.gross, i.attempt_count,
+         i.ceiling, i.price, i.admitted, i.prompt, i.completion, i.cached, i.cache_write, i.burn, i.gross,
+         i.attempt_count,
          (SELECT COALESCE(jsonb_agg(jsonb_build_object('ordinal', a.ordinal, 'upstreamKeyId', a.key, 'offerId', a.offer,
                                                        'priceCents', a.price, 'outcome', a.outcome,
                                                        'upstreamStatus', a.status, 'errorKind', a.detail,
@@ -179,6 +180,7 @@ BEGIN
       FROM unnest(v) WITH ORDINALITY AS x(request, support, account, api_key, route, model, stream, status, error_code,
                                          ceiling, admitted, attempt_count, started, first_byte, now, offer, key, supplier,
                                          price, burn, gross, fee, share, clear, prompt, completion, cached,
-                                         buyer_holder, offer_holder, returns, attempts, modality, video, o)
+                                         buyer_holder, offer_holder, returns, attempts, modality, video, cache_write,
+                                         o)
       JOIN accounts a ON a.id = x.account;
 END $$;

@@ -88,7 +88,20 @@ export const historyRow = z
     clearingPriceCents: z.number().int().nullable(),
     costUsdc: decimal6.nullable(),
     burnDiem: decimal6.nullable(),
-    usage: z.object({ promptTokens: z.number().int().nullable(), completionTokens: z.number().int().nullable() }),
+    usage: z.object({
+      promptTokens: z.number().int().nullable(),
+      completionTokens: z.number().int().nullable(),
+      cachedTokens: z
+        .number()
+        .int()
+        .nullable()
+        .openapi({ description: "prompt tokens read from the provider's cache (priced at the cache-read rate)" }),
+      cacheWriteTokens: z
+        .number()
+        .int()
+        .nullable()
+        .openapi({ description: "prompt tokens written to the provider's cache (priced at the cache-write rate)" }),
+    }),
     attempts: z.number().int(),
     timings: z.object({
       startedAt: timestamp,

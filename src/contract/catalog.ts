@@ -11,6 +11,7 @@ const tokenRates = {
   input_per_million: z.number().int(),
   output_per_million: z.number().int(),
   cache_per_million: z.number().int(),
+  cache_write_per_million: z.number().int(),
 };
 
 /**

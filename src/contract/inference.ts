@@ -536,6 +536,13 @@ const usageCost = {
       cost_usdc: decimal6.openapi({ description: "the charged amount, exact (six decimals)" }),
       clearing_price_cents: z.number().int().openapi({ description: "the clearing offer's price, cents per DIEM" }),
       upstream_burn_diem: decimal6.openapi({ description: "the DIEM the request burned upstream (six decimals)" }),
+      cached_tokens: z
+        .number()
+        .int()
+        .openapi({ description: "prompt tokens read from the provider's cache, priced at the model's cache rate" }),
+      cache_write_tokens: z.number().int().openapi({
+        description: "prompt tokens written to the provider's cache, priced at the model's cache-write rate",
+      }),
     })
     .openapi("CostDetails"),
 };

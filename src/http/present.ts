@@ -55,7 +55,12 @@ export function presentHistoryRow(r: HistoryRow) {
     clearingPriceCents: r.clearingPriceCents,
     costUsdc: orNull(r.costMicroUsdc, usdc),
     burnDiem: orNull(r.burnMicroDiem, formatDecimal6),
-    usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens },
+    usage: {
+      promptTokens: r.promptTokens,
+      completionTokens: r.completionTokens,
+      cachedTokens: r.cachedTokens,
+      cacheWriteTokens: r.cacheWriteTokens,
+    },
     attempts: r.attempts,
     timings: {
       startedAt: r.startedAt.toISOString(),

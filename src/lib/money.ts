@@ -116,6 +116,8 @@ export interface TokenRates {
   outputMicroPerM: bigint;
   /** cache-read rate; absent → billed at the input rate */
   cacheMicroPerM?: bigint | null;
+  /** cache-write rate (`pricing.cache_write`); absent → billed at the input rate */
+  cacheWriteMicroPerM?: bigint | null;
 }
 
 export interface TextPricing extends TokenRates {
@@ -128,23 +130,59 @@ export interface TokenUsage {
   completionTokens: number;
   /** cache-read tokens, included in promptTokens */
   cachedTokens?: number;
+  /** cache-write tokens (`cache_creation_input_tokens`), included in promptTokens */
+  cacheWriteTokens?: number;
 }
 
 /**
- * DIEM burn of one text request, rounded UP to the whole micro-DIEM:
- *   ceil(((prompt − cached) × input + cached × cache + completion × output) / 1_000_000)
- * with the extended rates when prompt > threshold. Token counts are integers.
+ * DIEM burn of one text request, rounded UP to the whole micro-DIEM, as the upstream computes it:
+ *   ceil(((prompt − cached − cacheWrite) × input + cached × cache + cacheWrite × cache_write
+ *         + completion × output) / 1_000_000)
+ * with the extended rates when prompt > threshold; a missing cache or cache-write rate is the input
+ * rate. Token counts are integers; cached + cacheWrite never exceed prompt.
  */
 export function burnMicroDiem(pricing: TextPricing, usage: TokenUsage): MicroDiem {
   const prompt = toTokens("promptTokens", usage.promptTokens);
   const completion = toTokens("completionTokens", usage.completionTokens);
   const cached = toTokens("cachedTokens", usage.cachedTokens ?? 0);
-  if (cached > prompt) throw new MoneyError("cachedTokens cannot exceed promptTokens");
+  const written = toTokens("cacheWriteTokens", usage.cacheWriteTokens ?? 0);
+  if (cached + written > prompt) throw new MoneyError("cachedTokens + cacheWriteTokens cannot exceed promptTokens");
   const ext = pricing.extended;
   const rates: TokenRates = ext && prompt > BigInt(ext.thresholdTokens) ? ext : pricing;
   const cacheRate = rates.cacheMicroPerM ?? rates.inputMicroPerM;
-  const numerator = (prompt - cached) * rates.inputMicroPerM + cached * cacheRate + completion * rates.outputMicroPerM;
+  const writeRate = rates.cacheWriteMicroPerM ?? rates.inputMicroPerM;
+  const numerator =
+    (prompt - cached - written) * rates.inputMicroPerM +
+    cached * cacheRate +
+    written * writeRate +
+    completion * rates.outputMicroPerM;
   return mulDivCeil(numerator, 1n, MICRO);
+}
+
+/**
+ * The most `burnMicroDiem` can be for `promptTokens` and `completionTokens`, however the upstream
+ * splits the prompt between uncached, cache-read and cache-write tokens: the burn with every
+ * prompt token at the dearest of the three rates (the burn is linear in each split, so the
+ * maximum is at one of those corners). What a request is admitted with, so a cache write priced
+ * above the input rate can never burn past the admitted maximum.
+ */
+export function worstBurnMicroDiem(
+  pricing: TextPricing,
+  usage: Pick<TokenUsage, "promptTokens" | "completionTokens">,
+): MicroDiem {
+  const { promptTokens, completionTokens } = usage;
+  const ext = pricing.extended;
+  const rates: TokenRates = ext && promptTokens > ext.thresholdTokens ? ext : pricing;
+  const input = rates.inputMicroPerM;
+  // the common case (no cache rate above the input rate): the plain burn, one computation on the hot path
+  if ((rates.cacheMicroPerM ?? input) <= input && (rates.cacheWriteMicroPerM ?? input) <= input) {
+    return burnMicroDiem(pricing, { promptTokens, completionTokens });
+  }
+  return maxBig(
+    burnMicroDiem(pricing, { promptTokens, completionTokens }),
+    burnMicroDiem(pricing, { promptTokens, completionTokens, cachedTokens: promptTokens }),
+    burnMicroDiem(pricing, { promptTokens, completionTokens, cacheWriteTokens: promptTokens }),
+  );
 }
 
 function toTokens(label: string, n: number): bigint {

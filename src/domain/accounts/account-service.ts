@@ -259,6 +259,8 @@ export class AccountService {
         clearingPriceCents: null,
         promptTokens: null,
         completionTokens: null,
+        cachedTokens: null,
+        cacheWriteTokens: null,
         burnMicroDiem: null,
         costMicroUsdc: null,
         attempts: 1,
@@ -315,6 +317,8 @@ function historyRow(r: {
   clearingPriceCents: number | null;
   promptTokens: number | null;
   completionTokens: number | null;
+  cachedTokens: number | null;
+  cacheWriteTokens: number | null;
   burnMicroDiem: bigint | null;
   costMicroUsdc: bigint | null;
   attemptCount: number;
@@ -337,6 +341,8 @@ function historyRow(r: {
     clearingPriceCents: r.clearingPriceCents,
     promptTokens: r.promptTokens,
     completionTokens: r.completionTokens,
+    cachedTokens: r.cachedTokens,
+    cacheWriteTokens: r.cacheWriteTokens,
     burnMicroDiem: r.burnMicroDiem,
     costMicroUsdc: r.costMicroUsdc,
     attempts: r.attemptCount,

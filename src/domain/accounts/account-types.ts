@@ -63,6 +63,10 @@ export interface HistoryRow {
   clearingPriceCents: number | null;
   promptTokens: number | null;
   completionTokens: number | null;
+  /** cache reads among the prompt tokens */
+  cachedTokens: number | null;
+  /** cache writes among the prompt tokens (priced at the model's cache-write rate) */
+  cacheWriteTokens: number | null;
   burnMicroDiem: MicroDiem | null;
   costMicroUsdc: MicroUsdc | null;
   attempts: number;

@@ -177,12 +177,14 @@ function normalizeText(row: UpstreamModel): NormalizedModel {
   const input = priceOf(pricing?.input);
   const output = priceOf(pricing?.output);
   const cache = priceOf(pricing?.cache_input);
+  const cacheWrite = priceOf(pricing?.cache_write);
   const reasons = c.reasons;
   if (!pricing) reasons.push("no published pricing");
   else {
     if (input.kind !== "ok" || input.micro === 0n) reasons.push("no usable input price");
     if (output.kind !== "ok" || output.micro === 0n) reasons.push("no usable output price");
     if (cache.kind === "invalid") reasons.push("unreadable cache price");
+    if (cacheWrite.kind === "invalid") reasons.push("unreadable cache write price");
   }
   let extended: ExtendedRatesMicro | null = null;
   if (pricing?.extended !== undefined) {
@@ -191,12 +193,20 @@ function normalizeText(row: UpstreamModel): NormalizedModel {
     const eIn = priceOf(ext?.input);
     const eOut = priceOf(ext?.output);
     const eCache = priceOf(ext?.cache_input);
-    if (threshold && eIn.kind === "ok" && eOut.kind === "ok" && eCache.kind !== "invalid") {
+    const eWrite = priceOf(ext?.cache_write);
+    if (
+      threshold &&
+      eIn.kind === "ok" &&
+      eOut.kind === "ok" &&
+      eCache.kind !== "invalid" &&
+      eWrite.kind !== "invalid"
+    ) {
       extended = {
         thresholdTokens: threshold,
         inputMicroPerM: eIn.micro,
         outputMicroPerM: eOut.micro,
         cacheMicroPerM: eCache.kind === "ok" ? eCache.micro : null,
+        cacheWriteMicroPerM: eWrite.kind === "ok" ? eWrite.micro : null,
       };
     } else reasons.push("unreadable extended pricing tier");
   }
@@ -208,15 +218,17 @@ function normalizeText(row: UpstreamModel): NormalizedModel {
   const inputMicro = input.kind === "ok" ? input.micro : null;
   const outputMicro = output.kind === "ok" ? output.micro : null;
   const cacheMicro = cache.kind === "ok" ? cache.micro : null;
+  const cacheWriteMicro = cacheWrite.kind === "ok" ? cacheWrite.micro : null;
   const status = statusOf(reasons);
   let publicPricing: JsonObject | null = null;
   if (status === "live" && inputMicro !== null && outputMicro !== null) {
-    // micro-USDC per 1M tokens at face value (1 DIEM = 1 USD); cached tokens bill at the input
-    // rate when no cache price is published, so that is the cache rate shown.
+    // micro-USDC per 1M tokens at face value (1 DIEM = 1 USD); cache reads and cache writes bill at
+    // the input rate when no cache price is published, so that is the rate shown.
     publicPricing = {
       input_per_million: publicInt(inputMicro),
       output_per_million: publicInt(outputMicro),
       cache_per_million: publicInt(cacheMicro ?? inputMicro),
+      cache_write_per_million: publicInt(cacheWriteMicro ?? inputMicro),
       ...(extended
         ? {
             extended: {
@@ -224,6 +236,7 @@ function normalizeText(row: UpstreamModel): NormalizedModel {
               input_per_million: publicInt(extended.inputMicroPerM),
               output_per_million: publicInt(extended.outputMicroPerM),
               cache_per_million: publicInt(extended.cacheMicroPerM ?? extended.inputMicroPerM),
+              cache_write_per_million: publicInt(extended.cacheWriteMicroPerM ?? extended.inputMicroPerM),
             },
           }
         : {}),
@@ -239,6 +252,7 @@ function normalizeText(row: UpstreamModel): NormalizedModel {
     inputMicroPerM: inputMicro,
     outputMicroPerM: outputMicro,
     cacheMicroPerM: cacheMicro,
+    cacheWriteMicroPerM: cacheWriteMicro,
     extendedPricing: extended,
     contextTokens,
     maxCompletionTokens,
@@ -334,6 +348,7 @@ function normalizeImage(row: UpstreamModel): NormalizedModel {
     inputMicroPerM: null,
     outputMicroPerM: null,
     cacheMicroPerM: null,
+    cacheWriteMicroPerM: null,
     extendedPricing: null,
     contextTokens: null,
     maxCompletionTokens: null,
@@ -371,6 +386,7 @@ function normalizeVideo(row: UpstreamModel): NormalizedModel {
     inputMicroPerM: null,
     outputMicroPerM: null,
     cacheMicroPerM: null,
+    cacheWriteMicroPerM: null,
     extendedPricing: null,
     contextTokens: null,
     maxCompletionTokens: null,

@@ -20,12 +20,14 @@ export function textPricingOf(row: CatalogModelRow): TextPricing {
     inputMicroPerM: row.inputMicroPerM,
     outputMicroPerM: row.outputMicroPerM,
     cacheMicroPerM: row.cacheMicroPerM,
+    cacheWriteMicroPerM: row.cacheWriteMicroPerM,
     extended: ext
       ? {
           thresholdTokens: ext.thresholdTokens,
           inputMicroPerM: ext.inputMicroPerM,
           outputMicroPerM: ext.outputMicroPerM,
           cacheMicroPerM: ext.cacheMicroPerM,
+          cacheWriteMicroPerM: ext.cacheWriteMicroPerM,
         }
       : null,
   };

@@ -63,6 +63,7 @@ function extendedToJson(e: ExtendedRatesMicro | null): Prisma.InputJsonObject | 
     inputMicroPerM: e.inputMicroPerM.toString(),
     outputMicroPerM: e.outputMicroPerM.toString(),
     cacheMicroPerM: e.cacheMicroPerM === null ? null : e.cacheMicroPerM.toString(),
+    cacheWriteMicroPerM: e.cacheWriteMicroPerM === null ? null : e.cacheWriteMicroPerM.toString(),
   };
 }
 
@@ -80,6 +81,7 @@ function extendedFromJson(v: unknown): ExtendedRatesMicro | null {
     inputMicroPerM: input,
     outputMicroPerM: output,
     cacheMicroPerM: bigOrNull(v.cacheMicroPerM),
+    cacheWriteMicroPerM: bigOrNull(v.cacheWriteMicroPerM),
   };
 }
 
@@ -99,6 +101,7 @@ function toRow(m: CatalogModel): CatalogModelRow {
     inputMicroPerM: m.inputMicroPerM,
     outputMicroPerM: m.outputMicroPerM,
     cacheMicroPerM: m.cacheMicroPerM,
+    cacheWriteMicroPerM: m.cacheWriteMicroPerM,
     extendedPricing: extendedFromJson(m.extendedPricing),
     contextTokens: m.contextTokens,
     maxCompletionTokens: m.maxCompletionTokens,
@@ -126,6 +129,7 @@ function columnsOf(m: NormalizedModel, now: Date) {
     inputMicroPerM: m.inputMicroPerM,
     outputMicroPerM: m.outputMicroPerM,
     cacheMicroPerM: m.cacheMicroPerM,
+    cacheWriteMicroPerM: m.cacheWriteMicroPerM,
     extendedPricing: extendedToJson(m.extendedPricing),
     contextTokens: m.contextTokens,
     maxCompletionTokens: m.maxCompletionTokens,

@@ -17,6 +17,8 @@ export interface TokenRatesMicro {
   outputMicroPerM: bigint;
   /** cache-read rate; null when the upstream publishes none (cached tokens bill at the input rate) */
   cacheMicroPerM: bigint | null;
+  /** cache-write rate (`cache_write`); null when the upstream publishes none (cache writes bill at the input rate) */
+  cacheWriteMicroPerM: bigint | null;
 }
 
 /** The long-context tier: above `thresholdTokens` prompt tokens its rates apply to the whole request. */
@@ -58,6 +60,7 @@ export interface CatalogModelRow {
   inputMicroPerM: bigint | null;
   outputMicroPerM: bigint | null;
   cacheMicroPerM: bigint | null;
+  cacheWriteMicroPerM: bigint | null;
   extendedPricing: ExtendedRatesMicro | null;
   contextTokens: number | null;
   maxCompletionTokens: number | null;

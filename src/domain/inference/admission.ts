@@ -1,9 +1,18 @@
-import { burnMicroDiem, grossMicroUsdc, MIN_OFFER_PRICE_CENTS, minBig, type TextPricing } from "../../lib/money.js";
+import {
+  burnMicroDiem,
+  grossMicroUsdc,
+  MIN_OFFER_PRICE_CENTS,
+  minBig,
+  type TextPricing,
+  worstBurnMicroDiem,
+} from "../../lib/money.js";
 import type { AdmissionPlan, BurnPricer, RoutableModel } from "./session.js";
 
 /**
  * Admission arithmetic (pure). A request is admitted with a completion-token cap we send upstream,
- * so its burn can never exceed what was reserved: maxBurn = burn(promptEstimate, admittedMaxTokens).
+ * so its burn can never exceed what was reserved: maxBurn = burn(promptEstimate, admittedMaxTokens),
+ * every prompt token at the dearest of the input, cache-read and cache-write rates
+ * (`worstBurnMicroDiem`: a cache write may cost more than an uncached token).
  * The prompt estimate is deliberately generous (bytes/3 + 16 per message) so it covers the
  * upstream's own count.
  */
@@ -66,7 +75,7 @@ export function planAdmission(input: {
   );
   const charge = (tokens: number) =>
     maxChargeFor(
-      burnMicroDiem(input.pricing, { promptTokens: input.promptEstimate, completionTokens: tokens }),
+      worstBurnMicroDiem(input.pricing, { promptTokens: input.promptEstimate, completionTokens: tokens }),
       input.ceilingCents,
     );
   let admitted = cap;
@@ -90,7 +99,7 @@ export function planAdmission(input: {
     }
     admitted = lo;
   }
-  const maxBurnMicroDiem = burnMicroDiem(input.pricing, {
+  const maxBurnMicroDiem = worstBurnMicroDiem(input.pricing, {
     promptTokens: input.promptEstimate,
     completionTokens: admitted,
   });

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { UpstreamClient } from "../../adapters/upstream/client.js";
+import { reportedDiemBalance, type UpstreamClient } from "../../adapters/upstream/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
 import { answerFacts } from "./answer-facts.js";
@@ -7,6 +7,7 @@ import { Attempted } from "./attempt-loop.js";
 import { answered } from "./lanes.js";
 import type { InferencePipeline } from "./pipeline.js";
 import { type AttemptingSession, type InferenceSession, type Settled, serverTiming, type Usage } from "./session.js";
+import { burnedOnKey } from "./usage.js";
 
 type Json = Record<string, unknown>;
 
@@ -23,6 +24,7 @@ export function costHeaders(s: Settled, session: InferenceSession): Record<strin
     "X-Balance-Remaining": formatDecimal6(s.balanceRemainingMicroUsdc),
     "Server-Timing": serverTiming(session),
     ...(s.uncharged ? { "X-Svc-Uncharged": s.uncharged } : {}),
+    ...(s.flagged ? { "X-Svc-Flagged": s.flagged } : {}),
   };
 }
 
@@ -30,7 +32,10 @@ export function costHeaders(s: Settled, session: InferenceSession): Record<strin
  * The buffered call, for every modality, on the pipeline's attempt loop (`InferencePipeline.run`):
  * per attempt, an upstream call (the buyer leaving or UPSTREAM_TIMEOUT_MS aborts it); an unreadable
  * answer, or one the modality's `meter` refuses (no usage, a failed response), falls forward; the
- * first good answer is settled on what `meter` read and returned with the settlement. On any error
+ * first good answer is settled on what `meter` read and returned with the settlement. An answer the
+ * provider flagged (`meter` says why) is charged what the provider burned on the key for it
+ * (`burnedOnKey`: the balance it reported before the call less the key's balance read now), nothing
+ * when that is 0 or cannot be read. On any error
  * the request is ended without a charge (its admissions released) and the thrown DomainError
  * carries the support reference.
  */
@@ -45,9 +50,9 @@ export async function runBuffered(
     signal: AbortSignal;
     /**
      * what the answer delivered; why it is no answer (`refused`: fall forward); or why the provider
-     * did not charge for it (`uncharged`: answered, nothing charged)
+     * flagged it (`flagged`: answered, charged what the provider burned for it)
      */
-    meter: (answer: Json, headers: IncomingHttpHeaders) => Usage | { refused: string } | { uncharged: string };
+    meter: (answer: Json, headers: IncomingHttpHeaders) => Usage | { refused: string } | { flagged: string };
   },
 ): Promise<{ answer: Json; settled: Settled }> {
   const done = await pipeline.run(session, async ({ attempt }) => {
@@ -64,10 +69,22 @@ export async function runBuffered(
       return Attempted.retry("invalid JSON from upstream");
     }
     const answer = parsed as Json;
-    const metered = o.meter(answer, res.ok ? res.value.headers : {});
+    const headers = res.ok ? res.value.headers : {};
+    const metered = o.meter(answer, headers);
     if ("refused" in metered) return Attempted.retry(metered.refused);
     const facts = () => answerFacts(answer);
-    if ("uncharged" in metered) return answered({ kind: "uncharged", reason: metered.uncharged }, answer, facts);
+    if ("flagged" in metered) {
+      const after = await upstream.keyStatus(attempt.secret);
+      const burned = burnedOnKey(reportedDiemBalance(headers), after.ok ? after.value.diemMicro : null);
+      const reason = metered.flagged;
+      return answered(
+        burned !== null && burned > 0n
+          ? { kind: "flagged", reason, burnMicroDiem: burned }
+          : { kind: "uncharged", reason },
+        answer,
+        facts,
+      );
+    }
     return answered({ kind: "settled", usage: metered }, answer, facts);
   });
   if (done === null) {

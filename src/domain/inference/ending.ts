@@ -86,9 +86,11 @@ export class Endings {
    * modality's price of the usage, never above the admitted maximum; `incomplete` — SPEC "Events" Chat
    * SSE 6 / Responses SSE 4, priced by `billIncomplete` (estimated usage capped at the admitted
    * max_tokens; burn capped at the admitted maximum and at the supplier's pre-call balance noted
-   * when the upstream answered), recorded `incomplete`; `uncharged` — nothing charged, no clear, the
-   * request recorded as succeeded with the reason as its error code. If it does not commit: nothing
-   * is charged, the request is recorded as failed, 500 settle_failed.
+   * when the upstream answered), recorded `incomplete`; `flagged` — what the provider burned on the
+   * key for an answer it flagged, never above the admitted maximum, recorded as succeeded with the
+   * reason as its error code; `uncharged` — nothing charged, no clear, the request recorded as
+   * succeeded with the reason as its error code. If it does not commit: nothing is charged, the
+   * request is recorded as failed, 500 settle_failed.
    */
   async charge(session: InferenceSession, attempt: Attempt, ending: Ending): Promise<Settled> {
     if (session.done || !session.buyerSlice) throw new DomainError("internal_error", "request already ended");
@@ -96,6 +98,7 @@ export class Endings {
     const { usage, burn } = burnOf(session, attempt, ending);
     const incomplete = ending.kind === "incomplete";
     const uncharged = ending.kind === "uncharged" ? ending.reason : undefined;
+    const flagged = ending.kind === "flagged" ? ending.reason : undefined;
     const split = computeCharge(burn, attempt.priceCentsPerDollar, this.deps.platformFeeBps);
     const now = this.deps.clock.now();
     const settleStart = performance.now();
@@ -106,7 +109,7 @@ export class Endings {
     attempt.offerSlice.spend(burn);
     const item = endItem(session, now, this.deps.lingering, {
       status: incomplete ? "incomplete" : "succeeded",
-      error_code: incomplete ? "stream_incomplete" : (uncharged ?? null),
+      error_code: incomplete ? "stream_incomplete" : (uncharged ?? flagged ?? null),
       charge:
         ending.kind === "uncharged"
           ? undefined
@@ -123,6 +126,7 @@ export class Endings {
               prompt: usage.promptTokens,
               completion: usage.completionTokens,
               cached: usage.cachedTokens ?? 0,
+              cache_write: usage.cacheWriteTokens ?? 0,
               buyer_holder: buyer.holder,
               offer_holder: attempt.offerSlice.holder,
             },
@@ -178,8 +182,11 @@ export class Endings {
     return {
       costMicroUsdc: split.grossMicroUsdc,
       ...(uncharged ? { uncharged } : {}),
+      ...(flagged ? { flagged } : {}),
       clearingPriceCents: attempt.priceCentsPerDollar,
       burnMicroDiem: burn,
+      cachedTokens: usage.cachedTokens ?? 0,
+      cacheWriteTokens: usage.cacheWriteTokens ?? 0,
       balanceRemainingMicroUsdc: balance,
       supportReference: session.supportReference,
       requestId: session.requestId,
@@ -290,6 +297,12 @@ function burnOf(session: InferenceSession, attempt: Attempt, ending: Ending): { 
   if (ending.kind === "uncharged") return { usage: { promptTokens: 0, completionTokens: 0 }, burn: 0n };
   if (ending.kind === "settled") {
     return { usage: ending.usage, burn: minBig(session.pricer.burn(ending.usage), session.plan.maxBurnMicroDiem) };
+  }
+  if (ending.kind === "flagged") {
+    return {
+      usage: { promptTokens: 0, completionTokens: 0 },
+      burn: minBig(maxBig(ending.burnMicroDiem, 0n), session.plan.maxBurnMicroDiem),
+    };
   }
   const { usage, burnMicroDiem } = billIncomplete(
     session.plan,

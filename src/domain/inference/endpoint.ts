@@ -42,9 +42,9 @@ export interface InferenceModality<R extends ModalityRequest> {
   upstreamBody(req: R, session: InferenceSession, stream: boolean): Json;
   /**
    * a buffered answer: what it delivered, why it is no answer (the request falls forward), or why
-   * the provider did not charge for it (answered, nothing charged)
+   * the provider flagged it (answered; charged what the provider burned for it, see `runBuffered`)
    */
-  meter(answer: Json, headers: IncomingHttpHeaders): Usage | { refused: string } | { uncharged: string };
+  meter(answer: Json, headers: IncomingHttpHeaders): Usage | { refused: string } | { flagged: string };
   /** a buffered answer as the buyer sees it, once settled */
   answer(answer: Json, req: R, session: InferenceSession, settled: Settled): Json;
   /** a streamed answer's renderer (frames, in-band errors); absent when the modality does not stream */

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import { type ImageRequest, type Json, parseImageRequest, parseOpenAiImageRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
 import { imageUnitPriceMicro } from "../catalog/catalog-pricing.js";
@@ -93,6 +94,26 @@ export function imagePricer(req: ImageRequest, model: RoutableModel): BurnPricer
   return flatJobPricer(unit * BigInt(req.variants));
 }
 
+/**
+ * The upstream's content-policy headers on an image answer (vendor/venice/api-spec.mdx "Response
+ * Headers Reference"; swagger `/image/generate`): `x-venice-is-content-violation` (Venice's policies)
+ * or `x-venice-is-adult-model-content-violation` (an adult model's), `"true"` when flagged.
+ * `x-venice-is-blurred` is not a violation (Safe Venice blurred an image it delivered).
+ */
+export const CONTENT_VIOLATION_HEADERS = [
+  "x-venice-is-content-violation",
+  "x-venice-is-adult-model-content-violation",
+] as const;
+
+export function isContentViolation(headers: IncomingHttpHeaders): boolean {
+  return CONTENT_VIOLATION_HEADERS.some(
+    (h) =>
+      String(headers[h] ?? "")
+        .trim()
+        .toLowerCase() === "true",
+  );
+}
+
 function imagesOf(answer: Json): string[] | null {
   const images = answer.images;
   return Array.isArray(images) && images.length > 0 && images.every((i) => typeof i === "string")
@@ -117,10 +138,8 @@ function modality(
     }),
     meter: (answer, headers) => {
       if (!imagesOf(answer)) return { refused: "no images in the upstream answer" };
-      // a content-policy block is a 200 with blacked-out images, not charged upstream (VENICE_API §5)
-      if (String(headers["x-venice-is-content-violation"] ?? "").toLowerCase() === "true") {
-        return { uncharged: "content_violation" };
-      }
+      // a content-policy answer is a 200 with blacked-out images: charged what the upstream burned
+      if (isContentViolation(headers)) return { flagged: "content_violation" };
       return { promptTokens: 0, completionTokens: 0 };
     },
     answer: (answer, req, session) => {

@@ -164,6 +164,7 @@ export class PipelineTracer {
           end(attempt, {
             "svc.outcome": ending.kind,
             "svc.uncharged_reason": ending.kind === "uncharged" ? ending.reason : undefined,
+            "svc.flagged_reason": ending.kind === "flagged" ? ending.reason : undefined,
             // the provider's own count (an incomplete stream has none: its bill is an estimate)
             ...genAiResponseAttributes(
               answered.facts?.(),

@@ -89,7 +89,10 @@ export interface Caller {
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
+  /** cache reads, part of promptTokens */
   cachedTokens?: number;
+  /** cache writes (`cache_creation_input_tokens`), part of promptTokens */
+  cacheWriteTokens?: number;
 }
 
 /** A settled request, as the buyer is told it. */
@@ -97,8 +100,14 @@ export interface Settled {
   costMicroUsdc: bigint;
   /** why the provider did not charge for a delivered answer (nothing charged, no clear) */
   uncharged?: string;
+  /** why the provider flagged a delivered answer it charged for (e.g. `content_violation`) */
+  flagged?: string;
   clearingPriceCents: number;
   burnMicroDiem: bigint;
+  /** the prompt tokens the burn priced at the cache-read rate (0 where none) */
+  cachedTokens?: number;
+  /** the prompt tokens the burn priced at the cache-write rate (0 where none) */
+  cacheWriteTokens?: number;
   balanceRemainingMicroUsdc: bigint;
   supportReference: string;
   requestId: string;

@@ -19,13 +19,16 @@ export type EscrowReturn = { holder: string; amount: string } & ({ account: stri
  * How a request ends with its attempt's answer (the pipeline's one ending, see `InferencePipeline.run`):
  * `settled` on the usage the upstream reported (with `extra` rows the modality writes in the same
  * transaction), `incomplete` — a stream that ended without its usage, billed on what the buyer was
- * shown (`billIncomplete`) — or `uncharged`: answered, but the provider did not charge for it (nothing
- * charged, no clear; `reason` recorded as the error code). A request that ends without an answer is
- * aborted (`InferencePipeline.abort`).
+ * shown (`billIncomplete`) —, `flagged` — answered, the provider flagged it (`reason`, e.g. a content
+ * violation) and burned `burnMicroDiem` on the key for it (`burnedOnKey`): charged that, never above
+ * the admitted maximum, `reason` recorded as the error code — or `uncharged`: answered, but the
+ * provider did not charge for it (nothing charged, no clear; `reason` recorded as the error code). A
+ * request that ends without an answer is aborted (`InferencePipeline.abort`).
  */
 export type Ending =
   | { kind: "settled"; usage: Usage; extra?: EndRows }
   | { kind: "incomplete"; stream: IncompleteStream }
+  | { kind: "flagged"; reason: string; burnMicroDiem: bigint }
   | { kind: "uncharged"; reason: string };
 
 /**
@@ -78,6 +81,8 @@ export interface EndItem {
   prompt: number | null;
   completion: number | null;
   cached: number | null;
+  /** cache-write tokens (`inference_requests.cache_write_tokens`) */
+  cache_write: number | null;
   buyer_holder: string | null;
   offer_holder: string | null;
   returns: EscrowReturn[];
@@ -101,6 +106,7 @@ export type EndCharge = Pick<
   | "prompt"
   | "completion"
   | "cached"
+  | "cache_write"
   | "buyer_holder"
   | "offer_holder"
 >;
@@ -118,6 +124,7 @@ const NO_CHARGE: EndCharge = {
   prompt: null,
   completion: null,
   cached: null,
+  cache_write: null,
   buyer_holder: null,
   offer_holder: null,
 };

@@ -10,8 +10,11 @@ const ITEM_TOKENS = 4;
 
 /**
  * Upstream usage → pipeline usage, for both shapes (chat `prompt_tokens`/`completion_tokens`,
- * Responses `input_tokens`/`output_tokens`, with their `…_details.cached_tokens`). Anything that is
- * not a finite non-negative count is no usage at all (the answer falls forward, never a bad charge).
+ * Responses `input_tokens`/`output_tokens`, with their `…_details`: `cached_tokens`, the cache
+ * reads, and `cache_creation_input_tokens`, the cache writes, both part of the prompt). Cache reads
+ * are at most the prompt, cache writes at most what is left of it (as the upstream bills them).
+ * Anything that is not a finite non-negative count is no usage at all (the answer falls forward,
+ * never a bad charge); an unreadable cache count is 0.
  */
 export function usageOf(u: unknown): Usage | undefined {
   if (typeof u !== "object" || u === null) return undefined;
@@ -21,12 +24,18 @@ export function usageOf(u: unknown): Usage | undefined {
   const count = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
   if (!count(prompt) || !count(completion)) return undefined;
   const details = (x.prompt_tokens_details ?? x.input_tokens_details) as Json | null | undefined;
-  const cached =
-    typeof details === "object" && details !== null && count(details.cached_tokens) ? details.cached_tokens : 0;
+  const detail = (key: string): number => {
+    const v = typeof details === "object" && details !== null ? details[key] : undefined;
+    return count(v) ? Math.floor(v) : 0;
+  };
+  const promptTokens = Math.floor(prompt);
+  const cachedTokens = Math.min(detail("cached_tokens"), promptTokens);
+  const cacheWriteTokens = Math.min(detail("cache_creation_input_tokens"), promptTokens - cachedTokens);
   return {
-    promptTokens: Math.floor(prompt),
+    promptTokens,
     completionTokens: Math.floor(completion),
-    cachedTokens: Math.min(Math.floor(cached), Math.floor(prompt)),
+    cachedTokens,
+    ...(cacheWriteTokens > 0 ? { cacheWriteTokens } : {}),
   };
 }
 
@@ -34,8 +43,9 @@ export function usageOf(u: unknown): Usage | undefined {
  * THE cost where OpenAI-compatible tooling reads it (OpenRouter's `usage.cost`): the answer's `usage`
  * object plus `cost` (USD, the charged amount as a JSON number — the same figure as
  * `X-Svc-Cost-Usdc`, which stays the exact one) and `cost_details` (`cost_usdc`, that amount as the
- * exact six-decimal string; `clearing_price_cents`; `upstream_burn_diem`, six decimals). A `usage`
- * that is not an object is left as it is (nothing to attach the cost to).
+ * exact six-decimal string; `clearing_price_cents`; `upstream_burn_diem`, six decimals;
+ * `cached_tokens` and `cache_write_tokens`, the prompt tokens the burn priced at the cache-read and
+ * cache-write rates). A `usage` that is not an object is left as it is (nothing to attach the cost to).
  */
 export function usageWithCost(usage: unknown, s: Settled): unknown {
   if (typeof usage !== "object" || usage === null || Array.isArray(usage)) return usage;
@@ -48,8 +58,23 @@ export function usageWithCost(usage: unknown, s: Settled): unknown {
       cost_usdc: costUsdc,
       clearing_price_cents: s.clearingPriceCents,
       upstream_burn_diem: formatDecimal6(s.burnMicroDiem),
+      cached_tokens: s.cachedTokens ?? 0,
+      cache_write_tokens: s.cacheWriteTokens ?? 0,
     },
   };
+}
+
+/**
+ * THE burn of an answer the provider flagged (a content-policy answer, docs/decisions.md "Venice as
+ * documented: cache writes and content-policy answers"): what it took from the supplier's key for
+ * it — the key's balance before the call as the upstream reported it (`x-venice-balance-diem`) less
+ * its balance read after the answer (`GET /api_keys/rate_limits`), never below 0. Null when either
+ * is unknown (nothing can be shown to have been burned). The caller caps it at the admitted maximum,
+ * which also bounds what other calls on the key may have burned in between.
+ */
+export function burnedOnKey(beforeMicroDiem: bigint | null, afterMicroDiem: bigint | null): bigint | null {
+  if (beforeMicroDiem === null || afterMicroDiem === null) return null;
+  return maxBig(beforeMicroDiem - afterMicroDiem, 0n);
 }
 
 /** What a stream that ended without usage showed: a rough prompt count and the characters relayed. */

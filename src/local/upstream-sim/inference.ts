@@ -318,6 +318,8 @@ interface BillInput {
   admitted: Admitted;
   promptTokens: number;
   cachedTokens: number;
+  /** cache writes (chat only; 0 elsewhere) */
+  cacheWriteTokens?: number;
   completionTokens: number;
   extraFeeMicro: bigint;
 }
@@ -330,7 +332,10 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
   const usage = {
     prompt_tokens: input.promptTokens,
     completion_tokens: input.completionTokens,
-    prompt_tokens_details: { cached_tokens: input.cachedTokens, cache_creation_input_tokens: 0 },
+    prompt_tokens_details: {
+      cached_tokens: input.cachedTokens,
+      cache_creation_input_tokens: input.cacheWriteTokens ?? 0,
+    },
   };
   const tokenBurn = computeBurnMicroDiem(input.model.model_spec.pricing, usage);
   // Add-on fees (web search) are charged only on billed responses, i.e. ones with output tokens.
@@ -343,6 +348,7 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
     completionTokens: input.completionTokens,
     totalTokens: input.promptTokens + input.completionTokens,
     cachedTokens: input.cachedTokens,
+    cacheWriteTokens: input.cacheWriteTokens ?? 0,
   };
   rec.burnMicroDiem = burn;
   rec.chargedDiemMicro = charged.diemMicro;
@@ -350,13 +356,13 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
   return charged;
 }
 
-function chatUsage(promptTokens: number, completionTokens: number, cachedTokens: number, reasoning = 0): Json {
+function chatUsage(job: ChatJob, completionTokens: number): Json {
   return {
-    prompt_tokens: promptTokens,
+    prompt_tokens: job.promptTokens,
     completion_tokens: completionTokens,
-    total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: cachedTokens, cache_creation_input_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: Math.min(reasoning, completionTokens) },
+    total_tokens: job.promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: job.cachedTokens, cache_creation_input_tokens: job.cacheWriteTokens },
+    completion_tokens_details: { reasoning_tokens: Math.min(job.directives.reasoningTokens ?? 0, completionTokens) },
   };
 }
 
@@ -533,6 +539,7 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
   });
   const n = typeof body.n === "number" ? body.n : 1;
   const cachedTokens = Math.min(promptTokens, directives.cachedTokens ?? 0);
+  const cacheWriteTokens = Math.min(promptTokens - cachedTokens, directives.cacheWriteTokens ?? 0);
   const veniceParameters = effectiveVeniceParameters(body.venice_parameters, suffixParams);
   const webSearch = isWebSearchOn(veniceParameters.enable_web_search) && caps.supportsWebSearch;
   const job: ChatJob = {
@@ -540,6 +547,7 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
     admitted,
     promptTokens,
     cachedTokens,
+    cacheWriteTokens,
     plan,
     n,
     directives,
@@ -560,6 +568,7 @@ interface ChatJob {
   admitted: Admitted;
   promptTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
   plan: { tokens: number; finishReason: "stop" | "length" };
   n: number;
   directives: SimDirectives;
@@ -583,6 +592,7 @@ async function bufferedChat(ctx: ApiContext, job: ChatJob): Promise<void> {
     admitted: job.admitted,
     promptTokens: job.promptTokens,
     cachedTokens: job.cachedTokens,
+    cacheWriteTokens: job.cacheWriteTokens,
     completionTokens,
     extraFeeMicro: job.extraFeeMicro,
   });
@@ -606,7 +616,7 @@ async function bufferedChat(ctx: ApiContext, job: ChatJob): Promise<void> {
       created: job.created,
       model: job.model.id,
       choices,
-      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens, job.directives.reasoningTokens),
+      usage: chatUsage(job, completionTokens),
       cost: costOf(charged),
       prompt_logprobs: null,
       venice_parameters: job.veniceParameters,
@@ -633,6 +643,7 @@ async function streamChat(ctx: ApiContext, job: ChatJob): Promise<void> {
       admitted: job.admitted,
       promptTokens: job.promptTokens,
       cachedTokens: job.cachedTokens,
+      cacheWriteTokens: job.cacheWriteTokens,
       completionTokens,
       extraFeeMicro: job.extraFeeMicro,
     });
@@ -696,12 +707,7 @@ async function streamChat(ctx: ApiContext, job: ChatJob): Promise<void> {
     sink.push(frame([{ index: i, delta: {}, finish_reason: job.plan.finishReason, logprobs: null }]));
   }
   // Upstream always sends the usage chunk, whatever stream_options.include_usage says.
-  sink.push(
-    frame([], {
-      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens, job.directives.reasoningTokens),
-      cost: costOf(charged),
-    }),
-  );
+  sink.push(frame([], { usage: chatUsage(job, completionTokens), cost: costOf(charged) }));
   sink.push("data: [DONE]\n\n");
   sink.end();
 }

@@ -49,7 +49,13 @@ const IMAGE_BYTES: Record<string, { bytes: Buffer; mime: string }> = {
   jpeg: { bytes: JPEG_1X1, mime: "image/jpeg" },
 };
 
+/**
+ * Content-policy answers (200, flagged by header). The reference documents the headers but not
+ * their billing, so a flagged image is debited its normal price; `…_free` flags it without a debit.
+ */
 const CONTENT_VIOLATION_DIRECTIVE = "[[sim:content_violation]]";
+const CONTENT_VIOLATION_FREE_DIRECTIVE = "[[sim:content_violation_free]]";
+const ADULT_CONTENT_VIOLATION_DIRECTIVE = "[[sim:adult_content_violation]]";
 
 // ------------------------------------------------------------------ shared
 
@@ -209,7 +215,11 @@ function imageGenerateIssues(body: Record<string, unknown>, model: SimImageModel
   return issues;
 }
 
-/** `POST /image/generate`: strict body; price × variants debited up front; content-violation → 200 uncharged. */
+/**
+ * `POST /image/generate`: strict body; price × variants debited up front; a content violation → 200
+ * flagged (`x-venice-is-content-violation` / `x-venice-is-adult-model-content-violation`), debited
+ * like any image unless `[[sim:content_violation_free]]`.
+ */
 export async function handleImageGenerate(ctx: ApiContext): Promise<void> {
   const body = ctx.body;
   if (!isRecord(body)) {
@@ -237,13 +247,16 @@ export async function handleImageGenerate(ctx: ApiContext): Promise<void> {
   const prompt = body.prompt as string;
   const admitted = admitRequest(ctx, model, { prepaid: true });
   if (!admitted) return;
-  const violation = prompt.includes(CONTENT_VIOLATION_DIRECTIVE);
+  const free = prompt.includes(CONTENT_VIOLATION_FREE_DIRECTIVE);
+  const violation = free || prompt.includes(CONTENT_VIOLATION_DIRECTIVE);
+  const adult = prompt.includes(ADULT_CONTENT_VIOLATION_DIRECTIVE);
   const headers: OutgoingHttpHeaders = {
     ...admitted.headers,
     "x-venice-is-content-violation": violation ? "true" : "false",
+    "x-venice-is-adult-model-content-violation": adult ? "true" : "false",
     "x-venice-is-blurred": "false",
   };
-  if (!violation) {
+  if (!free) {
     const unit = imageUnitPriceMicro(model, resolution, quality) ?? 0n;
     if (!chargePrepaid(ctx, { ...admitted, headers }, unit * BigInt(variants))) return;
   }

@@ -122,6 +122,7 @@ export interface SimRecordedUsage {
   completionTokens: number;
   totalTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
 }
 
 export interface SimRequestRecord {

@@ -93,6 +93,11 @@ export interface SimDirectives {
   cachedTokens?: number;
   /** report this many completion tokens as reasoning tokens (capped at completion_tokens; billed as output) */
   reasoningTokens?: number;
+  /**
+   * chat only: report this many prompt tokens as cache writes (`cache_creation_input_tokens`,
+   * capped at what the cache reads leave of prompt_tokens), billed at `cache_write`
+   */
+  cacheWriteTokens?: number;
 }
 
 const DIRECTIVE_RE = /\[\[sim:([a-z_]+)=(\d{1,9})\]\]/g;
@@ -120,6 +125,9 @@ export function parseDirectives(messages: readonly unknown[]): SimDirectives {
           break;
         case "reasoning_tokens":
           directives.reasoningTokens = value;
+          break;
+        case "cache_write":
+          directives.cacheWriteTokens = value;
           break;
         default:
           break;

@@ -84,7 +84,10 @@ describe("catalog sync against the simulator", () => {
       expect(row.inputMicroPerM, m.id).toBe(sim.base.inputMicro);
       expect(row.outputMicroPerM, m.id).toBe(sim.base.outputMicro);
       expect(row.cacheMicroPerM, m.id).toBe(m.model_spec.pricing.cache_input ? sim.base.cacheInputMicro : null);
+      expect(row.cacheWriteMicroPerM, m.id).toBe(m.model_spec.pricing.cache_write ? sim.base.cacheWriteMicro : null);
     }
+    const sonnet = await world.app.rt.db.catalogModel.findUniqueOrThrow({ where: { id: "claude-sonnet-4-6" } });
+    expect([sonnet.inputMicroPerM, sonnet.cacheWriteMicroPerM]).toEqual([3_600_000n, 4_500_000n]);
   });
 
   test("the extended long-context tier is stored and metered for the whole request", async () => {
@@ -94,17 +97,20 @@ describe("catalog sync against the simulator", () => {
       inputMicroPerM: 5_000_000n,
       outputMicroPerM: 22_500_000n,
       cacheMicroPerM: 1_000_000n,
+      cacheWriteMicroPerM: 1_000_000n,
     });
     const pricing = textPricingOf(row);
     expect(pricing).toEqual({
       inputMicroPerM: 2_500_000n,
       outputMicroPerM: 15_000_000n,
       cacheMicroPerM: 500_000n,
+      cacheWriteMicroPerM: 500_000n,
       extended: {
         thresholdTokens: 200_000,
         inputMicroPerM: 5_000_000n,
         outputMicroPerM: 22_500_000n,
         cacheMicroPerM: 1_000_000n,
+        cacheWriteMicroPerM: 1_000_000n,
       },
     });
     // at the threshold: base rates; one token above: extended rates for the whole request
@@ -128,22 +134,32 @@ describe("catalog sync against the simulator", () => {
       input_per_million: 1_540_000,
       output_per_million: 4_840_000,
       cache_per_million: 286_000,
+      cache_write_per_million: 1_540_000,
     });
-    // no cache price published: cached tokens bill at the input rate, so that is what is shown
+    // no cache price published: cache reads and writes bill at the input rate, so that is what is shown
     expect((await publicRow("qwen3-4b")).pricing).toEqual({
       input_per_million: 50_000,
       output_per_million: 150_000,
       cache_per_million: 50_000,
+      cache_write_per_million: 50_000,
+    });
+    expect((await publicRow("claude-sonnet-4-6")).pricing).toEqual({
+      input_per_million: 3_600_000,
+      output_per_million: 18_000_000,
+      cache_per_million: 360_000,
+      cache_write_per_million: 4_500_000,
     });
     expect((await publicRow("gemini-3-1-pro-preview")).pricing).toEqual({
       input_per_million: 2_500_000,
       output_per_million: 15_000_000,
       cache_per_million: 500_000,
+      cache_write_per_million: 500_000,
       extended: {
         context_token_threshold: 200_000,
         input_per_million: 5_000_000,
         output_per_million: 22_500_000,
         cache_per_million: 1_000_000,
+        cache_write_per_million: 1_000_000,
       },
     });
     const unpriced = await publicRow("llama-3.2-3b");
@@ -270,7 +286,12 @@ describe("catalog sync against the simulator", () => {
       await serviceFor(other.baseUrl).sync();
       const row = await publicRow("llama-3.2-3b");
       expect(row.status).toBe("live");
-      expect(row.pricing).toEqual({ input_per_million: 20_000, output_per_million: 40_000, cache_per_million: 20_000 });
+      expect(row.pricing).toEqual({
+        input_per_million: 20_000,
+        output_per_million: 40_000,
+        cache_per_million: 20_000,
+        cache_write_per_million: 20_000,
+      });
     } finally {
       await other.close();
     }

@@ -38,13 +38,25 @@ const defaults = loadConfig({}, { mode: "local" });
 if (!defaults.ok) throw new Error(defaults.errors.join("\n"));
 const { platformFeeBps, videoMarkupBps } = defaults.config.fees;
 
-type CatalogRates = { input_per_million: number; cache_per_million?: number; output_per_million: number };
+type CatalogRates = {
+  input_per_million: number;
+  cache_per_million?: number;
+  cache_write_per_million?: number;
+  output_per_million: number;
+};
+type TextUsage = {
+  prompt_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens?: number;
+  completion_tokens: number;
+};
 type CatalogTextPricing = CatalogRates & { extended?: CatalogRates & { context_token_threshold: number } };
 
 function rates(p: CatalogRates): TokenRates {
   return {
     inputMicroPerM: BigInt(p.input_per_million),
     cacheMicroPerM: p.cache_per_million === undefined ? null : BigInt(p.cache_per_million),
+    cacheWriteMicroPerM: p.cache_write_per_million === undefined ? null : BigInt(p.cache_write_per_million),
     outputMicroPerM: BigInt(p.output_per_million),
   };
 }
@@ -67,9 +79,10 @@ function imageUnit(p: Record<string, unknown>, req: { resolution?: string; quali
 const int = (v: unknown) => BigInt(v as number);
 
 /** A user message whose prompt the simulator counts as `promptTokens`, asking for `completionTokens`. */
-function exactPrompt(promptTokens: number, completionTokens: number, cachedTokens: number): string {
+function exactPrompt(u: TextUsage): string {
   // simulator: prompt_tokens = 4 + ceil(chars / 4) for one message (src/local/upstream-sim/README.md)
-  const directives = `[[sim:tokens=${completionTokens}]][[sim:cached_tokens=${cachedTokens}]]`;
+  const directives = `[[sim:tokens=${u.completion_tokens}]][[sim:cached_tokens=${u.cached_tokens}]][[sim:cache_write=${u.cache_write_tokens ?? 0}]]`;
+  const promptTokens = u.prompt_tokens;
   return directives.padEnd(4 * (promptTokens - 4), "x");
 }
 
@@ -102,10 +115,11 @@ describe("pricing.md worked examples", () => {
       const where = `pricing.md:${line}`;
       let burn: bigint;
       if (e.example === "text") {
-        const u = e.usage as { prompt_tokens: number; cached_tokens: number; completion_tokens: number };
+        const u = e.usage as TextUsage;
         burn = burnMicroDiem(textPricing(e.pricing as CatalogTextPricing), {
           promptTokens: u.prompt_tokens,
           cachedTokens: u.cached_tokens,
+          cacheWriteTokens: u.cache_write_tokens ?? 0,
           completionTokens: u.completion_tokens,
         });
       } else if (e.example === "image") {
@@ -139,13 +153,17 @@ describe("pricing.md worked examples", () => {
       const where = `pricing.md:${line}`;
       const charge = formatDecimal6(int(e.charge_micro_usdc));
       if (e.example === "text") {
-        const u = e.usage as { prompt_tokens: number; cached_tokens: number; completion_tokens: number };
-        const content = exactPrompt(u.prompt_tokens, u.completion_tokens, u.cached_tokens);
+        const u = e.usage as TextUsage;
+        const content = exactPrompt(u);
         const r = await post("/v1/chat/completions", { model: e.model, messages: [{ role: "user", content }] });
         expect(r.status, where).toBe(200);
         expect(r.body.usage, where).toMatchObject({
           prompt_tokens: u.prompt_tokens,
           completion_tokens: u.completion_tokens,
+          prompt_tokens_details: {
+            cached_tokens: u.cached_tokens,
+            cache_creation_input_tokens: u.cache_write_tokens ?? 0,
+          },
         });
         expect(r.headers.get("x-svc-cost-usdc"), where).toBe(charge);
         expect(r.headers.get("x-svc-clearing-price-cents"), where).toBe(String(CLEARING_CENTS));

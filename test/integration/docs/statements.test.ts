@@ -215,6 +215,50 @@ describe("llms.txt: every paid answer says what it cost", () => {
   });
 });
 
+describe("pricing.md: a content-policy answer", () => {
+  test("is delivered and charged what the provider burned on the key, flagged; nothing when it burned nothing", async () => {
+    says(
+      "/pricing.md",
+      "An answer the provider flags under its content policy is delivered (blacked out) and charged what the provider burned on the supplier's key for it, never more than the job's price: `X-Svc-Flagged: content_violation` when it burned something, `X-Svc-Uncharged: content_violation` (nothing charged) when it burned nothing",
+    );
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const billed = await post(buyer.apiKey, "/v1/image/generate", {
+      model: "venice-sd35",
+      prompt: "x [[sim:content_violation]]",
+    });
+    expect(billed.status).toBe(200);
+    expect(billed.headers.get("x-svc-flagged")).toBe("content_violation");
+    // venice-sd35: 0.01 DIEM per image, cleared at 40 cents
+    expect(billed.headers.get("x-svc-cost-usdc")).toBe(
+      formatDecimal6(computeCharge(10_000n, 40, world.app.rt.config.fees.platformFeeBps).grossMicroUsdc),
+    );
+    const free = await post(buyer.apiKey, "/v1/image/generate", {
+      model: "venice-sd35",
+      prompt: "x [[sim:content_violation_free]]",
+    });
+    expect(free.status).toBe(200);
+    expect(free.headers.get("x-svc-uncharged")).toBe("content_violation");
+    expect(free.headers.get("x-svc-cost-usdc")).toBe("0.000000");
+  });
+});
+
+describe("SKILL.md: what a request's cost says about cache reads and writes", () => {
+  test("usage.cost_details carries cached_tokens and cache_write_tokens; the lookup's usage too", async () => {
+    says("/SKILL.md", "and `cached_tokens` and `cache_write_tokens` (the prompt tokens priced at the model's");
+    says("/SKILL.md", "`usage` (`promptTokens`, `completionTokens`, `cachedTokens`, `cacheWriteTokens`)");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: "claude-sonnet-4-6",
+      messages: [{ role: "user", content: `${"p".repeat(400)} [[sim:cached_tokens=20]] [[sim:cache_write=30]]` }],
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { usage: { cost_details: Record<string, unknown> } };
+    expect(body.usage.cost_details).toMatchObject({ cached_tokens: 20, cache_write_tokens: 30 });
+    const detail = await lookup(buyer.apiKey, res.headers.get("x-svc-support-reference") ?? "");
+    expect(detail.body).toMatchObject({ usage: { cachedTokens: 20, cacheWriteTokens: 30 } });
+  });
+});
+
 describe("pricing.md: what the catalog rates are, and what is debited", () => {
   test("catalog rates are micro-USDC per 1M tokens at face value, informational; the debit is burn × clearing price", async () => {
     says(

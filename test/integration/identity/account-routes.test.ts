@@ -238,7 +238,7 @@ describe("inference history", () => {
       clearingPriceCents: null,
       costUsdc: null,
       burnDiem: null,
-      usage: { promptTokens: null, completionTokens: null },
+      usage: { promptTokens: null, completionTokens: null, cachedTokens: null, cacheWriteTokens: null },
       attempts: 0,
       timings: { startedAt: mine[24]?.startedAt.toISOString(), firstByteAt: null, completedAt: null, durationMs: null },
     });

@@ -129,6 +129,8 @@ describe("request detail by support reference", () => {
       costMicroUsdc: 12_345n,
       promptTokens: 1200,
       completionTokens: 340,
+      cachedTokens: 700,
+      cacheWriteTokens: 300,
       attemptCount: 2,
       model: "llama-3.3-70b",
       apiKeyId: a.key.id,
@@ -154,7 +156,7 @@ describe("request detail by support reference", () => {
       clearingPriceCents: 45,
       costUsdc: "0.012345",
       burnDiem: "0.027434",
-      usage: { promptTokens: 1200, completionTokens: 340 },
+      usage: { promptTokens: 1200, completionTokens: 340, cachedTokens: 700, cacheWriteTokens: 300 },
       attempts: 2,
       timings: {
         startedAt: "2026-05-01T10:00:00.000Z",

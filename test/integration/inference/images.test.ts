@@ -145,19 +145,92 @@ describe("POST /v1/image/generate: priced by the service from the catalog", () =
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("a content-policy answer is delivered and not charged (no clear)", async () => {
+  // Issue 39 item 5: a content-policy answer is charged what the provider burned on the key for it
+  // (its pre-call balance header less the key's balance after), never above the admitted maximum
+  test("a content-policy answer the provider did not bill is delivered and not charged (no clear)", async () => {
     const s = await supply(40);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await generate(world.app, buyer.apiKey, { model: "venice-sd35", prompt: "x [[sim:content_violation]]" });
+    const r = await generate(world.app, buyer.apiKey, {
+      model: "venice-sd35",
+      prompt: "x [[sim:content_violation_free]]",
+    });
     expect(r.status).toBe(200);
     expect(r.body.images).toHaveLength(1);
     expect(r.headers["x-svc-cost-usdc"]).toBe("0.000000");
     expect(r.headers["x-svc-uncharged"]).toBe("content_violation");
+    expect(r.headers["x-svc-flagged"]).toBeUndefined();
     expect(spentOn(s.keys)).toBe(0n);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n);
     expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(0);
     const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
     expect([rec.status, rec.errorCode, rec.costMicroUsdc]).toEqual(["succeeded", "content_violation", null]);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test.each([
+    ["x-venice-is-content-violation", "[[sim:content_violation]]"],
+    ["x-venice-is-adult-model-content-violation", "[[sim:adult_content_violation]]"],
+  ])(
+    "a content-policy answer (%s) the provider billed is charged its burn at the clearing price",
+    async (_h, directive) => {
+      const s = await supply(40);
+      const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+      const r = await generate(world.app, buyer.apiKey, { model: "venice-sd35", prompt: `x ${directive}` });
+      expect(r.status).toBe(200);
+      expect(r.body.images).toHaveLength(1);
+      // the key burned the image's price (0.01 DIEM = 10 000 micro-DIEM): at 40 cents, 4 000 micro-USDC
+      expect(spentOn(s.keys)).toBe(10_000n);
+      expect(r.headers["x-svc-cost-usdc"]).toBe("0.004000");
+      expect(r.headers["x-svc-flagged"]).toBe("content_violation");
+      expect(r.headers["x-svc-uncharged"]).toBeUndefined();
+      expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n - 4_000n);
+      const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+      expect([rec.status, rec.errorCode, rec.burnMicroDiem, rec.costMicroUsdc]).toEqual([
+        "succeeded",
+        "content_violation",
+        10_000n,
+        4_000n,
+      ]);
+      expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(1);
+      await expectHoldsReleased(world.app, buyer.accountId);
+      await assertBooksBalance(world.app.rt.db);
+    },
+  );
+
+  test("a content-policy charge never exceeds the admitted maximum, whatever else the key burned meanwhile", async () => {
+    const s = await supply(40);
+    const key = s.keys[0];
+    if (!key) throw new Error("one key");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    // the balance is read after the answer: hold that read back while the key burns 1 DIEM elsewhere
+    world.sim.state.injectFault(key.secret, { kind: "latency", ms: 400, route: "/api_keys/rate_limits" });
+    const pending = generate(world.app, buyer.apiKey, { model: "venice-sd35", prompt: "x [[sim:content_violation]]" });
+    for (let i = 0; i < 100; i++) {
+      if (world.sim.state.listRequests({ key: key.secret, route: "/image/generate" }).some((q) => q.status === 200))
+        break;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    const now = world.sim.state.getKey(key.secret)?.diemMicro ?? 0n;
+    world.sim.state.setBalance(key.secret, { diemMicro: now - 1_000_000n });
+    const r = await pending;
+    expect(r.status).toBe(200);
+    // capped at the image's price (the admitted maximum): 10 000 micro-DIEM at 40 cents
+    expect(r.headers["x-svc-cost-usdc"]).toBe("0.004000");
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n - 4_000n);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("a content-policy answer whose burn cannot be read (no balance after) is not charged", async () => {
+    const s = await supply(40);
+    const key = s.keys[0];
+    if (!key) throw new Error("one key");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    world.sim.state.injectFault(key.secret, { kind: "http_500", route: "/api_keys/rate_limits" });
+    const r = await generate(world.app, buyer.apiKey, { model: "venice-sd35", prompt: "x [[sim:content_violation]]" });
+    expect(r.status).toBe(200);
+    expect(r.headers["x-svc-uncharged"]).toBe("content_violation");
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n);
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
   });

@@ -46,6 +46,7 @@ const END_ITEM_SQL: { [K in keyof EndItem]-?: string } = {
   prompt: "integer",
   completion: "integer",
   cached: "integer",
+  cache_write: "integer",
   buyer_holder: "uuid",
   offer_holder: "uuid",
   returns: "jsonb",
@@ -123,6 +124,7 @@ describe("the end-item contract", () => {
       prompt: 10,
       completion: 5,
       cached: 0,
+      cache_write: 7,
       buyer_holder: session.buyerSlice?.holder ?? null,
       offer_holder: attempt.offerSlice.holder,
     };

@@ -192,7 +192,10 @@ async function sqlRows(sql: Sql) {
     offerEscrows: await q(
       `SELECT offer_id AS id, holder, amount_micro_diem::text AS amount FROM offer_escrows ORDER BY 1, 2`,
     ),
-    requests: await q(`SELECT id, status::text AS status, error_code FROM inference_requests ORDER BY id`),
+    requests: await q(
+      `SELECT id, status::text AS status, error_code, prompt_tokens AS prompt, completion_tokens AS completion,
+              cached_tokens AS cached, cache_write_tokens AS cache_write FROM inference_requests ORDER BY id`,
+    ),
     clears: await q(
       `SELECT id, offer_id AS offer, burn_micro_diem::text AS burn, gross_micro_usdc::text AS gross FROM clears ORDER BY id`,
     ),
@@ -227,7 +230,17 @@ function memoryRows(m: MemoryMarket) {
     holders: [...t.holders.keys()].sort(),
     buyerEscrows: escrows(t.buyerEscrows),
     offerEscrows: escrows(t.offerEscrows),
-    requests: byId(t.requests.map((r) => ({ id: r.request, status: r.status, error_code: r.error_code }))),
+    requests: byId(
+      t.requests.map((r) => ({
+        id: r.request,
+        status: r.status,
+        error_code: r.error_code,
+        prompt: r.prompt,
+        completion: r.completion,
+        cached: r.cached,
+        cache_write: r.cache_write,
+      })),
+    ),
     clears: byId(
       t.clears.map((c) => ({
         id: c.id,
@@ -322,6 +335,7 @@ const item = (n: number, o: Partial<EndItem> = {}): EndItem => ({
   prompt: null,
   completion: null,
   cached: null,
+  cache_write: null,
   buyer_holder: null,
   offer_holder: null,
   returns: [],
@@ -345,7 +359,8 @@ const charge = (n: number, o: { gross: bigint; burn: bigint; offer?: OfferRow })
     clear: id(0xa00 + n),
     prompt: 10,
     completion: 5,
-    cached: 0,
+    cached: 2,
+    cache_write: 3,
     buyer_holder: H1,
     offer_holder: H1,
     attempt_count: 1,

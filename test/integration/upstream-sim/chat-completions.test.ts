@@ -25,7 +25,7 @@ interface ChatBody {
     prompt_tokens: number;
     completion_tokens: number;
     total_tokens: number;
-    prompt_tokens_details: { cached_tokens: number };
+    prompt_tokens_details: { cached_tokens: number; cache_creation_input_tokens: number };
   };
   cost: { diem: number; usd: number };
   venice_parameters: Record<string, unknown>;
@@ -85,6 +85,7 @@ describe("buffered chat", () => {
       completionTokens: 37,
       totalTokens: promptTokens + 37,
       cachedTokens: 0,
+      cacheWriteTokens: 0,
     });
   });
 
@@ -151,6 +152,33 @@ describe("buffered chat", () => {
       computeBurnMicroDiem(pricingOf("zai-org-glm-5-1"), { ...usage, prompt_tokens_details: {} }),
     );
     expect(before - diemOf(sim)).toBe(burn);
+  });
+
+  test("cache-write directive reports cache_creation_input_tokens and bills them at cache_write", async () => {
+    const messages = userMessage(
+      `${"y".repeat(4000)} [[sim:cached_tokens=300]] [[sim:cache_write=500]] [[sim:tokens=20]]`,
+    );
+    const before = diemOf(sim);
+    const body = (await (
+      await post(sim, "/chat/completions", { model: "claude-sonnet-4-6", messages })
+    ).json()) as ChatBody;
+    expect(body.usage.prompt_tokens_details).toEqual({ cached_tokens: 300, cache_creation_input_tokens: 500 });
+    const pricing = pricingOf("claude-sonnet-4-6");
+    const usage = {
+      prompt_tokens: body.usage.prompt_tokens,
+      completion_tokens: 20,
+      prompt_tokens_details: { cached_tokens: 300, cache_creation_input_tokens: 500 },
+    };
+    const burn = computeBurnMicroDiem(pricing, usage);
+    // 4.5 DIEM/M for writes against 3.6 for input: 500 writes cost 450 micro-DIEM more than uncached
+    const uncachedWrites = computeBurnMicroDiem(pricing, {
+      ...usage,
+      prompt_tokens_details: { cached_tokens: 300 },
+    });
+    expect(burn - uncachedWrites).toBe(450n);
+    expect(before - diemOf(sim)).toBe(burn);
+    const [record] = sim.state.listRequests({ route: "/chat/completions" });
+    expect(record?.usage).toMatchObject({ cachedTokens: 300, cacheWriteTokens: 500 });
   });
 
   test("extended pricing tier applies above the context threshold", async () => {

@@ -52,6 +52,7 @@ describe("POST /image/generate", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("x-venice-balance-diem")).toBe("5");
     expect(res.headers.get("x-venice-is-content-violation")).toBe("false");
+    expect(res.headers.get("x-venice-is-adult-model-content-violation")).toBe("false");
     const json = (await res.json()) as {
       id: string;
       images: string[];
@@ -98,11 +99,33 @@ describe("POST /image/generate", () => {
     expect(bytes.subarray(1, 4).toString("ascii")).toBe("PNG");
   });
 
-  test("content violation → 200 flagged, not charged", async () => {
+  test("content violation → 200 flagged, debited like any image (the reference does not say otherwise)", async () => {
     const res = await post(sim, "/image/generate", { model: "venice-sd35", prompt: "bad [[sim:content_violation]]" });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-venice-is-content-violation")).toBe("true");
+    expect(res.headers.get("x-venice-is-adult-model-content-violation")).toBe("false");
+    expect(diemOf(sim)).toBe(START - 10_000n);
+  });
+
+  test("content violation the provider does not bill ([[sim:content_violation_free]]) → flagged, nothing debited", async () => {
+    const res = await post(sim, "/image/generate", {
+      model: "venice-sd35",
+      prompt: "bad [[sim:content_violation_free]]",
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-venice-is-content-violation")).toBe("true");
     expect(diemOf(sim)).toBe(START);
+  });
+
+  test("adult-model content violation → its own header, debited", async () => {
+    const res = await post(sim, "/image/generate", {
+      model: "venice-sd35",
+      prompt: "x [[sim:adult_content_violation]]",
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-venice-is-content-violation")).toBe("false");
+    expect(res.headers.get("x-venice-is-adult-model-content-violation")).toBe("true");
+    expect(diemOf(sim)).toBe(START - 10_000n);
   });
 
   test("prepaid: one currency must cover the whole price, else 402", async () => {

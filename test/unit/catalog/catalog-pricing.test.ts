@@ -18,6 +18,7 @@ function row(overrides: Partial<CatalogModelRow>): CatalogModelRow {
     inputMicroPerM: 1_540_000n,
     outputMicroPerM: 4_840_000n,
     cacheMicroPerM: 286_000n,
+    cacheWriteMicroPerM: null,
     extendedPricing: null,
     contextTokens: 200_000,
     maxCompletionTokens: 24_000,
@@ -35,14 +36,34 @@ describe("textPricingOf", () => {
       inputMicroPerM: 1_540_000n,
       outputMicroPerM: 4_840_000n,
       cacheMicroPerM: 286_000n,
+      cacheWriteMicroPerM: null,
       extended: null,
     });
     // (900 × 1.54 + 100 × 0.286 + 50 × 4.84) DIEM/M = 1656.6 micro-DIEM → 1657 (rounded up)
     expect(burnMicroDiem(pricing, { promptTokens: 1000, completionTokens: 50, cachedTokens: 100 })).toBe(1657n);
+    // no cache-write rate published: cache writes bill at the input rate
+    expect(
+      burnMicroDiem(pricing, { promptTokens: 1000, completionTokens: 50, cachedTokens: 100, cacheWriteTokens: 300 }),
+    ).toBe(1657n);
+  });
+
+  test("prices cache writes at the row's cache-write rate", () => {
+    const pricing = textPricingOf(row({ cacheWriteMicroPerM: 1_925_000n }));
+    expect(pricing.cacheWriteMicroPerM).toBe(1_925_000n);
+    // (600 × 1.54 + 100 × 0.286 + 300 × 1.925 + 50 × 4.84) DIEM/M = 1772.1 micro-DIEM → 1773
+    expect(
+      burnMicroDiem(pricing, { promptTokens: 1000, completionTokens: 50, cachedTokens: 100, cacheWriteTokens: 300 }),
+    ).toBe(1773n);
   });
 
   test("carries the extended tier", () => {
-    const ext = { thresholdTokens: 10, inputMicroPerM: 2n, outputMicroPerM: 3n, cacheMicroPerM: null };
+    const ext = {
+      thresholdTokens: 10,
+      inputMicroPerM: 2n,
+      outputMicroPerM: 3n,
+      cacheMicroPerM: null,
+      cacheWriteMicroPerM: 4n,
+    };
     expect(textPricingOf(row({ extendedPricing: ext })).extended).toEqual(ext);
   });
 

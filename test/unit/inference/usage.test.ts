@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { reportedDiemBalance } from "../../../src/adapters/upstream/client.js";
 import type { Usage } from "../../../src/domain/inference/session.js";
-import { billIncomplete, usageOf } from "../../../src/domain/inference/usage.js";
+import { billIncomplete, burnedOnKey, usageOf } from "../../../src/domain/inference/usage.js";
 
 describe("usageOf: the upstream's usage, the only basis of a charge", () => {
   test("reads both shapes, with cached tokens", () => {
@@ -42,6 +42,29 @@ describe("usageOf: the upstream's usage, the only basis of a charge", () => {
     ["a string count", { prompt_tokens: "3", completion_tokens: 4 }],
   ])("%s → no usage (the answer falls forward instead of being charged)", (_name, u) => {
     expect(usageOf(u)).toBeUndefined();
+  });
+
+  test("reads cache writes (cache_creation_input_tokens), at most what the cache reads leave of the prompt", () => {
+    expect(
+      usageOf({
+        prompt_tokens: 100,
+        completion_tokens: 5,
+        prompt_tokens_details: { cached_tokens: 30, cache_creation_input_tokens: 50 },
+      }),
+    ).toEqual({ promptTokens: 100, completionTokens: 5, cachedTokens: 30, cacheWriteTokens: 50 });
+    expect(
+      usageOf({
+        input_tokens: 10,
+        output_tokens: 1,
+        input_tokens_details: { cached_tokens: 4, cache_creation_input_tokens: 9 },
+      }),
+    ).toEqual({ promptTokens: 10, completionTokens: 1, cachedTokens: 4, cacheWriteTokens: 6 });
+    for (const bad of [-1, "7", null, Number.NaN]) {
+      expect(
+        usageOf({ prompt_tokens: 8, completion_tokens: 1, prompt_tokens_details: { cache_creation_input_tokens: bad } })
+          ?.cacheWriteTokens,
+      ).toBeUndefined();
+    }
   });
 
   test("a bad cached count is ignored, not trusted", () => {
@@ -94,5 +117,16 @@ describe("reportedDiemBalance: the upstream's pre-call balance header", () => {
     ["not a decimal", { "x-venice-balance-diem": "n/a" }, null],
   ] as const)("%s", (_name, headers, micro) => {
     expect(reportedDiemBalance(headers)).toBe(micro);
+  });
+});
+
+describe("burnedOnKey: what the provider took from the key for a flagged answer", () => {
+  test("the reported balance before the call less the balance after, never below 0; unknown → null", () => {
+    expect(burnedOnKey(5_000_000n, 4_990_000n)).toBe(10_000n);
+    expect(burnedOnKey(5_000_000n, 5_000_000n)).toBe(0n);
+    // topped up in between: nothing shown to be burned
+    expect(burnedOnKey(5_000_000n, 6_000_000n)).toBe(0n);
+    expect(burnedOnKey(null, 4_990_000n)).toBeNull();
+    expect(burnedOnKey(5_000_000n, null)).toBeNull();
   });
 });

@@ -11,6 +11,7 @@ import {
   parseDecimal6,
   splitGross,
   upstreamDecimalToMicro,
+  worstBurnMicroDiem,
 } from "../../../src/lib/money.js";
 
 describe("computeCharge: labelled edge cases (floor gross, floor fee, supplier = remainder)", () => {
@@ -178,6 +179,76 @@ describe("burnMicroDiem (usage × per-million rates, rounded up)", () => {
     expect(() => burnMicroDiem(glm, { promptTokens: 1.5, completionTokens: 0 })).toThrow(MoneyError);
     expect(() => burnMicroDiem(glm, { promptTokens: -1, completionTokens: 0 })).toThrow(MoneyError);
     expect(() => burnMicroDiem(glm, { promptTokens: 1, completionTokens: 0, cachedTokens: 2 })).toThrow(MoneyError);
+  });
+
+  test("cache writes bill at the cache-write rate; without one, at the input rate", () => {
+    const sonnet = { ...glm, cacheWriteMicroPerM: 1_925_000n };
+    // (1000 − 400 − 300) × 1.54 + 400 × 0.286 + 300 × 1.925 = 462 + 114.4 + 577.5 = 1153.9 → 1154
+    const usage = { promptTokens: 1000, completionTokens: 0, cachedTokens: 400, cacheWriteTokens: 300 };
+    expect(burnMicroDiem(sonnet, usage)).toBe(1154n);
+    // no cache-write rate: the 300 writes cost what 300 uncached tokens cost (1039 as above)
+    expect(burnMicroDiem(glm, usage)).toBe(1039n);
+    expect(() =>
+      burnMicroDiem(glm, { promptTokens: 10, completionTokens: 0, cachedTokens: 6, cacheWriteTokens: 5 }),
+    ).toThrow(MoneyError);
+  });
+
+  test("the extended tier's cache-write rate applies above its threshold", () => {
+    const p = {
+      inputMicroPerM: 1_000_000n,
+      outputMicroPerM: 1_000_000n,
+      cacheWriteMicroPerM: 2_000_000n,
+      extended: {
+        thresholdTokens: 10,
+        inputMicroPerM: 3_000_000n,
+        outputMicroPerM: 3_000_000n,
+        cacheWriteMicroPerM: 7_000_000n,
+      },
+    };
+    expect(burnMicroDiem(p, { promptTokens: 10, completionTokens: 0, cacheWriteTokens: 10 })).toBe(20n);
+    expect(burnMicroDiem(p, { promptTokens: 11, completionTokens: 0, cacheWriteTokens: 10 })).toBe(73n);
+  });
+
+  test("property: the worst burn of a prompt bounds every split into uncached, cache reads and cache writes", () => {
+    const rate = fc.bigInt({ min: 0n, max: 20_000_000n });
+    fc.assert(
+      fc.property(
+        rate,
+        rate,
+        fc.option(rate, { nil: null }),
+        fc.option(rate, { nil: null }),
+        fc.nat(100_000),
+        fc.nat(10_000),
+        fc.nat(100_000),
+        fc.nat(100_000),
+        (input, output, cache, write, prompt, completion, a, b) => {
+          const p = {
+            inputMicroPerM: input,
+            outputMicroPerM: output,
+            cacheMicroPerM: cache,
+            cacheWriteMicroPerM: write,
+          };
+          const cachedTokens = prompt === 0 ? 0 : a % (prompt + 1);
+          const cacheWriteTokens = prompt - cachedTokens === 0 ? 0 : b % (prompt - cachedTokens + 1);
+          const worst = worstBurnMicroDiem(p, { promptTokens: prompt, completionTokens: completion });
+          const burn = burnMicroDiem(p, {
+            promptTokens: prompt,
+            completionTokens: completion,
+            cachedTokens,
+            cacheWriteTokens,
+          });
+          return burn <= worst;
+        },
+      ),
+    );
+  });
+
+  test("the worst burn is the plain burn when no cache rate is above the input rate", () => {
+    expect(worstBurnMicroDiem(glm, { promptTokens: 1000, completionTokens: 50 })).toBe(
+      burnMicroDiem(glm, { promptTokens: 1000, completionTokens: 50 }),
+    );
+    const sonnet = { inputMicroPerM: 3_600_000n, outputMicroPerM: 18_000_000n, cacheWriteMicroPerM: 4_500_000n };
+    expect(worstBurnMicroDiem(sonnet, { promptTokens: 1000, completionTokens: 0 })).toBe(4500n);
   });
 
   test("property: burn is monotone in tokens and never below the exact cost", () => {
