@@ -19,6 +19,7 @@ import type { Attempt, AttemptingSession, RouteKind, Settled } from "./session.j
 const OPERATION: Record<RouteKind, { name: string; output: string }> = {
   chat: { name: "chat", output: "text" },
   responses: { name: "chat", output: "text" },
+  messages: { name: "chat", output: "text" },
   image: { name: "generate_content", output: "image" },
   images_openai: { name: "generate_content", output: "image" },
   video_queue: { name: "generate_content", output: "video" },
