@@ -136,9 +136,15 @@ export type AnthropicContentBlock = z.infer<typeof contentBlock>;
 
 const MESSAGES_MESSAGE = "messages must be a non-empty array of {role, content}.";
 
+/**
+ * A turn: `user`, `assistant`, or `system` (Anthropic's mid-conversation system message, text only;
+ * Claude Code sends its environment that way).
+ */
 export const anthropicMessage = z
   .object({
-    role: z.enum(["user", "assistant"], { errorMap: () => ({ message: "role must be user or assistant" }) }),
+    role: z.enum(["user", "assistant", "system"], {
+      errorMap: () => ({ message: "role must be user, assistant or system" }),
+    }),
     content: stringOr(
       contentBlock,
       "content must be a string or an array of content blocks",
@@ -146,6 +152,12 @@ export const anthropicMessage = z
     ),
   })
   .passthrough()
+  .superRefine((m, ctx) => {
+    if (m.role !== "system" || typeof m.content === "string") return;
+    const i = m.content.findIndex((b) => b.type !== "text");
+    if (i >= 0)
+      ctx.addIssue({ code: "custom", path: ["content", i, "type"], message: "a system message's blocks are text" });
+  })
   .openapi("AnthropicMessage");
 export type AnthropicMessage = z.infer<typeof anthropicMessage>;
 
@@ -268,12 +280,10 @@ const generationFields = {
     .min(0, { message: "top_k must be a non-negative integer." })
     .optional(),
   metadata: z.record(z.unknown()).nullable().optional().openapi({ description: "accepted, not forwarded" }),
-  thinking: z
-    .object({ type: z.string() })
-    .passthrough()
-    .nullable()
-    .optional()
-    .openapi({ description: "`enabled`: the model's reasoning comes back as thinking blocks; not forwarded" }),
+  thinking: z.object({ type: z.string() }).passthrough().nullable().optional().openapi({
+    description:
+      "`enabled` or `adaptive` (without `display: omitted`): the model's reasoning comes back as thinking blocks; not forwarded",
+  }),
   stream: z
     .boolean({ invalid_type_error: "stream must be a boolean." })
     .optional()
@@ -314,7 +324,7 @@ export interface MessagesRequest extends ModalityRequest, AnthropicPrompt {
   temperature: number | undefined;
   topP: number | undefined;
   topK: number | undefined;
-  /** `thinking: {type: "enabled" | "adaptive"}`: the model's reasoning is answered as thinking blocks */
+  /** `thinking: {type: "enabled" | "adaptive"}` (not `display: "omitted"`): the model's reasoning is answered as thinking blocks */
   thinking: boolean;
 }
 
@@ -336,7 +346,7 @@ export function parseMessagesRequest(raw: unknown): MessagesRequest {
     temperature: b.temperature,
     topP: b.top_p,
     topK: b.top_k,
-    thinking: b.thinking?.type === "enabled" || b.thinking?.type === "adaptive",
+    thinking: (b.thinking?.type === "enabled" || b.thinking?.type === "adaptive") && b.thinking.display !== "omitted",
   };
 }
 

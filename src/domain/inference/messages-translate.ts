@@ -54,6 +54,10 @@ function userMessage(parts: Json[]): Json {
 
 /** One Anthropic message as chat messages (a user turn with tool results is several). */
 function chatMessagesOf(m: AnthropicMessage): Json[] {
+  if (m.role === "system") {
+    const text = typeof m.content === "string" ? m.content : joinedText(m.content);
+    return text.length > 0 ? [{ role: "system", content: text }] : [];
+  }
   if (typeof m.content === "string") return [{ role: m.role, content: m.content }];
   const blocks = m.content;
   if (m.role === "assistant") {
@@ -92,9 +96,17 @@ function chatMessagesOf(m: AnthropicMessage): Json[] {
   return out;
 }
 
+/** System text blocks as one text: joined by a blank line. */
+function joinedText(blocks: readonly Block[]): string {
+  return blocks
+    .map((b) => (b.type === "text" ? b.text : ""))
+    .filter((t) => t.length > 0)
+    .join("\n\n");
+}
+
 /** The system prompt as one system message (text blocks joined by a blank line), or none. */
 function systemMessage(system: AnthropicPrompt["system"]): Json | undefined {
-  const text = typeof system === "string" ? system : (system ?? []).map((b) => b.text).join("\n\n");
+  const text = typeof system === "string" ? system : joinedText(system ?? []);
   return text.length > 0 ? { role: "system", content: text } : undefined;
 }
 

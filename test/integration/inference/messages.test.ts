@@ -165,7 +165,16 @@ describe("bad input: Anthropic's error shape, the service's code, nothing change
   test.each([
     ["no max_tokens", { model: MODEL, messages: [{ role: "user", content: "x" }] }, "max_tokens"],
     ["no messages", { model: MODEL, max_tokens: 10 }, "messages"],
-    ["a system role in messages", hi({ messages: [{ role: "system", content: "x" }] }), "messages.0.role"],
+    ["a tool role in messages", hi({ messages: [{ role: "tool", content: "x" }] }), "messages.0.role"],
+    [
+      "an image in a system message",
+      hi({
+        messages: [
+          { role: "system", content: [{ type: "image", source: { type: "url", url: "https://example.com/a.png" } }] },
+        ],
+      }),
+      "messages.0.content.0.type",
+    ],
     [
       "a document block",
       hi({ messages: [{ role: "user", content: [{ type: "document", source: {} }] }] }),

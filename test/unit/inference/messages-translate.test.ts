@@ -66,6 +66,22 @@ describe("chatPromptOf: Anthropic's prompt as the upstream's chat messages", () 
     ]);
   });
 
+  test("a system message in the conversation (Claude Code's environment) stays a system message there", () => {
+    const p = prompt({
+      system: "Top.",
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "system", content: [{ type: "text", text: "# Environment", cache_control: { type: "ephemeral" } }] },
+        { role: "system", content: "" },
+      ],
+    });
+    expect(p.messages).toEqual([
+      { role: "system", content: "Top." },
+      { role: "user", content: "hi" },
+      { role: "system", content: "# Environment" },
+    ]);
+  });
+
   test("images: base64 as a data: URL, a URL as it is, beside the text parts; empty text parts dropped", () => {
     const p = prompt({
       messages: [
