@@ -1287,7 +1287,7 @@ export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
       title: "svc: prepaid inference marketplace",
       version: API_VERSION,
       description:
-        'Buyers prepay USDC on Base (x402 `exact`) and call an OpenAI-compatible API routed to the cheapest eligible supplier offer; suppliers sell expiring DIEM capacity. Errors are `{"error":{"code","message",...}}` with `X-Svc-Error-Code`. Guides: /llms.txt, /SKILL.md, /pricing.md, /marketplace.md, /MCP.md.',
+        'Buyers prepay USDC on Base (x402 `exact`) and call an OpenAI-compatible API (and Anthropic\'s Messages API at /v1/messages) routed to the cheapest eligible supplier offer; suppliers sell expiring DIEM capacity. Errors are `{"error":{"code","message",...}}` with `X-Svc-Error-Code` (on /v1/messages inside Anthropic\'s `{"type":"error","error":{…}}`). Guides: /llms.txt, /SKILL.md, /pricing.md, /marketplace.md, /MCP.md.',
     },
     servers: [{ url: urls.base }],
     tags: [
