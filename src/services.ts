@@ -27,6 +27,7 @@ import { IdentityService } from "./domain/identity/identity-service.js";
 import { type ChatRequest, chatModality } from "./domain/inference/chat.js";
 import { InferenceEndpoint } from "./domain/inference/endpoint.js";
 import { type ImageRequest, imageModality, openAiImageModality } from "./domain/inference/image.js";
+import { type MessagesRequest, MessagesTokenCounter, messagesModality } from "./domain/inference/messages.js";
 import { createModelResolver } from "./domain/inference/model-resolver.js";
 import { InferencePipeline } from "./domain/inference/pipeline.js";
 import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
@@ -74,6 +75,10 @@ export interface Services {
   inference: InferencePipeline;
   chat: InferenceEndpoint<ChatRequest>;
   responses: InferenceEndpoint<ResponsesRequest>;
+  /** `POST /v1/messages` (Anthropic's Messages API, translated onto chat) */
+  messages: InferenceEndpoint<MessagesRequest>;
+  /** `POST /v1/messages/count_tokens` (the admission estimate; free) */
+  messageTokens: MessagesTokenCounter;
   /** `POST /v1/image/generate` */
   image: InferenceEndpoint<ImageRequest>;
   /** `POST /v1/images/generations` (OpenAI's shape, same engine and prices) */
@@ -269,5 +274,7 @@ export function createServices(deps: ServiceDeps): Services {
     }),
     webhooks,
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
+    messages: new InferenceEndpoint(pipeline, deps.upstream, messagesModality),
+    messageTokens: new MessagesTokenCounter(pipeline),
   };
 }

@@ -254,5 +254,11 @@ export const HEADERS = {
     schema: { type: "string" },
     description: "Routable DIEM at or below the ceiling (insufficient_routable_at_price).",
   },
+  shouldRetry: {
+    name: "x-should-retry",
+    schema: { type: "string", example: "false" },
+    description:
+      "Messages routes: `true` or `false`, whether the error is worth retrying (the code's `retryable`); the Anthropic SDK obeys it.",
+  },
 } as const;
 export type HeaderName = keyof typeof HEADERS;

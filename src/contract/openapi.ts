@@ -57,6 +57,15 @@ import {
 } from "./inference.js";
 import { capacityResponse, marketStatsResponse, poolSummaryResponse } from "./market.js";
 import {
+  anthropicErrorBody,
+  anthropicErrorType,
+  anthropicMessageResponse,
+  anthropicTool,
+  countTokensBody,
+  countTokensResponse,
+  messagesBody,
+} from "./messages.js";
+import {
   offerList,
   offerResponse,
   patchOfferBody,
@@ -121,6 +130,14 @@ registry.registerComponent("securitySchemes", "x402PaymentV2", {
   name: "PAYMENT-SIGNATURE",
   description:
     "Base64 x402 v2 payment payload (`accepted` = the PAYMENT-REQUIRED requirement, `payload` = the EIP-3009 authorization and signature) answering a 402 challenge; funding routes only, instead of X-PAYMENT (both at once is 400). The same authorization in either envelope is one payment.",
+});
+
+registry.registerComponent("securitySchemes", "anthropicApiKey", {
+  type: "apiKey",
+  in: "header",
+  name: "x-api-key",
+  description:
+    "The same API key (`svc_…`) in Anthropic's header, on the Messages routes only (`Authorization: Bearer` works there too; both at once must be the same key).",
 });
 
 const BEARER = [{ bearerAuth: [] }];
@@ -767,6 +784,73 @@ for (const path of ["/v1/responses", "/v1/responses/{id}"]) {
     responses: errorResponses([401, 404], { 404: "Responses are not stored; there is nothing to retrieve." }),
   });
 }
+
+// ---- Anthropic's Messages API (Bearer or x-api-key; errors in Anthropic's shape) ----------------
+
+registry.register("AnthropicErrorBody", anthropicErrorBody);
+registry.register("AnthropicTool", anthropicTool);
+const ANTHROPIC_AUTH: RouteConfig["security"] = [{ bearerAuth: [] }, { anthropicApiKey: [] }];
+
+/** The Messages routes' errors: the same statuses and headers, Anthropic's body, `x-should-retry`. */
+function anthropicErrorResponses(statuses: number[]): Record<string, ResponseConfig> {
+  const all = [...new Set([...statuses, 500])].sort((a, b) => a - b);
+  return Object.fromEntries(
+    all.map((s) => [
+      String(s),
+      {
+        description: `${ERROR_DESCRIPTIONS[s] ?? "Error."} Anthropic's shape: \`error.type\` ${anthropicErrorType(s)}, the service's code in \`error.code\` and \`error.details.error_code\`.`,
+        headers: headers(...(ERROR_HEADERS[s] ?? ["errorCode"]), "shouldRetry"),
+        content: { "application/json": { schema: { $ref: "#/components/schemas/AnthropicErrorBody" } } },
+      },
+    ]),
+  );
+}
+
+registry.registerPath({
+  method: "post",
+  path: "/v1/messages",
+  operationId: "createMessage",
+  tags: ["Inference"],
+  summary: "Anthropic's Messages API, on the same pipeline as chat (Anthropic SDKs, Claude Code)",
+  description:
+    "Anthropic's request (`model` a catalog id, `max_tokens`, `messages` with text, image, tool_use and tool_result blocks, `system`, `tools`, `tool_choice`, `stop_sequences`, `temperature`, `top_p`, `top_k`, `metadata`, `stream`), translated onto the upstream's chat completions; unknown fields are ignored. Same key, scopes, budgets, debit, clearing and fall-forward as chat. Errors are Anthropic's `{type: error, error: {type, message}}` plus the service's `error.code`. See docs/decisions.md \"Anthropic Messages API\".",
+  security: ANTHROPIC_AUTH,
+  request: { body: jsonBody(messagesBody) },
+  responses: {
+    200: {
+      description:
+        "A message (JSON, with the cost headers; `usage.cost` and `usage.cost_details`) or, with `stream: true`, Anthropic's SSE events",
+      headers: headers(...COST_HEADERS),
+      content: {
+        "application/json": { schema: anthropicMessageResponse },
+        "text/event-stream": {
+          schema: {
+            type: "string" as const,
+            description:
+              "`message_start`, `ping`, per block `content_block_start` / `content_block_delta` (`text_delta`, `input_json_delta`, `thinking_delta`) / `content_block_stop`, then `message_delta` (stop reason; `usage` with `cost` and `cost_details`; flat `costUsdc`, `clearingPriceCents`, `supportReference`), `message_stop`. No cost headers. A stream that ends without usage: an `error` event (`stream_incomplete`, with the flat cost fields) and no `message_stop`; a settlement that does not commit: an `error` event (`settle_failed`).",
+          },
+        },
+      },
+    },
+    ...anthropicErrorResponses([...BODY_ERRORS, 401, 402, 403, 404, 429, 502, 503]),
+  },
+});
+registry.registerPath({
+  method: "post",
+  path: "/v1/messages/count_tokens",
+  operationId: "countMessageTokens",
+  tags: ["Inference"],
+  summary: "The prompt estimate admission makes for a Messages body (free)",
+  description:
+    "`input_tokens` = ceil(UTF-8 bytes / 3) + 16 per message, over the translated messages and tool definitions: the generous estimate the service reserves for, not a tokenizer's count. Nothing is charged or recorded.",
+  security: ANTHROPIC_AUTH,
+  request: { body: jsonBody(countTokensBody) },
+  responses: {
+    200: jsonResponse(countTokensResponse, "The estimate"),
+    ...anthropicErrorResponses([...BODY_ERRORS, 401, 403, 404]),
+  },
+});
+
 registry.registerPath({
   method: "post",
   path: "/v1/image/generate",
@@ -1203,7 +1287,7 @@ export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
       title: "svc: prepaid inference marketplace",
       version: API_VERSION,
       description:
-        'Buyers prepay USDC on Base (x402 `exact`) and call an OpenAI-compatible API routed to the cheapest eligible supplier offer; suppliers sell expiring DIEM capacity. Errors are `{"error":{"code","message",...}}` with `X-Svc-Error-Code`. Guides: /llms.txt, /SKILL.md, /pricing.md, /marketplace.md, /MCP.md.',
+        'Buyers prepay USDC on Base (x402 `exact`) and call an OpenAI-compatible API (and Anthropic\'s Messages API at /v1/messages) routed to the cheapest eligible supplier offer; suppliers sell expiring DIEM capacity. Errors are `{"error":{"code","message",...}}` with `X-Svc-Error-Code` (on /v1/messages inside Anthropic\'s `{"type":"error","error":{…}}`). Guides: /llms.txt, /SKILL.md, /pricing.md, /marketplace.md, /MCP.md.',
     },
     servers: [{ url: urls.base }],
     tags: [

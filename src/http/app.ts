@@ -25,7 +25,7 @@ import { type WebOptions, webRoutes } from "./routes/web.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 
 export interface HttpApp {
-  /** the Express app alone: it never sees the two hot inference POSTs (see `handler`) */
+  /** the Express app alone: it never sees the hot inference POSTs (see `handler`) */
   app: Express;
   /** the listener's request handler, the inference fast path then Express; drive this in-process */
   handler: RequestListener;
@@ -99,7 +99,7 @@ export function createHttpApp(rt: Runtime, opts: HttpAppOptions = {}): HttpApp {
   });
   app.use(errorMiddleware);
 
-  // the two hot inference POSTs skip Express (its router and per-request wrapping were a fifth of
+  // the hot inference POSTs skip Express (its router and per-request wrapping were a fifth of
   // the service's CPU on them); routes/inference.ts runs the same layers and route functions for them
   const fast = inferenceListener(rt, entry);
   const handler: RequestListener = (req, res) => {

@@ -127,7 +127,9 @@ export function credentialFamily(
   const under = (prefix: string) => p === prefix || p.startsWith(`${prefix}/`);
   if (
     bearerPaths.has(p) ||
-    ["/v1/chat/completions", "/v1/responses", "/v1/image/generate", "/v1/images/generations"].some(under) ||
+    ["/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/image/generate", "/v1/images/generations"].some(
+      under,
+    ) ||
     under("/v1/video") ||
     under("/v1/agent") ||
     p === "/v1/x402/refill"
@@ -178,8 +180,15 @@ export async function authenticateBearer(
       "This route takes a Bearer API key; a session cookie is not accepted.",
     );
   }
-  const token = bearerToken(req);
-  if (!token) throw new DomainError("authentication_failed", "Missing Authorization: Bearer <API key>.");
+  const token = opts.apiKeyHeader ? anthropicApiKey(req) : bearerToken(req);
+  if (!token) {
+    throw new DomainError(
+      "authentication_failed",
+      opts.apiKeyHeader
+        ? "Missing API key: send x-api-key: <API key> or Authorization: Bearer <API key>."
+        : "Missing Authorization: Bearer <API key>.",
+    );
+  }
   const k = opts.cached ? await services.apiKeys.authenticateCached(token) : await services.apiKeys.authenticate(token);
   if (!k) throw new DomainError("authentication_failed", "Invalid or revoked API key.");
   const viewer: Viewer = {
@@ -197,10 +206,29 @@ export async function authenticateBearer(
 /**
  * `cached`: the inference routes, whose hold re-checks the key in its own transaction. `scope`: the
  * scope the route needs (key-scopes.ts `requireScope`: 403 `insufficient_scope`, the body unread).
+ * `apiKeyHeader`: the key may also come in `x-api-key` (the Messages routes, as Anthropic's clients send it).
  */
 export interface BearerOptions {
   cached?: boolean;
   scope?: Scope;
+  apiKeyHeader?: boolean;
+}
+
+/**
+ * The API key of a Messages request: `x-api-key` (Anthropic's header, what `ANTHROPIC_API_KEY` sends)
+ * or `Authorization: Bearer` (what `ANTHROPIC_AUTH_TOKEN` sends); both at once must be the same key.
+ */
+export function anthropicApiKey(req: IncomingMessage): string | undefined {
+  const bearer = bearerToken(req);
+  const header = req.headers["x-api-key"];
+  const apiKey = typeof header === "string" && header.trim() !== "" ? header.trim() : undefined;
+  if (bearer !== undefined && apiKey !== undefined && bearer !== apiKey) {
+    throw new DomainError(
+      "authentication_failed",
+      "x-api-key and Authorization: Bearer name different keys; send one of them.",
+    );
+  }
+  return bearer ?? apiKey;
 }
 
 /** The Bearer rule as middleware; the body is read after the credential checks out (layers.ts). */

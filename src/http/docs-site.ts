@@ -40,7 +40,7 @@ export const PUBLIC_DOCUMENTS: readonly PublicDocument[] = [
     slug: "skill",
     title: "Agent skill",
     summary:
-      "From an x402 wallet to a paid completion: signup with either x402 client, confirmation, chat, costs, errors.",
+      "From an x402 wallet to a paid completion: signup with either x402 client, confirmation, chat, costs, errors, Anthropic's SDK and Claude Code.",
   },
   {
     file: "pricing.md",
@@ -237,6 +237,8 @@ ${docs}
 <li><a href="${escapeHtml(paths.api("/graphql"))}">GraphiQL</a>: explore the GraphQL API at <code>${escapeHtml(urls.base)}/graphql</code>.</li>
 <li>MCP connector: <code>${escapeHtml(urls.mcp)}/mcp</code> with <code>Authorization: Bearer svc_…</code>
 (<a href="${paths.page("mcp")}">setup</a>).</li>
+<li>Anthropic's Messages API: <code>${escapeHtml(urls.base)}/v1/messages</code>, for the Anthropic SDKs and Claude Code
+(<a href="${paths.page("skill")}#10-use-it-from-anthropics-sdk-and-claude-code">Use it from Anthropic's SDK and Claude Code</a>).</li>
 </ul>
 `;
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { type ServerResponse, STATUS_CODES } from "node:http";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { NextFunction, Request, Response } from "express";
 import { ZodError } from "zod";
+import { anthropicErrorObject } from "../contract/messages.js";
 import { invalidRequest } from "../contract/parse.js";
 import { DomainError, type ErrorDetails, isDomainError, retryAfterOf } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
@@ -31,7 +32,22 @@ export interface ErrorPayload {
   body: Record<string, unknown>;
 }
 
-export function errorPayload(err: DomainError): ErrorPayload {
+/**
+ * How a route family answers errors: the service's `{"error":{"code",…}}`, or Anthropic's
+ * `{"type":"error","error":{"type","message",…}}` on the Messages routes (`/v1/messages…`), with the
+ * same status, details and headers (docs/decisions.md "Anthropic Messages API").
+ */
+export type ErrorDialect = "svc" | "anthropic";
+
+/** The dialect of the route a request is for (the path as Express routes it: any letter case, trailing slash). */
+export function dialectOf(req: IncomingMessage | undefined): ErrorDialect {
+  const raw = (req as { originalUrl?: string } | undefined)?.originalUrl ?? req?.url ?? "";
+  const q = raw.indexOf("?");
+  const path = (q < 0 ? raw : raw.slice(0, q)).toLowerCase().replace(/\/+$/, "");
+  return path === "/v1/messages" || path.startsWith("/v1/messages/") ? "anthropic" : "svc";
+}
+
+export function errorPayload(err: DomainError, dialect: ErrorDialect = "svc", requestId?: string): ErrorPayload {
   const headers: Record<string, string> = { "X-Svc-Error-Code": err.code };
   for (const [key, header] of HINT_HEADERS) {
     const v = err.details[key];
@@ -46,6 +62,19 @@ export function errorPayload(err: DomainError): ErrorPayload {
   const details: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(err.details)) {
     if (!HEADER_ONLY.has(k) && v !== undefined) details[k] = typeof v === "bigint" ? v.toString() : v;
+  }
+  if (dialect === "anthropic") {
+    // the Anthropic SDK retries 408, 409, 429 and 5xx unless told: it is told what the code says
+    headers["x-should-retry"] = String(err.retryable);
+    return {
+      status: err.status,
+      headers,
+      body: {
+        type: "error",
+        error: anthropicErrorObject(err.status, err.code, err.message, details),
+        request_id: requestId ?? null,
+      },
+    };
   }
   return {
     status: err.status,
@@ -79,13 +108,18 @@ export function writeError(res: ServerResponse, err: unknown, requestId: string 
     res.end();
     return;
   }
-  const p = errorPayload(domain);
+  const p = errorPayload(domain, dialectOf(res.req), requestId ?? requestIdHeader(res));
   writeJson(res, p.status, p.headers, p.body);
 }
 
 export function sendError(res: Response, err: DomainError): void {
-  const p = errorPayload(err);
+  const p = errorPayload(err, dialectOf(res.req), requestIdHeader(res));
   res.status(p.status).set(p.headers).json(p.body);
+}
+
+function requestIdHeader(res: ServerResponse): string | undefined {
+  const id = res.getHeader("X-Svc-Request-Id");
+  return typeof id === "string" ? id : undefined;
 }
 
 /** Converts anything thrown into a DomainError; unknown errors become a masked 500. */

@@ -34,6 +34,7 @@ export const GENAI_CHAT: GenAiOperation = Object.freeze({ name: "chat", output: 
 const OPERATION: Record<RouteKind, GenAiOperation> = {
   chat: GENAI_CHAT,
   responses: GENAI_CHAT,
+  messages: GENAI_CHAT,
   image: { name: "generate_content", output: "image" },
   images_openai: { name: "generate_content", output: "image" },
   video_queue: { name: "generate_content" },

@@ -41,12 +41,13 @@ export interface BurnPricer {
 }
 
 /** The buyer-facing route a request came in on (recorded with it; `inference_route` in SQL). */
-export type RouteKind = "chat" | "responses" | "image" | "images_openai" | "video_queue";
+export type RouteKind = "chat" | "responses" | "messages" | "image" | "images_openai" | "video_queue";
 
 /** What the buyer called, for error messages. */
 export const ROUTE_LABEL: Record<RouteKind, string> = {
   chat: "chat completions",
   responses: "responses",
+  messages: "messages",
   image: "image generation",
   images_openai: "image generations",
   video_queue: "video",

@@ -20,6 +20,8 @@ import { traceRequest } from "../tracing.js";
 
 const CHAT_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
+const MESSAGES_PATH = "/v1/messages";
+const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
 const IMAGE_PATH = "/v1/image/generate";
 const IMAGES_OPENAI_PATH = "/v1/images/generations";
 
@@ -121,14 +123,16 @@ async function serveInference<R extends ModalityRequest>(
 }
 
 /**
- * The two hot POSTs, `POST /v1/chat/completions` and `POST /v1/responses`: the cached Bearer check
- * before the body, then the call (layers.ts `credentialed`). One function per route, built once,
- * which the fast path below and Express's router both run.
+ * The hot POSTs, `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages`: the
+ * cached key check before the body (the Messages route also reads `x-api-key`), then the call
+ * (layers.ts `credentialed`). One function per route, built once, which the fast path below and
+ * Express's router both run.
  */
 function hotPosts(rt: Runtime): ReadonlyMap<string, (req: IncomingMessage, res: ServerResponse) => Promise<void>> {
-  const key = bearerCheck(rt.services, { cached: true, scope: "inference" });
-  const { chat, responses } = rt.services;
-  const post = <R extends ModalityRequest>(svc: InferenceEndpoint<R>) => {
+  const bearer = bearerCheck(rt.services, { cached: true, scope: "inference" });
+  const anthropicKey = bearerCheck(rt.services, { cached: true, scope: "inference", apiKeyHeader: true });
+  const { chat, responses, messages } = rt.services;
+  const post = <R extends ModalityRequest>(svc: InferenceEndpoint<R>, key = bearer) => {
     const handler = (viewer: Viewer, req: IncomingMessage, res: ServerResponse) =>
       serveInference(svc, viewer, (req as { body?: unknown }).body, req, res);
     return (req: IncomingMessage, res: ServerResponse) => credentialed(key, handler, req, res);
@@ -136,11 +140,12 @@ function hotPosts(rt: Runtime): ReadonlyMap<string, (req: IncomingMessage, res: 
   return new Map([
     [CHAT_PATH, post(chat)],
     [RESPONSES_PATH, post(responses)],
+    [MESSAGES_PATH, post(messages, anthropicKey)],
   ]);
 }
 
 /**
- * The hot path without Express: the two hot POSTs at their exact paths (any query) are served on the
+ * The hot path without Express: the hot POSTs at their exact paths (any query) are served on the
  * bare listener by the same layers Express runs for them (layers.ts): the entry layers (in-flight
  * count, timing, request id, unsafe URL refusal), the route's own `hotPosts` function (credential,
  * body, call), the same error ending. Only Express's router and its per-request wrapping are skipped.
@@ -179,12 +184,21 @@ function serveFast(
 
 /**
  * SPEC "Inference" (Bearer only) in Express: what the fast listener leaves to it. The POST routes
- * answer the other spellings of the two paths and keep OPTIONS' `Allow` as it was.
+ * answer the other spellings of the hot paths and keep OPTIONS' `Allow` as it was.
  */
 export function inferenceRoutes(rt: Runtime): Router {
   const r = Router();
   const bearer = requireBearer(rt.services, { cached: true, scope: "inference" });
   for (const [path, post] of hotPosts(rt)) r.post(path, post);
+  // Anthropic's token count: the admission estimate, free (errors in Anthropic's shape, as on /v1/messages)
+  const { messageTokens } = rt.services;
+  const anthropicKey = requireBearer(rt.services, { cached: true, scope: "inference", apiKeyHeader: true });
+  r.post(COUNT_TOKENS_PATH, anthropicKey, async (req, res) => {
+    const v = viewerOf(res);
+    const out = await messageTokens.count(v.keyRules ? { key: v.keyRules } : {}, req.body);
+    res.json({ input_tokens: out.inputTokens });
+  });
+
   // images: synchronous, buffered only (a `stream: true` body is a 400)
   const { image, imagesOpenAi } = rt.services;
   r.post(IMAGE_PATH, bearer, (req, res) => serveInference(image, viewerOf(res), req.body, req, res));

@@ -17,9 +17,12 @@ import {
   DEFAULT_STREAM_CHUNKS,
   parseDirectives,
   planCompletion,
+  planToolCall,
   replyTokens,
   responsesInputToMessages,
   type SimDirectives,
+  type SimToolCall,
+  toolCallTokens,
 } from "./tokens.js";
 
 // ------------------------------------------------------------------ shared messages
@@ -531,12 +534,15 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
   if (!admitted) return;
 
   const directives = parseDirectives(messages);
-  const plan = planCompletion({
-    promptTokens,
-    maxTokens,
-    modelMaxCompletionTokens: cap,
-    directiveTokens: directives.tokens,
-  });
+  const toolCall = planToolCall(body, messages);
+  const plan: ChatJob["plan"] = toolCall
+    ? { tokens: Math.min(toolCallTokens(toolCall), maxTokens ?? cap), finishReason: "tool_calls" }
+    : planCompletion({
+        promptTokens,
+        maxTokens,
+        modelMaxCompletionTokens: cap,
+        directiveTokens: directives.tokens,
+      });
   const n = typeof body.n === "number" ? body.n : 1;
   const cachedTokens = Math.min(promptTokens, directives.cachedTokens ?? 0);
   const cacheWriteTokens = Math.min(promptTokens - cachedTokens, directives.cacheWriteTokens ?? 0);
@@ -555,6 +561,7 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
     veniceParameters: { ...veniceParameters, web_search_citations: [] },
     id: `chatcmpl-${hexId()}`,
     created: Math.floor(ctx.rt.state.nowMs() / 1000),
+    toolCall: toolCall ? { ...toolCall, id: `call_${hexId().slice(0, 24)}` } : undefined,
   };
   if (body.stream === true) {
     await streamChat(ctx, job);
@@ -569,13 +576,44 @@ interface ChatJob {
   promptTokens: number;
   cachedTokens: number;
   cacheWriteTokens: number;
-  plan: { tokens: number; finishReason: "stop" | "length" };
+  plan: { tokens: number; finishReason: "stop" | "length" | "tool_calls" };
   n: number;
   directives: SimDirectives;
   extraFeeMicro: bigint;
   veniceParameters: Record<string, Json>;
   id: string;
   created: number;
+  /** the function call the reply is instead of text (`planToolCall`), with its call id */
+  toolCall: (SimToolCall & { id: string }) | undefined;
+}
+
+/** A chat message's `tool_calls` entry for the job's call. */
+function toolCallEntry(call: SimToolCall & { id: string }): Json {
+  return { id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } };
+}
+
+/**
+ * The streamed deltas of a reply, each with the completion tokens it carries: text in content
+ * pieces; a tool call as its head (id, name, empty arguments) then its arguments in pieces, the
+ * call's tokens spread over them.
+ */
+function replyPieces(job: ChatJob, tokens: readonly string[]): { delta: Json; tokens: number }[] {
+  const chunks = job.directives.chunks ?? DEFAULT_STREAM_CHUNKS;
+  const call = job.toolCall;
+  if (!call) return chunkTokens(tokens, chunks).map((p) => ({ delta: { content: p.text }, tokens: p.tokens }));
+  const head = { index: 0, id: call.id, type: "function", function: { name: call.name, arguments: "" } };
+  const size = Math.max(1, Math.ceil(call.arguments.length / Math.max(1, chunks)));
+  const parts: string[] = [];
+  for (let i = 0; i < call.arguments.length; i += size) parts.push(call.arguments.slice(i, i + size));
+  const total = job.plan.tokens;
+  const pieces: { delta: Json; tokens: number }[] = [
+    { delta: { tool_calls: [head] }, tokens: parts.length ? 0 : total },
+  ];
+  parts.forEach((arg, i) => {
+    const share = Math.floor(total / parts.length) + (i < total % parts.length ? 1 : 0);
+    pieces.push({ delta: { tool_calls: [{ index: 0, function: { arguments: arg } }] }, tokens: share });
+  });
+  return pieces;
 }
 
 async function bufferedChat(ctx: ApiContext, job: ChatJob): Promise<void> {
@@ -596,12 +634,13 @@ async function bufferedChat(ctx: ApiContext, job: ChatJob): Promise<void> {
     completionTokens,
     extraFeeMicro: job.extraFeeMicro,
   });
-  const content = tokens.join("");
+  const content = job.toolCall ? null : tokens.join("");
+  const toolCalls = job.toolCall ? [toolCallEntry(job.toolCall)] : [];
   const choices: Json[] = [];
   for (let i = 0; i < job.n; i++) {
     choices.push({
       index: i,
-      message: { role: "assistant", content, reasoning_content: null, tool_calls: [] },
+      message: { role: "assistant", content, reasoning_content: null, tool_calls: toolCalls },
       finish_reason: job.plan.finishReason,
       logprobs: null,
       stop_reason: null,
@@ -652,7 +691,7 @@ async function streamChat(ctx: ApiContext, job: ChatJob): Promise<void> {
     sink.end();
     return;
   }
-  const pieces = chunkTokens(replyTokens(job.plan.tokens), job.directives.chunks ?? DEFAULT_STREAM_CHUNKS);
+  const pieces = replyPieces(job, replyTokens(job.plan.tokens));
   // Stream faults stop after `afterChunks` content pieces (defaults: truncate 2, midstream error 0).
   let stopAfter = pieces.length;
   if (fault?.kind === "truncate_stream") stopAfter = Math.min(pieces.length, fault.afterChunks ?? 2);
@@ -668,9 +707,7 @@ async function streamChat(ctx: ApiContext, job: ChatJob): Promise<void> {
     const piece = pieces[p];
     if (!piece) break;
     for (let i = 0; i < job.n; i++) {
-      const ok = await sink.content(
-        frame([{ index: i, delta: { content: piece.text }, finish_reason: null, logprobs: null }]),
-      );
+      const ok = await sink.content(frame([{ index: i, delta: piece.delta, finish_reason: null, logprobs: null }]));
       if (!ok) {
         // Client went away mid-stream: bill what was produced so far.
         billProduced(produced);

@@ -137,6 +137,93 @@ export function parseDirectives(messages: readonly unknown[]): SimDirectives {
   return directives;
 }
 
+/**
+ * `[[sim:tool_call]]` (the first tool) or `[[sim:tool_call=NAME]]` anywhere in the messages: the
+ * reply is a call to that tool instead of text (see `planToolCall`). A later occurrence wins;
+ * undefined when absent, `true` for the bare form.
+ */
+export function parseToolCallDirective(messages: readonly unknown[]): string | true | undefined {
+  let found: string | true | undefined;
+  for (const message of messages) {
+    const text = messageText(message);
+    if (!text.includes("[[sim:tool_call")) continue;
+    for (const match of text.matchAll(/\[\[sim:tool_call(?:=([A-Za-z0-9_.-]{1,64}))?\]\]/g)) found = match[1] ?? true;
+  }
+  return found;
+}
+
+/** One function call the simulated model makes: its tool's name and its JSON arguments. */
+export interface SimToolCall {
+  name: string;
+  arguments: string;
+}
+
+/** A value of a JSON-schema property, deterministic: its first enum value, else one per type. */
+function sampleValue(schema: unknown): unknown {
+  if (!isRecord(schema)) return "sim";
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case "integer":
+    case "number":
+      return 1;
+    case "boolean":
+      return true;
+    case "array":
+      return [];
+    case "object":
+      return {};
+    case "null":
+      return null;
+    default:
+      return "sim";
+  }
+}
+
+/** A function's `parameters` (JSON schema) filled with `sampleValue`s: its required properties, else all. */
+export function sampleArguments(parameters: unknown): string {
+  const out: Record<string, unknown> = {};
+  if (isRecord(parameters) && isRecord(parameters.properties)) {
+    const props = parameters.properties;
+    const required = Array.isArray(parameters.required)
+      ? parameters.required.filter((k): k is string => typeof k === "string" && k in props)
+      : [];
+    for (const k of required.length > 0 ? required : Object.keys(props)) out[k] = sampleValue(props[k]);
+  }
+  return JSON.stringify(out);
+}
+
+/**
+ * The tool call a chat request is answered with, or undefined for a text reply. A call is made
+ * when the request has function `tools`, `tool_choice` is not `"none"`, the last message is not a
+ * `tool` result, and either the `[[sim:tool_call…]]` directive is present or `tool_choice` forces a
+ * call (`"required"` or a named function). The tool is the directive's name, else `tool_choice`'s,
+ * else the first tool (a name no tool has: the first tool); the arguments are `sampleArguments`.
+ */
+export function planToolCall(body: Record<string, unknown>, messages: readonly unknown[]): SimToolCall | undefined {
+  const tools = Array.isArray(body.tools)
+    ? body.tools.filter((t): t is Record<string, unknown> => isRecord(t) && isRecord(t.function))
+    : [];
+  if (tools.length === 0) return undefined;
+  const choice = body.tool_choice;
+  if (choice === "none") return undefined;
+  const last = messages[messages.length - 1];
+  if (isRecord(last) && last.role === "tool") return undefined;
+  const directive = parseToolCallDirective(messages);
+  const forced = isRecord(choice) && isRecord(choice.function) ? choice.function.name : undefined;
+  if (directive === undefined && choice !== "required" && forced === undefined) return undefined;
+  const wanted = typeof directive === "string" ? directive : typeof forced === "string" ? forced : undefined;
+  const fn = (t: Record<string, unknown>) => t.function as Record<string, unknown>;
+  const tool = tools.find((t) => fn(t).name === wanted) ?? tools[0];
+  if (!tool) return undefined;
+  return { name: String(fn(tool).name ?? "tool"), arguments: sampleArguments(fn(tool).parameters) };
+}
+
+/** Completion tokens of a tool call: ceil((name + arguments characters) / 4), at least 1. */
+export function toolCallTokens(call: SimToolCall): number {
+  return Math.max(1, Math.ceil((call.name.length + call.arguments.length) / CHARS_PER_TOKEN));
+}
+
 export interface CompletionPlan {
   tokens: number;
   finishReason: "stop" | "length";

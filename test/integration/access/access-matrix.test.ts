@@ -478,6 +478,29 @@ const REST_OPS: Op[] = [
     body: () => ({ model: TEXT_MODEL, input: "matrix [[sim:tokens=5]]" }),
     ok: (r) => expect(r.headers.get("x-svc-support-reference")).toMatch(/^[0-9a-f-]{36}$/),
   }),
+  // Anthropic's Messages API: errors in Anthropic's shape carry the same `error.code` and header
+  restOp({
+    resource: "requests",
+    route: "POST /v1/messages",
+    family: "bearer",
+    foreign: "own",
+    status: 200,
+    body: () => ({
+      model: TEXT_MODEL,
+      max_tokens: 50,
+      messages: [{ role: "user", content: "matrix [[sim:tokens=5]]" }],
+    }),
+    ok: (r) => expect(r.headers.get("x-svc-cost-usdc")).toMatch(/^\d+\.\d{6}$/),
+  }),
+  restOp({
+    resource: "requests",
+    route: "POST /v1/messages/count_tokens",
+    family: "bearer",
+    foreign: "own",
+    status: 200,
+    body: () => ({ model: TEXT_MODEL, messages: [{ role: "user", content: "matrix" }] }),
+    ok: (r) => expect(bodyOf(r).input_tokens).toBeGreaterThan(0),
+  }),
   // Responses are not stored (SPEC "POST /v1/responses"): the owner's answer is 404 too
   restOp({ resource: "requests", route: "GET /v1/responses", family: "bearer", foreign: "own", status: 404 }),
   restOp({
@@ -1346,7 +1369,7 @@ describe("the matrix covers what the service exposes", () => {
       graphql: byTransport("graphql").length + SUB_OPS.length,
       mcp: byTransport("mcp").length,
       cells: (OPS.length + SUB_OPS.length) * CREDENTIALS.length,
-    }).toEqual({ rest: 40, graphql: 27, mcp: 8, cells: 375 });
+    }).toEqual({ rest: 42, graphql: 27, mcp: 8, cells: 385 });
   });
 
   test("the books still balance after every cell", async () => {
@@ -1376,6 +1399,8 @@ const NEEDS: Record<string, "inference" | "keys" | "account"> = {
   "rest DELETE /v1/agent/keys/{id}": "keys",
   "rest POST /v1/chat/completions": "inference",
   "rest POST /v1/responses": "inference",
+  "rest POST /v1/messages": "inference",
+  "rest POST /v1/messages/count_tokens": "inference",
   "rest GET /v1/responses": "inference",
   "rest GET /v1/responses/{id}": "inference",
   "rest POST /v1/image/generate": "inference",

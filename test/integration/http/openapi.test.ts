@@ -120,8 +120,10 @@ describe("GET /openapi.json", () => {
           if (Number(status) < 400 || path === "/graphql" || (status === "402" && path.startsWith("/v1/x402/")))
             continue;
           if (path === "/readyz") continue; // text/plain `not ready`
+          // the Messages routes answer Anthropic's error shape (with the same code and header)
+          const body = path.startsWith("/v1/messages") ? "AnthropicErrorBody" : "ErrorBody";
           expect(r.content?.["application/json"]?.schema.$ref, `${method} ${path} ${status}`).toBe(
-            "#/components/schemas/ErrorBody",
+            `#/components/schemas/${body}`,
           );
           expect(r.headers?.[HEADERS.errorCode.name], `${method} ${path} ${status}`).toBeDefined();
         }

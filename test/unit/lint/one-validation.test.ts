@@ -107,7 +107,12 @@ describe("one validation: request bodies are parsed by the contract only", () =>
     }
     const files = modalityFiles();
     expect(files.map((p) => relative(ROOT, p)).sort()).toEqual(
-      ["src/domain/inference/chat.ts", "src/domain/inference/image.ts", "src/domain/inference/responses.ts"].sort(),
+      [
+        "src/domain/inference/chat.ts",
+        "src/domain/inference/image.ts",
+        "src/domain/inference/messages.ts",
+        "src/domain/inference/responses.ts",
+      ].sort(),
     );
     let modalities = 0;
     for (const p of files) {
@@ -119,7 +124,7 @@ describe("one validation: request bodies are parsed by the contract only", () =>
         expect(contractParsers.has(m.parse), `${relative(ROOT, p)} ${name}.parse`).toBe(true);
       }
     }
-    expect(modalities).toBe(4); // chat, Responses, native and OpenAI images
+    expect(modalities).toBe(5); // chat, Responses, Messages, native and OpenAI images
   });
 
   it("the domain's request path refuses only what the contract cannot see", () => {
