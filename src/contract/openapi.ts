@@ -156,7 +156,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   429: "Too many in flight (`key_concurrency_limit`, `buyer_concurrency_limit`) or the signup fuse; see Retry-After.",
   500: "Internal error, or `settle_failed` (nothing charged); `error.requestId` names the request in logs.",
   502: "`upstream_error`: the upstream could not complete; safe to retry.",
-  503: "No supply: `no_eligible_supply` (raise the ceiling to `cheapestPostedCents`), `pool_empty`, `insufficient_routable_at_price`, `key_wait_timeout`, `keys_busy`; or not configured.",
+  503: "No supply: `no_eligible_supply` (raise the ceiling to `cheapestPostedCents`; with `provider.max_price`, `maxPriceCeilingCents` is what it maps to), `pool_empty`, `insufficient_routable_at_price`, `key_wait_timeout`, `keys_busy`; or not configured.",
 };
 
 const ERROR_HEADERS: Record<number, HeaderName[]> = {
