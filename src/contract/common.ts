@@ -120,6 +120,14 @@ export const errorDetail = z
     routableDiemAboveMax: z.string().optional(),
     eligibleRoutableDiem: z.string().optional(),
     maxEligibleOfferDiem: z.string().optional(),
+    maxPriceCeilingCents: z.number().int().optional().openapi({
+      description: "the ceiling the request's `provider.max_price` maps to for `model` (cents per dollar)",
+    }),
+    model: z.string().optional().openapi({ description: "the model a supply refusal is about" }),
+    fallbacks: z
+      .array(z.object({ model: z.string(), code: errorCode, supportReference: uuid.optional() }))
+      .optional()
+      .openapi({ description: "the `models` passed over before this error, each with its refusal" }),
     transaction: z.string().nullable().optional(),
     reconciling: z.boolean().optional(),
     credited: z.boolean().optional(),

@@ -1,5 +1,13 @@
 import { decimal6, timestamp, uuid, z } from "./common.js";
+import { modelId } from "./model-id.js";
 import { parseWith, refusal, withRule } from "./parse.js";
+import {
+  type RequestControls,
+  requestControlFields,
+  requestControls,
+  withoutControls,
+  withPrimaryModel,
+} from "./request-controls.js";
 
 /**
  * SPEC "Inference" (Bearer only): the requests of chat, Responses, images and video, and their
@@ -22,15 +30,7 @@ export const MAX_IMAGE_VARIANTS = 4;
 /** The upstream's own default output format on the native image route, stated by the service (SPEC: WebP). */
 const DEFAULT_IMAGE_FORMAT = "webp";
 
-const MODEL_MESSAGE = "model is required (a live id from /v1/models).";
-
-/** A live model id from the catalog, optionally `svc/`-prefixed; `model:option` suffixes are refused. */
-export const modelId = z
-  .string({ required_error: MODEL_MESSAGE, invalid_type_error: MODEL_MESSAGE })
-  .min(1, { message: MODEL_MESSAGE })
-  .max(200, { message: MODEL_MESSAGE })
-  .refine((m) => !m.includes(":"), { message: "model suffixes (`model:option=…`) are not accepted." })
-  .openapi({ description: "a live id from GET /v1/models, optionally `svc/`-prefixed", example: "qwen3-4b" });
+export { modelId };
 
 const streamFlag = z
   .boolean({ invalid_type_error: "stream must be a boolean." })
@@ -138,6 +138,24 @@ export interface ModalityRequest {
   stream: boolean;
   /** the request's own ceiling (`svc.maxPriceCentsPerDollar`); it only lowers the effective one */
   maxPriceCents: number | undefined;
+  /**
+   * OpenRouter's request controls (`models`, `provider.max_price`; request-controls.ts), on the
+   * routes that parse them; absent: none sent (or a route that does not take them)
+   */
+  controls?: RequestControls | undefined;
+}
+
+/**
+ * A text route's own fields: the body without `svc` and the request controls (what goes upstream),
+ * the request's own ceiling and its controls.
+ */
+function textOptions(
+  raw: unknown,
+  b: z.infer<z.ZodObject<typeof requestControlFields>> & { model: string; svc?: z.infer<typeof svcOptions> },
+): { body: Json; maxPriceCents: number | undefined; controls?: RequestControls } {
+  const own = ownOptions(raw, b.svc);
+  const controls = requestControls(b);
+  return { ...own, body: withoutControls(own.body), ...(controls ? { controls } : {}) };
 }
 
 /** One OpenAI chat message (`content` a string, an array of content parts, or null). */
@@ -180,6 +198,7 @@ const chatCaps = {
   max_completion_tokens: tokenCap("max_completion_tokens"),
   max_tokens: tokenCap("max_tokens"),
   svc: svcOptions,
+  ...requestControlFields,
 };
 
 /** `POST /v1/chat/completions`: OpenAI's body; other OpenAI fields pass through to the upstream. */
@@ -203,9 +222,9 @@ export interface ChatRequest extends ModalityRequest {
 
 /** `POST /v1/chat/completions` (SPEC "Inference"): the typed request, or the 400 naming the field. */
 export function parseChatRequest(raw: unknown): ChatRequest {
-  const b = parseWith(chatRequestBody, raw);
+  const b = parseWith(chatRequestBody, withPrimaryModel(raw));
   return {
-    ...ownOptions(raw, b.svc),
+    ...textOptions(raw, b),
     model: b.model,
     stream: b.stream === true,
     maxTokens: b.max_completion_tokens ?? b.max_tokens ?? undefined,
@@ -235,6 +254,7 @@ const responsesFields = {
   stream: streamFlag,
   max_output_tokens: tokenCap("max_output_tokens"),
   svc: svcOptions,
+  ...requestControlFields,
 };
 
 /** `POST /v1/responses`: the stateless Responses facade (`store`/`previous_response_id` are not kept). */
@@ -250,9 +270,9 @@ export interface ResponsesRequest extends ModalityRequest {
 
 /** `POST /v1/responses` (SPEC "Inference"): the typed request, or the 400 naming the field. */
 export function parseResponsesRequest(raw: unknown): ResponsesRequest {
-  const b = parseWith(responsesRequestBody, raw);
+  const b = parseWith(responsesRequestBody, withPrimaryModel(raw));
   return {
-    ...ownOptions(raw, b.svc),
+    ...textOptions(raw, b),
     model: b.model,
     stream: b.stream === true,
     maxTokens: b.max_output_tokens ?? undefined,

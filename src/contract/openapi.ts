@@ -173,7 +173,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   429: "Too many in flight (`key_concurrency_limit`, `buyer_concurrency_limit`, `model_throttled`), the signup fuse, or a rate limit (`rate_limited`); retry after Retry-After seconds.",
   500: "Internal error, or `settle_failed` (nothing charged); `error.requestId` names the request in logs.",
   502: "`upstream_error`: the upstream could not complete; safe to retry.",
-  503: "No supply: `no_eligible_supply` (raise the ceiling to `cheapestPostedCents`), `pool_empty`, `insufficient_routable_at_price`, `key_wait_timeout`, `keys_busy`; or not configured, or a dependency down (`service_unavailable`). Every 503 carries Retry-After.",
+  503: "No supply: `no_eligible_supply` (raise the ceiling to `cheapestPostedCents`; with `provider.max_price`, `maxPriceCeilingCents` is what it maps to), `pool_empty`, `insufficient_routable_at_price`, `key_wait_timeout`, `keys_busy`; or not configured, or a dependency down (`service_unavailable`). Every 503 carries Retry-After.",
 };
 
 const ERROR_HEADERS: Record<number, HeaderName[]> = {

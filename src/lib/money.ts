@@ -234,7 +234,8 @@ export function upstreamDecimalToMicro(value: number | string): bigint {
   return neg ? -abs : abs + roundUp;
 }
 
-function numberToPlainString(n: number): string {
+/** A finite number's shortest decimal text without exponent notation (exact: from its digits, no arithmetic). */
+export function numberToPlainString(n: number): string {
   if (!Number.isFinite(n)) throw new MoneyError(`not a finite number: ${n}`);
   const s = String(n);
   if (!/e/i.test(s)) return s;

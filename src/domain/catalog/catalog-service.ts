@@ -1,6 +1,7 @@
 import type { Db } from "../../adapters/db.js";
 import type { UpstreamClient, UpstreamModelType } from "../../adapters/upstream/client.js";
 import type { Config } from "../../config.js";
+import { bareModelId } from "../../contract/model-id.js";
 import { type CatalogModel, Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
@@ -34,19 +35,14 @@ export interface CatalogDeps {
   secrets: SecretBox;
 }
 
-/** SPEC naming: a model id may carry this prefix in requests; responses always use the bare slug. */
-export const SVC_MODEL_PREFIX = "svc/";
+/** SPEC naming (`svc/` prefixes): the contract's rule, here for the domain's callers. */
+export { bareModelId, SVC_MODEL_PREFIX } from "../../contract/model-id.js";
 
 /** The upstream lists a sync reads (one per modality). */
 export const SYNCED_MODEL_TYPES: readonly (UpstreamModelType & CatalogModality)[] = ["text", "image", "video"];
 
 /** How many active supplier keys a sync tries to decrypt before reading the catalog anonymously. */
 const MAX_KEYS_TRIED = 20;
-
-/** `svc/foo` → `foo`; a bare slug is returned unchanged. */
-export function bareModelId(id: string): string {
-  return id.startsWith(SVC_MODEL_PREFIX) ? id.slice(SVC_MODEL_PREFIX.length) : id;
-}
 
 const notFound = (id: string) =>
   new DomainError("model_not_found", `Model ${id} not found. Use a live id from GET /v1/models.`, { model: id });

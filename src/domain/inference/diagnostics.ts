@@ -1,6 +1,7 @@
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6, MAX_OFFER_PRICE_CENTS, maxBig } from "../../lib/money.js";
 import { MAX_ATTEMPTS } from "./clearing.js";
+import { maxPriceFor } from "./request-controls.js";
 import type { InferenceSession } from "./session.js";
 import { effectiveCeiling } from "./session.js";
 import type { OfferStore } from "./stores.js";
@@ -80,6 +81,25 @@ export async function noSupply(offers: OfferStore, session: InferenceSession, no
     });
   const fits = all.filter((o) => o.routableMicroDiem >= session.plan.maxBurnMicroDiem);
   const cheapest = (fits[0] ?? all[0])?.priceCentsPerDollar ?? null;
+  const mapped = session.maxPriceCeilingCents ?? null;
+  const details = {
+    buyerMaxCents: ceiling,
+    cheapestPostedCents: cheapest,
+    routableDiemAboveMax: formatDecimal6(all.reduce((a, o) => a + o.routableMicroDiem, 0n)),
+    ...(mapped !== null ? { maxPriceCeilingCents: mapped, model: session.model.id } : {}),
+  };
+  if (mapped !== null && mapped <= ceiling) {
+    // provider.max_price binds: say what it maps to for this model and what would clear
+    const need = cheapest !== null ? maxPriceFor(cheapest, session.model.pricing) : null;
+    const raise = need
+      ? `; raise it to at least {"prompt": ${need.prompt}, "completion": ${need.completion}} (USD per million tokens) to clear at ${cheapest}`
+      : "";
+    return new DomainError(
+      "no_eligible_supply",
+      `Supply exists but provider.max_price maps to a ceiling of ${mapped} cents per dollar for ${session.model.id}, below every posted price${raise}.`,
+      details,
+    );
+  }
   // which ceiling binds decides the advice: the account's (PATCH /v1/account/max-price), or the
   // key's / the request's own, which only lower it
   const advice =
@@ -89,10 +109,6 @@ export async function noSupply(offers: OfferStore, session: InferenceSession, no
   return new DomainError(
     "no_eligible_supply",
     `Supply exists but every posted price is above your ceiling of ${ceiling}; ${advice} and retry.`,
-    {
-      buyerMaxCents: ceiling,
-      cheapestPostedCents: cheapest,
-      routableDiemAboveMax: formatDecimal6(all.reduce((a, o) => a + o.routableMicroDiem, 0n)),
-    },
+    details,
   );
 }

@@ -2,9 +2,9 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import type { ModalityRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
-import { bareModelId } from "../catalog/catalog-service.js";
 import { costHeaders, runBuffered } from "./buffered.js";
 import type { InferencePipeline } from "./pipeline.js";
+import { eachModel, modelsToTry } from "./request-controls.js";
 import type {
   AttemptingSession,
   BurnPricer,
@@ -55,6 +55,9 @@ export interface InferenceModality<R extends ModalityRequest> {
  * One buyer-facing endpoint: a modality on the pipeline, buffered or streamed. The transports parse
  * the body once (`parse`, the contract's) and call `buffered` or `stream` with the typed request
  * (`stream: true` picks the second); everything between the request and the answer is the pipeline's.
+ * OpenRouter's request controls on the typed request (`controls`: `models` fallbacks, each model a
+ * fresh request until one answers; `provider.max_price`, a ceiling per model) are acted on here for
+ * every modality that parses them (request-controls.ts).
  */
 export class InferenceEndpoint<R extends ModalityRequest> {
   constructor(
@@ -63,15 +66,18 @@ export class InferenceEndpoint<R extends ModalityRequest> {
     private readonly modality: InferenceModality<R>,
   ) {}
 
-  private open(caller: Caller, req: R, stream: boolean): Promise<AttemptingSession> {
+  /** Opens the request on `model` (one of `modelsToTry`), with the request's own ceilings. */
+  private open(caller: Caller, req: R, stream: boolean, model: string): Promise<AttemptingSession> {
     const m = this.modality;
+    const maxPrice = req.controls?.maxPrice;
     return this.pipeline.open({
       ...caller,
       route: m.route,
       modality: m.modality,
-      model: bareModelId(req.model),
+      model,
       stream,
       ...(req.maxPriceCents !== undefined ? { maxPriceCents: req.maxPriceCents } : {}),
+      ...(maxPrice ? { maxPrice } : {}),
       price: (model) => m.price(req, model),
     });
   }
@@ -84,14 +90,21 @@ export class InferenceEndpoint<R extends ModalityRequest> {
   /** Buffered: settles, then returns the answer and the cost headers. */
   async buffered(caller: Caller, req: R, signal: AbortSignal): Promise<BufferedResult> {
     const m = this.modality;
-    const session = await this.open(caller, req, false);
-    const { answer, settled } = await runBuffered(this.pipeline, this.upstream, session, {
-      path: m.path,
-      body: () => m.upstreamBody(req, session, false),
-      signal,
-      meter: (a, h) => m.meter(a, h),
-    });
-    return { body: m.answer(answer, req, session, settled), headers: costHeaders(settled, session) };
+    return eachModel(
+      caller,
+      modelsToTry(req),
+      async (who, model) => {
+        const session = await this.open(who, req, false, model);
+        const { answer, settled } = await runBuffered(this.pipeline, this.upstream, session, {
+          path: m.path,
+          body: () => m.upstreamBody(req, session, false),
+          signal,
+          meter: (a, h) => m.meter(a, h),
+        });
+        return { body: m.answer(answer, req, session, settled), headers: costHeaders(settled, session) };
+      },
+      () => signal.aborted,
+    );
   }
 
   /**
@@ -102,11 +115,19 @@ export class InferenceEndpoint<R extends ModalityRequest> {
     const m = this.modality;
     const renderer = m.renderer;
     if (!renderer) throw new DomainError("invalid_request", "This route does not stream.", { field: "stream" });
-    const session = await this.open(caller, req, true);
-    await runStream(this.pipeline, this.upstream, session, sink, {
-      path: m.path,
-      body: () => m.upstreamBody(req, session, true),
-      renderer: renderer.call(m, req, session),
-    });
+    // a model's failure is thrown only before the buyer's stream started: the next model may still answer
+    await eachModel(
+      caller,
+      modelsToTry(req),
+      async (who, model) => {
+        const session = await this.open(who, req, true, model);
+        await runStream(this.pipeline, this.upstream, session, sink, {
+          path: m.path,
+          body: () => m.upstreamBody(req, session, true),
+          renderer: renderer.call(m, req, session),
+        });
+      },
+      () => sink.closed,
+    );
   }
 }

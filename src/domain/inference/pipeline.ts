@@ -4,6 +4,7 @@ import type { EscrowUsageBoard } from "../../adapters/redis/escrow-usage.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import type { Config } from "../../config.js";
+import type { MaxPrice } from "../../contract/request-controls.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { type Metrics, noMetrics } from "../../lib/metrics.js";
@@ -22,6 +23,7 @@ import { type Answered, type BorrowOptions, borrowedLane, type RequestLaneDeps, 
 import { OfferBook } from "./offer-book.js";
 import { PipelineTracer } from "./pipeline-trace.js";
 import { ProcessEscrow } from "./process-escrow.js";
+import { requestCaps } from "./request-controls.js";
 import { takeRequestGates } from "./request-gates.js";
 import { listenForChanges } from "./routing-changes.js";
 import {
@@ -29,7 +31,6 @@ import {
   type AttemptingSession,
   type AttemptScope,
   type BurnPricer,
-  capOf,
   type InferenceSession,
   type KeyRules,
   type Modality,
@@ -85,6 +86,8 @@ export type OpenInput = {
   key?: KeyRules;
   /** the request's own ceiling (`svc.maxPriceCentsPerDollar`): it only lowers the effective one */
   maxPriceCents?: number;
+  /** the request's `provider.max_price`, mapped for the resolved model to a ceiling that only lowers the effective one */
+  maxPrice?: MaxPrice | null;
 } & (
   | {
       /** the modality's price rules for this request, given the resolved model */
@@ -216,7 +219,7 @@ export class InferencePipeline {
       model,
       stream: input.stream,
       ceilingCents,
-      capCents: capOf(input.key?.maxPriceCents, input.maxPriceCents),
+      ...requestCaps(input, model),
       budgetHold: null,
       pricer,
       plan: NO_PLAN,

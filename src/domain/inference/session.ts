@@ -204,6 +204,11 @@ export interface InferenceSession {
    * ceiling a request is planned and cleared at is `effectiveCeiling`
    */
   capCents: number | null;
+  /**
+   * the ceiling the request's `provider.max_price` maps to for its model (part of `capCents`; named
+   * in a 503 it causes); absent or null: none sent
+   */
+  maxPriceCeilingCents?: number | null;
   /** what the calling key's budget holds for the request (`KeyBudgets`); null when the key has no limit */
   budgetHold: bigint | null;
   /** the modality's price rules (maximum and actual burn) */
