@@ -1,6 +1,7 @@
 import { decimal6, errorCode, uuid, z } from "./common.js";
 import { MAX_REQUESTED_TOKENS, type ModalityRequest, modelId, svcOptions } from "./inference.js";
 import { parseWith, refusal } from "./parse.js";
+import { requestControlFields, requestControls, withoutControls, withPrimaryModel } from "./request-controls.js";
 
 /**
  * Anthropic's Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`; docs/decisions.md
@@ -289,6 +290,8 @@ const generationFields = {
     .optional()
     .openapi({ description: "true: Anthropic's SSE events; omitted or false: one JSON message" }),
   svc: svcOptions,
+  // OpenRouter's request controls (`models`, `provider.max_price`, `usage`), as on chat
+  ...requestControlFields,
 };
 
 /** `POST /v1/messages`: Anthropic's Messages request (unknown fields are ignored). */
@@ -330,10 +333,12 @@ export interface MessagesRequest extends ModalityRequest, AnthropicPrompt {
 
 /** `POST /v1/messages`: the typed request, or the 400 naming the field. */
 export function parseMessagesRequest(raw: unknown): MessagesRequest {
-  const b = parseWith(messagesBody, raw);
+  const b = parseWith(messagesBody, withPrimaryModel(raw));
   const { svc: _svc, ...body } = raw as Json;
+  const controls = requestControls(b);
   return {
-    body,
+    body: withoutControls(body),
+    ...(controls ? { controls } : {}),
     model: b.model,
     stream: b.stream === true,
     maxPriceCents: b.svc?.maxPriceCentsPerDollar,
