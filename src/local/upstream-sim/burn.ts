@@ -67,8 +67,8 @@ export function textPricingToMicro(pricing: SimTextPricing): TextPricingMicro {
  *
  * with rates in micro-DIEM per 1M tokens; the `extended` rates apply to the whole request when
  * prompt_tokens > extended.context_token_threshold. Returns 0 when the model has no pricing or when
- * no output tokens were produced (upstream does not bill such responses). The simulator never
- * reports cache writes, so in practice cacheWrite is 0.
+ * no output tokens were produced (upstream does not bill such responses). Cache writes are reported
+ * on chat only (`[[sim:cache_write_tokens=N]]`; the Responses usage documents none).
  */
 export function computeBurnMicroDiem(pricing: SimTextPricing | null | undefined, usage: SimUsageInput): bigint {
   if (!pricing) return 0n;

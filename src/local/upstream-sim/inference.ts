@@ -5,6 +5,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { OutgoingHttpHeaders } from "node:http";
+import { VENICE_REQUEST_FIELDS } from "../../adapters/upstream/venice-fields.js";
 import { computeBurnMicroDiem, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
 import { type ApiContext, balanceHeadersOf, baseHeaders, resolveModel, sendApiError, sendApiJson } from "./context.js";
 import { detailedError, type Issue, isRecord, type Json, sleepUnlessClosed, typeName } from "./http-util.js";
@@ -39,41 +40,11 @@ const SSE_HEADERS: OutgoingHttpHeaders = {
 
 // ------------------------------------------------------------------ chat request schema
 
-/** Top-level fields `/chat/completions` accepts (anything else → 400, the body is strict). */
-const CHAT_FIELDS = new Set([
-  "model",
-  "messages",
-  "stream",
-  "stream_options",
-  "max_completion_tokens",
-  "max_tokens",
-  "n",
-  "temperature",
-  "top_p",
-  "top_k",
-  "min_p",
-  "min_temp",
-  "max_temp",
-  "repetition_penalty",
-  "frequency_penalty",
-  "presence_penalty",
-  "seed",
-  "stop",
-  "stop_token_ids",
-  "tools",
-  "tool_choice",
-  "parallel_tool_calls",
-  "response_format",
-  "logprobs",
-  "top_logprobs",
-  "reasoning_effort",
-  "reasoning",
-  "prompt_cache_key",
-  "prompt_cache_retention",
-  "venice_parameters",
-  "user",
-  "store",
-]);
+/**
+ * Top-level fields `/chat/completions` accepts: the reference's (`additionalProperties: false`:
+ * anything else → 400, the body is strict), read from the allow-list generated from it.
+ */
+const CHAT_FIELDS: ReadonlySet<string> = new Set(VENICE_REQUEST_FIELDS["/chat/completions"].fields);
 
 /** Accepted and dropped before validation. */
 const CHAT_DROPPED_FIELDS = ["include", "metadata"] as const;
@@ -318,6 +289,8 @@ interface BillInput {
   admitted: Admitted;
   promptTokens: number;
   cachedTokens: number;
+  /** prompt tokens written to the cache (chat only: the Responses usage documents none) */
+  cacheWriteTokens: number;
   completionTokens: number;
   extraFeeMicro: bigint;
 }
@@ -330,7 +303,10 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
   const usage = {
     prompt_tokens: input.promptTokens,
     completion_tokens: input.completionTokens,
-    prompt_tokens_details: { cached_tokens: input.cachedTokens, cache_creation_input_tokens: 0 },
+    prompt_tokens_details: {
+      cached_tokens: input.cachedTokens,
+      cache_creation_input_tokens: input.cacheWriteTokens,
+    },
   };
   const tokenBurn = computeBurnMicroDiem(input.model.model_spec.pricing, usage);
   // Add-on fees (web search) are charged only on billed responses, i.e. ones with output tokens.
@@ -343,6 +319,7 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
     completionTokens: input.completionTokens,
     totalTokens: input.promptTokens + input.completionTokens,
     cachedTokens: input.cachedTokens,
+    cacheWriteTokens: input.cacheWriteTokens,
   };
   rec.burnMicroDiem = burn;
   rec.chargedDiemMicro = charged.diemMicro;
@@ -350,12 +327,12 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
   return charged;
 }
 
-function chatUsage(promptTokens: number, completionTokens: number, cachedTokens: number): Json {
+function chatUsage(promptTokens: number, completionTokens: number, cachedTokens: number, cacheWrite: number): Json {
   return {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: cachedTokens, cache_creation_input_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: cachedTokens, cache_creation_input_tokens: cacheWrite },
     completion_tokens_details: { reasoning_tokens: 0 },
   };
 }
@@ -533,6 +510,8 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
   });
   const n = typeof body.n === "number" ? body.n : 1;
   const cachedTokens = Math.min(promptTokens, directives.cachedTokens ?? 0);
+  // cache writes: the prompt tokens not read from the cache, at most
+  const cacheWriteTokens = Math.min(promptTokens - cachedTokens, directives.cacheWriteTokens ?? 0);
   const veniceParameters = effectiveVeniceParameters(body.venice_parameters, suffixParams);
   const webSearch = isWebSearchOn(veniceParameters.enable_web_search) && caps.supportsWebSearch;
   const job: ChatJob = {
@@ -540,11 +519,16 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
     admitted,
     promptTokens,
     cachedTokens,
+    cacheWriteTokens,
     plan,
     n,
     directives,
     extraFeeMicro: webSearch ? WEB_SEARCH_FEE_MICRO_DIEM : 0n,
-    veniceParameters: { ...veniceParameters, web_search_citations: [] },
+    // echoed without the unset ones (the reference types `character_slug` as a string, never null)
+    veniceParameters: {
+      ...Object.fromEntries(Object.entries(veniceParameters).filter(([, v]) => v !== null)),
+      web_search_citations: [],
+    },
     id: `chatcmpl-${hexId()}`,
     created: Math.floor(ctx.rt.state.nowMs() / 1000),
   };
@@ -560,6 +544,7 @@ interface ChatJob {
   admitted: Admitted;
   promptTokens: number;
   cachedTokens: number;
+  cacheWriteTokens: number;
   plan: { tokens: number; finishReason: "stop" | "length" };
   n: number;
   directives: SimDirectives;
@@ -583,6 +568,7 @@ async function bufferedChat(ctx: ApiContext, job: ChatJob): Promise<void> {
     admitted: job.admitted,
     promptTokens: job.promptTokens,
     cachedTokens: job.cachedTokens,
+    cacheWriteTokens: job.cacheWriteTokens,
     completionTokens,
     extraFeeMicro: job.extraFeeMicro,
   });
@@ -606,7 +592,7 @@ async function bufferedChat(ctx: ApiContext, job: ChatJob): Promise<void> {
       created: job.created,
       model: job.model.id,
       choices,
-      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens),
+      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens, job.cacheWriteTokens),
       cost: costOf(charged),
       prompt_logprobs: null,
       venice_parameters: job.veniceParameters,
@@ -633,6 +619,7 @@ async function streamChat(ctx: ApiContext, job: ChatJob): Promise<void> {
       admitted: job.admitted,
       promptTokens: job.promptTokens,
       cachedTokens: job.cachedTokens,
+      cacheWriteTokens: job.cacheWriteTokens,
       completionTokens,
       extraFeeMicro: job.extraFeeMicro,
     });
@@ -697,7 +684,10 @@ async function streamChat(ctx: ApiContext, job: ChatJob): Promise<void> {
   }
   // Upstream always sends the usage chunk, whatever stream_options.include_usage says.
   sink.push(
-    frame([], { usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens), cost: costOf(charged) }),
+    frame([], {
+      usage: chatUsage(job.promptTokens, completionTokens, job.cachedTokens, job.cacheWriteTokens),
+      cost: costOf(charged),
+    }),
   );
   sink.push("data: [DONE]\n\n");
   sink.end();
@@ -839,7 +829,8 @@ function responseObject(
           output_tokens_details: { reasoning_tokens: 0 },
         }
       : null,
-    error,
+    // the reference's `error` is an object: absent unless the response failed
+    ...(error === null ? {} : { error }),
     incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
   };
 }
@@ -856,6 +847,7 @@ async function bufferedResponses(ctx: ApiContext, job: ResponsesJob): Promise<vo
     admitted: job.admitted,
     promptTokens: job.promptTokens,
     cachedTokens: job.cachedTokens,
+    cacheWriteTokens: 0,
     completionTokens: job.plan.tokens,
     extraFeeMicro: job.extraFeeMicro,
   });
@@ -880,6 +872,7 @@ async function streamResponses(ctx: ApiContext, job: ResponsesJob): Promise<void
       admitted: job.admitted,
       promptTokens: job.promptTokens,
       cachedTokens: job.cachedTokens,
+      cacheWriteTokens: 0,
       completionTokens,
       extraFeeMicro: job.extraFeeMicro,
     });

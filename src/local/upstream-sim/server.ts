@@ -100,6 +100,18 @@ function parseBearer(header: string | undefined): string | null {
   return match?.[1] ? match[1].trim() : null;
 }
 
+const MSG_REGION =
+  "The specified model is unavailable in your region. Use of Tor, VPNs, proxies, or other means to circumvent this restriction is a violation of our Terms of Service.";
+
+/** `POST /video/queue` 409 (the reference's body: a provider asks for consent before it renders faces). */
+const NEEDS_CONSENT_BODY = {
+  error: { code: "needs_consent", message: "This model requires additional consent before it can be used." },
+  consent_flow: "seedance",
+  face_media_roles: ["image"],
+  consent: { consent_version: "2026-01", policy_text: "I confirm I have the rights to the faces in this media." },
+  docs_url: "https://docs.venice.ai/guides/media/seedance-2-0",
+};
+
 const MSG_TIMEOUT =
   "Request timed out. Non-streaming requests must finish within the time limit; use the streaming API for long generations.";
 
@@ -135,6 +147,31 @@ function applyHttpFault(ctx: ApiContext, fault: SimFaultEntry): void {
     case "http_402_spend_limit":
       sendApiError(ctx, 402, MSG_SPEND_LIMIT);
       return;
+    // the reference's other documented refusals, each in its documented body
+    case "http_401_pro_only":
+      sendApiError(ctx, 401, "This model is only available to Pro users");
+      return;
+    case "http_403_region":
+      sendApiError(ctx, 403, MSG_REGION);
+      return;
+    case "http_409_consent":
+      sendApiJson(ctx, 409, NEEDS_CONSENT_BODY);
+      return;
+    case "http_413_payload":
+      sendApiJson(ctx, 413, {
+        code: "PAYLOAD_TOO_LARGE",
+        error: "The request payload is too large. Please reduce the size of your request.",
+      });
+      return;
+    case "http_415":
+      sendApiError(ctx, 415, "Invalid request content-type");
+      return;
+    case "http_422_content_violation":
+      sendApiJson(ctx, 422, {
+        error: "Your prompt violates the content policy of Venice.ai or the model provider",
+        suggested_prompt: "a landscape at dawn",
+      });
+      return;
     case "timeout":
       // Accept and never answer; the socket stays open until the client gives up or close().
       return;
@@ -158,6 +195,7 @@ async function dispatchApi(rt: SimRuntime, req: IncomingMessage, res: ServerResp
     route,
     key: bearer,
     traceparent: typeof traceparent === "string" ? traceparent : null,
+    query,
   });
   const ctx: ApiContext = {
     rt,
@@ -217,6 +255,7 @@ async function runHandler(ctx: ApiContext, def: ApiRoute): Promise<void> {
       return;
     }
     ctx.body = parsed.value;
+    rt.state.recordBody(record, parsed.value);
     if (isRecord(parsed.value)) {
       const raw = parsed.value.model;
       if (typeof raw === "string") {

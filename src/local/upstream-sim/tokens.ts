@@ -91,6 +91,8 @@ export interface SimDirectives {
   chunks?: number;
   /** report this many prompt tokens as cache reads (capped at prompt_tokens) */
   cachedTokens?: number;
+  /** report this many prompt tokens as cache writes (capped at the prompt tokens not read from the cache) */
+  cacheWriteTokens?: number;
 }
 
 const DIRECTIVE_RE = /\[\[sim:([a-z_]+)=(\d{1,9})\]\]/g;
@@ -115,6 +117,9 @@ export function parseDirectives(messages: readonly unknown[]): SimDirectives {
           break;
         case "cached_tokens":
           directives.cachedTokens = value;
+          break;
+        case "cache_write_tokens":
+          directives.cacheWriteTokens = value;
           break;
         default:
           break;

@@ -25,7 +25,7 @@ interface ChatBody {
     prompt_tokens: number;
     completion_tokens: number;
     total_tokens: number;
-    prompt_tokens_details: { cached_tokens: number };
+    prompt_tokens_details: { cached_tokens: number; cache_creation_input_tokens: number };
   };
   cost: { diem: number; usd: number };
   venice_parameters: Record<string, unknown>;
@@ -85,6 +85,7 @@ describe("buffered chat", () => {
       completionTokens: 37,
       totalTokens: promptTokens + 37,
       cachedTokens: 0,
+      cacheWriteTokens: 0,
     });
   });
 
@@ -151,6 +152,46 @@ describe("buffered chat", () => {
       computeBurnMicroDiem(pricingOf("zai-org-glm-5-1"), { ...usage, prompt_tokens_details: {} }),
     );
     expect(before - diemOf(sim)).toBe(burn);
+  });
+
+  test("cache-write directive reports cache_creation_input_tokens, billed at cache_write (streamed too)", async () => {
+    // about 1000 prompt tokens: 300 read from the cache, 500 written to it, the rest at the input rate
+    const messages = userMessage(
+      `${"w".repeat(4000)} [[sim:cached_tokens=300]] [[sim:cache_write_tokens=500]] [[sim:tokens=20]]`,
+    );
+    const promptTokens = countPromptTokens(messages);
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: 20,
+      prompt_tokens_details: { cached_tokens: 300, cache_creation_input_tokens: 500 },
+    };
+    const burn = computeBurnMicroDiem(pricingOf("claude-sonnet-4-6"), usage);
+    // claude-sonnet-4-6 prices cache writes above its input rate: the writes cost more than plain input
+    expect(burn).toBeGreaterThan(
+      computeBurnMicroDiem(pricingOf("claude-sonnet-4-6"), {
+        ...usage,
+        prompt_tokens_details: { cached_tokens: 300, cache_creation_input_tokens: 0 },
+      }),
+    );
+    const before = diemOf(sim);
+    const body = (await (
+      await post(sim, "/chat/completions", { model: "claude-sonnet-4-6", messages })
+    ).json()) as ChatBody;
+    expect(body.usage.prompt_tokens_details).toEqual({ cached_tokens: 300, cache_creation_input_tokens: 500 });
+    expect(before - diemOf(sim)).toBe(burn);
+    const [record] = sim.state.listRequests({ route: "/chat/completions" }).slice(-1);
+    expect(record?.usage).toMatchObject({ cachedTokens: 300, cacheWriteTokens: 500 });
+
+    const streamed = await post(sim, "/chat/completions", { model: "claude-sonnet-4-6", messages, stream: true });
+    const usageFrame = jsonFrames(parseSse(await streamed.text())).find((f) => f.usage) as
+      | { usage: ChatBody["usage"] }
+      | undefined;
+    expect(usageFrame?.usage.prompt_tokens_details).toEqual({ cached_tokens: 300, cache_creation_input_tokens: 500 });
+    // without the directive: none written
+    const plain = (await (
+      await post(sim, "/chat/completions", { model: "claude-sonnet-4-6", messages: userMessage("hello") })
+    ).json()) as ChatBody;
+    expect(plain.usage.prompt_tokens_details.cache_creation_input_tokens).toBe(0);
   });
 
   test("extended pricing tier applies above the context threshold", async () => {
