@@ -95,6 +95,21 @@ export const paidAddOns = {
     .optional(),
 };
 
+/**
+ * Fields the upstream documents that change what it bills in a way the service does not price, each a
+ * 400 naming it (nothing held): `fallbacks` (on failure the upstream answers from another model,
+ * billed at that model's rates, while the settlement prices the requested one). Absent, null or an
+ * empty list asks for nothing. Other fields the upstream does not document are dropped, not refused
+ * (docs/decisions.md "Venice as documented: what goes upstream").
+ */
+export const unpricedFields = {
+  fallbacks: withRule(z.unknown(), (v) =>
+    v === undefined || v === null || (Array.isArray(v) && v.length === 0)
+      ? undefined
+      : "fallbacks is refused: the upstream bills a fallback model at that model's rates, which this service does not price.",
+  ).optional(),
+};
+
 const SVC_CEILING_MESSAGE = "svc.maxPriceCentsPerDollar must be an integer from 30 to 80.";
 
 /**
@@ -201,17 +216,22 @@ const chatCaps = {
   ...requestControlFields,
 };
 
-/** `POST /v1/chat/completions`: OpenAI's body; other OpenAI fields pass through to the upstream. */
+/**
+ * `POST /v1/chat/completions`: OpenAI's body; the other fields the upstream documents go to it, the
+ * ones it does not are dropped.
+ */
 export const chatCompletionBody = z
   .object({ ...chatHead, ...chatCaps }, chatBodyErrors)
   .passthrough()
   .openapi("ChatCompletionRequest", {
     description:
-      "OpenAI chat completion request. Paid add-ons (web search, scraping, X search, paid tools) are refused with 400.",
+      "OpenAI chat completion request. Paid add-ons (web search, scraping, X search, paid tools) and `fallbacks` are refused with 400; fields the upstream does not document are dropped.",
   });
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
 
-const chatRequestBody = z.object({ ...chatHead, ...paidAddOns, ...chatCaps }, chatBodyErrors).passthrough();
+const chatRequestBody = z
+  .object({ ...chatHead, ...paidAddOns, ...unpricedFields, ...chatCaps }, chatBodyErrors)
+  .passthrough();
 
 /** A parsed chat body and what the pipeline needs of it. */
 export interface ChatRequest extends ModalityRequest {
@@ -258,9 +278,14 @@ const responsesFields = {
 };
 
 /** `POST /v1/responses`: the stateless Responses facade (`store`/`previous_response_id` are not kept). */
-export const responsesBody = z.object(responsesFields, responsesBodyErrors).passthrough().openapi("ResponsesRequest");
+export const responsesBody = z.object(responsesFields, responsesBodyErrors).passthrough().openapi("ResponsesRequest", {
+  description:
+    "OpenAI Responses request, stateless: `instructions` goes upstream as a leading system message; paid add-ons and `fallbacks` are refused with 400; fields the upstream does not document (`store`, `previous_response_id`, `metadata`, …) are dropped.",
+});
 
-const responsesRequestBody = z.object({ ...responsesFields, ...paidAddOns }, responsesBodyErrors).passthrough();
+const responsesRequestBody = z
+  .object({ ...responsesFields, ...paidAddOns, ...unpricedFields }, responsesBodyErrors)
+  .passthrough();
 
 export interface ResponsesRequest extends ModalityRequest {
   maxTokens: number | undefined;
@@ -317,7 +342,10 @@ const imageFields = {
 export const imageGenerateBody = z
   .object({ model: modelId, prompt, ...imageFields }, imageBodyErrors)
   .passthrough()
-  .openapi("ImageGenerateRequest", { description: "`enable_web_search` is refused; other fields go upstream." });
+  .openapi("ImageGenerateRequest", {
+    description:
+      "`enable_web_search` is refused; other fields go upstream if the upstream documents them, else are dropped.",
+  });
 
 /** Absent or `false`, else the 400 `message` names the field. */
 const offOnly = (message: string) => withRule(z.unknown(), (v) => (v === false ? undefined : message)).optional();
@@ -472,7 +500,7 @@ export function parseOpenAiImageRequest(raw: unknown): ImageRequest {
 /**
  * `POST /v1/video/quote` and `POST /v1/video/queue` (the same body). Which fields a model takes is in
  * its catalog row's `constraints` (a missing key means the field must not be sent); the row is checked
- * before the upstream is asked. Model-specific fields pass through.
+ * before the upstream is asked. Model-specific fields the upstream documents pass through.
  */
 export const videoBody = z
   .object(
@@ -501,7 +529,10 @@ export const videoBody = z
     },
   )
   .passthrough()
-  .openapi("VideoRequest");
+  .openapi("VideoRequest", {
+    description:
+      "Fields the upstream documents for a video job go to it (others are dropped); its quote is asked with the pricing inputs only (model, duration, resolution, aspect_ratio, audio, …), never the prompt or image URLs.",
+  });
 export type VideoBody = z.infer<typeof videoBody>;
 
 /** A video request (quote and queue): the shape here; the row's constraints are the domain's (`checkVideoRequest`). */

@@ -1,3 +1,4 @@
+import { documentedBody } from "../../adapters/upstream/reference.js";
 import { type ChatRequest, type Json, parseChatRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
@@ -143,9 +144,9 @@ class ChatStream implements StreamRenderer {
 }
 
 /**
- * Chat completions (SPEC "Inference" POST /v1/chat/completions) as a modality: the OpenAI-compatible
- * body goes upstream with the admitted completion cap, stream usage always on, and the provider's
- * system prompt off; priced by tokens × the catalog's rates.
+ * Chat completions (SPEC "Inference" POST /v1/chat/completions) as a modality: the fields of the
+ * OpenAI-compatible body that the upstream documents go upstream with the admitted completion cap,
+ * stream usage always on, and the provider's system prompt off; priced by tokens × the catalog's rates.
  */
 export const chatModality: InferenceModality<ChatRequest> = {
   route: "chat",
@@ -154,6 +155,8 @@ export const chatModality: InferenceModality<ChatRequest> = {
   parse: parseChatRequest,
   price: (req, model) => textPricer(model, estimatePromptTokens(req.messages, req.messages.length), req.maxTokens),
   upstreamBody(req, session, stream) {
+    // only what the reference documents (undocumented fields dropped); `fallbacks` is refused by the
+    // contract, so here it is at most an empty list
     const {
       model: _m,
       max_tokens: _mt,
@@ -162,8 +165,9 @@ export const chatModality: InferenceModality<ChatRequest> = {
       user: _u,
       store: _s,
       metadata: _md,
+      fallbacks: _f,
       ...rest
-    } = req.body;
+    } = documentedBody("/chat/completions", req.body);
     const out: Json = {
       ...rest,
       model: session.model.id,

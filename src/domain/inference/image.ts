@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { documentedBody } from "../../adapters/upstream/reference.js";
 import { type ImageRequest, type Json, parseImageRequest, parseOpenAiImageRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
 import { imageUnitPriceMicro } from "../catalog/catalog-pricing.js";
@@ -132,7 +133,8 @@ function modality(
     parse,
     price: imagePricer,
     upstreamBody: (req, session) => ({
-      ...req.forward,
+      // only what the reference documents of the native body (undocumented fields dropped)
+      ...documentedBody("/image/generate", req.forward),
       ...(req.openai?.size ? sizeFields(req.openai.size, session.model.constraints) : {}),
       model: session.model.id,
     }),

@@ -1,3 +1,4 @@
+import { documentedBody } from "../../adapters/upstream/reference.js";
 import { type Json, parseResponsesRequest, type ResponsesRequest } from "../../contract/inference.js";
 import { estimatePromptTokens, textPricer } from "./admission.js";
 import type { InferenceModality } from "./endpoint.js";
@@ -6,8 +7,16 @@ import { approxItemTokens, usageOf, usageWithCost } from "./usage.js";
 
 export type { ResponsesRequest };
 
-/** Request fields that ask for storage or background work: the facade is stateless, so they are dropped. */
-const STATELESS_DROPPED = ["store", "previous_response_id", "background", "metadata"] as const;
+/**
+ * `instructions` is not in the upstream's Responses body: it goes as what OpenAI defines it to be, a
+ * system message ahead of the input (a string input becomes that message and one user message); empty
+ * instructions add nothing.
+ */
+export function inputWithInstructions(input: string | unknown[], instructions: string | undefined): string | unknown[] {
+  if (!instructions) return input;
+  const system = { role: "system", content: instructions };
+  return typeof input === "string" ? [system, { role: "user", content: input }] : [system, ...input];
+}
 
 /** The admission estimate: the generous bytes/3 rule over the input (and the instructions, if any). */
 export function responsesPromptEstimate(req: Pick<ResponsesRequest, "input" | "instructions">): number {
@@ -41,17 +50,19 @@ export const responsesModality: InferenceModality<ResponsesRequest> = {
   parse: parseResponsesRequest,
   price: (req, model) => textPricer(model, responsesPromptEstimate(req), req.maxTokens),
   upstreamBody(req, session, stream) {
-    const rest: Json = { ...req.body };
-    for (const k of [...STATELESS_DROPPED, "model", "max_output_tokens", "max_tokens", "max_completion_tokens", "user"])
-      delete rest[k];
+    // only what the reference documents: storage and background fields (`store`,
+    // `previous_response_id`, `background`, `metadata`: the facade is stateless), `user` and other
+    // undocumented fields are dropped; `fallbacks` is refused by the contract (here at most empty)
+    const { model: _m, max_output_tokens: _mot, fallbacks: _f, ...rest } = documentedBody("/responses", req.body);
     return {
       ...rest,
+      input: inputWithInstructions(req.input, req.instructions),
       model: session.model.id,
       max_output_tokens: session.plan.admittedMaxTokens,
       stream,
       venice_parameters: {
         include_venice_system_prompt: false,
-        ...((req.body.venice_parameters as Json | null | undefined) ?? {}),
+        ...((rest.venice_parameters as Json | null | undefined) ?? {}),
       },
     };
   },

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
+import { documentedBody } from "../../adapters/upstream/reference.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { videoJobMicroDiem } from "../../lib/money.js";
@@ -71,7 +72,8 @@ export class VideoQueue {
     const { pipeline, upstream } = this.deps;
     const model = await pipeline.model(bareModelId(req.model), "video", "video_queue");
     checkVideoRequest(req, model);
-    const body = { ...req.body, model: model.id };
+    // only what the reference documents of the queue body (undocumented fields dropped)
+    const body = documentedBody("/video/queue", { ...req.body, model: model.id });
     let upstreamQuote = 0n;
     let jobMicroDiem = 0n;
     // the request is open (its support reference made) before the upstream is asked for the quote,

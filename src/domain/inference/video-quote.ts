@@ -1,5 +1,6 @@
 import type { QueryRunner } from "../../adapters/sql.js";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
+import { documentedBody } from "../../adapters/upstream/reference.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { grossMicroUsdc, maxBig, upstreamDecimalToMicro, videoJobMicroDiem } from "../../lib/money.js";
@@ -92,11 +93,16 @@ export class VideoQuotes {
    * call) — waited for as an attempt waits, then 503 key_wait_timeout.
    */
   async askUpstream(ceiling: number, body: Record<string, unknown>, waitForKey = false): Promise<bigint> {
+    // the quote request carries only the pricing inputs the reference lists for it: never the prompt
+    // or image URLs (a `video_url` goes: the reference prices an upscale job by its source's length)
+    const quoteBody = documentedBody("/video/quote", body);
     return this.deps.pipeline.runBorrowed({ ceilingCents: ceiling, waitForKey, refuse: quoteRefusal }, async (key) => {
-      const res = await this.deps.upstream.postJson("/video/quote", key.secret, body, {
+      const res = await this.deps.upstream.postJson("/video/quote", key.secret, quoteBody, {
         timeoutMs: QUOTE_TIMEOUT_MS,
       });
       if (!res.ok) return Attempted.failed(res.failure);
+      // the reference's quote is USD ("Returns the price in USD"); the upstream debits it from the key
+      // as DIEM one for one (1 DIEM = 1 USD of inference), so its micro-USD figure is the job's micro-DIEM
       const q = (res.value.json as { quote?: unknown } | null)?.quote;
       if (typeof q === "number" && Number.isFinite(q) && q >= 0) return Attempted.ok(upstreamDecimalToMicro(q));
       return Attempted.retry("unreadable quote"); // ask another key

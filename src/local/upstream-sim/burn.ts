@@ -68,8 +68,8 @@ export function textPricingToMicro(pricing: SimTextPricing): TextPricingMicro {
  * with rates in micro-DIEM per 1M tokens; the `extended` rates apply to the whole request when
  * prompt_tokens > extended.context_token_threshold. Returns 0 when the model has no pricing or when
  * no output tokens were produced (upstream does not bill such responses). Chat reports cache
- * writes on request (`[[sim:cache_write=N]]`); the service prices them the same way
- * (`burnMicroDiem`, src/lib/money.ts).
+ * writes on request (`[[sim:cache_write=N]]`, also `cache_write_tokens`; the Responses usage
+ * documents none); the service prices them the same way (`burnMicroDiem`, src/lib/money.ts).
  */
 export function computeBurnMicroDiem(pricing: SimTextPricing | null | undefined, usage: SimUsageInput): bigint {
   if (!pricing) return 0n;

@@ -5,6 +5,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { OutgoingHttpHeaders } from "node:http";
+import { VENICE_REQUEST_FIELDS } from "../../adapters/upstream/venice-fields.js";
 import { computeBurnMicroDiem, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
 import { type ApiContext, balanceHeadersOf, baseHeaders, resolveModel, sendApiError, sendApiJson } from "./context.js";
 import { detailedError, type Issue, isRecord, type Json, sleepUnlessClosed, typeName } from "./http-util.js";
@@ -42,41 +43,11 @@ const SSE_HEADERS: OutgoingHttpHeaders = {
 
 // ------------------------------------------------------------------ chat request schema
 
-/** Top-level fields `/chat/completions` accepts (anything else → 400, the body is strict). */
-const CHAT_FIELDS = new Set([
-  "model",
-  "messages",
-  "stream",
-  "stream_options",
-  "max_completion_tokens",
-  "max_tokens",
-  "n",
-  "temperature",
-  "top_p",
-  "top_k",
-  "min_p",
-  "min_temp",
-  "max_temp",
-  "repetition_penalty",
-  "frequency_penalty",
-  "presence_penalty",
-  "seed",
-  "stop",
-  "stop_token_ids",
-  "tools",
-  "tool_choice",
-  "parallel_tool_calls",
-  "response_format",
-  "logprobs",
-  "top_logprobs",
-  "reasoning_effort",
-  "reasoning",
-  "prompt_cache_key",
-  "prompt_cache_retention",
-  "venice_parameters",
-  "user",
-  "store",
-]);
+/**
+ * Top-level fields `/chat/completions` accepts: the reference's (`additionalProperties: false`:
+ * anything else → 400, the body is strict), read from the allow-list generated from it.
+ */
+const CHAT_FIELDS: ReadonlySet<string> = new Set(VENICE_REQUEST_FIELDS["/chat/completions"].fields);
 
 /** Accepted and dropped before validation. */
 const CHAT_DROPPED_FIELDS = ["include", "metadata"] as const;
@@ -558,7 +529,11 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
     n,
     directives,
     extraFeeMicro: webSearch ? WEB_SEARCH_FEE_MICRO_DIEM : 0n,
-    veniceParameters: { ...veniceParameters, web_search_citations: [] },
+    // echoed without the unset ones (the reference types `character_slug` as a string, never null)
+    veniceParameters: {
+      ...Object.fromEntries(Object.entries(veniceParameters).filter(([, v]) => v !== null)),
+      web_search_citations: [],
+    },
     id: `chatcmpl-${hexId()}`,
     created: Math.floor(ctx.rt.state.nowMs() / 1000),
     toolCall: toolCall ? { ...toolCall, id: `call_${hexId().slice(0, 24)}` } : undefined,
@@ -885,7 +860,8 @@ function responseObject(
           output_tokens_details: { reasoning_tokens: Math.min(job.directives.reasoningTokens ?? 0, usage.output) },
         }
       : null,
-    error,
+    // the reference's `error` is an object: absent unless the response failed
+    ...(error === null ? {} : { error }),
     incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
   };
 }
@@ -902,6 +878,7 @@ async function bufferedResponses(ctx: ApiContext, job: ResponsesJob): Promise<vo
     admitted: job.admitted,
     promptTokens: job.promptTokens,
     cachedTokens: job.cachedTokens,
+    cacheWriteTokens: 0,
     completionTokens: job.plan.tokens,
     extraFeeMicro: job.extraFeeMicro,
   });
@@ -926,6 +903,7 @@ async function streamResponses(ctx: ApiContext, job: ResponsesJob): Promise<void
       admitted: job.admitted,
       promptTokens: job.promptTokens,
       cachedTokens: job.cachedTokens,
+      cacheWriteTokens: 0,
       completionTokens,
       extraFeeMicro: job.extraFeeMicro,
     });

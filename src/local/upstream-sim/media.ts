@@ -6,6 +6,7 @@
 
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { VENICE_REQUEST_FIELDS } from "../../adapters/upstream/venice-fields.js";
 import { type ApiContext, baseHeaders, resolveModel, sendApiError, sendApiJson } from "./context.js";
 import { detailedError, type Issue, isRecord, type Json, sendJson } from "./http-util.js";
 import {
@@ -134,31 +135,8 @@ export function imageUnitPriceMicro(model: SimImageModel, resolution?: string, q
 
 // ------------------------------------------------------------------ POST /image/generate
 
-const IMAGE_GENERATE_FIELDS = new Set([
-  "model",
-  "prompt",
-  "negative_prompt",
-  "width",
-  "height",
-  "aspect_ratio",
-  "resolution",
-  "quality",
-  "variants",
-  "format",
-  "return_binary",
-  "hide_watermark",
-  "safe_mode",
-  "enable_web_search",
-  "enhance_prompt",
-  "seed",
-  "steps",
-  "cfg_scale",
-  "style_preset",
-  "style_references",
-  "lora_strength",
-  "embed_exif_metadata",
-  "disable_prompt_optimization_thinking",
-]);
+/** The reference's fields (`additionalProperties: false`: anything else → 400), from the generated allow-list. */
+const IMAGE_GENERATE_FIELDS: ReadonlySet<string> = new Set(VENICE_REQUEST_FIELDS["/image/generate"].fields);
 
 function imageGenerateIssues(body: Record<string, unknown>, model: SimImageModel): Issue[] {
   const issues: Issue[] = [];

@@ -32,11 +32,12 @@ export interface SimImagePricing {
   upscale: { "2x": PriceUnit; "4x": PriceUnit };
 }
 
+/** `model_spec.deprecation` as the reference has it (`autoRemap`, `date`, `removesAt` required). */
 export interface SimDeprecation {
   date: string;
-  removesAt?: string;
+  removesAt: string;
   startsAt?: string;
-  autoRemap?: boolean;
+  autoRemap: boolean;
   replacementModelId?: string;
 }
 
@@ -60,7 +61,8 @@ export interface SimTextCapabilities {
   quantization: "fp4" | "fp8" | "fp16" | "bf16" | "int8" | "int4" | "not-available";
   supportsFunctionCalling: boolean;
   supportsReasoning: boolean;
-  supportsReasoningEffort?: boolean;
+  /** whether `reasoning_effort` is honoured (required by the reference) */
+  supportsReasoningEffort: boolean;
   reasoningEffortOptions?: string[];
   defaultReasoningEffort?: string;
   supportsResponseSchema: boolean;
@@ -166,6 +168,7 @@ function caps(overrides: Partial<SimTextCapabilities>): SimTextCapabilities {
     quantization: "fp8",
     supportsFunctionCalling: true,
     supportsReasoning: false,
+    supportsReasoningEffort: false,
     supportsResponseSchema: true,
     supportsVision: false,
     supportsMultipleImages: false,
@@ -367,7 +370,7 @@ export const DEFAULT_SIM_MODELS: readonly SimModel[] = [
       offline: false,
       betaModel: false,
       traits: [],
-      deprecation: { date: "2026-09-30T00:00:00.000Z" },
+      deprecation: { date: "2026-09-30T00:00:00.000Z", removesAt: "2026-09-30T00:00:00.000Z", autoRemap: false },
       availableContextTokens: 65536,
       maxCompletionTokens: 8192,
       pricing: { input: p(1.5), output: p(6) },

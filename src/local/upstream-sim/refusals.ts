@@ -89,7 +89,8 @@ export function sendRefusalFault(ctx: ApiContext, kind: SimFaultKind): boolean {
       sendApiError(ctx, 415, "Invalid request content-type");
       return true;
     case "http_422_content_policy":
-      sendApiError(ctx, 422, MSG_CONTENT_POLICY);
+      // ContentViolationError in the reference
+      sendApiJson(ctx, 422, { error: MSG_CONTENT_POLICY, suggested_prompt: "a landscape at dawn" });
       return true;
     default:
       return false;

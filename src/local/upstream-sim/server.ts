@@ -159,6 +159,7 @@ async function dispatchApi(rt: SimRuntime, req: IncomingMessage, res: ServerResp
     route,
     key: bearer,
     traceparent: typeof traceparent === "string" ? traceparent : null,
+    query,
   });
   const ctx: ApiContext = {
     rt,
@@ -218,6 +219,7 @@ async function runHandler(ctx: ApiContext, def: ApiRoute): Promise<void> {
       return;
     }
     ctx.body = parsed.value;
+    rt.state.recordBody(record, parsed.value);
     if (isRecord(parsed.value)) {
       const raw = parsed.value.model;
       if (typeof raw === "string") {

@@ -122,6 +122,7 @@ export interface SimRecordedUsage {
   completionTokens: number;
   totalTokens: number;
   cachedTokens: number;
+  /** prompt tokens written to the cache (`cache_creation_input_tokens`) */
   cacheWriteTokens: number;
 }
 
@@ -134,6 +135,13 @@ export interface SimRequestRecord {
   key: string | null;
   /** the W3C `traceparent` header the caller sent (null when absent): whose trace the call continues */
   traceparent: string | null;
+  /** the query string, without `?` ("" when none) */
+  query: string;
+  /**
+   * the JSON body as the simulator parsed it: what the caller really sent (null: no body, not JSON, or
+   * an older request: bodies are kept for the latest MAX_BODIES requests). Read it, never change it.
+   */
+  body: unknown;
   /** canonical model id when resolvable, else the raw `model` value, else null */
   model: string | null;
   stream: boolean;
@@ -251,6 +259,8 @@ interface KeyRecord {
 const DAY_MS = 86_400_000;
 const MINUTE_MS = 60_000;
 const MAX_RECORDS = 100_000;
+/** request bodies are kept on the latest this many records (a benchmark's log stays small) */
+const MAX_BODIES = 1_000;
 export const DEFAULT_RPM_LIMIT = 100_000;
 export const DEFAULT_TPM_LIMIT = 100_000_000;
 
@@ -266,6 +276,8 @@ export class SimState {
   private readonly keys = new Map<string, KeyRecord>();
   private readonly faults: SimFaultEntry[] = [];
   private records: SimRequestRecord[] = [];
+  /** the records holding a body, oldest first (at most MAX_BODIES) */
+  private withBody: SimRequestRecord[] = [];
   private readonly baseNow: () => Date;
   private offsetMs = 0;
   private epochDay: number;
@@ -596,6 +608,7 @@ export class SimState {
     route: string;
     key: string | null;
     traceparent?: string | null;
+    query?: string;
   }): SimRequestRecord {
     this.requestSeq += 1;
     const record: SimRequestRecord = {
@@ -604,6 +617,8 @@ export class SimState {
       route: init.route,
       key: init.key,
       traceparent: init.traceparent ?? null,
+      query: init.query ?? "",
+      body: null,
       model: null,
       stream: false,
       status: 0,
@@ -620,6 +635,16 @@ export class SimState {
     this.records.push(record);
     if (this.records.length > MAX_RECORDS) this.records = this.records.slice(-Math.floor(MAX_RECORDS * 0.9));
     return record;
+  }
+
+  /** @internal Keeps the parsed body on its record (dropping the oldest kept body past MAX_BODIES). */
+  recordBody(record: SimRequestRecord, body: unknown): void {
+    record.body = body;
+    this.withBody.push(record);
+    if (this.withBody.length > MAX_BODIES) {
+      const dropped = this.withBody.splice(0, this.withBody.length - MAX_BODIES);
+      for (const r of dropped) r.body = null;
+    }
   }
 
   /** Request log, oldest first, optionally filtered (copies; `route` accepts "/chat/completions"). */
@@ -729,6 +754,7 @@ export class SimState {
   /** Clears the request log and every key's in-flight peak (down to its current in-flight count). */
   resetRequests(): void {
     this.records = [];
+    this.withBody = [];
     for (const k of this.keys.values()) k.peakInFlight = k.inFlight;
   }
 }

@@ -127,6 +127,7 @@ export function parseDirectives(messages: readonly unknown[]): SimDirectives {
           directives.reasoningTokens = value;
           break;
         case "cache_write":
+        case "cache_write_tokens":
           directives.cacheWriteTokens = value;
           break;
         default:

@@ -565,6 +565,32 @@ describe("SKILL.md section 8: keys for sub-agents", () => {
   });
 });
 
+describe("SKILL.md: what goes upstream", () => {
+  test("undocumented fields are dropped, not refused; `fallbacks` is 400 naming it; instructions become a system message", async () => {
+    says("/SKILL.md", "Fields the upstream does not document are dropped, not refused");
+    says("/SKILL.md", "`fallbacks` is refused (400 naming it)");
+    says("/SKILL.md", "`instructions` goes upstream as a leading system message");
+
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const chat = { model: MODEL, messages: [{ role: "user", content: "hi" }] };
+    const dropped = await post(buyer.apiKey, "/v1/chat/completions", { ...chat, logit_bias: { "1": 1 } });
+    expect(dropped.status).toBe(200);
+    expect(world.sim.state.listRequests({ route: "/chat/completions" }).at(-1)?.body).not.toHaveProperty("logit_bias");
+    const refused = await post(buyer.apiKey, "/v1/chat/completions", { ...chat, fallbacks: [{ model: "qwen3-4b" }] });
+    expect([refused.status, ((await refused.json()) as { error: { field: string } }).error.field]).toEqual([
+      400,
+      "fallbacks",
+    ]);
+    const r = await post(buyer.apiKey, "/v1/responses", { model: MODEL, instructions: "Be brief.", input: "hi" });
+    expect(r.status).toBe(200);
+    const sent = world.sim.state.listRequests({ route: "/responses" }).at(-1)?.body as { input: unknown } | undefined;
+    expect(sent?.input).toEqual([
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "hi" },
+    ]);
+  });
+});
+
 describe("SKILL.md: cost in usage, the per-request ceiling and how a key's limit holds", () => {
   test("usage.cost is X-Svc-Cost-Usdc; svc.maxPriceCentsPerDollar lowers the ceiling; limits refuse before upstream", async () => {
     says("/SKILL.md", "`usage.cost`, a number in USD equal to `X-Svc-Cost-Usdc`");

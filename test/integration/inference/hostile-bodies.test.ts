@@ -105,10 +105,11 @@ describe("a request the upstream refuses for its own content", () => {
     const supply = await sixKeys();
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    // nested (within the bound) in a field the simulator's strict chat body refuses with a 400
+    // nested (within the bound) in a documented field whose value the simulator refuses with a 400
+    // (`stop` must be a string or a list; an undocumented field would be dropped, not sent)
     const r = await postChat(
       buyer.apiKey,
-      `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],"extra":${nestedObject(40)}}`,
+      `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],"stop":${nestedObject(40)}}`,
     );
     expect(r.status, r.text.slice(0, 300)).toBe(400);
     expect((r.body as { error: { code: string } }).error.code).toBe("invalid_request");

@@ -299,9 +299,9 @@ describe("the wallet's image slot is released on every path", () => {
     const none = await generate(world.app, buyer.apiKey, job);
     expect(none.status).toBe(503);
     const s = await supply(40, 5);
-    // the upstream's own 400 for a field it does not know: relayed, nothing charged
-    const unknownField = await generate(world.app, buyer.apiKey, { ...job, colour: "red" });
-    expect([unknownField.status, unknownField.body.error?.code]).toEqual([400, "invalid_request"]);
+    // the upstream's own 400 for a value it refuses (a width past its limit): relayed, nothing charged
+    const refused = await generate(world.app, buyer.apiKey, { ...job, width: 5000 });
+    expect([refused.status, refused.body.error?.code]).toEqual([400, "invalid_request"]);
     // 402: more than the balance
     const poor = await fundedBuyerKey(world.app, 10_000n); // one image at the 80¢ ceiling: 8,000; four: 32,000
     expect((await generate(world.app, poor.apiKey, { ...job, variants: 4 })).status).toBe(402);

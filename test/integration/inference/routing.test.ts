@@ -124,7 +124,8 @@ describe("fall-forward", () => {
     ]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
-    const r = await chat(world.app, buyer.apiKey, { ...MSG(), not_a_field: true });
+    // a documented field with a value the upstream refuses (an undocumented field is dropped instead)
+    const r = await chat(world.app, buyer.apiKey, { ...MSG(), temperature: 5 });
     expect(r.status).toBe(400);
     expect((r.body as { error: { code: string } }).error.code).toBe("invalid_request");
     const req = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");

@@ -154,31 +154,45 @@ describe("buffered chat", () => {
     expect(before - diemOf(sim)).toBe(burn);
   });
 
-  test("cache-write directive reports cache_creation_input_tokens and bills them at cache_write", async () => {
+  test("cache-write directive reports cache_creation_input_tokens, billed at cache_write (streamed too)", async () => {
+    // about 1000 prompt tokens: 300 read from the cache, 500 written to it, the rest at the input rate
     const messages = userMessage(
-      `${"y".repeat(4000)} [[sim:cached_tokens=300]] [[sim:cache_write=500]] [[sim:tokens=20]]`,
+      `${"w".repeat(4000)} [[sim:cached_tokens=300]] [[sim:cache_write_tokens=500]] [[sim:tokens=20]]`,
     );
+    const promptTokens = countPromptTokens(messages);
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: 20,
+      prompt_tokens_details: { cached_tokens: 300, cache_creation_input_tokens: 500 },
+    };
+    const burn = computeBurnMicroDiem(pricingOf("claude-sonnet-4-6"), usage);
+    // 4.5 DIEM/M for writes against 3.6 for input: 500 writes cost 450 micro-DIEM more than uncached
+    expect(
+      burn -
+        computeBurnMicroDiem(pricingOf("claude-sonnet-4-6"), {
+          ...usage,
+          prompt_tokens_details: { cached_tokens: 300, cache_creation_input_tokens: 0 },
+        }),
+    ).toBe(450n);
     const before = diemOf(sim);
     const body = (await (
       await post(sim, "/chat/completions", { model: "claude-sonnet-4-6", messages })
     ).json()) as ChatBody;
     expect(body.usage.prompt_tokens_details).toEqual({ cached_tokens: 300, cache_creation_input_tokens: 500 });
-    const pricing = pricingOf("claude-sonnet-4-6");
-    const usage = {
-      prompt_tokens: body.usage.prompt_tokens,
-      completion_tokens: 20,
-      prompt_tokens_details: { cached_tokens: 300, cache_creation_input_tokens: 500 },
-    };
-    const burn = computeBurnMicroDiem(pricing, usage);
-    // 4.5 DIEM/M for writes against 3.6 for input: 500 writes cost 450 micro-DIEM more than uncached
-    const uncachedWrites = computeBurnMicroDiem(pricing, {
-      ...usage,
-      prompt_tokens_details: { cached_tokens: 300 },
-    });
-    expect(burn - uncachedWrites).toBe(450n);
     expect(before - diemOf(sim)).toBe(burn);
-    const [record] = sim.state.listRequests({ route: "/chat/completions" });
+    const [record] = sim.state.listRequests({ route: "/chat/completions" }).slice(-1);
     expect(record?.usage).toMatchObject({ cachedTokens: 300, cacheWriteTokens: 500 });
+
+    const streamed = await post(sim, "/chat/completions", { model: "claude-sonnet-4-6", messages, stream: true });
+    const usageFrame = jsonFrames(parseSse(await streamed.text())).find((f) => f.usage) as
+      | { usage: ChatBody["usage"] }
+      | undefined;
+    expect(usageFrame?.usage.prompt_tokens_details).toEqual({ cached_tokens: 300, cache_creation_input_tokens: 500 });
+    // without the directive: none written
+    const plain = (await (
+      await post(sim, "/chat/completions", { model: "claude-sonnet-4-6", messages: userMessage("hello") })
+    ).json()) as ChatBody;
+    expect(plain.usage.prompt_tokens_details.cache_creation_input_tokens).toBe(0);
   });
 
   test("extended pricing tier applies above the context threshold", async () => {
