@@ -226,6 +226,38 @@ describe("models: fallbacks", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("Messages (Anthropic's API): the same fallbacks and price cap", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const res = await fetch(`${world.app.baseUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": buyer.apiKey, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+      body: JSON.stringify({
+        model: SONNET,
+        models: [GLM],
+        provider: SONNET_OUT_GLM_IN,
+        max_tokens: 64,
+        messages: [{ role: "user", content: "hello [[sim:tokens=40]]" }],
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { model: string }).model).toBe(GLM);
+    const cost = parseDecimal6(res.headers.get("x-svc-cost-usdc") ?? "") ?? -1n;
+    expect(cost).toBeGreaterThan(0n);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(before - cost);
+    const [first, second] = await chatRecords(buyer.accountId);
+    expect([first?.model, first?.errorCode, first?.maxPriceCents]).toEqual([SONNET, "no_eligible_supply", 22]);
+    expect([second?.model, second?.route, second?.maxPriceCents, second?.costMicroUsdc]).toEqual([
+      GLM,
+      "messages",
+      64,
+      cost,
+    ]);
+    await expectHoldsReleased(world.app, buyer.accountId);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("no fall-through: after the first byte, on the buyer's own 4xx, or on a balance refusal", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
