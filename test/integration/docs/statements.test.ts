@@ -202,7 +202,7 @@ describe("llms.txt and SKILL.md: which answers carry a support reference", () =>
 
 describe("llms.txt: every paid answer says what it cost", () => {
   test("a Responses stream: `costUsdc` on `response.completed`", async () => {
-    says("/llms.txt", "or `costUsdc` on `response.completed` (Responses streams)");
+    says("/llms.txt", "`costUsdc` on `response.completed` (Responses streams)");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const res = await post(buyer.apiKey, "/v1/responses", { model: MODEL, input: "hi", stream: true });
     expect(res.status).toBe(200);
@@ -390,6 +390,7 @@ const NOT_ON_REST: Partial<Record<ErrorCode, { reason: string; files: string[] }
     files: [
       "src/domain/inference/chat.ts",
       "src/domain/inference/ending.ts",
+      "src/domain/inference/messages-stream.ts",
       "src/domain/inference/responses-stream.ts",
     ],
   },
