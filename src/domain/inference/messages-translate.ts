@@ -212,18 +212,20 @@ export function stopReasonOf(
 }
 
 /**
- * The upstream's chat usage as Anthropic's: `input_tokens` are the prompt tokens not read from the
- * cache, `cache_read_input_tokens` the cached ones, `cache_creation_input_tokens` 0 (no cache
- * writes are asked for); with the settlement, the cost fields every answer's `usage` carries.
+ * The upstream's chat usage as Anthropic's: `input_tokens` are the prompt tokens neither read from
+ * nor written to the cache, `cache_read_input_tokens` the cached ones, `cache_creation_input_tokens`
+ * the ones written to the cache (priced at the catalog's `cache_write`); with the settlement, the cost
+ * fields every answer's `usage` carries.
  */
 export function anthropicUsage(chatUsage: unknown, settled?: Settled): Json {
   const u = usageOf(chatUsage) ?? { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
   const cached = u.cachedTokens ?? 0;
+  const written = u.cacheWriteTokens ?? 0;
   const usage: Json = {
-    input_tokens: u.promptTokens - cached,
+    input_tokens: u.promptTokens - cached - written,
     output_tokens: u.completionTokens,
     cache_read_input_tokens: cached,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: written,
   };
   return settled ? (usageWithCost(usage, settled) as Json) : usage;
 }

@@ -286,7 +286,7 @@ describe("the answer: a chat completion as Anthropic's message", () => {
     expect(stopReasonOf(finish, matched, stops, tools)).toEqual(expected);
   });
 
-  test("usage: input excludes cache reads; no cache writes; the cost beside it", () => {
+  test("usage: input excludes cache reads and writes; the cost beside it", () => {
     const u = { prompt_tokens: 100, completion_tokens: 20, prompt_tokens_details: { cached_tokens: 30 } };
     expect(anthropicUsage(u)).toEqual({
       input_tokens: 70,
@@ -294,13 +294,25 @@ describe("the answer: a chat completion as Anthropic's message", () => {
       cache_read_input_tokens: 30,
       cache_creation_input_tokens: 0,
     });
-    expect(anthropicUsage(u, SETTLED)).toEqual({
+    const written = {
+      prompt_tokens: 100,
+      completion_tokens: 20,
+      prompt_tokens_details: { cached_tokens: 30, cache_creation_input_tokens: 50 },
+    };
+    expect(anthropicUsage(written)).toMatchObject({ input_tokens: 20, cache_creation_input_tokens: 50 });
+    expect(anthropicUsage(u, { ...SETTLED, cachedTokens: 30 })).toEqual({
       input_tokens: 70,
       output_tokens: 20,
       cache_read_input_tokens: 30,
       cache_creation_input_tokens: 0,
       cost: 0.001234,
-      cost_details: { cost_usdc: "0.001234", clearing_price_cents: 45, upstream_burn_diem: "0.002500" },
+      cost_details: {
+        cost_usdc: "0.001234",
+        clearing_price_cents: 45,
+        upstream_burn_diem: "0.002500",
+        cached_tokens: 30,
+        cache_write_tokens: 0,
+      },
     });
   });
 
@@ -356,7 +368,13 @@ describe("the answer: a chat completion as Anthropic's message", () => {
         cache_read_input_tokens: 0,
         cache_creation_input_tokens: 0,
         cost: 0.001234,
-        cost_details: { cost_usdc: "0.001234", clearing_price_cents: 45, upstream_burn_diem: "0.002500" },
+        cost_details: {
+          cost_usdc: "0.001234",
+          clearing_price_cents: 45,
+          upstream_burn_diem: "0.002500",
+          cached_tokens: 0,
+          cache_write_tokens: 0,
+        },
       },
     });
   });
