@@ -54,9 +54,9 @@ export interface HttpFacilitatorStandIn {
   readonly settled: FacilitatorResult<SettleOk>[];
   /**
    * `settle-then-refuse` waits for this after settling and before answering (a test runs the chain
-   * scan in between); called with the settlement.
+   * scan in between); called with the settlement and the payment.
    */
-  afterSettle?: (settled: FacilitatorResult<SettleOk>) => Promise<void>;
+  afterSettle?: (settled: FacilitatorResult<SettleOk>, payment: ExactPayment) => Promise<void>;
   /** awaited before `/verify` is answered (a slow verify: a test orders it against other calls) */
   beforeVerify?: (p: ExactPayment) => Promise<void>;
   /** resolves when every late settlement (`502-then-settle`) has landed */
@@ -182,7 +182,7 @@ export async function startHttpFacilitator(
         return;
       case "settle-then-refuse": {
         const s = await settleNow(p);
-        await state.afterSettle?.(s);
+        await state.afterSettle?.(s, p);
         send(res, 200, { success: false, errorReason: "invalid_exact_evm_signature", transaction: "", network });
         return;
       }

@@ -74,7 +74,7 @@ export function drawBehaviour(w: FundingWorld, o: { concurrent: boolean }): Faci
     "timeout-after-settle": 6,
     down: 4,
     // the wrong verdict is only drawn where the reconciler can see the chain (it credits first)
-    "settle-then-refuse": lagging ? 0 : 3,
+    "settle-then-refuse": lagging ? 0 : 6,
     // a duplicate of a call whose process died would wait out its 15 s (wall clock) for it
     "crash-before-settle": o.concurrent ? 0 : 4,
     "crash-after-settle": o.concurrent ? 0 : 6,

@@ -237,8 +237,8 @@ export class FundingWorld {
         return b ? (STAND_IN_MODE[b] ?? undefined) : undefined;
       };
       // a wrong verdict arrives after the reconciler credited the transfer from the chain
-      standIn.afterSettle = async () => {
-        await world.reconcileEveryOpen("the reconciler, between the settlement and its verdict");
+      standIn.afterSettle = async (_settled, p) => {
+        await world.reconcileNow(p.authorization.from, p.authorization.nonce);
       };
       return world;
     } catch (e) {
@@ -380,17 +380,17 @@ export class FundingWorld {
     return this.publicClient.getBlockNumber({ cacheTime: 0 });
   }
 
-  /** Reconciles every uncredited payment once, as a queued job would (the `settle-then-refuse` interleaving). */
-  async reconcileEveryOpen(why: string): Promise<void> {
-    const open = await this.db.payment.findMany({
-      where: { status: { in: ["settling", "reconciling"] } },
-      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+  /** The reconciliation job of one payment runs now (between a settlement and its verdict: `settle-then-refuse`). */
+  async reconcileNow(payer: string, nonce: string): Promise<void> {
+    const p = await this.db.payment.findUnique({
+      where: {
+        payerAddress_authorizationNonce: { payerAddress: payer.toLowerCase(), authorizationNonce: nonce.toLowerCase() },
+      },
     });
-    for (const p of open) {
-      const outcome = await this.reconciler.reconcilePayment(p.id);
-      if (outcome === "credited") this.stats.reconciledCredited++;
-      this.log(`  ${why}: ${this.paymentLabel(p.payerAddress, p.authorizationNonce)} ${outcome}`);
-    }
+    if (!p) return;
+    const outcome = await this.reconciler.reconcilePayment(p.id);
+    if (outcome === "credited") this.stats.reconciledCredited++;
+    this.log(`  the reconciler, between the settlement and its verdict: ${this.paymentLabel(payer, nonce)} ${outcome}`);
   }
 
   paymentLabel(payer: string, nonce: string): string {
