@@ -6,15 +6,24 @@
 //   npm run sim -- --seed=42             seed 42 alone (replay), --trace prints its every step
 //   npm run sim -- --seed=42 --runs=500  seeds 42…541
 //   npm run sim -- --plant=ancestor-unchecked --runs=50   with a defect planted back (must fail)
+// The funding side (testkit/sim/funding: x402 payments on a real database and a local chain):
+//   npm run sim -- --funding             seeds 1…20, 60 steps each
+//   npm run sim -- --funding --seed=7 --trace     (replay), --runs=N, --steps=N
+//   npm run sim -- --funding --plant=cancel-ignored --runs=20   a defect planted back (must fail)
 import type { PlantedDefect } from "../testkit/memory-stores.js";
+import { FUNDING_DEFECTS, type FundingDefect } from "../testkit/sim/funding/plants.js";
+import { describeFundingFailure, runFundingSeed } from "../testkit/sim/funding/run.js";
+import { sharedRedis } from "../testkit/sim/funding/world.js";
 import { describeFailure, runSeed, zeroDelaySleeps } from "../testkit/sim/run.js";
+import { migrateTemplate } from "../testkit/template.js";
 
 const args = process.argv.slice(2);
 let seed = 1;
 let runs: number | null = null;
-let steps = 200;
+let steps: number | null = null;
 let trace = false;
-const defects: PlantedDefect[] = [];
+let funding = false;
+const plants: string[] = [];
 let single = false;
 for (const a of args) {
   const m = /^--(seed|runs|steps)=(\d+)$/.exec(a);
@@ -24,27 +33,70 @@ for (const a of args) {
     single = true;
   } else if (m?.[1] === "runs") runs = Number(m[2]);
   else if (m?.[1] === "steps") steps = Number(m[2]);
-  else if (plant?.[1]) defects.push(plant[1] as PlantedDefect);
+  else if (plant?.[1]) plants.push(plant[1]);
   else if (a === "--trace") trace = true;
+  else if (a === "--funding") funding = true;
   else {
     console.error(`unknown argument ${a}`);
     process.exit(2);
   }
 }
-const count = runs ?? (single ? 1 : 100);
-zeroDelaySleeps();
-const started = performance.now();
-let requests = 0;
-for (let s = seed; s < seed + count; s++) {
-  const r = await runSeed({ seed: s, steps, defects });
-  requests += r.stats.requests;
-  if (trace) for (const line of r.trace) console.log(line);
-  if (!r.ok) {
-    console.error(describeFailure(r, { steps, defects }));
-    process.exit(1);
+process.exit(funding ? await runFunding() : await runMarket());
+
+async function runMarket(): Promise<number> {
+  const count = runs ?? (single ? 1 : 100);
+  const n = steps ?? 200;
+  const defects = plants as PlantedDefect[];
+  zeroDelaySleeps();
+  const started = performance.now();
+  let requests = 0;
+  for (let s = seed; s < seed + count; s++) {
+    const r = await runSeed({ seed: s, steps: n, defects });
+    requests += r.stats.requests;
+    if (trace) for (const line of r.trace) console.log(line);
+    if (!r.ok) {
+      console.error(describeFailure(r, { steps: n, defects }));
+      return 1;
+    }
+    if (count > 1 && (s - seed + 1) % 100 === 0) console.log(`${s - seed + 1}/${count} seeds pass`);
   }
-  if (count > 1 && (s - seed + 1) % 100 === 0) console.log(`${s - seed + 1}/${count} seeds pass`);
+  const secs = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(`${count} seeds (${seed}…${seed + count - 1}) × ${n} steps pass: ${requests} requests, ${secs} s`);
+  return 0;
 }
-const secs = ((performance.now() - started) / 1000).toFixed(1);
-console.log(`${count} seeds (${seed}…${seed + count - 1}) × ${steps} steps pass: ${requests} requests, ${secs} s`);
-process.exit(0);
+
+async function runFunding(): Promise<number> {
+  const count = runs ?? (single ? 1 : 20);
+  const n = steps ?? 60;
+  const unknown = plants.filter((d) => !(FUNDING_DEFECTS as readonly string[]).includes(d));
+  if (unknown.length > 0) {
+    console.error(`unknown funding defect ${unknown.join(", ")} (one of ${FUNDING_DEFECTS.join(", ")})`);
+    return 2;
+  }
+  const defects = plants as FundingDefect[];
+  await migrateTemplate();
+  const redis = sharedRedis();
+  const started = performance.now();
+  let calls = 0;
+  let payments = 0;
+  try {
+    for (let s = seed; s < seed + count; s++) {
+      const r = await runFundingSeed({ seed: s, steps: n, defects }, redis);
+      calls += r.stats.calls;
+      payments += r.stats.payments;
+      if (trace) for (const line of r.trace) console.log(line);
+      if (!r.ok) {
+        console.error(describeFundingFailure(r, { steps: n, defects }));
+        return 1;
+      }
+      if (count > 1) console.log(`funding seed ${s} passes (${r.stats.payments} payments, ${r.stats.ms} ms)`);
+    }
+  } finally {
+    redis.disconnect();
+  }
+  const secs = ((performance.now() - started) / 1000).toFixed(1);
+  console.log(
+    `${count} funding seeds (${seed}…${seed + count - 1}) × ${n} steps pass: ${calls} funding calls, ${payments} payments, ${secs} s`,
+  );
+  return 0;
+}

@@ -13,6 +13,8 @@ import { exactPaymentFromWire } from "./exact-payment.js";
  * - `settle-then-drop`: settles on chain, then breaks the connection without an answer;
  * - `502-then-settle`: answers 502 at once, settles on chain a little later (a slow facilitator
  *   behind an impatient gateway);
+ * - `502-then-held`: answers 502 at once and keeps the settlement in `held` until the test
+ *   releases it (`releaseHeld`): a settlement that lands whenever the test says, or never;
  * - `502-no-settle`: answers 502 and never settles;
  * - `refuse`: answers 200 `success: false` with a reason, settling nothing;
  * - `settle-then-refuse`: settles on chain, waits for `afterSettle` (when set), then answers 200
@@ -23,6 +25,7 @@ export type SettleMode =
   | "settle-then-502"
   | "settle-then-drop"
   | "502-then-settle"
+  | "502-then-held"
   | "502-no-settle"
   | "refuse"
   | "settle-then-refuse";
@@ -39,6 +42,8 @@ export interface HttpFacilitatorStandIn {
   /** FACILITATOR_URL for the service */
   url: string;
   mode: SettleMode;
+  /** when set, the mode for this payment (`undefined`: `mode`), e.g. a test's draw per authorization */
+  modeFor?: (p: ExactPayment) => SettleMode | undefined;
   /** every `POST /verify` and `/settle` body received, in order */
   readonly requests: { path: "/verify" | "/settle"; body: unknown }[];
   /** `GET /supported` requests received */
@@ -49,11 +54,17 @@ export interface HttpFacilitatorStandIn {
   readonly settled: FacilitatorResult<SettleOk>[];
   /**
    * `settle-then-refuse` waits for this after settling and before answering (a test runs the chain
-   * scan in between); called with the settlement.
+   * scan in between); called with the settlement and the payment.
    */
-  afterSettle?: (settled: FacilitatorResult<SettleOk>) => Promise<void>;
+  afterSettle?: (settled: FacilitatorResult<SettleOk>, payment: ExactPayment) => Promise<void>;
+  /** awaited before `/verify` is answered (a slow verify: a test orders it against other calls) */
+  beforeVerify?: (p: ExactPayment) => Promise<void>;
   /** resolves when every late settlement (`502-then-settle`) has landed */
   lateSettlements(): Promise<void>;
+  /** settlements `502-then-held` keeps, oldest first, until released */
+  readonly held: ExactPayment[];
+  /** settles the held settlement at `index` on chain now (it may fail there: used, canceled, expired) */
+  releaseHeld(index: number): Promise<FacilitatorResult<SettleOk>>;
   close(): Promise<void>;
 }
 
@@ -83,6 +94,12 @@ export async function startHttpFacilitator(
     lateSettlements: async () => {
       await Promise.all(late);
     },
+    held: [],
+    releaseHeld: async (index) => {
+      const [p] = state.held.splice(index, 1);
+      if (!p) throw new Error(`no held settlement ${index}`);
+      return settleNow(p);
+    },
     close: async () => undefined,
   };
   const send = (res: ServerResponse, status: number, body: unknown) => {
@@ -111,6 +128,7 @@ export async function startHttpFacilitator(
     const p = exactPaymentFromWire(body);
     const network = p.x402Version === 2 ? `eip155:${chain.chainId}` : "base";
     if (req.url === "/verify") {
+      await state.beforeVerify?.(p);
       const v = await inner.verify(p);
       send(
         res,
@@ -130,7 +148,7 @@ export async function startHttpFacilitator(
       res.writeHead(502, { "content-type": "text/html" });
       res.end("<html><body><h1>502 Bad Gateway</h1></body></html>");
     };
-    switch (state.mode) {
+    switch (state.modeFor?.(p) ?? state.mode) {
       case "honest": {
         const s = await settleNow(p);
         if (s.ok) send(res, 200, s.value.response);
@@ -155,12 +173,16 @@ export async function startHttpFacilitator(
         gateway502();
         late.push(new Promise((resolve) => setTimeout(resolve, 300)).then(() => settleNow(p)));
         return;
+      case "502-then-held":
+        gateway502();
+        state.held.push(p);
+        return;
       case "502-no-settle":
         gateway502();
         return;
       case "settle-then-refuse": {
         const s = await settleNow(p);
-        await state.afterSettle?.(s);
+        await state.afterSettle?.(s, p);
         send(res, 200, { success: false, errorReason: "invalid_exact_evm_signature", transaction: "", network });
         return;
       }

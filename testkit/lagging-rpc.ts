@@ -9,11 +9,12 @@ import type { AddressInfo } from "node:net";
  * are read at `frozenAt`; a block after it does not exist; logs stop at it. The outside world for
  * the funding tests (the chain gateway talks to it over HTTP like to any node), not a mock.
  * `reverseLogs` answers `eth_getLogs` last log first: a node may return a range's logs in any
- * order it likes.
+ * order it likes. `frozenAt` may be moved at any time; `null` is a node in step with the chain
+ * (every call forwarded as it is).
  */
 export interface LaggingRpc {
   url: string;
-  frozenAt: bigint;
+  frozenAt: bigint | null;
   reverseLogs: boolean;
   close(): Promise<void>;
 }
@@ -27,7 +28,7 @@ interface RpcRequest {
 
 const TAGS_AT_HEAD = new Set(["latest", "pending", "safe", "finalized"]);
 
-export async function startLaggingRpc(upstream: string, frozenAt: bigint): Promise<LaggingRpc> {
+export async function startLaggingRpc(upstream: string, frozenAt: bigint | null): Promise<LaggingRpc> {
   const forward = async (req: RpcRequest): Promise<{ result?: unknown; error?: unknown }> => {
     const res = await fetch(upstream, {
       method: "POST",
@@ -37,18 +38,24 @@ export async function startLaggingRpc(upstream: string, frozenAt: bigint): Promi
     return (await res.json()) as { result?: unknown; error?: unknown };
   };
   const hex = (n: bigint) => `0x${n.toString(16)}`;
-  /** a block tag or number, held at the frozen head */
-  const held = (tag: unknown): unknown =>
-    typeof tag === "string" && (TAGS_AT_HEAD.has(tag) || (tag.startsWith("0x") && BigInt(tag) > state.frozenAt))
-      ? hex(state.frozenAt)
-      : tag;
-  const afterHead = (blockNumber: unknown) => typeof blockNumber === "string" && BigInt(blockNumber) > state.frozenAt;
 
   const answer = async (req: RpcRequest): Promise<{ result?: unknown; error?: unknown }> => {
     const params = req.params ?? [];
+    const frozenAt = state.frozenAt;
+    if (frozenAt === null) {
+      const r = await forward(req);
+      return state.reverseLogs && req.method === "eth_getLogs" && Array.isArray(r.result)
+        ? { result: [...r.result].reverse() }
+        : r;
+    }
+    const held = (tag: unknown): unknown =>
+      typeof tag === "string" && (TAGS_AT_HEAD.has(tag) || (tag.startsWith("0x") && BigInt(tag) > frozenAt))
+        ? hex(frozenAt)
+        : tag;
+    const afterHead = (blockNumber: unknown) => typeof blockNumber === "string" && BigInt(blockNumber) > frozenAt;
     switch (req.method) {
       case "eth_blockNumber":
-        return { result: hex(state.frozenAt) };
+        return { result: hex(frozenAt) };
       case "eth_getTransactionReceipt":
       case "eth_getTransactionByHash": {
         const r = await forward(req);

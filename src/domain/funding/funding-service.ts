@@ -148,14 +148,17 @@ export class FundingService {
         `${headerName} is not the recorded authorization signed by its payer; nothing was charged.`,
         "invalid_payment",
       );
-    const existing = await this.records.find(decoded.payer, decoded.nonce);
-    if (existing && existing.status !== "failed") {
+    const fromRecord = async (): Promise<FundingOutcome | undefined> => {
+      const existing = await this.records.find(decoded.payer, decoded.nonce);
+      if (!existing || existing.status === "failed") return undefined;
       if (!(await this.records.isRecordedAuthorization(decoded, existing))) return notRecorded();
       return (
         (await this.answerExisting(req.kind, existing, decoded)) ??
         challenge("This payment failed; sign a new one.", "invalid_payment")
       );
-    }
+    };
+    const replayed = await fromRecord();
+    if (replayed) return replayed;
 
     if (req.kind === "signup") {
       const fuse = await this.deps.fuse.take(this.deps.clock.now());
@@ -168,6 +171,10 @@ export class FundingService {
 
     const verified = await this.deps.facilitator.verify(exactPaymentOf(decoded, requirements));
     if (!verified.ok) {
+      // a duplicate sent at once may have been settled and recorded since the look-up above (its
+      // nonce is used now, so the facilitator refuses it): its record answers, never "nothing moved"
+      const since = await fromRecord();
+      if (since) return since;
       const f = verified.failure;
       // a verdict on the payment itself is 402; a facilitator that cannot give one (down, 5xx, an
       // answer we cannot read, our own credentials refused) is 503: nothing moved, retry as sent
