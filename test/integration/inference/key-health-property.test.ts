@@ -7,7 +7,7 @@
 // Replay a failure with FUZZ_SEED=<seed>; FUZZ_RUNS sets the number of cases (default 60).
 import fc from "fast-check";
 import { beforeAll, expect, test } from "vitest";
-import type { SimFaultKind } from "../../../src/local/upstream-sim/state.js";
+import { SIM_FAULT_KINDS, type SimFaultKind } from "../../../src/local/upstream-sim/state.js";
 import { call } from "../../../testkit/actors.js";
 import { addSupply, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../../testkit/market-world.js";
@@ -44,27 +44,8 @@ const OTHER_MODELS = ["llama-3.2-3b", "no-such-model", ...TEXT, ...IMAGE, ...VID
 /** Body fields a buyer may add, documented or not. */
 const EXTRA_FIELDS = ["temperature", "max_tokens", "top_p", "n", "seed", "user", "resolution", "audio", "foo"];
 
-/** Documented answers that are not the key's fault, and the key's-fault ones (402, the invalid-key 401). */
-const REFUSALS: SimFaultKind[] = [
-  "http_400",
-  "http_401_pro_only",
-  "http_401_alpha",
-  "http_403_region",
-  "http_403_unauthorized",
-  "http_404",
-  "http_409_consent",
-  "http_413",
-  "http_415",
-  "http_422_content_policy",
-  "http_429",
-  "http_429_overloaded",
-  "http_500",
-  "http_503",
-  "http_504",
-  "http_402_balance",
-  "http_402_spend_limit",
-  "http_401_auth",
-];
+/** Every documented answer the simulator can give: not the key's fault, and the key's-fault ones (402, the invalid-key 401). */
+const REFUSALS: SimFaultKind[] = SIM_FAULT_KINDS.filter((k) => k.startsWith("http_"));
 
 type Scenario =
   | { kind: "fault"; fault: SimFaultKind; key: number | "*"; count: number; route?: string }
