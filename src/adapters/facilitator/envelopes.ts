@@ -1,5 +1,13 @@
-import type { Address, Hex } from "viem";
-import { type ExactAuthorization, type ExactPayment, type ExactRequirements, NETWORK_BY_CHAIN_ID } from "./types.js";
+import type { PaymentPayloadV2, PaymentRequirementsV2 } from "@x402/core/schemas";
+import { type Address, getAddress, type Hex } from "viem";
+import { z } from "zod";
+import {
+  type ExactAuthorization,
+  type ExactPayment,
+  type ExactRequirements,
+  NETWORK_BY_CHAIN_ID,
+  type UptoRequirements,
+} from "./types.js";
 
 /**
  * The one place that writes an `ExactPayment` / `ExactRequirements` as x402 wire envelopes, v1 and
@@ -121,5 +129,69 @@ export function v2Payload(p: ExactPayment): V2Payload {
     resource: { url: r.resource, description: r.description, mimeType: r.mimeType },
     accepted: v2Requirements(r),
     payload: wirePayload(p),
+  };
+}
+
+/** x402 v2 `upto` requirement: the `amount` is the most the buyer authorises. */
+export function uptoRequirementsV2(r: UptoRequirements): PaymentRequirementsV2 {
+  return {
+    scheme: "upto",
+    network: v2Network(r.chainId),
+    amount: r.maxAmountMicroUsdc.toString(),
+    asset: r.asset,
+    payTo: r.payTo,
+    maxTimeoutSeconds: r.maxTimeoutSeconds,
+    extra: { ...r.extra },
+  };
+}
+
+const uintString = z.string().regex(/^\d{1,78}$/);
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
+
+/** The `upto` EVM payload: a Permit2 `PermitWitnessTransferFrom` and its signature. */
+const UptoPermit2PayloadSchema = z.object({
+  signature: z.string().regex(/^0x[0-9a-fA-F]+$/),
+  permit2Authorization: z.object({
+    from: address,
+    permitted: z.object({ token: address, amount: uintString }),
+    spender: address,
+    nonce: uintString,
+    deadline: uintString,
+    witness: z.object({ to: address, facilitator: address, validAfter: uintString }),
+  }),
+});
+
+/** What reconciliation needs from an `upto` payload: who signed, and which Permit2 nonce it spends. */
+export interface UptoAuthorizationFacts {
+  /** `permit2Authorization.from`, checksummed */
+  payer: Address;
+  /** the Permit2 unordered nonce (word = nonce >> 8, bit = nonce & 0xff) */
+  nonce: bigint;
+  /** the signed maximum (`permitted.amount`) */
+  maxAmount: bigint;
+  token: Address;
+  /** `witness.to`: where the money may go */
+  payTo: Address;
+  facilitator: Address;
+  deadline: bigint;
+  validAfter: bigint;
+  signature: Hex;
+}
+
+/** Reads the payer and Permit2 nonce (and the rest of the signed authorization) of an `upto` payload; undefined when it is not one. */
+export function uptoAuthorizationOf(payload: Pick<PaymentPayloadV2, "payload">): UptoAuthorizationFacts | undefined {
+  const parsed = UptoPermit2PayloadSchema.safeParse(payload.payload);
+  if (!parsed.success) return undefined;
+  const a = parsed.data.permit2Authorization;
+  return {
+    payer: getAddress(a.from),
+    nonce: BigInt(a.nonce),
+    maxAmount: BigInt(a.permitted.amount),
+    token: getAddress(a.permitted.token),
+    payTo: getAddress(a.witness.to),
+    facilitator: getAddress(a.witness.facilitator),
+    deadline: BigInt(a.deadline),
+    validAfter: BigInt(a.witness.validAfter),
+    signature: parsed.data.signature as Hex,
   };
 }

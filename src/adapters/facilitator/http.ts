@@ -10,6 +10,8 @@ import type {
   SettleOk,
   SettleResponse,
   SupportedOk,
+  UptoPayment,
+  UptoSettleOk,
   VerifyOk,
 } from "./types.js";
 
@@ -274,5 +276,13 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     return { ok: true, value: parsed.data };
   }
 
-  return { kind: "http", url: base, verify, settle, supported };
+  async function verifyUpto(_p: UptoPayment): Promise<FacilitatorResult<VerifyOk>> {
+    throw new Error("verifyUpto: not implemented yet");
+  }
+
+  async function settleUpto(_p: UptoPayment, _amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>> {
+    throw new Error("settleUpto: not implemented yet");
+  }
+
+  return { kind: "http", url: base, verify, settle, supported, verifyUpto, settleUpto };
 }

@@ -15,6 +15,8 @@ import type {
   SettleOk,
   SettleResponse,
   SupportedOk,
+  UptoPayment,
+  UptoSettleOk,
   VerifyOk,
 } from "./types.js";
 
@@ -290,5 +292,13 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
     return { ok: true, value: { kinds } };
   }
 
-  return { kind: "local", address: wallet.account.address, verify, settle, supported };
+  async function verifyUpto(_p: UptoPayment): Promise<FacilitatorResult<VerifyOk>> {
+    throw new Error("verifyUpto: not implemented yet");
+  }
+
+  async function settleUpto(_p: UptoPayment, _amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>> {
+    throw new Error("settleUpto: not implemented yet");
+  }
+
+  return { kind: "local", address: wallet.account.address, verify, settle, supported, verifyUpto, settleUpto };
 }

@@ -1,3 +1,4 @@
+import type { PaymentPayloadV2 } from "@x402/core/schemas";
 import type { PaymentPayloadV1 } from "@x402/core/types";
 import type { Address, Hex } from "viem";
 import { z } from "zod";
@@ -38,6 +39,34 @@ export interface ExactPayment {
   authorization: ExactAuthorization;
   signature: Hex;
   requirements: ExactRequirements;
+}
+
+/**
+ * What an x402 v2 `upto` payment asks for: the buyer signs a Permit2 witness transfer for at most
+ * `maxAmountMicroUsdc`, and the service settles the actual amount (0 ≤ amount ≤ max) afterwards.
+ * `envelopes.ts` writes it as a v2 requirement (`uptoRequirementsV2`).
+ */
+export interface UptoRequirements {
+  /** EVM chain id the Permit2 signature is for (`eip155:<chainId>`). */
+  chainId: number;
+  /** the most the buyer authorises: the v2 requirement's `amount` */
+  maxAmountMicroUsdc: bigint;
+  payTo: Address;
+  /** The USDC contract (moved by Permit2's `transferFrom` on it). */
+  asset: Address;
+  resource: string;
+  description: string;
+  mimeType: string;
+  maxTimeoutSeconds: number;
+  /** the scheme's `extra` (EIP-712 name/version of the asset, facilitatorAddress, …) */
+  extra: Record<string, unknown>;
+}
+
+/** One `upto` payment: the buyer's v2 payload and the requirements it must satisfy. */
+export interface UptoPayment {
+  /** the x402 v2 PaymentPayload exactly as the buyer sent it (PAYMENT-SIGNATURE decoded) */
+  payload: PaymentPayloadV2;
+  requirements: UptoRequirements;
 }
 
 /** An x402 settle response (v1 and v2 share the shape; `network` is `base` or `eip155:8453`). */
@@ -119,15 +148,19 @@ export interface VerifyOk {
   payer: Address;
 }
 
-export interface SettleOk {
+/** A successful settle; `UptoSettleOk` (an upto settle) may carry transaction "" (amount 0, nothing sent). */
+export interface SettleOk<Tx extends Hex | "" = Hex> {
   /** Settlement transaction hash (mined and successful for the local facilitator). */
-  transaction: Hex;
+  transaction: Tx;
   payer: Address;
   /** The network as the facilitator named it in the version it spoke (`base`, `eip155:8453`). */
   network: string;
   /** The facilitator's x402 settle response, ready for a payment-response header. */
   response: SettleResponse;
 }
+
+/** An `upto` settle: transaction "" when the amount was 0 and nothing was sent on chain. */
+export type UptoSettleOk = SettleOk<Hex | "">;
 
 /**
  * `GET /supported` (x402's SupportedResponse, networks left as strings: `base` for v1 kinds,
@@ -148,6 +181,15 @@ export interface Facilitator {
   /** Resolves after the settlement is final (local: receipt mined) or definitively failed. */
   settle(payment: ExactPayment): Promise<FacilitatorResult<SettleOk>>;
   supported(): Promise<FacilitatorResult<SupportedOk>>;
+  /** Checks an x402 v2 `upto` payment (Permit2 witness signature, max, payTo, time window, funds). */
+  verifyUpto(p: UptoPayment): Promise<FacilitatorResult<VerifyOk>>;
+  /**
+   * Settles `amountMicroUsdc` (0 ≤ amount ≤ max) of an `upto` payment. Amount 0: nothing is sent
+   * on chain and the result is ok with transaction "" (the x402 upto facilitator answers a zero
+   * settle with success and an empty transaction; the authorization stays unused until its
+   * deadline). Same failure kinds and `settleVerdict` rules as `settle`.
+   */
+  settleUpto(p: UptoPayment, amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>>;
 }
 
 const uint = z.string().regex(/^\d+$/, { message: "must be a non-negative integer" });
