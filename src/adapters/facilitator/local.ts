@@ -1,11 +1,14 @@
 import { x402Facilitator } from "@x402/core/facilitator";
-import type { Network, PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import type { FacilitatorEvmSigner } from "@x402/evm";
+import type { Network, PaymentPayload, PaymentRequirements, VerifyResponse } from "@x402/core/types";
+import { type FacilitatorEvmSigner, PERMIT2_ADDRESS } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
-import { type Address, getAddress, type Hex, isAddress, isHex } from "viem";
+import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
+import { type Address, getAddress, type Hex, isAddress, isHex, toFunctionSelector } from "viem";
 import { type ChainFailure, classifyChainError } from "../chain/chain-errors.js";
 import { type ChainWalletClient, createChainClients, createSerialSender } from "../chain/clients.js";
+import { permit2NonceBitmapAbi, permit2NonceSlot } from "../chain/upto-reads.js";
+import type { UptoAuthorizationFacts } from "./envelopes.js";
 import { v1Network, v1Payload, v1Requirements, v2Network, v2Payload, v2Requirements } from "./envelopes.js";
 import type {
   ExactPayment,
@@ -19,11 +22,12 @@ import type {
   UptoSettleOk,
   VerifyOk,
 } from "./types.js";
+import { checkUpto, UPTO_NETWORK_MISMATCH, zeroSettle } from "./upto.js";
 
 export interface LocalFacilitatorOptions {
   rpcUrl: string;
   chainId: number;
-  /** FACILITATOR_PRIVATE_KEY: submits `transferWithAuthorization` and pays its gas. */
+  /** FACILITATOR_PRIVATE_KEY: submits `transferWithAuthorization` (exact) and the upto proxy's `settle`, and pays their gas; the upto witness names this address. */
   privateKey: Hex;
   /** Longest wait for a settlement receipt before answering `unknown` (default 60 s). */
   settleTimeoutMs?: number;
@@ -39,6 +43,30 @@ export interface LocalFacilitator extends Facilitator {
 const NETWORK_MISMATCH = "invalid_exact_evm_network_mismatch";
 const NONCE_ALREADY_USED = "invalid_exact_evm_nonce_already_used";
 const TRANSACTION_FAILED = "invalid_exact_evm_transaction_failed";
+const UPTO_TRANSACTION_FAILED = "invalid_upto_evm_transaction_failed";
+const PERMIT2_NONCE_USED = "permit2_invalid_nonce";
+/** what @x402/evm answers when the Permit2 settle simulation fails for a reason its reads cannot name */
+const PERMIT2_SIMULATION_FAILED = "permit2_simulation_failed";
+/** Permit2's InvalidNonce() (not in the proxy ABI @x402/evm decodes reverts with: matched by selector) */
+const PERMIT2_INVALID_NONCE_SELECTOR = toFunctionSelector("InvalidNonce()");
+
+/** How one scheme names a revert at gas estimation that proves the payment was already used. */
+interface SchemeReasons {
+  /** reason for a settlement transaction that was mined and reverted, or failed otherwise */
+  transactionFailed: string;
+  /** the reason when `message` (a revert) says the authorization/nonce is spent, else undefined */
+  nonceUsed(message: string): string | undefined;
+}
+
+const EXACT_REASONS: SchemeReasons = {
+  transactionFailed: TRANSACTION_FAILED,
+  nonceUsed: (m) => (/authorization is used or canceled/i.test(m) ? NONCE_ALREADY_USED : undefined),
+};
+const UPTO_REASONS: SchemeReasons = {
+  transactionFailed: UPTO_TRANSACTION_FAILED,
+  nonceUsed: (m) =>
+    /InvalidNonce/.test(m) || m.toLowerCase().includes(PERMIT2_INVALID_NONCE_SELECTOR) ? PERMIT2_NONCE_USED : undefined,
+};
 
 /** What the chain calls of one verify or settle did, for judging an outcome @x402/evm reports as data. */
 interface ChainTrace {
@@ -74,6 +102,13 @@ function invalid(reason: string, message: string, payer?: Address): { ok: false;
  * (or an exception) is judged by what happened: nothing sent, reverted, or possibly moved.
  * Besides: a payment for another chain than this one is `invalid` (the EIP-712 domain's chain id
  * follows the network name), and malformed fields are `invalid_payload`. Throws nothing.
+ *
+ * `upto` (x402 v2): @x402/evm's upto scheme beside `exact`, judged the same way. It checks the
+ * Permit2 witness signature, spender (the x402 upto proxy), payTo, that the witness names this
+ * facilitator, the time window, the maximum, and simulates settling the maximum (balance,
+ * Permit2 allowance, unspent nonce); a settle sends the proxy's `settle(amount)`. A settle of 0
+ * sends nothing (`zeroSettle`). `supported()` lists upto with `extra.facilitatorAddress`, which
+ * a 402's upto requirement must carry for the buyer to sign.
  */
 export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFacilitator {
   const { walletClient } = createChainClients({
@@ -140,6 +175,7 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
       v2Network(opts.chainId),
       new ExactEvmScheme(signer, { simulateInSettle: true }),
     );
+    f.register(v2Network(opts.chainId), new UptoEvmScheme(signer));
     // registerV1 is typed with v2's CAIP-2 names; v1 registers its own (`base`)
     if (v1Name !== undefined) f.registerV1(v1Name as Network, new ExactEvmSchemeV1(signer, { simulateInSettle: true }));
     return f;
@@ -190,14 +226,15 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
         };
   }
 
-  async function verify(p: ExactPayment): Promise<FacilitatorResult<VerifyOk>> {
-    const env = envelopesOf(p);
-    if (!env.ok) return env;
-    const { payer } = env;
+  /** Runs one @x402 verify and judges it: a verdict reached without the chain is no verdict. */
+  async function judgeVerify(
+    payer: Address,
+    run: (f: x402Facilitator) => Promise<VerifyResponse>,
+  ): Promise<FacilitatorResult<VerifyOk>> {
     const trace = newTrace();
     let reason: string;
     try {
-      const response = await facilitatorFor(trace).verify(env.payload, env.requirements);
+      const response = await run(facilitatorFor(trace));
       if (response.isValid) return { ok: true, value: { payer } };
       reason = response.invalidReason ?? "invalid_payment";
     } catch (error) {
@@ -212,15 +249,27 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
     return invalid(reason, `payment rejected: ${reason}`, payer);
   }
 
-  async function settle(p: ExactPayment): Promise<FacilitatorResult<SettleOk>> {
+  async function verify(p: ExactPayment): Promise<FacilitatorResult<VerifyOk>> {
     const env = envelopesOf(p);
     if (!env.ok) return env;
-    const { payer } = env;
+    return judgeVerify(env.payer, (f) => f.verify(env.payload, env.requirements));
+  }
+
+  /**
+   * Runs one @x402 settle and judges what the chain did: mined (ok), reverted on chain
+   * (`settle_failed` with the transaction), refused at gas estimation (`settle_failed`, nothing
+   * sent), possibly moved (`unknown`), or nothing sent (`network` / `invalid`).
+   */
+  async function judgeSettle(
+    payer: Address,
+    reasons: SchemeReasons,
+    run: (f: x402Facilitator) => Promise<SettleResponse>,
+  ): Promise<FacilitatorResult<SettleOk>> {
     const trace = newTrace();
     let response: SettleResponse | undefined;
     let thrown: ChainFailure | undefined;
     try {
-      response = await facilitatorFor(trace).settle(env.payload, env.requirements);
+      response = await run(facilitatorFor(trace));
     } catch (error) {
       thrown = classifyChainError(error);
     }
@@ -238,7 +287,7 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
         ok: false,
         failure: {
           kind: "settle_failed",
-          reason: TRANSACTION_FAILED,
+          reason: reasons.transactionFailed,
           message: "settlement transaction reverted",
           payer,
           transaction: trace.broadcast,
@@ -249,9 +298,7 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
       // refused at gas estimation (viem raises reverts before sending): nothing was sent. A
       // concurrent settle of the same payment lands here.
       if (trace.broadcast === undefined && error?.kind === "reverted") {
-        const reason = /authorization is used or canceled/i.test(error.message)
-          ? NONCE_ALREADY_USED
-          : TRANSACTION_FAILED;
+        const reason = reasons.nonceUsed(error.message) ?? reasons.transactionFailed;
         return { ok: false, failure: { kind: "settle_failed", reason, message: error.message, payer } };
       }
       // anything else once a send started (a receipt wait that timed out, an RPC that failed after
@@ -278,26 +325,84 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
       ok: false,
       failure: {
         kind: "settle_failed",
-        reason: thrown?.kind === "reverted" ? TRANSACTION_FAILED : "unexpected_settle_error",
+        reason: thrown?.kind === "reverted" ? reasons.transactionFailed : "unexpected_settle_error",
         message,
         payer,
       },
     };
   }
 
+  async function settle(p: ExactPayment): Promise<FacilitatorResult<SettleOk>> {
+    const env = envelopesOf(p);
+    if (!env.ok) return env;
+    return judgeSettle(env.payer, EXACT_REASONS, (f) => f.settle(env.payload, env.requirements));
+  }
+
   async function supported(): Promise<FacilitatorResult<SupportedOk>> {
     const kinds: SupportedOk["kinds"] =
       v1Name === undefined ? [] : [{ x402Version: 1, scheme: "exact", network: v1Name }];
-    kinds.push({ x402Version: 2, scheme: "exact", network: v2Network(opts.chainId) });
+    const network = v2Network(opts.chainId);
+    kinds.push({ x402Version: 2, scheme: "exact", network });
+    kinds.push({ x402Version: 2, scheme: "upto", network, extra: { facilitatorAddress: wallet.account.address } });
     return { ok: true, value: { kinds } };
   }
 
-  async function verifyUpto(_p: UptoPayment): Promise<FacilitatorResult<VerifyOk>> {
-    throw new Error("verifyUpto: not implemented yet");
+  /** An upto payment this facilitator can check: well-formed (`checkUpto`) and for its chain. */
+  function uptoFor(p: UptoPayment, settleAmount?: bigint) {
+    const checked = checkUpto(p, settleAmount);
+    if (checked.ok && p.requirements.chainId !== opts.chainId) {
+      const message = `the payment is for chain ${p.requirements.chainId}; this facilitator settles on chain ${opts.chainId}`;
+      return invalid(UPTO_NETWORK_MISMATCH, message, checked.facts.payer);
+    }
+    return checked;
   }
 
-  async function settleUpto(_p: UptoPayment, _amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>> {
-    throw new Error("settleUpto: not implemented yet");
+  /**
+   * @x402/evm names a Permit2 settle simulation it cannot explain `permit2_simulation_failed`; a
+   * spent nonce (the payment was settled already, or the buyer invalidated it) is the usual cause:
+   * name it. Any other outcome passes unchanged.
+   */
+  async function namingSpentNonce<T extends { ok: boolean; failure?: FacilitatorFailure }>(
+    result: T,
+    facts: UptoAuthorizationFacts,
+  ): Promise<T> {
+    if (result.ok || result.failure?.kind !== "invalid" || result.failure.reason !== PERMIT2_SIMULATION_FAILED)
+      return result;
+    try {
+      const { wordPos, bit } = permit2NonceSlot(facts.nonce);
+      const word = await wallet.readContract({
+        address: PERMIT2_ADDRESS,
+        abi: permit2NonceBitmapAbi,
+        functionName: "nonceBitmap",
+        args: [facts.payer, wordPos],
+      });
+      if ((word & bit) === 0n) return result;
+    } catch {
+      return result;
+    }
+    const message = "payment rejected: the authorization's Permit2 nonce is already spent";
+    return { ...result, failure: { ...result.failure, reason: PERMIT2_NONCE_USED, message } };
+  }
+
+  async function verifyUpto(p: UptoPayment): Promise<FacilitatorResult<VerifyOk>> {
+    const checked = uptoFor(p);
+    if (!checked.ok) return checked;
+    const { facts, requirements } = checked;
+    const payload = p.payload as PaymentPayload;
+    const judged = await judgeVerify(facts.payer, (f) => f.verify(payload, requirements as PaymentRequirements));
+    return namingSpentNonce(judged, facts);
+  }
+
+  async function settleUpto(p: UptoPayment, amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>> {
+    const checked = uptoFor(p, amountMicroUsdc);
+    if (!checked.ok) return checked;
+    const { facts, requirements } = checked;
+    if (amountMicroUsdc === 0n) return zeroSettle(p, facts);
+    const payload = p.payload as PaymentPayload;
+    const judged = await judgeSettle(facts.payer, UPTO_REASONS, (f) =>
+      f.settle(payload, requirements as PaymentRequirements),
+    );
+    return namingSpentNonce(judged, facts);
   }
 
   return { kind: "local", address: wallet.account.address, verify, settle, supported, verifyUpto, settleUpto };

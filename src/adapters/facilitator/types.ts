@@ -76,6 +76,8 @@ export interface SettleResponse {
   network: string;
   payer?: string;
   errorReason?: string;
+  /** `upto`: the amount settled (atomic units, "0" for a settle of 0) */
+  amount?: string;
 }
 
 /**

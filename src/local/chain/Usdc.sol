@@ -3,7 +3,8 @@ pragma solidity ^0.8.24;
 
 /// @title Local-world USDC
 /// @notice A minimal stand-in for Circle's FiatTokenV2_2 with the ABI subset the x402 `exact` scheme
-/// (EIP-3009) uses. Only for the local chain (`npm run dev`, tests): the owner can mint at will.
+/// (EIP-3009) and the `upto` scheme's EIP-2612 gas sponsoring (`permit` approving Permit2) use.
+/// Only for the local chain (`npm run dev`, tests): the owner can mint at will.
 /// Revert strings mirror FiatTokenV2 so code that matches on them (e.g. "authorization is used or
 /// canceled") behaves the same against the real token.
 contract Usdc {
@@ -31,6 +32,11 @@ contract Usdc {
     );
     bytes32 public constant CANCEL_AUTHORIZATION_TYPEHASH =
         keccak256("CancelAuthorization(address authorizer,bytes32 nonce)");
+
+    // ---------------------------------------------------------------- EIP-2612 state
+    bytes32 public constant PERMIT_TYPEHASH =
+        keccak256("Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)");
+    mapping(address => uint256) public nonces;
 
     /// secp256k1n / 2: signatures with a larger `s` are malleable and rejected (EIP-2).
     uint256 private constant HALF_CURVE_ORDER = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
@@ -172,7 +178,34 @@ contract Usdc {
         _cancelAuthorization(authorizer, nonce, signature);
     }
 
+    // ---------------------------------------------------------------- EIP-2612
+
+    /// @notice EOA form (v, r, s): `owner_` lets `spender` move `value`, signed off chain.
+    function permit(address owner_, address spender, uint256 value, uint256 deadline, uint8 v, bytes32 r, bytes32 s)
+        external
+    {
+        _permit(owner_, spender, value, deadline, abi.encodePacked(r, s, v));
+    }
+
+    /// @notice Bytes-signature form: 65-byte EOA signatures, or ERC-1271 when `owner_` is a contract.
+    function permit(address owner_, address spender, uint256 value, uint256 deadline, bytes memory signature)
+        external
+    {
+        _permit(owner_, spender, value, deadline, signature);
+    }
+
     // ---------------------------------------------------------------- internals
+
+    function _permit(address owner_, address spender, uint256 value, uint256 deadline, bytes memory signature)
+        internal
+    {
+        require(deadline >= block.timestamp, "FiatTokenV2: permit is expired");
+        bytes32 structHash = keccak256(abi.encode(PERMIT_TYPEHASH, owner_, spender, value, nonces[owner_]++, deadline));
+        require(_isValidSignatureNow(owner_, _hashTypedData(structHash), signature), "EIP2612: invalid signature");
+        require(spender != address(0), "ERC20: approve to the zero address");
+        allowance[owner_][spender] = value;
+        emit Approval(owner_, spender, value);
+    }
 
     function _transferWithAuthorization(
         bytes32 typeHash,

@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { type Address, createTestClient, getAddress, type Hex, http } from "viem";
+import { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress } from "@x402/evm";
+import { type Address, createTestClient, getAddress, type Hex, http, maxUint256, parseEther } from "viem";
 import { createChainClients, createSerialSender } from "../../adapters/chain/clients.js";
 import { logger } from "../../lib/logger.js";
 import { compileUsdc } from "./compile.js";
@@ -12,6 +13,10 @@ export { localUsdcAbi } from "./usdc-local-abi.js";
 export const LOCAL_CHAIN_ID = 8453;
 /** Multicall3's address on Base (and most EVM chains); the local chain has it there too. */
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+/** Uniswap Permit2's canonical address; the local chain has its own Permit2.sol there (x402 `upto`). */
+export const LOCAL_PERMIT2_ADDRESS: Address = PERMIT2_ADDRESS;
+/** @x402/evm's x402UptoPermit2Proxy address; the local chain has X402UptoPermit2Proxy.sol there. */
+export const LOCAL_UPTO_PROXY_ADDRESS: Address = x402UptoPermit2ProxyAddress;
 
 export interface DevAccount {
   address: Address;
@@ -48,6 +53,11 @@ export interface LocalChain {
   mine(blocks: number): Promise<void>;
   /** Sets an address's ETH balance (e.g. gas for a fresh facilitator or payout key). */
   setEthBalance(address: Address, wei: bigint): Promise<void>;
+  /**
+   * The wallet of `privateKey` approves Permit2 on the USDC (the one-time step x402 `upto` needs;
+   * default: unlimited), after giving it gas when it has none. Resolves once mined.
+   */
+  approvePermit2(privateKey: Hex, amountMicro?: bigint): Promise<Hex>;
   /** Stops anvil and waits until the process is gone. Idempotent. */
   stop(): Promise<void>;
 }
@@ -194,7 +204,8 @@ function waitForBoot(proc: ChildProcessWithoutNullStreams, timeoutMs: number): P
 
 /**
  * Starts anvil (chain id 8453) on 127.0.0.1, deploys the local USDC from dev account 0, places
- * Multicall3 at its canonical address (as on Base) and returns handles to drive it. Typical cost: anvil ready in < 100 ms, deploy ~20 ms (compile is cached).
+ * Multicall3, Permit2 and the x402 upto proxy at their canonical addresses (as on Base) and
+ * returns handles to drive it. Typical cost: anvil ready in < 100 ms, deploy ~20 ms (compile is cached).
  */
 export async function startLocalChain(opts: StartLocalChainOptions = {}): Promise<LocalChain> {
   const artifactPromise = compileUsdc({ cacheDir: opts.cacheDir });
@@ -281,6 +292,9 @@ export async function startLocalChain(opts: StartLocalChainOptions = {}): Promis
 
     // Base has Multicall3; @x402/evm's facilitator reads through it (the local chain's own subset)
     await testClient.setCode({ address: MULTICALL3_ADDRESS, bytecode: artifact.multicall3Code });
+    // x402 `upto`: Permit2 and the upto proxy at the addresses @x402/evm signs for (own minimal code)
+    await testClient.setCode({ address: LOCAL_PERMIT2_ADDRESS, bytecode: artifact.permit2Code });
+    await testClient.setCode({ address: LOCAL_UPTO_PROXY_ADDRESS, bytecode: artifact.uptoProxyCode });
 
     // Mints go out one at a time so parallel callers never race for the deployer's nonce.
     const mintSerially = createSerialSender();
@@ -297,6 +311,22 @@ export async function startLocalChain(opts: StartLocalChainOptions = {}): Promis
         return hash;
       });
 
+    const approvePermit2 = async (privateKey: Hex, amountMicro: bigint = maxUint256): Promise<Hex> => {
+      const { walletClient: owner } = createChainClients({ rpcUrl, chainId: LOCAL_CHAIN_ID, privateKey });
+      if (owner === undefined) throw new Error("unreachable: wallet client requested");
+      const eth = await owner.getBalance({ address: owner.account.address });
+      if (eth === 0n) await testClient.setBalance({ address: owner.account.address, value: parseEther("1") });
+      const hash = await owner.writeContract({
+        address: usdcAddress,
+        abi: localUsdcAbi,
+        functionName: "approve",
+        args: [LOCAL_PERMIT2_ADDRESS, amountMicro],
+      });
+      const receipt = await owner.waitForTransactionReceipt({ hash, pollingInterval: fastPoll });
+      if (receipt.status !== "success") throw new Error(`local chain: Permit2 approval reverted (tx ${hash})`);
+      return hash;
+    };
+
     logger.debug({ rpcUrl, usdcAddress, pid: boot.pid }, "local chain ready");
     return {
       rpcUrl,
@@ -308,6 +338,7 @@ export async function startLocalChain(opts: StartLocalChainOptions = {}): Promis
       mintUsdc,
       mine: (blocks: number) => testClient.mine({ blocks }),
       setEthBalance: (address: Address, wei: bigint) => testClient.setBalance({ address, value: wei }),
+      approvePermit2,
       stop,
     };
   } catch (error) {

@@ -115,13 +115,19 @@ describe("local facilitator: success", () => {
     expect(await balance(buyer.address)).toBe(0n);
   });
 
-  test("supported() lists exact on base (v1) and on eip155:8453 (v2)", async () => {
+  test("supported() lists exact on base (v1) and on eip155:8453 (v2), and upto (v2) naming itself", async () => {
     expect(await facilitator.supported()).toEqual({
       ok: true,
       value: {
         kinds: [
           { x402Version: 1, scheme: "exact", network: "base" },
           { x402Version: 2, scheme: "exact", network: "eip155:8453" },
+          {
+            x402Version: 2,
+            scheme: "upto",
+            network: "eip155:8453",
+            extra: { facilitatorAddress: facilitator.address },
+          },
         ],
       },
     });
@@ -438,6 +444,12 @@ describe("http facilitator client", () => {
         kinds: [
           { x402Version: 1, scheme: "exact", network: "base" },
           { x402Version: 2, scheme: "exact", network: "eip155:8453" },
+          {
+            x402Version: 2,
+            scheme: "upto",
+            network: "eip155:8453",
+            extra: { facilitatorAddress: facilitator.address },
+          },
         ],
       },
     });
