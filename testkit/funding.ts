@@ -24,15 +24,21 @@ export function chainEnv(chain: LocalChain, extra: Record<string, string> = {}):
 
 export { startLocalChain };
 
-/** A fresh buyer wallet holding `usdcMicro` USDC on the local chain. */
+/**
+ * A fresh buyer wallet holding `usdcMicro` USDC on the local chain. `approvePermit2`: it also made
+ * the one-time Permit2 approval x402 `upto` needs (`LocalChain.approvePermit2`, which gives it gas
+ * for that); without it the wallet holds no ETH, and an upto payment needs the EIP-2612 extension.
+ */
 export async function fundedBuyer(
   chain: LocalChain,
   usdcMicro: bigint,
+  opts: { approvePermit2?: boolean } = {},
 ): Promise<Account & { privateKey: `0x${string}` }> {
   const { generatePrivateKey } = await import("viem/accounts");
   const privateKey = generatePrivateKey();
   const account = privateKeyToAccount(privateKey);
   if (usdcMicro > 0n) await chain.mintUsdc(account.address, usdcMicro);
+  if (opts.approvePermit2) await chain.approvePermit2(privateKey);
   return Object.assign(account, { privateKey });
 }
 

@@ -95,6 +95,8 @@ async function startWorld(
   if (!deployer || !facilitator || !payTo || !supplier) throw new Error("anvil dev accounts missing");
   const buyers = rest.slice(0, 4);
   await Promise.all(buyers.map((b) => chain.mintUsdc(b.address, LOCAL_BUYER_USDC_MICRO)));
+  // the one-time Permit2 approval x402 `upto` (pay per request) needs, made for them as a wallet would
+  for (const b of buyers) await chain.approvePermit2(b.privateKey);
 
   const appId = opts.appId || "svc-local-app";
   const issuer = opts.env.IDP_ISSUER || "privy.io";

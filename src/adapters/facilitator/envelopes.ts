@@ -145,7 +145,11 @@ export function uptoRequirementsV2(r: UptoRequirements): PaymentRequirementsV2 {
   };
 }
 
-const uintString = z.string().regex(/^\d{1,78}$/);
+/** a decimal uint256 */
+const uintString = z
+  .string()
+  .regex(/^\d{1,78}$/)
+  .refine((v) => BigInt(v) < 2n ** 256n, { message: "exceeds uint256" });
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
 
 /** The `upto` EVM payload: a Permit2 `PermitWitnessTransferFrom` and its signature. */

@@ -14,6 +14,7 @@ import type {
   UptoSettleOk,
   VerifyOk,
 } from "./types.js";
+import { checkUpto, zeroSettle } from "./upto.js";
 
 export interface HttpFacilitatorOptions {
   /** Base URL; `/verify`, `/settle` and `/supported` are appended. */
@@ -47,6 +48,8 @@ const settleBody = z.object({
   transaction: z.string().nullish(),
   network: z.string().nullish(),
   payer: z.string().nullish(),
+  /** upto: the amount settled */
+  amount: z.string().nullish(),
 });
 const supportedBody = z.object({
   kinds: z.array(
@@ -107,6 +110,10 @@ type SupportedKinds = SupportedOk["kinds"];
  * the facilitator itself says `success: false` with a reason, in a 2xx or 4xx answer (nothing
  * moved); a connection that never opened is `unreachable`; every other outcome may hide a transfer
  * on chain and is `unknown`.
+ *
+ * `upto` is x402 v2 only: the buyer's payload travels as sent, with the requirement's `amount` the
+ * maximum on `/verify` and the amount to charge on `/settle` (the x402 upto spec); the answers are
+ * judged by the same rules. A settle of 0 asks nothing (`zeroSettle`).
  */
 export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilitator {
   const base = opts.url.replace(/\/+$/, "");
@@ -194,31 +201,47 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
         };
   }
 
-  async function verify(payment: ExactPayment): Promise<FacilitatorResult<VerifyOk>> {
-    const { body } = await requestBody(payment);
-    const res = await exchange("POST", "/verify", body, verifyTimeoutMs);
+  /** A `/verify` answer judged: valid (with the payer), `invalid` with its reason, or `rejected`. */
+  function judgeVerify(res: Exchange, payerFrom: (reported?: string | null) => Address | undefined) {
     if (!res.ok) return res;
     const parsed = verifyBody.safeParse(res.body);
     // Some facilitators answer an invalid payment with 400 + a normal verify body.
     if (!parsed.success || (res.status >= 300 && parsed.data.isValid)) return rejected("/verify", res.status, res.text);
-    const payer = payerOf(payment, parsed.data.payer);
+    const payer = payerFrom(parsed.data.payer);
     if (!parsed.data.isValid) {
       const reason = parsed.data.invalidReason ?? "invalid_payment";
       return {
-        ok: false,
-        failure: { kind: "invalid", reason, message: `payment rejected: ${reason}`, ...(payer ? { payer } : {}) },
+        ok: false as const,
+        failure: {
+          kind: "invalid" as const,
+          reason,
+          message: `payment rejected: ${reason}`,
+          ...(payer ? { payer } : {}),
+        },
       };
     }
     if (payer === undefined) return rejected("/verify", res.status, "valid answer without a payer address");
-    return { ok: true, value: { payer } };
+    return { ok: true as const, value: { payer } };
   }
 
-  async function settle(payment: ExactPayment): Promise<FacilitatorResult<SettleOk>> {
-    const { x402Version, body } = await requestBody(payment);
-    const res = await exchange("POST", "/settle", body, settleTimeoutMs);
+  async function verify(payment: ExactPayment): Promise<FacilitatorResult<VerifyOk>> {
+    const { body } = await requestBody(payment);
+    const res = await exchange("POST", "/verify", body, verifyTimeoutMs);
+    return judgeVerify(res, (reported) => payerOf(payment, reported));
+  }
+
+  /**
+   * A `/settle` answer judged (THE rule of the class comment): success with a transaction, the
+   * facilitator's own definite refusal (`settle_failed`), or `unknown` for anything else.
+   */
+  function judgeSettle(
+    res: Exchange,
+    payerFrom: (reported?: string | null) => Address | undefined,
+    defaultNetwork: string,
+  ): FacilitatorResult<SettleOk> {
     if (!res.ok) return res;
     const parsed = settleBody.safeParse(res.body);
-    const payer = payerOf(payment, parsed.success ? parsed.data.payer : undefined);
+    const payer = payerFrom(parsed.success ? parsed.data.payer : undefined);
     const unknown = (message: string, transaction?: Hex): { ok: false; failure: FacilitatorFailure } => ({
       ok: false,
       failure: {
@@ -260,11 +283,23 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
         transaction,
       );
     }
-    const chainId = payment.requirements.chainId;
-    const network =
-      data.network ?? (x402Version === 2 ? v2Network(chainId) : (v1Network(chainId) ?? v2Network(chainId)));
-    const response: SettleResponse = { success: true, transaction, network, payer };
+    const network = data.network ?? defaultNetwork;
+    const response: SettleResponse = {
+      success: true,
+      transaction,
+      network,
+      payer,
+      ...(data.amount ? { amount: data.amount } : {}),
+    };
     return { ok: true, value: { transaction, payer, network, response } };
+  }
+
+  async function settle(payment: ExactPayment): Promise<FacilitatorResult<SettleOk>> {
+    const { x402Version, body } = await requestBody(payment);
+    const res = await exchange("POST", "/settle", body, settleTimeoutMs);
+    const chainId = payment.requirements.chainId;
+    const network = x402Version === 2 ? v2Network(chainId) : (v1Network(chainId) ?? v2Network(chainId));
+    return judgeSettle(res, (reported) => payerOf(payment, reported), network);
   }
 
   async function supported(): Promise<FacilitatorResult<SupportedOk>> {
@@ -276,12 +311,32 @@ export function createHttpFacilitator(opts: HttpFacilitatorOptions): HttpFacilit
     return { ok: true, value: parsed.data };
   }
 
-  async function verifyUpto(_p: UptoPayment): Promise<FacilitatorResult<VerifyOk>> {
-    throw new Error("verifyUpto: not implemented yet");
+  /** The buyer's payload as sent, the requirement with `amount` (max for verify, the actual amount for settle): x402 v2 only. */
+  const uptoBody = (p: UptoPayment, requirements: unknown) => ({
+    x402Version: 2,
+    paymentPayload: p.payload,
+    paymentRequirements: requirements,
+  });
+
+  async function verifyUpto(p: UptoPayment): Promise<FacilitatorResult<VerifyOk>> {
+    const checked = checkUpto(p);
+    if (!checked.ok) return checked;
+    const { facts, requirements } = checked;
+    const res = await exchange("POST", "/verify", uptoBody(p, requirements), verifyTimeoutMs);
+    return judgeVerify(res, (reported) => (reported && isAddress(reported) ? getAddress(reported) : facts.payer));
   }
 
-  async function settleUpto(_p: UptoPayment, _amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>> {
-    throw new Error("settleUpto: not implemented yet");
+  async function settleUpto(p: UptoPayment, amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>> {
+    const checked = checkUpto(p, amountMicroUsdc);
+    if (!checked.ok) return checked;
+    const { facts, requirements } = checked;
+    if (amountMicroUsdc === 0n) return zeroSettle(p, facts);
+    const res = await exchange("POST", "/settle", uptoBody(p, requirements), settleTimeoutMs);
+    return judgeSettle(
+      res,
+      (reported) => (reported && isAddress(reported) ? getAddress(reported) : facts.payer),
+      v2Network(p.requirements.chainId),
+    );
   }
 
   return { kind: "http", url: base, verify, settle, supported, verifyUpto, settleUpto };
