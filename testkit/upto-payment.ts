@@ -40,12 +40,18 @@ export interface SignUptoOptions {
   eip2612?: boolean;
   /** the chain the client reads from (never a public RPC in tests) */
   rpcUrl?: string;
+  /**
+   * Keep the client's default spend controls (what `@x402/fetch` does unless told otherwise):
+   * only default assets (USDC at Base's address), at most $1 a payment. Default: off.
+   */
+  defaultSpendControls?: boolean;
 }
 
 /**
  * The buyer signs `requirements` the way `@x402/fetch` does: @x402/core's `x402Client` with
  * @x402/evm's `upto` client scheme, from a v2 402 (`accepts: [requirement]`). Spend controls are
- * off: the local USDC is not at Base's address, and a default client pays only default assets.
+ * off unless `defaultSpendControls`: the local USDC is not at Base's address unless the chain was
+ * started with `usdcAtBaseAddress`, and a default client pays only default assets.
  */
 export async function signUptoPayment(
   buyer: PrivateKeyAccount,
@@ -56,7 +62,7 @@ export async function signUptoPayment(
     opts.rpcUrl === undefined ? undefined : createPublicClient({ transport: http(opts.rpcUrl), pollingInterval: 50 });
   const signer = toClientEvmSigner(buyer, reader as Parameters<typeof toClientEvmSigner>[1]);
   const client = new x402Client().register("eip155:*", new UptoEvmScheme(signer));
-  client.setSpendControls(false);
+  if (!opts.defaultSpendControls) client.setSpendControls(false);
   const payload = await client.createPaymentPayload({
     x402Version: 2,
     resource: { url: requirements.resource, description: requirements.description, mimeType: requirements.mimeType },

@@ -4,11 +4,10 @@ import { type FacilitatorEvmSigner, PERMIT2_ADDRESS } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
 import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
-import { type Address, getAddress, type Hex, isAddress, isHex, toFunctionSelector } from "viem";
+import { type Address, getAddress, type Hex, isAddress, isHex } from "viem";
 import { type ChainFailure, classifyChainError } from "../chain/chain-errors.js";
 import { type ChainWalletClient, createChainClients, createSerialSender } from "../chain/clients.js";
-import { permit2NonceBitmapAbi, permit2NonceSlot } from "../chain/upto-reads.js";
-import type { UptoAuthorizationFacts } from "./envelopes.js";
+import { permit2NonceBitmapAbi } from "../chain/upto-reads.js";
 import { v1Network, v1Payload, v1Requirements, v2Network, v2Payload, v2Requirements } from "./envelopes.js";
 import type {
   ExactPayment,
@@ -22,7 +21,14 @@ import type {
   UptoSettleOk,
   VerifyOk,
 } from "./types.js";
-import { checkUpto, UPTO_NETWORK_MISMATCH, zeroSettle } from "./upto.js";
+import {
+  checkUpto,
+  namingSpentNonce,
+  type SchemeReasons,
+  UPTO_NETWORK_MISMATCH,
+  UPTO_REASONS,
+  zeroSettle,
+} from "./upto.js";
 
 export interface LocalFacilitatorOptions {
   rpcUrl: string;
@@ -43,29 +49,10 @@ export interface LocalFacilitator extends Facilitator {
 const NETWORK_MISMATCH = "invalid_exact_evm_network_mismatch";
 const NONCE_ALREADY_USED = "invalid_exact_evm_nonce_already_used";
 const TRANSACTION_FAILED = "invalid_exact_evm_transaction_failed";
-const UPTO_TRANSACTION_FAILED = "invalid_upto_evm_transaction_failed";
-const PERMIT2_NONCE_USED = "permit2_invalid_nonce";
-/** what @x402/evm answers when the Permit2 settle simulation fails for a reason its reads cannot name */
-const PERMIT2_SIMULATION_FAILED = "permit2_simulation_failed";
-/** Permit2's InvalidNonce() (not in the proxy ABI @x402/evm decodes reverts with: matched by selector) */
-const PERMIT2_INVALID_NONCE_SELECTOR = toFunctionSelector("InvalidNonce()");
-
-/** How one scheme names a revert at gas estimation that proves the payment was already used. */
-interface SchemeReasons {
-  /** reason for a settlement transaction that was mined and reverted, or failed otherwise */
-  transactionFailed: string;
-  /** the reason when `message` (a revert) says the authorization/nonce is spent, else undefined */
-  nonceUsed(message: string): string | undefined;
-}
 
 const EXACT_REASONS: SchemeReasons = {
   transactionFailed: TRANSACTION_FAILED,
   nonceUsed: (m) => (/authorization is used or canceled/i.test(m) ? NONCE_ALREADY_USED : undefined),
-};
-const UPTO_REASONS: SchemeReasons = {
-  transactionFailed: UPTO_TRANSACTION_FAILED,
-  nonceUsed: (m) =>
-    /InvalidNonce/.test(m) || m.toLowerCase().includes(PERMIT2_INVALID_NONCE_SELECTOR) ? PERMIT2_NONCE_USED : undefined,
 };
 
 /** What the chain calls of one verify or settle did, for judging an outcome @x402/evm reports as data. */
@@ -357,32 +344,14 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
     return checked;
   }
 
-  /**
-   * @x402/evm names a Permit2 settle simulation it cannot explain `permit2_simulation_failed`; a
-   * spent nonce (the payment was settled already, or the buyer invalidated it) is the usual cause:
-   * name it. Any other outcome passes unchanged.
-   */
-  async function namingSpentNonce<T extends { ok: boolean; failure?: FacilitatorFailure }>(
-    result: T,
-    facts: UptoAuthorizationFacts,
-  ): Promise<T> {
-    if (result.ok || result.failure?.kind !== "invalid" || result.failure.reason !== PERMIT2_SIMULATION_FAILED)
-      return result;
-    try {
-      const { wordPos, bit } = permit2NonceSlot(facts.nonce);
-      const word = await wallet.readContract({
-        address: PERMIT2_ADDRESS,
-        abi: permit2NonceBitmapAbi,
-        functionName: "nonceBitmap",
-        args: [facts.payer, wordPos],
-      });
-      if ((word & bit) === 0n) return result;
-    } catch {
-      return result;
-    }
-    const message = "payment rejected: the authorization's Permit2 nonce is already spent";
-    return { ...result, failure: { ...result.failure, reason: PERMIT2_NONCE_USED, message } };
-  }
+  /** `namingSpentNonce` reading Permit2's nonce bitmap with this facilitator's client. */
+  const readNonceWord = (owner: Address, wordPos: bigint) =>
+    wallet.readContract({
+      address: PERMIT2_ADDRESS,
+      abi: permit2NonceBitmapAbi,
+      functionName: "nonceBitmap",
+      args: [owner, wordPos],
+    });
 
   async function verifyUpto(p: UptoPayment): Promise<FacilitatorResult<VerifyOk>> {
     const checked = uptoFor(p);
@@ -390,7 +359,7 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
     const { facts, requirements } = checked;
     const payload = p.payload as PaymentPayload;
     const judged = await judgeVerify(facts.payer, (f) => f.verify(payload, requirements as PaymentRequirements));
-    return namingSpentNonce(judged, facts);
+    return namingSpentNonce(judged, facts, readNonceWord);
   }
 
   async function settleUpto(p: UptoPayment, amountMicroUsdc: bigint): Promise<FacilitatorResult<UptoSettleOk>> {
@@ -402,7 +371,7 @@ export function createLocalFacilitator(opts: LocalFacilitatorOptions): LocalFaci
     const judged = await judgeSettle(facts.payer, UPTO_REASONS, (f) =>
       f.settle(payload, requirements as PaymentRequirements),
     );
-    return namingSpentNonce(judged, facts);
+    return namingSpentNonce(judged, facts, readNonceWord);
   }
 
   return { kind: "local", address: wallet.account.address, verify, settle, supported, verifyUpto, settleUpto };

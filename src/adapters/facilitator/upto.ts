@@ -1,5 +1,6 @@
 import type { PaymentRequirementsV2 } from "@x402/core/schemas";
-import { isAddress } from "viem";
+import { type Address, isAddress, toFunctionSelector } from "viem";
+import { permit2NonceSlot } from "../chain/upto-reads.js";
 import { type UptoAuthorizationFacts, uptoAuthorizationOf, uptoRequirementsV2, v2Network } from "./envelopes.js";
 import type { FacilitatorFailure, UptoPayment, UptoSettleOk } from "./types.js";
 
@@ -15,6 +16,49 @@ export const UPTO_NETWORK_MISMATCH = "invalid_upto_evm_network_mismatch";
 export const UPTO_SCHEME_MISMATCH = "invalid_upto_evm_scheme";
 export const UPTO_SETTLEMENT_EXCEEDS_AMOUNT = "invalid_upto_evm_payload_settlement_exceeds_amount";
 export const PERMIT2_AMOUNT_MISMATCH = "permit2_amount_mismatch";
+const UPTO_TRANSACTION_FAILED = "invalid_upto_evm_transaction_failed";
+const PERMIT2_NONCE_USED = "permit2_invalid_nonce";
+/** what @x402/evm answers when the Permit2 settle simulation fails for a reason its reads cannot name */
+const PERMIT2_SIMULATION_FAILED = "permit2_simulation_failed";
+/** Permit2's InvalidNonce() (not in the proxy ABI @x402/evm decodes reverts with: matched by selector) */
+const PERMIT2_INVALID_NONCE_SELECTOR = toFunctionSelector("InvalidNonce()");
+
+/** How one scheme names its settle failures (the local facilitator's judgement). */
+export interface SchemeReasons {
+  /** reason for a settlement transaction that was mined and reverted, or failed otherwise */
+  transactionFailed: string;
+  /** the reason when `message` (a revert at gas estimation) says the payment is spent, else undefined */
+  nonceUsed(message: string): string | undefined;
+}
+
+export const UPTO_REASONS: SchemeReasons = {
+  transactionFailed: UPTO_TRANSACTION_FAILED,
+  nonceUsed: (m) =>
+    /InvalidNonce/.test(m) || m.toLowerCase().includes(PERMIT2_INVALID_NONCE_SELECTOR) ? PERMIT2_NONCE_USED : undefined,
+};
+
+/**
+ * @x402/evm names a Permit2 settle simulation it cannot explain `permit2_simulation_failed`; a
+ * spent nonce (the payment was settled already, or the buyer invalidated it) is the usual cause:
+ * name it `permit2_invalid_nonce` when Permit2's bitmap says so. Any other outcome passes unchanged,
+ * as does this one when the bitmap cannot be read.
+ */
+export async function namingSpentNonce<T extends { ok: boolean; failure?: FacilitatorFailure }>(
+  result: T,
+  facts: UptoAuthorizationFacts,
+  readNonceWord: (owner: Address, wordPos: bigint) => Promise<bigint>,
+): Promise<T> {
+  if (result.ok || result.failure?.kind !== "invalid" || result.failure.reason !== PERMIT2_SIMULATION_FAILED)
+    return result;
+  try {
+    const { wordPos, bit } = permit2NonceSlot(facts.nonce);
+    if (((await readNonceWord(facts.payer, wordPos)) & bit) === 0n) return result;
+  } catch {
+    return result;
+  }
+  const message = "payment rejected: the authorization's Permit2 nonce is already spent";
+  return { ...result, failure: { ...result.failure, reason: PERMIT2_NONCE_USED, message } };
+}
 
 export type UptoChecked =
   | { ok: true; facts: UptoAuthorizationFacts; requirements: PaymentRequirementsV2 }

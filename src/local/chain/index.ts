@@ -1,7 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress } from "@x402/evm";
-import { type Address, createTestClient, getAddress, type Hex, http, maxUint256, parseEther } from "viem";
+import { type Address, createTestClient, getAddress, type Hex, http, maxUint256, numberToHex, parseEther } from "viem";
 import { createChainClients, createSerialSender } from "../../adapters/chain/clients.js";
 import { logger } from "../../lib/logger.js";
 import { compileUsdc } from "./compile.js";
@@ -13,6 +13,8 @@ export { localUsdcAbi } from "./usdc-local-abi.js";
 export const LOCAL_CHAIN_ID = 8453;
 /** Multicall3's address on Base (and most EVM chains); the local chain has it there too. */
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
+/** USDC on Base: the one asset a default `@x402/core` client pays (its spend controls allow default assets only). */
+export const BASE_USDC_ADDRESS: Address = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 /** Uniswap Permit2's canonical address; the local chain has its own Permit2.sol there (x402 `upto`). */
 export const LOCAL_PERMIT2_ADDRESS: Address = PERMIT2_ADDRESS;
 /** @x402/evm's x402UptoPermit2Proxy address; the local chain has X402UptoPermit2Proxy.sol there. */
@@ -31,6 +33,11 @@ export interface StartLocalChainOptions {
   /** EIP-712 domain name/version of the token (CONTRACT: USDC_EIP712_NAME / USDC_EIP712_VERSION). */
   usdcName?: string;
   usdcVersion?: string;
+  /**
+   * Place the token at Base's USDC address (`BASE_USDC_ADDRESS`) instead of where the deploy put it,
+   * so a default x402 client (spend controls on) pays it as it pays USDC on Base. Default false.
+   */
+  usdcAtBaseAddress?: boolean;
   /** Where the compiled artifact is cached (default `<repo>/.cache/local-chain`). */
   cacheDir?: string;
   /** Give up if anvil has not printed its listening address after this long (default 15 s). */
@@ -285,9 +292,32 @@ export async function startLocalChain(opts: StartLocalChainOptions = {}): Promis
       args: [opts.usdcName ?? "USD Coin", opts.usdcVersion ?? "2"],
     });
     const deployReceipt = await walletClient.waitForTransactionReceipt({ hash: deployHash, pollingInterval: fastPoll });
-    const usdcAddress = deployReceipt.contractAddress;
-    if (deployReceipt.status !== "success" || usdcAddress === null || usdcAddress === undefined) {
+    const deployedAt = deployReceipt.contractAddress;
+    if (deployReceipt.status !== "success" || deployedAt === null || deployedAt === undefined) {
       throw new Error(`local chain: USDC deployment failed (tx ${deployHash})`);
+    }
+    let usdcAddress: Address = deployedAt;
+    if (opts.usdcAtBaseAddress) {
+      // the runtime code and Usdc.sol's constructor-set slots (0 name, 1 version, 2 totalSupply,
+      // 3 owner; short strings are stored in their slot), copied to Base's address
+      const [code, ...slots] = await Promise.all([
+        walletClient.getCode({ address: deployedAt }),
+        ...[0, 1, 2, 3].map((slot) =>
+          walletClient.getStorageAt({ address: deployedAt, slot: numberToHex(slot, { size: 32 }) }),
+        ),
+      ]);
+      if (code === undefined) throw new Error("local chain: deployed USDC has no code");
+      await testClient.setCode({ address: BASE_USDC_ADDRESS, bytecode: code });
+      for (const [slot, value] of slots.entries()) {
+        if ((slot === 0 || slot === 1) && value !== undefined && (BigInt(value) & 1n) === 1n)
+          throw new Error("local chain: usdcAtBaseAddress needs a token name and version under 32 bytes");
+        await testClient.setStorageAt({
+          address: BASE_USDC_ADDRESS,
+          index: slot,
+          value: value ?? numberToHex(0, { size: 32 }),
+        });
+      }
+      usdcAddress = BASE_USDC_ADDRESS;
     }
 
     // Base has Multicall3; @x402/evm's facilitator reads through it (the local chain's own subset)

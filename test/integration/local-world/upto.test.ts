@@ -8,7 +8,13 @@ import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js"
 import { uptoAuthorizationOf, uptoRequirementsV2 } from "../../../src/adapters/facilitator/envelopes.js";
 import { createLocalFacilitator, type LocalFacilitator } from "../../../src/adapters/facilitator/local.js";
 import { settleVerdict, type UptoPayment, type UptoRequirements } from "../../../src/adapters/facilitator/types.js";
-import { compileUsdc, type LocalChain, localUsdcAbi, startLocalChain } from "../../../src/local/chain/index.js";
+import {
+  BASE_USDC_ADDRESS,
+  compileUsdc,
+  type LocalChain,
+  localUsdcAbi,
+  startLocalChain,
+} from "../../../src/local/chain/index.js";
 import { signUptoPayment, uptoRequirements } from "../../../testkit/upto-payment.js";
 
 let chain: LocalChain;
@@ -142,6 +148,40 @@ describe("local facilitator: upto", () => {
     expect(await balance(buyer.address)).toBe(5_000_000n - 1_234_567n);
   });
 
+  test("the same payment settled twice at once, for different amounts: one lands, the other is refused", async () => {
+    const buyer = await newBuyer(3_000_000n);
+    const payment = await signUptoPayment(buyer, requirements(2_000_000n));
+    const before = await balance(payTo);
+    const results = await Promise.all([
+      facilitator.settleUpto(payment, 700_000n),
+      facilitator.settleUpto(payment, 1_900_000n),
+    ]);
+    const won = results.findIndex((r) => r.ok);
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    const lost = results[1 - won];
+    if (lost === undefined || lost.ok) throw new Error("both settled");
+    expect(settleVerdict(lost.failure)).toBe("refused");
+    expect(lost.failure.reason).toBe("permit2_invalid_nonce");
+    const moved = won === 0 ? 700_000n : 1_900_000n;
+    expect(await balance(payTo)).toBe(before + moved);
+    expect(await balance(buyer.address)).toBe(3_000_000n - moved);
+  });
+
+  test("distinct payments of one buyer and of several, settled at once, all land", async () => {
+    const buyers = await Promise.all([newBuyer(2_000_000n), newBuyer(2_000_000n), newBuyer(2_000_000n)]);
+    const [first] = buyers;
+    if (first === undefined) throw new Error("no buyer");
+    const payments = await Promise.all([
+      ...buyers.map((b) => signUptoPayment(b, requirements(1_000_000n))),
+      signUptoPayment(first, requirements(1_000_000n)),
+    ]);
+    const before = await balance(payTo);
+    const results = await Promise.all(payments.map((p, i) => facilitator.settleUpto(p, 100_000n * BigInt(i + 1))));
+    expect(results.map((r) => r.ok)).toEqual([true, true, true, true]);
+    expect(await balance(payTo)).toBe(before + 1_000_000n);
+    expect(await balance(first.address)).toBe(2_000_000n - 100_000n - 400_000n);
+  });
+
   test("settle of the full maximum, and of 0 (nothing sent, nonce left unspent)", async () => {
     const buyer = await newBuyer(3_000_000n);
     const full = await signUptoPayment(buyer, requirements(1_000_000n));
@@ -267,5 +307,55 @@ describe("local facilitator: upto", () => {
       args: [buyer.address, PERMIT2_ADDRESS],
     });
     expect(allowance).toBe(1_500_000n - 700_000n);
+  });
+});
+
+describe("a default x402 client (spend controls on) and USDC at Base's address", () => {
+  let baseChain: LocalChain;
+  beforeAll(async () => {
+    baseChain = await startLocalChain({ usdcAtBaseAddress: true });
+  });
+  afterAll(async () => {
+    await baseChain?.stop();
+  });
+
+  test("pays up to $1 through the local facilitator; a larger maximum is refused by the client", async () => {
+    expect(baseChain.usdcAddress).toBe(BASE_USDC_ADDRESS);
+    const [, facilitatorAccount, payToAccount] = baseChain.devAccounts;
+    if (!facilitatorAccount || !payToAccount) throw new Error("dev accounts missing");
+    const f = createLocalFacilitator({
+      rpcUrl: baseChain.rpcUrl,
+      chainId: baseChain.chainId,
+      privateKey: facilitatorAccount.privateKey,
+    });
+    const key = generatePrivateKey();
+    const buyer = privateKeyToAccount(key);
+    await baseChain.mintUsdc(buyer.address, 5_000_000n);
+    await baseChain.approvePermit2(key);
+    const req = (maxMicro: bigint) =>
+      uptoRequirements({
+        usdcAddress: BASE_USDC_ADDRESS,
+        payTo: payToAccount.address,
+        maxMicro,
+        facilitatorAddress: f.address,
+      });
+
+    const payment = await signUptoPayment(buyer, req(1_000_000n), { defaultSpendControls: true });
+    okValue(await f.verifyUpto(payment));
+    okValue(await f.settleUpto(payment, 420_000n));
+    const read = createChainGateway({
+      rpcUrl: baseChain.rpcUrl,
+      chainId: baseChain.chainId,
+      usdcAddress: BASE_USDC_ADDRESS,
+    });
+    expect(await read.getUsdcBalance(buyer.address)).toEqual({ ok: true, value: 5_000_000n - 420_000n });
+
+    await expect(signUptoPayment(buyer, req(1_000_001n), { defaultSpendControls: true })).rejects.toThrow(
+      /maxAmountPerPayment/,
+    );
+    // the USDC where a plain deploy puts it is no default asset: a default client will not pay it
+    await expect(signUptoPayment(buyer, requirements(1_000n), { defaultSpendControls: true })).rejects.toThrow(
+      /allowedAssets/,
+    );
   });
 });
