@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isClusterUrl, parseClusterUrl } from "./lib/redis-url.js";
 import { displayUrl } from "./lib/url-display.js";
 
 /**
@@ -73,6 +74,32 @@ function url(protocols: string[], opts: { credentials?: boolean } = {}) {
   });
 }
 
+/**
+ * `REDIS_URL`: one Redis (`redis://`, `rediss://`) or a Redis Cluster's seed nodes
+ * (`redis+cluster://[user:password@]host:port[,host:port…]`, lib/redis-url.ts).
+ */
+function redisUrl() {
+  const single = url(["redis:", "rediss:"], { credentials: true });
+  return z.string().superRefine((s, ctx) => {
+    if (!isClusterUrl(s)) {
+      const r = single.safeParse(s);
+      if (!r.success) {
+        const got = r.error.issues[0]?.message ?? "invalid";
+        ctx.addIssue({
+          code: z.ZodIssueCode.custom,
+          message: got.replace("redis/rediss URL", "redis/rediss/redis+cluster URL"),
+        });
+      }
+      return;
+    }
+    try {
+      parseClusterUrl(s);
+    } catch (e) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `a redis+cluster URL: ${(e as Error).message}` });
+    }
+  });
+}
+
 function pattern(re: RegExp, what: string) {
   return z.string().superRefine((s, ctx) => {
     if (!re.test(s)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what}` });
@@ -130,7 +157,8 @@ const envSchema = z.object({
   ),
   /** not in CONTRACT: DATABASE_URL's password as it is (any characters); when set, it replaces the URL's, percent-encoded */
   DATABASE_PASSWORD: optionalString,
-  REDIS_URL: withDefault(url(["redis:", "rediss:"], { credentials: true }), "redis://127.0.0.1:6379"),
+  /** one Redis, or a Redis Cluster: `redis+cluster://host:port[,host:port…]` (docs/configuration.md) */
+  REDIS_URL: withDefault(redisUrl(), "redis://127.0.0.1:6379"),
   BASE_URL: optional(url(["http:", "https:"])),
   MCP_URL: optional(url(["http:", "https:"])),
   WEB_URL: optional(url(["http:", "https:"])),
@@ -240,7 +268,8 @@ export interface Config {
     /** connections per pool of the workers' own clients (workers/index.ts) */
     readonly workerPoolSize: number;
   };
-  readonly redis: { readonly url: string; readonly prefix: string };
+  /** `cluster`: REDIS_URL names a Redis Cluster (keys are hash-tagged so each script's keys share a slot) */
+  readonly redis: { readonly url: string; readonly prefix: string; readonly cluster: boolean };
   readonly upstream: { readonly baseUrl: string; readonly catalogSyncKey: string | undefined };
   readonly chain: {
     readonly rpcUrl: string;
@@ -363,7 +392,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       poolSize: Number(e.DB_POOL_SIZE),
       workerPoolSize: Number(e.WORKER_DB_POOL_SIZE),
     },
-    redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX },
+    redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX, cluster: isClusterUrl(e.REDIS_URL) },
     upstream: { baseUrl: stripSlash(e.UPSTREAM_BASE_URL), catalogSyncKey: e.CATALOG_SYNC_KEY },
     chain: {
       rpcUrl: e.CHAIN_RPC_URL,

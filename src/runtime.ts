@@ -1,4 +1,3 @@
-import type { Redis } from "ioredis";
 import { type ChainGateway, createChainGateway } from "./adapters/chain/usdc-gateway.js";
 import { createPrisma, type Db, WORKER_TRANSACTION_OPTIONS } from "./adapters/db.js";
 import { createFacilitator } from "./adapters/facilitator/index.js";
@@ -6,6 +5,7 @@ import type { Facilitator } from "./adapters/facilitator/types.js";
 import { PromMetrics } from "./adapters/metrics.js";
 import { createEventBus, type EventBus } from "./adapters/pubsub.js";
 import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
+import type { RedisClient } from "./adapters/redis/client.js";
 import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
 import { type RedisKeys, redisKeys } from "./adapters/redis/keys.js";
 import { createSql, type Sql } from "./adapters/sql.js";
@@ -22,7 +22,7 @@ export interface Runtime {
   db: Db;
   /** pg pool for the inference pipeline's hot path */
   sql: Sql;
-  redis: { command: Redis; publish: Redis; subscribe: Redis; producer: Redis };
+  redis: { command: RedisClient; publish: RedisClient; subscribe: RedisClient; producer: RedisClient };
   bus: EventBus;
   keys: RedisKeys;
   queues: Queues;
@@ -49,7 +49,7 @@ export async function createRuntime(
   const clock = opts.clock ?? systemClock;
   // first, so everything after it may make spans; nothing is loaded when tracing is off
   const tracing = await startTracing(config.tracing);
-  const keys = redisKeys(config.redis.prefix);
+  const keys = redisKeys(config.redis.prefix, { cluster: config.redis.cluster });
   const db = createPrisma(config.database.url, { max: config.database.poolSize, onQuery: opts.onQuery });
   const sql = createSql(config.database.url, config.database.poolSize);
   const redis = {
@@ -68,7 +68,7 @@ export async function createRuntime(
     throw new Error(`REDIS_URL: cannot connect (${(e as Error).message})`);
   }
   const bus = createEventBus({ publishClient: redis.publish, subscribeClient: redis.subscribe, prefix: keys.prefix });
-  const queues = createQueues(redis.producer, keys.bullPrefix());
+  const queues = createQueues(redis.producer, keys.queuePrefix);
   const chain = createChainGateway({
     rpcUrl: config.chain.rpcUrl,
     chainId: config.chain.id,

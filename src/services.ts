@@ -1,4 +1,3 @@
-import type { Redis } from "ioredis";
 import type { ChainGateway } from "./adapters/chain/usdc-gateway.js";
 import type { Db } from "./adapters/db.js";
 import type { Facilitator } from "./adapters/facilitator/types.js";
@@ -7,6 +6,7 @@ import type { EventBus } from "./adapters/pubsub.js";
 import { type Queues, reconciliationProducer, webhookProducer } from "./adapters/queues.js";
 import { createWebhookTestBudget } from "./adapters/redis/budget.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
+import type { RedisClient } from "./adapters/redis/client.js";
 import { createDeliveryLanes } from "./adapters/redis/delivery-lanes.js";
 import { createEscrowUsageBoard } from "./adapters/redis/escrow-usage.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
@@ -100,7 +100,7 @@ export interface ServiceDeps {
   bus: EventBus;
   keys: RedisKeys;
   clock: Clock;
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
   chain: ChainGateway;
   payoutChain: ChainGateway | undefined;
