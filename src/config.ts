@@ -83,13 +83,8 @@ function redisUrl() {
   return z.string().superRefine((s, ctx) => {
     if (!isClusterUrl(s)) {
       const r = single.safeParse(s);
-      if (!r.success) {
-        const got = r.error.issues[0]?.message ?? "invalid";
-        ctx.addIssue({
-          code: z.ZodIssueCode.custom,
-          message: got.replace("redis/rediss URL", "redis/rediss/redis+cluster URL"),
-        });
-      }
+      // the single-node message as before (a cluster URL is the documented alternative)
+      if (!r.success) ctx.addIssue({ code: z.ZodIssueCode.custom, message: r.error.issues[0]?.message ?? "invalid" });
       return;
     }
     try {
