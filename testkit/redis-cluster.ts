@@ -165,6 +165,7 @@ export async function startRedisCluster(
   };
 
   const stop = async () => {
+    process.off("exit", killAll);
     await Promise.all(
       nodes.map(async (n) => {
         const p = n.proc;
@@ -197,6 +198,11 @@ export async function startRedisCluster(
     });
   };
 
+  // a test process that ends without stop() (a hook timed out, a crash) takes its nodes with it
+  const killAll = () => {
+    for (const n of nodes) n.proc?.kill("SIGKILL");
+  };
+  process.once("exit", killAll);
   try {
     for (const n of nodes) startNode(n);
     for (const n of nodes)
