@@ -25,8 +25,10 @@ const DOMAIN_RULES: Record<string, string> = {
   "src/domain/inference/failure.ts:requestError": "the upstream refused the request (4xx relayed)",
   "src/domain/inference/buffered.ts:runBuffered": "the buyer closed the request",
   "src/domain/video/video-jobs.ts:complete": "the job's state (delivered, refunded, expired)",
-  "src/domain/funding/funding-service.ts:sentPayment":
+  "src/domain/funding/funding-challenge.ts:sentPayment":
     "both x402 payment headers at once (X-PAYMENT and PAYMENT-SIGNATURE: headers, not the body contract's)",
+  "src/domain/funding/payment-identifier.ts:paymentIdentifierOf":
+    "the payment header's payment-identifier extension (a header, not the body contract's)",
 };
 
 function sources(dir: string): string[] {
