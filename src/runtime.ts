@@ -72,17 +72,19 @@ export async function createRuntime(
   }
   const bus = createEventBus({ publishClient: redis.publish, subscribeClient: redis.subscribe, prefix: keys.prefix });
   const queues = createQueues(redis.producer, keys.bullPrefix());
-  const reads = config.database.readReplicaUrl
-    ? createReadRouting({
-        primary: db,
-        primaryUrl: config.database.url,
-        replicaUrl: config.database.readReplicaUrl,
-        maxLagMs: config.database.readReplicaMaxLagMs,
-        redis: redis.command,
-        prefix: keys.prefix,
-        poolSize: config.database.poolSize,
-      })
-    : primaryOnly(db);
+  // the workers read and write the primary alone: a worker-only process opens nothing on the replica
+  const reads =
+    config.database.readReplicaUrl && config.role !== "worker"
+      ? createReadRouting({
+          primary: db,
+          primaryUrl: config.database.url,
+          replicaUrl: config.database.readReplicaUrl,
+          maxLagMs: config.database.readReplicaMaxLagMs,
+          redis: redis.command,
+          prefix: keys.prefix,
+          poolSize: config.database.poolSize,
+        })
+      : primaryOnly(db);
   const chain = createChainGateway({
     rpcUrl: config.chain.rpcUrl,
     chainId: config.chain.id,
