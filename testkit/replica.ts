@@ -43,11 +43,13 @@ export function replicaUnavailable(): string | undefined {
   return undefined;
 }
 
-function pgBinDir(): string | undefined {
+/** The server binaries of `major` (the primary's), or of the newest version installed. */
+function pgBinDir(major?: number): string | undefined {
   const base = "/usr/lib/postgresql";
   if (!existsSync(base)) return undefined;
   const versions = readdirSync(base)
-    .filter((v) => existsSync(join(base, v, "bin", "pg_basebackup")))
+    .filter((v) => existsSync(join(base, v, "bin", "pg_basebackup")) && existsSync(join(base, v, "bin", "postgres")))
+    .filter((v) => major === undefined || Number(v) === major)
     .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? join(base, versions[0], "bin") : undefined;
 }
@@ -102,7 +104,15 @@ async function allowReplication(): Promise<void> {
 export async function startReplica(): Promise<Replica> {
   const why = replicaUnavailable();
   if (why) throw new Error(`replica: ${why}`);
-  const bin = pgBinDir() as string;
+  // a standby runs the primary's major version (an embedded PostgreSQL may differ from the machine's)
+  const major = await withAdmin(async (c) =>
+    Math.floor(Number((await c.query("SHOW server_version_num")).rows[0]?.server_version_num) / 10_000),
+  );
+  const bin = pgBinDir(major);
+  if (!bin)
+    throw new Error(
+      `replica: no PostgreSQL ${major} server binaries under /usr/lib/postgresql (the primary's version)`,
+    );
   await allowReplication();
   const primary = new URL(PG_ADMIN_URL);
   const root = mkdtempSync(join(tmpdir(), "svc-replica-"));
