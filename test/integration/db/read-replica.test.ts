@@ -124,6 +124,12 @@ describe.skipIf(replicaUnavailable() !== undefined)("read replica (issue 42 item
       );
       expect((await gql(app, third, "{ viewer { maxPriceCentsPerDollar } }")).viewer?.maxPriceCentsPerDollar).toBe(62);
 
+      // a sign-in creates the account: the new caller's dashboard finds it at once (the replica has not got it)
+      const newcomer = await signIn(app);
+      const mine = await call(app, { method: "GET", path: "/v1/account", headers: { cookie: newcomer.cookie } });
+      expect(mine.status, JSON.stringify(mine.body)).toBe(200);
+      expect((mine.body as { accountId: string }).accountId).toBe(newcomer.accountId);
+
       // replay still paused, past READ_REPLICA_MAX_LAG_MS: the replica serves nobody
       await walNudge();
       const until = Date.now() + MAX_LAG_MS * 3;
