@@ -106,6 +106,23 @@ describe.skipIf(replicaUnavailable() !== undefined)("read replica (issue 42 item
       expect(await primaryClears(app)).toBe(before + 3);
       expect(await statsClears(app)).toBe(before);
 
+      // a streamed chat settles before its last frame: the history read after the stream ends lists it
+      const stream = await fetch(`${app.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${buyer.apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, stream: true, messages: [{ role: "user", content: "streamed" }] }),
+      });
+      expect(stream.status).toBe(200);
+      const streamRef = stream.headers.get("x-svc-support-reference");
+      expect(await stream.text()).toContain("[DONE]");
+      const afterStream = await call(app, {
+        method: "GET",
+        path: `/v1/agent/requests/${streamRef}`,
+        headers: { authorization: `Bearer ${buyer.apiKey}` },
+      });
+      expect(afterStream.status, JSON.stringify(afterStream.body)).toBe(200);
+      expect((afterStream.body as { status: string }).status).not.toBe("in_progress");
+
       // the other caller writes (REST) and reads at once: its own write shows
       const put = await call(app, {
         method: "PATCH",
@@ -137,7 +154,7 @@ describe.skipIf(replicaUnavailable() !== undefined)("read replica (issue 42 item
         if (Date.now() > until) throw new Error("lag never passed the bound");
         await new Promise((r) => setTimeout(r, 100));
       }
-      expect(await statsClears(app)).toBe(before + 3);
+      expect(await statsClears(app)).toBe(before + 4);
     } finally {
       await replica.resumeReplay();
     }
