@@ -150,6 +150,10 @@ const envSchema = z.object({
     url(["postgresql:", "postgres:"], { credentials: true }),
     "postgresql://postgres@127.0.0.1:5432/svc",
   ),
+  /** not in CONTRACT: a streaming replica of DATABASE_URL for read-only pages (docs/decisions.md "Read replica (issue 42)") */
+  DATABASE_URL_READ_REPLICA: optional(url(["postgresql:", "postgres:"], { credentials: true })),
+  /** not in CONTRACT: beyond this replay lag (ms) every read goes to the primary */
+  READ_REPLICA_MAX_LAG_MS: withDefault(intIn(100, 600_000), "10000"),
   /** not in CONTRACT: DATABASE_URL's password as it is (any characters); when set, it replaces the URL's, percent-encoded */
   DATABASE_PASSWORD: optionalString,
   /** one Redis, or a Redis Cluster: `redis+cluster://host:port[,host:port…]` (docs/configuration.md) */
@@ -262,6 +266,10 @@ export interface Config {
     readonly poolSize: number;
     /** connections per pool of the workers' own clients (workers/index.ts) */
     readonly workerPoolSize: number;
+    /** DATABASE_URL_READ_REPLICA: read-only pages read here (adapters/read-replica.ts); none: the primary */
+    readonly readReplicaUrl: string | undefined;
+    /** READ_REPLICA_MAX_LAG_MS */
+    readonly readReplicaMaxLagMs: number;
   };
   /** `cluster`: REDIS_URL names a Redis Cluster (keys are hash-tagged so each script's keys share a slot) */
   readonly redis: { readonly url: string; readonly prefix: string; readonly cluster: boolean };
@@ -386,6 +394,8 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       url: withPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
       poolSize: Number(e.DB_POOL_SIZE),
       workerPoolSize: Number(e.WORKER_DB_POOL_SIZE),
+      readReplicaUrl: e.DATABASE_URL_READ_REPLICA,
+      readReplicaMaxLagMs: Number(e.READ_REPLICA_MAX_LAG_MS),
     },
     redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX, cluster: isClusterUrl(e.REDIS_URL) },
     upstream: { baseUrl: stripSlash(e.UPSTREAM_BASE_URL), catalogSyncKey: e.CATALOG_SYNC_KEY },
