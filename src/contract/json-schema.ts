@@ -32,10 +32,13 @@ export function inlineRefs(node: unknown, schemas: Record<string, unknown>, seen
  * writes /openapi.json (`@asteasolutions/zod-to-openapi`), in its OpenAPI 3.1 mode, whose schema
  * dialect is JSON Schema 2020-12 (a nullable field is `type: ["string", "null"]`, where OpenAPI 3.0
  * says `nullable: true`); named components inlined. Apart from `nullable`, the same keywords and
- * values as the schema /openapi.json gives for it.
+ * values as the schema /openapi.json gives for it. `components`: the named schemas `schema` refers
+ * to by a hand-written `$ref` (e.g. `AnthropicTool` in the Messages body), inlined too.
  */
-export function jsonSchemaOf(schema: z.ZodTypeAny): JsonSchema {
+export function jsonSchemaOf(schema: z.ZodTypeAny, components: Record<string, z.ZodTypeAny> = {}): JsonSchema {
   const registry = new OpenAPIRegistry();
+  // the components a schema names only by a written `$ref` (the generator cannot see them)
+  for (const [name, component] of Object.entries(components)) registry.register(name, component);
   registry.registerPath({
     method: "post",
     path: "/",

@@ -37,7 +37,7 @@ import {
   supportReferenceParam,
   z,
 } from "./common.js";
-import { x402DiscoveryDocument } from "./discovery.js";
+import { x402DiscoveryDocument, x402Manifest } from "./discovery.js";
 import { fundedResponse, fundingBody, paymentChallenge, signupBody, signupResponse } from "./funding.js";
 import {
   chatCompletionBody,
@@ -65,6 +65,14 @@ import {
   countTokensResponse,
   messagesBody,
 } from "./messages.js";
+import {
+  BASE_USDC,
+  PAID_ROUTES,
+  PAY_PER_REQUEST_ROUTES,
+  type PaymentNetwork,
+  paymentInfo,
+  SERVICE_NAME,
+} from "./paid-routes.js";
 import {
   offerList,
   offerResponse,
@@ -117,21 +125,6 @@ registry.registerComponent("securitySchemes", "cookieAuth", {
   description:
     "The HttpOnly session cookie set by `POST /auth/idp/verify` (or SIWE). Cookie-authenticated writes must come from an allowed Origin (403 `csrf_rejected`).",
 });
-registry.registerComponent("securitySchemes", "x402Payment", {
-  type: "apiKey",
-  in: "header",
-  name: "X-PAYMENT",
-  description:
-    "Base64 x402 v1 `exact` payment payload (EIP-3009 authorization on Base) answering a 402 challenge; funding routes only. On signup it is the only credential.",
-});
-registry.registerComponent("securitySchemes", "x402PaymentV2", {
-  type: "apiKey",
-  in: "header",
-  name: "PAYMENT-SIGNATURE",
-  description:
-    "Base64 x402 v2 payment payload (`accepted` = the PAYMENT-REQUIRED requirement, `payload` = the EIP-3009 authorization and signature) answering a 402 challenge; funding routes only, instead of X-PAYMENT (both at once is 400). The same authorization in either envelope is one payment.",
-});
-
 registry.registerComponent("securitySchemes", "anthropicApiKey", {
   type: "apiKey",
   in: "header",
@@ -143,6 +136,42 @@ registry.registerComponent("securitySchemes", "anthropicApiKey", {
 const BEARER = [{ bearerAuth: [] }];
 const SESSION = [{ cookieAuth: [] }];
 const PUBLIC: RouteConfig["security"] = [];
+
+// The x402 payment headers are request header parameters of the paid routes, not security schemes:
+// a payment is not a credential (signup and the pay-per-request routes declare `security: []`), and
+// what a paid route costs is its `x-payment-info` (issue 41; docs/decisions.md "x402 discovery for
+// indexers").
+const X_PAYMENT = registry.registerParameter(
+  "XPayment",
+  z
+    .string()
+    .optional()
+    .openapi({
+      param: {
+        name: "X-PAYMENT",
+        in: "header",
+        description:
+          "Base64 x402 v1 `exact` payment payload (EIP-3009 authorization on Base) answering the 402 challenge of a funding route; absent on the first call. On signup it is the only credential.",
+      },
+    }),
+);
+const PAYMENT_SIGNATURE = registry.registerParameter(
+  "PaymentSignature",
+  z
+    .string()
+    .optional()
+    .openapi({
+      param: {
+        name: "PAYMENT-SIGNATURE",
+        in: "header",
+        description:
+          "Base64 x402 v2 payment payload (`accepted` = the PAYMENT-REQUIRED requirement, `payload` = the signed authorization, `extensions` = the 402's, with a `payment-identifier` id for idempotent retries) answering the 402; absent on the first call. On a funding route instead of X-PAYMENT (both at once is 400); the same authorization in either envelope is one payment.",
+      },
+    }),
+);
+/** The payment headers a paid route takes: funding both versions, pay per request v2 only. */
+const FUNDING_PAYMENT_HEADERS = z.object({ "X-PAYMENT": X_PAYMENT, "PAYMENT-SIGNATURE": PAYMENT_SIGNATURE });
+const V2_PAYMENT_HEADER = z.object({ "PAYMENT-SIGNATURE": PAYMENT_SIGNATURE });
 
 // the tracing and hint headers, once, under components/headers (SPEC "Identifiers used for tracing")
 for (const h of Object.values(HEADERS)) {
@@ -310,11 +339,22 @@ registry.registerPath({
   path: "/.well-known/x402",
   operationId: "getX402Discovery",
   tags: ["Public"],
-  summary: "x402 discovery: the paid funding routes as `POST <url>` and instructions for an agent",
+  summary: "x402 discovery: the paid routes as `POST <url>` and instructions for an agent",
   description:
-    "The shape x402 indexes (x402scan) read: `version` 1, `resources` (signup, top-up, refill under this deployment's base URL), `instructions`. Cached 5 minutes; any origin may read it.",
+    "x402scan's fan-out document: `version` 1, `resources` (signup, top-up, refill, then the pay-per-request routes under /x402/v1, at this deployment's base URL), `instructions`. Cached 5 minutes; any origin may read it. The priced description of every paid route is this document's `x-payment-info`.",
   security: PUBLIC,
   responses: { 200: jsonResponse(x402DiscoveryDocument, "The discovery document") },
+});
+registry.registerPath({
+  method: "get",
+  path: "/.well-known/x402.json",
+  operationId: "getX402Manifest",
+  tags: ["Public"],
+  summary: "x402 discovery manifest (the x402 draft `well-known-discovery` extension): every paid route",
+  description:
+    "`x402Version` 2, `lastUpdated`, and one item per paid route: `resource` (URL, description, service name, tags, icon), `type` http, advisory `accepts` (the live 402 is authoritative), `input` (POST, JSON body schema) and `output` (the 200's example and schema). Cached 5 minutes; any origin may read it.",
+  security: PUBLIC,
+  responses: { 200: jsonResponse(x402Manifest, "The manifest") },
 });
 
 const DOCUMENTS: [string, string, string, string][] = [
@@ -572,18 +612,18 @@ function fundingResponses(ok: z.ZodTypeAny, extra: number[]): RouteConfig["respo
   return {
     200: jsonResponse(
       ok,
-      "Payment settled; credit recorded as pending until confirmed. The receipt is X-PAYMENT-RESPONSE for an X-PAYMENT payment, PAYMENT-RESPONSE for a PAYMENT-SIGNATURE one.",
+      "Payment settled; credit recorded as pending until confirmed. The receipt is X-PAYMENT-RESPONSE for an X-PAYMENT payment, PAYMENT-RESPONSE for a PAYMENT-SIGNATURE one. A PAYMENT-SIGNATURE sent again with the same `payment-identifier` id and the same payment and body answers this recorded 200 (its receipt; `idempotent: true`, never the key).",
       "paymentResponse",
       "paymentResponseV2",
     ),
     402: {
       description:
-        "Payment challenge: `accepts` present; no money moved (`payment_required`, or `invalid_payment` when the payment sent was refused before it settled). The body is the x402 v1 challenge: sign one requirement and retry with X-PAYMENT. The PAYMENT-REQUIRED header carries the same requirement as x402 v2: sign it and retry with PAYMENT-SIGNATURE.",
+        "Payment challenge: `accepts` present; no money moved (`payment_required`, or `invalid_payment` when the payment sent was refused before it settled). The body is the x402 v1 challenge: sign one requirement and retry with X-PAYMENT (`accepts[0].outputSchema` describes the request and its 200 for v1 indexes). The PAYMENT-REQUIRED header carries the same requirement as x402 v2, with the service metadata on `resource` and the `bazaar` and `payment-identifier` extensions: sign it and retry with PAYMENT-SIGNATURE.",
       headers: headers("errorCode", "paymentRequired"),
       content: { "application/json": { schema: paymentChallenge } },
     },
     ...errorResponses([...BODY_ERRORS, 409, 503, ...extra], {
-      409: "Money moved, or may have, and the request did not finish (`payment_unfinished`, never with `accepts`): `transaction` and `reconciling` (true: credited from the chain exactly once if the transfer happened; false: a human must recover it), or `credited: true` without `reconciling` (signup's key cap; a payment already used by another funding route). The receipt (X-PAYMENT-RESPONSE, or PAYMENT-RESPONSE for a v2 payment) says `success: false` while the outcome is unknown. Do not pay again.",
+      409: "Money moved, or may have, and the request did not finish (`payment_unfinished`, never with `accepts`): `transaction` and `reconciling` (true: credited from the chain exactly once if the transfer happened; false: a human must recover it), or `credited: true` without `reconciling` (signup's key cap; a payment already used by another funding route). The receipt (X-PAYMENT-RESPONSE, or PAYMENT-RESPONSE for a v2 payment) says `success: false` while the outcome is unknown. Do not pay again. Or `payment_identifier_conflict`: the PAYMENT-SIGNATURE's `payment-identifier` id was used by this payer with another payment or request; nothing was charged by this one.",
       503: "`not_configured`, or `facilitator_unavailable`: the facilitator could not be reached and nothing moved; retry the same request and payment header after Retry-After. `service_unavailable`: a replayed payment from a contract wallet whose signature the chain could not check just now; retry it after Retry-After.",
     }),
     409: { ...errorResponse(409), headers: headers("errorCode", "paymentResponse", "paymentResponseV2") },
@@ -596,8 +636,8 @@ registry.registerPath({
   operationId: "signup",
   tags: ["Funding"],
   summary: "Create an account and an API key, prepaid with USDC (the payer's wallet is the account)",
-  security: [{}, { x402Payment: [] }, { x402PaymentV2: [] }],
-  request: { body: jsonBody(signupBody) },
+  security: PUBLIC,
+  request: { headers: FUNDING_PAYMENT_HEADERS, body: jsonBody(signupBody) },
   responses: fundingResponses(signupResponse, [429]),
 });
 registry.registerPath({
@@ -606,8 +646,8 @@ registry.registerPath({
   operationId: "topUp",
   tags: ["Funding"],
   summary: "Add prepaid USDC to the signed-in account (payer = session wallet)",
-  security: [{ cookieAuth: [] }, { cookieAuth: [], x402Payment: [] }, { cookieAuth: [], x402PaymentV2: [] }],
-  request: { body: jsonBody(fundingBody) },
+  security: SESSION,
+  request: { headers: FUNDING_PAYMENT_HEADERS, body: jsonBody(fundingBody) },
   responses: fundingResponses(fundedResponse, [401, 403]),
 });
 registry.registerPath({
@@ -616,8 +656,8 @@ registry.registerPath({
   operationId: "refill",
   tags: ["Funding"],
   summary: "Add prepaid USDC to the account behind this API key (payer = key's wallet)",
-  security: [{ bearerAuth: [] }, { bearerAuth: [], x402Payment: [] }, { bearerAuth: [], x402PaymentV2: [] }],
-  request: { body: jsonBody(fundingBody) },
+  security: BEARER,
+  request: { headers: FUNDING_PAYMENT_HEADERS, body: jsonBody(fundingBody) },
   responses: fundingResponses(fundedResponse, [401, 403]),
 });
 
@@ -725,6 +765,13 @@ registry.registerPath({
 
 // ---- inference (Bearer) ----------------------------------------------------------------------
 
+/** The keyed inference routes that have a pay-per-request twin under /x402/v1, by path. */
+const TWINS = new Map<string, RouteConfig>();
+function registerTwin(config: RouteConfig): void {
+  registry.registerPath(config);
+  TWINS.set(config.path, config);
+}
+
 const COST_HEADERS: HeaderName[] = ["supportReference", "costUsdc", "clearingPriceCents", "balanceRemaining"];
 const INFERENCE_ERRORS = [...BODY_ERRORS, 401, 402, 404, 429, 502, 503];
 const SSE = {
@@ -737,7 +784,7 @@ const SSE = {
   },
 };
 
-registry.registerPath({
+registerTwin({
   method: "post",
   path: "/v1/chat/completions",
   operationId: "createChatCompletion",
@@ -754,7 +801,7 @@ registry.registerPath({
     ...errorResponses(INFERENCE_ERRORS),
   },
 });
-registry.registerPath({
+registerTwin({
   method: "post",
   path: "/v1/responses",
   operationId: "createResponse",
@@ -806,7 +853,7 @@ function anthropicErrorResponses(statuses: number[]): Record<string, ResponseCon
   );
 }
 
-registry.registerPath({
+registerTwin({
   method: "post",
   path: "/v1/messages",
   operationId: "createMessage",
@@ -851,7 +898,7 @@ registry.registerPath({
   },
 });
 
-registry.registerPath({
+registerTwin({
   method: "post",
   path: "/v1/image/generate",
   operationId: "generateImage",
@@ -864,7 +911,7 @@ registry.registerPath({
     ...errorResponses(INFERENCE_ERRORS),
   },
 });
-registry.registerPath({
+registerTwin({
   method: "post",
   path: "/v1/images/generations",
   operationId: "createImage",
@@ -936,6 +983,64 @@ registry.registerPath({
     ...errorResponses([...BODY_ERRORS, 401, 404, 502], { 400: "Invalid body, or the media is already gone." }),
   },
 });
+
+// ---- pay per request (x402 upto, no key; issue 41) -----------------------------------------------
+
+/**
+ * The pay-per-request twins of the inference routes (the catalog's `/x402/v1/…`, paid-routes.ts):
+ * the same body and answers as the keyed route, no credential, an x402 v2 `upto` payment per
+ * request. The 401 and the balance's 402 of the twin give way to the payment challenge; the 200
+ * carries the receipt; 409 is a payment not (yet) settled or an identifier reused.
+ */
+for (const route of PAY_PER_REQUEST_ROUTES) {
+  const twin = TWINS.get(route.twin ?? "");
+  if (!twin) throw new Error(`no keyed twin documented for ${route.path}`);
+  const anthropic = twin.path === "/v1/messages";
+  const errorContent = {
+    "application/json": { schema: { $ref: `#/components/schemas/${anthropic ? "AnthropicErrorBody" : "ErrorBody"}` } },
+  };
+  const errorHeaders = (...names: HeaderName[]) =>
+    headers("errorCode", ...names, ...(anthropic ? (["shouldRetry"] as HeaderName[]) : []));
+  const kept = Object.entries(twin.responses).filter(([status]) => status !== "401" && status !== "402");
+  const twinOk = twin.responses[200] as ResponseConfig;
+  const { "X-Balance-Remaining": _balance, ...okHeaders } = (twinOk.headers ?? {}) as HeadersObject;
+  const ok = { ...twinOk, headers: okHeaders };
+  registry.registerPath({
+    ...twin,
+    path: route.path,
+    operationId: `${twin.operationId}PayPerRequest`,
+    tags: ["Pay per request"],
+    summary: `${twin.summary}: paid per request (x402 upto), no API key`,
+    description:
+      `The request and answers of \`POST ${twin.path}\`, with no API key (an Authorization header is ignored). ` +
+      "Unpaid: 402 with PAYMENT-REQUIRED, an x402 v2 `upto` requirement (USDC; `amount` = the request's maximum charge at its ceiling, `svc.maxPriceCentsPerDollar` or 80). " +
+      "Send the same request again with PAYMENT-SIGNATURE: it runs, and the exact charge (at most that amount, 0 when nothing is charged) is settled; PAYMENT-RESPONSE, `usage.cost` and the cost headers carry it. " +
+      "A stream settles after its last byte: its cost frame says so.",
+    security: PUBLIC,
+    request: { ...twin.request, headers: V2_PAYMENT_HEADER },
+    responses: {
+      ...Object.fromEntries(kept),
+      200: {
+        ...ok,
+        description: `${ok.description} The receipt is PAYMENT-RESPONSE (buffered answers; settled before the body is released).`,
+        // no X-Balance-Remaining: the payment, not a prepaid balance, pays the request
+        headers: { ...ok.headers, ...headers("paymentResponseV2") },
+      },
+      402: {
+        description:
+          "Payment challenge (`payment_required`, or `invalid_payment` when the payment sent was refused before anything moved): the x402 v2 PaymentRequired is the PAYMENT-REQUIRED header (`upto`, the request's maximum charge, the `bazaar` and `payment-identifier` extensions). No money moved.",
+        headers: errorHeaders("paymentRequired"),
+        content: errorContent,
+      },
+      409: {
+        description:
+          "`payment_unfinished`: the settlement's outcome is not known; it is reconciled from the chain, do not pay again (PAYMENT-RESPONSE says `success: false`). `payment_identifier_conflict`: the `payment-identifier` id was used by this payer with another payment or request; nothing was charged by this one.",
+        headers: errorHeaders("paymentResponseV2"),
+        content: errorContent,
+      },
+    },
+  });
+}
 
 // ---- supplier (session) ----------------------------------------------------------------------
 
@@ -1279,15 +1384,35 @@ export function deploymentRegistry(urls: DocumentUrls): OpenAPIRegistry {
   return local;
 }
 
-/** The OpenAPI 3.0 document for a deployment (its URLs decide the servers and the MCP and docs paths). */
-export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
+/** Short guidance for agents in `info.x-guidance` (what x402scan and `@agentcash/discovery` read first). */
+const GUIDANCE =
+  'Two ways to pay, both x402 with USDC on Base. Prepaid: POST /v1/x402/signup with {"amountMicroUsdc": 1000000-1000000000} answers 402; pay it (scheme exact) and repeat the request: the 200 carries an API key (svc_…, shown once). Then call the OpenAI-compatible API under /v1 (and Anthropic\'s Messages API at /v1/messages) with Authorization: Bearer <key>; refill with POST /v1/x402/refill. Per request, no account: POST the same bodies to /x402/v1/chat/completions, /responses, /messages, /image/generate or /images/generations; the 402 asks an x402 v2 `upto` payment of the request\'s maximum charge, and the exact cost is settled. Errors are {"error":{"code","message"}}. Guides: /llms.txt, /SKILL.md.';
+
+/**
+ * The OpenAPI 3.0 document for a deployment: its URLs decide the servers and the MCP and docs paths,
+ * `network` the network and asset every paid operation's `x-payment-info` names (the catalog's,
+ * paid-routes.ts: the structured shape of x402scan's DISCOVERY.md).
+ */
+export function buildOpenApiDocument(urls: DocumentUrls, network: PaymentNetwork = BASE_USDC): OpenAPIObject {
+  const doc = generate(urls);
+  for (const route of PAID_ROUTES) {
+    const op = doc.paths?.[route.path]?.[route.method.toLowerCase() as "post"];
+    if (!op) throw new Error(`paid route ${route.method} ${route.path} is not documented`);
+    (op as unknown as Record<string, unknown>)["x-payment-info"] = paymentInfo(route, network);
+  }
+  return doc;
+}
+
+function generate(urls: DocumentUrls): OpenAPIObject {
   return new OpenApiGeneratorV3(deploymentRegistry(urls).definitions).generateDocument({
     openapi: OPENAPI_VERSION,
     info: {
       title: "svc: prepaid inference marketplace",
       version: API_VERSION,
+      contact: { name: SERVICE_NAME, url: urls.docs },
+      "x-guidance": GUIDANCE,
       description:
-        'Buyers prepay USDC on Base (x402 `exact`) and call an OpenAI-compatible API (and Anthropic\'s Messages API at /v1/messages) routed to the cheapest eligible supplier offer; suppliers sell expiring DIEM capacity. Errors are `{"error":{"code","message",...}}` with `X-Svc-Error-Code` (on /v1/messages inside Anthropic\'s `{"type":"error","error":{…}}`). Guides: /llms.txt, /SKILL.md, /pricing.md, /marketplace.md, /MCP.md.',
+        'Buyers prepay USDC on Base (x402 `exact`), or pay per request with no account (x402 `upto`, under /x402/v1), and call an OpenAI-compatible API (and Anthropic\'s Messages API at /v1/messages) routed to the cheapest eligible supplier offer; suppliers sell expiring DIEM capacity. Errors are `{"error":{"code","message",...}}` with `X-Svc-Error-Code` (on /v1/messages inside Anthropic\'s `{"type":"error","error":{…}}`). Guides: /llms.txt, /SKILL.md, /pricing.md, /marketplace.md, /MCP.md.',
     },
     servers: [{ url: urls.base }],
     tags: [
@@ -1300,6 +1425,7 @@ export function buildOpenApiDocument(urls: DocumentUrls): OpenAPIObject {
       { name: "Funding" },
       { name: "Agent" },
       { name: "Inference" },
+      { name: "Pay per request" },
       { name: "Video" },
       { name: "Supply" },
       { name: "Webhooks" },

@@ -48,6 +48,8 @@ export const ERROR_TABLE = {
   headers_too_large: { status: 431, retryable: false },
   // 409
   payment_unfinished: { status: 409, retryable: false },
+  /** an x402 `payment-identifier` id this payer used with another payment or request; nothing charged (issue 41) */
+  payment_identifier_conflict: { status: 409, retryable: false },
   key_limit_reached: { status: 409, retryable: false },
   /** an account has 10 webhook endpoints: delete one first (issue 30) */
   webhook_limit_reached: { status: 409, retryable: false },

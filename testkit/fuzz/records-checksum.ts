@@ -28,6 +28,7 @@ const TRACKED: [table: string, columns: string[]][] = [
     ["id", "price_cents_per_dollar", "quantity_micro_diem", "remaining_micro_diem", "reserved_micro_diem", "status"],
   ],
   ["payments", ["id", "kind", "status", "amount_micro_usdc"]],
+  ["payment_identifiers", ["payer_address", "identifier", "fingerprint", "response_status"]],
   ["ledger_transactions", ["id", "kind"]],
   ["ledger_entries", ["id", "book", "amount_micro_usdc"]],
   ["inference_requests", ["id", "status", "cost_micro_usdc"]],

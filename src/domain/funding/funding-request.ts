@@ -5,9 +5,17 @@
  * parses the body once and runs the x402 exchange.
  */
 import type { FundingKind } from "../../contract/funding.js";
+import { paidRoute } from "../../contract/paid-routes.js";
 import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { formatDecimal6 } from "../../lib/money.js";
+import {
+  type IdentifiedRequest,
+  paymentIdentifierOf,
+  type RecordedResponse,
+  requestFingerprint,
+} from "./payment-identifier.js";
 import type { Recorded } from "./settlement-record.js";
+import type { DecodedPayment } from "./x402.js";
 
 export type { FundingKind };
 
@@ -41,11 +49,11 @@ export type FundingOutcome =
     }
   | { type: "funded"; status: 200; body: Record<string, unknown>; paymentResponse: HeaderField };
 
-/** The x402 requirement's `description`, per route. */
+/** The x402 requirement's `description`, per route: the catalog's (contract/paid-routes.ts). */
 export const DESCRIPTIONS: Record<FundingKind, string> = {
-  signup: "Create an account and API key, prepaid with USDC",
-  top_up: "Add prepaid USDC to the signed-in account",
-  refill: "Add prepaid USDC to the account of this API key",
+  signup: paidRoute("signup").description,
+  top_up: paidRoute("top_up").description,
+  refill: paidRoute("refill").description,
 };
 
 /**
@@ -104,4 +112,45 @@ export function fundedOutcome(
     },
     paymentResponse: o.paymentResponse,
   };
+}
+
+/**
+ * The payment-identifier claim of a funding call: a v2 payment carrying an id, for this route, its
+ * body and its payment payload; undefined without one (v1 payloads carry no extensions).
+ * @throws invalid_request (400) for a malformed id
+ */
+export function identifiedRequest(
+  req: FundingRequest,
+  d: DecodedPayment,
+  header: string,
+): IdentifiedRequest | undefined {
+  if (d.version !== 2) return undefined;
+  const identifier = paymentIdentifierOf(d.payload, header);
+  if (identifier === undefined) return undefined;
+  const route = `POST ${paidRoute(req.kind).path}`;
+  return {
+    payer: d.payer,
+    identifier,
+    route,
+    fingerprint: requestFingerprint({ route, body: req.body, payment: d.payload }),
+  };
+}
+
+/** A signup's key and its names: shown once, never recorded. */
+const SHOWN_ONCE = ["apiKey", "keyPrefix", "keyName"];
+
+/**
+ * What a funded answer is recorded as for its payment-identifier: the same status, receipt and body,
+ * as a replay of the settlement answers it (`idempotent: true`; a signup's key is shown once only).
+ */
+export function recordedAnswer(o: Extract<FundingOutcome, { type: "funded" }>): RecordedResponse {
+  const body = Object.fromEntries(Object.entries(o.body).filter(([k]) => !SHOWN_ONCE.includes(k)));
+  return { status: o.status, body: { ...body, idempotent: true }, headers: [o.paymentResponse] };
+}
+
+/** The recorded answer of a payment-identifier, sent again. */
+export function replayedOutcome(r: RecordedResponse): FundingOutcome {
+  const [paymentResponse] = r.headers;
+  if (r.status !== 200 || !paymentResponse) throw new Error(`unexpected recorded funding answer ${r.status}`);
+  return { type: "funded", status: 200, body: r.body, paymentResponse };
 }

@@ -10,7 +10,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
-import { bazaarExtension } from "./discovery.js";
+import { bazaarExtension, type ServiceMetadata, serviceMetadata, v1OutputSchema } from "./discovery.js";
 import {
   type ChallengeCode,
   DESCRIPTIONS,
@@ -18,7 +18,11 @@ import {
   type FundingOutcome,
   type FundingRequest,
   fundedOutcome,
+  identifiedRequest,
+  recordedAnswer,
+  replayedOutcome,
 } from "./funding-request.js";
+import { type GuardVerdict, PAYMENT_IDENTIFIER_EXTENSION, PaymentIdentifiers } from "./payment-identifier.js";
 import { PaymentRecords, type PaymentRow } from "./payment-records.js";
 import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
@@ -62,10 +66,16 @@ export class FundingService {
     },
   ) {
     this.records = new PaymentRecords(deps);
+    this.identifiers = new PaymentIdentifiers(deps);
+    this.service = serviceMetadata(deps.config.urls.docs);
   }
 
   /** the payments table: look-ups, the write-ahead claim, the replay check */
   private readonly records: PaymentRecords;
+  /** x402 payment-identifier ids and their recorded answers */
+  private readonly identifiers: PaymentIdentifiers;
+  /** the Bazaar's service metadata on every v2 `resource` */
+  private readonly service: ServiceMetadata;
 
   /** CONFIRMATION_BLOCKS: depth before pending credit is confirmed. */
   get confirmationBlocks(): number {
@@ -95,8 +105,9 @@ export class FundingService {
       usdcVersion: this.deps.config.chain.usdcVersion,
       chainId: this.deps.config.chain.id,
     });
-    // the body is the spec's v1 challenge; PAYMENT-REQUIRED carries the same requirement as v2,
-    // with the Bazaar discovery extension (discovery.ts)
+    // the body is the spec's v1 challenge (its requirement with the v1 `outputSchema`);
+    // PAYMENT-REQUIRED carries the same requirement as v2, with the service metadata on `resource`
+    // and the Bazaar and payment-identifier extensions (discovery.ts, payment-identifier.ts)
     // (`message` may name the header each version pays with)
     const challenge = (
       message: string | Record<X402Version, string>,
@@ -110,10 +121,14 @@ export class FundingService {
         body: {
           x402Version: 1,
           error: { code, message: text[1] },
-          accepts: [requirements.v1],
+          accepts: [{ ...requirements.v1, outputSchema: v1OutputSchema(req.kind) }],
           amountMicroUsdc: Number(body.amountMicroUsdc),
         },
-        paymentRequired: paymentRequiredHeader(requirements, text[2], bazaarExtension(req.kind)),
+        paymentRequired: paymentRequiredHeader(
+          { ...requirements, resource: { ...requirements.resource, ...this.service } },
+          text[2],
+          { ...bazaarExtension(req.kind), ...PAYMENT_IDENTIFIER_EXTENSION },
+        ),
       };
     };
     const sent = sentPayment(req.payment);
@@ -140,119 +155,150 @@ export class FundingService {
       );
     }
 
-    // a settlement already seen: answer from the record, never settle twice — but only to the
-    // payer's own signature of the recorded authorization (the nonce, or the authorization, alone
-    // reads nothing: both are public once it settled)
-    const notRecorded = () =>
-      challenge(
-        `${headerName} is not the recorded authorization signed by its payer; nothing was charged.`,
-        "invalid_payment",
-      );
-    const fromRecord = async (): Promise<FundingOutcome | undefined> => {
-      const existing = await this.records.find(decoded.payer, decoded.nonce);
-      if (!existing || existing.status === "failed") return undefined;
-      if (!(await this.records.isRecordedAuthorization(decoded, existing))) return notRecorded();
-      return (
-        (await this.answerExisting(req.kind, existing, decoded)) ??
-        challenge("This payment failed; sign a new one.", "invalid_payment")
-      );
-    };
-    const replayed = await fromRecord();
-    if (replayed) return replayed;
+    // the payment-identifier (x402 v2): the same id answers the same request once recorded, and
+    // another payment under it is 409 (payment-identifier.ts); without one, the rules below alone
+    return this.identifiers.guard(identifiedRequest(req, decoded, headerName), {
+      header: headerName,
+      replay: replayedOutcome,
+      verdict: (o) => this.identifierVerdict(decoded, o),
+      attempt: async (): Promise<FundingOutcome> => {
+        // a settlement already seen: answer from the record, never settle twice — but only to the
+        // payer's own signature of the recorded authorization (the nonce, or the authorization, alone
+        // reads nothing: both are public once it settled)
+        const notRecorded = () =>
+          challenge(
+            `${headerName} is not the recorded authorization signed by its payer; nothing was charged.`,
+            "invalid_payment",
+          );
+        const fromRecord = async (): Promise<FundingOutcome | undefined> => {
+          const existing = await this.records.find(decoded.payer, decoded.nonce);
+          if (!existing || existing.status === "failed") return undefined;
+          if (!(await this.records.isRecordedAuthorization(decoded, existing))) return notRecorded();
+          return (
+            (await this.answerExisting(req.kind, existing, decoded)) ??
+            challenge("This payment failed; sign a new one.", "invalid_payment")
+          );
+        };
+        const replayed = await fromRecord();
+        if (replayed) return replayed;
 
-    if (req.kind === "signup") {
-      const fuse = await this.deps.fuse.take(this.deps.clock.now());
-      if (!fuse.ok) {
-        throw new DomainError("signup_fuse", "Too many signups right now; retry after the window resets.", {
-          retryAfterSeconds: fuse.retryAfterSeconds,
-        });
-      }
-    }
+        if (req.kind === "signup") {
+          const fuse = await this.deps.fuse.take(this.deps.clock.now());
+          if (!fuse.ok) {
+            throw new DomainError("signup_fuse", "Too many signups right now; retry after the window resets.", {
+              retryAfterSeconds: fuse.retryAfterSeconds,
+            });
+          }
+        }
 
-    const verified = await this.deps.facilitator.verify(exactPaymentOf(decoded, requirements));
-    if (!verified.ok) {
-      // a duplicate sent at once may have been settled and recorded since the look-up above (its
-      // nonce is used now, so the facilitator refuses it): its record answers, never "nothing moved"
-      const since = await fromRecord();
-      if (since) return since;
-      const f = verified.failure;
-      // a verdict on the payment itself is 402; a facilitator that cannot give one (down, 5xx, an
-      // answer we cannot read, our own credentials refused) is 503: nothing moved, retry as sent
-      if (f.kind === "invalid" || (f.kind === "rejected" && (f.status === 400 || f.status === 422))) {
-        return challenge(`Payment verification failed: ${f.reason ?? f.message}.`, "invalid_payment");
-      }
-      throw facilitatorUnavailable(headerName);
-    }
+        const verified = await this.deps.facilitator.verify(exactPaymentOf(decoded, requirements));
+        if (!verified.ok) {
+          // a duplicate sent at once may have been settled and recorded since the look-up above (its
+          // nonce is used now, so the facilitator refuses it): its record answers, never "nothing moved"
+          const since = await fromRecord();
+          if (since) return since;
+          const f = verified.failure;
+          // a verdict on the payment itself is 402; a facilitator that cannot give one (down, 5xx, an
+          // answer we cannot read, our own credentials refused) is 503: nothing moved, retry as sent
+          if (f.kind === "invalid" || (f.kind === "rejected" && (f.status === 400 || f.status === 422))) {
+            return challenge(`Payment verification failed: ${f.reason ?? f.message}.`, "invalid_payment");
+          }
+          throw facilitatorUnavailable(headerName);
+        }
 
-    // write-ahead intent: the unique nonce makes concurrent duplicates wait for this one
-    const intent = await this.records.claimIntent(req, decoded, body);
-    if (!intent.claimed) {
-      // the facilitator verified this signature, but the payer may have signed another authorization
-      // with the same nonce: the record answers only its own
-      const row = await this.records.find(decoded.payer, decoded.nonce);
-      if (row && !(await this.records.isRecordedAuthorization(decoded, row))) return notRecorded();
-      return (
-        (await this.awaitDuplicate(req.kind, decoded)) ??
-        challenge("This payment failed; sign a new one.", "invalid_payment")
-      );
-    }
+        // write-ahead intent: the unique nonce makes concurrent duplicates wait for this one
+        const intent = await this.records.claimIntent(req, decoded, body);
+        if (!intent.claimed) {
+          // the facilitator verified this signature, but the payer may have signed another authorization
+          // with the same nonce: the record answers only its own
+          const row = await this.records.find(decoded.payer, decoded.nonce);
+          if (row && !(await this.records.isRecordedAuthorization(decoded, row))) return notRecorded();
+          return (
+            (await this.awaitDuplicate(req.kind, decoded)) ??
+            challenge("This payment failed; sign a new one.", "invalid_payment")
+          );
+        }
 
-    const settled = await this.deps.facilitator.settle(exactPaymentOf(decoded, requirements));
-    if (!settled.ok) {
-      const f = settled.failure;
-      const verdict = settleVerdict(f);
-      if (verdict === "unknown") {
-        // money may have moved: the chain decides (the authorization's nonce), never a second settle
-        const tx = f.transaction ? (f.transaction.toLowerCase() as Hex) : null;
-        logger.warn({ paymentId: intent.paymentId, transaction: tx, failure: f.message }, "settlement outcome unknown");
-        return this.reconcileLater(intent.paymentId, decoded, {
-          transaction: tx,
-          settled: false,
-          note: `${OUTCOME_UNKNOWN}: ${f.message}`,
-          message:
-            "The payment facilitator did not say whether the payment settled; it may have moved. It will be credited from the chain if it did. Do not pay again.",
-        });
-      }
-      // conditional: the chain scan may have found the transfer and credited the row meanwhile (a
-      // facilitator's verdict can be wrong); what the chain credited is never overwritten
-      const failed = await this.deps.db.payment.updateMany({
-        where: { id: intent.paymentId, status: "settling" },
-        data: { status: "failed", failureReason: `${f.kind}: ${f.message}`.slice(0, 500) },
-      });
-      if (failed.count !== 1) {
-        logger.warn({ paymentId: intent.paymentId, failure: f.message }, "settle failed, but the payment moved on");
-        const moved = await this.deps.db.payment.findUniqueOrThrow({
-          where: { id: intent.paymentId },
-          include: { account: true },
-        });
-        return (
-          (await this.answerExisting(req.kind, moved, decoded)) ??
-          challenge("This payment failed; sign a new one.", "invalid_payment")
-        );
-      }
-      if (verdict === "not_sent") throw facilitatorUnavailable(headerName);
-      return challenge(`Payment settlement failed: ${f.reason ?? f.message}.`, "invalid_payment");
-    }
+        const settled = await this.deps.facilitator.settle(exactPaymentOf(decoded, requirements));
+        if (!settled.ok) {
+          const f = settled.failure;
+          const verdict = settleVerdict(f);
+          if (verdict === "unknown") {
+            // money may have moved: the chain decides (the authorization's nonce), never a second settle
+            const tx = f.transaction ? (f.transaction.toLowerCase() as Hex) : null;
+            logger.warn(
+              { paymentId: intent.paymentId, transaction: tx, failure: f.message },
+              "settlement outcome unknown",
+            );
+            return this.reconcileLater(intent.paymentId, decoded, {
+              transaction: tx,
+              settled: false,
+              note: `${OUTCOME_UNKNOWN}: ${f.message}`,
+              message:
+                "The payment facilitator did not say whether the payment settled; it may have moved. It will be credited from the chain if it did. Do not pay again.",
+            });
+          }
+          // conditional: the chain scan may have found the transfer and credited the row meanwhile (a
+          // facilitator's verdict can be wrong); what the chain credited is never overwritten
+          const failed = await this.deps.db.payment.updateMany({
+            where: { id: intent.paymentId, status: "settling" },
+            data: { status: "failed", failureReason: `${f.kind}: ${f.message}`.slice(0, 500) },
+          });
+          if (failed.count !== 1) {
+            logger.warn({ paymentId: intent.paymentId, failure: f.message }, "settle failed, but the payment moved on");
+            const moved = await this.deps.db.payment.findUniqueOrThrow({
+              where: { id: intent.paymentId },
+              include: { account: true },
+            });
+            return (
+              (await this.answerExisting(req.kind, moved, decoded)) ??
+              challenge("This payment failed; sign a new one.", "invalid_payment")
+            );
+          }
+          if (verdict === "not_sent") throw facilitatorUnavailable(headerName);
+          return challenge(`Payment settlement failed: ${f.reason ?? f.message}.`, "invalid_payment");
+        }
 
-    const txHash = settled.value.transaction.toLowerCase() as Hex;
-    const paymentResponse = paymentResponseHeader(decoded, txHash, decoded.payer);
-    let recorded: Recorded;
-    try {
-      recorded = await recordSettlement(this.deps, intent.paymentId, txHash, { mintKey: req.kind === "signup" });
-    } catch (e) {
-      // settled but not recorded (SPEC rule 6): queue reconciliation; money must never be lost
-      logger.error({ err: e, paymentId: intent.paymentId, transaction: txHash }, "settled payment not recorded");
-      return this.reconcileLater(intent.paymentId, decoded, {
-        transaction: txHash,
-        settled: true,
-        note: SETTLED_NOT_RECORDED,
-        message: "The payment settled but could not be recorded; it will be credited from the chain. Do not pay again.",
-      });
-    }
-    return this.respond(req.kind, recorded, { paymentResponse, idempotent: false });
+        const txHash = settled.value.transaction.toLowerCase() as Hex;
+        const paymentResponse = paymentResponseHeader(decoded, txHash, decoded.payer);
+        let recorded: Recorded;
+        try {
+          recorded = await recordSettlement(this.deps, intent.paymentId, txHash, { mintKey: req.kind === "signup" });
+        } catch (e) {
+          // settled but not recorded (SPEC rule 6): queue reconciliation; money must never be lost
+          logger.error({ err: e, paymentId: intent.paymentId, transaction: txHash }, "settled payment not recorded");
+          return this.reconcileLater(intent.paymentId, decoded, {
+            transaction: txHash,
+            settled: true,
+            note: SETTLED_NOT_RECORDED,
+            message:
+              "The payment settled but could not be recorded; it will be credited from the chain. Do not pay again.",
+          });
+        }
+        return this.respond(req.kind, recorded, { paymentResponse, idempotent: false });
+      },
+    });
   }
 
   // ─────────────────────────────── internals ───────────────────────────────
+
+  /**
+   * What a request's end means for its payment-identifier: a 200 is recorded (as a replay answers
+   * it: no key); anything else frees the id only when the payments table holds no live row of the
+   * authorization (nothing moved), and keeps the claim otherwise (a 409, a crash mid-settle), so a
+   * re-signed payment under the id cannot pay a second time.
+   */
+  private async identifierVerdict(
+    d: DecodedPayment,
+    o: { ok: FundingOutcome } | { error: unknown },
+  ): Promise<GuardVerdict> {
+    if ("ok" in o && o.ok.type === "funded") return { record: recordedAnswer(o.ok) };
+    const live = await this.records.find(d.payer, d.nonce).then(
+      (p) => p !== null && p.status !== "failed",
+      () => true,
+    );
+    return live ? "keep" : "release";
+  }
 
   /**
    * A concurrent duplicate: wait for the in-flight submission, then answer like a replay.

@@ -1,6 +1,7 @@
 import { describe, expect } from "vitest";
 import { decodeXPaymentResponse } from "x402/shared";
 import { wrapFetchWithPayment } from "x402-fetch";
+import { v1OutputSchema } from "../../../src/domain/funding/discovery.js";
 import { call, createKey, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { chainEnv, fundedBuyer, post, signedPayment, usdcBalance } from "../../../testkit/funding.js";
@@ -43,6 +44,8 @@ describe("challenge (402)", () => {
         maxTimeoutSeconds: 300,
         asset: chain.usdcAddress,
         extra: { name: "USD Coin", version: "2" },
+        // x402 v1 discovery data (issue 41): the request and its 200, for v1 indexes
+        outputSchema: v1OutputSchema("signup"),
       },
     ]);
     expect(await app.rt.db.payment.count()).toBe(before);

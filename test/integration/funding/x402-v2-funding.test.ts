@@ -11,12 +11,15 @@ import { ExactEvmScheme, registerExactEvmScheme } from "@x402/evm/exact/client";
 import {
   type DiscoveryExtension,
   extractDiscoveryInfoFromExtension,
+  extractDiscoveryInfoV1,
   validateDiscoveryExtension,
 } from "@x402/extensions/bazaar";
+import { isPaymentIdentifierExtension } from "@x402/extensions/payment-identifier";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect } from "vitest";
 import { decodeXPaymentResponse } from "x402/shared";
+import { v1OutputSchema } from "../../../src/domain/funding/discovery.js";
 import { createKey, signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import {
@@ -87,7 +90,7 @@ function expectPaidWithV2Only(sent: Headers[]) {
 }
 
 describe("one 402, both versions", () => {
-  test("signup: the v1 body byte for byte as before, and PAYMENT-REQUIRED is its v2 twin", async ({
+  test("signup: the v1 body byte for byte as before plus outputSchema, and PAYMENT-REQUIRED is its v2 twin", async ({
     app,
     chain,
     payTo,
@@ -99,10 +102,16 @@ describe("one 402, both versions", () => {
       body: JSON.stringify({ amountMicroUsdc: 2_500_000, keyName: "a" }),
     });
     expect(res.status).toBe(402);
-    // the spec's v1 challenge, exactly the bytes the service sent before issue 29
-    expect(await res.text()).toBe(
-      `{"x402Version":1,"error":{"code":"payment_required","message":"Payment required: sign the requirement in \`accepts\` and retry with X-PAYMENT."},"accepts":[{"scheme":"exact","network":"base","maxAmountRequired":"2500000","resource":"${resource}","description":"Create an account and API key, prepaid with USDC","mimeType":"application/json","payTo":"${payTo}","maxTimeoutSeconds":300,"asset":"${chain.usdcAddress}","extra":{"name":"USD Coin","version":"2"}}],"amountMicroUsdc":2500000}`,
+    // the spec's v1 challenge, exactly the bytes the service sent before issue 29, with the
+    // requirement's x402 v1 discovery data (`outputSchema`, issue 41) as its last field
+    const text = await res.text();
+    const outputSchema = JSON.stringify(v1OutputSchema("signup"));
+    expect(text).toBe(
+      `{"x402Version":1,"error":{"code":"payment_required","message":"Payment required: sign the requirement in \`accepts\` and retry with X-PAYMENT."},"accepts":[{"scheme":"exact","network":"base","maxAmountRequired":"2500000","resource":"${resource}","description":"Create an account and API key, prepaid with USDC","mimeType":"application/json","payTo":"${payTo}","maxTimeoutSeconds":300,"asset":"${chain.usdcAddress}","extra":{"name":"USD Coin","version":"2"},"outputSchema":${outputSchema}}],"amountMicroUsdc":2500000}`,
     );
+    // what x402 v1 discovery reads of it: POST with the signup's JSON body fields
+    const v1 = JSON.parse(text) as { accepts: Record<string, unknown>[] };
+    expect(extractDiscoveryInfoV1(v1.accepts[0] as never)?.input).toMatchObject({ method: "POST", bodyType: "json" });
     const header = res.headers.get("payment-required") ?? "";
     const v2 = decodePaymentRequiredHeader(header);
     expect(PaymentRequiredV2Schema.safeParse(v2).success).toBe(true);
@@ -113,6 +122,9 @@ describe("one 402, both versions", () => {
         url: resource,
         description: "Create an account and API key, prepaid with USDC",
         mimeType: "application/json",
+        // the Bazaar's service metadata; no iconUrl: the docs site is on 127.0.0.1 here
+        serviceName: "svc inference marketplace",
+        tags: ["inference", "llm", "openai-compatible", "image-generation", "usdc"],
       },
       accepts: [
         {
@@ -125,8 +137,12 @@ describe("one 402, both versions", () => {
           extra: { name: "USD Coin", version: "2" },
         },
       ],
-      extensions: { bazaar: expect.anything() },
+      extensions: {
+        bazaar: expect.anything(),
+        "payment-identifier": { info: { required: false }, schema: expect.objectContaining({ type: "object" }) },
+      },
     });
+    expect(isPaymentIdentifierExtension(v2.extensions?.["payment-identifier"])).toBe(true);
     // the Bazaar discovery extension, valid by the package's own validator, POST with the JSON body
     const discovery = extractDiscoveryInfoFromExtension(v2.extensions?.bazaar as DiscoveryExtension);
     expect(validateDiscoveryExtension(v2.extensions?.bazaar as DiscoveryExtension)).toEqual({ valid: true });

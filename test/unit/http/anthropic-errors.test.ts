@@ -34,6 +34,7 @@ const ANTHROPIC_TYPE: Record<ErrorCode, string> = {
   unsupported_media_type: "invalid_request_error",
   headers_too_large: "invalid_request_error",
   payment_unfinished: "conflict_error",
+  payment_identifier_conflict: "conflict_error",
   key_limit_reached: "conflict_error",
   webhook_limit_reached: "conflict_error",
   conflict: "conflict_error",

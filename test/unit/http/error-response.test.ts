@@ -35,6 +35,7 @@ const EXPECTED_STATUS: Record<ErrorCode, number> = {
   unsupported_media_type: 415,
   headers_too_large: 431,
   payment_unfinished: 409,
+  payment_identifier_conflict: 409,
   key_limit_reached: 409,
   webhook_limit_reached: 409,
   conflict: 409,
