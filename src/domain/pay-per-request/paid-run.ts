@@ -115,11 +115,15 @@ export class PaidRun {
     };
     try {
       if (req.stream && call.openStream) {
-        const { sink, capture } = capturingSink(call.openStream());
-        await endpoint.stream(caller, req, sink);
-        // a stream that ended without a charge (the buyer gone before content, a failed ending)
-        await settler.settleUnused(paid);
-        return await this.finish(row.id, { type: "streamed" }, recordedOf({ type: "streamed" }, capture));
+        const { sink, capture, release } = capturingSink(call.openStream());
+        try {
+          await endpoint.stream(caller, req, sink);
+          // a stream that ended without a charge (the buyer gone before content, a failed ending)
+          await settler.settleUnused(paid);
+          return await this.finish(row.id, { type: "streamed" }, recordedOf({ type: "streamed" }, capture));
+        } finally {
+          release();
+        }
       }
       const out = await endpoint.buffered(caller, req, call.signal);
       if (!receipt) throw new DomainError("internal_error", "A paid answer without its settlement.");
