@@ -127,10 +127,12 @@ export class PaidRun {
       }
       const out = await endpoint.buffered(caller, req, call.signal);
       if (!receipt) throw new DomainError("internal_error", "A paid answer without its settlement.");
+      // no X-Balance-Remaining: the payment, not a prepaid balance, paid for it
+      const { "X-Balance-Remaining": _balance, ...headers } = out.headers;
       const outcome: PaidOutcome = {
         type: "answer",
         status: 200,
-        headers: { ...out.headers, [receipt.header.name]: receipt.header.value },
+        headers: { ...headers, [receipt.header.name]: receipt.header.value },
         body: out.body,
       };
       return await this.finish(row.id, outcome, recordedOf(outcome));

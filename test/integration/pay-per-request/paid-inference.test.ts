@@ -146,6 +146,7 @@ describe("paid with a default @x402/fetch client around the OpenAI SDK", () => {
     expect(receipt).toMatchObject({ success: true, network: "eip155:8453", amount: left.toString() });
     expect((data.usage.cost_details as { cost_usdc: string }).cost_usdc).toBe(formatDecimal6(left));
     expect(response.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(left));
+    expect(response.headers.has("x-balance-remaining")).toBe(false);
     const { payment, gross, cash } = await bookedFor(app, buyer.address);
     expect(payment).toMatchObject({ status: "settled", chargeMicroUsdc: left, settledMicroUsdc: left });
     expect(payment.settlementTxHash).toBe(receipt.transaction.toLowerCase());
