@@ -91,8 +91,10 @@ describe("http facilitator: upto through a standard facilitator", () => {
       expect(body.x402Version).toBe(2);
       expect(PaymentPayloadV2Schema.parse(body.paymentPayload)).toEqual(p.payload);
     }
-    const amountOf = (r: { body: unknown } | undefined) =>
-      PaymentRequirementsV2Schema.parse((r?.body as { paymentRequirements: unknown }).paymentRequirements);
+    const amountOf = (r: { body: unknown } | undefined) => {
+      if (r === undefined) throw new Error("request missing");
+      return PaymentRequirementsV2Schema.parse((r.body as { paymentRequirements: unknown }).paymentRequirements);
+    };
     expect(amountOf(verifyReq)).toMatchObject({ scheme: "upto", amount: "2500000", network: "eip155:8453" });
     expect(amountOf(settleReq)).toMatchObject({ scheme: "upto", amount: "987654" });
 
