@@ -284,20 +284,23 @@ export class FundingService {
 
   /**
    * What a request's end means for its payment-identifier: a 200 is recorded (as a replay answers
-   * it: no key); anything else frees the id only when the payments table holds no live row of the
-   * authorization (nothing moved), and keeps the claim otherwise (a 409, a crash mid-settle), so a
-   * re-signed payment under the id cannot pay a second time.
+   * it: no key); anything else frees the id only when this payment moved nothing — the payments
+   * table holds no live row of its authorization, or the live row is another signature's (a forged
+   * or re-signed header) — and keeps the claim otherwise (a 409, a duplicate still settling, a crash
+   * mid-settle), so a re-signed payment under the id cannot pay a second time. In doubt: keep.
    */
   private async identifierVerdict(
     d: DecodedPayment,
     o: { ok: FundingOutcome } | { error: unknown },
   ): Promise<GuardVerdict> {
     if ("ok" in o && o.ok.type === "funded") return { record: recordedAnswer(o.ok) };
-    const live = await this.records.find(d.payer, d.nonce).then(
-      (p) => p !== null && p.status !== "failed",
-      () => true,
-    );
-    return live ? "keep" : "release";
+    try {
+      const row = await this.records.find(d.payer, d.nonce);
+      if (row === null || row.status === "failed") return "release";
+      return (await this.records.isRecordedAuthorization(d, row)) ? "keep" : "release";
+    } catch {
+      return "keep";
+    }
   }
 
   /**

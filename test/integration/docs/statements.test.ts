@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { Webhook } from "standardwebhooks";
 import { beforeAll, describe, expect, test } from "vitest";
+import { PAID_ROUTES, PAY_PER_REQUEST_ROUTES } from "../../../src/contract/paid-routes.js";
 import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
 import { burnMicroDiem, computeCharge, formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { call, signIn } from "../../../testkit/actors.js";
@@ -676,23 +677,26 @@ describe("SKILL.md: cost in usage, the per-request ceiling and how a key's limit
   });
 });
 
-describe("llms.txt and SKILL.md: x402 discovery at /.well-known/x402", () => {
-  test("it lists the three paid funding routes as POST <url>, with instructions; the routes ask for payment", async () => {
+describe("llms.txt and SKILL.md: x402 discovery", () => {
+  test("/.well-known/x402 lists the paid routes as POST <url>, with instructions; the routes ask for payment", async () => {
     const base = world.app.rt.config.urls.base;
     says(
       "/llms.txt",
-      `[x402 discovery](${base}/.well-known/x402): the three paid funding routes (signup, top-up, refill) as \`POST <url>\`, with instructions for an agent`,
+      `[x402 discovery](${base}/.well-known/x402): the paid routes (signup, top-up, refill, and the pay-per-request routes under \`/x402/v1\`) as \`POST <url>\`, with instructions for an agent`,
     );
     says(
       "/SKILL.md",
-      `\`GET ${base}/.well-known/x402\` lists the paid funding routes (\`POST\` signup, top-up, refill) with instructions`,
+      `\`GET ${base}/.well-known/x402\` lists the paid routes (\`POST\` signup, top-up, refill, and the pay-per-request routes under \`/x402/v1\`) with instructions`,
     );
 
     const res = await fetch(`${world.app.baseUrl}/.well-known/x402`);
     expect(res.status).toBe(200);
     const doc = (await res.json()) as { version: number; resources: string[]; instructions: string };
     expect(doc.version).toBe(1);
-    expect(doc.resources).toEqual(["signup", "top-up", "refill"].map((r) => `POST ${base}/v1/x402/${r}`));
+    expect(doc.resources).toEqual([
+      ...["signup", "top-up", "refill"].map((r) => `POST ${base}/v1/x402/${r}`),
+      ...PAY_PER_REQUEST_ROUTES.map((r) => `POST ${base}${r.path}`),
+    ]);
     expect(doc.instructions).toContain(`${base}/v1 `);
     // the first one is where an agent starts: unpaid, it answers the x402 challenge
     const signup = await fetch(`${world.app.baseUrl}/v1/x402/signup`, {
@@ -704,6 +708,67 @@ describe("llms.txt and SKILL.md: x402 discovery at /.well-known/x402", () => {
     expect(((await signup.json()) as { accepts: { resource: string }[] }).accepts[0]?.resource).toBe(
       `${base}/v1/x402/signup`,
     );
+  });
+
+  test("/openapi.json prices every paid route; /.well-known/x402.json is the per-site manifest", async () => {
+    const base = world.app.rt.config.urls.base;
+    says("/SKILL.md", `\`${base}/openapi.json\` marks every paid route with \`x-payment-info\``);
+    says(
+      "/SKILL.md",
+      `\`GET ${base}/.well-known/x402.json\` is the x402 per-site discovery manifest of the same routes`,
+    );
+    says("/llms.txt", `the x402 per-site manifest at \`${base}/.well-known/x402.json\``);
+    const doc = (await (await fetch(`${world.app.baseUrl}/openapi.json`)).json()) as {
+      paths: Record<string, { post?: { "x-payment-info"?: unknown; responses: Record<string, unknown> } }>;
+    };
+    const manifest = (await (await fetch(`${world.app.baseUrl}/.well-known/x402.json`)).json()) as {
+      items: { resource: { url: string } }[];
+    };
+    for (const route of PAID_ROUTES) {
+      expect(doc.paths[route.path]?.post?.["x-payment-info"], route.path).toBeDefined();
+      expect(doc.paths[route.path]?.post?.responses, route.path).toHaveProperty("402");
+    }
+    expect(manifest.items.map((i) => i.resource.url)).toEqual(PAID_ROUTES.map((r) => `${base}${r.path}`));
+  });
+});
+
+describe("SKILL.md section 1: the payment identifier", () => {
+  test("the 402 declares it; a malformed id is 400 before anything is charged", async () => {
+    says("/SKILL.md", "The 402's `PAYMENT-REQUIRED` declares x402's `payment-identifier` extension");
+    says(
+      "/SKILL.md",
+      "the same id with another payment (signed again) or another body is 409 `payment_identifier_conflict` and charges nothing",
+    );
+    says("/SKILL.md", "An id whose payment moved nothing (a 402) may be used again. A malformed id is 400.");
+    const signup = (headers: Record<string, string> = {}) =>
+      fetch(`${world.app.baseUrl}/v1/x402/signup`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ amountMicroUsdc: 5_000_000 }),
+      });
+    const challenge = await signup();
+    const v2 = decodePaymentRequiredHeader(challenge.headers.get("payment-required") ?? "");
+    expect(v2.extensions?.["payment-identifier"]).toMatchObject({ info: { required: false } });
+    // a payment for this challenge with a short id (its signature is not even looked at): 400
+    const payment = {
+      x402Version: 2,
+      resource: v2.resource,
+      accepted: v2.accepts[0],
+      payload: {
+        signature: `0x${"11".repeat(65)}`,
+        authorization: {
+          from: "0x00000000000000000000000000000000000000bb",
+          to: v2.accepts[0]?.payTo,
+          value: "5000000",
+          validAfter: "0",
+          validBefore: "99999999999",
+          nonce: `0x${"22".repeat(32)}`,
+        },
+      },
+      extensions: { "payment-identifier": { info: { required: false, id: "short" } } },
+    };
+    const bad = await signup({ "payment-signature": Buffer.from(JSON.stringify(payment)).toString("base64") });
+    expect([bad.status, bad.headers.get("x-svc-error-code")]).toEqual([400, "invalid_request"]);
   });
 });
 

@@ -27,7 +27,13 @@ import { appTest as test } from "../../../testkit/app-test.js";
  * the library's functions as its CLI audit (`discovery <origin>`) composes them, and the CLI itself.
  */
 
-test.override("appOptions", { env: { PAY_TO: "0x00000000000000000000000000000000000000aa" } });
+// the catalog synced from the upstream simulator: the pay-per-request routes size their 402 from
+// the model's price (the examples name live models)
+test.override("appOptions", {
+  env: { PAY_TO: "0x00000000000000000000000000000000000000aa" },
+  sim: {},
+  syncCatalog: true,
+});
 
 const FUNDING_PRICE = "1.000000-1000.000000 USD";
 const PAY_PER_REQUEST_PRICE = "0.000000-1000.000000 USD";

@@ -123,6 +123,32 @@ describe("the same id", () => {
     expect(await usdcBalance(chain, buyer.address)).toBe(0n);
   });
 
+  test("a forged header naming a settled payment (its nonce is public) takes no id from its payer", async ({
+    app,
+    chain,
+  }) => {
+    const buyer = await fundedBuyer(chain, 10_000_000n);
+    const c = SIGNUP(1_000_000);
+    const settled = decodePaymentSignatureHeader(await signedPaymentV2(app, buyer, c));
+    expect((await post(app, c, sig(encodePaymentSignatureHeader(settled)))).status).toBe(200);
+
+    // the same authorization with another signature, under an id the payer has not used yet
+    const id = generatePaymentId();
+    const auth = settled.payload as { signature: string; authorization: unknown };
+    const forged = {
+      ...settled,
+      payload: { ...auth, signature: `0x${"ab".repeat(65)}` },
+      extensions: { ...settled.extensions, "payment-identifier": { info: { required: false, id } } },
+    };
+    const refused = await post(app, c, sig(encodePaymentSignatureHeader(forged)));
+    expect([refused.status, (refused.body.error as { code: string }).code]).toEqual([402, "invalid_payment"]);
+    expect(await app.rt.db.paymentIdentifier.count({ where: { identifier: id } })).toBe(0);
+
+    const own = await post(app, c, sig(await signedWithId(app, buyer, c, id)));
+    expect(own.status).toBe(200);
+    expect(await usdcBalance(chain, buyer.address)).toBe(8_000_000n);
+  });
+
   test("on refill and top-up: the recorded answer again, as it was then", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 12_000_000n);
     const signup = await post(app, SIGNUP(1_000_000), sig(await signedPaymentV2(app, buyer, SIGNUP(1_000_000))));
