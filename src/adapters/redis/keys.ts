@@ -24,6 +24,8 @@ export interface RedisKeys {
   capacityCache(maxPriceCents: number | "all"): string;
   /** in-flight gate of one buyer API key (hash: holder process → slots; see GateLeases) */
   apiKeyInFlight(apiKeyId: string): string;
+  /** in-flight gate of one wallet's pay-per-request calls (no key: the wallet's account stands in) */
+  walletInFlight(accountId: string): string;
   /** in-flight gate of one supplier upstream key */
   upstreamKeyInFlight(upstreamKeyId: string): string;
   /** global in-flight gate of small-tier models (throttling) */
@@ -63,6 +65,7 @@ export function redisKeys(prefix: string, opts: { cluster?: boolean } = {}): Red
     queuePrefix: (queue) => (cluster ? `${p}:bull:{${queue}}` : `${p}:bull`),
     capacityCache: (maxPriceCents) => `${p}:capacity:${maxPriceCents}`,
     apiKeyInFlight: (apiKeyId) => `${gate}:apikey:${apiKeyId}`,
+    walletInFlight: (accountId) => `${gate}:wallet:${accountId}`,
     upstreamKeyInFlight: (upstreamKeyId) => `${gate}:upstream:${upstreamKeyId}`,
     smallModelGate: () => `${gate}:small-model-tier`,
     gateHolders: () => (cluster ? `${p}:{${p}:gate}:gate-holders` : `${p}:gate-holders`),
