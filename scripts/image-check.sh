@@ -40,8 +40,12 @@ t2=$(date +%s)
 
 # the legacy builder or BuildKit, whichever this docker has: the Dockerfile needs nothing of either
 log=$(mktemp /tmp/svc-image-build.XXXXXX)
-docker build --network host -t "$IMAGE" . >"$log" 2>&1 || { tail -n 60 "$log" >&2; rm -f "$log"; exit 1; }
+# the build stage tagged too, so that pruning the previous runs' untagged layers keeps this run's
+# (the npm ci layer is the next build's cache): disk stays at about one build's worth
+{ docker build --network host --target build -t "$IMAGE-build" . && docker build --network host -t "$IMAGE" .; } \
+  >"$log" 2>&1 || { tail -n 60 "$log" >&2; rm -f "$log"; exit 1; }
 rm -f "$log"
+docker image prune -f >/dev/null
 t3=$(date +%s)
 
 node --import tsx scripts/image-check.ts "$IMAGE"
