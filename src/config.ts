@@ -233,8 +233,14 @@ const envSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE_MS: withDefault(delaysMs(), DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
   /** not in CONTRACT: one delivery attempt's deadline, ms (connect, TLS, the request, the status line and headers) */
   WEBHOOK_TIMEOUT_MS: withDefault(intIn(100, 60_000), "10000"),
-  /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
-  REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
+  /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding; the usual trailing ':' (`svc:`) is the same prefix (the service adds the separator itself) */
+  REDIS_PREFIX: withDefault(
+    z.preprocess(
+      (v) => (typeof v === "string" ? v.replace(/:$/, "") : v),
+      pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-' (and an optional trailing ':')"),
+    ),
+    "svc",
+  ),
   /** when set, traces go to this OTLP/HTTP endpoint (`<endpoint>/v1/traces`); unset: no tracing, no SDK loaded */
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(url(["http:", "https:"])),
   /** the standard per-signal override: the full URL traces are sent to (tracing is on when either is set) */

@@ -279,3 +279,43 @@ describe("issue 42: REDIS_URL may name a Redis Cluster", () => {
     expect(line).not.toContain("SECRET-MARK");
   });
 });
+
+describe("issue 42: compose's password and prefix as an operator writes them", () => {
+  test("DATABASE_PASSWORD: every printable ASCII character, a space and non-ASCII reach pg exactly", async () => {
+    const { default: pg } = await import("pg");
+    const ascii = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join("");
+    for (const password of [ascii, "pässwörd €🙂", "%41%2F", "a b", "!'()*~"]) {
+      const r = loadConfig({
+        ...PROD,
+        DATABASE_URL: "postgresql://svc@postgres:5432/svc",
+        DATABASE_PASSWORD: password,
+      });
+      expect(r.ok).toBe(true);
+      if (!r.ok) continue;
+      const url = r.config.database.url;
+      // nothing in the URL's userinfo is left raw that a URL parser reads as a delimiter
+      expect(new URL(url).host).toBe("postgres:5432");
+      expect(new URL(url).pathname).toBe("/svc");
+      expect(new URL(url).username).toBe("svc");
+      // what pg takes from the URL (pg's own parser; Prisma's pg adapter hands the URL to pg)
+      const client = new pg.Client({ connectionString: url });
+      expect(client.password).toBe(password);
+      expect(client.user).toBe("svc");
+      expect(client.database).toBe("svc");
+    }
+  });
+
+  test("REDIS_PREFIX with the usual trailing colon is the same prefix", () => {
+    const with_ = loadConfig({ ...PROD, REDIS_PREFIX: "svc-eu:" });
+    const without = loadConfig({ ...PROD, REDIS_PREFIX: "svc-eu" });
+    expect(with_.ok && with_.config.redis.prefix).toBe("svc-eu");
+    expect(without.ok && without.config.redis.prefix).toBe("svc-eu");
+    expect(loadConfig({ ...PROD, REDIS_PREFIX: "a.b_c-1:" }).ok).toBe(true);
+    // still refused: a colon alone, two trailing colons, a colon inside, a space
+    for (const bad of [":", "svc::", "a:b", "svc eu"]) {
+      const r = loadConfig({ ...PROD, REDIS_PREFIX: bad });
+      expect(r.ok, bad).toBe(false);
+      if (!r.ok) expect(JSON.stringify(r)).toContain("REDIS_PREFIX");
+    }
+  });
+});
