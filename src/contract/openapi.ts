@@ -990,7 +990,8 @@ registry.registerPath({
  * The pay-per-request twins of the inference routes (the catalog's `/x402/v1/…`, paid-routes.ts):
  * the same body and answers as the keyed route, no credential, an x402 v2 `upto` payment per
  * request. The 401 and the balance's 402 of the twin give way to the payment challenge; the 200
- * carries the receipt; 409 is a payment not (yet) settled or an identifier reused.
+ * carries the receipt; 409 is a payment whose request still runs, or used for another request, or an
+ * identifier reused.
  */
 for (const route of PAY_PER_REQUEST_ROUTES) {
   const twin = TWINS.get(route.twin ?? "");
@@ -1022,19 +1023,19 @@ for (const route of PAY_PER_REQUEST_ROUTES) {
       ...Object.fromEntries(kept),
       200: {
         ...ok,
-        description: `${ok.description} The receipt is PAYMENT-RESPONSE (buffered answers; settled before the body is released).`,
+        description: `${ok.description} The receipt is PAYMENT-RESPONSE (buffered answers; settled before the body is released). A settlement whose outcome is not known yet still answers 200, with PAYMENT-RESPONSE \`success: false\`: it is reconciled from the chain, do not pay again.`,
         // no X-Balance-Remaining: the payment, not a prepaid balance, pays the request
         headers: { ...ok.headers, ...headers("paymentResponseV2") },
       },
       402: {
         description:
-          "Payment challenge (`payment_required`, or `invalid_payment` when the payment sent was refused before anything moved): the x402 v2 PaymentRequired is the PAYMENT-REQUIRED header (`upto`, the request's maximum charge, the `bazaar` and `payment-identifier` extensions). No money moved.",
+          "Payment challenge (`payment_required`, or `invalid_payment` when the payment sent was refused before anything moved): the x402 v2 PaymentRequired is the PAYMENT-REQUIRED header (`upto`, the request's maximum charge, the `bazaar` and `payment-identifier` extensions). No money moved. Also `invalid_payment` with PAYMENT-RESPONSE `success: false` when the payment could not settle the charge of an answer that was ready: the answer is withheld.",
         headers: errorHeaders("paymentRequired"),
         content: errorContent,
       },
       409: {
         description:
-          "`payment_unfinished`: the settlement's outcome is not known; it is reconciled from the chain, do not pay again (PAYMENT-RESPONSE says `success: false`). `payment_identifier_conflict`: the `payment-identifier` id was used by this payer with another payment or request; nothing was charged by this one.",
+          "`payment_unfinished` (`inFlight: true`): this payment's request is still running; send the same request with the same payment again later for its recorded answer. `conflict`: this payment already paid for another request (a payment pays for one request); sign a new one. `payment_identifier_conflict`: the `payment-identifier` id was used by this payer with another payment or request; nothing was charged by this one.",
         headers: errorHeaders("paymentResponseV2"),
         content: errorContent,
       },
