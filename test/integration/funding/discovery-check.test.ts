@@ -19,7 +19,7 @@ import {
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { describe, expect } from "vitest";
 import { PAID_ROUTES, PAY_PER_REQUEST_ROUTES } from "../../../src/contract/paid-routes.js";
-import { appTest as test } from "../../../testkit/app-test.js";
+import { payPerRequestTest as test } from "../../../testkit/pay-per-request.js";
 
 /**
  * Issue 41 acceptance: the discovery library x402scan uses (`@agentcash/discovery`) run against the
@@ -27,13 +27,9 @@ import { appTest as test } from "../../../testkit/app-test.js";
  * the library's functions as its CLI audit (`discovery <origin>`) composes them, and the CLI itself.
  */
 
-// the catalog synced from the upstream simulator: the pay-per-request routes size their 402 from
-// the model's price (the examples name live models)
-test.override("appOptions", {
-  env: { PAY_TO: "0x00000000000000000000000000000000000000aa" },
-  sim: {},
-  syncCatalog: true,
-});
+// the app on a local chain with the in-process facilitator (its upto signer goes into the 402) and
+// the catalog synced from the upstream simulator: the pay-per-request routes size their 402 from the
+// model's price (the examples name live models)
 
 const FUNDING_PRICE = "1.000000-1000.000000 USD";
 const PAY_PER_REQUEST_PRICE = "0.000000-1000.000000 USD";
@@ -130,9 +126,8 @@ describe("@agentcash/discovery on the origin", () => {
     expect(v2).toMatchObject({ valid: true, version: 2, issues: [] });
   });
 
-  // The pay-per-request handlers come from another branch (i41-ppr): until they are mounted the
-  // /x402/v1 routes answer 404. Once they are, each must answer its example with a v2 `upto` 402.
-  test("each pay-per-request route: a v2 upto 402 with schemas, once its handler is mounted", async ({ app }) => {
+  // each pay-per-request route answers its example with a v2 `upto` 402 the library reads
+  test("each pay-per-request route: a v2 upto 402 with schemas", async ({ app }) => {
     const answers = await Promise.all(
       PAY_PER_REQUEST_ROUTES.map(async (route) => {
         const url = `${app.baseUrl}${route.path}`;
@@ -144,8 +139,6 @@ describe("@agentcash/discovery on the origin", () => {
         return { route, url, status: res.status };
       }),
     );
-    const mounted = answers.filter((a) => a.status !== 404);
-    if (mounted.length === 0) return; // not merged yet: nothing to probe
     expect(answers.map((a) => [a.route.path, a.status])).toEqual(answers.map((a) => [a.route.path, 402]));
     for (const { route, url } of answers) {
       const checked = await checkEndpointSchema({ url, sampleInputBody: route.example.input });
