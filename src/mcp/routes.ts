@@ -2,7 +2,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type Request, type Response, Router } from "express";
 import type { Viewer } from "../domain/identity/viewer.js";
-import { authenticateBearer } from "../http/auth.js";
+import { authenticateBearer, readCookie, SESSION_COOKIE } from "../http/auth.js";
 import { readJsonBody } from "../http/middleware.js";
 import { DomainError, isDomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
@@ -31,6 +31,11 @@ async function authenticate(rt: Runtime, req: Request, res: Response): Promise<V
     }
     throw err;
   }
+}
+
+/** No Authorization header and no session cookie: a caller who pays per call, if at all. */
+function anonymous(req: Request): boolean {
+  return req.headers.authorization === undefined && readCookie(req, SESSION_COOKIE) === undefined;
 }
 
 /**
@@ -75,8 +80,10 @@ export function mcpRoutes(rt: Runtime): Router {
   const path = mcpPath(rt.config.urls.mcp);
 
   r.post(path, async (req, res) => {
-    const viewer = await authenticate(rt, req, res);
-    // the body is read only once the credential checks out (bodyUnlessCredentialed leaves it unread)
+    // no credential at all: the paid tools are paid per call (x402 MCP binding), the rest answer
+    // authentication_failed as tool errors; a credential that is sent must check out (401)
+    const viewer = anonymous(req) ? null : await authenticate(rt, req, res);
+    // the body is read only once a sent credential checks out (bodyUnlessCredentialed leaves it unread)
     await readJsonBody(req, res);
     const refusal = transportRefusal(req);
     if (refusal) throw refusal;
