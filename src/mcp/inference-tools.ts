@@ -28,7 +28,7 @@ export interface PaidTool {
   route: PayPerRequestId;
   /** the REST body the arguments make (the tool's fields only, buffered) */
   restBody(args: unknown): Json;
-  /** the tool's structured answer from the buffered REST answer to `body` */
+  /** the tool's structured answer from the buffered REST answer to `body`, paid per call */
   present(out: BufferedResult, body: Json): Json;
 }
 
@@ -41,9 +41,12 @@ function header(headers: Record<string, string>, name: string): string {
   return v;
 }
 
-/** The settled figures every paid answer carries (the REST cost headers). */
-function costFields(out: BufferedResult): Json {
-  const balance = out.headers["X-Balance-Remaining"];
+/**
+ * The settled figures every paid answer carries (the REST cost headers); `balanceRemainingUsdc` only
+ * when a balance paid (a call paid per call draws on none).
+ */
+function costFields(out: BufferedResult, paidPerCall: boolean): Json {
+  const balance = paidPerCall ? undefined : out.headers["X-Balance-Remaining"];
   return {
     costUsdc: header(out.headers, "X-Svc-Cost-Usdc"),
     clearingPriceCents: Number(header(out.headers, "X-Svc-Clearing-Price-Cents")),
@@ -92,7 +95,7 @@ const chatOutput = z.object({
 
 const chatBody = (args: unknown): Json => pickBody(chatArgs.shape, args, { stream: false });
 
-function presentChat(out: BufferedResult): Json {
+function presentChat(out: BufferedResult, paidPerCall = false): Json {
   const choice = (Array.isArray(out.body.choices) ? out.body.choices[0] : undefined) as Json | undefined;
   const message = (choice?.message ?? { role: "assistant", content: null }) as Json;
   return {
@@ -101,7 +104,7 @@ function presentChat(out: BufferedResult): Json {
     message: { ...message, role: typeof message.role === "string" ? message.role : "assistant" },
     finishReason: typeof choice?.finish_reason === "string" ? choice.finish_reason : null,
     usage: (out.body.usage as Json | undefined) ?? null,
-    ...costFields(out),
+    ...costFields(out, paidPerCall),
   };
 }
 
@@ -133,7 +136,7 @@ const MIME: Record<string, string> = { webp: "image/webp", png: "image/png", jpe
 /** The images ride as MCP image blocks; structuredContent counts them (no base64 twice). */
 const IMAGE_DATA = new WeakMap<Json, string[]>();
 
-function presentImage(out: BufferedResult, format: unknown): Json {
+function presentImage(out: BufferedResult, format: unknown, paidPerCall = false): Json {
   const images = Array.isArray(out.body.images)
     ? out.body.images.filter((i): i is string => typeof i === "string")
     : [];
@@ -141,7 +144,7 @@ function presentImage(out: BufferedResult, format: unknown): Json {
     id: typeof out.body.id === "string" ? out.body.id : "",
     imageCount: images.length,
     mimeType: MIME[typeof format === "string" ? format.toLowerCase() : "webp"] ?? "application/octet-stream",
-    ...costFields(out),
+    ...costFields(out, paidPerCall),
   };
   IMAGE_DATA.set(value, images);
   return value;
@@ -202,11 +205,11 @@ const imageTool = defineTool({
 });
 
 export const PAID_TOOLS: readonly PaidTool[] = [
-  { definition: chatTool, route: "chat_completions", restBody: chatBody, present: presentChat },
+  { definition: chatTool, route: "chat_completions", restBody: chatBody, present: (out) => presentChat(out, true) },
   {
     definition: imageTool,
     route: "image_generate",
     restBody: imageBody,
-    present: (out, body) => presentImage(out, body.format),
+    present: (out, body) => presentImage(out, body.format, true),
   },
 ];

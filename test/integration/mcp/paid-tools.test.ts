@@ -113,6 +113,7 @@ describe("no key: what is served without paying", () => {
 
   test("an unpaid call gets the upto requirements, sized as the REST 402 sizes them; nothing moves", async (ctx) => {
     needsService(ctx);
+    const settlesBefore = facilitator.settleCalls;
     const client = await anonymous();
     const required = requirementsOf(await callTool(client, "chat_completion", chatArgs("hi [[sim:tokens=10]]")));
     expect(required.accepts).toHaveLength(1);
@@ -132,7 +133,7 @@ describe("no key: what is served without paying", () => {
     expect(rest.status).toBe(402);
     const restRequired = decodePaymentRequiredHeader(rest.headers.get("payment-required") ?? "");
     expect(restRequired.accepts[0]?.amount).toBe(accepted?.amount);
-    expect(facilitator.settleCalls).toBe(0);
+    expect(facilitator.settleCalls).toBe(settlesBefore);
   });
 });
 
@@ -167,10 +168,12 @@ describe("paid per call", () => {
     expect(again.structuredContent).toEqual(value);
     expect(receiptOf(again)).toEqual(receipt);
     expect(before - (await usdcBalance(chain, buyer.address))).toBe(moved);
-    // the same payment for another request: refused, nothing charged for it
-    const other = await callTool(client, "chat_completion", chatArgs("another [[sim:tokens=10]]"), payment);
+    // the same payment for another request of the same maximum (a prompt as long): refused as
+    // having paid for another request, nothing charged for it
+    const other = await callTool(client, "chat_completion", chatArgs("Hello where [[sim:tokens=40]]"), payment);
     expect(other.isError).toBe(true);
-    expect(JSON.parse(other.content[0]?.type === "text" ? other.content[0].text : "{}").error.code).toBe("conflict");
+    const otherText = other.content[0]?.type === "text" ? other.content[0].text : "{}";
+    expect(JSON.parse(otherText).error?.code, otherText.slice(0, 300)).toBe("conflict");
     expect(before - (await usdcBalance(chain, buyer.address))).toBe(moved);
     await assertBooksBalance(world.app.rt.db);
   });
@@ -195,13 +198,31 @@ describe("paid per call", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("an uncharged answer settles 0: the images, a receipt of 0, nothing moved", async (ctx) => {
+    needsService(ctx);
+    const buyer = await fundedBuyer(chain, 5_000_000n, { approvePermit2: true });
+    const client = await anonymous();
+    // the upstream flags the prompt, delivers and bills nothing: not charged (images.test.ts)
+    const args = { model: "venice-sd35", prompt: "flagged [[sim:content_violation_free]]" };
+    const required = requirementsOf(await callTool(client, "generate_image", args));
+    const before = await usdcBalance(chain, buyer.address);
+    const r = await callTool(client, "generate_image", args, await sign(buyer, required));
+    expect(r.isError, JSON.stringify(r.content).slice(0, 400)).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({ imageCount: 1, costUsdc: "0.000000" });
+    expect(receiptOf(r)).toMatchObject({ success: true, amount: "0", transaction: "" });
+    expect(await usdcBalance(chain, buyer.address)).toBe(before);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("a payload that is not an upto payment: the requirements again, with the reason; nothing moves", async (ctx) => {
     needsService(ctx);
     const client = await anonymous();
+    const [verifies, settles] = [facilitator.requests.length, facilitator.settleCalls];
     const r = await callTool(client, "chat_completion", chatArgs("x [[sim:tokens=10]]"), { x402Version: 2, junk: 1 });
     const required = requirementsOf(r);
     expect(required.error).toMatch(/not an x402 v2 upto payment/);
-    expect(facilitator.settleCalls).toBe(0);
+    // refused before anyone was asked
+    expect([facilitator.requests.length, facilitator.settleCalls]).toEqual([verifies, settles]);
   });
 
   test("a refused settle withholds the content: isError, the failed receipt, no completion, nothing moved", async (ctx) => {
@@ -222,7 +243,10 @@ describe("paid per call", () => {
     // nothing of the tool's: one text block, the x402/error wrapper
     expect(r.content).toHaveLength(1);
     expect(JSON.parse(r.content[0]?.type === "text" ? r.content[0].text : "{}")["x402/error"].code).toBe(402);
-    expect(JSON.stringify(r)).not.toContain('"message":{"role"');
+    expect(Object.keys(data).sort()).toEqual(
+      ["accepts", "error", "extensions", "resource", RECEIPT, "x402Version"].sort(),
+    );
+    expect(data.error).toMatch(/withheld/);
     expect(await usdcBalance(chain, buyer.address)).toBe(before);
     await assertBooksBalance(world.app.rt.db);
   });
