@@ -1,10 +1,16 @@
 import type { Redis } from "ioredis";
+import { createUptoChainReads } from "./adapters/chain/upto-reads.js";
 import type { ChainGateway } from "./adapters/chain/usdc-gateway.js";
 import type { Db } from "./adapters/db.js";
 import type { Facilitator } from "./adapters/facilitator/types.js";
 import { createIdpVerifier } from "./adapters/idp/verify.js";
 import type { EventBus } from "./adapters/pubsub.js";
-import { type Queues, reconciliationProducer, webhookProducer } from "./adapters/queues.js";
+import {
+  type Queues,
+  reconciliationProducer,
+  requestPaymentReconciliationProducer,
+  webhookProducer,
+} from "./adapters/queues.js";
 import { createWebhookTestBudget } from "./adapters/redis/budget.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
 import { createDeliveryLanes } from "./adapters/redis/delivery-lanes.js";
@@ -37,6 +43,10 @@ import { VideoQuotes } from "./domain/inference/video-quote.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
 import { MarketService } from "./domain/market/market-service.js";
+import { RequestPaymentStore } from "./domain/pay-per-request/payment-store.js";
+import { PayPerRequestService } from "./domain/pay-per-request/ppr-service.js";
+import { RequestPaymentReconciler } from "./domain/pay-per-request/reconciler.js";
+import { PaymentSettler } from "./domain/pay-per-request/settle.js";
 import { EarningsService } from "./domain/supply/earnings.js";
 import { KeyHealth } from "./domain/supply/key-health.js";
 import { OfferService } from "./domain/supply/offers.js";
@@ -60,6 +70,10 @@ export interface Services {
   funding: FundingService;
   /** the chain side of funding: confirmations, reversals, reconciliation */
   payments: PaymentReconciler;
+  /** pay-per-request inference under /x402/v1 (x402 `upto`; issue 41) */
+  payPerRequest: PayPerRequestService;
+  /** the chain side of pay-per-request payments: settles whose outcome was unknown, or never sent */
+  requestPayments: RequestPaymentReconciler;
   /** supplier upstream keys and their balance sync */
   supply: SupplyService;
   /** supplier offers, their states and expiry */
@@ -199,6 +213,20 @@ export function createServices(deps: ServiceDeps): Services {
     keyHealth,
     markupBps: config.fees.videoMarkupBps,
   });
+  const endpoints = {
+    chat: new InferenceEndpoint(pipeline, deps.upstream, chatModality),
+    image: new InferenceEndpoint(pipeline, deps.upstream, imageModality),
+    imagesOpenAi: new InferenceEndpoint(pipeline, deps.upstream, openAiImageModality),
+    responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
+    messages: new InferenceEndpoint(pipeline, deps.upstream, messagesModality),
+  };
+  // pay per request (issue 41): the same endpoints, funded by an x402 upto payment
+  const requestPaymentStore = new RequestPaymentStore({ db, clock });
+  const settler = new PaymentSettler({
+    facilitator: deps.facilitator,
+    store: requestPaymentStore,
+    reconciliation: requestPaymentReconciliationProducer(deps.queues),
+  });
   return {
     market,
     maintenance: new MaintenanceService(db, clock),
@@ -248,12 +276,35 @@ export function createServices(deps: ServiceDeps): Services {
       confirmationBlocks: config.chain.confirmationBlocks,
       webhooks: outbox,
     }),
+    payPerRequest: new PayPerRequestService({
+      config,
+      clock,
+      db,
+      facilitator: deps.facilitator,
+      store: requestPaymentStore,
+      settler,
+      endpoints: {
+        chat_completions: endpoints.chat,
+        responses: endpoints.responses,
+        messages: endpoints.messages,
+        image_generate: endpoints.image,
+        images_generations: endpoints.imagesOpenAi,
+      },
+    }),
+    requestPayments: new RequestPaymentReconciler({
+      store: requestPaymentStore,
+      settler,
+      reads: createUptoChainReads(deps.chain),
+      chain: deps.chain,
+      clock,
+      confirmationBlocks: config.chain.confirmationBlocks,
+    }),
     supply,
     catalog,
     inference: pipeline,
-    chat: new InferenceEndpoint(pipeline, deps.upstream, chatModality),
-    image: new InferenceEndpoint(pipeline, deps.upstream, imageModality),
-    imagesOpenAi: new InferenceEndpoint(pipeline, deps.upstream, openAiImageModality),
+    chat: endpoints.chat,
+    image: endpoints.image,
+    imagesOpenAi: endpoints.imagesOpenAi,
     videoQuotes,
     videoQueue: new VideoQueue({
       pipeline,
@@ -273,8 +324,8 @@ export function createServices(deps: ServiceDeps): Services {
       webhooks: outbox,
     }),
     webhooks,
-    responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
-    messages: new InferenceEndpoint(pipeline, deps.upstream, messagesModality),
+    responses: endpoints.responses,
+    messages: endpoints.messages,
     messageTokens: new MessagesTokenCounter(pipeline),
   };
 }

@@ -51,6 +51,26 @@ export async function assertBooksBalance(db: Db): Promise<void> {
   >`SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS total FROM ledger_lines`;
   strictEqual(BigInt(total[0]?.total ?? 0n), 0n, "the whole ledger sums to zero");
 
+  // pay per request (issue 41): each payment's receivable is its booked charge until the cash side
+  // is booked, then zero; the cash that came in is what it settled, the loss what it lost, and its
+  // charge is its clear's gross
+  const unpaid = await db.$queryRaw<{ id: string }[]>`
+    SELECT p.id FROM request_payments p
+      LEFT JOIN LATERAL (
+        SELECT COALESCE(SUM(l.amount_micro_usdc) FILTER (WHERE l.book = 'payment_receivable'), 0) AS receivable,
+               COALESCE(SUM(l.amount_micro_usdc) FILTER (WHERE l.book = 'external'), 0) AS cash,
+               COALESCE(SUM(l.amount_micro_usdc) FILTER (WHERE l.book = 'platform_loss'), 0) AS loss
+          FROM ledger_lines l
+         WHERE l.transaction_id IN (SELECT c.id FROM clears c WHERE c.payment_id = p.id
+                                    UNION ALL
+                                    SELECT t.id FROM ledger_transactions t WHERE t.request_payment_id = p.id)) s ON true
+     WHERE s.receivable <> CASE WHEN p.status IN ('charged', 'settling', 'reconciling')
+                                THEN -COALESCE(p.charge_micro_usdc, 0) ELSE 0 END
+        OR s.cash <> -COALESCE(p.settled_micro_usdc, 0)
+        OR s.loss <> -COALESCE(p.lost_micro_usdc, 0)
+        OR COALESCE((SELECT c.gross_micro_usdc FROM clears c WHERE c.payment_id = p.id), 0) <> COALESCE(p.charge_micro_usdc, 0)`;
+  deepStrictEqual(unpaid, [], "pay-per-request payments: receivable, cash and loss match each payment's state");
+
   // what is reserved is exactly what escrow holders hold (no reservation without a slice, no
   // slice uncounted), and every escrow belongs to a registered holder
   const unheld = await db.$queryRaw<{ id: string }[]>`

@@ -10,8 +10,9 @@ export function confirmationsProcessor(services: Services): Processor {
 }
 
 /**
- * Queue `reconciliation`: one payment (queued by the 409 path; retried with backoff until the chain
- * decides), and the periodic scan of every uncredited payment.
+ * Queue `reconciliation`: one funding payment (queued by the 409 path) or one pay-per-request
+ * payment (queued by a settle whose outcome is unknown), each retried with backoff until the chain
+ * decides, and the periodic scan of every uncredited or unsettled payment.
  */
 export function reconciliationProcessor(services: Services): Processor {
   return async (job) => {
@@ -21,8 +22,16 @@ export function reconciliationProcessor(services: Services): Processor {
         if (outcome === "waiting") throw new Error("settlement not visible on chain yet; retrying");
         return outcome;
       }
+      case "reconcile-request-payment": {
+        const outcome = await services.requestPayments.reconcile(String(job.data.paymentId));
+        if (outcome === "waiting") throw new Error("pay-per-request settlement not decided on chain yet; retrying");
+        return outcome;
+      }
       case "scan-chain":
-        return services.payments.reconcileOutstanding();
+        return {
+          funding: await services.payments.reconcileOutstanding(),
+          perRequest: await services.requestPayments.reconcileOutstanding(),
+        };
       default:
         throw new Error(`unknown reconciliation job ${job.name}`);
     }

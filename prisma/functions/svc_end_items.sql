@@ -10,7 +10,11 @@
 -- charge), and its supplier share is credited on hold (book supplier_held, clears.supplier_held:
 -- payable only once the job is final, docs/decisions.md "Payout hold"; every other clear's share is
 -- payable at once); its charge is added to its API key's spend of the day (api_key_spend) and the
--- request's budget hold, if any, deleted (key_budget_holds). `returns` lists slice parts given back:
+-- request's budget hold, if any, deleted (key_budget_holds). A request paid per request (`payment`: its
+-- request_payments row, issue 41) takes nothing from a buyer slice or the buyer's balance: its clear
+-- names the payment (its buyer line is on the payment's receivable, view ledger_lines) and the
+-- payment, still open, takes the charge (status charged, charge_micro_usdc = gross <= its maximum);
+-- any other state, another account or a charge above the maximum raises. `returns` lists slice parts given back:
 -- [{"holder", "account" | "offer", "amount"}] (amounts as strings). `attempts`: [{"ordinal", "key", "offer", "price", "outcome", "status",
 -- "detail", "started", "ended"}].
 -- Hot rows (buyers, offers, upstream keys, suppliers: the lock order used everywhere) are updated
@@ -25,6 +29,7 @@ LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   n integer := cardinality(v);
   c integer;
+  k integer;
   d_account uuid[];
   d_holder uuid[];
   d_amount bigint[];
@@ -36,9 +41,22 @@ BEGIN
     RAISE EXCEPTION 'end: a request appears twice in one batch' USING ERRCODE = 'P0001';
   END IF;
   IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.clear IS NOT NULL
-               AND (i.buyer_holder IS NULL OR i.offer_holder IS NULL OR i.gross < 0 OR i.burn < 0
-                    OR i.fee + i.share <> i.gross)) THEN
+               AND ((i.buyer_holder IS NULL) = (i.payment IS NULL) OR i.offer_holder IS NULL OR i.gross < 0
+                    OR i.burn < 0 OR i.fee + i.share <> i.gross)) THEN
     RAISE EXCEPTION 'end: a charge without its slices or not balanced' USING ERRCODE = 'P0001';
+  END IF;
+  -- a payment-funded charge: the payment takes it (open, the same account, at most its maximum)
+  SELECT count(*) INTO c FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NOT NULL;
+  IF c > 0 THEN
+    UPDATE request_payments p
+       SET status = 'charged', charge_micro_usdc = i.gross, charged_at = i.now, updated_at = i.now
+      FROM unnest(v) i
+     WHERE i.clear IS NOT NULL AND p.id = i.payment AND p.status = 'open' AND p.account_id = i.account
+       AND i.gross <= p.max_micro_usdc;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    IF k <> c THEN
+      RAISE EXCEPTION 'end: a payment-funded charge its payment cannot take' USING ERRCODE = 'P0001';
+    END IF;
   END IF;
   IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.video IS NOT NULL AND i.clear IS NULL) THEN
     RAISE EXCEPTION 'end: a video job without its charge' USING ERRCODE = 'P0001';
@@ -47,7 +65,7 @@ BEGIN
   INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
                                   error_code, max_price_cents, clearing_price_cents, admitted_max_tokens, prompt_tokens,
                                   completion_tokens, cached_tokens, cache_write_tokens, burn_micro_diem, cost_micro_usdc,
-                                  attempt_count, attempts, started_at, first_byte_at, completed_at)
+                                  attempt_count, attempts, started_at, first_byte_at, completed_at, payment_id)
   SELECT i.request, i.support, i.account, i.api_key, i.route, i.modality, i.model, i.stream, i.status, i.error_code,
          i.ceiling, i.price, i.admitted, i.prompt, i.completion, i.cached, i.cache_write, i.burn, i.gross,
          i.attempt_count,
@@ -59,13 +77,13 @@ BEGIN
             FROM jsonb_to_recordset(COALESCE(i.attempts, '[]')) AS a(ordinal integer, key uuid, offer uuid,
                  price integer, outcome attempt_outcome, status integer, detail text, started timestamptz,
                  ended timestamptz)),
-         i.started, i.first_byte, i.now
+         i.started, i.first_byte, i.now, i.payment
     FROM unnest(v) i;
   INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model, modality,
                       price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc, fee_micro_usdc,
-                      supplier_micro_usdc, supplier_held, created_at)
+                      supplier_micro_usdc, supplier_held, payment_id, created_at)
   SELECT i.clear, i.request, i.account, i.supplier, i.offer, i.key, i.model, i.modality, i.price, i.ceiling, i.burn,
-         i.gross, i.fee, i.share, i.video IS NOT NULL, i.now
+         i.gross, i.fee, i.share, i.video IS NOT NULL, i.payment, i.now
     FROM unnest(v) i WHERE i.clear IS NOT NULL;
   -- a queued video job is written with its charge, so a charge never exists without its job
   INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id,
@@ -80,7 +98,8 @@ BEGIN
          array_agg(s.amount ORDER BY s.account, s.holder)
     INTO d_account, d_holder, d_amount
     FROM (SELECT x.account, x.holder, sum(x.amount)::bigint AS amount
-            FROM (SELECT i.account, i.buyer_holder AS holder, i.gross AS amount FROM unnest(v) i WHERE i.clear IS NOT NULL
+            FROM (SELECT i.account, i.buyer_holder AS holder, i.gross AS amount FROM unnest(v) i
+                   WHERE i.clear IS NOT NULL AND i.payment IS NULL
                   UNION ALL
                   SELECT (r->>'account')::uuid, (r->>'holder')::uuid, (r->>'amount')::bigint
                     FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
@@ -112,7 +131,8 @@ BEGIN
     UPDATE accounts a
        SET reserved_micro_usdc = a.reserved_micro_usdc - s.m, confirmed_micro_usdc = a.confirmed_micro_usdc - s.g
       FROM (SELECT d.account, sum(d.amount)::bigint AS m,
-                   COALESCE((SELECT sum(i.gross) FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.account = d.account), 0)::bigint AS g
+                   COALESCE((SELECT sum(i.gross) FROM unnest(v) i
+                              WHERE i.clear IS NOT NULL AND i.payment IS NULL AND i.account = d.account), 0)::bigint AS g
               FROM unnest(d_account, d_amount) AS d(account, amount) GROUP BY d.account) s
      WHERE a.id = s.account AND a.reserved_micro_usdc >= s.m AND a.confirmed_micro_usdc - s.g >= a.reserved_micro_usdc - s.m;
     GET DIAGNOSTICS c = ROW_COUNT;
@@ -181,6 +201,6 @@ BEGIN
                                          ceiling, admitted, attempt_count, started, first_byte, now, offer, key, supplier,
                                          price, burn, gross, fee, share, clear, prompt, completion, cached,
                                          buyer_holder, offer_holder, returns, attempts, modality, video, cache_write,
-                                         o)
+                                         payment, o)
       JOIN accounts a ON a.id = x.account;
 END $$;

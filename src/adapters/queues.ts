@@ -22,7 +22,11 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
 export interface JobPayloads {
   maintenance: { "purge-expired": Record<string, never> };
-  reconciliation: { "reconcile-payment": { paymentId: string }; "scan-chain": Record<string, never> };
+  reconciliation: {
+    "reconcile-payment": { paymentId: string };
+    "reconcile-request-payment": { paymentId: string };
+    "scan-chain": Record<string, never>;
+  };
   confirmations: { "confirm-pending": Record<string, never> };
   webhooks: { deliver: { eventId: string; attempt: number }; sweep: Record<string, never> };
 }
@@ -81,6 +85,22 @@ export function reconciliationProducer(queues: Queues) {
         "reconcile-payment",
         { paymentId },
         { jobId: `reconcile-${paymentId}`, attempts: 20, backoff: { type: "exponential", delay: 2000 } },
+      );
+    },
+  };
+}
+
+/**
+ * Producer used by pay-per-request settles (issue 41): one job per payment whose settle's outcome is
+ * unknown, deduplicated by the payment id; retried with backoff until the chain decides.
+ */
+export function requestPaymentReconciliationProducer(queues: Queues) {
+  return {
+    async enqueue(paymentId: string): Promise<void> {
+      await queues.reconciliation.add(
+        "reconcile-request-payment",
+        { paymentId },
+        { jobId: `reconcile-rp-${paymentId}`, attempts: 20, backoff: { type: "exponential", delay: 2000 } },
       );
     },
   };

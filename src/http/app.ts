@@ -20,6 +20,7 @@ import { healthRoutes } from "./routes/health.js";
 import { inferenceListener, inferenceRoutes } from "./routes/inference.js";
 import { marketRoutes } from "./routes/market.js";
 import { openApiRoutes } from "./routes/openapi.js";
+import { payPerRequestRoutes } from "./routes/pay-per-request.js";
 import { supplyRoutes } from "./routes/supply.js";
 import { type WebOptions, webRoutes } from "./routes/web.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -63,6 +64,7 @@ export function createHttpApp(rt: Runtime, opts: HttpAppOptions = {}): HttpApp {
   // the inference routes first: the requests the fast path leaves to Express should not walk every
   // other router's layers either (all routers own disjoint paths, so the order changes nothing else)
   app.use(inferenceRoutes(rt));
+  app.use(payPerRequestRoutes(rt));
   app.use(healthRoutes(rt));
   app.use(authRoutes(rt));
   app.use(accountRoutes(rt));

@@ -34,7 +34,8 @@ export interface ErrorPayload {
 
 /**
  * How a route family answers errors: the service's `{"error":{"code",…}}`, or Anthropic's
- * `{"type":"error","error":{"type","message",…}}` on the Messages routes (`/v1/messages…`), with the
+ * `{"type":"error","error":{"type","message",…}}` on the Messages routes (`/v1/messages…`, and its
+ * pay-per-request twin `/x402/v1/messages`), with the
  * same status, details and headers (docs/decisions.md "Anthropic Messages API").
  */
 export type ErrorDialect = "svc" | "anthropic";
@@ -44,7 +45,9 @@ export function dialectOf(req: IncomingMessage | undefined): ErrorDialect {
   const raw = (req as { originalUrl?: string } | undefined)?.originalUrl ?? req?.url ?? "";
   const q = raw.indexOf("?");
   const path = (q < 0 ? raw : raw.slice(0, q)).toLowerCase().replace(/\/+$/, "");
-  return path === "/v1/messages" || path.startsWith("/v1/messages/") ? "anthropic" : "svc";
+  const messages = (p: string) => p === "/v1/messages" || p.startsWith("/v1/messages/");
+  // pay per request (issue 41): the Messages twin answers errors as /v1/messages does
+  return messages(path) || messages(path.replace(/^\/x402(?=\/)/, "")) ? "anthropic" : "svc";
 }
 
 export function errorPayload(err: DomainError, dialect: ErrorDialect = "svc", requestId?: string): ErrorPayload {

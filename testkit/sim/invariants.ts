@@ -150,7 +150,7 @@ export function checkInvariants(w: SimWorld): string[] {
     const inTree = (id: string) => id === k.id || ancestors(id).includes(k.id);
     const byPeriod = new Map<string, bigint>();
     for (const r of t.requests) {
-      if (r.clear === null || !inTree(r.api_key)) continue;
+      if (r.clear === null || r.api_key === null || !inTree(r.api_key)) continue;
       const p = budgetPeriod(reset, new Date(r.started)).start?.toISOString() ?? "all";
       byPeriod.set(p, (byPeriod.get(p) ?? 0n) + BigInt(r.gross ?? 0));
     }

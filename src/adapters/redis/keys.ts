@@ -12,6 +12,8 @@ export interface RedisKeys {
   capacityCache(maxPriceCents: number | "all"): string;
   /** in-flight gate of one buyer API key (hash: holder process → slots; see GateLeases) */
   apiKeyInFlight(apiKeyId: string): string;
+  /** in-flight gate of one wallet's pay-per-request calls (no key: the wallet's account stands in) */
+  walletInFlight(accountId: string): string;
   /** in-flight gate of one supplier upstream key */
   upstreamKeyInFlight(upstreamKeyId: string): string;
   /** global in-flight gate of small-tier models (throttling) */
@@ -46,6 +48,7 @@ export function redisKeys(prefix: string): RedisKeys {
     bullPrefix: () => `${p}:bull`,
     capacityCache: (maxPriceCents) => `${p}:capacity:${maxPriceCents}`,
     apiKeyInFlight: (apiKeyId) => `${p}:gate:apikey:${apiKeyId}`,
+    walletInFlight: (accountId) => `${p}:gate:wallet:${accountId}`,
     upstreamKeyInFlight: (upstreamKeyId) => `${p}:gate:upstream:${upstreamKeyId}`,
     smallModelGate: () => `${p}:gate:small-model-tier`,
     gateHolders: () => `${p}:gate-holders`,

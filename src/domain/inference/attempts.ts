@@ -3,7 +3,7 @@ import type { DomainError } from "../../lib/errors.js";
 import type { Ceilings } from "./ceilings.js";
 import { type BookEntry, chooseOffer, MAX_ATTEMPTS, type OfferPick } from "./clearing.js";
 import { fallForwardExhausted, keyWaitTimeout, noSupply } from "./diagnostics.js";
-import type { Holder, Slice } from "./escrow.js";
+import { type Holder, Slice } from "./escrow.js";
 import { type AdmitRound, TopUps } from "./escrow-take.js";
 import { type AttemptFailure, outcomeOf } from "./failure.js";
 import type { HolderLease } from "./holder-lease.js";
@@ -81,8 +81,11 @@ export class Attempts {
     if (holder.lost) return undefined;
     // from here to the admission nothing awaits: what is free cannot change under us
     const plan = session.plan;
-    const buyer = session.buyerSlice ?? holder.slice("buyer", session.accountId);
-    const usdcShort = session.buyerSlice ? 0n : plan.maxChargeMicroUsdc - buyer.free;
+    // paid per request: the payment funds it, no slice of the balance (one that is never registered)
+    const buyer =
+      session.buyerSlice ??
+      (session.payment ? new Slice(holder.id, "buyer", session.accountId) : holder.slice("buyer", session.accountId));
+    const usdcShort = session.buyerSlice || session.payment ? 0n : plan.maxChargeMicroUsdc - buyer.free;
     const now = clock.now();
     const { pick, waitingOnBusy } = chooseOffer(entries, {
       holder,
@@ -105,7 +108,7 @@ export class Attempts {
     round: AdmitRound,
     now: Date,
   ): Promise<Attempt | undefined> {
-    if (!session.buyerSlice) {
+    if (!session.buyerSlice && !session.payment) {
       buyer.admit(session.plan.maxChargeMicroUsdc);
       session.buyerSlice = buyer;
       session.touched.add(buyer);

@@ -9,7 +9,7 @@ import type { InferenceModality } from "./endpoint.js";
 import type { InferenceSession, Settled } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { StreamRenderer } from "./streamed.js";
-import { approxItemTokens, usageOf, usageWithCost } from "./usage.js";
+import { approxItemTokens, paymentFields, usageOf, usageWithCost } from "./usage.js";
 
 export type { ChatRequest };
 
@@ -30,6 +30,7 @@ function costFrame(like: Json, s: Settled, createdAt: Date): Json {
     costUsdc: formatDecimal6(s.costMicroUsdc),
     clearingPriceCents: s.clearingPriceCents,
     supportReference: s.supportReference,
+    ...paymentFields(s),
   };
 }
 

@@ -93,7 +93,8 @@ export class Endings {
    * request is recorded as failed, 500 settle_failed.
    */
   async charge(session: InferenceSession, attempt: Attempt, ending: Ending): Promise<Settled> {
-    if (session.done || !session.buyerSlice) throw new DomainError("internal_error", "request already ended");
+    if (session.done || (!session.buyerSlice && !session.payment))
+      throw new DomainError("internal_error", "request already ended");
     const { attempts } = this.deps;
     const { usage, burn } = burnOf(session, attempt, ending);
     const incomplete = ending.kind === "incomplete";
@@ -102,10 +103,11 @@ export class Endings {
     const split = computeCharge(burn, attempt.priceCentsPerDollar, this.deps.platformFeeBps);
     const now = this.deps.clock.now();
     const settleStart = performance.now();
+    // paid per request: no buyer slice; the ending books the charge against the payment
     const buyer = session.buyerSlice;
     attempts.record(session, attempt, incomplete ? "incomplete" : "succeeded", null, now);
     // the charge leaves the slices now; what they no longer need goes back in the same commit
-    buyer.spend(split.grossMicroUsdc);
+    buyer?.spend(split.grossMicroUsdc);
     attempt.offerSlice.spend(burn);
     const item = endItem(session, now, this.deps.lingering, {
       status: incomplete ? "incomplete" : "succeeded",
@@ -127,7 +129,7 @@ export class Endings {
               completion: usage.completionTokens,
               cached: usage.cachedTokens ?? 0,
               cache_write: usage.cacheWriteTokens ?? 0,
-              buyer_holder: buyer.holder,
+              buyer_holder: buyer?.holder ?? null,
               offer_holder: attempt.offerSlice.holder,
             },
       ...(ending.kind === "settled" && ending.extra ? { extra: ending.extra } : {}),
@@ -153,7 +155,7 @@ export class Endings {
         balance = committed;
       } else {
         throw await this.notCommitted(session, attempt, e, () => {
-          buyer.restore(split.grossMicroUsdc);
+          buyer?.restore(split.grossMicroUsdc);
           attempt.offerSlice.restore(burn);
           item.undo();
         });

@@ -2,19 +2,22 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import type { ModalityRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
+import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
 import { costHeaders, runBuffered } from "./buffered.js";
+import { planRequest } from "./escrow-take.js";
 import type { InferencePipeline } from "./pipeline.js";
-import { eachModel, modelsToTry } from "./request-controls.js";
-import type {
-  AttemptingSession,
-  BurnPricer,
-  Caller,
-  InferenceSession,
-  Modality,
-  RoutableModel,
-  RouteKind,
-  Settled,
-  Usage,
+import { eachModel, modelsToTry, passesToNextModel, requestCaps } from "./request-controls.js";
+import {
+  type AttemptingSession,
+  type BurnPricer,
+  type Caller,
+  type InferenceSession,
+  type Modality,
+  PAY_PER_REQUEST_CEILING_CENTS,
+  type RoutableModel,
+  type RouteKind,
+  type Settled,
+  type Usage,
 } from "./session.js";
 import type { BufferedResult, StreamSink } from "./sink.js";
 import { runStream, type StreamRenderer } from "./streamed.js";
@@ -85,6 +88,41 @@ export class InferenceEndpoint<R extends ModalityRequest> {
   /** The buyer's body as the typed request (the contract's parse); 400 naming the field. */
   parse(raw: unknown): R {
     return this.modality.parse(raw);
+  }
+
+  /**
+   * THE maximum charge of a request paid per request (issue 41: its 402's amount), sized as admission
+   * sizes it (`planRequest`, no balance to cap it) at PAY_PER_REQUEST_CEILING_CENTS lowered by the
+   * request's own ceilings, on each model it may try (`models` fallbacks): the largest, so whichever
+   * model answers is admitted within it. A model refused for a reason that passes to the next is
+   * left out; none left: the first refusal is thrown (404 model_not_found, 400 …).
+   */
+  async paidMaximum(req: R): Promise<bigint> {
+    const m = this.modality;
+    let max: bigint | undefined;
+    let first: unknown;
+    for (const id of modelsToTry(req)) {
+      let model: RoutableModel;
+      try {
+        model = await this.pipeline.model(id, m.modality, m.route);
+      } catch (e) {
+        if (!passesToNextModel(e)) throw e;
+        first ??= e;
+        continue;
+      }
+      const sized = {
+        pricer: m.price(req, model),
+        ceilingCents: PAY_PER_REQUEST_CEILING_CENTS,
+        ...requestCaps({ maxPriceCents: req.maxPriceCents, maxPrice: req.controls?.maxPrice }, model),
+        budgetHold: null,
+        plan: NO_PLAN,
+        plans: 0,
+      };
+      if (!planRequest(sized, UNLIMITED_MICRO_USDC)) continue;
+      if (max === undefined || sized.plan.maxChargeMicroUsdc > max) max = sized.plan.maxChargeMicroUsdc;
+    }
+    if (max === undefined) throw first ?? new DomainError("invalid_request", "No model of this request can be priced.");
+    return max;
   }
 
   /** Buffered: settles, then returns the answer and the cost headers. */

@@ -37,8 +37,15 @@ export interface AdmitRound {
   takes: number;
 }
 
-/** (Re-)plans the request's maximum against `availableMicroUsdc`; false when even the minimum is unaffordable. */
-export function planRequest(session: InferenceSession, availableMicroUsdc: bigint): boolean {
+/**
+ * THE sizing of a request: (re-)plans its maximum against `availableMicroUsdc` at its effective
+ * ceiling; false when even the minimum is unaffordable. A pay-per-request 402 is sized here too
+ * (`InferencePipeline.paidMaximum`).
+ */
+export function planRequest(
+  session: Pick<InferenceSession, "plans" | "budgetHold" | "pricer" | "plan" | "ceilingCents" | "capCents">,
+  availableMicroUsdc: bigint,
+): boolean {
   session.plans++;
   // a key's budget hold bounds every plan after it (the ending never charges beyond the hold)
   const hold = session.budgetHold;

@@ -29,7 +29,7 @@ export class InFlightBridge {
           requestId: session.requestId,
           supportReference: session.supportReference,
           accountId: session.accountId,
-          apiKeyId: session.apiKeyId,
+          ...(session.apiKeyId ? { apiKeyId: session.apiKeyId } : {}),
           route: session.route,
           model: session.model.id,
           stream: true,

@@ -51,7 +51,9 @@ export function requestLane<V, C>(
   return {
     finish: async (attempt, { ending, value }) => {
       endings.firstByte(session);
-      return { value, settled: await endings.charge(session, attempt, ending) };
+      const settled = await endings.charge(session, attempt, ending);
+      // paid per request (issue 41): the payment settles the charge before the answer goes out
+      return { value, settled: session.payment ? await session.payment.settle(settled) : settled };
     },
     fallForward: async (_attempt, failure) => {
       metrics.fallForward(failure.kind);

@@ -12,7 +12,7 @@ import {
 import type { InferenceSession, Settled } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { RelayOutcome, StreamRenderer } from "./streamed.js";
-import { usageOf } from "./usage.js";
+import { paymentFields, usageOf } from "./usage.js";
 
 type Json = Record<string, unknown>;
 
@@ -26,6 +26,7 @@ function costFields(s: Settled): Json {
     costUsdc: formatDecimal6(s.costMicroUsdc),
     clearingPriceCents: s.clearingPriceCents,
     supportReference: s.supportReference,
+    ...paymentFields(s),
   };
 }
 

@@ -4,7 +4,6 @@ import type { EscrowUsageBoard } from "../../adapters/redis/escrow-usage.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import type { Config } from "../../config.js";
-import type { MaxPrice } from "../../contract/request-controls.js";
 import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { type Metrics, noMetrics } from "../../lib/metrics.js";
@@ -21,6 +20,7 @@ import { InFlightBridge } from "./in-flight-bridge.js";
 import { allowModel, KeyBudgets } from "./key-budget.js";
 import { type Answered, type BorrowOptions, borrowedLane, type RequestLaneDeps, requestLane } from "./lanes.js";
 import { OfferBook } from "./offer-book.js";
+import type { OpenInput } from "./open-input.js";
 import { PipelineTracer } from "./pipeline-trace.js";
 import { ProcessEscrow } from "./process-escrow.js";
 import { requestCaps } from "./request-controls.js";
@@ -32,8 +32,8 @@ import {
   type AttemptScope,
   type BurnPricer,
   type InferenceSession,
-  type KeyRules,
   type Modality,
+  PAY_PER_REQUEST_CEILING_CENTS,
   ROUTE_LABEL,
   type RoutableModel,
   type RouteKind,
@@ -69,40 +69,6 @@ export interface PipelineDeps {
   /** operators' counters (clears, fall-forwards, settlement failures, key waits) */
   metrics?: Metrics;
 }
-
-/** What a modality opens a request with. */
-export type OpenInput = {
-  accountId: string;
-  apiKeyId: string;
-  /** the transport's request id (see `Caller.requestId`); a fresh uuid when absent */
-  requestId?: string;
-  route: RouteKind;
-  /** the modality the route serves (a model of another modality is refused) */
-  modality: Modality;
-  /** the model as the buyer sent it (bare or `svc/`) */
-  model: string;
-  stream: boolean;
-  /** the calling key's rules (models, ceiling, budget); absent: none */
-  key?: KeyRules;
-  /** the request's own ceiling (`svc.maxPriceCentsPerDollar`): it only lowers the effective one */
-  maxPriceCents?: number;
-  /** the request's `provider.max_price`, mapped for the resolved model to a ceiling that only lowers the effective one */
-  maxPrice?: MaxPrice | null;
-} & (
-  | {
-      /** the modality's price rules for this request, given the resolved model */
-      price: (model: RoutableModel) => BurnPricer;
-    }
-  | {
-      /**
-       * price rules that must be asked of the upstream (a video job's quote, on a borrowed key):
-       * asked once the request is open — its gate slots taken, its support reference made — so
-       * that a refusal (503 `pool_empty`, `key_wait_timeout`, …) ends the request, recorded under
-       * that reference like any other refusal (SPEC "Errors" rule 2)
-       */
-      askPrice: (session: InferenceSession) => Promise<BurnPricer>;
-    }
-);
 
 /** The price rules of a request whose price is still being asked (`OpenInput.askPrice`): nothing is admissible. */
 const UNPRICED: BurnPricer = Object.freeze({ plan: () => undefined, burn: () => 0n });
@@ -204,8 +170,8 @@ export class InferencePipeline {
     this.listen();
     const model = await this.model(input.model, input.modality, input.route);
     allowModel(input.key, model);
-    // the ceiling as last seen by this process (a top-up verifies it)
-    const ceilingCents = await this.ceilings.of(input.accountId);
+    // the ceiling as last seen by this process (a top-up verifies it); paid per request: not the account's
+    const ceilingCents = input.payment ? PAY_PER_REQUEST_CEILING_CENTS : await this.ceilings.of(input.accountId);
     // the modality's price rules first: a request they refuse (400) holds nothing
     const pricer = "price" in input ? input.price(model) : UNPRICED;
     const held = await takeRequestGates(this.deps, model, input);
@@ -229,6 +195,7 @@ export class InferencePipeline {
       attempt: null,
       attempts: [],
       buyerSlice: null,
+      payment: input.payment ?? null,
       touched: new Set(),
       gates: held,
       startedAt: this.deps.clock.now(),
@@ -238,7 +205,7 @@ export class InferencePipeline {
     };
     try {
       if ("askPrice" in input) session.pricer = await this.askPrice(session, input.askPrice);
-      if (!planRequest(session, UNLIMITED_MICRO_USDC))
+      if (!planRequest(session, session.payment ? session.payment.maxMicroUsdc : UNLIMITED_MICRO_USDC))
         throw await this.endings.fail(session, insufficientBalance(session));
       await this.budgets.hold(session, input.key);
       const attempt = await this.attempts.next(session);

@@ -114,6 +114,11 @@ const NEXT_MODEL: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "upstream_error",
 ]);
 
+/** Whether a model's refusal passes the request to its next model (`NEXT_MODEL`). */
+export function passesToNextModel(e: unknown): boolean {
+  return e instanceof DomainError && NEXT_MODEL.has(e.code);
+}
+
 /**
  * Serves a request on each model in turn (`models` fallbacks) until one answers: each is a fresh
  * request (`serve` opens, runs and ends it: everything it held is released before the next model

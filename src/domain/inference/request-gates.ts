@@ -9,7 +9,7 @@ export const IMAGE_JOBS_PER_WALLET = 1;
 
 /**
  * The request's own in-flight slots, taken before anything is admitted, in this order: the buyer
- * key's (`key_concurrency_limit`); for an image, the wallet's one image job (`buyer_concurrency_limit`);
+ * key's (`key_concurrency_limit`; paid per request, without a key: the wallet's, at the same limit); for an image, the wallet's one image job (`buyer_concurrency_limit`);
  * for a small model, the small tier's (SPEC 11: small-model volume may be throttled). Returns the
  * gates held; on a refusal nothing is held.
  */
@@ -21,12 +21,16 @@ export async function takeRequestGates(
   const { gates, keys, config } = deps;
   const wanted: { gate: string; limit: number; refusal: () => DomainError }[] = [
     {
-      gate: keys.apiKeyInFlight(caller.apiKeyId),
+      gate: caller.apiKeyId ? keys.apiKeyInFlight(caller.apiKeyId) : keys.walletInFlight(caller.accountId),
       limit: config.limits.keyMaxInFlight,
       refusal: () =>
-        new DomainError("key_concurrency_limit", "Too many completions in flight on this API key.", {
-          retryAfterSeconds: 1,
-        }),
+        new DomainError(
+          "key_concurrency_limit",
+          caller.apiKeyId
+            ? "Too many completions in flight on this API key."
+            : "Too many completions in flight paid by this wallet.",
+          { retryAfterSeconds: 1 },
+        ),
     },
   ];
   if (model.modality === "image") {

@@ -4,7 +4,7 @@ import { type AnswerFacts, answerFacts } from "./answer-facts.js";
 import type { InferenceSession, Settled, Usage } from "./session.js";
 import type { StreamRelay } from "./stream-relay.js";
 import type { RelayOutcome, StreamRenderer } from "./streamed.js";
-import { usageOf, usageWithCost } from "./usage.js";
+import { paymentFields, usageOf, usageWithCost } from "./usage.js";
 
 type Json = Record<string, unknown>;
 
@@ -29,6 +29,7 @@ function costFields(s: Settled): Json {
     costUsdc: formatDecimal6(s.costMicroUsdc),
     clearingPriceCents: s.clearingPriceCents,
     supportReference: s.supportReference,
+    ...paymentFields(s),
   };
 }
 

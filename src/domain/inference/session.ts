@@ -1,4 +1,4 @@
-import type { TextPricing } from "../../lib/money.js";
+import { DEFAULT_CEILING_CENTS, type TextPricing } from "../../lib/money.js";
 import type { ImagePricingMicro } from "../catalog/catalog-types.js";
 import type { KeyRules } from "../keys/key-period.js";
 
@@ -70,10 +70,33 @@ export interface RoutableModel {
   maxCompletionTokens: number | null;
 }
 
-/** Who is paying: the acting account and the API key it called with. */
+/**
+ * What funds a request paid per request (issue 41, docs/decisions.md "Pay per request"): its x402
+ * `upto` authorization, never the account's prepaid balance. Admission plans against `maxMicroUsdc`
+ * and takes no buyer slice; the ending books the charge against the payment (`svc_end_items`);
+ * `settle` settles it once the ending committed, before the answer's body or last frames go out
+ * (it throws when the answer must be withheld).
+ */
+export interface RequestPayment {
+  /** the `request_payments` row */
+  id: string;
+  /** the signed maximum: the most the request may be charged */
+  maxMicroUsdc: bigint;
+  settle(settled: Settled): Promise<Settled>;
+}
+
+/** The ceiling of a request paid per request: the request's own (`svc.maxPriceCentsPerDollar`) lowers it. */
+export const PAY_PER_REQUEST_CEILING_CENTS = DEFAULT_CEILING_CENTS;
+
+/**
+ * Who is paying: the acting account and the API key it called with (none, "", for a request paid
+ * per request: `payment` funds it).
+ */
 export interface Caller {
   accountId: string;
   apiKeyId: string;
+  /** the authorization that funds the request (pay per request); absent: the prepaid balance */
+  payment?: RequestPayment;
   /**
    * the transport's id for this call (its `X-Svc-Request-Id`), which becomes the request's id: one
    * id per request on the answer, in error bodies and in its record (issue 26 finding 7); a fresh
@@ -112,6 +135,19 @@ export interface Settled {
   balanceRemainingMicroUsdc: bigint;
   supportReference: string;
   requestId: string;
+  /** a request paid per request: how its charge was settled (set by `RequestPayment.settle`) */
+  payment?: PaymentReceipt;
+}
+
+/** How a pay-per-request charge was settled, as the answer tells it (the cost frame, the receipt header). */
+export interface PaymentReceipt {
+  /** settled: the charge moved (nothing to move when 0); reconciling: the outcome is unknown, the chain decides */
+  status: "settled" | "reconciling";
+  amountMicroUsdc: bigint;
+  /** the settlement transaction; null when none (a charge of 0) or not known yet */
+  transaction: string | null;
+  /** the x402 `PAYMENT-RESPONSE` header: its name and encoded value */
+  header: { name: string; value: string };
 }
 
 /**
@@ -224,8 +260,10 @@ export interface InferenceSession {
   attempt: Attempt | null;
   /** ended attempts, recorded with the request when it ends */
   attempts: AttemptRecord[];
-  /** the buyer slice the maximum charge is admitted against (null until admitted) */
+  /** the buyer slice the maximum charge is admitted against (null until admitted; always null when paid per request) */
   buyerSlice: Slice | null;
+  /** the authorization that funds the request instead of the balance (pay per request); null: the balance */
+  payment: RequestPayment | null;
   /** slices this request took into or drew on: each is looked at for a give-back when it ends */
   touched: Set<Slice>;
   /** the gate slots it holds besides its attempt's supplier key (the buyer key's, the small-model tier's) */

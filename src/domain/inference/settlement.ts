@@ -56,7 +56,8 @@ export interface EndItem {
   request: string;
   support: string;
   account: string;
-  api_key: string;
+  /** null for a request paid per request (no key) */
+  api_key: string | null;
   route: RouteKind;
   modality: Modality;
   model: string;
@@ -89,6 +90,8 @@ export interface EndItem {
   attempts: AttemptRecord[];
   /** a queued video job (charged items only; from `EndRows`) */
   video: EndVideo | null;
+  /** the pay-per-request payment that funds it (`request_payments`; its charge is booked against it) */
+  payment: string | null;
 }
 
 /** The charge part of an item (null fields for a request that ends without one). */
@@ -169,7 +172,7 @@ export function endItem(
     request: session.requestId,
     support: session.supportReference,
     account: session.accountId,
-    api_key: session.apiKeyId,
+    api_key: session.apiKeyId || null,
     route: session.route,
     modality: session.model.modality,
     model: session.model.id,
@@ -187,6 +190,7 @@ export function endItem(
     attempts: session.attempts,
     // the one place the extra rows meet the item's shape
     video: end.extra?.table === "video_jobs" ? end.extra.row : null,
+    payment: session.payment?.id ?? null,
   };
   return {
     item,

@@ -129,7 +129,8 @@ export function sqlEscrowStore(sql: Sql): EscrowStore {
         values: [
           ask.holder,
           ask.accountId,
-          ask.apiKeyId,
+          // none for a request paid per request (no key; it takes no buyer slice)
+          ask.apiKeyId || null,
           ask.ceilingCents,
           ask.usdcMin.toString(),
           ask.usdcWant.toString(),

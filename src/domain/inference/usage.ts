@@ -40,6 +40,25 @@ export function usageOf(u: unknown): Usage | undefined {
 }
 
 /**
+ * How a pay-per-request charge was settled (issue 41), where a stream's cost frame says it:
+ * `payment: {status, amountUsdc, transaction, paymentResponse}` (`settled`, or `reconciling` while
+ * the chain decides; `paymentResponse` is the x402 `PAYMENT-RESPONSE` value, the headers having left
+ * before the settle). Nothing for a request paid from the balance.
+ */
+export function paymentFields(s: Settled): Json {
+  const p = s.payment;
+  if (!p) return {};
+  return {
+    payment: {
+      status: p.status,
+      amountUsdc: formatDecimal6(p.amountMicroUsdc),
+      transaction: p.transaction,
+      paymentResponse: p.header.value,
+    },
+  };
+}
+
+/**
  * THE cost where OpenAI-compatible tooling reads it (OpenRouter's `usage.cost`): the answer's `usage`
  * object plus `cost` (USD, the charged amount as a JSON number — the same figure as
  * `X-Svc-Cost-Usdc`, which stays the exact one) and `cost_details` (`cost_usdc`, that amount as the

@@ -76,7 +76,7 @@ const SUPPLIER_ID = Prisma.sql`md5(c.id::text || ':supplier')::uuid`;
 function branches(accountId: string, books: readonly Book[] | undefined): Branch[] {
   const all: Branch[] = [
     {
-      books: ["buyer_confirmed", "buyer_pending", "supplier_payable", "supplier_held"],
+      books: ["buyer_confirmed", "buyer_pending", "supplier_payable", "supplier_held", "payment_receivable"],
       at: Prisma.sql`e.created_at`,
       id: Prisma.sql`e.id`,
       select: Prisma.sql`e.id, e.transaction_id, t.kind::text AS transaction_kind, e.book::text AS book,
@@ -93,7 +93,17 @@ function branches(accountId: string, books: readonly Book[] | undefined): Branch
       select: Prisma.sql`${BUYER_ID} AS id, c.id AS transaction_id, 'clear' AS transaction_kind,
         'buyer_confirmed' AS book, 'buyer_debit' AS kind, -c.gross_micro_usdc AS amount_micro_usdc, c.created_at`,
       from: Prisma.sql`clears c`,
-      where: Prisma.sql`c.buyer_account_id = ${accountId}::uuid AND c.gross_micro_usdc > 0`,
+      where: Prisma.sql`c.buyer_account_id = ${accountId}::uuid AND c.gross_micro_usdc > 0 AND c.payment_id IS NULL`,
+    },
+    // a request paid per request (issue 41): its debit is on the receivable its payment settles
+    {
+      books: ["payment_receivable"],
+      at: Prisma.sql`c.created_at`,
+      id: BUYER_ID,
+      select: Prisma.sql`${BUYER_ID} AS id, c.id AS transaction_id, 'clear' AS transaction_kind,
+        'payment_receivable' AS book, 'buyer_debit' AS kind, -c.gross_micro_usdc AS amount_micro_usdc, c.created_at`,
+      from: Prisma.sql`clears c`,
+      where: Prisma.sql`c.buyer_account_id = ${accountId}::uuid AND c.gross_micro_usdc > 0 AND c.payment_id IS NOT NULL`,
     },
     // the supplier's credit is on the book its share was credited to: payable, or held (a video
     // job's until the job is final; column clears.supplier_held)

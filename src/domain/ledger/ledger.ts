@@ -15,7 +15,9 @@ export type Book =
   | "supplier_payable"
   | "supplier_held"
   | "platform_fee"
-  | "external";
+  | "external"
+  | "payment_receivable"
+  | "platform_loss";
 export type EntryKind =
   | "top_up"
   | "confirmation"
@@ -26,7 +28,9 @@ export type EntryKind =
   | "refund"
   | "payout"
   | "release"
-  | "rehold";
+  | "rehold"
+  | "request_payment"
+  | "payment_loss";
 /** A clear writes no journal: it is the transfer its lines derive from (ledger-lines.ts; CHECK ledger_transactions_no_clear_journal). */
 export type JournalKind =
   | "top_up"
@@ -36,7 +40,9 @@ export type JournalKind =
   | "payout"
   | "payout_reversal"
   | "release"
-  | "rehold";
+  | "rehold"
+  | "request_payment"
+  | "payment_loss";
 
 export interface Posting {
   book: Book;
@@ -55,6 +61,7 @@ export async function postJournal(
     clearId?: string;
     payoutId?: string;
     videoJobId?: string;
+    requestPaymentId?: string;
     postings: Posting[];
   },
 ): Promise<string> {
@@ -68,6 +75,7 @@ export async function postJournal(
       clearId: input.clearId ?? null,
       payoutId: input.payoutId ?? null,
       videoJobId: input.videoJobId ?? null,
+      requestPaymentId: input.requestPaymentId ?? null,
     },
   });
   const postings = input.postings.filter((p) => p.amountMicroUsdc !== 0n);

@@ -84,7 +84,8 @@ async function lowBalances(
   // per buyer: the balance after the batch, and what the batch's charges took from it
   const buyers = new Map<string, { after: bigint; charged: bigint }>();
   items.forEach((i, n) => {
-    if (!charged(i) || !takes(i.account, "balance.low")) return;
+    // a charge paid per request (issue 41) takes nothing from the balance
+    if (!charged(i) || i.payment !== null || !takes(i.account, "balance.low")) return;
     const b = buyers.get(i.account) ?? { after: confirmed[n] ?? 0n, charged: 0n };
     b.charged += BigInt(i.gross ?? "0");
     buyers.set(i.account, b);

@@ -78,7 +78,8 @@ export function sseSink(req: IncomingMessage, res: ServerResponse): StreamSink {
   };
 }
 
-function abortSignal(res: ServerResponse): AbortSignal {
+/** Aborts when the buyer goes away before the answer finished. */
+export function abortSignal(res: ServerResponse): AbortSignal {
   const ac = new AbortController();
   res.on("close", () => {
     if (!res.writableFinished) ac.abort();

@@ -52,6 +52,7 @@ const END_ITEM_SQL: { [K in keyof EndItem]-?: string } = {
   returns: "jsonb",
   attempts: "jsonb",
   video: "jsonb",
+  payment: "uuid",
 };
 
 /** Each AttemptRecord field and the SQL type `svc_end_items` reads it as (jsonb_to_recordset). */

@@ -341,6 +341,7 @@ const item = (n: number, o: Partial<EndItem> = {}): EndItem => ({
   returns: [],
   attempts: [],
   video: null,
+  payment: null,
   ...o,
 });
 /** A charged ending on H1's slices (fee 10%). */

@@ -1,0 +1,109 @@
+import type { PayPerRequestId } from "../../contract/paid-routes.js";
+import { DomainError, ERROR_TABLE, type ErrorCode, type HeaderField } from "../../lib/errors.js";
+import type { RecordedResponse } from "../funding/payment-identifier.js";
+import type { StreamSink } from "../inference/sink.js";
+import type { PaidChallenge } from "./challenge.js";
+
+/**
+ * What a pay-per-request call answers, and how an answer is recorded for the duplicates of its
+ * payment (the same `PAYMENT-SIGNATURE` again, or the same payment-identifier): the status, the
+ * headers (`PAYMENT-RESPONSE` among them) and the body — a JSON answer, a stream's text, or an error.
+ */
+
+/** One call of a pay-per-request route, as a transport hands it over (REST today, MCP next). */
+export interface PaidCall {
+  route: PayPerRequestId;
+  /** the JSON body as received: the route's /v1 twin's body */
+  body: unknown;
+  /** `PAYMENT-SIGNATURE` as sent, or the payload itself (x402's MCP binding); none: the 402 */
+  payment: { header: string } | { payload: unknown } | undefined;
+  /** an `X-PAYMENT` (x402 v1) was sent: `upto` is x402 v2 only */
+  v1Payment?: boolean;
+  /** the transport's request id (`X-Svc-Request-Id`): the request's record takes it */
+  requestId?: string;
+  /** the transport's stream for a `stream: true` body; absent: the transport does not stream (400) */
+  openStream?: () => StreamSink;
+  /** the buyer went away (a buffered call) */
+  signal: AbortSignal;
+}
+
+/** A call's answer (errors are thrown as DomainError, the receipt in `details.paymentResponse`). */
+export type PaidOutcome =
+  | PaidChallenge
+  /** a buffered answer (fresh or replayed): the body is released only once the charge settled */
+  | { type: "answer"; status: number; headers: Record<string, string>; body: Record<string, unknown> }
+  /** a stream written to the transport's sink (the settle's outcome in its last frames) */
+  | { type: "streamed" }
+  /** a recorded stream, sent again whole */
+  | { type: "replayed_stream"; headers: Record<string, string>; text: string };
+
+/** An answer as recorded on its payment (`request_payments.response`). */
+export type RecordedPaidAnswer =
+  | { kind: "json"; status: number; headers: Record<string, string>; body: Record<string, unknown> }
+  | { kind: "sse"; headers: Record<string, string>; text: string }
+  | { kind: "error"; code: ErrorCode; message: string; details: Record<string, unknown> };
+
+/** The recorded form of an outcome that is an answer; undefined for a 402 (nothing is recorded). */
+export function recordedOf(o: PaidOutcome, streamed?: StreamCapture): RecordedPaidAnswer | undefined {
+  if (o.type === "answer") return { kind: "json", status: o.status, headers: o.headers, body: o.body };
+  if (o.type === "replayed_stream") return { kind: "sse", headers: o.headers, text: o.text };
+  if (o.type === "streamed" && streamed) return { kind: "sse", headers: streamed.headers, text: streamed.text };
+  return undefined;
+}
+
+/** The recorded form of an error answer (its receipt header kept in `details.paymentResponse`). */
+export function recordedError(e: DomainError): RecordedPaidAnswer {
+  return { kind: "error", code: e.code, message: e.message, details: { ...e.details } };
+}
+
+/** A recorded answer, given again: the same status, headers and body (an error is thrown again). */
+export function replay(r: RecordedPaidAnswer): PaidOutcome {
+  if (r.kind === "json") return { type: "answer", status: r.status, headers: r.headers, body: r.body };
+  if (r.kind === "sse") return { type: "replayed_stream", headers: r.headers, text: r.text };
+  throw new DomainError(r.code, r.message, {
+    ...r.details,
+    ...(r.details.paymentResponse ? { paymentResponse: r.details.paymentResponse as HeaderField } : {}),
+  });
+}
+
+/** A recorded answer as the payment-identifier table keeps it (payment-identifier.ts). */
+export function asIdentifierRecord(r: RecordedPaidAnswer): RecordedResponse {
+  const status = r.kind === "json" ? r.status : r.kind === "sse" ? 200 : ERROR_TABLE[r.code].status;
+  return { status, body: { answer: r }, headers: [] };
+}
+
+export function fromIdentifierRecord(r: RecordedResponse): RecordedPaidAnswer {
+  return r.body.answer as RecordedPaidAnswer;
+}
+
+/** What a stream sent: its start headers and every frame, in order. */
+export interface StreamCapture {
+  headers: Record<string, string>;
+  text: string;
+}
+
+/**
+ * A sink that also keeps what it was given (the recorded answer of a paid stream); what the buyer
+ * did not receive after leaving is kept too: the payment paid for the whole answer.
+ */
+export function capturingSink(sink: StreamSink) {
+  const capture: StreamCapture = { headers: {}, text: "" };
+  const wrapped: StreamSink = {
+    start(headers) {
+      capture.headers = { ...headers };
+      sink.start(headers);
+    },
+    write(text) {
+      capture.text += text;
+      sink.write(text);
+    },
+    end: () => sink.end(),
+    get closed() {
+      return sink.closed;
+    },
+    get signal() {
+      return sink.signal;
+    },
+  };
+  return { sink: wrapped, capture };
+}

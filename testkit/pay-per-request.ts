@@ -1,0 +1,91 @@
+import { x402Client } from "@x402/core/client";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import type { SettleResponse } from "@x402/core/types";
+import { toClientEvmSigner } from "@x402/evm";
+import { UptoEvmScheme } from "@x402/evm/upto/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import OpenAI from "openai";
+import { privateKeyToAccount } from "viem/accounts";
+import { type LocalChain, startLocalChain } from "../src/local/chain/index.js";
+import { appTest } from "./app-test.js";
+import { chainEnv, fundedBuyer } from "./funding.js";
+import type { TestApp } from "./harness.js";
+
+/**
+ * Pay per request (issue 41): the app on a local chain whose USDC is at Base's address (so a default
+ * x402 client, spend controls on, pays it), with the upstream simulator and the in-process
+ * facilitator; and a buyer's client as an agent writes it: `@x402/fetch` with `@x402/evm`'s `upto`
+ * registration wrapping the OpenAI SDK's fetch.
+ */
+export const payPerRequestTest = appTest
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend("chain", { scope: "file" }, async ({}, { onCleanup }) => {
+    const chain = await startLocalChain({ usdcAtBaseAddress: true });
+    onCleanup(() => chain.stop());
+    return chain;
+  })
+  .override("appOptions", ({ chain }) => ({ env: chainEnv(chain), sim: {}, syncCatalog: true }));
+
+/** A wallet holding `usdcMicro` USDC that made the one-time Permit2 approval `upto` needs. */
+export function uptoBuyer(chain: LocalChain, usdcMicro = 5_000_000n) {
+  return fundedBuyer(chain, usdcMicro, { approvePermit2: true });
+}
+
+/** Every response the paying fetch gave back, in order (`PAYMENT-RESPONSE` and the status). */
+export interface PaidExchange {
+  status: number;
+  paymentResponse: SettleResponse | undefined;
+  headers: Headers;
+}
+
+/**
+ * A default `@x402/fetch` client: `x402Client` with `@x402/evm`'s upto scheme on every EVM network
+ * and its default spend controls (Base's USDC, at most $1 a payment); `exchanges` records each
+ * final answer.
+ */
+export function uptoFetch(privateKey: `0x${string}`): { fetch: typeof fetch; exchanges: PaidExchange[] } {
+  const client = new x402Client().register("eip155:*", new UptoEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))));
+  const paying = wrapFetchWithPayment(fetch, client);
+  const exchanges: PaidExchange[] = [];
+  const recorded: typeof fetch = async (input, init) => {
+    const res = await paying(input, init);
+    const header = res.headers.get("payment-response");
+    exchanges.push({
+      status: res.status,
+      paymentResponse: header ? decodePaymentResponseHeader(header) : undefined,
+      headers: res.headers,
+    });
+    return res;
+  };
+  return { fetch: recorded, exchanges };
+}
+
+/** The OpenAI SDK at the pay-per-request base URL, paying through `uptoFetch` (its apiKey is sent, and ignored). */
+export function paidOpenAI(app: TestApp, privateKey: `0x${string}`) {
+  const { fetch, exchanges } = uptoFetch(privateKey);
+  const client = new OpenAI({ baseURL: `${app.baseUrl}/x402/v1`, apiKey: "not-a-key", fetch, maxRetries: 0 });
+  return { client, exchanges };
+}
+
+/** One raw call of a pay-per-request route: status, headers and JSON body (or text). */
+export async function x402Post(app: TestApp, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${app.baseUrl}/x402/v1${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {}
+  return { status: res.status, headers: res.headers, body: json, text };
+}
+
+/** The payment row of a payer (the latest). */
+export function paymentOfPayer(app: TestApp, payer: string) {
+  return app.rt.db.requestPayment.findFirstOrThrow({
+    where: { payerAddress: payer.toLowerCase() },
+    orderBy: { createdAt: "desc" },
+  });
+}
