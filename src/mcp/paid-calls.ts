@@ -1,11 +1,10 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import type { PayPerRequestId } from "../contract/paid-routes.js";
+import type { PaidOutcome } from "../domain/pay-per-request/ppr-service.js";
 import { DomainError, type HeaderField, isDomainError } from "../lib/errors.js";
-import type { Runtime } from "../runtime.js";
 import { PAID_TOOLS, type PaidTool } from "./inference-tools.js";
 import type { ToolContext } from "./tool-def.js";
-import { asDomainError, toolError } from "./tool-result.js";
+import { asDomainError, type Json, toolError } from "./tool-result.js";
 import {
   PAYMENT_RESPONSE_META,
   paidResult,
@@ -24,41 +23,10 @@ import {
  * out, in the binding's shapes (x402-binding.ts): no money rule lives here.
  */
 
-/** The v2 PaymentRequired a challenge carries (as the `PAYMENT-REQUIRED` header's object). */
-type PaymentRequired = { x402Version: number; error?: string } & Record<string, unknown>;
-
-/**
- * What the binding asks of the pay-per-request service (`rt.services.payPerRequest`,
- * domain/pay-per-request/ppr-service.ts `PayPerRequestService.serve`). It throws the /v1 twin's
- * errors as DomainErrors, with the receipt of a settle in `details.paymentResponse`; 402
- * `invalid_payment` with a receipt is a refused settle (the answer withheld).
- */
-export interface PayPerRequestServe {
-  serve(call: {
-    route: PayPerRequestId;
-    body: unknown;
-    payment: { payload: unknown } | undefined;
-    requestId?: string;
-    signal: AbortSignal;
-  }): Promise<
-    | { type: "challenge"; code: string; required: PaymentRequired }
-    | { type: "answer"; status: number; headers: Record<string, string>; body: Record<string, unknown> }
-    | { type: "streamed" }
-    | { type: "replayed_stream"; headers: Record<string, string>; text: string }
-  >;
-}
-
 export type AnonymousContext = Omit<ToolContext, "viewer">;
 
 const BY_NAME = new Map(PAID_TOOLS.map((t) => [t.definition.name, t]));
 const RECEIPT_HEADER = "PAYMENT-RESPONSE";
-
-function serviceOf(rt: Runtime): PayPerRequestServe {
-  const s = (rt.services as { payPerRequest?: PayPerRequestServe }).payPerRequest;
-  if (!s)
-    throw new DomainError("not_configured", "Paying per call is not available on this deployment; use an API key.");
-  return s;
-}
 
 /** The settle receipt of a `PAYMENT-RESPONSE` value, as the binding's `_meta` carries it (an object). */
 function receiptOf(value: string | undefined): SettleReceipt | undefined {
@@ -90,10 +58,10 @@ async function payPerCall(
   // the arguments are checked as the keyed call checks them (400 naming the field) before any price
   t.definition.parse(args);
   const payment = paymentOf(meta);
-  const service = serviceOf(ctx.rt);
+  const service = ctx.rt.services.payPerRequest;
   const body = t.restBody(args);
   const call = { route: t.route, body, signal: ctx.signal, ...(ctx.requestId ? { requestId: ctx.requestId } : {}) };
-  let out: Awaited<ReturnType<PayPerRequestServe["serve"]>>;
+  let out: PaidOutcome;
   try {
     out = await service.serve({ ...call, payment });
   } catch (err) {
@@ -102,13 +70,15 @@ async function payPerCall(
     if (err.code === "invalid_payment" && receipt.success === false) {
       // the settle was refused: the content is withheld; the requirements to pay again come with it
       const again = await service.serve({ ...call, payment: undefined }).catch(() => undefined);
-      const required = again?.type === "challenge" ? again.required : { x402Version: 2 };
+      const required = again?.type === "challenge" ? (again.required as unknown as Json) : { x402Version: 2 };
       return settlementFailedResult({ ...required, error: err.message }, receipt);
     }
     // an uncharged failure: the tool error, with the receipt of its settle of 0
     return { ...toolError(err), _meta: { [PAYMENT_RESPONSE_META]: receipt } };
   }
-  if (out.type === "challenge") return paymentRequiredResult(out.required, out.required.error ?? "Payment required");
+  if (out.type === "challenge") {
+    return paymentRequiredResult(out.required as unknown as Json, out.required.error ?? "Payment required");
+  }
   if (out.type !== "answer") throw new DomainError("internal_error", "A buffered paid call answered a stream.");
   const receipt = receiptOf(headerValue(out.headers, RECEIPT_HEADER));
   if (!receipt) throw new DomainError("internal_error", "A paid answer without its settlement receipt.");

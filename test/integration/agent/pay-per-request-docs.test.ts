@@ -4,7 +4,6 @@
 // reads) with `node --import tsx`, each from its own fresh wallet with no account. The USDC sits at
 // Base's address so the client's default spend controls apply exactly as on Base. The wallet's
 // one-time Permit2 approval is made by the test kit (SKILL.md's approval block talks to Base's RPC).
-// Needs the /x402/v1 routes (the pay-per-request service, branch i41-ppr): skipped until they exist.
 // A block that does not run as written fails here: fix the document, not this test.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -87,9 +86,7 @@ const TRAILER = {
 
 describe("the documents' pay-per-request examples", () => {
   for (const path of ["/SKILL.md", "/llms.txt"] as const) {
-    test(`${path}: a fresh wallet with no account pays one chat; the USDC that left it is usage.cost`, async (ctx) => {
-      const probe = await fetch(`${world.app.baseUrl}/x402/v1/chat/completions`, { method: "POST" });
-      if (probe.status === 404) ctx.skip("the /x402/v1 routes (branch i41-ppr) are not served here");
+    test(`${path}: a fresh wallet with no account pays one chat; the USDC that left it is usage.cost`, async () => {
       const code = await perRequestBlock(path);
       const dir = join(REPO_ROOT, ".cache", "pay-per-request-docs", randomUUID());
       await mkdir(dir, { recursive: true });

@@ -3,8 +3,6 @@
 // is the MCP SDK's own client over Streamable HTTP; its wallet signs the requirements an unpaid call
 // returned with @x402/core's x402Client and @x402/evm's upto client scheme; the chain is anvil, the
 // facilitator the HTTP stand-in over the real local facilitator (its settle can be refused).
-// The paid path needs the pay-per-request service (`rt.services.payPerRequest`, branch i41-ppr):
-// until it is wired those tests are skipped; the rest run.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -14,7 +12,7 @@ import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { toClientEvmSigner } from "@x402/evm";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, afterEach, beforeAll, describe, expect, type TestContext, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
@@ -50,12 +48,6 @@ afterEach(async () => {
   facilitator.uptoModeFor = undefined;
   await Promise.all(open.splice(0).map((c) => c.close()));
 });
-
-/** The paid path runs only where the pay-per-request service is wired. */
-function needsService(ctx: TestContext): void {
-  if (!("payPerRequest" in world.app.rt.services))
-    ctx.skip("the pay-per-request service (branch i41-ppr) is not wired");
-}
 
 /** An MCP SDK client with no credential at all. */
 async function anonymous(): Promise<Client> {
@@ -111,8 +103,7 @@ describe("no key: what is served without paying", () => {
     expect(facilitator.requests).toEqual([]);
   });
 
-  test("an unpaid call gets the upto requirements, sized as the REST 402 sizes them; nothing moves", async (ctx) => {
-    needsService(ctx);
+  test("an unpaid call gets the upto requirements, sized as the REST 402 sizes them; nothing moves", async () => {
     const settlesBefore = facilitator.settleCalls;
     const client = await anonymous();
     const required = requirementsOf(await callTool(client, "chat_completion", chatArgs("hi [[sim:tokens=10]]")));
@@ -138,8 +129,7 @@ describe("no key: what is served without paying", () => {
 });
 
 describe("paid per call", () => {
-  test("chat_completion: a completion and its receipt; USDC moved == receipt == costUsdc; books balance", async (ctx) => {
-    needsService(ctx);
+  test("chat_completion: a completion and its receipt; USDC moved == receipt == costUsdc; books balance", async () => {
     const buyer = await fundedBuyer(chain, 5_000_000n, { approvePermit2: true });
     const client = await anonymous();
     const args = chatArgs("Hello there [[sim:tokens=40]]");
@@ -178,8 +168,7 @@ describe("paid per call", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("generate_image: the images and the receipt; USDC moved == receipt == costUsdc", async (ctx) => {
-    needsService(ctx);
+  test("generate_image: the images and the receipt; USDC moved == receipt == costUsdc", async () => {
     const buyer = await fundedBuyer(chain, 5_000_000n, { approvePermit2: true });
     const client = await anonymous();
     const args = { model: "venice-sd35", prompt: "a lighthouse at dusk", variants: 2 };
@@ -198,8 +187,7 @@ describe("paid per call", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("an uncharged answer settles 0: the images, a receipt of 0, nothing moved", async (ctx) => {
-    needsService(ctx);
+  test("an uncharged answer settles 0: the images, a receipt of 0, nothing moved", async () => {
     const buyer = await fundedBuyer(chain, 5_000_000n, { approvePermit2: true });
     const client = await anonymous();
     // the upstream flags the prompt, delivers and bills nothing: not charged (images.test.ts)
@@ -214,8 +202,7 @@ describe("paid per call", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
-  test("a payload that is not an upto payment: the requirements again, with the reason; nothing moves", async (ctx) => {
-    needsService(ctx);
+  test("a payload that is not an upto payment: the requirements again, with the reason; nothing moves", async () => {
     const client = await anonymous();
     const [verifies, settles] = [facilitator.requests.length, facilitator.settleCalls];
     const r = await callTool(client, "chat_completion", chatArgs("x [[sim:tokens=10]]"), { x402Version: 2, junk: 1 });
@@ -225,8 +212,7 @@ describe("paid per call", () => {
     expect([facilitator.requests.length, facilitator.settleCalls]).toEqual([verifies, settles]);
   });
 
-  test("a refused settle withholds the content: isError, the failed receipt, no completion, nothing moved", async (ctx) => {
-    needsService(ctx);
+  test("a refused settle withholds the content: isError, the failed receipt, no completion, nothing moved", async () => {
     const buyer = await fundedBuyer(chain, 5_000_000n, { approvePermit2: true });
     const client = await anonymous();
     const args = chatArgs("The secret answer [[sim:tokens=30]]");
