@@ -168,6 +168,34 @@ describe("paid per call", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("the same payment on two connections at once: one charge; the other gets that answer or waits", async () => {
+    const buyer = await fundedBuyer(chain, 5_000_000n, { approvePermit2: true });
+    const [a, b] = [await anonymous(), await anonymous()];
+    const args = chatArgs("Twice at once [[sim:tokens=30]]");
+    const payment = await sign(buyer, requirementsOf(await callTool(a, "chat_completion", args)));
+    const before = await usdcBalance(chain, buyer.address);
+    const results = await Promise.all([a, b].map((c) => callTool(c, "chat_completion", args, payment)));
+    const answered = results.filter((r) => !r.isError);
+    expect(answered.length, JSON.stringify(results).slice(0, 600)).toBeGreaterThanOrEqual(1);
+    for (const r of results.filter((x) => x.isError)) {
+      // the payment's request was still in flight: do not pay again
+      const text = r.content[0]?.type === "text" ? r.content[0].text : "{}";
+      expect(JSON.parse(text).error?.code, text.slice(0, 300)).toBe("payment_unfinished");
+    }
+    const moved = before - (await usdcBalance(chain, buyer.address));
+    expect(moved).toBeGreaterThan(0n);
+    for (const r of answered) {
+      expect(BigInt(String(receiptOf(r).amount))).toBe(moved);
+      expect(parseDecimal6((r.structuredContent as { costUsdc: string }).costUsdc)).toBe(moved);
+    }
+    // afterwards the payment answers its recorded result, and nothing moves again
+    const later = await callTool(b, "chat_completion", args, payment);
+    expect(later.isError).toBeFalsy();
+    expect(BigInt(String(receiptOf(later).amount))).toBe(moved);
+    expect(before - (await usdcBalance(chain, buyer.address))).toBe(moved);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("generate_image: the images and the receipt; USDC moved == receipt == costUsdc", async () => {
     const buyer = await fundedBuyer(chain, 5_000_000n, { approvePermit2: true });
     const client = await anonymous();
