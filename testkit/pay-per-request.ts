@@ -1,8 +1,13 @@
 import { x402Client } from "@x402/core/client";
-import { decodePaymentResponseHeader } from "@x402/core/http";
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader,
+} from "@x402/core/http";
 import type { SettleResponse } from "@x402/core/types";
 import { toClientEvmSigner } from "@x402/evm";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
+import { appendPaymentIdentifierToExtensions } from "@x402/extensions/payment-identifier";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import OpenAI from "openai";
 import { privateKeyToAccount } from "viem/accounts";
@@ -44,7 +49,10 @@ export interface PaidExchange {
  * final answer.
  */
 export function uptoFetch(privateKey: `0x${string}`): { fetch: typeof fetch; exchanges: PaidExchange[] } {
-  const client = new x402Client().register("eip155:*", new UptoEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))));
+  const client = new x402Client().register(
+    "eip155:*",
+    new UptoEvmScheme(toClientEvmSigner(privateKeyToAccount(privateKey))),
+  );
   const paying = wrapFetchWithPayment(fetch, client);
   const exchanges: PaidExchange[] = [];
   const recorded: typeof fetch = async (input, init) => {
@@ -88,4 +96,32 @@ export function paymentOfPayer(app: TestApp, payer: string) {
     where: { payerAddress: payer.toLowerCase() },
     orderBy: { createdAt: "desc" },
   });
+}
+
+/**
+ * The buyer signs a call's 402 as `@x402/fetch` does (the 402's extensions echoed) and, with `id`,
+ * adds a payment-identifier (`unchecked`: as given, valid or not): the `PAYMENT-SIGNATURE` value.
+ */
+export async function signedUpto(
+  app: TestApp,
+  buyer: { privateKey: `0x${string}` },
+  path: string,
+  body: unknown,
+  o: { id?: string; unchecked?: boolean } = {},
+): Promise<string> {
+  const challenge = await x402Post(app, path, body);
+  const header = challenge.headers.get("payment-required");
+  if (challenge.status !== 402 || !header) throw new Error(`expected a 402, got ${challenge.status} ${challenge.text}`);
+  const client = new x402Client()
+    .register("eip155:*", new UptoEvmScheme(toClientEvmSigner(privateKeyToAccount(buyer.privateKey))))
+    .setSpendControls(false);
+  const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(header));
+  if (o.id === undefined) return encodePaymentSignatureHeader(payload);
+  const extensions = { ...(payload.extensions ?? {}) };
+  if (o.unchecked) {
+    // as a client that does not check it would send it
+    const declared = extensions["payment-identifier"] as { info?: Record<string, unknown> } | undefined;
+    extensions["payment-identifier"] = { ...declared, info: { ...declared?.info, id: o.id } };
+  } else appendPaymentIdentifierToExtensions(extensions, o.id);
+  return encodePaymentSignatureHeader({ ...payload, extensions });
 }

@@ -121,7 +121,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
       if (!planRequest(sized, UNLIMITED_MICRO_USDC)) continue;
       if (max === undefined || sized.plan.maxChargeMicroUsdc > max) max = sized.plan.maxChargeMicroUsdc;
     }
-    if (max === undefined) throw first ?? new DomainError("invalid_request", "No model of this request can be priced.");
+    if (max === undefined) throw first ?? new Error("a request without an admissible plan on any model");
     return max;
   }
 

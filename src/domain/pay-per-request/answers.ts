@@ -84,10 +84,19 @@ export interface StreamCapture {
 
 /**
  * A sink that also keeps what it was given (the recorded answer of a paid stream); what the buyer
- * did not receive after leaving is kept too: the payment paid for the whole answer.
+ * did not receive after leaving is kept too: the payment paid for the whole answer. The stream's
+ * end is held until `release()`: its answer is recorded before the buyer sees it end, so a
+ * duplicate sent on its heels gets the answer, not a 409.
  */
 export function capturingSink(sink: StreamSink) {
   const capture: StreamCapture = { headers: {}, text: "" };
+  let ended = false;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    if (ended) sink.end();
+  };
   const wrapped: StreamSink = {
     start(headers) {
       capture.headers = { ...headers };
@@ -97,7 +106,10 @@ export function capturingSink(sink: StreamSink) {
       capture.text += text;
       sink.write(text);
     },
-    end: () => sink.end(),
+    end() {
+      ended = true;
+      if (released) sink.end();
+    },
     get closed() {
       return sink.closed;
     },
@@ -105,5 +117,5 @@ export function capturingSink(sink: StreamSink) {
       return sink.signal;
     },
   };
-  return { sink: wrapped, capture };
+  return { sink: wrapped, capture, release };
 }

@@ -115,18 +115,24 @@ export class PaidRun {
     };
     try {
       if (req.stream && call.openStream) {
-        const { sink, capture } = capturingSink(call.openStream());
-        await endpoint.stream(caller, req, sink);
-        // a stream that ended without a charge (the buyer gone before content, a failed ending)
-        await settler.settleUnused(paid);
-        return await this.finish(row.id, { type: "streamed" }, recordedOf({ type: "streamed" }, capture));
+        const { sink, capture, release } = capturingSink(call.openStream());
+        try {
+          await endpoint.stream(caller, req, sink);
+          // a stream that ended without a charge (the buyer gone before content, a failed ending)
+          await settler.settleUnused(paid);
+          return await this.finish(row.id, { type: "streamed" }, recordedOf({ type: "streamed" }, capture));
+        } finally {
+          release();
+        }
       }
       const out = await endpoint.buffered(caller, req, call.signal);
       if (!receipt) throw new DomainError("internal_error", "A paid answer without its settlement.");
+      // no X-Balance-Remaining: the payment, not a prepaid balance, paid for it
+      const { "X-Balance-Remaining": _balance, ...headers } = out.headers;
       const outcome: PaidOutcome = {
         type: "answer",
         status: 200,
-        headers: { ...out.headers, [receipt.header.name]: receipt.header.value },
+        headers: { ...headers, [receipt.header.name]: receipt.header.value },
         body: out.body,
       };
       return await this.finish(row.id, outcome, recordedOf(outcome));

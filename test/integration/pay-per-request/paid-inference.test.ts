@@ -71,7 +71,9 @@ describe("the 402", () => {
     const r = await x402Post(app, "/chat/completions", body, { authorization: "Bearer svc_not_a_key" });
     expect(r.status).toBe(402);
     expect(r.headers.get("x-svc-error-code")).toBe("payment_required");
-    const required = PaymentRequiredV2Schema.parse(decodePaymentRequiredHeader(r.headers.get("payment-required") ?? ""));
+    const required = PaymentRequiredV2Schema.parse(
+      decodePaymentRequiredHeader(r.headers.get("payment-required") ?? ""),
+    );
     const req = required.accepts[0];
     // sized as admission sizes it: the prompt estimate and the completion cap at the worst rates, at 55
     const model = await app.rt.services.inference.model(MODEL, "text", "chat");
@@ -104,24 +106,47 @@ describe("the 402", () => {
     });
     expect(keyed.status).toBe(401);
   });
+
+  test("every pay-per-request route answers 402 unpaid; its /v1 twin still answers 401 without a key", async ({
+    app,
+  }) => {
+    const calls: [string, Record<string, unknown>][] = [
+      ["/chat/completions", chatBody("Hi")],
+      ["/responses", { model: MODEL, input: "Hi", max_output_tokens: 64 }],
+      ["/messages", { model: MODEL, max_tokens: 64, messages: [{ role: "user", content: "Hi" }] }],
+      ["/image/generate", { model: "venice-sd35", prompt: "a fox" }],
+      ["/images/generations", { model: "venice-sd35", prompt: "a fox", n: 1 }],
+    ];
+    for (const [path, body] of calls) {
+      const paid = await x402Post(app, path, body);
+      expect([path, paid.status]).toEqual([path, 402]);
+      const required = decodePaymentRequiredHeader(paid.headers.get("payment-required") ?? "");
+      expect(required.accepts[0]?.scheme).toBe("upto");
+      expect(BigInt(required.accepts[0]?.amount ?? "0")).toBeGreaterThan(0n);
+      const keyed = await fetch(`${app.baseUrl}/v1${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect([path, keyed.status]).toEqual([path, 401]);
+    }
+  });
 });
 
 describe("paid with a default @x402/fetch client around the OpenAI SDK", () => {
-  test("a chat: wallet = PAYMENT-RESPONSE = usage.cost = books; an account without a key", async ({
-    app,
-    chain,
-  }) => {
+  test("a chat: wallet = PAYMENT-RESPONSE = usage.cost = books; an account without a key", async ({ app, chain }) => {
     const buyer = await uptoBuyer(chain);
     const { client } = paidOpenAI(app, buyer.privateKey);
     const { out, moved: left } = await moved(chain, buyer.address, () =>
       client.chat.completions.create(chatBody("Hello [[sim:tokens=30]]") as never).withResponse(),
     );
-    const { data, response } = out as { data: { usage: Record<string, unknown> }; response: Response };
+    const { data, response } = out as unknown as { data: { usage: Record<string, unknown> }; response: Response };
     expect(left).toBeGreaterThan(0n);
     const receipt = decodePaymentResponseHeader(response.headers.get("payment-response") ?? "");
     expect(receipt).toMatchObject({ success: true, network: "eip155:8453", amount: left.toString() });
     expect((data.usage.cost_details as { cost_usdc: string }).cost_usdc).toBe(formatDecimal6(left));
     expect(response.headers.get("x-svc-cost-usdc")).toBe(formatDecimal6(left));
+    expect(response.headers.has("x-balance-remaining")).toBe(false);
     const { payment, gross, cash } = await bookedFor(app, buyer.address);
     expect(payment).toMatchObject({ status: "settled", chargeMicroUsdc: left, settledMicroUsdc: left });
     expect(payment.settlementTxHash).toBe(receipt.transaction.toLowerCase());
@@ -148,7 +173,10 @@ describe("paid with a default @x402/fetch client around the OpenAI SDK", () => {
     const { client } = paidOpenAI(app, buyer.privateKey);
     const chunks: Record<string, unknown>[] = [];
     const { moved: left } = await moved(chain, buyer.address, async () => {
-      const stream = await client.chat.completions.create({ ...chatBody("Stream [[sim:tokens=40]]"), stream: true } as never);
+      const stream = await client.chat.completions.create({
+        ...chatBody("Stream [[sim:tokens=40]]"),
+        stream: true,
+      } as never);
       for await (const c of stream as unknown as AsyncIterable<Record<string, unknown>>) chunks.push(c);
     });
     const usage = chunks.find((c) => c.usage)?.usage as { cost_details: { cost_usdc: string } };

@@ -121,6 +121,11 @@ describe("dialectOf: the Messages routes, as Express routes them", () => {
     ["/v1/messagesx", "svc"],
     ["/v1/chat/completions", "svc"],
     ["/v1/responses", "svc"],
+    // the pay-per-request twin (issue 41)
+    ["/x402/v1/messages", "anthropic"],
+    ["/X402/v1/messages/", "anthropic"],
+    ["/x402/v1/chat/completions", "svc"],
+    ["/x402/v1/messagesx", "svc"],
   ])("%s → %s", (url, dialect) => {
     expect(dialectOf(req(url))).toBe(dialect);
   });

@@ -9,13 +9,13 @@ import { describe, expect, it } from "vitest";
 // source and fails if a hand-written body parser comes back into the domain:
 //   1. no function, method or constant under src/domain is named `parse…Body` (the retired parsers);
 //   2. every inference modality the domain defines parses with a function src/contract exports;
-//   3. in the domain's request path (src/domain/inference, funding, video) every `invalid_request`
+//   3. in the domain's request path (src/domain/inference, funding, video, pay-per-request) every `invalid_request`
 //      is raised by a rule listed below, each needing something the contract cannot see (the
 //      catalog row, a price, the job's state, the upstream's answer). A shape rule belongs in
 //      src/contract; a new rule that truly needs the database is added here with its reason.
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const DOMAIN = join(ROOT, "src/domain");
-const REQUEST_PATH = ["inference", "funding", "video"].map((d) => join(DOMAIN, d));
+const REQUEST_PATH = ["inference", "funding", "video", "pay-per-request"].map((d) => join(DOMAIN, d));
 
 /** `file:function` → why the rule is the domain's. */
 const DOMAIN_RULES: Record<string, string> = {
@@ -25,6 +25,8 @@ const DOMAIN_RULES: Record<string, string> = {
   "src/domain/inference/failure.ts:requestError": "the upstream refused the request (4xx relayed)",
   "src/domain/inference/buffered.ts:runBuffered": "the buyer closed the request",
   "src/domain/video/video-jobs.ts:complete": "the job's state (delivered, refunded, expired)",
+  "src/domain/pay-per-request/ppr-service.ts:serve":
+    "the request's maximum charge (the catalog's prices) above what one payment may be; a transport that cannot stream",
   "src/domain/funding/funding-service.ts:sentPayment":
     "both x402 payment headers at once (X-PAYMENT and PAYMENT-SIGNATURE: headers, not the body contract's)",
 };
