@@ -150,6 +150,15 @@ describe("paid per call", () => {
     expect(parseDecimal6(value.costUsdc as string)).toBe(moved);
     expect(moved).toBeLessThanOrEqual(BigInt(required.accepts[0]?.amount ?? "0"));
     expect(value.balanceRemainingUsdc).toBeUndefined();
+    // the record: under the payer's wallet, charged and settled exactly what moved
+    const record = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({
+      where: { supportReference: value.supportReference as string },
+      include: { payment: true, account: true },
+    });
+    expect(record.costMicroUsdc).toBe(moved);
+    expect(record.payment?.settledMicroUsdc).toBe(moved);
+    expect(record.payment?.status).toBe("settled");
+    expect(record.account.walletAddress.toLowerCase()).toBe(buyer.address.toLowerCase());
     await assertBooksBalance(world.app.rt.db);
 
     // the same payment again: the recorded answer, nothing moves twice
