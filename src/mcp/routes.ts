@@ -73,7 +73,9 @@ function transportRefusal(req: Request): DomainError | undefined {
  * the official SDK, stateless: every POST gets its own server and transport (no session id, JSON
  * answers, nothing kept between requests), so any API process can serve any request. GET (the
  * server-to-client SSE stream) and DELETE (session end) have nothing to serve: 405. Bodies are read
- * by the app's one JSON parser (its size limit and error answers), after the Bearer key checks out.
+ * by the app's one JSON parser (its size limit and error answers), after a sent Bearer key checks
+ * out; with no credential at all the request is served paid per call (docs/decisions.md "Paid MCP
+ * tools (issue 41)").
  */
 export function mcpRoutes(rt: Runtime): Router {
   const r = Router();

@@ -50,8 +50,9 @@ const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 /**
  * One MCP server for one HTTP request (stateless, docs/decisions.md "MCP connector"), bound to the
  * caller the Bearer key resolved to, or to nobody: then the paid tools are paid per call (x402 MCP
- * binding, paid-calls.ts) and the others answer `authentication_failed`. The SDK's low-level `Server` rather than `McpServer`: McpServer
- * validates tool arguments itself and answers a failure with its own text, where ours must be the
+ * binding, paid-calls.ts) and the others answer `authentication_failed`; with a key a payment in
+ * `_meta` is not read (the key's balance pays). The SDK's low-level `Server` rather than `McpServer`:
+ * McpServer validates tool arguments itself and answers a failure with its own text, where ours must be the
  * REST error body with `invalid_request` and the field; so the two tool handlers are ours, and the
  * schemas are listed with the SDK's own zod converter.
  */
