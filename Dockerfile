@@ -1,10 +1,10 @@
-# syntax=docker/dockerfile:1
-# The service's image. Built elsewhere (no container engine runs in this repository's CI); its two
-# steps are scripts/release.sh, the same commands CI runs natively before its smoke of the
-# production install (.ci/run): a build stage with every dependency, a runtime stage with the
-# production install alone, as a non-root user.
+# The service's image: a build stage with every dependency, a runtime stage with the production
+# install alone, as the non-root user `node`. Its two steps are scripts/release.sh, the commands CI
+# also runs natively; CI builds this file and runs the image (scripts/image-check.sh, from .ci/run)
+# on a stand-in for the official base made by scripts/base-image.sh (issue 42). No `# syntax=` line:
+# no feature here needs one, and it would make BuildKit fetch a frontend image.
 
-FROM node:20.20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # the root postinstall (prisma generate) needs the schema and the config
@@ -14,8 +14,10 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN bash scripts/release.sh build && bash scripts/release.sh assemble /app
 
-FROM node:20.20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080
+# /app itself belongs to node too (WORKDIR makes it root's), as everything in it
+RUN mkdir -p /app && chown node:node /app
 WORKDIR /app
 COPY --from=build --chown=node:node /app /app
 USER node

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isClusterUrl, parseClusterUrl } from "./lib/redis-url.js";
 import { displayUrl } from "./lib/url-display.js";
 
 /**
@@ -73,6 +74,27 @@ function url(protocols: string[], opts: { credentials?: boolean } = {}) {
   });
 }
 
+/**
+ * `REDIS_URL`: one Redis (`redis://`, `rediss://`) or a Redis Cluster's seed nodes
+ * (`redis+cluster://[user:password@]host:port[,host:port…]`, lib/redis-url.ts).
+ */
+function redisUrl() {
+  const single = url(["redis:", "rediss:"], { credentials: true });
+  return z.string().superRefine((s, ctx) => {
+    if (!isClusterUrl(s)) {
+      const r = single.safeParse(s);
+      // the single-node message as before (a cluster URL is the documented alternative)
+      if (!r.success) ctx.addIssue({ code: z.ZodIssueCode.custom, message: r.error.issues[0]?.message ?? "invalid" });
+      return;
+    }
+    try {
+      parseClusterUrl(s);
+    } catch (e) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `a redis+cluster URL: ${(e as Error).message}` });
+    }
+  });
+}
+
 function pattern(re: RegExp, what: string) {
   return z.string().superRefine((s, ctx) => {
     if (!re.test(s)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `expected ${what}` });
@@ -128,9 +150,14 @@ const envSchema = z.object({
     url(["postgresql:", "postgres:"], { credentials: true }),
     "postgresql://postgres@127.0.0.1:5432/svc",
   ),
+  /** not in CONTRACT: a streaming replica of DATABASE_URL for read-only pages (docs/decisions.md "Read replica (issue 42)") */
+  DATABASE_URL_READ_REPLICA: optional(url(["postgresql:", "postgres:"], { credentials: true })),
+  /** not in CONTRACT: beyond this replay lag (ms) every read goes to the primary */
+  READ_REPLICA_MAX_LAG_MS: withDefault(intIn(100, 600_000), "10000"),
   /** not in CONTRACT: DATABASE_URL's password as it is (any characters); when set, it replaces the URL's, percent-encoded */
   DATABASE_PASSWORD: optionalString,
-  REDIS_URL: withDefault(url(["redis:", "rediss:"], { credentials: true }), "redis://127.0.0.1:6379"),
+  /** one Redis, or a Redis Cluster: `redis+cluster://host:port[,host:port…]` (docs/configuration.md) */
+  REDIS_URL: withDefault(redisUrl(), "redis://127.0.0.1:6379"),
   BASE_URL: optional(url(["http:", "https:"])),
   MCP_URL: optional(url(["http:", "https:"])),
   WEB_URL: optional(url(["http:", "https:"])),
@@ -206,8 +233,14 @@ const envSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE_MS: withDefault(delaysMs(), DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS),
   /** not in CONTRACT: one delivery attempt's deadline, ms (connect, TLS, the request, the status line and headers) */
   WEBHOOK_TIMEOUT_MS: withDefault(intIn(100, 60_000), "10000"),
-  /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding */
-  REDIS_PREFIX: withDefault(pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-'"), "svc"),
+  /** not in CONTRACT: lets deployments (and test runs) share one Redis without colliding; the usual trailing ':' (`svc:`) is the same prefix (the service adds the separator itself) */
+  REDIS_PREFIX: withDefault(
+    z.preprocess(
+      (v) => (typeof v === "string" ? v.replace(/:$/, "") : v),
+      pattern(/^[A-Za-z0-9_.-]{1,64}$/, "1-64 letters, digits, '_', '.' or '-' (and an optional trailing ':')"),
+    ),
+    "svc",
+  ),
   /** when set, traces go to this OTLP/HTTP endpoint (`<endpoint>/v1/traces`); unset: no tracing, no SDK loaded */
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(url(["http:", "https:"])),
   /** the standard per-signal override: the full URL traces are sent to (tracing is on when either is set) */
@@ -239,8 +272,13 @@ export interface Config {
     readonly poolSize: number;
     /** connections per pool of the workers' own clients (workers/index.ts) */
     readonly workerPoolSize: number;
+    /** DATABASE_URL_READ_REPLICA: read-only pages read here (adapters/read-replica.ts); none: the primary */
+    readonly readReplicaUrl: string | undefined;
+    /** READ_REPLICA_MAX_LAG_MS */
+    readonly readReplicaMaxLagMs: number;
   };
-  readonly redis: { readonly url: string; readonly prefix: string };
+  /** `cluster`: REDIS_URL names a Redis Cluster (keys are hash-tagged so each script's keys share a slot) */
+  readonly redis: { readonly url: string; readonly prefix: string; readonly cluster: boolean };
   readonly upstream: { readonly baseUrl: string; readonly catalogSyncKey: string | undefined };
   readonly chain: {
     readonly rpcUrl: string;
@@ -362,8 +400,10 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       url: withPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
       poolSize: Number(e.DB_POOL_SIZE),
       workerPoolSize: Number(e.WORKER_DB_POOL_SIZE),
+      readReplicaUrl: e.DATABASE_URL_READ_REPLICA,
+      readReplicaMaxLagMs: Number(e.READ_REPLICA_MAX_LAG_MS),
     },
-    redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX },
+    redis: { url: e.REDIS_URL, prefix: opts.redisPrefix ?? e.REDIS_PREFIX, cluster: isClusterUrl(e.REDIS_URL) },
     upstream: { baseUrl: stripSlash(e.UPSTREAM_BASE_URL), catalogSyncKey: e.CATALOG_SYNC_KEY },
     chain: {
       rpcUrl: e.CHAIN_RPC_URL,

@@ -1,4 +1,3 @@
-import type { Redis } from "ioredis";
 import { type ChainGateway, createChainGateway } from "./adapters/chain/usdc-gateway.js";
 import { createPrisma, type Db, WORKER_TRANSACTION_OPTIONS } from "./adapters/db.js";
 import { createFacilitator } from "./adapters/facilitator/index.js";
@@ -6,6 +5,8 @@ import type { Facilitator } from "./adapters/facilitator/types.js";
 import { PromMetrics } from "./adapters/metrics.js";
 import { createEventBus, type EventBus } from "./adapters/pubsub.js";
 import { closeQueues, createQueues, type Queues } from "./adapters/queues.js";
+import { createReadRouting, primaryOnly, type ReadRouting } from "./adapters/read-replica.js";
+import type { RedisClient } from "./adapters/redis/client.js";
 import { closeRedis, createRedis, whenReady } from "./adapters/redis/client.js";
 import { type RedisKeys, redisKeys } from "./adapters/redis/keys.js";
 import { createSql, type Sql } from "./adapters/sql.js";
@@ -22,7 +23,9 @@ export interface Runtime {
   db: Db;
   /** pg pool for the inference pipeline's hot path */
   sql: Sql;
-  redis: { command: Redis; publish: Redis; subscribe: Redis; producer: Redis };
+  /** where read-only pages read: DATABASE_URL_READ_REPLICA when set and fresh enough, else `db` */
+  reads: ReadRouting;
+  redis: { command: RedisClient; publish: RedisClient; subscribe: RedisClient; producer: RedisClient };
   bus: EventBus;
   keys: RedisKeys;
   queues: Queues;
@@ -49,7 +52,7 @@ export async function createRuntime(
   const clock = opts.clock ?? systemClock;
   // first, so everything after it may make spans; nothing is loaded when tracing is off
   const tracing = await startTracing(config.tracing);
-  const keys = redisKeys(config.redis.prefix);
+  const keys = redisKeys(config.redis.prefix, { cluster: config.redis.cluster });
   const db = createPrisma(config.database.url, { max: config.database.poolSize, onQuery: opts.onQuery });
   const sql = createSql(config.database.url, config.database.poolSize);
   const redis = {
@@ -68,7 +71,20 @@ export async function createRuntime(
     throw new Error(`REDIS_URL: cannot connect (${(e as Error).message})`);
   }
   const bus = createEventBus({ publishClient: redis.publish, subscribeClient: redis.subscribe, prefix: keys.prefix });
-  const queues = createQueues(redis.producer, keys.bullPrefix());
+  const queues = createQueues(redis.producer, keys.queuePrefix);
+  // the workers read and write the primary alone: a worker-only process opens nothing on the replica
+  const reads =
+    config.database.readReplicaUrl && config.role !== "worker"
+      ? createReadRouting({
+          primary: db,
+          primaryUrl: config.database.url,
+          replicaUrl: config.database.readReplicaUrl,
+          maxLagMs: config.database.readReplicaMaxLagMs,
+          redis: redis.command,
+          prefix: keys.prefix,
+          poolSize: config.database.poolSize,
+        })
+      : primaryOnly(db);
   const chain = createChainGateway({
     rpcUrl: config.chain.rpcUrl,
     chainId: config.chain.id,
@@ -136,12 +152,14 @@ export async function createRuntime(
     facilitator,
     upstream,
     resolveHost: opts.resolveHost,
+    reads,
   });
   let closed = false;
   return {
     config,
     db,
     sql,
+    reads,
     redis,
     bus,
     keys,
@@ -161,6 +179,7 @@ export async function createRuntime(
       await services.inference.close().catch(() => undefined);
       await upstream.close().catch(() => undefined);
       await closeQueues(queues).catch(() => undefined);
+      await reads.close();
       await db.$disconnect().catch(() => undefined);
       await sql.end().catch(() => undefined);
       // pub/sub clients last (STACK_NOTES gotcha 7)

@@ -1,4 +1,3 @@
-import type { Redis } from "ioredis";
 import { createUptoChainReads } from "./adapters/chain/upto-reads.js";
 import type { ChainGateway } from "./adapters/chain/usdc-gateway.js";
 import type { Db } from "./adapters/db.js";
@@ -11,8 +10,10 @@ import {
   requestPaymentReconciliationProducer,
   webhookProducer,
 } from "./adapters/queues.js";
+import type { ReadRouting } from "./adapters/read-replica.js";
 import { createWebhookTestBudget } from "./adapters/redis/budget.js";
 import { createSharedCache } from "./adapters/redis/cache.js";
+import type { RedisClient } from "./adapters/redis/client.js";
 import { createDeliveryLanes } from "./adapters/redis/delivery-lanes.js";
 import { createEscrowUsageBoard } from "./adapters/redis/escrow-usage.js";
 import { createSignupFuse } from "./adapters/redis/fuse.js";
@@ -114,7 +115,7 @@ export interface ServiceDeps {
   bus: EventBus;
   keys: RedisKeys;
   clock: Clock;
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
   chain: ChainGateway;
   payoutChain: ChainGateway | undefined;
@@ -122,6 +123,8 @@ export interface ServiceDeps {
   upstream: UpstreamClient;
   /** operators' counters (GET /metrics); none by default */
   metrics?: Metrics;
+  /** where read-only pages read (adapters/read-replica.ts); none: the primary (the workers' services) */
+  reads?: ReadRouting;
   /** how webhook host names resolve (default node:dns; tests map names to addresses) */
   resolveHost?: ResolveHost;
   /** how a webhook is POSTed (default node:http/https, pinned to the checked address) */
@@ -160,10 +163,16 @@ export function createServices(deps: ServiceDeps): Services {
   const apiKeys = new ApiKeyService(db, clock, deps.sql, bus, (ids) => catalog.listedIds(ids));
   let pipeline: InferencePipeline | undefined;
   const inFlight = createInFlightRegistry(deps.redis, deps.keys);
-  const market = new MarketService(db, sqlRunner(deps.sql), bus, clock, {
-    store: createSharedCache(deps.redis),
-    keys: deps.keys,
-  });
+  // read-only pages (history, dashboards, market statistics) may read a replica; nothing else does
+  const reader = deps.reads ? (accountId: string | null) => (deps.reads as ReadRouting).reader(accountId) : undefined;
+  const market = new MarketService(
+    db,
+    sqlRunner(deps.sql),
+    bus,
+    clock,
+    { store: createSharedCache(deps.redis), keys: deps.keys },
+    reader,
+  );
   // the one key-marking path (cooldown, auth failure, reopen), for the pipeline and the supply side
   const keyHealth = new KeyHealth({
     db,
@@ -237,6 +246,7 @@ export function createServices(deps: ServiceDeps): Services {
       (accountId) => pipeline?.forgetCeiling(accountId),
       inFlight,
       (accountId, holders) => router.escrow.inUse(accountId, holders),
+      reader,
     ),
     apiKeys,
     keyHealth,

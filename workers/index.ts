@@ -1,7 +1,6 @@
 import { type Job, Worker } from "bullmq";
-import type { Redis } from "ioredis";
 import { QUEUES } from "../src/adapters/queues.js";
-import { closeRedis, createRedis } from "../src/adapters/redis/client.js";
+import { closeRedis, createRedis, type RedisClient } from "../src/adapters/redis/client.js";
 import { logger } from "../src/lib/logger.js";
 import { createWorkerServices, type Runtime } from "../src/runtime.js";
 import { confirmationsProcessor, reconciliationProcessor } from "./funding.worker.js";
@@ -102,15 +101,16 @@ export async function startWorkers(
     // a process's slots are shared by at least 8 accounts whatever their receivers do
     webhooks: { fn: webhooksProcessor(services), concurrency: 16 },
   };
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   const workers: Worker[] = [];
   for (const [queue, p] of Object.entries(processors)) {
     if (!p) continue;
     const connection = createRedis(rt.config.redis.url, "worker");
     connections.push(connection);
-    const w = new Worker(QUEUES[queue as keyof typeof QUEUES], withJobSpan(queue, withErrorPolicy(queue, p.fn)), {
+    const name = QUEUES[queue as keyof typeof QUEUES];
+    const w = new Worker(name, withJobSpan(queue, withErrorPolicy(queue, p.fn)), {
       connection,
-      prefix: rt.keys.bullPrefix(),
+      prefix: rt.keys.queuePrefix(name),
       concurrency: p.concurrency,
     });
     w.on("error", (err) => logger.warn({ err, queue }, "worker error"));

@@ -1,7 +1,7 @@
 import { createRedisEventTarget } from "@graphql-yoga/redis-event-target";
 import { createPubSub } from "graphql-yoga";
-import type { Redis } from "ioredis";
 import { logger } from "../lib/logger.js";
+import type { RedisClient } from "./redis/client.js";
 
 /**
  * Real-time events, fanned out to every process through Redis pub/sub (GraphQL subscriptions
@@ -85,7 +85,7 @@ export const bigintJson = {
  * redis-event-target calls publish/subscribe/unsubscribe without `.catch` (STACK_NOTES gotcha 7):
  * a broken connection would become an unhandledRejection. Route those promises through a logger.
  */
-function guarded(client: Redis, methods: string[]): Redis {
+function guarded(client: RedisClient, methods: string[]): RedisClient {
   return new Proxy(client, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
@@ -120,7 +120,7 @@ function prefixedTarget(inner: ReturnType<typeof createRedisEventTarget>, prefix
   };
 }
 
-export function createEventBus(opts: { publishClient: Redis; subscribeClient: Redis; prefix: string }) {
+export function createEventBus(opts: { publishClient: RedisClient; subscribeClient: RedisClient; prefix: string }) {
   const target = createRedisEventTarget({
     publishClient: guarded(opts.publishClient, ["publish"]),
     subscribeClient: guarded(opts.subscribeClient, ["subscribe", "unsubscribe"]),

@@ -1,6 +1,6 @@
 import { type JobsOptions, Queue } from "bullmq";
-import type { Redis } from "ioredis";
 import { type TraceCarrier, traceCarrier } from "../lib/tracing.js";
+import type { RedisClient } from "./redis/client.js";
 
 /**
  * Every BullMQ queue, declared once with its job names and payloads. Producers fail fast
@@ -63,9 +63,14 @@ class TracedQueue extends Queue {
   }
 }
 
-export function createQueues(connection: Redis, prefix: string): Queues {
+/** `prefixOf(queue)`: its BullMQ prefix (RedisKeys.queuePrefix: hash-tagged per queue on a cluster). */
+export function createQueues(connection: RedisClient, prefixOf: (queue: QueueName) => string): Queues {
   const entries = Object.values(QUEUES).map(
-    (name) => [name, new TracedQueue(name, { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS })] as const,
+    (name) =>
+      [
+        name,
+        new TracedQueue(name, { connection, prefix: prefixOf(name), defaultJobOptions: DEFAULT_JOB_OPTIONS }),
+      ] as const,
   );
   return Object.fromEntries(entries) as Queues;
 }

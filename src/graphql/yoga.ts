@@ -1,11 +1,13 @@
 import type { Request, Response } from "express";
 import { createYoga, type GraphiQLOptions, map, pipe } from "graphql-yoga";
 import type { EventBus } from "../adapters/pubsub.js";
+import type { ReadRouting } from "../adapters/read-replica.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import { DomainError } from "../lib/errors.js";
 import type { GraphQLContext } from "./context.js";
 import { maskError } from "./errors.js";
 import { type GraphQLBudgetDeps, graphqlLimits } from "./limits.js";
+import { useReadReplica } from "./read-replica.js";
 import { buildSchema } from "./schema/index.js";
 import { useGraphQLStream } from "./stream.js";
 
@@ -17,6 +19,8 @@ export interface YogaDeps {
   allowedOrigins: string[];
   /** the per-caller GraphQL cost budget (graphql/limits.ts); none: per-operation limits only */
   budget?: GraphQLBudgetDeps;
+  /** where queries read (a replica when fresh enough; graphql/read-replica.ts); none: `base.db` */
+  reads?: ReadRouting;
 }
 
 export type ServerContext = { req: Request; res: Response };
@@ -83,7 +87,7 @@ export function createGraphQL(deps: YogaDeps) {
     landingPage: false,
     logging: false,
     maskedErrors: { maskError },
-    plugins: [useGraphQLStream(), ...graphqlLimits(deps.budget)],
+    plugins: [useGraphQLStream(), ...graphqlLimits(deps.budget), ...useReadReplica(deps.reads)],
     // only our own origins get CORS headers; anything else (including "null") gets none
     cors: (request) => {
       const origin = request.headers.get("origin");

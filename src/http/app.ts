@@ -54,7 +54,7 @@ export function createHttpApp(rt: Runtime, opts: HttpAppOptions = {}): HttpApp {
   const inFlight = new InFlight();
   // the entry layers (in-flight count, timing, request id, unsafe URL refusal), defined once in
   // layers.ts: the fast path below runs the same function, so a layer added there is on both paths
-  const entry = new EntryLayers(rt.metrics, inFlight);
+  const entry = new EntryLayers(rt.metrics, inFlight, rt.reads);
   app.use(entry.express);
   // GraphQL documents are small (graphql/limits.ts): a smaller body limit there (yoga's endpoint and /graphql/stream)
   app.use("/graphql", graphqlJsonBody);
@@ -82,6 +82,7 @@ export function createHttpApp(rt: Runtime, opts: HttpAppOptions = {}): HttpApp {
 
   const yoga = createGraphQL({
     base: { db: rt.db, bus: rt.bus, services: rt.services },
+    reads: rt.reads,
     resolveViewer: (req: Request) => resolveViewer(rt.services, req),
     allowedOrigins: [new URL(rt.config.urls.base).origin, new URL(rt.config.urls.web).origin],
     budget: {

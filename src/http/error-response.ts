@@ -166,8 +166,9 @@ export function toDomainError(err: unknown, requestId?: string): DomainError {
 
 /**
  * Postgres or Redis not answering — a connection refused or reset, Redis offline or out of
- * retries, Prisma unable to reach the server or to get a pooled connection in time, Postgres out of
- * connections — is a 503 the client may retry, not an internal error.
+ * retries, a Redis Cluster failing over, Prisma unable to reach the server or to get a pooled
+ * connection in time, Postgres out of connections — is a 503 the client may retry, not an internal
+ * error.
  */
 export function isDependencyOutage(err: unknown): boolean {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string } } | null;
@@ -179,8 +180,16 @@ export function isDependencyOutage(err: unknown): boolean {
     )
   )
     return true;
-  if (e.name === "MaxRetriesPerRequestError") return true;
+  if (e.name === "MaxRetriesPerRequestError" || e.name === "ClusterAllFailedError") return true;
   const m = e.message ?? "";
+  // a Redis Cluster mid-failover (docs/operations.md "Running on a Redis Cluster"): slots not served
+  // yet (CLUSTERDOWN, TRYAGAIN), a slot map being refreshed, a client out of redirections
+  if (
+    /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)\b|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache/.test(
+      m,
+    )
+  )
+    return true;
   return /Connection is closed|Stream isn't writeable|too many clients|Can't reach database server|Timed out fetching a new connection|terminating connection due to administrator command/i.test(
     m,
   );

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import { markWriteOnEnd, noteWriter, type ReadRouting } from "../adapters/read-replica.js";
 import type { Viewer } from "../domain/identity/viewer.js";
 import type { DomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
@@ -32,6 +33,8 @@ export class EntryLayers {
   constructor(
     private readonly metrics: Metrics,
     readonly inFlight: InFlight,
+    /** with a read replica, a write request's end waits for its caller's write mark (adapters/read-replica.ts) */
+    private readonly reads?: ReadRouting,
   ) {}
 
   /**
@@ -43,6 +46,9 @@ export class EntryLayers {
     this.inFlight.track(res);
     timeRequest(this.metrics, req, res, route);
     setRequestId(res);
+    if (this.reads?.replicated && req.method !== "GET" && req.method !== "HEAD" && req.method !== "OPTIONS") {
+      markWriteOnEnd(res, this.reads);
+    }
     return unsafeUrlError(req);
   }
 
@@ -77,6 +83,8 @@ export async function credentialed(
   res: ServerResponse,
 ): Promise<void> {
   const viewer = await authenticate(req);
+  // a credentialed request that is not a read is the caller's write (read-your-writes, read-replica.ts)
+  if (req.method !== "GET" && req.method !== "HEAD") noteWriter(res, viewer.accountId);
   await readJsonBody(req, res);
   await handler(viewer, req, res);
 }

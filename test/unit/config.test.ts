@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { loadConfig } from "../../src/config.js";
+import { parseClusterUrl } from "../../src/lib/redis-url.js";
 
 const PROD = {
   PAY_TO: "0x1111111111111111111111111111111111111111",
@@ -240,6 +241,81 @@ describe("issue 38: a Postgres password with / + = (RFC 3986 percent-encoded)", 
       const r = loadConfig({ ...PROD, DATABASE_URL: url, DATABASE_PASSWORD: "a/b+c=d@:%#?" });
       expect(r.ok && r.config.database.url).toBe("postgresql://svc:a%2Fb%2Bc%3Dd%40%3A%25%23%3F@db:5432/svc");
       expect(r.ok && decodeURIComponent(new URL(r.config.database.url).password)).toBe("a/b+c=d@:%#?");
+    }
+  });
+});
+
+describe("issue 42: REDIS_URL may name a Redis Cluster", () => {
+  test("redis+cluster:// with seed nodes and credentials", () => {
+    const url = "redis+cluster://svc:p%40ss@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002/";
+    const r = loadConfig({ ...PROD, REDIS_URL: url });
+    expect(r.ok && r.config.redis).toEqual({ url, prefix: "svc", cluster: true });
+    expect(parseClusterUrl(url)).toEqual({
+      nodes: [
+        { host: "10.0.0.1", port: 7000 },
+        { host: "10.0.0.2", port: 7001 },
+        { host: "::1", port: 7002 },
+      ],
+      username: "svc",
+      password: "p@ss",
+      tls: false,
+    });
+    expect(parseClusterUrl("rediss+cluster://redis-0:6379").tls).toBe(true);
+    const single = loadConfig({ ...PROD, REDIS_URL: "redis://127.0.0.1:6379" });
+    expect(single.ok && single.config.redis.cluster).toBe(false);
+  });
+
+  test.each([
+    { label: "a seed without a port", value: "redis+cluster://:SECRET-MARK@10.0.0.1:7000,10.0.0.2", want: /host:port/ },
+    { label: "a database number", value: "redis+cluster://:SECRET-MARK@10.0.0.1:7000/2", want: /database 0/ },
+    { label: "a stray %", value: "redis+cluster://:SECRET-MARK%zz@10.0.0.1:7000", want: /percent-escape/ },
+    { label: "a port out of range", value: "redis+cluster://10.0.0.1:70000", want: /host:port/ },
+  ])("refused, never showing the password: $label", ({ value, want }) => {
+    const r = loadConfig({ ...PROD, REDIS_URL: value });
+    expect(r.ok).toBe(false);
+    const line = !r.ok ? (r.errors[0] ?? "") : "";
+    expect(line).toMatch(/^REDIS_URL: a redis\+cluster URL: /);
+    expect(line).toMatch(want);
+    expect(line).not.toContain("SECRET-MARK");
+  });
+});
+
+describe("issue 42: compose's password and prefix as an operator writes them", () => {
+  test("DATABASE_PASSWORD: every printable ASCII character, a space and non-ASCII reach pg exactly", async () => {
+    const { default: pg } = await import("pg");
+    const ascii = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).join("");
+    for (const password of [ascii, "pässwörd €🙂", "%41%2F", "a b", "!'()*~"]) {
+      const r = loadConfig({
+        ...PROD,
+        DATABASE_URL: "postgresql://svc@postgres:5432/svc",
+        DATABASE_PASSWORD: password,
+      });
+      expect(r.ok).toBe(true);
+      if (!r.ok) continue;
+      const url = r.config.database.url;
+      // nothing in the URL's userinfo is left raw that a URL parser reads as a delimiter
+      expect(new URL(url).host).toBe("postgres:5432");
+      expect(new URL(url).pathname).toBe("/svc");
+      expect(new URL(url).username).toBe("svc");
+      // what pg takes from the URL (pg's own parser; Prisma's pg adapter hands the URL to pg)
+      const client = new pg.Client({ connectionString: url });
+      expect(client.password).toBe(password);
+      expect(client.user).toBe("svc");
+      expect(client.database).toBe("svc");
+    }
+  });
+
+  test("REDIS_PREFIX with the usual trailing colon is the same prefix", () => {
+    const with_ = loadConfig({ ...PROD, REDIS_PREFIX: "svc-eu:" });
+    const without = loadConfig({ ...PROD, REDIS_PREFIX: "svc-eu" });
+    expect(with_.ok && with_.config.redis.prefix).toBe("svc-eu");
+    expect(without.ok && without.config.redis.prefix).toBe("svc-eu");
+    expect(loadConfig({ ...PROD, REDIS_PREFIX: "a.b_c-1:" }).ok).toBe(true);
+    // still refused: a colon alone, two trailing colons, a colon inside, a space
+    for (const bad of [":", "svc::", "a:b", "svc eu"]) {
+      const r = loadConfig({ ...PROD, REDIS_PREFIX: bad });
+      expect(r.ok, bad).toBe(false);
+      if (!r.ok) expect(JSON.stringify(r)).toContain("REDIS_PREFIX");
     }
   });
 });

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 
 /**
@@ -18,7 +18,7 @@ export interface CostBudget {
 
 /** A fixed-window budget whose window key for a subject is `keyOf(subject, windowStart)`. */
 function windowBudget(
-  redis: Redis,
+  redis: RedisClient,
   keyOf: (subject: string, windowStart: number) => string,
   perWindow: number,
   windowSeconds: number,
@@ -40,7 +40,7 @@ function windowBudget(
 }
 
 export function createGraphqlCostBudget(
-  redis: Redis,
+  redis: RedisClient,
   keys: RedisKeys,
   perWindow: number,
   windowSeconds = 60,
@@ -49,6 +49,6 @@ export function createGraphqlCostBudget(
 }
 
 /** Test events per account (the subject is the account id): `perMinute` a minute. */
-export function createWebhookTestBudget(redis: Redis, keys: RedisKeys, perMinute: number): CostBudget {
+export function createWebhookTestBudget(redis: RedisClient, keys: RedisKeys, perMinute: number): CostBudget {
   return windowBudget(redis, keys.webhookTests, perMinute, 60);
 }

@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import { bigintJson } from "../pubsub.js";
+import type { RedisClient } from "./client.js";
 
 /** A small JSON cache in Redis shared by every process (bigints survive the round trip). */
 export interface SharedCache {
@@ -9,7 +9,7 @@ export interface SharedCache {
   delete(keys: string[]): Promise<void>;
 }
 
-export function createSharedCache(redis: Redis): SharedCache {
+export function createSharedCache(redis: RedisClient): SharedCache {
   return {
     async get<T>(key: string) {
       try {
@@ -29,7 +29,9 @@ export function createSharedCache(redis: Redis): SharedCache {
     async delete(keys) {
       if (keys.length === 0) return;
       try {
-        await redis.del(...keys);
+        // one DEL per key: on a Redis Cluster the keys may live in different slots (one multi-key
+        // DEL would be refused, CROSSSLOT); the command client pipelines them into one write
+        await Promise.all(keys.map((k) => redis.del(k)));
       } catch {
         // best effort
       }

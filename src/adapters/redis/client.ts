@@ -1,4 +1,8 @@
-import { Redis } from "ioredis";
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { isClusterUrl, parseClusterUrl } from "../../lib/redis-url.js";
+
+/** One Redis or a Redis Cluster (`REDIS_URL=redis+cluster://…`); the same commands on either. */
+export type RedisClient = Redis | Cluster;
 
 export type RedisRole = "command" | "subscriber" | "worker" | "producer";
 
@@ -10,7 +14,8 @@ export type RedisRole = "command" | "subscriber" | "worker" | "producer";
  *   auto-pipelines: commands issued in the same event-loop tick (gate grows and give-backs, publishes
  *   of a batch of settlements) leave in one socket write, the hot path's dominant cost.
  */
-export function createRedis(url: string, role: RedisRole): Redis {
+export function createRedis(url: string, role: RedisRole): RedisClient {
+  if (isClusterUrl(url)) return createCluster(url, role);
   const base = { lazyConnect: false, connectionName: `svc-${role}` };
   switch (role) {
     case "worker":
@@ -24,8 +29,42 @@ export function createRedis(url: string, role: RedisRole): Redis {
   }
 }
 
+/**
+ * The same roles on a Redis Cluster (docs/operations.md "Running on a Redis Cluster"). Per-node
+ * options go in `redisOptions`; the cluster client itself retries a command moved by a failover or a
+ * resharding (MOVED/ASK, TRYAGAIN, CLUSTERDOWN), refreshing its slot map as it goes.
+ */
+function createCluster(url: string, role: RedisRole): Cluster {
+  const c = parseClusterUrl(url);
+  const node: RedisOptions = {
+    connectionName: `svc-${role}`,
+    username: c.username,
+    password: c.password,
+    ...(c.tls ? { tls: {} } : {}),
+  };
+  const base: ClusterOptions = { lazyConnect: false, slotsRefreshTimeout: 2000, retryDelayOnFailover: 200 };
+  switch (role) {
+    case "worker":
+      return new Cluster(c.nodes, { ...base, redisOptions: { ...node, maxRetriesPerRequest: null } });
+    case "producer":
+      return new Cluster(c.nodes, {
+        ...base,
+        enableOfflineQueue: false,
+        redisOptions: { ...node, maxRetriesPerRequest: 1 },
+      });
+    case "subscriber":
+      return new Cluster(c.nodes, { ...base, redisOptions: { ...node, maxRetriesPerRequest: 2 } });
+    default:
+      return new Cluster(c.nodes, {
+        ...base,
+        enableAutoPipelining: true,
+        redisOptions: { ...node, maxRetriesPerRequest: 2 },
+      });
+  }
+}
+
 /** Resolves once the connection is ready (ioredis 5.11: SUBSCRIBE before `ready` breaks the ready check). */
-export function whenReady(client: Redis, timeoutMs = 5000): Promise<void> {
+export function whenReady(client: RedisClient, timeoutMs = 5000): Promise<void> {
   if (client.status === "ready") return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -50,7 +89,7 @@ export function whenReady(client: Redis, timeoutMs = 5000): Promise<void> {
   });
 }
 
-export async function closeRedis(client: Redis): Promise<void> {
+export async function closeRedis(client: RedisClient): Promise<void> {
   try {
     await client.quit();
   } catch {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 
 /**
@@ -52,7 +52,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)
 `;
 
-type LaneRedis = Redis & {
+type LaneRedis = RedisClient & {
   laneTake(account: string, endpoint: string, token: string, ttlMs: number, limit: number): Promise<number>;
   laneRelease(account: string, endpoint: string, token: string): Promise<number>;
   laneLive(account: string): Promise<string[]>;
@@ -61,7 +61,7 @@ type LaneRedis = Redis & {
 /** A token names its endpoint (`<endpoint id>/<random>`), so the account's lane says which are busy. */
 const endpointOf = (token: string) => token.slice(0, token.indexOf("/"));
 
-export function createDeliveryLanes(redis: Redis, keys: RedisKeys, perAccount: number): DeliveryLanes {
+export function createDeliveryLanes(redis: RedisClient, keys: RedisKeys, perAccount: number): DeliveryLanes {
   const r = redis as LaneRedis;
   if (typeof r.laneTake !== "function") {
     redis.defineCommand("laneTake", { numberOfKeys: 2, lua: TAKE });
@@ -73,7 +73,7 @@ export function createDeliveryLanes(redis: Redis, keys: RedisKeys, perAccount: n
       const token = `${endpointId}/${randomUUID()}`;
       const taken = await r.laneTake(
         keys.webhookAccountLane(accountId),
-        keys.webhookEndpointLane(endpointId),
+        keys.webhookEndpointLane(accountId, endpointId),
         token,
         Math.ceil(ttlMs),
         perAccount,
@@ -83,7 +83,7 @@ export function createDeliveryLanes(redis: Redis, keys: RedisKeys, perAccount: n
     async release(lease) {
       await r.laneRelease(
         keys.webhookAccountLane(lease.accountId),
-        keys.webhookEndpointLane(lease.endpointId),
+        keys.webhookEndpointLane(lease.accountId, lease.endpointId),
         lease.token,
       );
     },

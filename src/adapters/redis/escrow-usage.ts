@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 
 /** An unread board goes by itself after this long (a reader that died, answers that came late). */
@@ -15,7 +15,7 @@ export interface EscrowUsageBoard {
   drop(query: string): Promise<void>;
 }
 
-export function createEscrowUsageBoard(redis: Redis, keys: RedisKeys): EscrowUsageBoard {
+export function createEscrowUsageBoard(redis: RedisClient, keys: RedisKeys): EscrowUsageBoard {
   return {
     async answer(query, holder, used) {
       const key = keys.escrowUsage(query);

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 
 /**
@@ -9,7 +9,7 @@ export interface Fuse {
   take(now: Date): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }>;
 }
 
-export function createSignupFuse(redis: Redis, keys: RedisKeys, max: number, windowSeconds: number): Fuse {
+export function createSignupFuse(redis: RedisClient, keys: RedisKeys, max: number, windowSeconds: number): Fuse {
   return {
     async take(now) {
       const nowS = Math.floor(now.getTime() / 1000);

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
 import { type Clock, systemClock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
+import type { RedisClient } from "./client.js";
 
 /**
  * In-flight gates shared by every process, leased per process (the way escrow leases money).
@@ -106,7 +106,7 @@ end
 return #KEYS
 `;
 
-type ScriptRedis = Redis & {
+type ScriptRedis = RedisClient & {
   gateGrow(
     gate: string,
     holders: string,
@@ -171,7 +171,7 @@ export class GateLeases {
   }
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly opts: GateLeasesOptions,
   ) {
     this.redis = redis as ScriptRedis;

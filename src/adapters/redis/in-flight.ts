@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./client.js";
 import type { RedisKeys } from "./keys.js";
 
 /**
@@ -28,7 +28,7 @@ export interface InFlightRegistry {
   get(supportReference: string): Promise<InFlightRecord | null>;
 }
 
-export function createInFlightRegistry(redis: Redis, keys: RedisKeys): InFlightRegistry {
+export function createInFlightRegistry(redis: RedisClient, keys: RedisKeys): InFlightRegistry {
   return {
     async put(rec, ttlMs) {
       await redis.set(keys.inFlightRequest(rec.supportReference), JSON.stringify(rec), "PX", ttlMs);

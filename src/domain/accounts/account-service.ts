@@ -1,5 +1,6 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import type { ReadDb } from "../../adapters/read-replica.js";
 import type { InFlightRegistry } from "../../adapters/redis/in-flight.js";
 import { parseCeiling } from "../../contract/account.js";
 import { assertUuid } from "../../contract/common.js";
@@ -70,7 +71,14 @@ export class AccountService {
     private readonly inFlight?: InFlightRegistry,
     /** what requests in flight use of each holder's escrow slice of the buyer (the router's `escrow.inUse`) */
     private readonly escrowInUse?: (accountId: string, holders: readonly string[]) => Promise<Map<string, bigint>>,
+    /** where the read-only pages (summary, ledger, history, savings) read: a replica when fresh enough */
+    private readonly readDb?: ReadDb,
   ) {}
+
+  /** the client of one read-only page of `accountId` (adapters/read-replica.ts); never for read-then-write */
+  private read(accountId: string): Promise<Db> {
+    return this.readDb ? this.readDb(accountId) : Promise.resolve(this.db);
+  }
 
   /** Prisma `where` that scopes reads to the viewer's own account (GraphQL prismaField). */
   scopeFor(viewer: { accountId: string }): { id: string } {
@@ -110,12 +118,13 @@ export class AccountService {
   /** Balances, ceiling, funding flags and the most recent ledger lines of the caller's account. Reads only. */
   async getSummary(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountSummary> {
     const accountId = viewer.accountId;
+    const db = await this.read(accountId);
     const [a, recentLedger] = await Promise.all([
-      this.db.account.findUnique({
+      db.account.findUnique({
         where: { id: accountId },
         include: { buyerEscrows: BALANCE_SELECT.buyerEscrows },
       }),
-      accountLedgerLines(this.db, { accountId, limit: RECENT_LEDGER_LINES }),
+      accountLedgerLines(db, { accountId, limit: RECENT_LEDGER_LINES }),
     ]);
     if (!a) throw new DomainError("not_found", "Account not found.");
     return {
@@ -144,7 +153,7 @@ export class AccountService {
     newerThan?: string;
     oldestFirst?: boolean;
   }): Promise<LedgerLine[]> {
-    return accountLedgerLines(this.db, {
+    return accountLedgerLines(await this.read(input.accountId), {
       accountId: input.accountId,
       limit: input.limit,
       olderThan: input.olderThan === undefined ? undefined : decodeCursor(input.olderThan),
@@ -214,7 +223,8 @@ export class AccountService {
     if (from && to && to.getTime() <= from.getTime()) {
       throw new DomainError("invalid_request", "to must be after from.", { field: "to" });
     }
-    const rows = await this.db.inferenceRequest.findMany({
+    const db = await this.read(input.accountId);
+    const rows = await db.inferenceRequest.findMany({
       where: {
         accountId: input.accountId,
         ...(modality ? { modality } : {}),
@@ -269,7 +279,8 @@ export class AccountService {
         completedAt: null,
       };
     }
-    const row = await this.db.inferenceRequest.findUnique({
+    const db = await this.read(input.accountId);
+    const row = await db.inferenceRequest.findUnique({
       where: { supportReference: input.supportReference },
       include: { apiKey: { select: { name: true } } },
     });
@@ -281,7 +292,8 @@ export class AccountService {
 
   /** What the buyer saved against face value and against their ceiling, over every clear. */
   async savings(accountId: string): Promise<Savings> {
-    const [s] = await this.db.$queryRaw<
+    const db = await this.read(accountId);
+    const [s] = await db.$queryRaw<
       { clears: bigint; face: bigint; at_ceiling: bigint; paid: bigint }[]
     >`SELECT COUNT(*)::bigint AS clears,
              COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,

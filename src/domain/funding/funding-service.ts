@@ -10,9 +10,9 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { ApiKeyService } from "../keys/api-key-service.js";
-import { bazaarExtension, type ServiceMetadata, serviceMetadata, v1OutputSchema } from "./discovery.js";
+import { type ServiceMetadata, serviceMetadata } from "./discovery.js";
+import { facilitatorUnavailable, fundingChallenge, sentPayment } from "./funding-challenge.js";
 import {
-  type ChallengeCode,
   DESCRIPTIONS,
   type FundingKind,
   type FundingOutcome,
@@ -22,7 +22,7 @@ import {
   recordedAnswer,
   replayedOutcome,
 } from "./funding-request.js";
-import { type GuardVerdict, PAYMENT_IDENTIFIER_EXTENSION, PaymentIdentifiers } from "./payment-identifier.js";
+import { type GuardVerdict, PaymentIdentifiers } from "./payment-identifier.js";
 import { PaymentRecords, type PaymentRow } from "./payment-records.js";
 import { type Recorded, recordSettlement } from "./settlement-record.js";
 import {
@@ -32,11 +32,12 @@ import {
   exactPaymentOf,
   mismatch,
   PAYMENT_HEADER,
-  paymentRequiredHeader,
   paymentResponseHeader,
-  type X402Version,
 } from "./x402.js";
 
+/** `failureReason` of a `reconciling` payment: what is known of its settlement. */
+const SETTLED_NOT_RECORDED = "settled, not recorded";
+const OUTCOME_UNKNOWN = "settlement outcome unknown";
 /** How long a duplicate submission waits for the in-flight one to finish before answering 409. */
 const DUPLICATE_WAIT_MS = 15_000;
 
@@ -105,32 +106,12 @@ export class FundingService {
       usdcVersion: this.deps.config.chain.usdcVersion,
       chainId: this.deps.config.chain.id,
     });
-    // the body is the spec's v1 challenge (its requirement with the v1 `outputSchema`);
-    // PAYMENT-REQUIRED carries the same requirement as v2, with the service metadata on `resource`
-    // and the Bazaar and payment-identifier extensions (discovery.ts, payment-identifier.ts)
-    // (`message` may name the header each version pays with)
-    const challenge = (
-      message: string | Record<X402Version, string>,
-      code: ChallengeCode = "payment_required",
-    ): FundingOutcome => {
-      const text = typeof message === "string" ? { 1: message, 2: message } : message;
-      return {
-        type: "challenge",
-        status: 402,
-        code,
-        body: {
-          x402Version: 1,
-          error: { code, message: text[1] },
-          accepts: [{ ...requirements.v1, outputSchema: v1OutputSchema(req.kind) }],
-          amountMicroUsdc: Number(body.amountMicroUsdc),
-        },
-        paymentRequired: paymentRequiredHeader(
-          { ...requirements, resource: { ...requirements.resource, ...this.service } },
-          text[2],
-          { ...bazaarExtension(req.kind), ...PAYMENT_IDENTIFIER_EXTENSION },
-        ),
-      };
-    };
+    const challenge = fundingChallenge({
+      kind: req.kind,
+      amountMicroUsdc: body.amountMicroUsdc,
+      requirements,
+      service: this.service,
+    });
     const sent = sentPayment(req.payment);
     if (!sent) {
       return challenge({
@@ -416,34 +397,4 @@ export class FundingService {
       paymentResponse: paymentResponseHeader(d, o.transaction, d.payer, { settled: o.settled }),
     });
   }
-}
-
-/** `failureReason` of a `reconciling` payment: what is known of its settlement. */
-const SETTLED_NOT_RECORDED = "settled, not recorded";
-const OUTCOME_UNKNOWN = "settlement outcome unknown";
-
-function facilitatorUnavailable(header: string): DomainError {
-  return new DomainError(
-    "facilitator_unavailable",
-    `The payment facilitator is unavailable; nothing was charged. Retry the same request, with the same ${header}, after Retry-After seconds.`,
-    { retryAfterSeconds: 5 },
-  );
-}
-
-/**
- * Which payment the request carries: none, `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2). Both at
- * once is refused before anything is decoded: two envelopes may carry two authorizations, and the
- * service settles one payment per request (docs/decisions.md "x402 v2 beside v1").
- * @throws invalid_request (400) when both are present
- */
-function sentPayment(p: FundingRequest["payment"]): { version: X402Version; header: string } | undefined {
-  if (p.xPayment && p.paymentSignature) {
-    throw new DomainError(
-      "invalid_request",
-      "Send one payment header: X-PAYMENT (x402 v1) or PAYMENT-SIGNATURE (x402 v2), not both.",
-    );
-  }
-  if (p.xPayment) return { version: 1, header: p.xPayment };
-  if (p.paymentSignature) return { version: 2, header: p.paymentSignature };
-  return undefined;
 }

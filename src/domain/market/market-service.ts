@@ -1,5 +1,6 @@
 import type { Db } from "../../adapters/db.js";
 import type { ClearRecordedEvent, EventBus } from "../../adapters/pubsub.js";
+import type { ReadDb } from "../../adapters/read-replica.js";
 import type { SharedCache } from "../../adapters/redis/cache.js";
 import type { RedisKeys } from "../../adapters/redis/keys.js";
 import type { QueryRunner } from "../../adapters/sql.js";
@@ -31,7 +32,14 @@ export class MarketService {
     private readonly bus: EventBus,
     private readonly clock: Clock,
     private readonly cache?: { store: SharedCache; keys: RedisKeys },
+    /** where the public statistics (stats, recent clears) read: a replica when fresh enough */
+    private readonly readDb?: ReadDb,
   ) {}
+
+  /** the client of a public read-only page (adapters/read-replica.ts); the ladder stays on `run` */
+  private read(): Promise<Db> {
+    return this.readDb ? this.readDb(null) : Promise.resolve(this.db);
+  }
 
   /**
    * The routable ladder at or below `maxPriceCents` (default: every price an offer may post), cheapest first.
@@ -115,13 +123,14 @@ export class MarketService {
     const now = this.clock.now();
     const day = utcDay(now);
     const dayStart = new Date(`${day}T00:00:00.000Z`);
+    const db = await this.read();
     const [corridor, savingsRows, todayRows] = await Promise.all([
       this.getLadder(MAX_CEILING_CENTS),
-      this.db.$queryRaw<{ clears: bigint; face: bigint; paid: bigint }[]>`
+      db.$queryRaw<{ clears: bigint; face: bigint; paid: bigint }[]>`
         SELECT COUNT(*)::bigint AS clears, COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,
                COALESCE(SUM(gross_micro_usdc), 0)::bigint AS paid
           FROM clears WHERE refunded_at IS NULL`,
-      this.db.$queryRaw<{ modality: string; clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]>`
+      db.$queryRaw<{ modality: string; clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]>`
         SELECT modality::text AS modality, COUNT(*)::bigint AS clears,
                COALESCE(SUM(burn_micro_diem), 0)::bigint AS burn,
                COALESCE(SUM(gross_micro_usdc), 0)::bigint AS gross,
@@ -170,7 +179,7 @@ export class MarketService {
    * bounds `limit` (the contract's `recentClearsArgs`).
    */
   async recentClears(limit: number): Promise<ClearRecordedEvent[]> {
-    const rows = await this.db.clear.findMany({
+    const rows = await (await this.read()).clear.findMany({
       where: { refundedAt: null },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: limit,

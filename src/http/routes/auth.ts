@@ -1,4 +1,5 @@
 import { type Request, type Response, Router } from "express";
+import { noteWriter } from "../../adapters/read-replica.js";
 import { idpVerifyBody, siweVerifyBody } from "../../contract/auth.js";
 import type { SignedIn } from "../../domain/identity/identity-service.js";
 import { SESSION_ABSOLUTE_MS } from "../../domain/identity/identity-service.js";
@@ -22,8 +23,11 @@ function sessionIdentityBody(s: SignedIn) {
 export function authRoutes(rt: Runtime): Router {
   const r = Router();
   const { identity } = rt.services;
-  const setCookie = (res: Response, s: SignedIn) =>
+  const setCookie = (res: Response, s: SignedIn) => {
+    // a sign-in writes (the session, maybe the account): its caller's next reads see it (read replica)
+    noteWriter(res, s.identity.accountId);
     res.setHeader("Set-Cookie", sessionCookie(rt.config, s.cookieValue, Math.floor(SESSION_ABSOLUTE_MS / 1000)));
+  };
   const sameOrigin = requireSameOrigin(rt.config);
 
   r.post("/auth/idp/verify", sameOrigin, async (req: Request, res: Response) => {

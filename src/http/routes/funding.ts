@@ -1,4 +1,5 @@
 import { type Request, type Response, Router } from "express";
+import { noteWriter } from "../../adapters/read-replica.js";
 import type { FundingKind, FundingOutcome } from "../../domain/funding/funding-request.js";
 import { PAYMENT_HEADER } from "../../domain/funding/x402.js";
 import type { Runtime } from "../../runtime.js";
@@ -38,6 +39,9 @@ export function fundingRoutes(rt: Runtime): Router {
       resource: `${rt.config.urls.base}${req.path}`,
       caller: viewer ? { accountId: viewer.accountId, walletAddress: viewer.walletAddress } : undefined,
     });
+    // a signup has no credential yet: the account it funded is the writer (read replica, read-your-writes)
+    if (outcome.type === "funded" && typeof outcome.body.accountId === "string")
+      noteWriter(res, outcome.body.accountId);
     send(res, outcome);
   };
 

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { StartupError } from "../../adapters/db.js";
+import { isClusterUrl, parseClusterUrl } from "../../lib/redis-url.js";
 import { type EmbeddedPostgres, reclaimLeftover, startEmbeddedPostgres } from "./postgres.js";
 import { findOnPath, isLoopback, socketHost, tcpAnswers } from "./process.js";
 import { type LocalRedis, startRedisServer } from "./redis.js";
@@ -50,7 +51,14 @@ export async function startDevServices(opts: {
   const say = opts.say ?? ((line: string) => void process.stdout.write(`${line}\n`));
   const stateDir = resolve(opts.stateDir);
   const dbUrl = new URL(opts.env.DATABASE_URL || DEFAULT_DATABASE_URL);
-  const redisUrl = new URL(opts.env.REDIS_URL || DEFAULT_REDIS_URL);
+  const redisRaw = opts.env.REDIS_URL || DEFAULT_REDIS_URL;
+  // a Redis Cluster (`redis+cluster://seed,…`) is probed at its first seed and never started here
+  const clusterSeed = isClusterUrl(redisRaw) ? parseClusterUrl(redisRaw).nodes[0] : undefined;
+  const redisUrl = new URL(
+    clusterSeed
+      ? `redis://${clusterSeed.host.includes(":") ? `[${clusterSeed.host}]` : clusterSeed.host}:${clusterSeed.port}`
+      : redisRaw,
+  );
   const dbHost = socketHost(dbUrl);
   const dbPort = Number(dbUrl.port || 5432);
   const redisHost = socketHost(redisUrl);
@@ -79,9 +87,9 @@ export async function startDevServices(opts: {
         `REDIS_URL: no Redis answers at ${where}, and a redis-server is only started on a loopback host (127.0.0.1, ::1, localhost)`,
       );
     }
-    if (redisUrl.protocol !== "redis:") {
+    if (clusterSeed || redisUrl.protocol !== "redis:") {
       throw new StartupError(
-        `REDIS_URL: no Redis answers at ${where}; a redis-server is only started for a redis:// URL`,
+        `REDIS_URL: no Redis answers at ${where}; a redis-server is only started for a redis:// URL (never a cluster)`,
       );
     }
     redisBinary = findOnPath("redis-server", opts.env.PATH ?? process.env.PATH);

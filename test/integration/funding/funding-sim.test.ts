@@ -3,8 +3,8 @@
 // after the drain, running the real FundingService and PaymentReconciler on a real database and a
 // local chain; a seed replays exactly; and each defect planted back into the simulation's wiring
 // makes a seed of the fixed set fail on the invariant that guards its rule.
-import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { RedisClient } from "../../../src/adapters/redis/client.js";
 import type { FundingDefect } from "../../../testkit/sim/funding/plants.js";
 import { describeFundingFailure, type FundingSimResult, runFundingSeed } from "../../../testkit/sim/funding/run.js";
 import { sharedRedis } from "../../../testkit/sim/funding/world.js";
@@ -13,7 +13,7 @@ import { sharedRedis } from "../../../testkit/sim/funding/world.js";
 const SEEDS = [1, 2, 3, 4];
 const STEPS = 60;
 
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(() => {
   redis = sharedRedis();
 });

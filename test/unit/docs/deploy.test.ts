@@ -273,6 +273,21 @@ describe("compose.prod.yml", () => {
     }
   });
 
+  test("issue 42: Compose v1 (Debian's 1.29) reads it too: no top-level `name`, only keys both versions know", () => {
+    const top = Object.keys(parse(composeText) as Record<string, unknown>);
+    expect(top.filter((k) => !k.startsWith("x-")).sort()).toEqual(["services", "volumes"]);
+    // v1 without a `version:` key reads the Compose specification; `name:` is v2-only (the project
+    // name comes from `-p svc`, docs/operations.md)
+    expect(composeText).not.toMatch(/^(name|version):/m);
+    expect(read("docs/operations.md")).toContain("docker compose -p svc -f compose.prod.yml");
+  });
+
+  test("issue 42: REDIS_PREFIX with the usual trailing colon is the same prefix", () => {
+    const r = loadConfig(environmentOf("api", { ...PRODUCTION, REDIS_PREFIX: "svc-eu:" }), { mode: "production" });
+    if (!r.ok) throw new Error(r.errors.join("\n"));
+    expect(r.config.redis.prefix).toBe("svc-eu");
+  });
+
   test("every variable of docs/configuration.md passes through, and nothing else", () => {
     const doc = read("docs/configuration.md");
     const table = doc.slice(doc.indexOf("| variable"), doc.indexOf("## Local mode"));

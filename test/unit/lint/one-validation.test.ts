@@ -27,8 +27,10 @@ const DOMAIN_RULES: Record<string, string> = {
   "src/domain/video/video-jobs.ts:complete": "the job's state (delivered, refunded, expired)",
   "src/domain/pay-per-request/ppr-service.ts:serve":
     "the request's maximum charge (the catalog's prices) above what one payment may be; a transport that cannot stream",
-  "src/domain/funding/funding-service.ts:sentPayment":
+  "src/domain/funding/funding-challenge.ts:sentPayment":
     "both x402 payment headers at once (X-PAYMENT and PAYMENT-SIGNATURE: headers, not the body contract's)",
+  "src/domain/funding/payment-identifier.ts:paymentIdentifierOf":
+    "the payment header's payment-identifier extension (a header, not the body contract's)",
 };
 
 function sources(dir: string): string[] {

@@ -7,7 +7,7 @@
 // scans, confirmations and blocks at random points, and the clock past validBefore — run against
 // the real FundingService and PaymentReconciler on a real database and a local chain, with every
 // invariant checked after every step, then the drain.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../../src/adapters/redis/client.js";
 import { setLogLevel } from "../../../src/lib/logger.js";
 import { Prng } from "../prng.js";
 import { checkDrained, checkFunding, type FundingSnapshot, snapshot } from "./invariants.js";
@@ -31,7 +31,7 @@ const DRAIN_ROUNDS = 8;
 const CHAIN_ONLY = new Set(["cancel", "late", "mine", "tick", "minutes", "hours", "past", "lag"]);
 
 /** Runs one seed: `steps` drawn steps, then the drain; stops at the first broken invariant. */
-export async function runFundingSeed(o: FundingSimOptions, redis: Redis): Promise<FundingSimResult> {
+export async function runFundingSeed(o: FundingSimOptions, redis: RedisClient): Promise<FundingSimResult> {
   setLogLevel("silent");
   const started = performance.now();
   const prng = new Prng(o.seed);

@@ -7,7 +7,6 @@
 // forward when the clock moves), so a seed's chain is the same every time it runs.
 import { encodePaymentSignatureHeader } from "@x402/core/http";
 import { createPubSub } from "graphql-yoga";
-import type { Redis } from "ioredis";
 import {
   type Address,
   createTestClient,
@@ -25,6 +24,7 @@ import { v2Requirements } from "../../../src/adapters/facilitator/envelopes.js";
 import { createHttpFacilitator } from "../../../src/adapters/facilitator/http.js";
 import type { ExactRequirements } from "../../../src/adapters/facilitator/types.js";
 import type { EventBus, Topics } from "../../../src/adapters/pubsub.js";
+import type { RedisClient } from "../../../src/adapters/redis/client.js";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { createSignupFuse } from "../../../src/adapters/redis/fuse.js";
 import { redisKeys } from "../../../src/adapters/redis/keys.js";
@@ -154,7 +154,7 @@ export class FundingWorld {
     return this.truth.publicClient as PublicClient;
   }
 
-  static async start(prng: Prng, defects: readonly FundingDefect[], redis: Redis): Promise<FundingWorld> {
+  static async start(prng: Prng, defects: readonly FundingDefect[], redis: RedisClient): Promise<FundingWorld> {
     const closers: (() => Promise<unknown>)[] = [];
     try {
       const chain = await startLocalChain();
@@ -415,6 +415,6 @@ export function resourceOf(kind: FundingKind): string {
 }
 
 /** The Redis the signup fuse counts in (one connection for a whole run; each seed has its own keys). */
-export function sharedRedis(): Redis {
+export function sharedRedis(): RedisClient {
   return createRedis(REDIS_URL, "command");
 }
