@@ -1358,7 +1358,7 @@ export function deploymentRegistry(urls: DocumentUrls): OpenAPIRegistry {
     tags: ["MCP"],
     summary: "The hosted MCP connector (Streamable HTTP, stateless JSON-RPC)",
     description:
-      "Model Context Protocol over Streamable HTTP with the same Bearer key. Tools include `agent_me`, capacity, models, model stats, video quote, request lookup, set max price and a paid chat completion. See /MCP.md.",
+      'Model Context Protocol over Streamable HTTP with the same Bearer key. Tools include `agent_me`, capacity, models, model stats, video quote, request lookup, set max price, and the paid `chat_completion` and `generate_image`. With no Authorization header at all the two paid tools are served paid per call (the x402 MCP transport binding: `_meta["x402/payment"]`, receipt in `_meta["x402/payment-response"]`) and the others answer the tool error `authentication_failed`; a key that is sent must be valid (401). See /MCP.md.',
     ...(mcp.servers ? { servers: mcp.servers } : {}),
     security: BEARER,
     request: { body: jsonBody(jsonRpc) },

@@ -2,7 +2,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type Request, type Response, Router } from "express";
 import type { Viewer } from "../domain/identity/viewer.js";
-import { authenticateBearer } from "../http/auth.js";
+import { authenticateBearer, readCookie, SESSION_COOKIE } from "../http/auth.js";
 import { readJsonBody } from "../http/middleware.js";
 import { DomainError, isDomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
@@ -31,6 +31,11 @@ async function authenticate(rt: Runtime, req: Request, res: Response): Promise<V
     }
     throw err;
   }
+}
+
+/** No Authorization header and no session cookie: a caller who pays per call, if at all. */
+function anonymous(req: Request): boolean {
+  return req.headers.authorization === undefined && readCookie(req, SESSION_COOKIE) === undefined;
 }
 
 /**
@@ -68,15 +73,19 @@ function transportRefusal(req: Request): DomainError | undefined {
  * the official SDK, stateless: every POST gets its own server and transport (no session id, JSON
  * answers, nothing kept between requests), so any API process can serve any request. GET (the
  * server-to-client SSE stream) and DELETE (session end) have nothing to serve: 405. Bodies are read
- * by the app's one JSON parser (its size limit and error answers), after the Bearer key checks out.
+ * by the app's one JSON parser (its size limit and error answers), after a sent Bearer key checks
+ * out; with no credential at all the request is served paid per call (docs/decisions.md "Paid MCP
+ * tools (issue 41)").
  */
 export function mcpRoutes(rt: Runtime): Router {
   const r = Router();
   const path = mcpPath(rt.config.urls.mcp);
 
   r.post(path, async (req, res) => {
-    const viewer = await authenticate(rt, req, res);
-    // the body is read only once the credential checks out (bodyUnlessCredentialed leaves it unread)
+    // no credential at all: the paid tools are paid per call (x402 MCP binding), the rest answer
+    // authentication_failed as tool errors; a credential that is sent must check out (401)
+    const viewer = anonymous(req) ? null : await authenticate(rt, req, res);
+    // the body is read only once a sent credential checks out (bodyUnlessCredentialed leaves it unread)
     await readJsonBody(req, res);
     const refusal = transportRefusal(req);
     if (refusal) throw refusal;

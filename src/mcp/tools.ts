@@ -1,4 +1,3 @@
-import type { ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { apiKeyList, createdApiKey, createKeyBody } from "../contract/account.js";
 import {
@@ -9,27 +8,18 @@ import {
   maxPriceResponse,
 } from "../contract/agent.js";
 import { capacityInput, modality, modelList, modelStatsQuery, modelStatsResponse } from "../contract/catalog.js";
-import { decimal6, supportReferenceParam, uuid } from "../contract/common.js";
-import {
-  type ChatRequest,
-  chatCompletionBody,
-  parseChatRequest,
-  parseVideoRequest,
-  type VideoRequest,
-  videoBody,
-  videoQuoteResponse,
-} from "../contract/inference.js";
+import { supportReferenceParam } from "../contract/common.js";
+import { parseVideoRequest, type VideoRequest, videoBody, videoQuoteResponse } from "../contract/inference.js";
 import { capacityResponse } from "../contract/market.js";
-import type { Viewer } from "../domain/identity/viewer.js";
-import type { Caller } from "../domain/inference/session.js";
-import { historyReader, type Scope } from "../domain/keys/key-scopes.js";
+import { historyReader } from "../domain/keys/key-scopes.js";
 import { keyChangeOf } from "../http/keys.js";
 import { presentAgentMe, presentHistoryRow, presentKey, presentVideoQuote } from "../http/present.js";
 import { presentModel, presentModelStats } from "../http/routes/catalog.js";
 import { presentCapacity } from "../http/routes/market.js";
-import { DomainError } from "../lib/errors.js";
-import type { Runtime } from "../runtime.js";
-import { type Json, parseArguments } from "./tool-result.js";
+import { PAID_TOOLS } from "./inference-tools.js";
+import { caller, defineTool, described, ON_INVALID, ON_SUPPLY, type ToolDefinition, UNITS } from "./tool-def.js";
+
+export type { ToolContext, ToolDefinition } from "./tool-def.js";
 
 /**
  * The connector's tools (SPEC "What the service does" 14, issue 17 item 4). Each is what its REST
@@ -37,76 +27,6 @@ import { type Json, parseArguments } from "./tool-result.js";
  * (authorisation and ownership included), the same presenter shapes the answer. Descriptions are
  * written for agents: what it costs, the units, what to do on each error code.
  */
-
-export interface ToolContext {
-  rt: Runtime;
-  /** the Bearer key's account, resolved before any MCP processing */
-  viewer: Viewer;
-  /** aborted when the HTTP client goes away (a paid call is then ended without a charge) */
-  signal: AbortSignal;
-  /** the HTTP request's `X-Svc-Request-Id`: a paid call's record takes it (one id per request) */
-  requestId: string | undefined;
-}
-
-export interface ToolDefinition {
-  name: string;
-  title: string;
-  description: string;
-  /** the arguments' contract schema: its JSON Schema is the tool's `inputSchema` */
-  input: z.AnyZodObject;
-  /** the shape of a successful result's `structuredContent` (a contract response schema) */
-  output: z.AnyZodObject;
-  annotations: ToolAnnotations;
-  /** the scope the tool needs (key-scopes.ts `requireScope`, before anything else); null: the service checks */
-  scope: Scope | null;
-  /** the arguments parsed once, by the contract, into what `run` takes (400 naming the field) */
-  parse(args: unknown): unknown;
-  run(args: unknown, ctx: ToolContext): Promise<Json>;
-}
-
-/**
- * Keeps each tool's `run` typed by what its arguments parse into: `input`'s parse, or `parse` where
- * the tool hands a service the contract's typed request (that parse is then the only one).
- */
-function defineTool<I extends z.AnyZodObject, A = z.output<I>>(def: {
-  name: string;
-  title: string;
-  description: string;
-  input: I;
-  output: z.AnyZodObject;
-  annotations: ToolAnnotations;
-  scope: Scope | null;
-  parse?: (args: unknown) => A;
-  run(args: A, ctx: ToolContext): Promise<Json>;
-}): ToolDefinition {
-  return { ...def, parse: def.parse ?? ((args) => parseArguments(def.input, args)) } as ToolDefinition;
-}
-
-const UNITS =
-  'USDC and DIEM amounts are decimal strings with six decimals ("0.001234"); prices are integer cents per 1 USD of DIEM face value.';
-
-const ON_INVALID =
-  "invalid_request: an argument is wrong (error.field names it); fix it and call again, nothing was changed.";
-
-const ON_SUPPLY = [
-  "no_eligible_supply: every posted price is above your ceiling; call set_max_price with error.cheapestPostedCents, then repeat the same call.",
-  "pool_empty: nothing is posted at any price; wait and retry later (capacity shows depth).",
-  "insufficient_routable_at_price: offers at your ceiling are too small for this request; send a smaller request or retry later (raising the ceiling does not help).",
-].join(" ");
-
-/**
- * A contract schema with a description on some fields, for the agent reading `inputSchema` (the
- * contract's own descriptions are OpenAPI metadata, which the JSON Schema converter does not read).
- * Validation is the contract's, unchanged.
- */
-function described<S extends z.AnyZodObject>(schema: S, text: Partial<Record<keyof S["shape"] & string, string>>): S {
-  const shape: z.ZodRawShape = {};
-  for (const [field, description] of Object.entries(text)) {
-    const f = schema.shape[field] as z.ZodTypeAny | undefined;
-    if (f && typeof description === "string") shape[field] = f.describe(description);
-  }
-  return schema.extend(shape) as unknown as S;
-}
 
 const capacityArgs = described(capacityInput, {
   maxPriceCents: "optional ceiling to look at, integer 30-80 cents per 1 USD of DIEM face; omit for the whole corridor",
@@ -142,59 +62,6 @@ const videoArgs = described(videoBody, {
   duration: 'one of the row\'s constraints.durations, e.g. "5s"',
   image_url: "http(s) or data: URL; required by image-to-video models",
 });
-
-/**
- * The chat tool takes the buffered call's essentials: the contract's model, messages and max_tokens
- * (listed from the contract's body; parsed by `chatToolRequest`).
- */
-const chatCompletionArgs = described(
-  chatCompletionBody.pick({ model: true, messages: true, max_tokens: true }).strip(),
-  {
-    model: "a live text model id from list_models (a `svc/` prefix is accepted)",
-    messages: 'OpenAI chat messages, e.g. [{"role":"user","content":"Hello"}]',
-    max_tokens: "optional cap on completion tokens; it also caps what the call holds from your balance while it runs",
-  },
-);
-
-const chatCompletionOutput = z.object({
-  id: z.string().optional(),
-  model: z.string().optional(),
-  message: z.object({ role: z.string(), content: z.string().nullable() }).passthrough(),
-  finishReason: z.string().nullable(),
-  usage: z.record(z.unknown()).nullable(),
-  costUsdc: decimal6.describe("what this call cost; your confirmed balance moved by exactly this"),
-  clearingPriceCents: z.number().int().describe("the posted price of the offer the call cleared at"),
-  balanceRemainingUsdc: decimal6.describe("your confirmed USDC after settlement"),
-  supportReference: uuid.describe("look the call up later with request_lookup"),
-  requestId: uuid,
-});
-
-/**
- * The chat tool's arguments as the buffered REST call's request, body for body: the tool's fields
- * (others are dropped, as the listed schema says), stream off, parsed once by the contract's
- * `parseChatRequest` (the REST route's parse).
- */
-function chatToolRequest(args: unknown): ChatRequest {
-  const a = (typeof args === "object" && args !== null ? args : {}) as Record<string, unknown>;
-  const body: Record<string, unknown> = { stream: false };
-  for (const k of Object.keys(chatCompletionArgs.shape)) if (a[k] !== undefined) body[k] = a[k];
-  return parseChatRequest(body);
-}
-
-function header(headers: Record<string, string>, name: string): string {
-  const v = headers[name];
-  if (v === undefined) throw new DomainError("internal_error", `settled answer without ${name}`);
-  return v;
-}
-
-function caller(v: Viewer, requestId?: string): Caller {
-  return {
-    accountId: v.accountId,
-    apiKeyId: v.apiKeyId ?? "",
-    ...(v.keyRules ? { key: v.keyRules } : {}),
-    ...(requestId ? { requestId } : {}),
-  };
-}
 
 export const TOOLS: readonly ToolDefinition[] = [
   defineTool({
@@ -392,42 +259,5 @@ export const TOOLS: readonly ToolDefinition[] = [
       });
     },
   }),
-  defineTool({
-    name: "chat_completion",
-    title: "Chat completion (paid)",
-    description: [
-      "A paid, non-streaming chat completion (POST /v1/chat/completions), debited from your confirmed USDC:",
-      "the metered burn times the clearing price (the posted price of the cheapest offer at or below your",
-      "ceiling; see pricing.md). Returns the assistant message, costUsdc (your balance moved by exactly this),",
-      "clearingPriceCents, balanceRemainingUsdc and supportReference (for request_lookup). On an error nothing",
-      `is charged. ${UNITS}`,
-      "Errors: insufficient_balance: confirmed USDC too low (pending does not count); fund the wallet",
-      `(POST /v1/x402/refill) and retry. ${ON_SUPPLY} ${ON_INVALID} model_not_found / model_not_live /`,
-      "unsupported_modality: pick a live text id from list_models. key_concurrency_limit: too many calls in",
-      "flight on this key; retry after error.retryAfterSeconds. key_wait_timeout, upstream_error, settle_failed,",
-      "internal_error: retry (not charged).",
-    ].join(" "),
-    input: chatCompletionArgs,
-    output: chatCompletionOutput,
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    scope: "inference",
-    parse: chatToolRequest,
-    async run(req: ChatRequest, { rt, viewer, signal, requestId }) {
-      const out = await rt.services.chat.buffered(caller(viewer, requestId), req, signal);
-      const choice = (Array.isArray(out.body.choices) ? out.body.choices[0] : undefined) as Json | undefined;
-      const message = (choice?.message ?? { role: "assistant", content: null }) as Json;
-      return {
-        id: typeof out.body.id === "string" ? out.body.id : undefined,
-        model: typeof out.body.model === "string" ? out.body.model : undefined,
-        message: { ...message, role: typeof message.role === "string" ? message.role : "assistant" },
-        finishReason: typeof choice?.finish_reason === "string" ? choice.finish_reason : null,
-        usage: (out.body.usage as Json | undefined) ?? null,
-        costUsdc: header(out.headers, "X-Svc-Cost-Usdc"),
-        clearingPriceCents: Number(header(out.headers, "X-Svc-Clearing-Price-Cents")),
-        balanceRemainingUsdc: header(out.headers, "X-Balance-Remaining"),
-        supportReference: header(out.headers, "X-Svc-Support-Reference"),
-        requestId: header(out.headers, "X-Svc-Request-Id"),
-      };
-    },
-  }),
+  ...PAID_TOOLS.map((t) => t.definition),
 ];

@@ -104,7 +104,7 @@ describe("the public documents", () => {
     // exactly the connector's tools, each in the table
     const listed = [...text.matchAll(/^\| `([a-z_]+)` +\|/gm)].map((m) => m[1]);
     expect(listed.sort()).toEqual(TOOLS.map((t) => t.name).sort());
-    expect(listed).toHaveLength(11);
+    expect(listed).toHaveLength(12);
   });
 });
 

@@ -107,12 +107,15 @@ describe("POST /mcp: what the transport refuses before any JSON-RPC processing",
     );
   });
 
-  test("the credential still comes first, and a well-formed message is still served", async ({
+  test("a sent credential still comes first, and a well-formed message is still served", async ({
     app,
     agent: { apiKey },
   }) => {
-    const anonymous = await send(app, "POST", "/mcp", { "content-type": "application/json", accept: STREAMABLE }, "[]");
-    expectErrorBody(anonymous, 401, "authentication_failed");
+    const headers = { "content-type": "application/json", accept: STREAMABLE };
+    const badKey = await send(app, "POST", "/mcp", { ...headers, authorization: "Bearer svc_not_a_key" }, "[]");
+    expectErrorBody(badKey, 401, "authentication_failed");
+    // no credential at all is served (paid per call, issue 41): the transport's own refusal
+    expectErrorBody(await send(app, "POST", "/mcp", headers, "[]"), 400, "invalid_request");
     const listed = await mcp(app, apiKey, { "content-type": "application/json", accept: STREAMABLE }, ping);
     expect(listed.status, listed.text.slice(0, 200)).toBe(200);
     expect(listed.text).toContain("agent_me");

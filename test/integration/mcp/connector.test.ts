@@ -21,6 +21,7 @@ const TOOL_NAMES = [
   "capacity",
   "chat_completion",
   "create_key",
+  "generate_image",
   "list_keys",
   "list_models",
   "model_stats",
@@ -111,7 +112,7 @@ describe("an empty market", () => {
 });
 
 describe("tools", () => {
-  test("listTools: the eleven tools, each with a description and input and output schemas", async () => {
+  test("listTools: the twelve tools, each with a description and input and output schemas", async () => {
     const buyer = await fundedBuyerKey(world.app, 0n);
     const client = await connect(bearer(buyer.apiKey));
     const { tools } = await client.listTools();
@@ -276,6 +277,35 @@ describe("tools", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("generate_image: the images as image blocks; the balance moves by exactly the reported cost", async () => {
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const client = await connect(bearer(buyer.apiKey));
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const r = (await client.callTool({
+      name: "generate_image",
+      arguments: { model: "venice-sd35", prompt: "a lighthouse at dusk", variants: 2, format: "png" },
+    })) as CallToolResult;
+    expect(r.isError, JSON.stringify(r.content).slice(0, 300)).toBeFalsy();
+    const value = r.structuredContent as Record<string, unknown>;
+    expect(r.content[0]?.type === "text" ? JSON.parse(r.content[0].text) : undefined).toEqual(value);
+    expect(value).toMatchObject({ imageCount: 2, mimeType: "image/png", clearingPriceCents: 40 });
+    const images = r.content.slice(1);
+    expect(images).toHaveLength(2);
+    for (const img of images) {
+      expect(img.type).toBe("image");
+      expect(img.type === "image" && img.mimeType).toBe("image/png");
+      expect(img.type === "image" && Buffer.from(img.data, "base64").length).toBeGreaterThan(0);
+    }
+    const after = await confirmedOf(world.app, buyer.accountId);
+    // two images at 10_000 micro-DIEM each, cleared at 40 cents: 8_000 micro-USDC
+    expect(parseDecimal6(value.costUsdc as string)).toBe(before - after);
+    expect(before - after).toBe(8_000n);
+    expect(value.balanceRemainingUsdc).toBe(formatDecimal6(after));
+    const lookup = await ok(client, "request_lookup", { support_reference: value.supportReference });
+    expect(lookup).toMatchObject({ route: "image", status: "succeeded", costUsdc: value.costUsdc });
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("set_max_price: below every posted price chat_completion is no_eligible_supply; its hint clears the call", async () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const client = await connect(bearer(buyer.apiKey));
@@ -386,24 +416,38 @@ describe("authorisation", () => {
     params: { name: "set_max_price", arguments: { maxPriceCentsPerDollar: 31 } },
   };
 
-  test("a missing or unknown key: 401 before any MCP processing, nothing changed", async () => {
+  test("an unknown key: 401 before any MCP processing, nothing changed", async () => {
     const buyer = await fundedBuyerKey(world.app, 1_000_000n);
-    await expectConnectRefused({});
     await expectConnectRefused(bearer("svc_not_a_real_key"));
-    await expect401(await rawPost({}, INITIALIZE), false);
     await expect401(await rawPost(bearer("svc_not_a_real_key"), INITIALIZE), true);
     await expect401(await rawPost({ authorization: "Basic abc" }, INITIALIZE), true);
     // even a body that is not JSON-RPC is refused for the credential first
-    await expect401(await rawPost({}, { nonsense: true }), false);
-    await expect401(await rawPost({}, SET_CEILING), false);
-    // the body is not read before the credential checks out: malformed JSON is a 401 without a key
-    // (it was the JSON parser's 400 before), and the parser's 400 only with one
-    await expect401(await rawPost({}, "{not json"), false);
+    await expect401(await rawPost(bearer("svc_not_a_real_key"), { nonsense: true }), true);
+    // the body is not read before a sent credential checks out: malformed JSON is a 401 with a bad
+    // key, and the parser's 400 only with a good one
     await expect401(await rawPost(bearer("svc_not_a_real_key"), "{not json"), true);
     const malformed = await rawPost(bearer(buyer.apiKey), "{not json");
     expect(malformed.status).toBe(400);
     expect(((await malformed.json()) as ToolErrorBody).error.code).toBe("invalid_request");
     expect((await rest(buyer.apiKey, "GET", "/v1/agent/me")).body).toMatchObject({ maxPriceCentsPerDollar: 80 });
+  });
+
+  test("no credential at all: the tools are listed, a free tool is authentication_failed, nothing changed", async () => {
+    const client = await connect({});
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES);
+    for (const name of ["agent_me", "set_max_price", "list_models", "request_lookup"]) {
+      const { error } = await fails(client, name, name === "set_max_price" ? { maxPriceCentsPerDollar: 31 } : {});
+      expect(error.code, name).toBe("authentication_failed");
+      expect(error.message).toMatch(/chat_completion and generate_image/);
+    }
+    // the transport's own refusals are answered as with a key
+    expect((await rawPost({}, { nonsense: true })).status).toBe(400);
+    expect((await rawPost({}, "{not json")).status).toBe(400);
+    const set = await rawPost({}, SET_CEILING);
+    expect(set.status).toBe(200);
+    const body = (await set.json()) as { result: CallToolResult };
+    expect(body.result.isError).toBe(true);
   });
 
   test("a session cookie instead of a key is 401, and so is a cookie beside a valid key", async () => {
@@ -468,7 +512,7 @@ describe("the HTTP endpoint", () => {
     expect(body.result.capabilities.tools).toBeDefined();
     // no initialize needed on a later request: each POST is served on its own
     const list = await rawPost(bearer(buyer.apiKey), { jsonrpc: "2.0", id: 3, method: "tools/list" });
-    expect(((await list.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(11);
+    expect(((await list.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(12);
   });
 
   test("bodies: malformed JSON is 400 invalid_request and an oversized body is 413, as on every route", async () => {
