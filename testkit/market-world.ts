@@ -41,9 +41,10 @@ export function useMarketWorld(opts: MarketWorldOptions = {}): MarketWorld {
     });
   });
 
+  // a hang guard, not a timing: a world on a Redis Cluster that lost a master closes slowly
   afterAll(async () => {
     await world?.close();
-  });
+  }, 180_000);
 
   function ready<T>(name: string, value: T | undefined, hint: string): T {
     if (value === undefined) {
