@@ -291,6 +291,7 @@ export function createServices(deps: ServiceDeps): Services {
       clock,
       db,
       facilitator: deps.facilitator,
+      chain: deps.chain,
       store: requestPaymentStore,
       settler,
       endpoints: {

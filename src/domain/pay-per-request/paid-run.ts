@@ -73,24 +73,27 @@ export class PaidRun {
   }
 
   /** The payment's row under the payer's account; null when the authorization is recorded already. */
-  async claim(nonce: bigint): Promise<RequestPaymentRow | null> {
+  async claim(nonce: bigint, coverMicroUsdc: bigint): Promise<RequestPaymentRow | null | { refused: string }> {
     const { upto, challenge, call } = this.o;
     const facts = challenge.requirements;
-    const row = await this.o.store.claim({
-      payer: this.o.payer,
-      route: ROUTE_KIND[call.route],
-      payTo: facts.payTo,
-      asset: facts.asset,
-      facilitator: String(facts.extra.facilitatorAddress),
-      nonce,
-      maxMicroUsdc: this.o.max,
-      // recorded as a timestamp: none needs a later bound than 9999-12-31
-      deadline: new Date(Number(this.o.deadline < LATEST_S ? this.o.deadline : LATEST_S) * 1000),
-      fingerprint: this.o.fingerprint,
-      payload: upto.payload,
-      requirements: storedRequirements(facts),
-    });
-    if (row) this.claimed = true;
+    const row = await this.o.store.claim(
+      {
+        payer: this.o.payer,
+        route: ROUTE_KIND[call.route],
+        payTo: facts.payTo,
+        asset: facts.asset,
+        facilitator: String(facts.extra.facilitatorAddress),
+        nonce,
+        maxMicroUsdc: this.o.max,
+        // recorded as a timestamp: none needs a later bound than 9999-12-31
+        deadline: new Date(Number(this.o.deadline < LATEST_S ? this.o.deadline : LATEST_S) * 1000),
+        fingerprint: this.o.fingerprint,
+        payload: upto.payload,
+        requirements: storedRequirements(facts),
+      },
+      coverMicroUsdc,
+    );
+    if (row && !("refused" in row)) this.claimed = true;
     return row;
   }
 

@@ -70,12 +70,31 @@ export class RequestPaymentStore {
   /**
    * The payer's account (made on first use, as an x402 signup makes one, with no key) and the
    * payment's row, in one transaction; `null` when the authorization is recorded already (its
-   * Permit2 nonce is used once: a concurrent duplicate loses the insert).
+   * Permit2 nonce is used once: a concurrent duplicate loses the insert). Refused (nothing written)
+   * when the payer left a charge unpaid (a booked loss), or when what its unsettled payments may
+   * still pull, with this one's maximum, exceeds `coverMicroUsdc` (its USDC balance read after
+   * verify): many authorizations verified against one balance cannot all settle, so each would
+   * buy content the platform is never paid for. The account row is locked, so concurrent claims of
+   * one payer are counted one after the other.
    */
-  async claim(c: PaymentClaim): Promise<RequestPaymentRow | null> {
+  async claim(c: PaymentClaim, coverMicroUsdc: bigint): Promise<RequestPaymentRow | null | { refused: string }> {
     try {
       return await this.deps.db.$transaction(async (tx) => {
         const account = await upsertAccountByWallet(tx, { walletAddress: c.payer, provider: "x402" });
+        await tx.$queryRaw`SELECT 1 FROM accounts WHERE id = ${account.id}::uuid FOR UPDATE`;
+        const payer = c.payer.toLowerCase();
+        if ((await tx.requestPayment.count({ where: { payerAddress: payer, status: "lost" } })) > 0) {
+          return { refused: "this wallet left an earlier pay-per-request charge unpaid; use a prepaid key" };
+        }
+        const [owed] = await tx.$queryRaw<{ owed: bigint }[]>`
+          SELECT COALESCE(SUM(COALESCE(charge_micro_usdc, max_micro_usdc)), 0)::bigint AS owed
+            FROM request_payments
+           WHERE payer_address = ${payer} AND status IN ('open', 'charged', 'settling', 'reconciling')`;
+        if ((owed?.owed ?? 0n) + c.maxMicroUsdc > coverMicroUsdc) {
+          return {
+            refused: "the wallet's USDC does not cover this payment's maximum beside its payments still unsettled",
+          };
+        }
         return tx.requestPayment.create({
           data: {
             accountId: account.id,

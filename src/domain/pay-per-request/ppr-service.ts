@@ -1,4 +1,5 @@
 import { type Address, getAddress, isAddress } from "viem";
+import type { ChainGateway } from "../../adapters/chain/usdc-gateway.js";
 import { v2Network } from "../../adapters/facilitator/envelopes.js";
 import type { Facilitator, UptoPayment } from "../../adapters/facilitator/types.js";
 import type { Config } from "../../config.js";
@@ -42,6 +43,8 @@ export interface PayPerRequestDeps {
   clock: Clock;
   db: ConstructorParameters<typeof PaymentIdentifiers>[0]["db"];
   facilitator: Facilitator;
+  /** the payer's USDC balance: what its unsettled payments may pull together */
+  chain: Pick<ChainGateway, "getUsdcBalance">;
   store: RequestPaymentStore;
   settler: PaymentSettler;
   // biome-ignore lint/suspicious/noExplicitAny: each route's endpoint has its own request type
@@ -165,7 +168,10 @@ export class PayPerRequestService {
       }
       throw facilitatorUnavailable();
     }
-    const row = await run.claim(nonce);
+    const cover = await this.deps.chain.getUsdcBalance(run.payer);
+    if (!cover.ok) throw facilitatorUnavailable();
+    const row = await run.claim(nonce, cover.value);
+    if (row && "refused" in row) return refused(challenge, `This payment cannot be taken: ${row.refused}.`);
     if (!row) {
       const dup = await store.find(run.payer, nonce);
       if (!dup) throw new DomainError("service_unavailable", "The payment could not be recorded; retry.");

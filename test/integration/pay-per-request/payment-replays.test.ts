@@ -157,3 +157,27 @@ describe("the payment-identifier", () => {
     expect(await paymentsOf(app, buyer.address)).toHaveLength(0);
   });
 });
+
+describe("one wallet, many payments", () => {
+  test("at once: only the payments its USDC covers together run; the rest are refused unrun", async ({
+    app,
+    chain,
+    sim,
+  }) => {
+    const body = chatBody("Cover me [[sim:tokens=10]]");
+    const unpaid = await x402Post(app, CHAT, body);
+    const max = BigInt((unpaid.body as { maxAmountMicroUsdc: number }).maxAmountMicroUsdc);
+    // enough for one maximum and a half: three authorizations verify alone, two cannot settle together
+    const buyer = await uptoBuyer(chain, max + max / 2n);
+    const payments = await Promise.all([1, 2, 3].map(() => signedUpto(app, buyer, CHAT, body)));
+    sim.state.injectFault("*", { kind: "latency", ms: 1_000, count: 3 });
+    const answers = await Promise.all(payments.map((p) => x402Post(app, CHAT, body, sig(p))));
+    sim.state.clearFaults();
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 402, 402]);
+    for (const r of answers.filter((a) => a.status === 402)) {
+      expect(r.body).toMatchObject({ error: { code: "invalid_payment", message: expect.stringContaining("cover") } });
+    }
+    expect(await paymentsOf(app, buyer.address)).toHaveLength(1);
+    await assertBooksBalance(app.rt.db);
+  });
+});

@@ -165,6 +165,14 @@ describe("a facilitator that refuses the settle", () => {
       SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS amount FROM ledger_lines WHERE book = 'platform_loss'
          AND transaction_id IN (SELECT id FROM ledger_transactions WHERE request_payment_id = ${p.id}::uuid)`;
     expect(loss?.amount).toBe(-(p.chargeMicroUsdc ?? 0n));
+    // a wallet that left a charge unpaid pays per request no more: its next payment is refused unrun
+    const next = chatBody("Again [[sim:tokens=5]]");
+    const again = await x402Post(app, CHAT, next, sig(await signedUpto(app, buyer, CHAT, next)));
+    expect(again.status).toBe(402);
+    expect(again.body).toMatchObject({
+      error: { code: "invalid_payment", message: expect.stringContaining("unpaid") },
+    });
+    expect(await app.rt.db.requestPayment.count({ where: { payerAddress: buyer.address.toLowerCase() } })).toBe(1);
     await assertBooksBalance(app.rt.db);
   });
 
