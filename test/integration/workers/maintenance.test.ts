@@ -1,14 +1,19 @@
 import { QueueEvents } from "bullmq";
 import { describe, expect } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
-import { SESSION_RETENTION_MS } from "../../../src/domain/maintenance/maintenance-service.js";
+import {
+  PAYMENT_IDENTIFIER_RETENTION_MS,
+  SESSION_RETENTION_MS,
+} from "../../../src/domain/maintenance/maintenance-service.js";
 import { appTest as test } from "../../../testkit/app-test.js";
 import { createAccount } from "../../../testkit/fixtures.js";
 
 test.override("appOptions", { workers: true });
 
 describe("workers (BullMQ)", () => {
-  test("the maintenance worker purges expired nonces and long-dead sessions, and keeps live ones", async ({ app }) => {
+  test("the maintenance worker purges expired nonces, long-dead sessions and old payment ids, and keeps live ones", async ({
+    app,
+  }) => {
     const db = app.rt.db;
     const now = Date.now();
     const account = await createAccount(db);
@@ -37,6 +42,25 @@ describe("workers (BullMQ)", () => {
         },
       ],
     });
+    // payment-identifier ids: one claimed a day ago and answered, one a day ago and never answered
+    // (its request died), one claimed just now; only the last stays bound
+    const id = (identifier: string, createdAt: Date, answered: boolean) => ({
+      payerAddress: "0x00000000000000000000000000000000000000aa",
+      identifier,
+      route: "POST /x402/v1/chat/completions",
+      fingerprint: "f".repeat(64),
+      claimToken: crypto.randomUUID(),
+      createdAt,
+      ...(answered ? { responseStatus: 200, responseBody: {}, responseHeaders: [], completedAt: createdAt } : {}),
+    });
+    const dayOld = new Date(now - PAYMENT_IDENTIFIER_RETENTION_MS - 60_000);
+    await db.paymentIdentifier.createMany({
+      data: [
+        id("old-answered-0000000", dayOld, true),
+        id("old-unanswered-00000", dayOld, false),
+        id("recent-answered-0000", new Date(now - 60_000), true),
+      ],
+    });
 
     const connection = createRedis(app.rt.config.redis.url, "worker");
     const events = new QueueEvents("maintenance", { connection, prefix: app.rt.keys.bullPrefix() });
@@ -44,7 +68,7 @@ describe("workers (BullMQ)", () => {
     try {
       const job = await app.rt.queues.maintenance.add("purge-expired", {});
       const result = await job.waitUntilFinished(events, 10_000);
-      expect(result).toEqual({ siweNonces: 1, sessions: 1 });
+      expect(result).toEqual({ siweNonces: 1, sessions: 1, paymentIdentifiers: 2 });
     } finally {
       await events.close();
       connection.disconnect();
@@ -54,6 +78,7 @@ describe("workers (BullMQ)", () => {
       "live",
       "recently-expired",
     ]);
+    expect((await db.paymentIdentifier.findMany()).map((i) => i.identifier)).toEqual(["recent-answered-0000"]);
   });
 
   test("queues live under the deployment's Redis prefix", async ({ app }) => {
