@@ -58,6 +58,8 @@ export interface LocalChain {
   mintUsdc(to: Address, amountMicro: bigint): Promise<Hex>;
   /** Mines `blocks` empty blocks at once (anvil_mine; chain time moves by ~1 s in total). */
   mine(blocks: number): Promise<void>;
+  /** Moves chain time forward by `seconds` (evm_increaseTime): the next block mined carries it. */
+  increaseTime(seconds: number): Promise<void>;
   /** Sets an address's ETH balance (e.g. gas for a fresh facilitator or payout key). */
   setEthBalance(address: Address, wei: bigint): Promise<void>;
   /**
@@ -367,6 +369,9 @@ export async function startLocalChain(opts: StartLocalChainOptions = {}): Promis
       pid: boot.pid,
       mintUsdc,
       mine: (blocks: number) => testClient.mine({ blocks }),
+      increaseTime: async (seconds: number) => {
+        await testClient.increaseTime({ seconds });
+      },
       setEthBalance: (address: Address, wei: bigint) => testClient.setBalance({ address, value: wei }),
       approvePermit2,
       stop,
