@@ -11,8 +11,8 @@ import { capacityInput, modality, modelList, modelStatsQuery, modelStatsResponse
 import { supportReferenceParam } from "../contract/common.js";
 import { parseVideoRequest, type VideoRequest, videoBody, videoQuoteResponse } from "../contract/inference.js";
 import { capacityResponse } from "../contract/market.js";
+import { keyChangeOf } from "../domain/keys/api-key-service.js";
 import { historyReader } from "../domain/keys/key-scopes.js";
-import { keyChangeOf } from "../http/keys.js";
 import { presentAgentMe, presentHistoryRow, presentKey, presentVideoQuote } from "../http/present.js";
 import { presentModel, presentModelStats } from "../http/routes/catalog.js";
 import { presentCapacity } from "../http/routes/market.js";

@@ -1,5 +1,5 @@
 import type { Prisma } from "../../generated/prisma/client.js";
-import type { KeyRules } from "./key-period.js";
+import type { KeyRules, LimitReset } from "./key-period.js";
 import type { KeyPolicy, KeyPolicyChange, KeyUsage } from "./key-policy.js";
 import type { Scope, ScopedCaller } from "./key-scopes.js";
 
@@ -56,6 +56,35 @@ export interface AuthenticatedKey {
 /** `PATCH` of a key: its name and any policy field (absent = unchanged, null = removed). */
 export interface KeyUpdate extends KeyPolicyChange {
   name?: string;
+}
+
+/**
+ * A key's fields as every transport receives them, once parsed (REST and MCP by the contract's
+ * schemas, GraphQL by its input types): `limitUsdc` already micro-USDC, null to remove a setting.
+ */
+export interface KeyFields {
+  name?: string | null;
+  limitUsdc?: bigint | null;
+  limitReset?: LimitReset | null;
+  maxPriceCentsPerDollar?: number | null;
+  models?: readonly string[] | null;
+  expiresAt?: Date | null;
+}
+
+/**
+ * THE mapping of received key fields onto the key service's change: only the fields sent, null
+ * kept (it removes a setting). A null name is passed on for the service to refuse (a name cannot be
+ * removed).
+ */
+export function keyChangeOf(fields: KeyFields): KeyUpdate {
+  const out: KeyUpdate = {};
+  if (fields.name !== undefined) out.name = fields.name as string;
+  if (fields.limitUsdc !== undefined) out.limitMicroUsdc = fields.limitUsdc;
+  if (fields.limitReset !== undefined) out.limitReset = fields.limitReset;
+  if (fields.maxPriceCentsPerDollar !== undefined) out.maxPriceCentsPerDollar = fields.maxPriceCentsPerDollar;
+  if (fields.models !== undefined) out.models = fields.models;
+  if (fields.expiresAt !== undefined) out.expiresAt = fields.expiresAt;
+  return out;
 }
 
 /** Who acts on keys: a session, or a Bearer key (its id and scopes). */

@@ -1,35 +1,7 @@
-import { apiKeyScopeFor, type KeyUpdate } from "../../domain/keys/api-key-service.js";
-import type { LimitReset } from "../../domain/keys/key-period.js";
+import { apiKeyScopeFor, keyChangeOf } from "../../domain/keys/api-key-service.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { ApiKeyRef, KeyLimitResetEnum, KeyScopeEnum, viewerOrThrow } from "./account.js";
-
-/**
- * A key's policy fields, the same on create and update (REST's `limitUsdc` decimal string is
- * MicroUsdc here, as every amount in this schema). Left out: unchanged (at creation: not set);
- * null: no such limit. The key service checks them (`invalid_request` naming the field).
- */
-interface PolicyInput {
-  name?: string | null;
-  limitUsdc?: bigint | null;
-  limitReset?: LimitReset | null;
-  maxPriceCentsPerDollar?: number | null;
-  models?: string[] | null;
-  expiresAt?: Date | null;
-}
-
-/** The GraphQL input as the key service takes it: fields left out stay out, null is kept (it removes). */
-function keyChangeOf(input: PolicyInput): KeyUpdate {
-  const out: KeyUpdate = {};
-  // a null name is refused by the service (a name cannot be removed)
-  if (input.name !== undefined) out.name = input.name as string;
-  if (input.limitUsdc !== undefined) out.limitMicroUsdc = input.limitUsdc;
-  if (input.limitReset !== undefined) out.limitReset = input.limitReset;
-  if (input.maxPriceCentsPerDollar !== undefined) out.maxPriceCentsPerDollar = input.maxPriceCentsPerDollar;
-  if (input.models !== undefined) out.models = input.models;
-  if (input.expiresAt !== undefined) out.expiresAt = input.expiresAt;
-  return out;
-}
 
 const CreateApiKeyInput = builder.inputType("CreateApiKeyInput", {
   fields: (t) => ({

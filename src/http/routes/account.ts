@@ -1,18 +1,17 @@
 import { Router } from "express";
-import { createKeyBody, historyQuery, maxPriceBody, updateKeyBody } from "../../contract/account.js";
-import { idParam } from "../../contract/common.js";
+import { historyQuery, maxPriceBody } from "../../contract/account.js";
 import { historyReader } from "../../domain/keys/key-scopes.js";
 import type { Runtime } from "../../runtime.js";
 import { requireSameOrigin, requireSession, viewerOf } from "../auth.js";
 import { answerHistory } from "../history.js";
-import { keyChangeOf } from "../keys.js";
-import { presentAccount, presentKey, presentSavings, STATUS_OK } from "../present.js";
+import { presentAccount, presentSavings } from "../present.js";
 import { parse } from "../validate.js";
+import { keyRoutes } from "./keys.js";
 
 /** SPEC "Account (session)". Every route: session cookie only. */
 export function accountRoutes(rt: Runtime): Router {
   const r = Router();
-  const { accounts, apiKeys } = rt.services;
+  const { accounts } = rt.services;
   const session = requireSession(rt.services);
   r.use(["/v1/me", "/v1/account"], requireSameOrigin(rt.config));
 
@@ -35,34 +34,7 @@ export function accountRoutes(rt: Runtime): Router {
     );
   });
 
-  r.get("/v1/account/api-keys", session, async (_req, res) => {
-    const { keys, cap } = await apiKeys.listActive(viewerOf(res));
-    res.json({ keys: keys.map(presentKey), cap, active: keys.length });
-  });
-
-  r.post("/v1/account/api-keys", session, async (req, res) => {
-    const body = parse(createKeyBody, req.body);
-    const k = await apiKeys.createKey({
-      actor: viewerOf(res),
-      name: body.name,
-      source: "session",
-      policy: keyChangeOf(body),
-      scopes: body.scopes,
-    });
-    res.status(201).json({ ...presentKey(k), apiKey: k.apiKey });
-  });
-
-  r.patch("/v1/account/api-keys/:id", session, async (req, res) => {
-    const { id: keyId } = parse(idParam, req.params);
-    const body = parse(updateKeyBody, req.body);
-    res.json(presentKey(await apiKeys.updateKey({ actor: viewerOf(res), keyId, change: keyChangeOf(body) })));
-  });
-
-  r.delete("/v1/account/api-keys/:id", session, async (req, res) => {
-    const { id: keyId } = parse(idParam, req.params);
-    await apiKeys.revokeKey({ actor: viewerOf(res), keyId });
-    res.json(STATUS_OK);
-  });
+  r.use(keyRoutes(rt, { path: "/v1/account/api-keys", auth: session, source: "session" }));
 
   r.get("/v1/account/inference-history", session, async (req, res) => {
     await answerHistory(rt.services, res, historyReader(viewerOf(res)), parse(historyQuery, req.query));

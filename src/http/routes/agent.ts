@@ -1,14 +1,13 @@
 import { Router } from "express";
-import { createKeyBody, updateKeyBody } from "../../contract/account.js";
 import { type AgentMeResponse, agentRequestsQuery, maxPriceBody } from "../../contract/agent.js";
-import { idParam, supportReferenceParam } from "../../contract/common.js";
+import { supportReferenceParam } from "../../contract/common.js";
 import { historyReader } from "../../domain/keys/key-scopes.js";
 import type { Runtime } from "../../runtime.js";
 import { requireBearer, viewerOf } from "../auth.js";
 import { answerHistory } from "../history.js";
-import { keyChangeOf } from "../keys.js";
-import { presentAgentMe, presentHistoryRow, presentKey, STATUS_OK } from "../present.js";
+import { presentAgentMe, presentHistoryRow, presentKey } from "../present.js";
 import { parse } from "../validate.js";
+import { keyRoutes } from "./keys.js";
 
 /** SPEC "Agent self-service": Bearer only; a session cookie is refused. */
 export function agentRoutes(rt: Runtime): Router {
@@ -35,40 +34,13 @@ export function agentRoutes(rt: Runtime): Router {
     );
   });
 
-  r.post("/v1/agent/keys", bearer, async (req, res) => {
-    const body = parse(createKeyBody, req.body);
-    const k = await apiKeys.createKey({
-      actor: viewerOf(res),
-      name: body.name,
-      source: "agent",
-      policy: keyChangeOf(body),
-      scopes: body.scopes,
-    });
-    res.status(201).json({ ...presentKey(k), apiKey: k.apiKey });
-  });
-
-  r.patch("/v1/agent/keys/:id", bearer, async (req, res) => {
-    const { id: keyId } = parse(idParam, req.params);
-    const body = parse(updateKeyBody, req.body);
-    res.json(presentKey(await apiKeys.updateKey({ actor: viewerOf(res), keyId, change: keyChangeOf(body) })));
-  });
-
   // the calling key: its policy and what it spent this period (OpenRouter's GET /api/v1/key)
   r.get("/v1/agent/key", bearer, async (_req, res) => {
     const v = viewerOf(res);
     res.json(presentKey(await apiKeys.describeKey({ accountId: v.accountId, apiKeyId: v.apiKeyId ?? "" })));
   });
 
-  r.get("/v1/agent/keys", bearer, async (_req, res) => {
-    const { keys, cap } = await apiKeys.listActive(viewerOf(res));
-    res.json({ keys: keys.map(presentKey), cap, active: keys.length });
-  });
-
-  r.delete("/v1/agent/keys/:id", bearer, async (req, res) => {
-    const { id: keyId } = parse(idParam, req.params);
-    await apiKeys.revokeKey({ actor: viewerOf(res), keyId });
-    res.json(STATUS_OK);
-  });
+  r.use(keyRoutes(rt, { path: "/v1/agent/keys", auth: bearer, source: "agent" }));
 
   r.get("/v1/agent/requests", bearer, async (req, res) => {
     await answerHistory(rt.services, res, historyReader(viewerOf(res)), parse(agentRequestsQuery, req.query));
