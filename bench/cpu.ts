@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 
-const TICK_MS = 10; // CLK_TCK = 100 on Linux
+export const TICK_MS = 10; // CLK_TCK = 100 on Linux
 
 export interface CpuSnapshot {
   at: number;
@@ -12,7 +12,8 @@ export interface CpuSnapshot {
   machineBusy: number;
 }
 
-function procTicks(pid: number): { comm: string; ticks: number } | null {
+/** CPU ticks (user + system) a process has used so far, and its command name; null once it has ended. */
+export function procTicks(pid: number): { comm: string; ticks: number } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const close = stat.lastIndexOf(")");

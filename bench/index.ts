@@ -3,6 +3,8 @@
 // in the same run, and whether it is met. Sections can be run alone, for alternated A/B runs:
 //   npm run bench -- --only=serial,streaming      (or BENCH_ONLY=serial,streaming npm run bench)
 // Sections: micro, serial, streaming, saturation, modalities, tracing, memory (docs/performance.md).
+// `capacity` (docs/scale.md: 1, 2 and 4 API processes on one Postgres) runs only when named:
+//   npm run bench -- --only=capacity
 // Issue 32's Portkey gateway runs as a fourth peer in serial, streaming and saturation
 // (`--only=portkey` names those three; BENCH_PORTKEY=off leaves it out).
 import { execFileSync } from "node:child_process";
@@ -12,6 +14,7 @@ import { computeCharge } from "../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "../testkit/fixtures.js";
 import { startTestApp } from "../testkit/harness.js";
 import { migrateTemplate } from "../testkit/template.js";
+import { benchCapacity } from "./capacity.js";
 import { type Market, pinnedWorld, startMarket } from "./market.js";
 import { benchMemory } from "./memory.js";
 import { benchModalities } from "./modalities.js";
@@ -21,8 +24,19 @@ import { benchSerial, benchStreaming } from "./serial.js";
 import { pct } from "./stats.js";
 import { benchTracing } from "./tracing.js";
 
-export const SECTIONS = ["micro", "serial", "streaming", "saturation", "modalities", "tracing", "memory"] as const;
+export const SECTIONS = [
+  "micro",
+  "serial",
+  "streaming",
+  "saturation",
+  "modalities",
+  "tracing",
+  "memory",
+  "capacity",
+] as const;
 type Section = (typeof SECTIONS)[number];
+/** sections a bare `npm run bench` leaves out: they run only when named in `--only` */
+const ON_REQUEST: readonly Section[] = ["capacity"];
 /** the sections Portkey runs in, as a peer beside direct, the proxy and the service */
 const PORTKEY_SECTIONS: readonly Section[] = ["serial", "streaming", "saturation"];
 /** names `--only` accepts for a group of sections: `portkey`, the sections Portkey is measured in */
@@ -37,7 +51,7 @@ function emit(figure: Record<string, unknown>): void {
 
 function selected(): Section[] {
   const arg = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? process.env.BENCH_ONLY;
-  if (!arg) return [...SECTIONS];
+  if (!arg) return SECTIONS.filter((s) => !ON_REQUEST.includes(s));
   const names = arg.split(",").flatMap((s): readonly string[] => GROUPS[s.trim()] ?? [s.trim()]);
   const unknown = names.filter((n) => !(SECTIONS as readonly string[]).includes(n));
   if (unknown.length > 0) {
@@ -165,6 +179,7 @@ if (marketSections.length > 0) {
   }
 }
 if (sections.includes("memory")) await benchMemory(emit);
+if (sections.includes("capacity")) await benchCapacity(emit);
 emit({
   bench: "targets",
   met: targets.filter((t) => t.met === true).length,

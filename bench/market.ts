@@ -166,13 +166,27 @@ export interface Market {
   close(emit: (f: Record<string, unknown>) => void): Promise<void>;
 }
 
-export async function startMarket(): Promise<Market> {
+/**
+ * The world without any service process: the simulator, a pinned database and Redis prefix, the
+ * in-process app the fixtures go through, the catalog, supply (OFFERS offers of one supplier at
+ * 40¢) and `buyers` funded buyers with an API key each. `env` goes to the in-process app (e.g. REDIS_URL).
+ */
+export async function marketWorld(
+  buyers = 1,
+  env: Record<string, string> = {},
+): Promise<{
+  sim: UpstreamSimulator;
+  world: Awaited<ReturnType<typeof pinnedWorld>>;
+  app: TestApp;
+  directKey: string;
+  buyers: { apiKey: string; accountId: string }[];
+}> {
   const sim = await startUpstreamSimulator({ keys: [{ key: CATALOG_KEY, diemMicro: 0n }] });
   const world = await pinnedWorld();
   const app = await startTestApp({
     databaseUrl: world.databaseUrl,
     prefix: world.prefix,
-    env: { ...simEnv(sim), KEY_MAX_IN_FLIGHT, LOG_LEVEL: "silent" },
+    env: { ...simEnv(sim), KEY_MAX_IN_FLIGHT, LOG_LEVEL: "silent", ...env },
   });
   await app.rt.services.catalog.sync();
   const supply = await addSupply(
@@ -184,8 +198,14 @@ export async function startMarket(): Promise<Market> {
       keyBalanceMicroDiem: 10_000_000_000n,
     })),
   );
-  const directKey = supply.keys[0]?.secret ?? "";
-  const buyer = await fundedBuyerKey(app, 900_000_000n);
+  const funded: { apiKey: string; accountId: string }[] = [];
+  for (let i = 0; i < buyers; i++) funded.push(await fundedBuyerKey(app, 900_000_000n));
+  return { sim, world, app, directKey: supply.keys[0]?.secret ?? "", buyers: funded };
+}
+
+export async function startMarket(): Promise<Market> {
+  const { sim, world, app, directKey, buyers } = await marketWorld();
+  const buyer = buyers[0] as { apiKey: string; accountId: string };
   const imageBuyers: Market["imageBuyers"] = [];
   for (let i = 0; i < 16; i++) imageBuyers.push(await fundedBuyerKey(app, 100_000_000n));
   const port = await freePort();

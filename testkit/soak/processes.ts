@@ -72,6 +72,11 @@ export class SoakRedis {
     return `redis://127.0.0.1:${this.port}`;
   }
 
+  /** the server's process id while it runs (its CPU, for the bench) */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
   async start(): Promise<void> {
     const proc = spawn(
       "redis-server",

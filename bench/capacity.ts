@@ -1,0 +1,303 @@
+// The capacity model's measurements (docs/scale.md): clears a second with 1, 2 and 4 API processes
+// (`--role=api`, each in its own process as `npm run start:api` runs it) against one Postgres and one
+// Redis, the load spread over them round-robin as a balancer would. Per run: clears/s and latency;
+// CPU ms per clear of each process group (the API processes, the bench's load client and simulator,
+// the Postgres backends of the bench's database, every Postgres process of the server, Redis, the
+// machine); WAL bytes and write transactions per clear of the bench's database (bench/wal.ts); and
+// the connections each API process holds, to Postgres (`pg_stat_activity` by `application_name`,
+// which the bench sets per process in DATABASE_URL) and to Redis (`CLIENT LIST`, each client's
+// address matched to the process owning that socket), sampled through the run.
+//
+// The process counts run in the order BENCH_CAPACITY_PROCESSES (default 1,2,4,4,2,1: alternated, so
+// a drift of the shared machine hits every count alike), each on the same world; a process count
+// keeps its processes from the previous run when it can (started or stopped to match), and every
+// run warms up first. Other knobs: BENCH_CAPACITY_REQUESTS (6,000 per run), BENCH_CAPACITY_CONCURRENCY
+// (64 in all, closed loop), BENCH_CAPACITY_BUYERS (16; 1 puts every clear on one buyer's rows),
+// BENCH_CAPACITY_DB_POOL_SIZE (each process's DB_POOL_SIZE, 8: a process opens up to two pools of it,
+// and four at the service's default of 20 would take 160 connections of a server whose default
+// max_connections is 100).
+//   npm run bench -- --only=capacity
+import type { ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import pg from "pg";
+import { PG_ADMIN_URL } from "../testkit/db.js";
+import { freePort } from "../testkit/harness.js";
+import { SoakRedis } from "../testkit/soak/processes.js";
+import { spawnMain, waitForExit, waitForHttp } from "../testkit/spawn.js";
+import { load, post } from "./client.js";
+import { cpuPerRequest, cpuSnapshot, procTicks, TICK_MS } from "./cpu.js";
+import { CHAT_BODY, marketWorld, serviceEnv, serviceNodeArgs, track } from "./market.js";
+import { ms, pct, series } from "./stats.js";
+import { databaseWal, walPosition } from "./wal.js";
+
+type Emit = (f: Record<string, unknown>) => void;
+
+function numbers(name: string, fallback: string): number[] {
+  return (process.env[name] ?? fallback)
+    .split(",")
+    .map(Number)
+    .filter((x) => Number.isInteger(x) && x > 0);
+}
+const one = (name: string, fallback: number) => numbers(name, String(fallback))[0] ?? fallback;
+
+/** TCP sockets by inode (Linux): local and remote port. */
+function tcpSockets(): Map<string, { local: number; remote: number }> {
+  const out = new Map<string, { local: number; remote: number }>();
+  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    let text = "";
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      continue;
+    }
+    for (const line of text.split("\n").slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const port = (addr: string | undefined) => Number.parseInt(addr?.split(":").pop() ?? "0", 16);
+      out.set(f[9] as string, { local: port(f[1]), remote: port(f[2]) });
+    }
+  }
+  return out;
+}
+
+/** The local ports of every TCP socket `pid` holds. */
+function localPortsOf(pid: number, sockets: Map<string, { local: number; remote: number }>): Set<number> {
+  const ports = new Set<number>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      let link = "";
+      try {
+        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
+      const s = inode ? sockets.get(inode) : undefined;
+      if (s) ports.add(s.local);
+    }
+  } catch {
+    // the process ended
+  }
+  return ports;
+}
+
+interface Api {
+  name: string;
+  url: string;
+  child: ChildProcess & { output: () => { stdout: string; stderr: string } };
+}
+
+/** Every sample of each figure over one run; reported as its median and its peak. */
+class Samples {
+  private readonly xs = new Map<string, number[]>();
+  private count = 0;
+  /** one round of samples: a figure absent from a round counts 0 there */
+  round(figures: Record<string, number>): void {
+    for (const k of Object.keys(figures)) if (!this.xs.has(k)) this.xs.set(k, Array(this.count).fill(0));
+    for (const [k, xs] of this.xs) xs.push(figures[k] ?? 0);
+    this.count++;
+  }
+  summary(): Record<string, { median: number; peak: number }> {
+    const out: Record<string, { median: number; peak: number }> = {};
+    for (const [k, xs] of [...this.xs].sort(([a], [b]) => a.localeCompare(b))) {
+      const s = [...xs].sort((a, b) => a - b);
+      out[k] = { median: s[Math.floor(s.length / 2)] ?? 0, peak: s[s.length - 1] ?? 0 };
+    }
+    return out;
+  }
+}
+
+export async function benchCapacity(emit: Emit): Promise<void> {
+  const order = numbers("BENCH_CAPACITY_PROCESSES", "1,2,4,4,2,1");
+  const requests = one("BENCH_CAPACITY_REQUESTS", 6_000);
+  const concurrency = one("BENCH_CAPACITY_CONCURRENCY", 64);
+  const buyerCount = one("BENCH_CAPACITY_BUYERS", 16);
+  const poolSize = one("BENCH_CAPACITY_DB_POOL_SIZE", 8);
+  const redis = new SoakRedis(await freePort());
+  await redis.start();
+  const { sim, world, app, buyers } = await marketWorld(buyerCount, { REDIS_URL: redis.url });
+  const dbName = new URL(world.databaseUrl).pathname.slice(1);
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  const dbOid = Number(
+    (await admin.query<{ oid: string }>("SELECT oid::text FROM pg_database WHERE datname = $1", [dbName])).rows[0]?.oid,
+  );
+  const apis: Api[] = [];
+  const start = async (i: number): Promise<Api> => {
+    const name = `capacity-api-${i + 1}`;
+    const url = new URL(world.databaseUrl);
+    url.searchParams.set("application_name", name);
+    const port = await freePort();
+    const env = serviceEnv(app, sim, world, port, {
+      DATABASE_URL: url.toString(),
+      REDIS_URL: redis.url,
+      DB_POOL_SIZE: String(poolSize),
+    });
+    const child = track(spawnMain(["--role=api"], env, serviceNodeArgs()));
+    const api = { name, url: `http://127.0.0.1:${port}`, child };
+    await waitForHttp(`${api.url}/healthz`, 90_000, child);
+    return api;
+  };
+  const stop = async (api: Api) => {
+    api.child.kill("SIGTERM");
+    await waitForExit(api.child, 30_000).catch(() => api.child.kill("SIGKILL"));
+  };
+  const send = (targets: Api[]) => (i: number) =>
+    post(
+      `${(targets[i % targets.length] as Api).url}/v1/chat/completions`,
+      (buyers[Math.floor(i / targets.length) % buyers.length] as { apiKey: string }).apiKey,
+      CHAT_BODY,
+    );
+  const backendPids = async () =>
+    (await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [dbName])).rows.map(
+      (r) => r.pid,
+    );
+  const redisAdmin = app.rt.redis.command;
+  const redisCommands = async () =>
+    Number(/total_commands_processed:(\d+)/.exec(await redisAdmin.info("stats"))?.[1] ?? 0);
+
+  /** one sample of the connections: Postgres by application_name and state, Redis by process and client name */
+  const sampleConnections = async (targets: Api[], pgSamples: Samples, redisSamples: Samples) => {
+    const rows = (
+      await admin.query<{ app: string; state: string | null; n: string }>(
+        `SELECT application_name AS app, state, count(*)::text AS n FROM pg_stat_activity
+          WHERE datname = $1 GROUP BY 1, 2`,
+        [dbName],
+      )
+    ).rows;
+    const pgRound: Record<string, number> = {};
+    const add = (k: string, n: number) => {
+      pgRound[k] = (pgRound[k] ?? 0) + n;
+    };
+    for (const r of rows) {
+      const who = r.app.startsWith("capacity-api-") ? r.app : "bench (fixtures)";
+      const n = Number(r.n);
+      add(`${who}.open`, n);
+      // running a statement or inside a transaction: what a pooler would have to give it
+      if (r.state && r.state !== "idle") add(`${who}.busy`, n);
+      if (who !== "bench (fixtures)") {
+        add("apis.open", n);
+        if (r.state && r.state !== "idle") add("apis.busy", n);
+      }
+    }
+    pgSamples.round(pgRound);
+    const list = String(await redisAdmin.client("LIST"));
+    const sockets = tcpSockets();
+    const redisRound: Record<string, number> = {};
+    for (const api of targets) {
+      const ports = localPortsOf(api.child.pid ?? 0, sockets);
+      for (const line of list.split("\n")) {
+        const port = Number(/ addr=[^ ]*:(\d+) /.exec(` ${line}`)?.[1]);
+        if (!ports.has(port)) continue;
+        const name = /name=(\S*)/.exec(line)?.[1] || "(unnamed)";
+        for (const k of [`${api.name}.open`, `${api.name}.${name}`, "apis.open"])
+          redisRound[k] = (redisRound[k] ?? 0) + 1;
+      }
+    }
+    redisSamples.round(redisRound);
+  };
+
+  const runs: { processes: number; clearsPerSecond: number }[] = [];
+  try {
+    for (const [k, n] of order.entries()) {
+      while (apis.length > n) await stop(apis.pop() as Api);
+      while (apis.length < n) apis.push(await start(apis.length));
+      const targets = apis.slice(0, n);
+      // warm-up: JIT, pools, escrow slices and gate leases of every process
+      await load(Math.max(600, 300 * n), concurrency, send(targets));
+      const loadBefore = loadavg().map((x) => +x.toFixed(2));
+      const pids: Record<string, number | undefined> = { bench: process.pid, ownRedis: redis.pid };
+      for (const a of targets) pids[a.name] = a.child.pid;
+      const backends0 = await backendPids();
+      const ticks0 = new Map(backends0.map((p) => [p, procTicks(p)?.ticks ?? 0]));
+      const clears0 = await app.rt.db.clear.count();
+      const redis0 = await redisCommands();
+      const wal0 = await walPosition(admin);
+      const c0 = cpuSnapshot(pids);
+      const pgSamples = new Samples();
+      const redisSamples = new Samples();
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          await sampleConnections(targets, pgSamples, redisSamples).catch(() => undefined);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      })();
+      const r = await load(requests, concurrency, send(targets));
+      const c1 = cpuSnapshot(pids);
+      const wal1 = await walPosition(admin);
+      sampling = false;
+      await sampler;
+      const redis1 = await redisCommands();
+      const clears = (await app.rt.db.clear.count()) - clears0;
+      const backends1 = await backendPids();
+      let backendTicks = 0;
+      for (const p of new Set([...backends0, ...backends1])) {
+        const t = procTicks(p);
+        if (t) backendTicks += t.ticks - (ticks0.get(p) ?? 0);
+      }
+      const loadAfter = loadavg().map((x) => +x.toFixed(2));
+      const wal = await databaseWal(admin, dbOid, wal0, wal1);
+      const cpu = cpuPerRequest(c0, c1, clears);
+      const byGroup = (cpu.cpuMsPerRequest ?? {}) as Record<string, number>;
+      const perProcess = targets.map((a) => byGroup[a.name] ?? 0);
+      const clearsPerSecond = Math.round((clears / r.wallMs) * 1000);
+      runs.push({ processes: n, clearsPerSecond });
+      const totals = series(r.samples, (s) => s.totalMs);
+      emit({
+        bench: "capacity.run",
+        run: k + 1,
+        processes: n,
+        concurrency,
+        buyers: buyerCount,
+        dbPoolSize: poolSize,
+        requests,
+        clears,
+        clearsPerSecond,
+        p50Ms: ms(pct(totals, 50)),
+        p99Ms: ms(pct(totals, 99)),
+        cpuMsPerClear: {
+          apiProcesses: +perProcess.reduce((a, b) => a + b, 0).toFixed(3),
+          perApiProcess: perProcess,
+          benchLoadAndSimulator: byGroup.bench ?? null,
+          postgresBackendsOfThisDatabase: +((backendTicks * TICK_MS) / clears).toFixed(3),
+          postgresAllProcesses: byGroup.postgres ?? null,
+          redisAllProcesses: byGroup.redis ?? null,
+          redis: byGroup.ownRedis ?? null,
+          machine: byGroup.machine ?? null,
+        },
+        machineBusyPct: cpu.machineBusyPct,
+        wal:
+          "unavailable" in wal
+            ? { unavailable: wal.unavailable, clusterBytesPerClear: Math.round(wal.clusterBytes / clears) }
+            : {
+                bytesPerClear: Math.round(wal.bytes / clears),
+                recordsPerClear: +(wal.records / clears).toFixed(2),
+                writeTransactionsPerClear: +(wal.transactions / clears).toFixed(3),
+                clusterBytesPerClear: Math.round(wal.clusterBytes / clears),
+              },
+        redisCommandsPerClear: +((redis1 - redis0) / clears).toFixed(2),
+        connections: { postgres: pgSamples.summary(), redis: redisSamples.summary() },
+        loadavg: { before: loadBefore, after: loadAfter },
+        method:
+          "closed loop, requests round-robin over the API processes; CPU from /proc; WAL attributed to the bench's database with pg_waldump (cluster-wide beside it); connections sampled every 250 ms",
+      });
+    }
+  } finally {
+    await Promise.all(apis.map(stop));
+    await admin.end().catch(() => undefined);
+    await app.close();
+    await world.drop();
+    await sim.close();
+    await redis.stop();
+  }
+  const byCount = new Map<number, number[]>();
+  for (const r of runs) byCount.set(r.processes, [...(byCount.get(r.processes) ?? []), r.clearsPerSecond]);
+  emit({
+    bench: "capacity.summary",
+    cpus: cpus().length,
+    clearsPerSecond: Object.fromEntries([...byCount].map(([n, xs]) => [`${n}_processes`, xs])),
+    loadavg: loadavg().map((x) => +x.toFixed(2)),
+  });
+}
