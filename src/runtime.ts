@@ -136,6 +136,9 @@ export async function createRuntime(
     async webhookEndpointsDisabled() {
       return db.webhookEndpoint.count({ where: { status: "disabled" } });
     },
+    readReplica: reads.replicated
+      ? { lagMs: () => reads.lagMs(), maxLagMs: config.database.readReplicaMaxLagMs }
+      : undefined,
   });
   const services = createServices({
     metrics,

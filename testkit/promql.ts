@@ -15,6 +15,8 @@ const sources: ScrapeSources = {
   reconciliationBacklog: async () => 0,
   videoJobsOpen: async () => ({}),
   webhookEndpointsDisabled: async () => 0,
+  // the replica's gauges exist only with DATABASE_URL_READ_REPLICA: a deployment with one exports them
+  readReplica: { lagMs: () => 0, maxLagMs: 10_000 },
 };
 
 /** Every metric one process's registry exports (counters, histograms, gauges, Node's own), by name → type. */

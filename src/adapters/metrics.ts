@@ -13,6 +13,11 @@ export interface ScrapeSources {
   videoJobsOpen(): Promise<Record<string, number>>;
   /** webhook endpoints disabled after every attempt of an event failed (and not enabled again) */
   webhookEndpointsDisabled(): Promise<number>;
+  /**
+   * With a read replica only: how stale it is now (ms; undefined before it was ever seen fresh) and
+   * the bound beyond which it serves no read (READ_REPLICA_MAX_LAG_MS). Absent: no replica, no gauge.
+   */
+  readReplica?: { lagMs(): number | undefined; maxLagMs: number };
 }
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -136,6 +141,25 @@ export class PromMetrics implements Metrics {
       async collect() {
         const n = await sources.webhookEndpointsDisabled().catch(() => null);
         if (n !== null) this.set(n);
+      },
+    });
+    const replica = sources.readReplica;
+    if (!replica) return;
+    new Gauge({
+      name: "svc_read_replica_lag_seconds",
+      help: "How far behind the primary the read replica is, as this process last measured (+Inf: never seen fresh)",
+      registers,
+      collect() {
+        const lag = replica.lagMs();
+        this.set(lag === undefined ? Number.POSITIVE_INFINITY : lag / 1000);
+      },
+    });
+    new Gauge({
+      name: "svc_read_replica_max_lag_seconds",
+      help: "READ_REPLICA_MAX_LAG_MS: a replica further behind serves no read (they go to the primary)",
+      registers,
+      collect() {
+        this.set(replica.maxLagMs / 1000);
       },
     });
   }

@@ -56,6 +56,18 @@ async function settled(app: TestApp, replica: Replica): Promise<void> {
   }
   throw new Error(`the app never saw the replica fresh (lag ${app.rt.reads.lagMs()})`);
 }
+/** The replica's two gauges as GET /metrics exposes them (seconds; +Inf parses as Infinity). */
+async function replicaGauges(app: TestApp): Promise<{ lag: number; bound: number }> {
+  const res = await fetch(`${app.baseUrl}/metrics`);
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  const value = (name: string) => {
+    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+    expect(line, `${name} is exported`).toBeDefined();
+    return Number((line as string).slice(name.length + 1));
+  };
+  return { lag: value("svc_read_replica_lag_seconds"), bound: value("svc_read_replica_max_lag_seconds") };
+}
 /** a write on the primary nobody's request made: moves the WAL on (other databases of the machine may too) */
 const walNudge = () => withAdmin((c) => c.query("SELECT pg_switch_wal(), txid_current()"));
 
@@ -72,6 +84,11 @@ describe.skipIf(replicaUnavailable() !== undefined)("read replica (issue 42 item
     expect(first.status).toBe(200);
     await settled(app, replica);
     expect(await statsClears(app)).toBe(await primaryClears(app));
+    // the lag gauge: a fresh replica is well within the bound
+    const fresh = await replicaGauges(app);
+    expect(fresh.bound).toBe(MAX_LAG_MS / 1000);
+    expect(fresh.lag).toBeGreaterThanOrEqual(0);
+    expect(fresh.lag).toBeLessThan(MAX_LAG_MS / 1000);
 
     await replica.pauseReplay();
     try {
@@ -158,11 +175,16 @@ describe.skipIf(replicaUnavailable() !== undefined)("read replica (issue 42 item
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(await statsClears(app)).toBe(before + 4);
+      // the gauge shows what the routing saw: past the bound (the alert's condition)
+      const stale = await replicaGauges(app);
+      expect(stale.lag).toBeGreaterThan(stale.bound);
     } finally {
       await replica.resumeReplay();
     }
     // caught up: the replica serves again, and has everything
     await settled(app, replica);
     expect(await statsClears(app)).toBe(await primaryClears(app));
+    // and the gauge is back within the bound
+    expect((await replicaGauges(app)).lag).toBeLessThan(MAX_LAG_MS / 1000);
   });
 });

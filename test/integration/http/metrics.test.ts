@@ -59,6 +59,8 @@ describe("GET /metrics", () => {
     expect(after).toMatch(/^svc_queue_depth\{queue="video"\} \d+/m);
     expect(after).toMatch(/^svc_reconciliation_backlog \d+/m);
     expect(after).toMatch(/^svc_process_resident_memory_bytes \d+/m);
+    // no read replica configured: no replica gauge (a lag of 0 would claim a replica that is not there)
+    expect(after).not.toContain("svc_read_replica_");
     // aggregates only: no key, wallet or account in the exposition
     expect(after).not.toContain(buyer.apiKey);
     expect(after).not.toContain(buyer.accountId);
