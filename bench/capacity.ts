@@ -3,7 +3,8 @@
 // Redis, the load spread over them round-robin as a balancer would. Per run: clears/s and latency;
 // CPU ms per clear of each process group (the API processes, the bench's load client and simulator,
 // the Postgres backends of the bench's database, every Postgres process of the server, Redis, the
-// machine); WAL bytes and write transactions per clear of the bench's database (bench/wal.ts); and
+// machine); WAL bytes and write transactions per clear of the bench's database (bench/wal.ts), and
+// what the database grew by per clear; and
 // the connections each API process holds, to Postgres (`pg_stat_activity` by `application_name`,
 // which the bench sets per process in DATABASE_URL) and to Redis (`CLIENT LIST`, each client's
 // address matched to the process owning that socket), sampled through the run.
@@ -153,6 +154,8 @@ export async function benchCapacity(emit: Emit): Promise<void> {
     (await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [dbName])).rows.map(
       (r) => r.pid,
     );
+  const databaseSize = async () =>
+    Number((await admin.query<{ b: string }>("SELECT pg_database_size($1)::text AS b", [dbName])).rows[0]?.b ?? 0);
   const redisAdmin = app.rt.redis.command;
   const redisCommands = async () =>
     Number(/total_commands_processed:(\d+)/.exec(await redisAdmin.info("stats"))?.[1] ?? 0);
@@ -212,6 +215,7 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       const backends0 = await backendPids();
       const ticks0 = new Map(backends0.map((p) => [p, procTicks(p)?.ticks ?? 0]));
       const clears0 = await app.rt.db.clear.count();
+      const size0 = await databaseSize();
       const redis0 = await redisCommands();
       const wal0 = await walPosition(admin);
       const c0 = cpuSnapshot(pids);
@@ -231,6 +235,7 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       await sampler;
       const redis1 = await redisCommands();
       const clears = (await app.rt.db.clear.count()) - clears0;
+      const size1 = await databaseSize();
       const backends1 = await backendPids();
       let backendTicks = 0;
       for (const p of new Set([...backends0, ...backends1])) {
@@ -278,6 +283,8 @@ export async function benchCapacity(emit: Emit): Promise<void> {
                 clusterBytesPerClear: Math.round(wal.clusterBytes / clears),
               },
         redisCommandsPerClear: +((redis1 - redis0) / clears).toFixed(2),
+        // what the database grew by (tables, indexes, TOAST; no vacuum reclaims it within a run)
+        diskBytesPerClear: Math.round((size1 - size0) / clears),
         connections: { postgres: pgSamples.summary(), redis: redisSamples.summary() },
         loadavg: { before: loadBefore, after: loadAfter },
         method:

@@ -4,14 +4,21 @@
 //   npm run soak                      the full run (≥ 10,000 requests from 200 buyers)
 //   npm run soak -- --short           the CI-sized run (what test/soak runs)
 //   npm run soak -- --requests=20000 --buyers=300 --concurrency=64 --seed=7
+//   npm run soak -- --redis-cluster --read-replica   on a Redis Cluster and a streaming read replica
 import { FULL_SOAK, runSoak, SHORT_SOAK, type SoakOptions } from "../testkit/soak/run.js";
 
 const args = process.argv.slice(2);
 const opts: SoakOptions = { ...(args.includes("--short") ? SHORT_SOAK : FULL_SOAK) };
+const FLAGS = {
+  "--short": () => undefined,
+  "--redis-cluster": () => void (opts.redisCluster = true),
+  "--read-replica": () => void (opts.readReplica = true),
+};
 for (const a of args) {
   const m = /^--(requests|buyers|concurrency|seed)=(\d+)$/.exec(a);
   if (m?.[1] && m[2]) opts[m[1] as "requests" | "buyers" | "concurrency" | "seed"] = Number(m[2]);
-  else if (a !== "--short") {
+  else if (Object.hasOwn(FLAGS, a)) FLAGS[a as keyof typeof FLAGS]();
+  else {
     console.error(`unknown argument ${a}`);
     process.exit(2);
   }

@@ -1,7 +1,9 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { createPublicClient, erc20Abi, http } from "viem";
 import { usdcAbi } from "../../src/adapters/chain/usdc-abi.js";
 import type { Db } from "../../src/adapters/db.js";
+import type { RedisClient } from "../../src/adapters/redis/client.js";
+import type { RedisKeys } from "../../src/adapters/redis/keys.js";
 import { assertBooksBalance } from "../books.js";
 import type { SoakLoad } from "./load.js";
 
@@ -29,8 +31,9 @@ export async function checkInvariants(
   db: Db,
   opts: {
     load: SoakLoad;
-    redisUrl: string;
-    redisPrefix: string;
+    /** a ready client of the soak's Redis or cluster (disconnected here) */
+    redis: () => Promise<RedisClient>;
+    redisKeys: RedisKeys;
     chain: { rpcUrl: string; usdcAddress: `0x${string}`; payTo: `0x${string}` };
   },
 ): Promise<Invariant[]> {
@@ -188,7 +191,7 @@ export async function checkInvariants(
     holderRowsLeft: n(esc.holders),
   });
 
-  out.push(await checkGates(opts.redisUrl, opts.redisPrefix));
+  out.push(await checkGates(await opts.redis(), opts.redisKeys));
 
   // no request both charged and failed, on the books and as the clients saw it
   const cf = await one<{ failed: bigint; odd: bigint; inProgress: bigint }>(
@@ -264,35 +267,44 @@ export async function checkInvariants(
  * No gate slot held: every gate hash in the soak's Redis holds no slot of a holder whose lease is
  * live (a SIGKILLed process's slots count as back once its lease has run out, as the gates treat them).
  */
-async function checkGates(redisUrl: string, prefix: string): Promise<Invariant> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+async function checkGates(redis: RedisClient, keys: RedisKeys): Promise<Invariant> {
+  /** every key matching `pattern`: on a cluster, on every master */
+  const scanAll = async (pattern: string): Promise<string[]> => {
+    const nodes: Redis[] =
+      "nodes" in redis && typeof redis.nodes === "function" ? redis.nodes("master") : [redis as Redis];
+    const out: string[] = [];
+    for (const node of nodes) {
+      let cursor = "0";
+      do {
+        const [next, found] = await node.scan(cursor, "MATCH", pattern, "COUNT", 500);
+        cursor = next;
+        out.push(...found);
+      } while (cursor !== "0");
+    }
+    return out;
+  };
   try {
     const [sec, usec] = await redis.time();
     const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-    const holdersKey = `${prefix}:gate-holders`;
+    const holdersKey = keys.gateHolders();
     let live = 0;
     let dead = 0;
-    let gates = 0;
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:gate:*`, "COUNT", 500);
-      cursor = next;
-      for (const key of keys) {
-        gates++;
-        const slots = await redis.hgetall(key);
-        for (const [holder, v] of Object.entries(slots)) {
-          const lease = await redis.zscore(holdersKey, holder);
-          if (lease !== null && Number(lease) >= now) live += Number(v);
-          else dead += Number(v);
-        }
+    // every gate shares the prefix of a buyer key's gate (hash-tagged on a cluster)
+    const gateKeys = await scanAll(keys.apiKeyInFlight("*").replace(/apikey:\*$/, "*"));
+    for (const key of gateKeys) {
+      const slots = await redis.hgetall(key);
+      for (const [holder, v] of Object.entries(slots)) {
+        const lease = await redis.zscore(holdersKey, holder);
+        if (lease !== null && Number(lease) >= now) live += Number(v);
+        else dead += Number(v);
       }
-    } while (cursor !== "0");
+    }
     const liveHolders = await redis.zcount(holdersKey, now, "+inf");
-    const inflight = await redis.keys(`${prefix}:inflight:*`);
+    const inflight = await scanAll(`${keys.prefix}:inflight:*`);
     return {
       invariant: "gate_slots_back",
       ok: live === 0,
-      gateKeys: gates,
+      gateKeys: gateKeys.length,
       slotsOfLiveHolders: live,
       slotsOfExpiredHolders: dead,
       liveHolders,

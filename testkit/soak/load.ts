@@ -90,6 +90,12 @@ export interface LoadOptions {
   longStreamShare: number;
   seed: number;
   mix?: Partial<Record<Exclude<Kind, "funding_signup">, number>>;
+  /**
+   * Each paid buffered request is read back at once by its support reference
+   * (`GET /v1/agent/requests/{ref}`) from another API than the one that answered it: with a read
+   * replica, the caller's own write must show (read-your-writes across processes).
+   */
+  readBack?: boolean;
 }
 
 type Result = { status: string; latencyMs: number };
@@ -114,6 +120,10 @@ export class SoakLoad {
    */
   readonly balanceRefusals: { kind: Kind; confirmedMicroUsdc: bigint | null; availableMicroUsdc: bigint | null }[] = [];
   readonly openStreams: number[];
+  /** read-backs of one's own paid requests (`readBack`): status key → count */
+  readonly readBacks = new Map<string, number>();
+  /** support references a read-back did not find (404): the caller's own write was not visible */
+  readonly readBackMissing: string[] = [];
   /**
    * APIs known to be down (a killed process until it is back), as a load balancer's health check
    * would mark them: new requests go to the others. Requests already on it fail with it.
@@ -370,10 +380,29 @@ export class SoakLoad {
     if (res.status === 200) {
       const cost = res.headers.get("x-svc-cost-usdc");
       if (ref && cost) this.paid.set(ref, microOf(cost));
+      if (ref && this.opts.readBack) await this.readBack(api, buyer, ref);
     } else if (ref) {
       this.refused.add(ref);
     }
     return statusKey(res.status, json);
+  }
+
+  /** The buyer reads its request back by support reference from another API (not counted in the load). */
+  private async readBack(answeredBy: number, buyer: Buyer, ref: string): Promise<void> {
+    const others = this.opts.apis.map((_, i) => i).filter((i) => i !== answeredBy && !this.down.has(i));
+    const api = others.length > 0 ? this.pick(others) : answeredBy;
+    let status: string;
+    try {
+      const res = await fetch(`${this.opts.apis[api]}/v1/agent/requests/${ref}`, {
+        headers: { authorization: `Bearer ${buyer.apiKey}` },
+        signal: AbortSignal.timeout(this.opts.clientTimeoutMs),
+      });
+      status = statusKey(res.status, await res.json().catch(() => ({})));
+      if (res.status === 404) this.readBackMissing.push(ref);
+    } catch (e) {
+      status = netKey(e);
+    }
+    this.readBacks.set(status, (this.readBacks.get(status) ?? 0) + 1);
   }
 
   /**

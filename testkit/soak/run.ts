@@ -1,4 +1,3 @@
-import { Queue } from "bullmq";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { QUEUES } from "../../src/adapters/queues.js";
 import { createSql } from "../../src/adapters/sql.js";
@@ -14,6 +13,10 @@ import { SoakWorld, type SupplySpec } from "./world.js";
  * a mixed load with upstream faults injected, and mid-run a SIGKILLed API (streams open), a
  * SIGKILLed worker (a job running), a Redis restart that loses everything and Postgres connections
  * terminated. Then the invariants. Every figure goes out through `emit` as one JSON object.
+ * With `redisCluster` the Redis is a cluster of the soak's own (its restart becomes a graceful
+ * failover of the gates' master: killing a master outright is not supported yet); with
+ * `readReplica` the APIs read from a streaming replica, and every paid buffered request is read
+ * back by its support reference from another API at once (read-your-writes across processes).
  */
 
 export interface SoakOptions {
@@ -42,6 +45,10 @@ export interface SoakOptions {
   /** how long to keep retrieving queued videos after the load */
   videoDrainMs: number;
   seed: number;
+  /** a Redis Cluster (3 masters + 3 replicas) instead of one redis-server */
+  redisCluster: boolean;
+  /** the API processes read from a streaming replica (DATABASE_URL_READ_REPLICA) */
+  readReplica: boolean;
 }
 
 export const FULL_SOAK: SoakOptions = {
@@ -70,6 +77,8 @@ export const FULL_SOAK: SoakOptions = {
   waitForLeases: true,
   videoDrainMs: 60_000,
   seed: 18,
+  redisCluster: false,
+  readReplica: false,
 };
 
 export const SHORT_SOAK: SoakOptions = {
@@ -144,6 +153,8 @@ export async function runSoak(opts: SoakOptions, emit: Emit): Promise<SoakReport
     offers: opts.supply.map((s) => ({ price: s.priceCents, quantityMicroDiem: s.quantityMicroDiem.toString() })),
     chaosAt: opts.chaosAt,
     seed: opts.seed,
+    redis: opts.redisCluster ? "cluster" : "one redis-server",
+    readReplica: opts.readReplica,
   });
   const world = new SoakWorld({
     apis: opts.apis,
@@ -151,12 +162,15 @@ export async function runSoak(opts: SoakOptions, emit: Emit): Promise<SoakReport
     supply: opts.supply,
     confirmationBlocks: 5,
     blockIntervalMs: 400,
+    redisCluster: opts.redisCluster,
+    readReplica: opts.readReplica,
   });
   try {
     await world.start();
     phase("started", {
       database: world.dbName,
-      redisPort: world.redis.port,
+      redis: world.redisUrl,
+      readReplicaPort: world.replica?.port ?? null,
       apis: world.apis.map((a) => a.baseUrl),
       simulator: world.sim.adminUrl,
     });
@@ -172,6 +186,7 @@ export async function runSoak(opts: SoakOptions, emit: Emit): Promise<SoakReport
       maxRps: opts.maxRps,
       longStreamShare: opts.longStreamShare,
       seed: opts.seed,
+      readBack: opts.readReplica,
     });
     await load.signUp(wallets, opts.signupMicroUsdc, 12);
     phase("signed_up", { buyers: load.buyers.length });
@@ -336,6 +351,20 @@ export async function runSoak(opts: SoakOptions, emit: Emit): Promise<SoakReport
         availableMicroUsdc: r.availableMicroUsdc?.toString() ?? null,
       })),
     });
+    if (opts.readReplica) {
+      // read-your-writes across processes, with the APIs reading a replica: every paid buffered
+      // request read back at once from another API must be found (and some must have been read back)
+      const byStatus = Object.fromEntries([...load.readBacks].sort((a, b) => b[1] - a[1]));
+      emit({ soak: "read_back", byStatus });
+      findings.push({
+        invariant: "own_writes_read_back",
+        ok: load.readBackMissing.length === 0 && (load.readBacks.get("200") ?? 0) > 0,
+        found: load.readBacks.get("200") ?? 0,
+        notFound: load.readBackMissing.length,
+        notFoundSample: load.readBackMissing.slice(0, 5),
+        byStatus,
+      });
+    }
     emit({ soak: "faults_injected", ...Object.fromEntries(injected) });
     emit({ soak: "upstream", ...(await upstreamFigures(world)) });
     emit({ soak: "volume", ...(await volumeFigures(world.db)) });
@@ -345,8 +374,8 @@ export async function runSoak(opts: SoakOptions, emit: Emit): Promise<SoakReport
 
     const invariants = await checkInvariants(world.db, {
       load,
-      redisUrl: world.redis.url,
-      redisPrefix: "soak",
+      redis: () => world.redisClient(),
+      redisKeys: world.redisKeys,
       chain: {
         rpcUrl: world.chain.rpcUrl,
         usdcAddress: world.chain.usdcAddress,
@@ -484,7 +513,26 @@ function runChaos(
     await at(opts.chaosAt.redisRestart);
     const before = await world.schedulerCount().catch(() => -1);
     const starts = world.workers.map((w) => w.starts);
-    const downMs = await world.redis.restart(1_000);
+    if (world.cluster) {
+      // a cluster keeps its data through a failover: a replica of the gates' master takes over
+      // gracefully (CLUSTER FAILOVER) under the load, and every scheduler must still be there
+      const cluster = world.cluster;
+      const master = await cluster.masterOf(world.redisKeys.gateHolders());
+      const t = Date.now();
+      const { newMaster } = await cluster.failover(master);
+      const after = await world.schedulerCount().catch(() => 0);
+      log({ action: "redis_cluster_failover", master, newMaster, tookMs: Date.now() - t });
+      findings.push({
+        invariant: "periodic_jobs_kept_through_failover",
+        ok: before > 0 && after >= before && world.workers.every((w, i) => w.starts === starts[i]),
+        jobSchedulersBefore: before,
+        jobSchedulersAfter: after,
+      });
+      return;
+    }
+    const redis = world.redis;
+    if (!redis) throw new Error("soak: no redis-server to restart");
+    const downMs = await redis.restart(1_000);
     log({ action: "redis_restarted", downMs, jobSchedulersBefore: before });
     const t = Date.now();
     let after = 0;
@@ -508,14 +556,8 @@ function runChaos(
     (async () => {
       await at(opts.chaosAt.workerKill);
       await redisStep.catch(() => undefined);
-      const queues = Object.values(QUEUES).map((name) => {
-        const q = new Queue(name, {
-          connection: { host: "127.0.0.1", port: world.redis.port, maxRetriesPerRequest: null },
-          prefix: "soak:bull",
-        });
-        q.on("error", () => undefined);
-        return q;
-      });
+      const open = await world.openQueues();
+      const queues = open.queues;
       try {
         const activeSince = async (since: number) => {
           for (const q of queues) {
@@ -541,7 +583,7 @@ function runChaos(
         await Promise.all(world.workers.map((w) => w.start({ attempts: 10 })));
         log({ action: "workers_restarted" });
       } finally {
-        await Promise.all(queues.map((q) => q.close().catch(() => undefined)));
+        await open.close();
       }
     })(),
   );

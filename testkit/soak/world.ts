@@ -3,12 +3,16 @@ import { Queue } from "bullmq";
 import pg from "pg";
 import { createPrisma, type Db } from "../../src/adapters/db.js";
 import { QUEUES } from "../../src/adapters/queues.js";
+import { createRedis, type RedisClient, whenReady } from "../../src/adapters/redis/client.js";
+import { type RedisKeys, redisKeys } from "../../src/adapters/redis/keys.js";
 import { nextUtcMidnight } from "../../src/lib/clock.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
 import { type LocalChain, startLocalChain } from "../../src/local/chain/index.js";
 import { dbUrl, templateName, withAdmin } from "../db.js";
 import { freePort } from "../harness.js";
 import { sealedKey } from "../market.js";
+import { type RedisCluster, startRedisCluster } from "../redis-cluster.js";
+import { type Replica, startReplica } from "../replica.js";
 import { migrateTemplate } from "../template.js";
 import { type LogTally, ServiceProcess, SimProcess, SoakRedis } from "./processes.js";
 
@@ -16,8 +20,14 @@ import { type LogTally, ServiceProcess, SimProcess, SoakRedis } from "./processe
  * The soak's world, isolated from everything else on the machine: its own database (cloned from
  * the migrated template, named `svc_soak_*` so the test runs' clean-up never takes it), its own
  * redis-server, its own upstream simulator process, its own anvil chain with the local
- * facilitator in each API process, and the service as N API + M worker processes.
+ * facilitator in each API process, and the service as N API + M worker processes. Optionally a
+ * Redis Cluster of its own instead of the one redis-server (`redisCluster`: 3 masters + 3 replicas
+ * on loopback, testkit/redis-cluster.ts), and a streaming read replica of the machine's Postgres
+ * that the API processes read from (`readReplica`: testkit/replica.ts).
  */
+
+/** The soak's Redis prefix (every process's REDIS_PREFIX). */
+export const SOAK_PREFIX = "soak";
 
 export const CATALOG_KEY = "VENICE_INFERENCE_KEY_soak_catalog";
 
@@ -36,6 +46,10 @@ export interface SoakWorldOptions {
   confirmationBlocks: number;
   /** one block mined every this many ms (confirmation depth grows with it) */
   blockIntervalMs: number;
+  /** a Redis Cluster of the soak's own instead of one redis-server */
+  redisCluster?: boolean;
+  /** a streaming replica the API processes read from (DATABASE_URL_READ_REPLICA) */
+  readReplica?: boolean;
 }
 
 export interface SupplierKey {
@@ -52,7 +66,12 @@ export class SoakWorld {
   readonly keys: SupplierKey[] = [];
   dbName = "";
   databaseUrl = "";
-  redis!: SoakRedis;
+  /** the one redis-server (without `redisCluster`) */
+  redis: SoakRedis | null = null;
+  cluster: RedisCluster | null = null;
+  replica: Replica | null = null;
+  /** the keys the service uses on this Redis (hash-tagged on a cluster) */
+  readonly redisKeys: RedisKeys;
   sim!: SimProcess;
   chain!: LocalChain;
   db!: Db;
@@ -60,7 +79,41 @@ export class SoakWorld {
   private miner: NodeJS.Timeout | null = null;
   private admin: pg.Client | null = null;
 
-  constructor(readonly opts: SoakWorldOptions) {}
+  constructor(readonly opts: SoakWorldOptions) {
+    this.redisKeys = redisKeys(SOAK_PREFIX, { cluster: opts.redisCluster === true });
+  }
+
+  /** REDIS_URL of every process: the redis-server, or the cluster's seed list (`redis+cluster://`) */
+  get redisUrl(): string {
+    if (this.cluster) return this.cluster.url;
+    if (this.redis) return this.redis.url;
+    throw new Error("soak: Redis not started");
+  }
+
+  /** A client of the soak's Redis or cluster, ready; the caller disconnects it. */
+  async redisClient(): Promise<RedisClient> {
+    const c = createRedis(this.redisUrl, "command");
+    c.on("error", () => undefined);
+    await whenReady(c, 10_000);
+    return c;
+  }
+
+  /** Every BullMQ queue of the service, as its own prefixes name them; `close` ends them and their client. */
+  async openQueues(): Promise<{ queues: Queue[]; close(): Promise<void> }> {
+    const connection = await this.redisClient();
+    const queues = Object.values(QUEUES).map((name) => {
+      const q = new Queue(name, { connection, prefix: this.redisKeys.queuePrefix(name) });
+      q.on("error", () => undefined);
+      return q;
+    });
+    return {
+      queues,
+      async close() {
+        await Promise.all(queues.map((q) => q.close().catch(() => undefined)));
+        connection.disconnect();
+      },
+    };
+  }
 
   /** Everything up, in dependency order: database, Redis, chain, simulator, supply, workers, APIs. */
   async start(): Promise<void> {
@@ -87,8 +140,14 @@ export class SoakWorld {
     this.databaseUrl = dbUrl(this.dbName);
     this.db = createPrisma(this.databaseUrl, { max: 4 });
 
-    this.redis = new SoakRedis(await freePort());
-    await this.redis.start();
+    if (this.opts.redisCluster) {
+      this.cluster = await startRedisCluster();
+    } else {
+      this.redis = new SoakRedis(await freePort());
+      await this.redis.start();
+    }
+    // started after the soak's database exists; a standby serves every database of the primary
+    if (this.opts.readReplica) this.replica = await startReplica();
 
     this.chain = await startLocalChain();
     const mine = () => {
@@ -113,8 +172,9 @@ export class SoakWorld {
 
     const env = (facilitatorKey: string, level: string): Record<string, string> => ({
       DATABASE_URL: this.databaseUrl,
-      REDIS_URL: this.redis.url,
-      REDIS_PREFIX: "soak",
+      ...(this.replica ? { DATABASE_URL_READ_REPLICA: this.replica.url(this.dbName) } : {}),
+      REDIS_URL: this.redisUrl,
+      REDIS_PREFIX: SOAK_PREFIX,
       HOST: "127.0.0.1",
       UPSTREAM_BASE_URL: this.sim.baseUrl,
       CATALOG_SYNC_KEY: CATALOG_KEY,
@@ -183,47 +243,53 @@ export class SoakWorld {
     }
   }
 
-  /** `pg_terminate_backend` on every connection to the soak's database (and no other). */
+  /**
+   * `pg_terminate_backend` on every connection to the soak's database (and no other), on the primary
+   * and, with a replica, on the standby too.
+   */
   async terminateBackends(): Promise<number> {
     if (!this.admin) {
       this.admin = new pg.Client({ connectionString: dbUrl("postgres") });
       await this.admin.connect();
     }
-    const r = await this.admin.query<{ n: string }>(
-      "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
-      [this.dbName],
-    );
-    return Number(r.rows[0]?.n ?? 0);
+    const sql =
+      "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()";
+    const r = await this.admin.query<{ n: string }>(sql, [this.dbName]);
+    let n = Number(r.rows[0]?.n ?? 0);
+    if (this.replica) {
+      const standby = new pg.Client({ connectionString: this.replica.url("postgres") });
+      await standby.connect();
+      try {
+        n += Number((await standby.query<{ n: string }>(sql, [this.dbName])).rows[0]?.n ?? 0);
+      } finally {
+        await standby.end();
+      }
+    }
+    return n;
   }
 
   /** Adds one job to a queue, as its scheduler would (e.g. the reconciliation's `scan-chain`). */
   async queue(queue: string, job: string): Promise<void> {
-    const q = new Queue(queue, {
-      connection: { host: "127.0.0.1", port: this.redis.port, maxRetriesPerRequest: 1 },
-      prefix: "soak:bull",
-    });
+    const connection = await this.redisClient();
+    const q = new Queue(queue, { connection, prefix: this.redisKeys.queuePrefix(queue) });
     try {
       await q.add(job, {}, { removeOnComplete: true, removeOnFail: true });
     } finally {
       await q.close();
+      connection.disconnect();
     }
   }
 
   /** How many job schedulers (the workers' periodic jobs) the soak's Redis holds now. */
   async schedulerCount(): Promise<number> {
-    let total = 0;
-    for (const name of Object.values(QUEUES)) {
-      const q = new Queue(name, {
-        connection: { host: "127.0.0.1", port: this.redis.port, maxRetriesPerRequest: 1 },
-        prefix: "soak:bull",
-      });
-      try {
-        total += await q.getJobSchedulersCount();
-      } finally {
-        await q.close();
-      }
+    const q = await this.openQueues();
+    try {
+      let total = 0;
+      for (const queue of q.queues) total += await queue.getJobSchedulersCount();
+      return total;
+    } finally {
+      await q.close();
     }
-    return total;
   }
 
   /** Stops every process (SIGTERM, so the APIs give their escrow and gate slots back), keeps the data. */
@@ -239,6 +305,8 @@ export class SoakWorld {
     await this.sim?.stop().catch(() => undefined);
     await this.chain?.stop().catch(() => undefined);
     await this.redis?.stop().catch(() => undefined);
+    await this.cluster?.stop().catch(() => undefined);
+    await this.replica?.stop().catch(() => undefined);
     await this.db?.$disconnect().catch(() => undefined);
     await this.admin?.end().catch(() => undefined);
     if (this.dbName) {

@@ -10,9 +10,10 @@ export type RedisRole = "command" | "subscriber" | "worker" | "producer";
  * One factory for every Redis connection, configured per role (STACK_NOTES §8, STYLE §9):
  * - worker: blocking BullMQ connections need `maxRetriesPerRequest: null`;
  * - producer: queue producers fail fast instead of buffering while Redis is down;
- * - command / subscriber: ordinary clients (pub/sub needs its own pair). The command client
- *   auto-pipelines: commands issued in the same event-loop tick (gate grows and give-backs, publishes
- *   of a batch of settlements) leave in one socket write, the hot path's dominant cost.
+ * - command / subscriber: ordinary clients (pub/sub needs its own pair). The command client of
+ *   one Redis auto-pipelines: commands issued in the same event-loop tick (gate grows and
+ *   give-backs, publishes of a batch of settlements) leave in one socket write, the hot path's
+ *   dominant cost. On a cluster it does not (createCluster).
  */
 export function createRedis(url: string, role: RedisRole): RedisClient {
   if (isClusterUrl(url)) return createCluster(url, role);
@@ -55,11 +56,11 @@ function createCluster(url: string, role: RedisRole): Cluster {
     case "subscriber":
       return new Cluster(c.nodes, { ...base, redisOptions: { ...node, maxRetriesPerRequest: 2 } });
     default:
-      return new Cluster(c.nodes, {
-        ...base,
-        enableAutoPipelining: true,
-        redisOptions: { ...node, maxRetriesPerRequest: 2 },
-      });
+      // no auto-pipelining on a cluster: ioredis redirects a pipeline only as a whole, so after a
+      // failover the commands of a batch whose slot moved fail with MOVED (or the batch with "All
+      // keys in the pipeline should belong to the same slots allocation group") instead of being
+      // followed (ioredis issue 2075); single commands follow MOVED
+      return new Cluster(c.nodes, { ...base, redisOptions: { ...node, maxRetriesPerRequest: 2 } });
   }
 }
 
