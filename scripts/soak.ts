@@ -9,15 +9,16 @@ import { FULL_SOAK, runSoak, SHORT_SOAK, type SoakOptions } from "../testkit/soa
 
 const args = process.argv.slice(2);
 const opts: SoakOptions = { ...(args.includes("--short") ? SHORT_SOAK : FULL_SOAK) };
-const FLAGS = {
-  "--short": () => undefined,
-  "--redis-cluster": () => void (opts.redisCluster = true),
-  "--read-replica": () => void (opts.readReplica = true),
+/** the flags a run takes, each the option it sets */
+const FLAGS: Record<string, Partial<SoakOptions>> = {
+  "--short": {},
+  "--redis-cluster": { redisCluster: true },
+  "--read-replica": { readReplica: true },
 };
 for (const a of args) {
   const m = /^--(requests|buyers|concurrency|seed)=(\d+)$/.exec(a);
   if (m?.[1] && m[2]) opts[m[1] as "requests" | "buyers" | "concurrency" | "seed"] = Number(m[2]);
-  else if (Object.hasOwn(FLAGS, a)) FLAGS[a as keyof typeof FLAGS]();
+  else if (Object.hasOwn(FLAGS, a)) Object.assign(opts, FLAGS[a]);
   else {
     console.error(`unknown argument ${a}`);
     process.exit(2);
