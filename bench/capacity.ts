@@ -1,13 +1,13 @@
 // The capacity model's measurements (docs/scale.md): clears a second with 1, 2 and 4 API processes
 // (`--role=api`, each in its own process as `npm run start:api` runs it) against one Postgres and one
-// Redis, the load spread over them round-robin as a balancer would. Per run: clears/s and latency;
-// CPU ms per clear of each process group (the API processes, the bench's load client and simulator,
-// the Postgres backends of the bench's database, every Postgres process of the server, Redis, the
-// machine); WAL bytes and write transactions per clear of the bench's database (bench/wal.ts), and
-// what the database grew by per clear; and
-// the connections each API process holds, to Postgres (`pg_stat_activity` by `application_name`,
-// which the bench sets per process in DATABASE_URL) and to Redis (`CLIENT LIST`, each client's
-// address matched to the process owning that socket), sampled through the run.
+// Redis, the load spread over them round-robin as a balancer would. Per run: clears/s and latency; CPU ms
+// per clear of each process group (the API processes, the bench's load client and simulator, the Postgres
+// backends of the bench's database, every Postgres process of the server, Redis, the machine); WAL bytes
+// and write transactions per clear of the bench's database (bench/wal.ts), and what the database grew by
+// per clear; and the connections each API process holds, to Postgres (`pg_stat_activity` by
+// `application_name`, which the bench sets per process in DATABASE_URL, with how many are busy and how many
+// wait for a lock) and to Redis (`CLIENT LIST`, each client's address matched to the process owning that
+// socket), sampled through the run.
 //
 // The process counts run in the order BENCH_CAPACITY_PROCESSES (default 1,2,4,4,2,1: alternated, so
 // a drift of the shared machine hits every count alike), each on the same world; a process count
@@ -163,9 +163,10 @@ export async function benchCapacity(emit: Emit): Promise<void> {
   /** one sample of the connections: Postgres by application_name and state, Redis by process and client name */
   const sampleConnections = async (targets: Api[], pgSamples: Samples, redisSamples: Samples) => {
     const rows = (
-      await admin.query<{ app: string; state: string | null; n: string }>(
-        `SELECT application_name AS app, state, count(*)::text AS n FROM pg_stat_activity
-          WHERE datname = $1 GROUP BY 1, 2`,
+      await admin.query<{ app: string; state: string | null; locked: boolean; n: string }>(
+        `SELECT application_name AS app, state, wait_event_type IS NOT DISTINCT FROM 'Lock' AS locked,
+                count(*)::text AS n
+           FROM pg_stat_activity WHERE datname = $1 GROUP BY 1, 2, 3`,
         [dbName],
       )
     ).rows;
@@ -182,6 +183,8 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       if (who !== "bench (fixtures)") {
         add("apis.open", n);
         if (r.state && r.state !== "idle") add("apis.busy", n);
+        // waiting for a row or transaction lock another backend holds: the hot rows
+        if (r.locked) add("apis.waitingForLock", n);
       }
     }
     pgSamples.round(pgRound);
