@@ -1,13 +1,14 @@
 // The capacity model's measurements (docs/scale.md): clears a second with 1, 2 and 4 API processes
 // (`--role=api`, each in its own process as `npm run start:api` runs it) against one Postgres and one
-// Redis, the load spread over them round-robin as a balancer would. Per run: clears/s and latency; CPU ms
-// per clear of each process group (the API processes, the bench's load client and simulator, the Postgres
-// backends of the bench's database, every Postgres process of the server, Redis, the machine); WAL bytes
-// and write transactions per clear of the bench's database (bench/wal.ts), and what the database grew by
-// per clear; and the connections each API process holds, to Postgres (`pg_stat_activity` by
-// `application_name`, which the bench sets per process in DATABASE_URL, with how many are busy and how many
-// wait for a lock) and to Redis (`CLIENT LIST`, each client's address matched to the process owning that
-// socket), sampled through the run.
+// Redis, the load spread over them round-robin as a balancer would. Redis is a redis-server of the bench's
+// own (no persistence), so its CPU and commands are the bench's alone; Postgres is the machine's, shared.
+// Per run: clears/s and latency; CPU ms per clear of each process group (the API processes, the bench's
+// load client and simulator, the Postgres backends of the bench's database, every Postgres process of the
+// server, Redis, the machine); WAL bytes and write transactions per clear of the bench's database
+// (bench/wal.ts), and what the database grew by per clear; and the connections each API process holds, to
+// Postgres (`pg_stat_activity` by `application_name`, which the bench sets per process in DATABASE_URL,
+// with how many are busy and how many wait for a lock) and to Redis (`CLIENT LIST`, each client's address
+// matched to the process owning that socket), sampled through the run.
 //
 // The process counts run in the order BENCH_CAPACITY_PROCESSES (default 1,2,4,4,2,1: alternated, so
 // a drift of the shared machine hits every count alike), each on the same world; a process count
