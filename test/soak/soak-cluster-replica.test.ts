@@ -22,5 +22,5 @@ describe.skipIf(replicaUnavailable() !== undefined)("soak (short) on a Redis Clu
     expect(names).not.toContain("periodic_jobs_back_after_redis_restart");
     expect(lines.find((l) => l.soak === "chaos" && l.action === "redis_cluster_failover")).toBeDefined();
     expect(report.requests).toBeGreaterThanOrEqual(SHORT_SOAK.requests);
-  }, 360_000);
+  }, 420_000);
 });
