@@ -15,6 +15,7 @@ import {
   type Page,
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
+import { uuidV7Time } from "../../lib/uuid7.js";
 import type { Viewer } from "../identity/viewer.js";
 import { type HistoryReader, insufficientScope } from "../keys/key-scopes.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
@@ -224,12 +225,15 @@ export class AccountService {
       throw new DomainError("invalid_request", "to must be after from.", { field: "to" });
     }
     const db = await this.read(input.accountId);
+    // the cursor's time bounds the start too (`lte`): the page reads backwards from it on the index
+    // (account_id, started_at DESC, id DESC), and the months after it are pruned before the scan
+    const startedAt = { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}), ...(after ? { lte: after.at } : {}) };
     const rows = await db.inferenceRequest.findMany({
       where: {
         accountId: input.accountId,
         ...(modality ? { modality } : {}),
         ...(keyId ? { apiKeyId: keyId } : {}),
-        ...(from || to ? { startedAt: { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}) } } : {}),
+        ...(from || to || after ? { startedAt } : {}),
         ...(after ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] } : {}),
       },
       include: { apiKey: { select: { name: true } } },
@@ -280,26 +284,29 @@ export class AccountService {
       };
     }
     const db = await this.read(input.accountId);
-    const row = await db.inferenceRequest.findUnique({
-      where: { supportReference: input.supportReference },
-      include: { apiKey: { select: { name: true } } },
-    });
+    const row = await requestBySupportReference(db, input.supportReference);
     if (!row || row.accountId !== input.accountId || !mine(row.apiKeyId)) {
       throw new DomainError("not_found", "No request with this support reference on this account.");
     }
     return historyRow(row);
   }
 
-  /** What the buyer saved against face value and against their ceiling, over every clear. */
+  /**
+   * What the buyer saved against face value and against their ceiling, over every clear: those kept
+   * and, for retained months, what their clears summed (`clear_closings`).
+   */
   async savings(accountId: string): Promise<Savings> {
     const db = await this.read(accountId);
     const [s] = await db.$queryRaw<
       { clears: bigint; face: bigint; at_ceiling: bigint; paid: bigint }[]
-    >`SELECT COUNT(*)::bigint AS clears,
-             COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,
-             COALESCE(SUM((burn_micro_diem * ceiling_cents) / 100), 0)::bigint AS at_ceiling,
-             COALESCE(SUM(gross_micro_usdc), 0)::bigint AS paid
-        FROM clears WHERE buyer_account_id = ${accountId}::uuid AND refunded_at IS NULL`;
+    >`SELECT COALESCE(SUM(x.clears), 0)::bigint AS clears, COALESCE(SUM(x.face), 0)::bigint AS face,
+             COALESCE(SUM(x.at_ceiling), 0)::bigint AS at_ceiling, COALESCE(SUM(x.paid), 0)::bigint AS paid
+        FROM (SELECT COUNT(*) AS clears, SUM(burn_micro_diem) AS face,
+                     SUM((burn_micro_diem * ceiling_cents) / 100) AS at_ceiling, SUM(gross_micro_usdc) AS paid
+                FROM clears WHERE buyer_account_id = ${accountId}::uuid AND refunded_at IS NULL
+              UNION ALL
+              SELECT SUM(clears), SUM(burn_micro_diem), SUM(at_ceiling_micro_usdc), SUM(gross_micro_usdc)
+                FROM clear_closings WHERE buyer_account_id = ${accountId}::uuid) x`;
     const face = BigInt(s?.face ?? 0n);
     const atCeiling = BigInt(s?.at_ceiling ?? 0n);
     const paid = BigInt(s?.paid ?? 0n);
@@ -312,6 +319,21 @@ export class AccountService {
       savedVsCeilingMicroUsdc: atCeiling - paid,
     };
   }
+}
+
+/**
+ * A request by support reference. A v7 reference carries the request's start (`uuidV7Time`), so the
+ * lookup reads that month's partition alone, on the unique index (support_reference, started_at); a
+ * v4 reference (made before v7 ones), or a v7 one not found there, is looked up in every partition.
+ */
+async function requestBySupportReference(db: Db, supportReference: string) {
+  const include = { apiKey: { select: { name: true } } } as const;
+  const at = uuidV7Time(supportReference);
+  if (at) {
+    const row = await db.inferenceRequest.findFirst({ where: { supportReference, startedAt: at }, include });
+    if (row) return row;
+  }
+  return db.inferenceRequest.findFirst({ where: { supportReference }, include });
 }
 
 function historyRow(r: {

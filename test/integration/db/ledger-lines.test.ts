@@ -47,7 +47,7 @@ async function paidChat(app: TestApp, apiKey: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   const cost = r.headers.get("x-svc-cost-usdc") ?? "";
   const request = await endedRequest(app, r.headers.get("x-svc-support-reference") ?? "");
-  const clear = await app.rt.db.clear.findUniqueOrThrow({ where: { requestId: request.id } });
+  const clear = await app.rt.db.clear.findFirstOrThrow({ where: { requestId: request.id } });
   return { cost, clear };
 }
 
@@ -258,13 +258,13 @@ describe("a clear is a ledger record", () => {
     await expect(db.$executeRaw`DELETE FROM clears WHERE id = ${clear.id}::uuid`).rejects.toThrow(
       /the ledger is append-only \(clears\)/,
     );
-    expect(await db.clear.findUniqueOrThrow({ where: { id: clear.id } })).toEqual(clear);
+    expect(await db.clear.findFirstOrThrow({ where: { id: clear.id } })).toEqual(clear);
 
     // refunded_at may change (a refund writes its own journal beside it)
     const at = new Date("2026-11-26T00:00:00.000Z");
-    await db.clear.update({ where: { id: clear.id }, data: { refundedAt: at } });
-    expect((await db.clear.findUniqueOrThrow({ where: { id: clear.id } })).refundedAt).toEqual(at);
-    await db.clear.update({ where: { id: clear.id }, data: { refundedAt: null } });
+    await db.clear.updateMany({ where: { id: clear.id }, data: { refundedAt: at } });
+    expect((await db.clear.findFirstOrThrow({ where: { id: clear.id } })).refundedAt).toEqual(at);
+    await db.clear.updateMany({ where: { id: clear.id }, data: { refundedAt: null } });
 
     await expect(
       db.ledgerTransaction.create({ data: { kind: "clear", clearId: clear.id, idempotencyKey: `clear:${clear.id}` } }),
