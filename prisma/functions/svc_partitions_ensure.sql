@@ -1,12 +1,15 @@
 -- Monthly partitions of the tables that gain a row per request (docs/decisions.md "Monthly partitions
 -- and retention"; migration monthly_partitions): `inference_requests` by started_at, `clears` by
--- created_at, one partition per UTC month named <table>_yYYYYmMM, and a DEFAULT partition that takes
--- any row no month takes, so an insert never fails for want of a partition.
+-- created_at, one partition per UTC month named <table>_yYYYYmMM, below them <table>_before (FROM
+-- MINVALUE, for anything older) and a DEFAULT partition that takes any row no month takes, so an
+-- insert never fails for want of a partition.
 --
--- Creates the partitions of the month of `p_now` and the `p_ahead` months after it when missing, and
--- of every month that has rows in the DEFAULT partition (moved into their month, so the default
--- stays empty). Returns the partitions it created. Run at start-up (runMigrations) and daily by the
--- maintenance worker; idempotent, serialised by an advisory lock.
+-- Creates the partitions of the month of `p_now` and the `p_ahead` months after it when missing, of
+-- any month between the newest existing one and those (a gap after a long stop: months stay
+-- contiguous, so reads bounded within them prune the DEFAULT partition), and of every month that has
+-- rows in the DEFAULT partition (moved into their month, so the default stays empty). Returns the
+-- partitions it created. Run at start-up (runMigrations) and daily by the maintenance worker;
+-- idempotent, serialised by an advisory lock.
 --
 -- Locks: a new month is made as a table of its own, then ATTACHed: SHARE UPDATE EXCLUSIVE on the
 -- parent (inserts and reads go on) and a brief ACCESS EXCLUSIVE on the (empty) default partition,
@@ -23,6 +26,7 @@ DECLARE
   first_month date := date_trunc('month', p_now AT TIME ZONE 'UTC')::date;
   wanted date[];
   have date[];
+  floor_month date;
   missing date[];
   moving boolean;
   cols text;
@@ -41,14 +45,21 @@ BEGIN
       JOIN pg_class c ON c.oid = i.inhrelid
       CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)') AS b
      WHERE i.inhparent = t.tbl::regclass AND b IS NOT NULL;
+    -- the upper bound of <table>_before: no month below it is made
+    SELECT date_trunc('month', (b[1]::timestamptz) AT TIME ZONE 'UTC')::date INTO floor_month
+      FROM pg_inherits i
+      JOIN pg_class c ON c.oid = i.inhrelid
+      CROSS JOIN LATERAL regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(MINVALUE\) TO \(''([^'']+)''\)') AS b
+     WHERE i.inhparent = t.tbl::regclass AND b IS NOT NULL;
     SELECT array_agg(g::date) INTO wanted
-      FROM generate_series(first_month, first_month + make_interval(months => p_ahead), interval '1 month') g;
+      FROM generate_series(LEAST(first_month, COALESCE((SELECT (max(x) + interval '1 month')::date FROM unnest(have) x), first_month)),
+                           first_month + make_interval(months => p_ahead), interval '1 month') g;
     EXECUTE format('SELECT COALESCE(array_agg(DISTINCT date_trunc(''month'', %I AT TIME ZONE ''UTC'')::date), ''{}'') FROM %I',
                    t.col, t.tbl || '_default')
        INTO missing;
     moving := cardinality(missing) > 0;
     SELECT COALESCE(array_agg(DISTINCT x ORDER BY x), '{}') INTO missing
-      FROM unnest(wanted || missing) x WHERE x <> ALL (have);
+      FROM unnest(wanted || missing) x WHERE x <> ALL (have) AND (floor_month IS NULL OR x >= floor_month);
     IF cardinality(missing) = 0 THEN
       CONTINUE;
     END IF;

@@ -1,8 +1,9 @@
 -- Data that grows for years (docs/decisions.md "Monthly partitions and retention"): the two tables
 -- that gain a row per request, `inference_requests` (by `started_at`) and `clears` (by `created_at`),
--- become native RANGE-partitioned tables with one partition per UTC month and a DEFAULT partition
--- that catches a row no month partition takes (the maintenance job creates months ahead, so it stays
--- empty; svc_partitions_ensure moves anything found there into its month). Existing rows are carried:
+-- become native RANGE-partitioned tables with one partition per UTC month, one for anything older and
+-- a DEFAULT partition that catches a row no month partition takes (the maintenance job creates months
+-- ahead, so it stays empty; svc_partitions_ensure moves anything found there into its month), so an
+-- insert never fails for want of a partition. Existing rows are carried:
 -- each table is rebuilt partitioned beside the old one, the rows are copied, the old table dropped
 -- and the new one takes its name, with the old one's columns, defaults, CHECKs, comments, indexes,
 -- triggers and outgoing foreign keys (read from the catalog, so what another migration added before
@@ -102,8 +103,13 @@ CREATE TABLE "clears" (
 ) PARTITION BY RANGE ("created_at");
 
 -- One partition per UTC month from the oldest row's month to the month after this one (the
--- maintenance job, svc_partitions_ensure, keeps creating months ahead), and a DEFAULT partition each.
--- Partition names: <table>_yYYYYmMM, <table>_default.
+-- maintenance job, svc_partitions_ensure, keeps creating months ahead); below them a partition that
+-- takes anything older (FROM MINVALUE: normally empty; retention moves its bound up as it drops
+-- months), and a DEFAULT partition that takes anything no month takes (a start beyond the months
+-- made ahead). With both, every value has a partition, and a read bounded above by a time within the
+-- months made ahead prunes the DEFAULT partition at planning, which keeps the partitions in order for
+-- the planner: a newest-first page reads the newest month first and stops there.
+-- Partition names: <table>_yYYYYmMM, <table>_before, <table>_default.
 DO $$
 DECLARE
   t record;
@@ -113,6 +119,8 @@ BEGIN
   FOR t IN SELECT * FROM (VALUES ('inference_requests', 'started_at'), ('clears', 'created_at')) AS x(tbl, col) LOOP
     EXECUTE format('SELECT COALESCE(min(date_trunc(''month'', %I AT TIME ZONE ''UTC''))::date, %L::date) FROM %I',
                    t.col, date_trunc('month', now() AT TIME ZONE 'UTC')::date, t.tbl || '_unpartitioned') INTO m;
+    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (MINVALUE) TO (%L)',
+                   t.tbl || '_before', t.tbl, to_char(m, 'YYYY-MM-DD') || ' 00:00:00+00');
     WHILE m <= last_month LOOP
       EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
                      t.tbl || '_y' || to_char(m, 'YYYY') || 'm' || to_char(m, 'MM'), t.tbl,

@@ -15,6 +15,7 @@ import {
   type Page,
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
+import { newestReadBound } from "../../lib/partitions.js";
 import { uuidV7Time } from "../../lib/uuid7.js";
 import type { Viewer } from "../identity/viewer.js";
 import { type HistoryReader, insufficientScope } from "../keys/key-scopes.js";
@@ -125,7 +126,7 @@ export class AccountService {
         where: { id: accountId },
         include: { buyerEscrows: BALANCE_SELECT.buyerEscrows },
       }),
-      accountLedgerLines(db, { accountId, limit: RECENT_LEDGER_LINES }),
+      accountLedgerLines(db, { accountId, limit: RECENT_LEDGER_LINES, now: this.clock.now() }),
     ]);
     if (!a) throw new DomainError("not_found", "Account not found.");
     return {
@@ -156,6 +157,7 @@ export class AccountService {
   }): Promise<LedgerLine[]> {
     return accountLedgerLines(await this.read(input.accountId), {
       accountId: input.accountId,
+      now: this.clock.now(),
       limit: input.limit,
       olderThan: input.olderThan === undefined ? undefined : decodeCursor(input.olderThan),
       newerThan: input.newerThan === undefined ? undefined : decodeCursor(input.newerThan),
@@ -225,15 +227,20 @@ export class AccountService {
       throw new DomainError("invalid_request", "to must be after from.", { field: "to" });
     }
     const db = await this.read(input.accountId);
-    // the cursor's time bounds the start too (`lte`): the page reads backwards from it on the index
-    // (account_id, started_at DESC, id DESC), and the months after it are pruned before the scan
-    const startedAt = { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}), ...(after ? { lte: after.at } : {}) };
+    // the start is bounded above by the cursor's time (or now and a day): the page reads backwards
+    // from it on the index (account_id, started_at DESC, id DESC), newest month first, and the months
+    // after it are pruned at planning
+    const startedAt = {
+      ...(from ? { gte: from } : {}),
+      ...(to ? { lt: to } : {}),
+      lte: newestReadBound(this.clock.now(), after?.at),
+    };
     const rows = await db.inferenceRequest.findMany({
       where: {
         accountId: input.accountId,
         ...(modality ? { modality } : {}),
         ...(keyId ? { apiKeyId: keyId } : {}),
-        ...(from || to || after ? { startedAt } : {}),
+        startedAt,
         ...(after ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] } : {}),
       },
       include: { apiKey: { select: { name: true } } },

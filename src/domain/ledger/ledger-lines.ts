@@ -1,6 +1,7 @@
 import type { Db } from "../../adapters/db.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { CursorKey } from "../../lib/cursor.js";
+import { newestReadBound } from "../../lib/partitions.js";
 import type { Book } from "./ledger.js";
 
 /**
@@ -38,6 +39,8 @@ export interface AccountLedgerLine {
 
 export interface AccountLedgerQuery {
   accountId: string;
+  /** the reader's clock: no line is newer than it and a day (lib/partitions.ts) */
+  now: Date;
   /** only this book's lines */
   book?: Book;
   /** only these books' lines (instead of `book`) */
@@ -160,11 +163,11 @@ export async function accountLedgerLines(
   const books = q.books ?? (q.book ? [q.book] : undefined);
   if (books?.length === 0) return [];
   const parts = branches(q.accountId, books).map((b) => {
-    const bounds: Prisma.Sql[] = [b.where];
-    // the time alone as well: a row comparison prunes no partition, a bound on created_at does
+    // the time alone as well, bounded above (by now and a day without a cursor): a row comparison
+    // prunes no partition, a bound on created_at does, and keeps the months in order (lib/partitions.ts)
+    const bounds: Prisma.Sql[] = [b.where, Prisma.sql`${b.at} <= ${newestReadBound(q.now, q.olderThan?.at)}::timestamptz`];
     if (q.olderThan)
-      bounds.push(Prisma.sql`${b.at} <= ${q.olderThan.at}::timestamptz
-        AND (${b.at}, ${b.id}) < (${q.olderThan.at}::timestamptz, ${q.olderThan.id}::uuid)`);
+      bounds.push(Prisma.sql`(${b.at}, ${b.id}) < (${q.olderThan.at}::timestamptz, ${q.olderThan.id}::uuid)`);
     if (q.newerThan)
       bounds.push(Prisma.sql`${b.at} >= ${q.newerThan.at}::timestamptz
         AND (${b.at}, ${b.id}) > (${q.newerThan.at}::timestamptz, ${q.newerThan.id}::uuid)`);

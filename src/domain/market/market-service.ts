@@ -7,6 +7,7 @@ import type { QueryRunner } from "../../adapters/sql.js";
 import type { Clock } from "../../lib/clock.js";
 import { utcDay } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
+import { newestReadBound } from "../../lib/partitions.js";
 import {
   MAX_CEILING_CENTS,
   MAX_OFFER_PRICE_CENTS,
@@ -184,7 +185,8 @@ export class MarketService {
    */
   async recentClears(limit: number): Promise<ClearRecordedEvent[]> {
     const rows = await (await this.read()).clear.findMany({
-      where: { refundedAt: null },
+      // newest month first, the DEFAULT partition pruned (lib/partitions.ts)
+      where: { refundedAt: null, createdAt: { lte: newestReadBound(this.clock.now()) } },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: limit,
       select: {

@@ -230,15 +230,15 @@ describe("the lines a clear implies", () => {
     // the domain reader says what the view says, for each book too
     for (const accountId of [buyer.accountId, supplier.accountId]) {
       const all = await viewLines(db, accountId);
-      const read = await accountLedgerLines(db, { accountId, limit: 100 });
+      const read = await accountLedgerLines(db, { accountId, now: new Date(), limit: 100 });
       expect(read.map((l) => [l.id, l.transactionId, l.transactionKind, l.book, l.kind, l.amountMicroUsdc])).toEqual(
         all.map((l) => [l.id, l.transactionId, l.transactionKind, l.book, l.kind, BigInt(l.amount)]),
       );
       for (const book of ["buyer_confirmed", "buyer_pending", "supplier_payable"] as const) {
-        const inBook = await accountLedgerLines(db, { accountId, book, limit: 100 });
+        const inBook = await accountLedgerLines(db, { accountId, now: new Date(), book, limit: 100 });
         expect(inBook.map((l) => l.id)).toEqual(all.filter((l) => l.book === book).map((l) => l.id));
       }
-      const oldest = await accountLedgerLines(db, { accountId, limit: 100, oldestFirst: true });
+      const oldest = await accountLedgerLines(db, { accountId, now: new Date(), limit: 100, oldestFirst: true });
       expect(oldest.map((l) => l.id)).toEqual(all.map((l) => l.id).reverse());
     }
     await assertBooksBalance(db);
