@@ -82,6 +82,8 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
 
   // the partition for anything older ends where the generated months begin
   for (const t of ["inference_requests", "clears"]) {
+    const used = await c.query(`SELECT 1 FROM ${t}_before LIMIT 1`);
+    if (used.rowCount) throw new Error(`generateScaleRows: ${t}_before has rows already`);
     await c.query(`ALTER TABLE ${t} DETACH PARTITION ${t}_before`);
     await c.query(`DROP TABLE ${t}_before`);
     await c.query(
@@ -104,6 +106,8 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
         [t, t + suffix],
       );
       if (attached.rowCount) {
+        const used = await c.query(`SELECT 1 FROM ${t + suffix} LIMIT 1`);
+        if (used.rowCount) throw new Error(`generateScaleRows: ${t + suffix} has rows already`);
         await c.query(`ALTER TABLE ${t} DETACH PARTITION ${t + suffix}`);
         await c.query(`DROP TABLE ${t + suffix}`);
       }

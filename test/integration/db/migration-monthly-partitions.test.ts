@@ -21,9 +21,17 @@ const NOV_START = "2026-11-01T00:00:00.000Z";
 describe("migration monthly_partitions", () => {
   let db: Awaited<ReturnType<typeof databaseBefore>>;
   let c: pg.Client;
-  const [buyer, supplier, payer, key, offer, payment, job] = Array.from({ length: 7 }, () => randomUUID());
-  const requests = Array.from({ length: 5 }, () => randomUUID());
-  const clears = Array.from({ length: 4 }, () => randomUUID());
+  const [buyer, supplier, payer, key, offer, payment, job] = [
+    randomUUID(),
+    randomUUID(),
+    randomUUID(),
+    randomUUID(),
+    randomUUID(),
+    randomUUID(),
+    randomUUID(),
+  ] as const;
+  const requests = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()] as const;
+  const clears = [randomUUID(), randomUUID(), randomUUID(), randomUUID()] as const;
   const rows = async (sql: string) => (await c.query(sql)).rows;
 
   beforeAll(async () => {
@@ -66,11 +74,11 @@ describe("migration monthly_partitions", () => {
          VALUES ($1, $2, $3, $4, $5, 'm', 80, 'succeeded', $6, 1, $7, '[{"ordinal": 1}]')`,
         [id, randomUUID(), account, extra.route ?? "chat", extra.modality ?? "text", at, extra.pay ?? null],
       );
-    await req(requests[0] as string, buyer, SEP, {});
-    await req(requests[1] as string, buyer, OCT_END, {});
-    await req(requests[2] as string, buyer, NOV_START, { modality: "video", route: "video_queue" });
-    await req(requests[3] as string, payer, NOV_START, { pay: payment });
-    await req(requests[4] as string, buyer, "2026-11-02T10:00:00.000Z", {});
+    await req(requests[0], buyer, SEP, {});
+    await req(requests[1], buyer, OCT_END, {});
+    await req(requests[2], buyer, NOV_START, { modality: "video", route: "video_queue" });
+    await req(requests[3], payer, NOV_START, { pay: payment });
+    await req(requests[4], buyer, "2026-11-02T10:00:00.000Z", {});
     await c.query("UPDATE inference_requests SET status = 'failed', cost_micro_usdc = NULL WHERE id = $1", [
       requests[4],
     ]);
@@ -102,14 +110,14 @@ describe("migration monthly_partitions", () => {
           at,
         ],
       );
-    await clear(clears[0] as string, requests[0] as string, buyer, SEP, 10_000, {});
+    await clear(clears[0], requests[0], buyer, SEP, 10_000, {});
     // its request started in October, its clear is November's (a clear is made at the request's end)
-    await clear(clears[1] as string, requests[1] as string, buyer, "2026-11-01T00:00:00.500Z", 20_000, {});
-    await clear(clears[2] as string, requests[2] as string, buyer, NOV_START, 30_000, {
+    await clear(clears[1], requests[1], buyer, "2026-11-01T00:00:00.500Z", 20_000, {});
+    await clear(clears[2], requests[2], buyer, NOV_START, 30_000, {
       held: true,
       modality: "video",
     });
-    await clear(clears[3] as string, requests[3] as string, payer, NOV_START, 4_000, { pay: payment });
+    await clear(clears[3], requests[3], payer, NOV_START, 4_000, { pay: payment });
     await c.query(
       `INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id, status,
                                quote_micro_diem, charge_micro_usdc, request_body, created_at, delivered_at)
@@ -200,11 +208,11 @@ describe("migration monthly_partitions", () => {
     // each row in its month: the request by its start, the clear by its own time
     const where = async (table: string, id: string) =>
       (await c.query(`SELECT tableoid::regclass::text AS p FROM ${table} WHERE id = $1`, [id])).rows[0]?.p;
-    expect(await where("inference_requests", requests[0] as string)).toBe("inference_requests_y2026m09");
-    expect(await where("inference_requests", requests[1] as string)).toBe("inference_requests_y2026m10");
-    expect(await where("inference_requests", requests[2] as string)).toBe("inference_requests_y2026m11");
-    expect(await where("clears", clears[0] as string)).toBe("clears_y2026m09");
-    expect(await where("clears", clears[1] as string)).toBe("clears_y2026m11");
+    expect(await where("inference_requests", requests[0])).toBe("inference_requests_y2026m09");
+    expect(await where("inference_requests", requests[1])).toBe("inference_requests_y2026m10");
+    expect(await where("inference_requests", requests[2])).toBe("inference_requests_y2026m11");
+    expect(await where("clears", clears[0])).toBe("clears_y2026m09");
+    expect(await where("clears", clears[1])).toBe("clears_y2026m11");
     // the months from the oldest row's to the next one, one below them for anything older, a default
     const parts = (await rows(`SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
                                  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
