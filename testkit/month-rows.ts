@@ -19,15 +19,20 @@ export interface Seller {
   upstreamKeyId: string;
 }
 
-/** A supplier account with one key and one large offer at 40¢ (raw rows: no upstream is asked). */
-export async function seller(c: pg.ClientBase, wallet = `0x${randomBytes(20).toString("hex")}`): Promise<Seller> {
-  const supplierAccountId = randomUUID();
+/**
+ * A supplier with one key and one large offer at 40¢ (raw rows: no upstream is asked): `accountId`'s,
+ * or a new account's.
+ */
+export async function seller(c: pg.ClientBase, opts: { accountId?: string } = {}): Promise<Seller> {
+  const supplierAccountId = opts.accountId ?? randomUUID();
   const upstreamKeyId = randomUUID();
   const offerId = randomUUID();
-  await c.query(`INSERT INTO accounts (id, wallet_address, auth_provider) VALUES ($1, $2, 'siwe')`, [
-    supplierAccountId,
-    wallet,
-  ]);
+  if (!opts.accountId) {
+    await c.query(`INSERT INTO accounts (id, wallet_address, auth_provider) VALUES ($1, $2, 'siwe')`, [
+      supplierAccountId,
+      `0x${randomBytes(20).toString("hex")}`,
+    ]);
+  }
   await c.query(
     `INSERT INTO upstream_keys (id, account_id, label, secret_ciphertext, secret_iv, secret_tag, encryption_key_id,
                                 secret_fingerprint, secret_last4)
