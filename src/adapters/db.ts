@@ -69,7 +69,12 @@ export const WORKER_TRANSACTION_OPTIONS: TransactionOptions = { maxWait: 10_000,
 
 export function createPrisma(
   databaseUrl: string,
-  opts: { max?: number; onQuery?: (sql: string) => void; transactionOptions?: TransactionOptions } = {},
+  opts: {
+    max?: number;
+    /** each statement Prisma sends, with its parameters as a JSON array (tests: N+1 guards, plans) */
+    onQuery?: (sql: string, params: string) => void;
+    transactionOptions?: TransactionOptions;
+  } = {},
 ): Db {
   const adapter = new LeakFreePrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 });
   const transactionOptions = opts.transactionOptions;
@@ -77,8 +82,9 @@ export function createPrisma(
   // query events (tests: N+1 guards); off by default
   const db = new PrismaClient({ adapter, transactionOptions, log: [{ emit: "event", level: "query" }] });
   const onQuery = opts.onQuery;
-  (db as unknown as { $on: (e: "query", cb: (ev: { query: string }) => void) => void }).$on("query", (ev) =>
-    onQuery(ev.query),
+  (db as unknown as { $on: (e: "query", cb: (ev: { query: string; params: string }) => void) => void }).$on(
+    "query",
+    (ev) => onQuery(ev.query, ev.params),
   );
   return db;
 }
