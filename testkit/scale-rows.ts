@@ -91,6 +91,28 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
     );
   }
 
+  // the buyers, by number (the skewed pick indexes this), and each supplier's attempt, succeeded and failed
+  const buyerIds = (
+    await c.query<{ ids: string[] }>(
+      `SELECT array_agg(md5('scale-account:' || g)::uuid::text ORDER BY g) AS ids FROM generate_series(1, $1::int) g`,
+      [buyers],
+    )
+  ).rows[0]?.ids;
+  const attempts = (
+    await c.query<{ a: string[] }>(
+      `SELECT array_agg(jsonb_build_array(jsonb_build_object('ordinal', 1, 'upstreamKeyId', md5('scale-key:' || s)::uuid,
+                'offerId', md5('scale-offer:' || s)::uuid, 'priceCents', 30 + s % 30, 'outcome', o.outcome,
+                'upstreamStatus', o.status, 'errorKind', NULL, 'startedAt', $2::timestamptz,
+                'endedAt', $2::timestamptz + interval '2 seconds'))::text ORDER BY s, o.n) AS a
+         FROM generate_series(1, $1::int) s
+        CROSS JOIN (VALUES (1, 'succeeded', 200), (2, 'retryable_failure', 503)) AS o(n, outcome, status)`,
+      [suppliers, monthStarts[0]],
+    )
+  ).rows[0]?.a;
+  // a bulk load: index builds in memory, no wait for the WAL at each commit
+  await c.query("SET maintenance_work_mem = '512MB'");
+  await c.query("SET synchronous_commit = off");
+
   const loadStart = performance.now();
   let made = 0;
   for (const [i, start] of monthStarts.entries()) {
@@ -116,7 +138,9 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
       );
     }
     // the request's start spreads evenly over [start, until); its buyer is skewed (u³); its supplier and
-    // model by its number; 1 in 20 fails; a succeeded one burns 200-8,191 micro-DIEM-ish tokens
+    // model by its number; 1 in 20 fails; a succeeded one burns 200-8,191 micro-DIEM-ish tokens. Its
+    // attempt (one) is its supplier's template, its v7 reference the start's milliseconds and the
+    // random bits of a v4 uuid: nothing per row but arithmetic, array lookups and gen_random_uuid
     await c.query(
       `INSERT INTO inference_requests${suffix}
          (id, support_reference, account_id, route, modality, model, stream, status, error_code, max_price_cents,
@@ -126,21 +150,16 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
               CASE WHEN r.ok THEN NULL ELSE 'upstream_unavailable' END, 80,
               CASE WHEN r.ok THEN r.price END, 4096, r.prompt, CASE WHEN r.ok THEN r.completion END, 0,
               CASE WHEN r.ok THEN r.burn END, CASE WHEN r.ok THEN (r.burn * r.price) / 100 END, 1,
-              jsonb_build_array(jsonb_build_object('ordinal', 1, 'upstreamKeyId', md5('scale-key:' || r.s)::uuid,
-                'offerId', md5('scale-offer:' || r.s)::uuid, 'priceCents', r.price,
-                'outcome', CASE WHEN r.ok THEN 'succeeded' ELSE 'retryable_failure' END,
-                'upstreamStatus', CASE WHEN r.ok THEN 200 ELSE 503 END, 'errorKind', NULL,
-                'startedAt', r.started, 'endedAt', r.started + interval '2 seconds')),
+              ($8::jsonb[])[2 * r.s - CASE WHEN r.ok THEN 1 ELSE 0 END],
               r.started, r.started + interval '300 milliseconds', r.started + interval '2 seconds'
          FROM (SELECT q.*, 30 + q.s % 30 AS price, (q.prompt + q.completion) * 3 AS burn,
                       CASE WHEN q.ok THEN 'succeeded' ELSE 'failed' END::inference_status AS status,
                       CASE WHEN $6::boolean THEN (
                         lpad(to_hex((extract(epoch FROM q.started) * 1000)::bigint), 12, '0') || '7' ||
-                        substr(q.h, 1, 3) || substr('89ab', 1 + (get_byte(decode(substr(q.h, 4, 2), 'hex'), 0) % 4), 1) ||
-                        substr(q.h, 6, 15))::uuid
-                      ELSE gen_random_uuid() END AS ref
-                 FROM (SELECT g, gen_random_uuid() AS id, md5(random()::text) AS h,
-                              md5('scale-account:' || (1 + floor($3::int * power(random(), 3)))::int)::uuid AS account,
+                        substr(q.u, 16, 3) || substr(q.u, 20, 4) || substr(q.u, 25, 12))::uuid
+                      ELSE q.u::uuid END AS ref
+                 FROM (SELECT g, gen_random_uuid() AS id, gen_random_uuid()::text AS u,
+                              ($3::uuid[])[1 + floor(cardinality($3::uuid[]) * power(random(), 3))::int] AS account,
                               1 + g % $4::int AS s, g % 20 <> 0 AS ok,
                               CASE WHEN g % 12 = 0 THEN 'image' ELSE 'text' END::modality AS modality,
                               ($7::text[])[1 + g % 5] AS model,
@@ -148,7 +167,7 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
                                 AS started,
                               (100 + (g::bigint * 7919) % 4000)::int AS prompt, (50 + (g::bigint * 104729) % 2000)::int AS completion
                          FROM generate_series(1, $5::int) g) q) r`,
-      [start, until, buyers, suppliers, n, v7, MODELS],
+      [start, until, buyerIds, suppliers, n, v7, MODELS, attempts],
     );
     await c.query(
       `INSERT INTO clears${suffix}
