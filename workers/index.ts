@@ -55,6 +55,8 @@ const CATCH_UP: { queue: keyof typeof QUEUES; job: string }[] = [
   { queue: "expiry", job: "repost-offers" },
   { queue: "expiry", job: "price-steps" },
   { queue: "maintenance", job: "ensure-partitions" },
+  // retention (nothing without RETENTION_MONTHS): a worker's start is the operator's "run it now"
+  { queue: "retention", job: "retention" },
 ];
 
 /**
