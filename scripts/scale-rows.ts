@@ -8,6 +8,7 @@
 // many clears). One JSON line per figure.
 //   npm run scale:rows
 //   npm run scale:rows -- --requests=1000000 --months=6 --runs=200 --migration-rows=0 --keep
+//   npm run scale:rows -- --measure-only --migration-rows=0   (again, on the database --keep left)
 import { loadavg } from "node:os";
 import pg from "pg";
 import { createPrisma, runMigrations } from "../src/adapters/db.js";
@@ -29,6 +30,8 @@ const opts = {
   migrationRows: 1_000_000,
   db: "svc_scale_rows",
   keep: false,
+  /** measure a database an earlier run kept (--keep), without generating again */
+  measureOnly: false,
 };
 for (const a of process.argv.slice(2)) {
   const m = /^--(requests|months|buyers|suppliers|runs|migration-rows)=(\d+)$/.exec(a);
@@ -39,7 +42,10 @@ for (const a of process.argv.slice(2)) {
     opts[k] = Number(m[2]);
   } else if (d?.[1]) opts.db = d[1];
   else if (a === "--keep") opts.keep = true;
-  else {
+  else if (a === "--measure-only") {
+    opts.measureOnly = true;
+    opts.keep = true;
+  } else {
     console.error(`unknown argument ${a}`);
     process.exit(2);
   }
@@ -58,20 +64,27 @@ function percentiles(xs: number[]) {
 
 async function main() {
   const url = dbUrl(opts.db);
-  await withAdmin(async (a) => {
-    await a.query(`DROP DATABASE IF EXISTS "${opts.db}" WITH (FORCE)`);
-    await a.query(`CREATE DATABASE "${opts.db}"`);
-  });
-  await runMigrations(url);
+  if (!opts.measureOnly) {
+    await withAdmin(async (a) => {
+      await a.query(`DROP DATABASE IF EXISTS "${opts.db}" WITH (FORCE)`);
+      await a.query(`CREATE DATABASE "${opts.db}"`);
+    });
+    await runMigrations(url);
+  }
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  const now = new Date();
+  if (!opts.measureOnly) await generate(c);
+  await measure(c, url);
+  if (opts.migrationRows > 0) await migrationFigure(opts.migrationRows);
+}
+
+async function generate(c: pg.Client) {
   const gen = await generateScaleRows(c, {
     requests: opts.requests,
     months: opts.months,
     buyers: opts.buyers,
     suppliers: opts.suppliers,
-    now,
+    now: new Date(),
   });
   const rows = gen.requests + gen.clears;
   emit({
@@ -85,6 +98,9 @@ async function main() {
     rowsPerSec: Math.round(rows / (gen.loadMs / 1000)),
     booksSetupMs: Math.round(gen.booksMs),
   });
+}
+
+async function measure(c: pg.Client, url: string) {
   const size = await c.query<{ requests: string; clears: string }>(
     `SELECT pg_size_pretty(pg_total_relation_size('inference_requests') + COALESCE((SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = 'inference_requests'::regclass), 0)) AS requests,
             pg_size_pretty(COALESCE((SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = 'clears'::regclass), 0)) AS clears`,
@@ -188,8 +204,6 @@ async function main() {
   await closeRedis(subscribe);
   await c.end();
   if (!opts.keep) await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS "${opts.db}" WITH (FORCE)`));
-
-  if (opts.migrationRows > 0) await migrationFigure(opts.migrationRows);
 }
 
 /** The migration carrying `n` requests and their clears (a database at the migration before it). */
