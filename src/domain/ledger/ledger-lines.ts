@@ -165,7 +165,10 @@ export async function accountLedgerLines(
   const parts = branches(q.accountId, books).map((b) => {
     // the time alone as well, bounded above (by now and a day without a cursor): a row comparison
     // prunes no partition, a bound on created_at does, and keeps the months in order (lib/partitions.ts)
-    const bounds: Prisma.Sql[] = [b.where, Prisma.sql`${b.at} <= ${newestReadBound(q.now, q.olderThan?.at)}::timestamptz`];
+    const bounds: Prisma.Sql[] = [
+      b.where,
+      Prisma.sql`${b.at} <= ${newestReadBound(q.now, q.olderThan?.at)}::timestamptz`,
+    ];
     if (q.olderThan)
       bounds.push(Prisma.sql`(${b.at}, ${b.id}) < (${q.olderThan.at}::timestamptz, ${q.olderThan.id}::uuid)`);
     if (q.newerThan)

@@ -7,7 +7,6 @@ import type { QueryRunner } from "../../adapters/sql.js";
 import type { Clock } from "../../lib/clock.js";
 import { utcDay } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
-import { newestReadBound } from "../../lib/partitions.js";
 import {
   MAX_CEILING_CENTS,
   MAX_OFFER_PRICE_CENTS,
@@ -15,6 +14,7 @@ import {
   MIN_OFFER_PRICE_CENTS,
   usdcForDiem,
 } from "../../lib/money.js";
+import { newestReadBound } from "../../lib/partitions.js";
 import { eligibleOffers } from "../inference/clearing.js";
 import type { Capacity, MarketLadder, MarketStats, ModalityDay, PriceLevel } from "./market-types.js";
 
