@@ -61,19 +61,33 @@ export function planNodes(p: PlanNode): PlanNode[] {
   return [p, ...(p.Plans ?? []).flatMap(planNodes)];
 }
 
-/** The scans that ran (a pruned or never-executed partition's scan has no loops). */
-export function executedScans(p: PlanNode): PlanNode[] {
-  return planNodes(p).filter((n) => /Scan/.test(n["Node Type"]) && n["Actual Loops"] > 0);
+/**
+ * The scans that ran (a pruned or never-executed partition's scan has no loops), of `table`'s
+ * partitions when given (`<table>_…`).
+ */
+export function executedScans(p: PlanNode, table?: string): PlanNode[] {
+  return planNodes(p).filter(
+    (n) =>
+      /Scan/.test(n["Node Type"]) &&
+      n["Actual Loops"] > 0 &&
+      (table === undefined || (n["Relation Name"] ?? "").startsWith(`${table}_`)),
+  );
 }
 
-/** Shared buffers the statement touched (hit in cache or read). */
-export function buffersOf(p: PlanNode): number {
-  return p["Shared Hit Blocks"] + p["Shared Read Blocks"];
+/** Shared buffers the statement touched (hit in cache or read); `table`: its partitions' scans alone. */
+export function buffersOf(p: PlanNode, table?: string): number {
+  if (table === undefined) return p["Shared Hit Blocks"] + p["Shared Read Blocks"];
+  return executedScans(p, table).reduce((a, n) => a + n["Shared Hit Blocks"] + n["Shared Read Blocks"], 0);
+}
+
+/** Whether a statement's FROM names `table` (Prisma's `"public"."t"`, or a raw `t`). */
+export function reads(s: Statement, table: string): boolean {
+  return new RegExp(`FROM\\s+(?:"public"\\.)?"?${table}"?[\\s,]`).test(`${s.sql} `);
 }
 
 /** The statement of `statements` that reads `table` (the first whose FROM names it). */
 export function statementOn(statements: Statement[], table: string): Statement {
-  const s = statements.find((x) => new RegExp(`FROM "public"\\."${table}"`).test(x.sql));
+  const s = statements.find((x) => reads(x, table));
   if (!s) throw new Error(`no statement on ${table} among ${statements.length}`);
   return s;
 }

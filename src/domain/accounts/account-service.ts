@@ -15,14 +15,13 @@ import {
   type Page,
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
-import { newestReadBound } from "../../lib/partitions.js";
-import { uuidV7Time } from "../../lib/uuid7.js";
 import type { Viewer } from "../identity/viewer.js";
 import { type HistoryReader, insufficientScope } from "../keys/key-scopes.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
 import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
 import { authProviderFor } from "./auth-provider.js";
 import { type BalanceColumns, balancesOf, type HeldSlice } from "./balances.js";
+import { historyPage, requestByReference } from "./history-reads.js";
 
 export const RECENT_LEDGER_LINES = 20;
 
@@ -227,27 +226,17 @@ export class AccountService {
       throw new DomainError("invalid_request", "to must be after from.", { field: "to" });
     }
     const db = await this.read(input.accountId);
-    // the start is bounded above by the cursor's time (or now and a day): the page reads backwards
-    // from it on the index (account_id, started_at DESC, id DESC), newest month first, and the months
-    // after it are pruned at planning
-    const startedAt = {
-      ...(from ? { gte: from } : {}),
-      ...(to ? { lt: to } : {}),
-      lte: newestReadBound(this.clock.now(), after?.at),
-    };
-    const rows = await db.inferenceRequest.findMany({
-      where: {
-        accountId: input.accountId,
-        ...(modality ? { modality } : {}),
-        ...(keyId ? { apiKeyId: keyId } : {}),
-        startedAt,
-        ...(after ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] } : {}),
-      },
-      include: { apiKey: { select: { name: true } } },
-      orderBy: [{ startedAt: "desc" }, { id: "desc" }],
-      take: take + 1,
+    const rows = await historyPage(db, {
+      accountId: input.accountId,
+      modality,
+      apiKeyId: keyId,
+      from,
+      to,
+      after,
+      now: this.clock.now(),
+      limit: take + 1,
     });
-    const items = rows.slice(0, take).map(historyRow);
+    const items = rows.slice(0, take);
     const last = items[items.length - 1];
     return {
       items,
@@ -291,11 +280,12 @@ export class AccountService {
       };
     }
     const db = await this.read(input.accountId);
-    const row = await requestBySupportReference(db, input.supportReference);
-    if (!row || row.accountId !== input.accountId || !mine(row.apiKeyId)) {
+    const row = await requestByReference(db, input.supportReference);
+    if (!row || row.accountId !== input.accountId || !mine(row.keyId)) {
       throw new DomainError("not_found", "No request with this support reference on this account.");
     }
-    return historyRow(row);
+    const { accountId: _, ...detail } = row;
+    return detail;
   }
 
   /**
@@ -326,69 +316,4 @@ export class AccountService {
       savedVsCeilingMicroUsdc: atCeiling - paid,
     };
   }
-}
-
-/**
- * A request by support reference. A v7 reference carries the request's start (`uuidV7Time`), so the
- * lookup reads that month's partition alone, on the unique index (support_reference, started_at); a
- * v4 reference (made before v7 ones), or a v7 one not found there, is looked up in every partition.
- */
-async function requestBySupportReference(db: Db, supportReference: string) {
-  const include = { apiKey: { select: { name: true } } } as const;
-  const at = uuidV7Time(supportReference);
-  if (at) {
-    const row = await db.inferenceRequest.findFirst({ where: { supportReference, startedAt: at }, include });
-    if (row) return row;
-  }
-  return db.inferenceRequest.findFirst({ where: { supportReference }, include });
-}
-
-function historyRow(r: {
-  id: string;
-  supportReference: string;
-  apiKeyId: string | null;
-  apiKey: { name: string } | null;
-  route: string;
-  modality: string;
-  model: string;
-  stream: boolean;
-  status: string;
-  errorCode: string | null;
-  maxPriceCents: number;
-  clearingPriceCents: number | null;
-  promptTokens: number | null;
-  completionTokens: number | null;
-  cachedTokens: number | null;
-  cacheWriteTokens: number | null;
-  burnMicroDiem: bigint | null;
-  costMicroUsdc: bigint | null;
-  attemptCount: number;
-  startedAt: Date;
-  firstByteAt: Date | null;
-  completedAt: Date | null;
-}): HistoryRow {
-  return {
-    requestId: r.id,
-    supportReference: r.supportReference,
-    keyId: r.apiKeyId,
-    keyName: r.apiKey?.name ?? null,
-    route: r.route,
-    modality: r.modality,
-    model: r.model,
-    stream: r.stream,
-    status: r.status,
-    errorCode: r.errorCode,
-    maxPriceCents: r.maxPriceCents,
-    clearingPriceCents: r.clearingPriceCents,
-    promptTokens: r.promptTokens,
-    completionTokens: r.completionTokens,
-    cachedTokens: r.cachedTokens,
-    cacheWriteTokens: r.cacheWriteTokens,
-    burnMicroDiem: r.burnMicroDiem,
-    costMicroUsdc: r.costMicroUsdc,
-    attempts: r.attemptCount,
-    startedAt: r.startedAt,
-    firstByteAt: r.firstByteAt,
-    completedAt: r.completedAt,
-  };
 }
