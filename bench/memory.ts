@@ -255,11 +255,12 @@ export async function benchMemory(emit: Emit): Promise<void> {
     await waitForExit(svc, 30_000).catch(() => svc.kill("SIGKILL"));
 
     const ids = buyers.map((b) => b.accountId);
-    const rows = await app.rt.db.inferenceRequest.findMany({
-      where: { accountId: { in: ids } },
-      select: { supportReference: true, status: true, clear: { select: { grossMicroUsdc: true } } },
-    });
-    const chargeByRef = new Map(rows.map((r) => [r.supportReference, r.clear?.grossMicroUsdc ?? null]));
+    // each record with its clear's gross (null: not charged)
+    const rows = await app.rt.db.$queryRaw<{ ref: string; gross: bigint | null }[]>`
+      SELECT r.support_reference::text AS ref, c.gross_micro_usdc AS gross
+        FROM inference_requests r LEFT JOIN clears c ON c.request_id = r.id
+       WHERE r.account_id = ANY(${ids}::uuid[])`;
+    const chargeByRef = new Map(rows.map((r) => [r.ref, r.gross === null ? null : BigInt(r.gross)]));
     let costMatches = 0;
     for (const [status, ref, cost] of results) {
       const gross = chargeByRef.get(ref);
@@ -283,7 +284,7 @@ export async function benchMemory(emit: Emit): Promise<void> {
     } catch {
       balanced = false;
     }
-    const clears = rows.filter((r) => r.clear).length;
+    const clears = rows.filter((r) => r.gross !== null).length;
     const settledExactly =
       costMatches === streams && clears === streams && rows.length === streams && debitsMatch && balanced;
     const peakRss = Math.max(hwm ?? 0, peak.rss);

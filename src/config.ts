@@ -1,4 +1,6 @@
+import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
+import { appPath } from "./lib/app-root.js";
 import { isClusterUrl, parseClusterUrl } from "./lib/redis-url.js";
 import { displayUrl } from "./lib/url-display.js";
 
@@ -241,6 +243,14 @@ const envSchema = z.object({
     ),
     "svc",
   ),
+  /**
+   * not in CONTRACT: whole months of requests and clears kept before the current one; older month
+   * partitions are closed, exported and dropped (docs/operations.md "Retention"). Unset: kept forever.
+   * At least 2: the 30-day model statistics read that far back.
+   */
+  RETENTION_MONTHS: optional(intIn(2, 1200)),
+  /** not in CONTRACT: where retention writes each retired month's CSV files (default `data/retention` in the app's folder) */
+  RETENTION_EXPORT_DIR: optionalString,
   /** when set, traces go to this OTLP/HTTP endpoint (`<endpoint>/v1/traces`); unset: no tracing, no SDK loaded */
   OTEL_EXPORTER_OTLP_ENDPOINT: optional(url(["http:", "https:"])),
   /** the standard per-signal override: the full URL traces are sent to (tracing is on when either is set) */
@@ -328,6 +338,11 @@ export interface Config {
    * tracing is off (no endpoint, or OTEL_SDK_DISABLED); the SDK reads the other OTEL_* variables itself
    */
   readonly tracing: { readonly tracesUrl: string | undefined; readonly serviceName: string };
+  /**
+   * Retention of the monthly partitions (src/domain/maintenance/retention.ts): `months` whole months
+   * kept before the current one (undefined: forever); `exportDir` where retired months are written
+   */
+  readonly retention: { readonly months: number | undefined; readonly exportDir: string };
   readonly logLevel: string;
 }
 
@@ -449,6 +464,10 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
           : (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? signalUrl(e.OTEL_EXPORTER_OTLP_ENDPOINT, "v1/traces")),
       serviceName: e.OTEL_SERVICE_NAME,
     },
+    retention: {
+      months: e.RETENTION_MONTHS === undefined ? undefined : Number(e.RETENTION_MONTHS),
+      exportDir: retentionDir(e.RETENTION_EXPORT_DIR),
+    },
     logLevel: e.LOG_LEVEL,
   };
   return { ok: true, config: deepFreeze(config) };
@@ -471,6 +490,12 @@ function withPassword(databaseUrl: string, password: string | undefined): string
 function signalUrl(endpoint: string | undefined, path: string): string | undefined {
   if (endpoint === undefined) return undefined;
   return `${endpoint.endsWith("/") ? endpoint : `${endpoint}/`}${path}`;
+}
+
+/** RETENTION_EXPORT_DIR as an absolute path (relative: to the working directory); default `<app>/data/retention`. */
+function retentionDir(dir: string | undefined): string {
+  if (dir === undefined) return appPath("data", "retention");
+  return isAbsolute(dir) ? dir : resolve(dir);
 }
 
 function stripSlash(u: string): string {

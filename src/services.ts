@@ -43,6 +43,7 @@ import { VideoQueue } from "./domain/inference/video-queue.js";
 import { VideoQuotes } from "./domain/inference/video-quote.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
+import { RetentionService } from "./domain/maintenance/retention.js";
 import { MarketService } from "./domain/market/market-service.js";
 import { RequestPaymentStore } from "./domain/pay-per-request/payment-store.js";
 import { PayPerRequestService } from "./domain/pay-per-request/ppr-service.js";
@@ -65,6 +66,8 @@ import { SecretBox } from "./lib/secret-box.js";
 export interface Services {
   market: MarketService;
   maintenance: MaintenanceService;
+  /** retirement of old month partitions (RETENTION_MONTHS): closed, exported, dropped */
+  retention: RetentionService;
   accounts: AccountService;
   apiKeys: ApiKeyService;
   identity: IdentityService;
@@ -239,6 +242,12 @@ export function createServices(deps: ServiceDeps): Services {
   return {
     market,
     maintenance: new MaintenanceService(db, clock),
+    retention: new RetentionService({
+      sql: deps.sql,
+      clock,
+      months: config.retention.months,
+      exportDir: config.retention.exportDir,
+    }),
     accounts: new AccountService(
       db,
       bus,

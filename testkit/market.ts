@@ -154,14 +154,14 @@ export function responses(app: TestApp, apiKey: string, body: Record<string, unk
 
 /** A request record with its attempts typed (in ordinal order), by support reference. */
 export async function requestByReference(app: TestApp, ref: string) {
-  const r = await app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { supportReference: ref } });
+  const r = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { supportReference: ref } });
   return { ...r, attempts: storedAttempts(r.attempts) };
 }
 
 /** The record of a request that is ending (it is written when the request ends), polled for up to 5 s. */
 export async function endedRequest(app: TestApp, ref: string) {
   for (let i = 0; i < 100; i++) {
-    const found = await app.rt.db.inferenceRequest.findUnique({ where: { supportReference: ref } });
+    const found = await app.rt.db.inferenceRequest.findFirst({ where: { supportReference: ref } });
     if (found) return { ...found, attempts: storedAttempts(found.attempts) };
     await new Promise((r) => setTimeout(r, 50));
   }

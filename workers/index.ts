@@ -4,7 +4,7 @@ import { closeRedis, createRedis, type RedisClient } from "../src/adapters/redis
 import { logger } from "../src/lib/logger.js";
 import { createWorkerServices, type Runtime } from "../src/runtime.js";
 import { confirmationsProcessor, reconciliationProcessor } from "./funding.worker.js";
-import { maintenanceProcessor } from "./maintenance.worker.js";
+import { maintenanceProcessor, retentionProcessor } from "./maintenance.worker.js";
 import { type Processor, withErrorPolicy, withJobSpan } from "./processor.js";
 import { expiryProcessor, payoutsProcessor, syncProcessor } from "./supply.worker.js";
 import { videoProcessor } from "./video.worker.js";
@@ -24,6 +24,11 @@ export interface Workers {
 const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: string }[] = [
   { queue: "maintenance", id: "purge-expired", every: 3600_000, job: "purge-expired" },
   { queue: "maintenance", id: "release-expired-holds", every: 30_000, job: "release-expired-holds" },
+  // monthly partitions: this month and the next three exist (start-up makes them too); daily is plenty
+  { queue: "maintenance", id: "ensure-partitions", every: 86_400_000, job: "ensure-partitions" },
+  // retention (RETENTION_MONTHS; nothing without it): a month is due once a month, the run is cheap
+  // when none is, and a blocked month is tried again within hours
+  { queue: "retention", id: "retention", every: 6 * 3600_000, job: "retention" },
   { queue: "confirmations", id: "confirm-pending", every: 2_000, job: "confirm-pending" },
   { queue: "reconciliation", id: "scan-chain", every: 60_000, job: "scan-chain" },
   // expiry runs every minute; the service expires what is due exactly once (UTC midnight)
@@ -49,6 +54,9 @@ const SCHEDULES: { queue: keyof typeof QUEUES; id: string; every: number; job: s
 const CATCH_UP: { queue: keyof typeof QUEUES; job: string }[] = [
   { queue: "expiry", job: "repost-offers" },
   { queue: "expiry", job: "price-steps" },
+  { queue: "maintenance", job: "ensure-partitions" },
+  // retention (nothing without RETENTION_MONTHS): a worker's start is the operator's "run it now"
+  { queue: "retention", job: "retention" },
 ];
 
 /**
@@ -90,6 +98,7 @@ export async function startWorkers(
   const services = own.services;
   const processors: Partial<Record<keyof typeof QUEUES, { fn: Processor; concurrency: number }>> = {
     maintenance: { fn: maintenanceProcessor(services), concurrency: 1 },
+    retention: { fn: retentionProcessor(services), concurrency: 1 },
     confirmations: { fn: confirmationsProcessor(services), concurrency: 1 },
     reconciliation: { fn: reconciliationProcessor(services), concurrency: 2 },
     expiry: { fn: expiryProcessor(services), concurrency: 1 },

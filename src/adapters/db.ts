@@ -4,6 +4,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "../generated/prisma/client.js";
 import { APP_ROOT } from "../lib/app-root.js";
+import { logger } from "../lib/logger.js";
 import { applyFunctions } from "./sql-functions.js";
 
 export type Db = PrismaClient;
@@ -68,7 +69,12 @@ export const WORKER_TRANSACTION_OPTIONS: TransactionOptions = { maxWait: 10_000,
 
 export function createPrisma(
   databaseUrl: string,
-  opts: { max?: number; onQuery?: (sql: string) => void; transactionOptions?: TransactionOptions } = {},
+  opts: {
+    max?: number;
+    /** each statement Prisma sends, with its parameters as a JSON array (tests: N+1 guards, plans) */
+    onQuery?: (sql: string, params: string) => void;
+    transactionOptions?: TransactionOptions;
+  } = {},
 ): Db {
   const adapter = new LeakFreePrismaPg({ connectionString: databaseUrl, max: opts.max ?? 20 });
   const transactionOptions = opts.transactionOptions;
@@ -76,8 +82,9 @@ export function createPrisma(
   // query events (tests: N+1 guards); off by default
   const db = new PrismaClient({ adapter, transactionOptions, log: [{ emit: "event", level: "query" }] });
   const onQuery = opts.onQuery;
-  (db as unknown as { $on: (e: "query", cb: (ev: { query: string }) => void) => void }).$on("query", (ev) =>
-    onQuery(ev.query),
+  (db as unknown as { $on: (e: "query", cb: (ev: { query: string; params: string }) => void) => void }).$on(
+    "query",
+    (ev) => onQuery(ev.query, ev.params),
   );
   return db;
 }
@@ -146,7 +153,8 @@ function errText(e: unknown): string {
 /**
  * The migration step: applies pending migrations with the Prisma CLI (offline JS engine; see
  * prisma.config.ts), then the stored functions from prisma/functions (`applyFunctions`: skipped when
- * they are current, under an advisory lock when not). Every path that migrates a database runs this.
+ * they are current, under an advisory lock when not), then makes sure the monthly partitions of this
+ * month and the next ones exist (`ensurePartitions`). Every path that migrates a database runs this.
  */
 export async function runMigrations(databaseUrl: string): Promise<void> {
   const require = createRequire(import.meta.url);
@@ -171,5 +179,30 @@ export async function runMigrations(databaseUrl: string): Promise<void> {
     await applyFunctions(databaseUrl);
   } catch (e) {
     throw new StartupError(`DATABASE_URL: stored functions failed (${errText(e)})`);
+  }
+  await ensurePartitions(databaseUrl);
+}
+
+/** Months ahead whose partitions exist (svc_partitions_ensure): a quarter of slack for the daily job. */
+export const PARTITION_MONTHS_AHEAD = 3;
+
+/**
+ * Creates the monthly partitions of this month and the next PARTITION_MONTHS_AHEAD ones when missing
+ * (docs/decisions.md "Monthly partitions and retention"). Not fatal: the DEFAULT partition takes any
+ * row whose month has no partition, and the maintenance worker tries again daily.
+ */
+export async function ensurePartitions(databaseUrl: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  try {
+    await client.connect();
+    const r = await client.query<{ part: string }>("SELECT svc_partitions_ensure(now(), $1) AS part", [
+      PARTITION_MONTHS_AHEAD,
+    ]);
+    return r.rows.map((row) => row.part);
+  } catch (e) {
+    logger.warn({ err: errText(e) }, "could not create the monthly partitions ahead; the maintenance job retries");
+    return [];
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }

@@ -16,12 +16,15 @@ export const QUEUES = {
   video: "video",
   payouts: "payouts",
   webhooks: "webhooks",
+  /** retirement of old month partitions: long (an export), so never ahead of the maintenance queue's sweeps */
+  retention: "retention",
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
 export interface JobPayloads {
-  maintenance: { "purge-expired": Record<string, never> };
+  maintenance: { "purge-expired": Record<string, never>; "ensure-partitions": Record<string, never> };
+  retention: { retention: Record<string, never> };
   reconciliation: {
     "reconcile-payment": { paymentId: string };
     "reconcile-request-payment": { paymentId: string };

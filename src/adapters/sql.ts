@@ -62,3 +62,28 @@ export async function inTransaction<T>(sql: Sql, fn: (client: pg.PoolClient) => 
     client.release(broken ?? false);
   }
 }
+
+/**
+ * Runs `fn` on a connection of its own, outside any transaction (`fn` opens its own): for session
+ * state such as an advisory lock held across transactions, or a COPY. Errors of the checked-out
+ * connection are held as in `inTransaction`, and a connection that failed (or was left in a
+ * transaction) is discarded rather than returned to the pool.
+ */
+export async function withConnection<T>(sql: Sql, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await sql.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on("error", onError);
+  let failed = false;
+  try {
+    return await fn(client);
+  } catch (e) {
+    failed = true;
+    throw e;
+  } finally {
+    client.removeListener("error", onError);
+    client.release(broken ?? failed);
+  }
+}

@@ -319,3 +319,26 @@ describe("issue 42: compose's password and prefix as an operator writes them", (
     }
   });
 });
+
+describe("loadConfig: retention (docs/operations.md Retention)", () => {
+  test("unset: every month kept; the files' folder defaults under the app", () => {
+    const r = loadConfig({ ...PROD });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.config.retention.months).toBeUndefined();
+    expect(r.config.retention.exportDir).toMatch(/[/\\]data[/\\]retention$/);
+  });
+
+  test("RETENTION_MONTHS 2 or more; a relative RETENTION_EXPORT_DIR resolves against the working directory", () => {
+    const r = loadConfig({ ...PROD, RETENTION_MONTHS: "24", RETENTION_EXPORT_DIR: "exports" });
+    expect(r.ok && r.config.retention).toEqual({ months: 24, exportDir: `${process.cwd()}/exports` });
+    const abs = loadConfig({ ...PROD, RETENTION_MONTHS: "2", RETENTION_EXPORT_DIR: "/var/lib/svc/retention" });
+    expect(abs.ok && abs.config.retention).toEqual({ months: 2, exportDir: "/var/lib/svc/retention" });
+    // one month would drop what the 30-day statistics read; not a number is refused with its name
+    for (const bad of ["1", "0", "-3", "twelve", "1.5"]) {
+      const e = loadConfig({ ...PROD, RETENTION_MONTHS: bad });
+      expect(e.ok, bad).toBe(false);
+      if (!e.ok) expect(e.errors.join("\n")).toMatch(/^RETENTION_MONTHS: expected an integer 2-1200/m);
+    }
+  });
+});

@@ -206,11 +206,11 @@ export async function checkInvariants(
   const refs = [...opts.load.paid.keys(), ...opts.load.refused, ...opts.load.unfinishedStreams];
   const charged = new Map<string, bigint>();
   for (let i = 0; i < refs.length; i += 5000) {
-    const rows = await db.inferenceRequest.findMany({
-      where: { supportReference: { in: refs.slice(i, i + 5000) } },
-      select: { supportReference: true, clear: { select: { grossMicroUsdc: true } } },
-    });
-    for (const r of rows) if (r.clear) charged.set(r.supportReference, r.clear.grossMicroUsdc);
+    const rows = await db.$queryRaw<{ ref: string; gross: bigint }[]>`
+      SELECT r.support_reference::text AS ref, c.gross_micro_usdc AS gross
+        FROM inference_requests r JOIN clears c ON c.request_id = r.id
+       WHERE r.support_reference = ANY(${refs.slice(i, i + 5000)}::uuid[])`;
+    for (const r of rows) charged.set(r.ref, BigInt(r.gross));
   }
   const refusedButCharged = [...opts.load.refused].filter((ref) => charged.has(ref));
   const paidMismatch = [...opts.load.paid].filter(([ref, cost]) => charged.get(ref) !== cost);

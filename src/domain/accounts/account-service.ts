@@ -21,6 +21,7 @@ import { accountLedgerLines } from "../ledger/ledger-lines.js";
 import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
 import { authProviderFor } from "./auth-provider.js";
 import { type BalanceColumns, balancesOf, type HeldSlice } from "./balances.js";
+import { historyPage, requestByReference } from "./history-reads.js";
 
 export const RECENT_LEDGER_LINES = 20;
 
@@ -124,7 +125,7 @@ export class AccountService {
         where: { id: accountId },
         include: { buyerEscrows: BALANCE_SELECT.buyerEscrows },
       }),
-      accountLedgerLines(db, { accountId, limit: RECENT_LEDGER_LINES }),
+      accountLedgerLines(db, { accountId, limit: RECENT_LEDGER_LINES, now: this.clock.now() }),
     ]);
     if (!a) throw new DomainError("not_found", "Account not found.");
     return {
@@ -155,6 +156,7 @@ export class AccountService {
   }): Promise<LedgerLine[]> {
     return accountLedgerLines(await this.read(input.accountId), {
       accountId: input.accountId,
+      now: this.clock.now(),
       limit: input.limit,
       olderThan: input.olderThan === undefined ? undefined : decodeCursor(input.olderThan),
       newerThan: input.newerThan === undefined ? undefined : decodeCursor(input.newerThan),
@@ -224,19 +226,17 @@ export class AccountService {
       throw new DomainError("invalid_request", "to must be after from.", { field: "to" });
     }
     const db = await this.read(input.accountId);
-    const rows = await db.inferenceRequest.findMany({
-      where: {
-        accountId: input.accountId,
-        ...(modality ? { modality } : {}),
-        ...(keyId ? { apiKeyId: keyId } : {}),
-        ...(from || to ? { startedAt: { ...(from ? { gte: from } : {}), ...(to ? { lt: to } : {}) } } : {}),
-        ...(after ? { OR: [{ startedAt: { lt: after.at } }, { startedAt: after.at, id: { lt: after.id } }] } : {}),
-      },
-      include: { apiKey: { select: { name: true } } },
-      orderBy: [{ startedAt: "desc" }, { id: "desc" }],
-      take: take + 1,
+    const rows = await historyPage(db, {
+      accountId: input.accountId,
+      modality,
+      apiKeyId: keyId,
+      from,
+      to,
+      after,
+      now: this.clock.now(),
+      limit: take + 1,
     });
-    const items = rows.slice(0, take).map(historyRow);
+    const items = rows.slice(0, take);
     const last = items[items.length - 1];
     return {
       items,
@@ -280,26 +280,30 @@ export class AccountService {
       };
     }
     const db = await this.read(input.accountId);
-    const row = await db.inferenceRequest.findUnique({
-      where: { supportReference: input.supportReference },
-      include: { apiKey: { select: { name: true } } },
-    });
-    if (!row || row.accountId !== input.accountId || !mine(row.apiKeyId)) {
+    const row = await requestByReference(db, input.supportReference);
+    if (!row || row.accountId !== input.accountId || !mine(row.keyId)) {
       throw new DomainError("not_found", "No request with this support reference on this account.");
     }
-    return historyRow(row);
+    const { accountId: _, ...detail } = row;
+    return detail;
   }
 
-  /** What the buyer saved against face value and against their ceiling, over every clear. */
+  /**
+   * What the buyer saved against face value and against their ceiling, over every clear: those kept
+   * and, for retained months, what their clears summed (`clear_closings`).
+   */
   async savings(accountId: string): Promise<Savings> {
     const db = await this.read(accountId);
     const [s] = await db.$queryRaw<
       { clears: bigint; face: bigint; at_ceiling: bigint; paid: bigint }[]
-    >`SELECT COUNT(*)::bigint AS clears,
-             COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,
-             COALESCE(SUM((burn_micro_diem * ceiling_cents) / 100), 0)::bigint AS at_ceiling,
-             COALESCE(SUM(gross_micro_usdc), 0)::bigint AS paid
-        FROM clears WHERE buyer_account_id = ${accountId}::uuid AND refunded_at IS NULL`;
+    >`SELECT COALESCE(SUM(x.clears), 0)::bigint AS clears, COALESCE(SUM(x.face), 0)::bigint AS face,
+             COALESCE(SUM(x.at_ceiling), 0)::bigint AS at_ceiling, COALESCE(SUM(x.paid), 0)::bigint AS paid
+        FROM (SELECT COUNT(*) AS clears, SUM(burn_micro_diem) AS face,
+                     SUM((burn_micro_diem * ceiling_cents) / 100) AS at_ceiling, SUM(gross_micro_usdc) AS paid
+                FROM clears WHERE buyer_account_id = ${accountId}::uuid AND refunded_at IS NULL
+              UNION ALL
+              SELECT SUM(clears), SUM(burn_micro_diem), SUM(at_ceiling_micro_usdc), SUM(gross_micro_usdc)
+                FROM clear_closings WHERE buyer_account_id = ${accountId}::uuid) x`;
     const face = BigInt(s?.face ?? 0n);
     const atCeiling = BigInt(s?.at_ceiling ?? 0n);
     const paid = BigInt(s?.paid ?? 0n);
@@ -312,54 +316,4 @@ export class AccountService {
       savedVsCeilingMicroUsdc: atCeiling - paid,
     };
   }
-}
-
-function historyRow(r: {
-  id: string;
-  supportReference: string;
-  apiKeyId: string | null;
-  apiKey: { name: string } | null;
-  route: string;
-  modality: string;
-  model: string;
-  stream: boolean;
-  status: string;
-  errorCode: string | null;
-  maxPriceCents: number;
-  clearingPriceCents: number | null;
-  promptTokens: number | null;
-  completionTokens: number | null;
-  cachedTokens: number | null;
-  cacheWriteTokens: number | null;
-  burnMicroDiem: bigint | null;
-  costMicroUsdc: bigint | null;
-  attemptCount: number;
-  startedAt: Date;
-  firstByteAt: Date | null;
-  completedAt: Date | null;
-}): HistoryRow {
-  return {
-    requestId: r.id,
-    supportReference: r.supportReference,
-    keyId: r.apiKeyId,
-    keyName: r.apiKey?.name ?? null,
-    route: r.route,
-    modality: r.modality,
-    model: r.model,
-    stream: r.stream,
-    status: r.status,
-    errorCode: r.errorCode,
-    maxPriceCents: r.maxPriceCents,
-    clearingPriceCents: r.clearingPriceCents,
-    promptTokens: r.promptTokens,
-    completionTokens: r.completionTokens,
-    cachedTokens: r.cachedTokens,
-    cacheWriteTokens: r.cacheWriteTokens,
-    burnMicroDiem: r.burnMicroDiem,
-    costMicroUsdc: r.costMicroUsdc,
-    attempts: r.attemptCount,
-    startedAt: r.startedAt,
-    firstByteAt: r.firstByteAt,
-    completedAt: r.completedAt,
-  };
 }

@@ -9,6 +9,7 @@ import { DomainError } from "../../lib/errors.js";
 import { type Metrics, noMetrics } from "../../lib/metrics.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { tracingOn } from "../../lib/tracing.js";
+import { uuidV7 } from "../../lib/uuid7.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
 import { type AttemptResult, runAttempts } from "./attempt-loop.js";
 import { Attempts } from "./attempts.js";
@@ -176,9 +177,11 @@ export class InferencePipeline {
     const pricer = "price" in input ? input.price(model) : UNPRICED;
     const held = await takeRequestGates(this.deps, model, input);
     // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
+    const startedAt = this.deps.clock.now();
     const session: InferenceSession = {
       requestId: input.requestId ?? randomUUID(),
-      supportReference: randomUUID(),
+      // its time is the start: a lookup by reference reads that month's partition alone
+      supportReference: uuidV7(startedAt),
       accountId: input.accountId,
       apiKeyId: input.apiKeyId,
       route: input.route,
@@ -198,7 +201,7 @@ export class InferencePipeline {
       payment: input.payment ?? null,
       touched: new Set(),
       gates: held,
-      startedAt: this.deps.clock.now(),
+      startedAt,
       firstByteAt: null,
       done: false,
       timing: { start },

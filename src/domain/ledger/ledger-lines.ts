@@ -1,6 +1,7 @@
 import type { Db } from "../../adapters/db.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { CursorKey } from "../../lib/cursor.js";
+import { newestReadBound } from "../../lib/partitions.js";
 import type { Book } from "./ledger.js";
 
 /**
@@ -15,7 +16,10 @@ import type { Book } from "./ledger.js";
  * and a top-N sort for 21). Each branch here is ordered and limited on its own index
  * (`ledger_entries(account_id, created_at)`, `clears(buyer_account_id, created_at)`,
  * `clears(supplier_account_id, created_at)`, read backwards, ties on the id sorted incrementally)
- * and a Merge Append takes the page: a page reads about `limit` rows per branch. The derived
+ * and a Merge Append takes the page: a page reads about `limit` rows per branch. Clears are
+ * partitioned by month: each clear branch reads the months newest first (an ordered Append of the
+ * partitions' indexes) and stops at the page; a retained month's lines are its closing lines
+ * (`ledger_closings`, a branch of its own, as in the view). The derived
  * lines' ids, kinds and books must stay the view's: test/integration/db/ledger-lines.test.ts
  * compares this reader with the view.
  */
@@ -35,6 +39,8 @@ export interface AccountLedgerLine {
 
 export interface AccountLedgerQuery {
   accountId: string;
+  /** the reader's clock: no line is newer than it and a day (lib/partitions.ts) */
+  now: Date;
   /** only this book's lines */
   book?: Book;
   /** only these books' lines (instead of `book`) */
@@ -125,6 +131,19 @@ function branches(accountId: string, books: readonly Book[] | undefined): Branch
       from: Prisma.sql`clears c`,
       where: Prisma.sql`c.supplier_account_id = ${accountId}::uuid AND c.supplier_micro_usdc > 0 AND c.supplier_held`,
     },
+    // a retained month's clear lines, summed per book (docs/decisions.md "Monthly partitions and
+    // retention"): one line per month and book, at the month's last millisecond
+    {
+      books: ["buyer_confirmed", "supplier_payable", "supplier_held", "payment_receivable"],
+      at: Prisma.sql`k.created_at`,
+      id: Prisma.sql`k.id`,
+      select: Prisma.sql`k.id, md5('closing:' || k.month::text)::uuid AS transaction_id, 'closing' AS transaction_kind,
+        k.book::text AS book, 'closing' AS kind, k.amount_micro_usdc, k.created_at`,
+      from: Prisma.sql`ledger_closings k`,
+      where: books
+        ? Prisma.sql`k.account_id = ${accountId}::uuid AND k.book::text = ANY(${[...books]}::text[])`
+        : Prisma.sql`k.account_id = ${accountId}::uuid`,
+    },
     // the platform's fee line has no account: never on an account's ledger
   ];
   return all.filter((b) => books === undefined || b.books.some((x) => books.includes(x)));
@@ -144,11 +163,17 @@ export async function accountLedgerLines(
   const books = q.books ?? (q.book ? [q.book] : undefined);
   if (books?.length === 0) return [];
   const parts = branches(q.accountId, books).map((b) => {
-    const bounds: Prisma.Sql[] = [b.where];
+    // the time alone as well, bounded above (by now and a day without a cursor): a row comparison
+    // prunes no partition, a bound on created_at does, and keeps the months in order (lib/partitions.ts)
+    const bounds: Prisma.Sql[] = [
+      b.where,
+      Prisma.sql`${b.at} <= ${newestReadBound(q.now, q.olderThan?.at)}::timestamptz`,
+    ];
     if (q.olderThan)
       bounds.push(Prisma.sql`(${b.at}, ${b.id}) < (${q.olderThan.at}::timestamptz, ${q.olderThan.id}::uuid)`);
     if (q.newerThan)
-      bounds.push(Prisma.sql`(${b.at}, ${b.id}) > (${q.newerThan.at}::timestamptz, ${q.newerThan.id}::uuid)`);
+      bounds.push(Prisma.sql`${b.at} >= ${q.newerThan.at}::timestamptz
+        AND (${b.at}, ${b.id}) > (${q.newerThan.at}::timestamptz, ${q.newerThan.id}::uuid)`);
     return Prisma.sql`(SELECT ${b.select} FROM ${b.from} WHERE ${Prisma.join(bounds, " AND ")}
       ORDER BY ${b.at} ${dir}, ${b.id} ${dir} LIMIT ${q.limit})`;
   });

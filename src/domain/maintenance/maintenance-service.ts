@@ -1,4 +1,4 @@
-import type { Db } from "../../adapters/db.js";
+import { type Db, PARTITION_MONTHS_AHEAD } from "../../adapters/db.js";
 import type { Clock } from "../../lib/clock.js";
 
 /** How long dead sessions are kept for audit before they are purged. */
@@ -47,5 +47,17 @@ export class MaintenanceService {
       this.db.paymentIdentifier.deleteMany({ where: { createdAt: { lt: idCutoff } } }),
     ]);
     return { siweNonces: nonces.count, sessions: sessions.count, paymentIdentifiers: ids.count };
+  }
+
+  /**
+   * Creates the monthly partitions of `inference_requests` and `clears` for this month and the next
+   * PARTITION_MONTHS_AHEAD, and moves any row the DEFAULT partition caught into its month
+   * (svc_partitions_ensure; docs/decisions.md "Monthly partitions and retention"). Returns the
+   * partitions it created; idempotent (an advisory lock serialises concurrent runs).
+   */
+  async ensurePartitions(): Promise<{ created: string[] }> {
+    const rows = await this.db.$queryRaw<{ part: string }[]>`
+      SELECT svc_partitions_ensure(${this.clock.now()}::timestamptz, ${PARTITION_MONTHS_AHEAD}::int) AS part`;
+    return { created: rows.map((r) => r.part) };
   }
 }

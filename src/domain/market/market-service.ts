@@ -14,6 +14,7 @@ import {
   MIN_OFFER_PRICE_CENTS,
   usdcForDiem,
 } from "../../lib/money.js";
+import { newestReadBound } from "../../lib/partitions.js";
 import { eligibleOffers } from "../inference/clearing.js";
 import type { Capacity, MarketLadder, MarketStats, ModalityDay, PriceLevel } from "./market-types.js";
 
@@ -126,10 +127,14 @@ export class MarketService {
     const db = await this.read();
     const [corridor, savingsRows, todayRows] = await Promise.all([
       this.getLadder(MAX_CEILING_CENTS),
+      // every clear: those kept, and what the clears of retained months summed (clear_closings)
       db.$queryRaw<{ clears: bigint; face: bigint; paid: bigint }[]>`
-        SELECT COUNT(*)::bigint AS clears, COALESCE(SUM(burn_micro_diem), 0)::bigint AS face,
-               COALESCE(SUM(gross_micro_usdc), 0)::bigint AS paid
-          FROM clears WHERE refunded_at IS NULL`,
+        SELECT COALESCE(SUM(x.clears), 0)::bigint AS clears, COALESCE(SUM(x.face), 0)::bigint AS face,
+               COALESCE(SUM(x.paid), 0)::bigint AS paid
+          FROM (SELECT COUNT(*) AS clears, SUM(burn_micro_diem) AS face, SUM(gross_micro_usdc) AS paid
+                  FROM clears WHERE refunded_at IS NULL
+                UNION ALL
+                SELECT SUM(clears), SUM(burn_micro_diem), SUM(gross_micro_usdc) FROM clear_closings) x`,
       db.$queryRaw<{ modality: string; clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]>`
         SELECT modality::text AS modality, COUNT(*)::bigint AS clears,
                COALESCE(SUM(burn_micro_diem), 0)::bigint AS burn,
@@ -180,7 +185,8 @@ export class MarketService {
    */
   async recentClears(limit: number): Promise<ClearRecordedEvent[]> {
     const rows = await (await this.read()).clear.findMany({
-      where: { refundedAt: null },
+      // newest month first, the DEFAULT partition pruned (lib/partitions.ts)
+      where: { refundedAt: null, createdAt: { lte: newestReadBound(this.clock.now()) } },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: limit,
       select: {

@@ -4,6 +4,7 @@ import type { EventBus } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
 import { decodeCursor, type Page } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
+import { newestReadBound } from "../../lib/partitions.js";
 import { pageSize } from "../accounts/account-service.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
 import type { WebhookOutbox } from "../webhooks/outbox.js";
@@ -54,6 +55,7 @@ export class EarningsService {
       }),
       accountLedgerLines(db, {
         accountId: input.accountId,
+        now: this.deps.clock.now(),
         books: ["supplier_payable", "supplier_held"],
         olderThan: after,
         limit: take + 1,
@@ -117,7 +119,12 @@ export class EarningsService {
     const take = pageSize(input.limit);
     const after = input.cursor ? decodeCursor(input.cursor) : undefined;
     const rows = await this.deps.db.clear.findMany({
-      where: { supplierAccountId: input.accountId, ...keysetBefore(after) },
+      where: {
+        supplierAccountId: input.accountId,
+        ...keysetBefore(after),
+        // newest month first, the DEFAULT partition pruned (lib/partitions.ts)
+        createdAt: { lte: newestReadBound(this.deps.clock.now(), after?.at) },
+      },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       select: {
         id: true,

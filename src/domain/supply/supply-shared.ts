@@ -17,12 +17,22 @@ export function publishOwner(bus: EventBus, clock: Clock, accountId: string, kin
   bus.publish("offerUpdated", accountId, { accountId, kind, at: clock.now().toISOString() });
 }
 
-export type Keyset = { OR?: ({ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } })[] };
+export type Keyset = {
+  createdAt?: { lte: Date };
+  OR?: ({ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } })[];
+};
 
-/** Keyset condition "strictly after the cursor" for a newest-first order on (createdAt, id). */
+/**
+ * Keyset condition "strictly after the cursor" for a newest-first order on (createdAt, id). The time
+ * bound (`lte`) is implied by the OR; said alone, an index on (…, createdAt) starts at the cursor and
+ * a table partitioned by createdAt (clears) skips the months after it.
+ */
 export function keysetBefore(after: CursorKey | undefined): Keyset {
   if (!after) return {};
-  return { OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, id: { lt: after.id } }] };
+  return {
+    createdAt: { lte: after.at },
+    OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, id: { lt: after.id } }],
+  };
 }
 
 export function pageOf<R, T>(rows: R[], take: number, map: (r: R) => T, key: (r: R) => CursorKey): Page<T> {

@@ -36,11 +36,26 @@ const JOB_ROW = {
 /** A job's row as its steps read it. */
 export type VideoJobRow = Prisma.VideoJobGetPayload<{ select: typeof JOB_ROW }>;
 
-/** The row and what its buyer sees of the request it was charged on. */
-const JOB_VIEW = {
-  ...JOB_ROW,
-  request: { select: { supportReference: true, clearingPriceCents: true } },
-} as const satisfies Prisma.VideoJobSelect;
+/** What its buyer sees of the request a job was charged on, read beside the job (no relation: requests are partitioned by month). */
+interface JobRequest {
+  supportReference: string;
+  clearingPriceCents: number | null;
+}
+
+/**
+ * The requests of these jobs, by id. A job is written by its request's ending, so the request started
+ * at or before the job: the months after the newest job are pruned. A request a retention dropped is
+ * absent (its job shows an empty support reference).
+ */
+async function requestsOf(db: Db, jobs: VideoJobRow[]): Promise<Map<string, JobRequest>> {
+  if (jobs.length === 0) return new Map();
+  const newest = new Date(Math.max(...jobs.map((j) => j.createdAt.getTime())));
+  const rows = await db.inferenceRequest.findMany({
+    where: { id: { in: jobs.map((j) => j.requestId) }, startedAt: { lte: newest } },
+    select: { id: true, supportReference: true, clearingPriceCents: true },
+  });
+  return new Map(rows.map((r) => [r.id, r]));
+}
 
 /** A job as its buyer sees it (REST status body, GraphQL). */
 export interface VideoJobView {
@@ -88,22 +103,20 @@ export async function jobViews(
     where: { accountId, ...(opts.status ? { status: opts.status } : {}) },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: opts.first,
-    select: JOB_VIEW,
+    select: JOB_ROW,
   });
-  return rows.map((r) => viewOf(r, r.request));
+  const requests = await requestsOf(db, rows);
+  return rows.map((r) => viewOf(r, requests.get(r.requestId) ?? null));
 }
 
 /** One job by queue id, only when it is the account's (null otherwise). */
 export async function ownedJobView(db: Db, accountId: string, queueId: string): Promise<VideoJobView | null> {
-  const row = await db.videoJob.findUnique({ where: { queueId }, select: JOB_VIEW });
+  const row = await db.videoJob.findUnique({ where: { queueId }, select: JOB_ROW });
   if (!row || row.accountId !== accountId) return null;
-  return viewOf(row, row.request);
+  return viewOf(row, (await requestsOf(db, [row])).get(row.requestId) ?? null);
 }
 
-function viewOf(
-  r: VideoJobRow,
-  request: { supportReference: string; clearingPriceCents: number | null } | null,
-): VideoJobView {
+function viewOf(r: VideoJobRow, request: JobRequest | null): VideoJobView {
   return {
     queueId: r.queueId,
     model: r.model,

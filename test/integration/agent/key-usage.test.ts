@@ -83,11 +83,11 @@ const mcp = async (k: Key, name: string) => {
 
 /** What the books charged each key: the gross of the clears of its requests (refunds left out). */
 async function booksSpentOf(k: Key): Promise<bigint> {
-  const clears = await app().rt.db.clear.findMany({
-    where: { request: { apiKeyId: k.id }, refundedAt: null },
-    select: { grossMicroUsdc: true },
-  });
-  return clears.reduce((a, c) => a + c.grossMicroUsdc, 0n);
+  const [row] = await app().rt.db.$queryRaw<{ gross: bigint }[]>`
+    SELECT COALESCE(SUM(c.gross_micro_usdc), 0)::bigint AS gross
+      FROM clears c JOIN inference_requests r ON r.id = c.request_id
+     WHERE r.api_key_id = ${k.id}::uuid AND c.refunded_at IS NULL`;
+  return BigInt(row?.gross ?? 0n);
 }
 
 function nextUtcMidnight(): string {
@@ -250,7 +250,7 @@ describe("a key's spend this period, wherever keys are listed", () => {
       SELECT ${keyA.id}::uuid, (${to}::timestamptz AT TIME ZONE 'UTC')::date, ${firstCost} FROM moved
       ON CONFLICT (api_key_id, day) DO UPDATE SET spent_micro_usdc = api_key_spend.spent_micro_usdc + EXCLUDED.spent_micro_usdc`;
     const dayBefore = new Date(first.startedAt.getTime() - 86_400_000);
-    await app().rt.db.inferenceRequest.update({ where: { id: first.id }, data: { startedAt: dayBefore } });
+    await app().rt.db.inferenceRequest.updateMany({ where: { id: first.id }, data: { startedAt: dayBefore } });
     await moveCharge(first.startedAt, dayBefore);
     try {
       expect(await spent()).toMatchObject({
@@ -266,7 +266,7 @@ describe("a key's spend this period, wherever keys are listed", () => {
       });
       expect(never.body).toMatchObject({ spentUsdc: formatDecimal6(spentOf(keyA)), resetsAt: null });
     } finally {
-      await app().rt.db.inferenceRequest.update({ where: { id: first.id }, data: { startedAt: first.startedAt } });
+      await app().rt.db.inferenceRequest.updateMany({ where: { id: first.id }, data: { startedAt: first.startedAt } });
       await moveCharge(dayBefore, first.startedAt);
       await app().rt.db.apiKey.update({ where: { id: keyA.id }, data: { limitReset: "daily" } });
     }

@@ -47,7 +47,7 @@ async function paidChat(app: TestApp, apiKey: string) {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   const cost = r.headers.get("x-svc-cost-usdc") ?? "";
   const request = await endedRequest(app, r.headers.get("x-svc-support-reference") ?? "");
-  const clear = await app.rt.db.clear.findUniqueOrThrow({ where: { requestId: request.id } });
+  const clear = await app.rt.db.clear.findFirstOrThrow({ where: { requestId: request.id } });
   return { cost, clear };
 }
 
@@ -230,15 +230,15 @@ describe("the lines a clear implies", () => {
     // the domain reader says what the view says, for each book too
     for (const accountId of [buyer.accountId, supplier.accountId]) {
       const all = await viewLines(db, accountId);
-      const read = await accountLedgerLines(db, { accountId, limit: 100 });
+      const read = await accountLedgerLines(db, { accountId, now: new Date(), limit: 100 });
       expect(read.map((l) => [l.id, l.transactionId, l.transactionKind, l.book, l.kind, l.amountMicroUsdc])).toEqual(
         all.map((l) => [l.id, l.transactionId, l.transactionKind, l.book, l.kind, BigInt(l.amount)]),
       );
       for (const book of ["buyer_confirmed", "buyer_pending", "supplier_payable"] as const) {
-        const inBook = await accountLedgerLines(db, { accountId, book, limit: 100 });
+        const inBook = await accountLedgerLines(db, { accountId, now: new Date(), book, limit: 100 });
         expect(inBook.map((l) => l.id)).toEqual(all.filter((l) => l.book === book).map((l) => l.id));
       }
-      const oldest = await accountLedgerLines(db, { accountId, limit: 100, oldestFirst: true });
+      const oldest = await accountLedgerLines(db, { accountId, now: new Date(), limit: 100, oldestFirst: true });
       expect(oldest.map((l) => l.id)).toEqual(all.map((l) => l.id).reverse());
     }
     await assertBooksBalance(db);
@@ -258,13 +258,13 @@ describe("a clear is a ledger record", () => {
     await expect(db.$executeRaw`DELETE FROM clears WHERE id = ${clear.id}::uuid`).rejects.toThrow(
       /the ledger is append-only \(clears\)/,
     );
-    expect(await db.clear.findUniqueOrThrow({ where: { id: clear.id } })).toEqual(clear);
+    expect(await db.clear.findFirstOrThrow({ where: { id: clear.id } })).toEqual(clear);
 
     // refunded_at may change (a refund writes its own journal beside it)
     const at = new Date("2026-11-26T00:00:00.000Z");
-    await db.clear.update({ where: { id: clear.id }, data: { refundedAt: at } });
-    expect((await db.clear.findUniqueOrThrow({ where: { id: clear.id } })).refundedAt).toEqual(at);
-    await db.clear.update({ where: { id: clear.id }, data: { refundedAt: null } });
+    await db.clear.updateMany({ where: { id: clear.id }, data: { refundedAt: at } });
+    expect((await db.clear.findFirstOrThrow({ where: { id: clear.id } })).refundedAt).toEqual(at);
+    await db.clear.updateMany({ where: { id: clear.id }, data: { refundedAt: null } });
 
     await expect(
       db.ledgerTransaction.create({ data: { kind: "clear", clearId: clear.id, idempotencyKey: `clear:${clear.id}` } }),

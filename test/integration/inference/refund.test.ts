@@ -49,7 +49,7 @@ describe("refundClear", () => {
     expect(done[0]).toMatchObject({ buyerMicroUsdc: 8_000n, supplierMicroUsdc: 7_200n, platformMicroUsdc: 800n });
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
     expect(await payableOf(supplierAccountId)).toBe(0n);
-    expect((await db.clear.findUniqueOrThrow({ where: { id: clear.id } })).refundedAt).not.toBeNull();
+    expect((await db.clear.findFirstOrThrow({ where: { id: clear.id } })).refundedAt).not.toBeNull();
     expect(await db.ledgerTransaction.count({ where: { clearId: clear.id, kind: "refund" } })).toBe(1);
     // a later call is a no-op
     expect(await db.$transaction((tx) => refundClear(tx, { clearId: clear.id, at: new Date() }))).toBeNull();

@@ -519,7 +519,7 @@ describe("group commit and the hot path's caches", () => {
     expect(charged).toBeGreaterThan(0n);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before$ - charged);
     expect(await world.app.rt.db.clear.count({ where: { buyerAccountId: buyer.accountId } })).toBe(3);
-    const record = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { id: doomed.requestId } });
+    const record = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { id: doomed.requestId } });
     expect([record.status, record.errorCode]).toEqual(["failed", "settle_failed"]);
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);

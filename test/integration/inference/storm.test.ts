@@ -189,8 +189,13 @@ describe("storm", () => {
     expect(inProgress[0]?.n).toBe(0n);
 
     // what each buyer was shown is exactly what was charged for that request
-    const clears = await db.clear.findMany({ include: { request: { select: { supportReference: true } } } });
-    const byReference = new Map(clears.map((c) => [c.request.supportReference, c]));
+    const clears = await db.clear.findMany();
+    const records = await db.inferenceRequest.findMany({
+      where: { id: { in: clears.map((c) => c.requestId) } },
+      select: { id: true, supportReference: true },
+    });
+    const refOf = new Map(records.map((r) => [r.id, r.supportReference]));
+    const byReference = new Map(clears.map((c) => [refOf.get(c.requestId), c]));
     for (const o of outcomes) {
       if (o.costUsdc !== undefined) {
         expect(o.reference, "a shown cost comes with its support reference").toBeDefined();

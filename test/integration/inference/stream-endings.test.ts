@@ -90,7 +90,7 @@ describe("an incomplete stream is capped at the supplier's pre-call balance (Cha
         (BigInt(req.promptTokens ?? 0) * INPUT_RATE + BigInt(req.completionTokens ?? 0) * OUTPUT_RATE) / 1_000_000n;
       expect(estimate).toBeGreaterThan(reported);
       // …so the burn is the reported balance less what the other request in flight may burn, to the micro
-      const clear = await world.app.rt.db.clear.findUniqueOrThrow({ where: { requestId: req.id } });
+      const clear = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: req.id } });
       expect(clear.burnMicroDiem).toBe(reported - otherShare);
       // and the buyer paid exactly what the cost frame said
       const cost = frames.find((f) => (f as { object?: string }).object === "svc.cost") as { costUsdc: string };

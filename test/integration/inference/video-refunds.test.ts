@@ -102,7 +102,7 @@ async function queue(apiKey: string, prompt: string) {
   const body = r.body as { queue_id: string };
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   const job = await world.app.rt.db.videoJob.findUniqueOrThrow({ where: { queueId: body.queue_id } });
-  const clear = await world.app.rt.db.clear.findUniqueOrThrow({ where: { requestId: job.requestId } });
+  const clear = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: job.requestId } });
   return { queueId: body.queue_id, job, clear };
 }
 
@@ -165,7 +165,7 @@ async function moneyState(o: {
 }) {
   const db = world.app.rt.db;
   const job = await jobById(o.jobId);
-  const clear = await db.clear.findUniqueOrThrow({ where: { id: o.clearId } });
+  const clear = await db.clear.findFirstOrThrow({ where: { id: o.clearId } });
   const offer = await offerOf(o.offerId);
   return {
     job: [job.status, job.refundedAt, job.failureReason, job.upstreamRefunded],

@@ -273,7 +273,7 @@ describe("queue admission", () => {
     // the second key was never asked to queue
     expect(simBurn(k2.secret).jobs).toBe(0);
     const ref = r.headers.get("x-svc-support-reference");
-    const rec = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({ where: { supportReference: ref ?? "" } });
+    const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { supportReference: ref ?? "" } });
     expect([rec.status, rec.errorCode, rec.attemptCount]).toEqual(["failed", "upstream_answer_lost", 1]);
     // an upstream 5xx is an answer: that falls forward to the next key, charged once
     world.sim.state.injectFault(k1.secret, { kind: "http_500", route: "/video/queue", count: 1 });
@@ -317,9 +317,8 @@ describe("refunds", () => {
       const journals = await world.app.rt.db.ledgerTransaction.count({
         where: { kind: "refund", clearId: { not: null } },
       });
-      const mine = await world.app.rt.db.ledgerTransaction.count({
-        where: { kind: "refund", clear: { requestId: job.requestId } },
-      });
+      const clear = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: job.requestId } });
+      const mine = await world.app.rt.db.ledgerTransaction.count({ where: { kind: "refund", clearId: clear.id } });
       expect(mine).toBe(1);
       expect(journals).toBeGreaterThanOrEqual(1);
       // everyone whole: buyer, supplier, offer; the upstream refunded the key too

@@ -50,7 +50,7 @@ async function clearedAt(app: TestApp, apiKey: string): Promise<number> {
   const record = await endedRequest(app, r.headers.get("x-svc-support-reference") ?? "");
   // the clear records the price it cleared at
   expect(record.clearingPriceCents).toBe(price);
-  const clear = await app.rt.db.clear.findUniqueOrThrow({ where: { requestId: record.id } });
+  const clear = await app.rt.db.clear.findFirstOrThrow({ where: { requestId: record.id } });
   expect(clear.priceCentsPerDollar).toBe(price);
   expect(record.attempts.at(-1)?.priceCents).toBe(price);
   return price;

@@ -151,7 +151,7 @@ describe("paid per call", () => {
     expect(moved).toBeLessThanOrEqual(BigInt(required.accepts[0]?.amount ?? "0"));
     expect(value.balanceRemainingUsdc).toBeUndefined();
     // the record: under the payer's wallet, charged and settled exactly what moved
-    const record = await world.app.rt.db.inferenceRequest.findUniqueOrThrow({
+    const record = await world.app.rt.db.inferenceRequest.findFirstOrThrow({
       where: { supportReference: value.supportReference as string },
       include: { payment: true, account: true },
     });

@@ -53,7 +53,7 @@ async function moved<T>(chain: Parameters<typeof usdcBalance>[0], wallet: string
 /** The payment's books: its clear's gross, the cash its journal booked, its state. */
 async function bookedFor(app: Parameters<typeof paymentOfPayer>[0], payer: string) {
   const p = await paymentOfPayer(app, payer);
-  const clear = await app.rt.db.clear.findUnique({ where: { paymentId: p.id } });
+  const clear = await app.rt.db.clear.findFirst({ where: { paymentId: p.id } });
   const [cash] = await app.rt.db.$queryRaw<{ amount: bigint }[]>`
     SELECT COALESCE(SUM(l.amount_micro_usdc), 0)::bigint AS amount FROM ledger_lines l
       JOIN ledger_transactions t ON t.id = l.transaction_id
@@ -158,7 +158,7 @@ describe("paid with a default @x402/fetch client around the OpenAI SDK", () => {
     });
     expect(account).toMatchObject({ authProvider: "x402", confirmedMicroUsdc: 0n, reservedMicroUsdc: 0n });
     expect(account.apiKeys).toHaveLength(0);
-    const record = await app.rt.db.inferenceRequest.findUniqueOrThrow({
+    const record = await app.rt.db.inferenceRequest.findFirstOrThrow({
       where: { supportReference: response.headers.get("x-svc-support-reference") ?? "" },
     });
     expect(record).toMatchObject({ accountId: account.id, apiKeyId: null, paymentId: payment.id, status: "succeeded" });

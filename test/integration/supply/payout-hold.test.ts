@@ -92,7 +92,7 @@ async function queue(apiKey: string, prompt = JOB.prompt) {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   const queueId = (r.body as { queue_id: string }).queue_id;
   const job = await world.app.rt.db.videoJob.findUniqueOrThrow({ where: { queueId } });
-  const clear = await world.app.rt.db.clear.findUniqueOrThrow({ where: { requestId: job.requestId } });
+  const clear = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: job.requestId } });
   return { queueId, job, clear };
 }
 

@@ -63,9 +63,10 @@ describe("recentClears", () => {
       expect(c.modality).toBe("text");
       expect(String(c.grossUsdc)).toMatch(/^\d+$/);
     }
-    const row = await world.app.rt.db.clear.findFirstOrThrow({
-      where: { request: { supportReference: second.reference } },
+    const request = await world.app.rt.db.inferenceRequest.findFirstOrThrow({
+      where: { supportReference: second.reference },
     });
+    const row = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: request.id } });
     expect(rows[0]?.grossUsdc).toBe(row.grossMicroUsdc.toString());
     expect(rows[0]?.burnDiem).toBe(row.burnMicroDiem.toString());
     expect(JSON.stringify(rows)).not.toContain(first.buyer.accountId);

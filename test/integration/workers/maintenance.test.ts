@@ -81,6 +81,25 @@ describe("workers (BullMQ)", () => {
     expect((await db.paymentIdentifier.findMany()).map((i) => i.identifier)).toEqual(["recent-answered-0000"]);
   });
 
+  test("ensure-partitions (maintenance) and retention (its own queue) run as jobs", async ({ app }) => {
+    const connection = createRedis(app.rt.config.redis.url, "worker");
+    const maintenance = new QueueEvents("maintenance", { connection, prefix: app.rt.keys.bullPrefix() });
+    const retention = new QueueEvents("retention", { connection, prefix: app.rt.keys.bullPrefix() });
+    await Promise.all([maintenance.waitUntilReady(), retention.waitUntilReady()]);
+    try {
+      // start-up made this month and the next three already: nothing to make
+      const ensure = await app.rt.queues.maintenance.add("ensure-partitions", {});
+      expect(await ensure.waitUntilFinished(maintenance, 10_000)).toEqual({ created: [] });
+      // RETENTION_MONTHS unset: every month is kept
+      const run = await app.rt.queues.retention.add("retention", {});
+      expect(await run.waitUntilFinished(retention, 10_000)).toEqual({ enabled: false, months: [] });
+    } finally {
+      await maintenance.close();
+      await retention.close();
+      connection.disconnect();
+    }
+  });
+
   test("queues live under the deployment's Redis prefix", async ({ app }) => {
     const keys = await app.rt.redis.command.keys(`${app.rt.keys.bullPrefix()}:maintenance:*`);
     expect(keys.length).toBeGreaterThan(0);

@@ -1,0 +1,43 @@
+-- The books check, for the service itself (retention closes a month only after it passes; the
+-- scale script runs it on 10 million rows): one row per broken rule and subject, none when the books
+-- balance. The same rules as the tests' assertBooksBalance (testkit/books.ts), in one pass over the
+-- ledger rather than one query per account:
+--   journal_unbalanced   a written journal whose entries do not sum to zero (subject: its id)
+--   clear_unsplit        a clear whose gross is not its fee plus the supplier's share (its id)
+--   closing_unbalanced   a retained month whose closing lines do not sum to zero (the month)
+--   account_books        an account whose balance columns differ from its ledger books (its id)
+--   ledger_total         the whole ledger does not sum to zero
+-- Reads one snapshot (a single statement): balances and lines are written in one transaction, so a
+-- check during traffic sees both or neither of a write.
+CREATE OR REPLACE FUNCTION svc_books_check()
+RETURNS TABLE (rule text, subject text)
+LANGUAGE sql STABLE AS $$
+  WITH by_account AS MATERIALIZED (
+    SELECT l.account_id,
+           COALESCE(sum(l.amount_micro_usdc) FILTER (WHERE l.book = 'buyer_confirmed'), 0) AS confirmed,
+           COALESCE(sum(l.amount_micro_usdc) FILTER (WHERE l.book = 'buyer_pending'), 0) AS pending,
+           COALESCE(sum(l.amount_micro_usdc) FILTER (WHERE l.book = 'supplier_payable'), 0) AS payable,
+           COALESCE(sum(l.amount_micro_usdc) FILTER (WHERE l.book = 'supplier_held'), 0) AS held,
+           sum(l.amount_micro_usdc) AS total
+      FROM ledger_lines l
+     GROUP BY l.account_id
+  )
+  SELECT 'journal_unbalanced', e.transaction_id::text
+    FROM ledger_entries e GROUP BY e.transaction_id HAVING sum(e.amount_micro_usdc) <> 0
+  UNION ALL
+  SELECT 'clear_unsplit', c.id::text
+    FROM clears c WHERE c.gross_micro_usdc <> c.fee_micro_usdc + c.supplier_micro_usdc
+  UNION ALL
+  SELECT 'closing_unbalanced', k.month::text
+    FROM ledger_closings k GROUP BY k.month HAVING sum(k.amount_micro_usdc) <> 0
+  UNION ALL
+  SELECT 'account_books', a.id::text
+    FROM accounts a LEFT JOIN by_account s ON s.account_id = a.id
+   WHERE a.confirmed_micro_usdc <> COALESCE(s.confirmed, 0)
+      OR a.pending_micro_usdc <> COALESCE(s.pending, 0)
+      OR a.supplier_payable_micro_usdc <> COALESCE(s.payable, 0)
+      OR a.supplier_held_micro_usdc <> COALESCE(s.held, 0)
+  UNION ALL
+  SELECT 'ledger_total', (SELECT COALESCE(sum(s.total), 0) FROM by_account s)::text
+   WHERE (SELECT COALESCE(sum(s.total), 0) FROM by_account s) <> 0
+$$;

@@ -1,0 +1,172 @@
+import pg from "pg";
+import { describe, expect } from "vitest";
+import { AccountService } from "../../../src/domain/accounts/account-service.js";
+import { encodeCursor } from "../../../src/lib/cursor.js";
+import { appTest } from "../../../testkit/app-test.js";
+import { monthStart } from "../../../testkit/month-rows.js";
+import {
+  buffersOf,
+  type Explained,
+  executedScans,
+  explainJson,
+  planNodes,
+  recordingPrisma,
+  type Statement,
+  statementOn,
+} from "../../../testkit/plans.js";
+import { generateScaleRows } from "../../../testkit/scale-rows.js";
+
+/**
+ * The plans of the two hot lookups on partitioned `inference_requests`, as the service sends them
+ * (recorded from Prisma, then EXPLAIN ANALYZE BUFFERS): a history page reads the newest month's
+ * partition alone, backwards on its (account_id, started_at DESC, id DESC) index, and stops at the
+ * page (an ordered Append: the months after the bound pruned at planning, the older ones never
+ * started); a page behind a cursor starts at the cursor, in its month; a v7 support reference reads
+ * one partition's unique index; a v4 one probes each month's unique index until found. Bounded rows
+ * and buffers, whatever the table holds: 60,000 requests over four months here, 10 million in
+ * `npm run scale:rows` (docs/scale.md). No timings are asserted.
+ */
+const NOW = new Date();
+const MONTHS = 4;
+
+const test = appTest
+  .extend("client", { scope: "file" }, async ({ app }, { onCleanup }) => {
+    const c = new pg.Client({ connectionString: app.rt.config.database.url });
+    await c.connect();
+    onCleanup(() => c.end());
+    await generateScaleRows(c, {
+      requests: 60_000,
+      months: MONTHS,
+      buyers: 300,
+      suppliers: 5,
+      now: NOW,
+      v7Months: 2,
+      seed: 0.3,
+    });
+    return c;
+  })
+  .extend("recorded", { scope: "file" }, async ({ app, client: _ }, { onCleanup }) => {
+    const r = recordingPrisma(app.rt.config.database.url);
+    onCleanup(() => r.db.$disconnect());
+    return { ...r, accounts: new AccountService(r.db, app.rt.bus, app.rt.clock) };
+  });
+
+const BUSIEST = "scale-account:1";
+
+async function busiest(c: pg.Client): Promise<string> {
+  return (await c.query<{ id: string }>("SELECT md5($1)::uuid::text AS id", [BUSIEST])).rows[0]?.id as string;
+}
+
+/** The recorded statement on inference_requests of `run`, explained. */
+async function planOf(
+  c: pg.Client,
+  statements: Statement[],
+  run: () => Promise<unknown>,
+): Promise<{ e: Explained; s: Statement }> {
+  statements.length = 0;
+  await run();
+  const s = statementOn(statements, "inference_requests");
+  return { e: await explainJson(c, s), s };
+}
+
+const partition = (offset: number) => {
+  const m = monthStart(NOW, offset);
+  return `inference_requests_y${m.getUTCFullYear()}m${String(m.getUTCMonth() + 1).padStart(2, "0")}`;
+};
+
+describe("plans on partitioned requests", () => {
+  test("a history page: the newest month's index alone, stopped at the page", async ({ client: c, recorded }) => {
+    const account = await busiest(c);
+    const { e } = await planOf(c, recorded.statements, () =>
+      recorded.accounts.inferenceHistory({ accountId: account, limit: 20 }),
+    );
+    const types = planNodes(e.plan).map((n) => n["Node Type"]);
+    expect(types).not.toContain("Merge Append");
+    expect(types).not.toContain("Sort");
+    const requests = planNodes(e.plan).filter((n) => (n["Relation Name"] ?? "").startsWith("inference_requests_"));
+    expect(requests.map((n) => n["Node Type"])).not.toContain("Seq Scan");
+    const ran = executedScans(e.plan, "inference_requests");
+    expect(ran.map((n) => n["Relation Name"])).toEqual([partition(0)]);
+    expect(ran[0]?.["Index Name"]).toBe(`${partition(0)}_account_id_started_at_id_idx`);
+    expect(e.plan["Actual Rows"]).toBe(21);
+    // 21 rows' heap pages and the index path: nothing proportional to the account's 6,000 requests
+    expect(buffersOf(e.plan, "inference_requests")).toBeLessThanOrEqual(60);
+  });
+
+  test("a page behind a cursor starts at the cursor, in its month (across a boundary: two)", async ({
+    client: c,
+    recorded,
+  }) => {
+    const account = await busiest(c);
+    // at the boundary: the page begins in this month's first instants and goes on into last month's
+    const boundary = encodeCursor({
+      at: new Date(monthStart(NOW, 0).getTime() + 1),
+      id: "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    });
+    const { e } = await planOf(c, recorded.statements, () =>
+      recorded.accounts.inferenceHistory({ accountId: account, limit: 20, cursor: boundary }),
+    );
+    expect(executedScans(e.plan, "inference_requests").map((n) => n["Relation Name"])).toEqual([
+      partition(0),
+      partition(-1),
+    ]);
+    expect(e.plan["Actual Rows"]).toBe(21);
+    expect(buffersOf(e.plan, "inference_requests")).toBeLessThanOrEqual(60);
+    // deep in the oldest month: its partition alone, from the cursor on
+    const deep = encodeCursor({
+      at: new Date(monthStart(NOW, -(MONTHS - 1)).getTime() + 15 * 86_400_000),
+      id: "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    });
+    const d = await planOf(c, recorded.statements, () =>
+      recorded.accounts.inferenceHistory({ accountId: account, limit: 20, cursor: deep }),
+    );
+    const ran = executedScans(d.e.plan, "inference_requests");
+    expect(ran.map((n) => n["Relation Name"])).toEqual([partition(-(MONTHS - 1))]);
+    expect(ran[0]?.["Actual Rows"]).toBeLessThanOrEqual(22);
+    expect(buffersOf(d.e.plan, "inference_requests")).toBeLessThanOrEqual(60);
+  });
+
+  test("a v7 support reference: one partition's unique index", async ({ client: c, recorded }) => {
+    const r = await c.query<{ ref: string; account: string; p: string }>(
+      `SELECT support_reference::text AS ref, account_id::text AS account, tableoid::regclass::text AS p
+         FROM inference_requests WHERE started_at >= $1 AND started_at < $2 LIMIT 1 OFFSET 777`,
+      [monthStart(NOW, -1), monthStart(NOW, 0)],
+    );
+    const row = r.rows[0];
+    expect(row?.ref[14]).toBe("7");
+    const { e, s } = await planOf(c, recorded.statements, () =>
+      recorded.accounts.requestDetail({ accountId: row?.account as string, supportReference: row?.ref as string }),
+    );
+    expect(s.sql).toMatch(/started_at = \$\d+::timestamptz/);
+    const scans = planNodes(e.plan).filter((n) => (n["Relation Name"] ?? "").startsWith("inference_requests_"));
+    expect(scans.map((n) => [n["Relation Name"], n["Index Name"]])).toEqual([
+      [row?.p, `${row?.p}_support_reference_started_at_key`],
+    ]);
+    expect(e.plan["Actual Rows"]).toBe(1);
+    expect(buffersOf(e.plan, "inference_requests")).toBeLessThanOrEqual(6);
+  });
+
+  test("a v4 support reference (made before v7 ones): each month's unique index until found", async ({
+    client: c,
+    recorded,
+  }) => {
+    const r = await c.query<{ ref: string; account: string; p: string }>(
+      `SELECT support_reference::text AS ref, account_id::text AS account, tableoid::regclass::text AS p
+         FROM inference_requests WHERE started_at >= $1 AND started_at < $2 LIMIT 1 OFFSET 777`,
+      [monthStart(NOW, -2), monthStart(NOW, -1)],
+    );
+    const row = r.rows[0];
+    expect(row?.ref[14]).toBe("4");
+    const { e } = await planOf(c, recorded.statements, () =>
+      recorded.accounts.requestDetail({ accountId: row?.account as string, supportReference: row?.ref as string }),
+    );
+    const ran = executedScans(e.plan, "inference_requests");
+    // the months in order up to the one that has it (plus the empty partition for anything older)
+    expect(ran[ran.length - 1]?.["Relation Name"]).toBe(row?.p);
+    for (const n of ran.filter((x) => /_y\d{4}m\d{2}$/.test(x["Relation Name"] ?? ""))) {
+      expect(n["Index Name"]).toBe(`${n["Relation Name"]}_support_reference_started_at_key`);
+    }
+    expect(e.plan["Actual Rows"]).toBe(1);
+    expect(buffersOf(e.plan, "inference_requests")).toBeLessThanOrEqual(4 * ran.length);
+  });
+});
