@@ -15,7 +15,8 @@ import { freePort } from "./harness.js";
  *   const cluster = await startRedisCluster();      // 3 masters, 3 replicas
  *   process.env.REDIS_URL = cluster.url;            // redis+cluster://127.0.0.1:P1,…
  *   await cluster.failover(cluster.masterOf("some-key"));  // a replica takes over, gracefully
- *   await cluster.kill(port);                       // or dies: its replica is promoted
+ *   await cluster.kill(port, { waitForPromotion: true });  // or dies: its replica is promoted
+ *   await cluster.restart(port);                    // and comes back as a replica
  *   await cluster.stop();
  *
  * Needs `redis-server` and `redis-cli` (7.0 or later) on PATH.
@@ -38,6 +39,10 @@ export interface RedisCluster {
   failover(masterPort: number, timeoutMs?: number): Promise<{ newMaster: number }>;
   /** SIGKILLs the node at `port`; with `waitForPromotion`, resolves once a replica serves its slots */
   kill(port: number, opts?: { waitForPromotion?: boolean; timeoutMs?: number }): Promise<{ newMaster?: number }>;
+  /** starts a killed node again (same port and config): it rejoins, as a replica of whoever took its slots */
+  restart(port: number, timeoutMs?: number): Promise<void>;
+  /** resolves once every replica of the master at `masterPort` has everything the master has written so far */
+  replicated(masterPort: number, timeoutMs?: number): Promise<void>;
   /** every slot served and every live node agreeing the cluster is ok */
   waitHealthy(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -74,6 +79,7 @@ async function askRaw(port: number, ...args: string[]): Promise<unknown> {
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   });
+  r.on("error", () => undefined); // a node that is down: connect() rejects with it
   try {
     await r.connect();
     return await r.call(args[0] as string, ...args.slice(1));
@@ -285,6 +291,22 @@ export async function startRedisCluster(
       const newMaster = await promotedSince(before, `a replica of ${port} promoted`, timeoutMs);
       await waitHealthy(timeoutMs);
       return { newMaster };
+    },
+    async restart(port, timeoutMs = 30_000) {
+      const n = nodes.find((x) => x.port === port);
+      if (!n) throw new Error(`redis cluster: no node at ${port}`);
+      if (n.proc) return;
+      startNode(n);
+      await until(`node ${port} up`, timeoutMs, async () => ((await ask(port, "PING")) === "PONG" ? true : undefined));
+      await waitHealthy(timeoutMs);
+    },
+    async replicated(masterPort, timeoutMs = 10_000) {
+      await until(`the replicas of ${masterPort} in sync`, timeoutMs, async () => {
+        const info = await ask(masterPort, "INFO", "replication");
+        const offset = Number(/master_repl_offset:(\d+)/.exec(info)?.[1]);
+        const replicas = [...info.matchAll(/^slave\d+:.*offset=(\d+)/gm)].map((m) => Number(m[1]));
+        return replicas.length > 0 && replicas.every((o) => o >= offset) ? true : undefined;
+      });
     },
     waitHealthy,
     stop,

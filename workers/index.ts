@@ -1,6 +1,6 @@
 import { type Job, Worker } from "bullmq";
 import { QUEUES } from "../src/adapters/queues.js";
-import { closeRedis, createRedis, type RedisClient } from "../src/adapters/redis/client.js";
+import { closeRedis, createQueueRedis, type RedisClient } from "../src/adapters/redis/client.js";
 import { logger } from "../src/lib/logger.js";
 import { createWorkerServices, type Runtime } from "../src/runtime.js";
 import { confirmationsProcessor, reconciliationProcessor } from "./funding.worker.js";
@@ -83,6 +83,34 @@ async function ensureSchedules(rt: Runtime): Promise<number> {
 }
 
 /**
+ * How long a worker's `close()` may wait for its running jobs and its connections. A process
+ * stops within 25 s of SIGTERM (boot.ts: 15 s for requests in flight, then the workers, then the
+ * clients), so the workers get a bounded share of what is left.
+ */
+export const WORKER_CLOSE_MS = 7_000;
+
+/**
+ * Closes a worker, waiting for its running jobs up to `timeoutMs`; then drops its connections. A
+ * job cut off is not lost: its lock lapses and another worker's stalled-job check runs it again.
+ * BullMQ's `close()` waits for its blocking connection's `end`, which a connection retrying a
+ * lost node may never emit; the drop is not waited for either.
+ */
+async function closeWorker(w: Worker, timeoutMs = WORKER_CLOSE_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), timeoutMs);
+  });
+  const outcome = await Promise.race([w.close().then(() => "closed" as const), late]).catch(() => "failed" as const);
+  clearTimeout(timer);
+  if (outcome === "closed") return;
+  logger.warn({ queue: w.name, outcome, timeoutMs }, "a worker did not close in time; its connections are dropped");
+  const backend = w.getBackend();
+  for (const client of [backend.client, backend.blockingClient]) {
+    void client?.then((c) => c.disconnect()).catch(() => undefined);
+  }
+}
+
+/**
  * Starts one BullMQ worker per queue that has a processor. Runs in the API process
  * (`npm run dev`, `npm start`) or alone (`npm run start:worker`). `close()` waits for active jobs.
  * With schedules (the default), the periodic jobs are upserted now and checked every
@@ -114,9 +142,10 @@ export async function startWorkers(
   const workers: Worker[] = [];
   for (const [queue, p] of Object.entries(processors)) {
     if (!p) continue;
-    const connection = createRedis(rt.config.redis.url, "worker");
-    connections.push(connection);
     const name = QUEUES[queue as keyof typeof QUEUES];
+    // on a cluster: the master of this queue's slot (BullMQ duplicates it for its own two connections)
+    const connection = createQueueRedis(rt.config.redis.url, `${rt.keys.queuePrefix(name)}:${name}`);
+    connections.push(connection);
     const w = new Worker(name, withJobSpan(queue, withErrorPolicy(queue, p.fn)), {
       connection,
       prefix: rt.keys.queuePrefix(name),
@@ -161,7 +190,7 @@ export async function startWorkers(
     catchUp,
     async close() {
       if (checker) clearInterval(checker);
-      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all(workers.map((w) => closeWorker(w)));
       await Promise.all(connections.map((c) => closeRedis(c)));
       await own.close();
     },

@@ -183,9 +183,11 @@ export function isDependencyOutage(err: unknown): boolean {
   if (e.name === "MaxRetriesPerRequestError" || e.name === "ClusterAllFailedError") return true;
   const m = e.message ?? "";
   // a Redis Cluster mid-failover (docs/operations.md "Running on a Redis Cluster"): slots not served
-  // yet (CLUSTERDOWN, TRYAGAIN), a slot map being refreshed, a client out of redirections
+  // yet (CLUSTERDOWN, TRYAGAIN), a slot map being refreshed, a client out of redirections, or a slot
+  // that moved under an auto-pipelined batch (MOVED/ASK: ioredis follows a batch's redirection only
+  // when every command in it got the same one, so a batch to a demoted master mixing slots fails)
   if (
-    /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)\b|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache/.test(
+    /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|MOVED|ASK)\b|Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache/.test(
       m,
     )
   )

@@ -177,6 +177,12 @@ describe("toDomainError", () => {
       Object.assign(new Error("Timed out fetching a new connection from the connection pool."), { code: "P2024" }),
       new Error("sorry, too many clients already"),
       new Error("terminating connection due to administrator command"),
+      // a Redis Cluster failing over
+      new Error("CLUSTERDOWN The cluster is down"),
+      new Error("TRYAGAIN Multiple keys request during rehashing of slot"),
+      new Error("MOVED 2317 127.0.0.1:43683"),
+      new Error("ASK 2317 127.0.0.1:43683"),
+      new Error("Too many Cluster redirections. Last error: Error: Connection is closed."),
     ];
     for (const err of outages) {
       const e = toDomainError(err);
