@@ -10,11 +10,12 @@
 //   npm run sim -- --funding             seeds 1…20, 60 steps each
 //   npm run sim -- --funding --seed=7 --trace     (replay), --runs=N, --steps=N
 //   npm run sim -- --funding --plant=cancel-ignored --runs=20   a defect planted back (must fail)
-import type { PlantedDefect } from "../testkit/memory-stores.js";
 import { FUNDING_DEFECTS, type FundingDefect } from "../testkit/sim/funding/plants.js";
 import { describeFundingFailure, runFundingSeed } from "../testkit/sim/funding/run.js";
 import { sharedRedis } from "../testkit/sim/funding/world.js";
+import { isPlantedDefect, PLANTED_DEFECTS } from "../testkit/sim/plants.js";
 import { describeFailure, runSeed, zeroDelaySleeps } from "../testkit/sim/run.js";
+import { openSimMarket } from "../testkit/sim/world.js";
 import { migrateTemplate } from "../testkit/template.js";
 
 const args = process.argv.slice(2);
@@ -46,19 +47,31 @@ process.exit(funding ? await runFunding() : await runMarket());
 async function runMarket(): Promise<number> {
   const count = runs ?? (single ? 1 : 100);
   const n = steps ?? 200;
-  const defects = plants as PlantedDefect[];
+  const unknown = plants.filter((d) => !isPlantedDefect(d));
+  if (unknown.length > 0) {
+    console.error(`unknown defect ${unknown.join(", ")} (one of ${PLANTED_DEFECTS.join(", ")})`);
+    return 2;
+  }
+  const defects = plants.filter(isPlantedDefect);
   zeroDelaySleeps();
+  await migrateTemplate();
   const started = performance.now();
+  // one database for the run, cloned from the template with the defects planted, emptied per seed
+  const market = await openSimMarket(defects);
   let requests = 0;
-  for (let s = seed; s < seed + count; s++) {
-    const r = await runSeed({ seed: s, steps: n, defects });
-    requests += r.stats.requests;
-    if (trace) for (const line of r.trace) console.log(line);
-    if (!r.ok) {
-      console.error(describeFailure(r, { steps: n, defects }));
-      return 1;
+  try {
+    for (let s = seed; s < seed + count; s++) {
+      const r = await runSeed({ seed: s, steps: n, defects }, market);
+      requests += r.stats.requests;
+      if (trace) for (const line of r.trace) console.log(line);
+      if (!r.ok) {
+        console.error(describeFailure(r, { steps: n, defects }));
+        return 1;
+      }
+      if (count > 1 && (s - seed + 1) % 100 === 0) console.log(`${s - seed + 1}/${count} seeds pass`);
     }
-    if (count > 1 && (s - seed + 1) % 100 === 0) console.log(`${s - seed + 1}/${count} seeds pass`);
+  } finally {
+    await market.close();
   }
   const secs = ((performance.now() - started) / 1000).toFixed(1);
   console.log(`${count} seeds (${seed}…${seed + count - 1}) × ${n} steps pass: ${requests} requests, ${secs} s`);

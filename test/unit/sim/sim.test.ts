@@ -1,10 +1,13 @@
 // The seeded money simulation (issue 38 item 7; testkit/sim, docs/decisions.md "Seeded money
-// simulation (issue 38)"): CI's fixed set of seeds passes every invariant after every step; a seed
-// replays exactly; and each defect planted back into the in-memory market makes a seed of the fixed
-// set fail on the invariant that guards its rule.
+// simulation (issue 38)", "The simulation runs the SQL"): CI's fixed set of seeds passes every
+// invariant after every step, on the stored functions themselves (a database cloned from the
+// migrated template); a seed replays exactly; and each defect planted back (a variant of the stored
+// function, a schema change, or a wrapper where the rule is TypeScript) makes a seed of the fixed
+// set fail on the rule that guards it.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import type { PlantedDefect } from "../../../testkit/memory-stores.js";
+import { type PlantedDefect, plantedFunctions } from "../../../testkit/sim/plants.js";
 import { describeFailure, runSeed, zeroDelaySleeps } from "../../../testkit/sim/run.js";
+import { openSimMarket, type SimMarket } from "../../../testkit/sim/world.js";
 
 /** CI's seeds: 1…FIXED_SEEDS, STEPS steps each (the long runs are `npm run sim -- --runs=N`). */
 const FIXED_SEEDS = 40;
@@ -12,17 +15,22 @@ const STEPS = 200;
 const seeds = Array.from({ length: FIXED_SEEDS }, (_, i) => i + 1);
 
 let restore: () => void;
-beforeAll(() => {
+let market: SimMarket;
+beforeAll(async () => {
   restore = zeroDelaySleeps();
+  market = await openSimMarket();
 });
-afterAll(() => restore());
+afterAll(async () => {
+  restore();
+  await market?.close();
+});
 
-// a hang guard, not a timing: 40 seeds take 5-12 s alone and a minute on a loaded 2-core machine
-describe("the seeded money simulation", { timeout: 240_000 }, () => {
+// a hang guard, not a timing: 40 seeds take about 30 s alone on 2 shared cores, minutes under load
+describe("the seeded money simulation", { timeout: 600_000 }, () => {
   test(`seeds 1…${FIXED_SEEDS} keep every invariant after every step`, async () => {
     let requests = 0;
     for (const seed of seeds) {
-      const r = await runSeed({ seed, steps: STEPS });
+      const r = await runSeed({ seed, steps: STEPS }, market);
       expect(r.ok, describeFailure(r, { steps: STEPS })).toBe(true);
       requests += r.stats.requests;
     }
@@ -31,19 +39,29 @@ describe("the seeded money simulation", { timeout: 240_000 }, () => {
   });
 
   test("a seed replays exactly", async () => {
-    const a = await runSeed({ seed: 7, steps: STEPS });
-    const b = await runSeed({ seed: 7, steps: STEPS });
+    const a = await runSeed({ seed: 7, steps: STEPS }, market);
+    const b = await runSeed({ seed: 7, steps: STEPS }, market);
     expect(b.trace).toEqual(a.trace);
-    const other = await runSeed({ seed: 8, steps: STEPS });
+    const other = await runSeed({ seed: 8, steps: STEPS }, market);
     expect(other.trace).not.toEqual(a.trace);
   });
 
-  // each defect, and the invariant that must catch it (docs/decisions.md lists the first seeds)
+  test("a planted function is its own file with the plant's edits (several edits of one file together)", () => {
+    expect(plantedFunctions(["spend-by-end-day", "video-share-payable"])).toHaveLength(1);
+    expect(plantedFunctions(["ancestor-unchecked"])[0]).toContain("ARRAY[k.id] INTO v_status, v_chain");
+    expect(plantedFunctions(["lost-ack-unread"])).toEqual([]);
+  });
+
+  // each defect, and the rule that must catch it (docs/decisions.md lists the first seeds)
   const planted: [PlantedDefect, RegExp][] = [
     ["ancestor-unchecked", /spent( \+ held)? \d+ > its limit/],
     ["holds-uncounted", /spent( \+ held)? \d+ > its limit/],
     ["spend-by-end-day", /key spend .* ≠ its charges by start day/],
-    ["take-ignores-reserved", /reserved \d+ > confirmed/],
+    // the database's own CHECK (reserved ≤ confirmed) refuses the grant before an invariant can see it
+    [
+      "take-ignores-reserved",
+      /reserved \d+ > confirmed|violates check constraint "accounts_reserved_within_confirmed"/,
+    ],
     ["video-share-payable", /held 0 ≠ its unfinished video shares|payable .* ≠ final shares/],
     ["payout-includes-held", /was paid out \d+ > its final shares|payable .* ≠ final shares/],
     ["refund-from-platform", /the platform gave back \d+ > its fee/],
@@ -53,24 +71,29 @@ describe("the seeded money simulation", { timeout: 240_000 }, () => {
   test.each(planted)(
     "planted back, %s makes a seed of the fixed set fail, and that seed replays",
     async (defect, caught) => {
-      let failed: Awaited<ReturnType<typeof runSeed>> | null = null;
-      for (const seed of seeds) {
-        const r = await runSeed({ seed, steps: STEPS, defects: [defect] });
-        if (!r.ok) {
-          failed = r;
-          break;
+      const planted = await openSimMarket([defect]);
+      try {
+        let failed: Awaited<ReturnType<typeof runSeed>> | null = null;
+        for (const seed of seeds) {
+          const r = await runSeed({ seed, steps: STEPS, defects: [defect] }, planted);
+          if (!r.ok) {
+            failed = r;
+            break;
+          }
         }
+        expect(failed, `no seed of 1…${FIXED_SEEDS} caught ${defect}`).not.toBeNull();
+        if (!failed) return;
+        expect(failed.violations.join("\n")).toMatch(caught);
+        const again = await runSeed({ seed: failed.seed, steps: STEPS, defects: [defect] }, planted);
+        expect(again.steps).toBe(failed.steps);
+        expect(again.violations).toEqual(failed.violations);
+        expect(again.trace).toEqual(failed.trace);
+        expect(describeFailure(failed, { steps: STEPS, defects: [defect] })).toContain(
+          `npm run sim -- --seed=${failed.seed} --steps=${STEPS} --plant=${defect}`,
+        );
+      } finally {
+        await planted.close();
       }
-      expect(failed, `no seed of 1…${FIXED_SEEDS} caught ${defect}`).not.toBeNull();
-      if (!failed) return;
-      expect(failed.violations.join("\n")).toMatch(caught);
-      const again = await runSeed({ seed: failed.seed, steps: STEPS, defects: [defect] });
-      expect(again.steps).toBe(failed.steps);
-      expect(again.violations).toEqual(failed.violations);
-      expect(again.trace).toEqual(failed.trace);
-      expect(describeFailure(failed, { steps: STEPS, defects: [defect] })).toContain(
-        `npm run sim -- --seed=${failed.seed} --steps=${STEPS} --plant=${defect}`,
-      );
     },
   );
 });
