@@ -12,7 +12,7 @@ import { checkDrained, checkInvariants, type MarketRows, readMarket } from "./in
 import type { PlantedDefect } from "./plants.js";
 import { Prng } from "./prng.js";
 import * as step from "./steps.js";
-import { type SimMarket, type SimOptions, SimWorld } from "./world.js";
+import { openSimMarket, type SimMarket, type SimOptions, SimWorld } from "./world.js";
 
 export interface SimResult {
   seed: number;
@@ -119,6 +119,55 @@ export async function runSeed(o: SimOptions, market: SimMarket): Promise<SimResu
       await proc.pipeline.close().catch(() => undefined);
     }
   }
+}
+
+/**
+ * Runs seeds `from`…`from + count − 1` on `jobs` market databases at once (one seed per database at a
+ * time: a seed is mostly waiting for Postgres, so two or three lanes use the machine's two cores),
+ * each seed exactly as `runSeed` runs it alone. Calls `onResult` in seed order; stops taking new
+ * seeds once one failed and returns the lowest failing seed's result, or null when all passed.
+ * `markets`: the lanes' databases, kept open (the caller's); else `jobs` are opened and closed here.
+ */
+export async function runSeeds(
+  o: {
+    from: number;
+    count: number;
+    steps: number;
+    defects?: readonly PlantedDefect[];
+    jobs?: number;
+    markets?: readonly SimMarket[];
+  },
+  onResult: (r: SimResult) => void,
+): Promise<SimResult | null> {
+  const defects = o.defects ?? [];
+  const lanes = Math.max(1, Math.min(o.jobs ?? 1, o.count));
+  const markets = o.markets ?? (await Promise.all(Array.from({ length: lanes }, () => openSimMarket(defects))));
+  const done = new Map<number, SimResult>();
+  let next = o.from;
+  let reported = o.from;
+  const out: { failed: SimResult | null } = { failed: null };
+  const end = o.from + o.count;
+  // read through a function: a lane's loop condition narrows `out.failed`, another lane sets it
+  const lowest = (): SimResult | null => out.failed;
+  const lane = async (market: SimMarket) => {
+    while (next < end && !out.failed) {
+      const seed = next++;
+      const r = await runSeed({ seed, steps: o.steps, defects }, market);
+      done.set(seed, r);
+      const failed = lowest();
+      if (!r.ok && (!failed || r.seed < failed.seed)) out.failed = r;
+      for (let d = done.get(reported); d && reported <= (out.failed?.seed ?? end); d = done.get(reported)) {
+        done.delete(reported++);
+        onResult(d);
+      }
+    }
+  };
+  try {
+    await Promise.all(markets.map(lane));
+  } finally {
+    if (!o.markets) await Promise.all(markets.map((m) => m.close()));
+  }
+  return out.failed;
 }
 
 async function runStep(w: SimWorld, kind: string): Promise<string[]> {
