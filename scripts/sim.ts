@@ -6,33 +6,37 @@
 //   npm run sim -- --seed=42             seed 42 alone (replay), --trace prints its every step
 //   npm run sim -- --seed=42 --runs=500  seeds 42…541
 //   npm run sim -- --plant=ancestor-unchecked --runs=50   with a defect planted back (must fail)
+//   npm run sim -- --jobs=3              seeds on three databases at once (default 2; one for --seed)
+// Every seed runs on the stored functions in a database cloned from the migrated template.
 // The funding side (testkit/sim/funding: x402 payments on a real database and a local chain):
 //   npm run sim -- --funding             seeds 1…20, 60 steps each
 //   npm run sim -- --funding --seed=7 --trace     (replay), --runs=N, --steps=N
 //   npm run sim -- --funding --plant=cancel-ignored --runs=20   a defect planted back (must fail)
-import type { PlantedDefect } from "../testkit/memory-stores.js";
 import { FUNDING_DEFECTS, type FundingDefect } from "../testkit/sim/funding/plants.js";
 import { describeFundingFailure, runFundingSeed } from "../testkit/sim/funding/run.js";
 import { sharedRedis } from "../testkit/sim/funding/world.js";
-import { describeFailure, runSeed, zeroDelaySleeps } from "../testkit/sim/run.js";
+import { isPlantedDefect, PLANTED_DEFECTS } from "../testkit/sim/plants.js";
+import { describeFailure, runSeeds, zeroDelaySleeps } from "../testkit/sim/run.js";
 import { migrateTemplate } from "../testkit/template.js";
 
 const args = process.argv.slice(2);
 let seed = 1;
 let runs: number | null = null;
 let steps: number | null = null;
+let jobs: number | null = null;
 let trace = false;
 let funding = false;
 const plants: string[] = [];
 let single = false;
 for (const a of args) {
-  const m = /^--(seed|runs|steps)=(\d+)$/.exec(a);
+  const m = /^--(seed|runs|steps|jobs)=(\d+)$/.exec(a);
   const plant = /^--plant=([a-z-]+)$/.exec(a);
   if (m?.[1] === "seed") {
     seed = Number(m[2]);
     single = true;
   } else if (m?.[1] === "runs") runs = Number(m[2]);
   else if (m?.[1] === "steps") steps = Number(m[2]);
+  else if (m?.[1] === "jobs") jobs = Number(m[2]);
   else if (plant?.[1]) plants.push(plant[1]);
   else if (a === "--trace") trace = true;
   else if (a === "--funding") funding = true;
@@ -46,19 +50,26 @@ process.exit(funding ? await runFunding() : await runMarket());
 async function runMarket(): Promise<number> {
   const count = runs ?? (single ? 1 : 100);
   const n = steps ?? 200;
-  const defects = plants as PlantedDefect[];
+  const unknown = plants.filter((d) => !isPlantedDefect(d));
+  if (unknown.length > 0) {
+    console.error(`unknown defect ${unknown.join(", ")} (one of ${PLANTED_DEFECTS.join(", ")})`);
+    return 2;
+  }
+  const defects = plants.filter(isPlantedDefect);
   zeroDelaySleeps();
+  await migrateTemplate();
   const started = performance.now();
+  // a database per lane, cloned from the template with the defects planted, emptied per seed
   let requests = 0;
-  for (let s = seed; s < seed + count; s++) {
-    const r = await runSeed({ seed: s, steps: n, defects });
+  let passed = 0;
+  const failed = await runSeeds({ from: seed, count, steps: n, defects, jobs: jobs ?? (count > 1 ? 2 : 1) }, (r) => {
     requests += r.stats.requests;
     if (trace) for (const line of r.trace) console.log(line);
-    if (!r.ok) {
-      console.error(describeFailure(r, { steps: n, defects }));
-      return 1;
-    }
-    if (count > 1 && (s - seed + 1) % 100 === 0) console.log(`${s - seed + 1}/${count} seeds pass`);
+    if (r.ok && count > 1 && ++passed % 100 === 0) console.log(`${passed}/${count} seeds pass`);
+  });
+  if (failed) {
+    console.error(describeFailure(failed, { steps: n, defects }));
+    return 1;
   }
   const secs = ((performance.now() - started) / 1000).toFixed(1);
   console.log(`${count} seeds (${seed}…${seed + count - 1}) × ${n} steps pass: ${requests} requests, ${secs} s`);

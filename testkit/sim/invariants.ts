@@ -1,10 +1,12 @@
 // The simulation's invariants (docs/decisions.md "Seeded money simulation (issue 38)"), checked after
-// every step against the market's rows and what the simulation itself knows (what it deposited).
-// Each returns the broken rules as sentences; none is computed from the store's own running totals
-// where an independent sum exists (a key's spend is summed from the committed requests by start day,
-// not read from `keySpend`).
+// every step against the market database's rows (`readMarket`: one round trip) and what the
+// simulation itself knows (what it deposited). Each returns the broken rules as sentences; none is
+// computed from the database's own running totals where an independent sum exists (a key's spend is
+// summed from the committed requests by start day, not read from `api_key_spend`).
 
-import { budgetPeriod } from "../../src/domain/keys/key-period.js";
+import type { Sql } from "../../src/adapters/sql.js";
+import { budgetPeriod, type LimitReset } from "../../src/domain/keys/key-period.js";
+import { utcDay } from "../../src/lib/clock.js";
 import { computeCharge } from "../../src/lib/money.js";
 import type { SimWorld } from "./world.js";
 
@@ -14,36 +16,157 @@ const sum = (xs: Iterable<bigint>) => {
   return s;
 };
 
+interface Clear {
+  id: string;
+  request: string;
+  buyer: string;
+  supplier: string;
+  offer: string;
+  price: number;
+  burn: bigint;
+  gross: bigint;
+  fee: bigint;
+  share: bigint;
+}
+
+/** What one refund moved, read from its journal (`refund:<clear>`). */
+interface Refund {
+  buyer: bigint;
+  supplier: bigint;
+  platform: bigint;
+}
+
+/** The rows the invariants read, as of one instant. */
+export interface MarketRows {
+  accounts: { id: string; confirmed: bigint; reserved: bigint; payable: bigint; held: bigint }[];
+  offers: {
+    id: string;
+    quantity: bigint;
+    remaining: bigint;
+    reserved: bigint;
+    status: string;
+    expiresAt: Date;
+    keyStatus: string;
+  }[];
+  buyerEscrows: { id: string; holder: string; amount: bigint }[];
+  offerEscrows: { id: string; holder: string; amount: bigint }[];
+  holders: Set<string>;
+  requests: { id: string; apiKey: string | null; started: Date; ceiling: number; video: boolean }[];
+  clears: Clear[];
+  apiKeys: { id: string; limit: bigint | null; reset: LimitReset; ancestors: string[] }[];
+  /** `${apiKeyId}/${yyyy-mm-dd}` → `api_key_spend` */
+  keySpend: Map<string, bigint>;
+  keyHolds: { request: string; apiKey: string; holder: string; amount: bigint }[];
+  /** clear id → what its refund moved (every refunded clear, a zero charge's too) */
+  refunds: Map<string, Refund>;
+  /** requests whose clear's held share was released (an odd number of hold moves) */
+  released: Set<string>;
+  /** supplier account → paid out in total */
+  paidOut: Map<string, bigint>;
+}
+
+const READ = `
+  SELECT id, confirmed_micro_usdc AS confirmed, reserved_micro_usdc AS reserved,
+         supplier_payable_micro_usdc AS payable, supplier_held_micro_usdc AS held FROM accounts ORDER BY id;
+  SELECT o.id, o.quantity_micro_diem AS quantity, o.remaining_micro_diem AS remaining,
+         o.reserved_micro_diem AS reserved, o.status::text AS status, o.expires_at AS "expiresAt",
+         k.status::text AS "keyStatus"
+    FROM offers o JOIN upstream_keys k ON k.id = o.upstream_key_id ORDER BY o.id;
+  SELECT account_id AS id, holder, amount_micro_usdc AS amount FROM buyer_escrows ORDER BY 1, 2;
+  SELECT offer_id AS id, holder, amount_micro_diem AS amount FROM offer_escrows ORDER BY 1, 2;
+  SELECT id FROM escrow_holders;
+  SELECT r.id, r.api_key_id AS "apiKey", r.started_at AS started, r.max_price_cents AS ceiling,
+         EXISTS (SELECT 1 FROM video_jobs v WHERE v.request_id = r.id) AS video
+    FROM inference_requests r ORDER BY r.id;
+  SELECT id, request_id AS request, buyer_account_id AS buyer, supplier_account_id AS supplier, offer_id AS offer,
+         price_cents_per_dollar AS price, burn_micro_diem AS burn, gross_micro_usdc AS gross, fee_micro_usdc AS fee,
+         supplier_micro_usdc AS share, refunded_at IS NOT NULL AS refunded
+    FROM clears ORDER BY request_id;
+  SELECT id, limit_micro_usdc AS "limit", limit_reset::text AS reset, ancestor_ids::text[] AS ancestors
+    FROM api_keys ORDER BY id;
+  SELECT api_key_id || '/' || day::text AS k, spent_micro_usdc AS spent FROM api_key_spend;
+  SELECT request_id AS request, api_key_id AS "apiKey", holder, amount_micro_usdc AS amount FROM key_budget_holds;
+  SELECT t.clear_id AS clear, e.book::text AS book, sum(e.amount_micro_usdc)::bigint AS amount
+    FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
+   WHERE t.kind = 'refund' GROUP BY 1, 2;
+  SELECT c.request_id AS request FROM ledger_transactions t JOIN clears c ON c.id = t.clear_id
+   WHERE t.kind IN ('release', 'rehold') GROUP BY 1 HAVING count(*) % 2 = 1;
+  SELECT account_id AS id, sum(amount_micro_usdc)::bigint AS paid FROM payouts WHERE status <> 'failed' GROUP BY 1`;
+
+type Row = Record<string, unknown>;
+
+/** Every row the invariants read, in one round trip (one snapshot: the statements of one query). */
+export async function readMarket(sql: Sql): Promise<MarketRows> {
+  const results = (await sql.query(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ${READ}; COMMIT`)) as unknown as {
+    rows: Row[];
+    command: string;
+  }[];
+  const sets = results.filter((r) => r.command === "SELECT").map((r) => r.rows);
+  const [
+    accounts,
+    offers,
+    buyerEscrows,
+    offerEscrows,
+    holders,
+    requests,
+    clears,
+    apiKeys,
+    spend,
+    holds,
+    refundLines,
+    released,
+    paid,
+  ] = sets as [Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[]];
+  const refunds = new Map<string, Refund>();
+  for (const c of clears as unknown as Array<Clear & { refunded: boolean }>)
+    if (c.refunded) refunds.set(c.id, { buyer: 0n, supplier: 0n, platform: 0n });
+  for (const l of refundLines as Array<{ clear: string; book: string; amount: bigint }>) {
+    const r = refunds.get(l.clear) ?? { buyer: 0n, supplier: 0n, platform: 0n };
+    if (l.book === "buyer_confirmed") r.buyer += l.amount;
+    else if (l.book === "supplier_held" || l.book === "supplier_payable") r.supplier -= l.amount;
+    else if (l.book === "platform_fee") r.platform -= l.amount;
+    refunds.set(l.clear, r);
+  }
+  return {
+    accounts: accounts as MarketRows["accounts"],
+    offers: offers as MarketRows["offers"],
+    buyerEscrows: buyerEscrows as MarketRows["buyerEscrows"],
+    offerEscrows: offerEscrows as MarketRows["offerEscrows"],
+    holders: new Set(holders.map((h) => h.id as string)),
+    requests: requests as MarketRows["requests"],
+    clears: clears as unknown as Clear[],
+    apiKeys: apiKeys as MarketRows["apiKeys"],
+    keySpend: new Map(spend.map((r) => [r.k as string, r.spent as bigint])),
+    keyHolds: holds as MarketRows["keyHolds"],
+    refunds,
+    released: new Set(released.map((r) => r.request as string)),
+    paidOut: new Map(paid.map((r) => [r.id as string, r.paid as bigint])),
+  };
+}
+
 /** Every rule the books and balances must keep at any instant. */
-export function checkInvariants(w: SimWorld): string[] {
+export function checkInvariants(w: SimWorld, t: MarketRows): string[] {
   const bad: string[] = [];
-  const t = w.market.tables;
   const L = (id: string | null | undefined) => w.label(id);
   const feeBps = w.config.fees.platformFeeBps;
-  const { refunds, paidOut, released } = w.market.ledger;
+  const { refunds, paidOut, released } = t;
 
   // requests: each recorded once; clears: one per charged request, each balanced and priced by the rule
   const seen = new Set<string>();
   for (const r of t.requests) {
-    if (seen.has(r.request)) bad.push(`request ${r.request} recorded twice`);
-    seen.add(r.request);
+    if (seen.has(r.id)) bad.push(`request ${r.id} recorded twice`);
+    seen.add(r.id);
   }
-  const clearOf = new Map<string, (typeof t.clears)[number]>();
+  const clearOf = new Map<string, Clear>();
   for (const c of t.clears) {
     if (clearOf.has(c.request)) bad.push(`request ${c.request} cleared twice`);
     clearOf.set(c.request, c);
-    const split = computeCharge(c.burnMicroDiem, c.price, feeBps);
-    if (c.feeMicroUsdc + c.supplierMicroUsdc !== c.grossMicroUsdc)
-      bad.push(`clear of ${c.request}: fee + share ≠ gross`);
-    if (
-      split.grossMicroUsdc !== c.grossMicroUsdc ||
-      split.feeMicroUsdc !== c.feeMicroUsdc ||
-      c.feeMicroUsdc < 0n ||
-      c.supplierMicroUsdc < 0n
-    )
-      bad.push(`clear of ${c.request}: not computeCharge(burn ${c.burnMicroDiem}, ${c.price}¢)`);
+    const split = computeCharge(c.burn, c.price, feeBps);
+    if (c.fee + c.share !== c.gross) bad.push(`clear of ${c.request}: fee + share ≠ gross`);
+    if (split.grossMicroUsdc !== c.gross || split.feeMicroUsdc !== c.fee || c.fee < 0n || c.share < 0n)
+      bad.push(`clear of ${c.request}: not computeCharge(burn ${c.burn}, ${c.price}¢)`);
   }
-  const items = new Map(t.requests.map((r) => [r.request, r]));
+  const items = new Map(t.requests.map((r) => [r.id, r]));
   for (const c of t.clears) {
     const r = items.get(c.request);
     if (!r) bad.push(`clear of ${c.request} without its request`);
@@ -52,47 +175,43 @@ export function checkInvariants(w: SimWorld): string[] {
 
   // buyers: confirmed = deposits − charges + refunds; 0 ≤ reserved = Σ its escrow slices ≤ confirmed
   const escrowOf = new Map<string, bigint>();
-  for (const [k, v] of t.buyerEscrows) {
-    const id = k.slice(0, k.indexOf("/"));
-    escrowOf.set(id, (escrowOf.get(id) ?? 0n) + v);
-    if (v <= 0n) bad.push(`buyer slice ${k} holds ${v}`);
+  for (const e of t.buyerEscrows) {
+    escrowOf.set(e.id, (escrowOf.get(e.id) ?? 0n) + e.amount);
+    if (e.amount <= 0n) bad.push(`buyer slice ${e.id}/${e.holder} holds ${e.amount}`);
   }
   const charged = new Map<string, bigint>();
   const refunded = new Map<string, bigint>();
-  for (const c of t.clears) charged.set(c.buyer, (charged.get(c.buyer) ?? 0n) + c.grossMicroUsdc);
+  for (const c of t.clears) charged.set(c.buyer, (charged.get(c.buyer) ?? 0n) + c.gross);
+  const clearById = new Map(t.clears.map((c) => [c.id, c]));
   for (const [clearId, r] of refunds) {
-    const c = t.clears.find((x) => x.id === clearId);
-    if (c) refunded.set(c.buyer, (refunded.get(c.buyer) ?? 0n) + r.buyerMicroUsdc);
-    if (c && r.buyerMicroUsdc > c.grossMicroUsdc) bad.push(`refund of ${c.request} gives back more than its gross`);
-    if (c && r.platformMicroUsdc > c.feeMicroUsdc)
-      bad.push(`refund of ${c.request}: the platform gave back ${r.platformMicroUsdc} > its fee ${c.feeMicroUsdc}`);
+    const c = clearById.get(clearId);
+    if (c) refunded.set(c.buyer, (refunded.get(c.buyer) ?? 0n) + r.buyer);
+    if (c && r.buyer > c.gross) bad.push(`refund of ${c.request} gives back more than its gross`);
+    if (c && r.platform > c.fee)
+      bad.push(`refund of ${c.request}: the platform gave back ${r.platform} > its fee ${c.fee}`);
   }
-  for (const a of t.accounts.values()) {
+  for (const a of t.accounts) {
     const expect = (w.funded.get(a.id) ?? 0n) - (charged.get(a.id) ?? 0n) + (refunded.get(a.id) ?? 0n);
-    if (a.confirmedMicroUsdc !== expect)
-      bad.push(`${L(a.id)} confirmed ${a.confirmedMicroUsdc} ≠ deposits − charges + refunds ${expect}`);
-    if (a.reservedMicroUsdc < 0n) bad.push(`${L(a.id)} reserved ${a.reservedMicroUsdc} < 0`);
-    if (a.reservedMicroUsdc > a.confirmedMicroUsdc)
-      bad.push(`${L(a.id)} reserved ${a.reservedMicroUsdc} > confirmed ${a.confirmedMicroUsdc}`);
-    if (a.reservedMicroUsdc !== (escrowOf.get(a.id) ?? 0n))
-      bad.push(`${L(a.id)} reserved ${a.reservedMicroUsdc} ≠ its slices ${escrowOf.get(a.id) ?? 0n}`);
+    if (a.confirmed !== expect)
+      bad.push(`${L(a.id)} confirmed ${a.confirmed} ≠ deposits − charges + refunds ${expect}`);
+    if (a.reserved < 0n) bad.push(`${L(a.id)} reserved ${a.reserved} < 0`);
+    if (a.reserved > a.confirmed) bad.push(`${L(a.id)} reserved ${a.reserved} > confirmed ${a.confirmed}`);
+    if (a.reserved !== (escrowOf.get(a.id) ?? 0n))
+      bad.push(`${L(a.id)} reserved ${a.reserved} ≠ its slices ${escrowOf.get(a.id) ?? 0n}`);
   }
 
   // offers: remaining = quantity − burns; 0 ≤ reserved = Σ its slices ≤ remaining
   const offerEscrow = new Map<string, bigint>();
-  for (const [k, v] of t.offerEscrows) {
-    const id = k.slice(0, k.indexOf("/"));
-    offerEscrow.set(id, (offerEscrow.get(id) ?? 0n) + v);
-  }
+  for (const e of t.offerEscrows) offerEscrow.set(e.id, (offerEscrow.get(e.id) ?? 0n) + e.amount);
   const burnt = new Map<string, bigint>();
-  for (const c of t.clears) burnt.set(c.offer, (burnt.get(c.offer) ?? 0n) + c.burnMicroDiem);
-  for (const o of t.offers.values()) {
-    if (o.remainingMicroDiem !== o.quantityMicroDiem - (burnt.get(o.id) ?? 0n))
-      bad.push(`${L(o.id)} remaining ${o.remainingMicroDiem} ≠ quantity − burns`);
-    if (o.remainingMicroDiem < 0n) bad.push(`${L(o.id)} remaining below 0`);
-    if (o.reservedMicroDiem < 0n || o.reservedMicroDiem > o.remainingMicroDiem)
-      bad.push(`${L(o.id)} reserved ${o.reservedMicroDiem} outside [0, remaining ${o.remainingMicroDiem}]`);
-    if (o.reservedMicroDiem !== (offerEscrow.get(o.id) ?? 0n)) bad.push(`${L(o.id)} reserved ≠ its slices`);
+  for (const c of t.clears) burnt.set(c.offer, (burnt.get(c.offer) ?? 0n) + c.burn);
+  for (const o of t.offers) {
+    if (o.remaining !== o.quantity - (burnt.get(o.id) ?? 0n))
+      bad.push(`${L(o.id)} remaining ${o.remaining} ≠ quantity − burns`);
+    if (o.remaining < 0n) bad.push(`${L(o.id)} remaining below 0`);
+    if (o.reserved < 0n || o.reserved > o.remaining)
+      bad.push(`${L(o.id)} reserved ${o.reserved} outside [0, remaining ${o.remaining}]`);
+    if (o.reserved !== (offerEscrow.get(o.id) ?? 0n)) bad.push(`${L(o.id)} reserved ≠ its slices`);
   }
 
   // suppliers: held = Σ shares of video clears neither final nor refunded; payable = the other shares
@@ -102,73 +221,71 @@ export function checkInvariants(w: SimWorld): string[] {
   const earned = new Map<string, bigint>();
   const add = (m: Map<string, bigint>, k: string, v: bigint) => m.set(k, (m.get(k) ?? 0n) + v);
   for (const c of t.clears) {
-    const video = items.get(c.request)?.video != null;
+    const video = items.get(c.request)?.video === true;
     const refund = refunds.get(c.id);
     const onHold = video && !released.has(c.request);
-    if (onHold && !refund) add(held, c.supplier, c.supplierMicroUsdc);
+    if (onHold && !refund) add(held, c.supplier, c.share);
     if (!onHold) {
-      add(payable, c.supplier, c.supplierMicroUsdc);
-      add(earned, c.supplier, c.supplierMicroUsdc);
-      if (refund) add(payable, c.supplier, -refund.supplierMicroUsdc);
+      add(payable, c.supplier, c.share);
+      add(earned, c.supplier, c.share);
+      if (refund) add(payable, c.supplier, -refund.supplier);
     }
   }
   for (const [s, v] of paidOut) add(payable, s, -v);
   let platform = 0n;
-  for (const c of t.clears) platform += c.feeMicroUsdc - (refunds.get(c.id)?.platformMicroUsdc ?? 0n);
-  for (const a of t.accounts.values()) {
-    if (a.supplierHeldMicroUsdc < 0n) bad.push(`${L(a.id)} held ${a.supplierHeldMicroUsdc} < 0`);
-    if (a.supplierHeldMicroUsdc !== (held.get(a.id) ?? 0n))
-      bad.push(`${L(a.id)} held ${a.supplierHeldMicroUsdc} ≠ its unfinished video shares ${held.get(a.id) ?? 0n}`);
-    if (a.supplierPayableMicroUsdc !== (payable.get(a.id) ?? 0n))
-      bad.push(
-        `${L(a.id)} payable ${a.supplierPayableMicroUsdc} ≠ final shares − refunds − payouts ${payable.get(a.id) ?? 0n}`,
-      );
+  for (const c of t.clears) platform += c.fee - (refunds.get(c.id)?.platform ?? 0n);
+  for (const a of t.accounts) {
+    if (a.held < 0n) bad.push(`${L(a.id)} held ${a.held} < 0`);
+    if (a.held !== (held.get(a.id) ?? 0n))
+      bad.push(`${L(a.id)} held ${a.held} ≠ its unfinished video shares ${held.get(a.id) ?? 0n}`);
+    if (a.payable !== (payable.get(a.id) ?? 0n))
+      bad.push(`${L(a.id)} payable ${a.payable} ≠ final shares − refunds − payouts ${payable.get(a.id) ?? 0n}`);
     if ((paidOut.get(a.id) ?? 0n) > (earned.get(a.id) ?? 0n))
       bad.push(`${L(a.id)} was paid out ${paidOut.get(a.id)} > its final shares ${earned.get(a.id) ?? 0n}`);
   }
   // the books as a whole: every micro-USDC deposited is in exactly one place
   const deposited = sum(w.funded.values());
-  const accounts = [...t.accounts.values()];
   const placed =
-    sum(accounts.map((a) => a.confirmedMicroUsdc)) +
-    sum(accounts.map((a) => a.supplierPayableMicroUsdc + a.supplierHeldMicroUsdc)) +
+    sum(t.accounts.map((a) => a.confirmed)) +
+    sum(t.accounts.map((a) => a.payable + a.held)) +
     sum(paidOut.values()) +
     platform;
   if (placed !== deposited) bad.push(`books: deposited ${deposited} ≠ balances + payouts + platform ${placed}`);
   // no platform loss: what the platform keeps is its fees of the clears not refunded
-  const fees = sum(t.clears.filter((c) => !refunds.has(c.id)).map((c) => c.feeMicroUsdc));
+  const fees = sum(t.clears.filter((c) => !refunds.has(c.id)).map((c) => c.fee));
   if (platform !== fees) bad.push(`platform keeps ${platform} ≠ its fees of unrefunded clears ${fees}`);
 
   // key budgets: each budgeted key and ancestor, in every period, within its limit (committed charges
   // summed by the request's start day); in the current period with the holds in flight too
-  const ancestors = (id: string) => t.apiKeys.get(id)?.ancestorIds ?? [];
+  const keys = new Map(t.apiKeys.map((k) => [k.id, k]));
+  const ancestors = (id: string) => keys.get(id)?.ancestors ?? [];
   const now = w.clock.now();
-  for (const k of t.apiKeys.values()) {
-    const limit = k.limitMicroUsdc ?? null;
+  for (const k of t.apiKeys) {
+    const limit = k.limit;
     if (limit === null) continue;
-    const reset = k.limitReset ?? "never";
     const inTree = (id: string) => id === k.id || ancestors(id).includes(k.id);
     const byPeriod = new Map<string, bigint>();
     for (const r of t.requests) {
-      if (r.clear === null || r.api_key === null || !inTree(r.api_key)) continue;
-      const p = budgetPeriod(reset, new Date(r.started)).start?.toISOString() ?? "all";
-      byPeriod.set(p, (byPeriod.get(p) ?? 0n) + BigInt(r.gross ?? 0));
+      const c = clearOf.get(r.id);
+      if (!c || r.apiKey === null || !inTree(r.apiKey)) continue;
+      const p = budgetPeriod(k.reset, r.started).start?.toISOString() ?? "all";
+      byPeriod.set(p, (byPeriod.get(p) ?? 0n) + c.gross);
     }
     for (const [p, spent] of byPeriod) {
-      if (spent > limit) bad.push(`${L(k.id)} spent ${spent} > its limit ${limit} in the ${reset} period ${p}`);
+      if (spent > limit) bad.push(`${L(k.id)} spent ${spent} > its limit ${limit} in the ${k.reset} period ${p}`);
     }
-    const current = budgetPeriod(reset, now).start?.toISOString() ?? "all";
-    const holds = sum([...t.keyHolds.values()].filter((h) => inTree(h.apiKeyId)).map((h) => h.amount));
+    const current = budgetPeriod(k.reset, now).start?.toISOString() ?? "all";
+    const holds = sum(t.keyHolds.filter((h) => inTree(h.apiKey)).map((h) => h.amount));
     const inPeriod = (byPeriod.get(current) ?? 0n) + holds;
     if (inPeriod > limit) bad.push(`${L(k.id)} spent + held ${inPeriod} > its limit ${limit} now`);
   }
   // the spend record (`api_key_spend`) is each key's charges summed by the day its request started
   const byDay = new Map<string, bigint>();
   for (const r of t.requests) {
-    const gross = BigInt(r.gross ?? 0);
-    if (r.clear === null || gross === 0n) continue;
-    const k = `${r.api_key}/${r.started.slice(0, 10)}`;
-    byDay.set(k, (byDay.get(k) ?? 0n) + gross);
+    const c = clearOf.get(r.id);
+    if (!c || c.gross === 0n || r.apiKey === null) continue;
+    const k = `${r.apiKey}/${utcDay(r.started)}`;
+    byDay.set(k, (byDay.get(k) ?? 0n) + c.gross);
   }
   for (const k of new Set([...byDay.keys(), ...t.keySpend.keys()])) {
     if ((byDay.get(k) ?? 0n) !== (t.keySpend.get(k) ?? 0n))
@@ -177,27 +294,24 @@ export function checkInvariants(w: SimWorld): string[] {
       );
   }
   // budget holds: each of a registered holder and of a request not ended yet
-  for (const [request, h] of t.keyHolds) {
-    if (!t.holders.has(h.holder)) bad.push(`a budget hold of ${request} outlives its holder`);
-    if (items.has(request)) bad.push(`a budget hold of ${request} outlives its ending`);
+  for (const h of t.keyHolds) {
+    if (!t.holders.has(h.holder)) bad.push(`a budget hold of ${h.request} outlives its holder`);
+    if (items.has(h.request)) bad.push(`a budget hold of ${h.request} outlives its ending`);
   }
   return bad;
 }
 
 /** After the drain (every request ended, every process closed or swept, every video job final): nothing held. */
-export function checkDrained(w: SimWorld): string[] {
+export function checkDrained(w: SimWorld, t: MarketRows): string[] {
   const bad: string[] = [];
-  const t = w.market.tables;
-  if (t.buyerEscrows.size > 0) bad.push(`${t.buyerEscrows.size} buyer slices left after the drain`);
-  if (t.offerEscrows.size > 0) bad.push(`${t.offerEscrows.size} offer slices left after the drain`);
-  if (t.keyHolds.size > 0) bad.push(`${t.keyHolds.size} budget holds left after the drain`);
+  if (t.buyerEscrows.length > 0) bad.push(`${t.buyerEscrows.length} buyer slices left after the drain`);
+  if (t.offerEscrows.length > 0) bad.push(`${t.offerEscrows.length} offer slices left after the drain`);
+  if (t.keyHolds.length > 0) bad.push(`${t.keyHolds.length} budget holds left after the drain`);
   if (t.holders.size > 0) bad.push(`${t.holders.size} holders left after the drain`);
-  for (const a of t.accounts.values()) {
-    if (a.reservedMicroUsdc !== 0n) bad.push(`${w.label(a.id)} reserved ${a.reservedMicroUsdc} after the drain`);
-    if (a.supplierHeldMicroUsdc !== 0n)
-      bad.push(`${w.label(a.id)} held ${a.supplierHeldMicroUsdc} with every video job final`);
+  for (const a of t.accounts) {
+    if (a.reserved !== 0n) bad.push(`${w.label(a.id)} reserved ${a.reserved} after the drain`);
+    if (a.held !== 0n) bad.push(`${w.label(a.id)} held ${a.held} with every video job final`);
   }
-  for (const o of t.offers.values())
-    if (o.reservedMicroDiem !== 0n) bad.push(`${w.label(o.id)} reserved ${o.reservedMicroDiem} after the drain`);
+  for (const o of t.offers) if (o.reserved !== 0n) bad.push(`${w.label(o.id)} reserved ${o.reserved} after the drain`);
   return bad;
 }

@@ -2,14 +2,17 @@
 // the spirit of TigerBeetle's VOPR: one seed draws a schedule of steps — buyers, key trees, offers,
 // requests with upstream failures and fall-forward, faults at commit, crashes, stalls, the sweeper,
 // the clock across UTC midnight, video jobs, refunds, payouts — run against the real pipeline over
-// the in-memory market, with every invariant checked after every step. A failing seed replays
-// exactly: one PRNG, one manual clock, deterministic ids for everything the simulation creates.
+// the project's SQL stores on a database cloned from the migrated template (docs/decisions.md "The
+// simulation runs the SQL"), with every invariant checked after every step. A failing seed replays
+// exactly: one PRNG, one manual clock, deterministic ids for everything the simulation creates, the
+// database emptied before each seed, every step waited out before the next.
 import { setLogLevel } from "../../src/lib/logger.js";
-import type { PlantedDefect } from "../memory-stores.js";
-import { checkDrained, checkInvariants } from "./invariants.js";
+import { CLOCK_START } from "../market-pipeline.js";
+import { checkDrained, checkInvariants, type MarketRows, readMarket } from "./invariants.js";
+import type { PlantedDefect } from "./plants.js";
 import { Prng } from "./prng.js";
 import * as step from "./steps.js";
-import { type SimOptions, SimWorld } from "./world.js";
+import { openSimMarket, type SimMarket, type SimOptions, SimWorld } from "./world.js";
 
 export interface SimResult {
   seed: number;
@@ -26,41 +29,38 @@ export interface SimResult {
 const MAX_BUYERS = 8;
 const MAX_OFFERS = 24;
 
-/** Offers a request could clear on now (active, unexpired, on an active key). */
-function activeOffers(w: SimWorld): number {
+/** Offers active, unexpired and on an active key as of the last step's rows (the schedule's weight for new offers). */
+function activeOffers(w: SimWorld, rows: MarketRows): number {
   const now = w.clock.now().getTime();
-  return [...w.market.tables.offers.values()].filter(
-    (o) =>
-      o.status === "active" && o.expiresAt.getTime() > now && w.market.upstreamKey(o.upstreamKeyId).status === "active",
-  ).length;
+  return rows.offers.filter((o) => o.status === "active" && o.expiresAt.getTime() > now && o.keyStatus === "active")
+    .length;
 }
 
-/** Runs one seed: `steps` drawn steps, then the drain; stops at the first broken invariant. */
-export async function runSeed(o: SimOptions): Promise<SimResult> {
+/**
+ * Runs one seed on `market` (emptied first; its planted defects must be `o.defects`): `steps` drawn
+ * steps, then the drain; stops at the first broken invariant.
+ */
+export async function runSeed(o: SimOptions, market: SimMarket): Promise<SimResult> {
   setLogLevel("silent");
-  const w = new SimWorld(new Prng(o.seed), o.defects ?? []);
+  const defects = [...(o.defects ?? [])].sort();
+  if (defects.join() !== market.defects.join())
+    throw new Error(
+      `the market has ${market.defects.join() || "no defect"} planted, the seed asks ${defects.join() || "none"}`,
+    );
+  await market.reset();
+  market.clock.set(CLOCK_START);
+  const w = new SimWorld(new Prng(o.seed), market);
   const p = w.prng;
   let violations: string[] = [];
-  const done = (ok: boolean): SimResult => ({
-    seed: o.seed,
-    ok,
-    steps: w.step,
-    violations,
-    trace: w.trace,
-    stats: {
-      requests: w.market.tables.requests.length,
-      clears: w.market.tables.clears.length,
-      refunds: w.market.ledger.refunds.size,
-      payouts: w.market.ledger.paidOut.size,
-      processes: w.procs.length,
-    },
-  });
+  let stats: SimResult["stats"] = { requests: 0, clears: 0, refunds: 0, payouts: 0, processes: 0 };
+  const done = (ok: boolean): SimResult => ({ seed: o.seed, ok, steps: w.step, violations, trace: w.trace, stats });
   try {
     w.startProcess();
-    step.addBuyer(w);
-    step.addBuyer(w);
-    step.addOffer(w);
-    step.addOffer(w);
+    await step.addBuyer(w);
+    await step.addBuyer(w);
+    await step.addOffer(w);
+    await step.addOffer(w);
+    let rows = await readMarket(w.market.sql);
     for (w.step = 1; w.step <= o.steps; w.step++) {
       const kind = p.weighted({
         open: 30,
@@ -70,7 +70,7 @@ export async function runSeed(o: SimOptions): Promise<SimResult> {
         buyer: w.buyers.length < MAX_BUYERS ? 2 : 0,
         subKey: 5,
         revoke: 1,
-        offer: w.market.tables.offers.size >= MAX_OFFERS ? 0 : activeOffers(w) < 3 ? 12 : 3,
+        offer: w.offers.length >= MAX_OFFERS ? 0 : activeOffers(w, rows) < 3 ? 12 : 3,
         supply: 3,
         video: 3,
         refund: 1,
@@ -81,7 +81,9 @@ export async function runSeed(o: SimOptions): Promise<SimResult> {
         restart: 1,
       });
       violations = await runStep(w, kind);
-      violations.push(...checkInvariants(w));
+      await w.quiet();
+      rows = await readMarket(w.market.sql);
+      violations.push(...checkInvariants(w, rows));
       if (violations.length > 0) return done(false);
     }
     // the drain: every request ends, every process closes, the sweeper takes the dead ones' escrow,
@@ -90,13 +92,22 @@ export async function runSeed(o: SimOptions): Promise<SimResult> {
     while (w.inflight.some((f) => !f.proc.dead)) violations.push(...(await step.finish(w, { drain: true })));
     for (const proc of w.live()) {
       await proc.pipeline.close();
-      proc.dead = true;
+      await w.kill(proc);
     }
     w.clock.advance(10 * 60_000);
     await step.sweep(w);
-    for (const r of step.pendingVideoJobs(w)) w.market.releaseHeld(r);
+    for (const r of await step.pendingVideoJobs(w)) await w.market.releaseHeld(r);
+    await w.quiet();
     w.log("drained");
-    violations.push(...checkInvariants(w), ...checkDrained(w));
+    rows = await readMarket(w.market.sql);
+    violations.push(...checkInvariants(w, rows), ...checkDrained(w, rows));
+    stats = {
+      requests: rows.requests.length,
+      clears: rows.clears.length,
+      refunds: rows.refunds.size,
+      payouts: rows.paidOut.size,
+      processes: w.procs.length,
+    };
     return done(violations.length === 0);
   } catch (e) {
     violations.push(`the simulation threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
@@ -104,10 +115,59 @@ export async function runSeed(o: SimOptions): Promise<SimResult> {
   } finally {
     // dead processes' heartbeat timers stop (their stores are cut off: nothing moves)
     for (const proc of w.procs) {
-      proc.dead = true;
+      await w.kill(proc);
       await proc.pipeline.close().catch(() => undefined);
     }
   }
+}
+
+/**
+ * Runs seeds `from`…`from + count − 1` on `jobs` market databases at once (one seed per database at a
+ * time: a seed is mostly waiting for Postgres, so two or three lanes use the machine's two cores),
+ * each seed exactly as `runSeed` runs it alone. Calls `onResult` in seed order; stops taking new
+ * seeds once one failed and returns the lowest failing seed's result, or null when all passed.
+ * `markets`: the lanes' databases, kept open (the caller's); else `jobs` are opened and closed here.
+ */
+export async function runSeeds(
+  o: {
+    from: number;
+    count: number;
+    steps: number;
+    defects?: readonly PlantedDefect[];
+    jobs?: number;
+    markets?: readonly SimMarket[];
+  },
+  onResult: (r: SimResult) => void,
+): Promise<SimResult | null> {
+  const defects = o.defects ?? [];
+  const lanes = Math.max(1, Math.min(o.jobs ?? 1, o.count));
+  const markets = o.markets ?? (await Promise.all(Array.from({ length: lanes }, () => openSimMarket(defects))));
+  const done = new Map<number, SimResult>();
+  let next = o.from;
+  let reported = o.from;
+  const out: { failed: SimResult | null } = { failed: null };
+  const end = o.from + o.count;
+  // read through a function: a lane's loop condition narrows `out.failed`, another lane sets it
+  const lowest = (): SimResult | null => out.failed;
+  const lane = async (market: SimMarket) => {
+    while (next < end && !out.failed) {
+      const seed = next++;
+      const r = await runSeed({ seed, steps: o.steps, defects }, market);
+      done.set(seed, r);
+      const failed = lowest();
+      if (!r.ok && (!failed || r.seed < failed.seed)) out.failed = r;
+      for (let d = done.get(reported); d && reported <= (out.failed?.seed ?? end); d = done.get(reported)) {
+        done.delete(reported++);
+        onResult(d);
+      }
+    }
+  };
+  try {
+    await Promise.all(markets.map(lane));
+  } finally {
+    if (!o.markets) await Promise.all(markets.map((m) => m.close()));
+  }
+  return out.failed;
 }
 
 async function runStep(w: SimWorld, kind: string): Promise<string[]> {
@@ -120,31 +180,31 @@ async function runStep(w: SimWorld, kind: string): Promise<string[]> {
       await step.advance(w);
       return [];
     case "deposit":
-      step.deposit(w);
+      await step.deposit(w);
       return [];
     case "buyer":
-      step.addBuyer(w);
+      await step.addBuyer(w);
       return [];
     case "subKey":
-      step.addSubKey(w);
+      await step.addSubKey(w);
       return [];
     case "revoke":
-      step.revokeKey(w);
+      await step.revokeKey(w);
       return [];
     case "offer":
-      step.addOffer(w);
+      await step.addOffer(w);
       return [];
     case "supply":
-      step.supplyChange(w);
+      await step.supplyChange(w);
       return [];
     case "video":
-      step.videoOutcome(w);
+      await step.videoOutcome(w);
       return [];
     case "refund":
-      step.lateRefund(w);
+      await step.lateRefund(w);
       return [];
     case "payout":
-      step.payout(w);
+      await step.payout(w);
       return [];
     case "sweep":
       await step.sweep(w);
@@ -153,7 +213,7 @@ async function runStep(w: SimWorld, kind: string): Promise<string[]> {
       step.stall(w);
       return [];
     case "crash":
-      step.crash(w);
+      await step.crash(w);
       return [];
     case "restart":
       return step.restart(w);
@@ -162,17 +222,22 @@ async function runStep(w: SimWorld, kind: string): Promise<string[]> {
   }
 }
 
+/** The pipeline's sleeps are at most this long (escrow pressure 50 ms, the lost-commit lookup 150 ms). */
+const SHORT_SLEEP_MS = 500;
+
 /**
  * Runs the pipeline's short wall-clock sleeps (escrow pressure 50 ms, a key poll 25 ms: `setTimeout`)
  * at once, until the returned function restores them. The simulation's time is the manual clock:
- * what those sleeps wait for happens in the same process's microtasks (in-memory stores), so only
- * the wall time changes, never an outcome (a seed replays the same with or without). `setInterval`
- * (the holder heartbeat, driven by the simulation itself) is left alone.
+ * what those sleeps wait for is another store call of the same step, and every step is waited out
+ * (`SimWorld.quiet`) before the next, so only the wall time changes, never an outcome (a seed
+ * replays the same). `setInterval` (the holder heartbeat, 15 s; the simulation drives it itself,
+ * and a seed takes far less) is left alone.
  */
 export function zeroDelaySleeps(): () => void {
   const real = globalThis.setTimeout;
-  const fast = ((fn: (...a: unknown[]) => void, _ms?: number, ...args: unknown[]) =>
-    real(fn, 0, ...args)) as unknown as typeof setTimeout;
+  // the database clients' own timers (Prisma's 2 s wait for a transaction, its 5 s limit) keep their time
+  const fast = ((fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) =>
+    real(fn, (ms ?? 0) <= SHORT_SLEEP_MS ? 0 : ms, ...args)) as unknown as typeof setTimeout;
   globalThis.setTimeout = fast;
   return () => {
     globalThis.setTimeout = real;

@@ -1,7 +1,8 @@
 // The simulation's steps (docs/decisions.md "Seeded money simulation (issue 38)"): each draws what it
 // does from the world's one PRNG and drives the real pipeline (open, run with scripted upstream
-// answers, abort) or the market's own operations (funding, supply, video jobs, refunds, payouts,
-// the sweeper), and logs one trace line. A step that finds a broken promise of the pipeline itself
+// answers, abort) or the market's own operations on its database (funding, supply, and through the
+// service's own code: video holds released, refunds, the payout run, the sweeper), and logs one
+// trace line. A step that finds a broken promise of the pipeline itself
 // (an error that is not a DomainError, a charge above what was held) returns it as a violation.
 import type { UpstreamFailure } from "../../src/adapters/upstream/client.js";
 import { flatJobPricer, textPricer } from "../../src/domain/inference/admission.js";
@@ -11,7 +12,7 @@ import type { AttemptScope, RoutableModel, Settled } from "../../src/domain/infe
 import type { Ending } from "../../src/domain/inference/settlement.js";
 import type { LimitReset } from "../../src/domain/keys/key-period.js";
 import { DomainError } from "../../src/lib/errors.js";
-import { TEXT_MODEL } from "../memory-pipeline.js";
+import { TEXT_MODEL } from "../market-pipeline.js";
 import type { InFlight, SimBuyer, SimKey, SimProcess, SimWorld } from "./world.js";
 import { VIDEO_MODEL } from "./world.js";
 
@@ -19,7 +20,6 @@ import { VIDEO_MODEL } from "./world.js";
 const LEASE_MS = 60_000;
 /** The most requests in flight per process (below a supplier key's 16 slots: no attempt waits on a busy key, whose wait is timed on the manual clock). */
 const MAX_IN_FLIGHT = 12;
-const PAYOUT_MINIMUM = 1_000_000n;
 
 export type Violation = string;
 
@@ -31,13 +31,13 @@ function outcomeOf(e: unknown): { code: string } | { violation: string } {
 
 // ─────────────────────────── actors and supply ───────────────────────────
 
-export function addBuyer(w: SimWorld): void {
+export async function addBuyer(w: SimWorld): Promise<void> {
   const p = w.prng;
   const n = w.buyers.length + 1;
   const accountId = w.id(`b${n}`);
   const apiKeyId = w.id(`k${n}`);
   const deposit = p.chance(0.2) ? p.big(10_000n, 500_000n) : p.big(1_000_000n, 60_000_000n);
-  w.market.addBuyer({ confirmedMicroUsdc: deposit, ceilingCents: p.between(45, 80), accountId, apiKeyId });
+  await w.market.addBuyer({ confirmedMicroUsdc: deposit, ceilingCents: p.between(45, 80), accountId, apiKeyId });
   w.funded.set(accountId, deposit);
   const key: SimKey = {
     id: apiKeyId,
@@ -52,19 +52,15 @@ export function addBuyer(w: SimWorld): void {
   };
   const buyer: SimBuyer = { accountId, label: `b${n}`, keys: [key] };
   w.buyers.push(buyer);
-  if (p.chance(0.5)) budget(w, key);
+  if (p.chance(0.5)) await budget(w, key);
   w.log(`buyer ${buyer.label} deposits ${deposit}, key ${key.label}${describeKey(key)}`);
 }
 
-function budget(w: SimWorld, key: SimKey): void {
+async function budget(w: SimWorld, key: SimKey): Promise<void> {
   const p = w.prng;
   key.limitMicroUsdc = p.chance(0.3) ? p.big(1_000n, 100_000n) : p.big(100_000n, 5_000_000n);
   key.reset = p.pick<LimitReset>(["daily", "daily", "weekly", "monthly", "never"]);
-  const row = w.market.tables.apiKeys.get(key.id);
-  if (row) {
-    row.limitMicroUsdc = key.limitMicroUsdc;
-    row.limitReset = key.reset;
-  }
+  await w.market.setKeyLimit(key.id, key.limitMicroUsdc, key.reset);
 }
 
 function describeKey(k: SimKey): string {
@@ -77,7 +73,7 @@ function describeKey(k: SimKey): string {
 }
 
 /** A sub-key under any key of a buyer (a tree up to four deep), budgeted or not. */
-export function addSubKey(w: SimWorld): void {
+export async function addSubKey(w: SimWorld): Promise<void> {
   const p = w.prng;
   const buyer = p.pick(w.buyers);
   const parent = p.pick(buyer.keys);
@@ -103,47 +99,47 @@ export function addSubKey(w: SimWorld): void {
   };
   const ancestorIds: string[] = [];
   for (let k: SimKey | null = parent; k; k = k.parent) ancestorIds.unshift(k.id);
-  w.market.tables.apiKeys.set(id, { id, accountId: buyer.accountId, status: "active", ancestorIds });
+  await w.market.addApiKey({ id, accountId: buyer.accountId, ancestorIds });
   buyer.keys.push(key);
-  if (p.chance(0.6)) budget(w, key);
+  if (p.chance(0.6)) await budget(w, key);
   w.log(`sub-key ${label}${describeKey(key)}`);
 }
 
-export function revokeKey(w: SimWorld): void {
+export async function revokeKey(w: SimWorld): Promise<void> {
   const keys = w.prng.pick(w.buyers).keys;
   // mostly sub-keys: a revoked root silences its whole tree
   const key = w.prng.chance(0.2)
     ? w.prng.pick(keys)
     : w.prng.pick(keys.filter((k) => k.parent !== null).concat(keys[0] ?? []));
   key.revoked = true;
-  const row = w.market.tables.apiKeys.get(key.id);
-  if (row) row.status = "revoked";
+  await w.market.revokeApiKey(key.id);
   w.log(`revoke ${key.label}`);
 }
 
-export function deposit(w: SimWorld): void {
+export async function deposit(w: SimWorld): Promise<void> {
   const p = w.prng;
   const buyer = p.pick(w.buyers);
   const amount = p.big(100_000n, 20_000_000n);
-  w.market.account(buyer.accountId).confirmedMicroUsdc += amount;
+  await w.market.deposit(buyer.accountId, amount);
   w.funded.set(buyer.accountId, (w.funded.get(buyer.accountId) ?? 0n) + amount);
   w.log(`deposit ${amount} to ${buyer.label}`);
 }
 
-export function addOffer(w: SimWorld): void {
+export async function addOffer(w: SimWorld): Promise<void> {
   const p = w.prng;
   let supplier = w.suppliers.length > 0 && p.chance(0.7) ? p.pick(w.suppliers) : null;
   if (!supplier) {
     const label = `s${w.suppliers.length + 1}`;
     supplier = { accountId: w.id(label), label, offers: [] };
-    w.market.addSupplier(supplier.accountId);
+    await w.market.addSupplier(supplier.accountId);
     w.suppliers.push(supplier);
   }
-  const label = `o${w.market.tables.offers.size + 1}`;
+  const label = `o${w.offers.length + 1}`;
   const now = w.clock.now().getTime();
   const quantity = p.chance(0.2) ? p.big(1_000n, 200_000n) : p.big(1_000_000n, 200_000_000n);
-  const { offerId, upstreamKeyId } = w.market.addOffer({
-    priceCents: p.chance(0.8) ? p.between(30, 55) : p.between(56, 80),
+  const price = p.chance(0.8) ? p.between(30, 55) : p.between(56, 80);
+  const { offerId, upstreamKeyId } = await w.market.addOffer({
+    priceCents: price,
     quantityMicroDiem: quantity,
     keyBalanceMicroDiem: p.chance(0.1) ? null : p.chance(0.2) ? p.big(0n, 100_000n) : p.big(1_000_000n, 300_000_000n),
     supplierAccountId: supplier.accountId,
@@ -152,30 +148,31 @@ export function addOffer(w: SimWorld): void {
     upstreamKeyId: w.id(`${label}.key`),
   });
   supplier.offers.push(offerId);
+  w.offers.push(offerId);
   w.supplyChanged();
-  w.log(
-    `offer ${label} by ${supplier.label}: ${quantity} µDIEM at ${w.market.offer(offerId).priceCentsPerDollar}¢ on ${w.label(upstreamKeyId)}`,
-  );
+  w.log(`offer ${label} by ${supplier.label}: ${quantity} µDIEM at ${price}¢ on ${w.label(upstreamKeyId)}`);
 }
 
 /** What a supplier (or the balance sync) changes: pause, resume, cancel, a new key balance, a key restored. */
-export function supplyChange(w: SimWorld): void {
+export async function supplyChange(w: SimWorld): Promise<void> {
   const p = w.prng;
-  const offers = [...w.market.tables.offers.values()];
-  if (offers.length === 0) return;
-  const o = p.pick(offers);
-  const k = w.market.upstreamKey(o.upstreamKeyId);
+  if (w.offers.length === 0) return;
+  const o = await w.market.offer(p.pick(w.offers));
+  const k = await w.market.upstreamKey(o.upstreamKeyId);
   const what = p.weighted({ pause: 2, resume: 4, cancel: 1, balance: 4, restore: 5 });
   if (what === "pause" && o.status === "active") o.status = "paused";
   else if (what === "resume" && o.status === "paused") o.status = "active";
   else if (what === "cancel" && (o.status === "active" || o.status === "paused")) {
     o.status = "cancelled";
-    o.endedAt = w.clock.now();
+    await w.market.updateOffer(o.id, { status: o.status, endedAt: w.clock.now() });
   } else if (what === "balance") k.lastBalanceMicroDiem = p.chance(0.1) ? null : p.big(0n, 300_000_000n);
   else if (what === "restore") {
     k.status = "active";
     k.cooldownUntil = null;
   }
+  if (what === "pause" || what === "resume") await w.market.updateOffer(o.id, { status: o.status });
+  if (what === "balance") await w.market.updateUpstreamKey(k.id, { lastBalanceMicroDiem: k.lastBalanceMicroDiem });
+  if (what === "restore") await w.market.updateUpstreamKey(k.id, { status: "active", cooldownUntil: null });
   w.supplyChanged();
   w.log(`supply ${what} ${w.label(o.id)} → ${o.status}, key ${k.status} balance ${k.lastBalanceMicroDiem}`);
 }
@@ -312,8 +309,8 @@ export async function finish(w: SimWorld, o: { drain?: boolean } = {}): Promise<
     w.log(`end ${f.label} → aborted by the transport`);
     return [];
   }
-  if (fault === "crash") w.market.failNextCommit = new Error("connection lost before COMMIT");
-  if (fault === "lostAck") w.market.loseNextAck = new Error("connection lost after COMMIT");
+  if (fault === "crash") w.market.faults.failNextCommit = new Error("connection lost before COMMIT");
+  if (fault === "lostAck") w.market.faults.loseNextAck = new Error("connection lost after COMMIT");
   const call = async (scope: AttemptScope): Promise<AttemptResult<Answered<string>, string>> => {
     const a = o.drain ? { kind: "ok" as const } : drawAnswer(w, f);
     answers.push(a.kind === "failed" ? String(a.failure.status ?? a.failure.kind) : a.kind);
@@ -382,7 +379,7 @@ export async function finish(w: SimWorld, o: { drain?: boolean } = {}): Promise<
   } catch (e) {
     const out = outcomeOf(e);
     // settle_failed promises nothing was charged: a commit whose acknowledgement was lost did happen
-    const clear = w.market.tables.clears.find((c) => c.request === s.requestId);
+    const clear = await clearOf(w, s.requestId);
     const committed = clear ? ` (committed: charged ${clear.grossMicroUsdc})` : "";
     if (clear && "code" in out && out.code === "settle_failed")
       bad.push(`${f.label} answered settle_failed ("nothing was charged") but was charged ${clear.grossMicroUsdc}`);
@@ -391,8 +388,8 @@ export async function finish(w: SimWorld, o: { drain?: boolean } = {}): Promise<
     );
     if ("violation" in out) bad.push(out.violation);
   } finally {
-    w.market.failNextCommit = null;
-    w.market.loseNextAck = null;
+    w.market.faults.failNextCommit = null;
+    w.market.faults.loseNextAck = null;
   }
   return bad;
 }
@@ -410,50 +407,67 @@ function chargeWithinHold(f: InFlight, settled: Settled): Violation[] {
 
 // ─────────────────────────── video jobs, refunds, payouts ───────────────────────────
 
-/** Video jobs charged and queued whose job is not final yet (what the job poller sees in `video_jobs`). */
-export function pendingVideoJobs(w: SimWorld): string[] {
-  const { refunds, released } = w.market.ledger;
-  const refunded = new Set([...w.market.tables.clears].filter((c) => refunds.has(c.id)).map((c) => c.request));
-  return w.market.tables.requests
-    .filter((r) => r.video !== null && r.clear !== null && !released.has(r.request) && !refunded.has(r.request))
-    .map((r) => r.request);
+/** A request's clear, if it was charged. */
+async function clearOf(w: SimWorld, requestId: string): Promise<{ id: string; grossMicroUsdc: bigint } | null> {
+  const r = await w.market.sql.query<{ id: string; gross: bigint }>(
+    "SELECT id, gross_micro_usdc AS gross FROM clears WHERE request_id = $1",
+    [requestId],
+  );
+  const row = r.rows[0];
+  return row ? { id: row.id, grossMicroUsdc: row.gross } : null;
+}
+
+/**
+ * Video jobs charged and queued whose job is not final yet (what the job poller sees in
+ * `video_jobs`): request ids, in id order (the simulation's ids, so a pick among them replays).
+ */
+export async function pendingVideoJobs(w: SimWorld): Promise<string[]> {
+  const r = await w.market.sql.query<{ request: string }>(
+    `SELECT c.request_id AS request FROM clears c JOIN video_jobs v ON v.request_id = c.request_id
+      WHERE c.refunded_at IS NULL
+        AND NOT EXISTS (SELECT 1 FROM ledger_transactions t WHERE t.clear_id = c.id AND t.kind = 'release')
+      ORDER BY c.request_id`,
+  );
+  return r.rows.map((row) => row.request);
 }
 
 /** A video job becomes final (its held share released) or fails (its clear refunded); a status may arrive twice. */
-export function videoOutcome(w: SimWorld): void {
+export async function videoOutcome(w: SimWorld): Promise<void> {
   const p = w.prng;
-  const pending = pendingVideoJobs(w);
+  const pending = await pendingVideoJobs(w);
   if (pending.length === 0) return;
   const requestId = p.pick(pending);
-  const clear = w.market.tables.clears.find((c) => c.request === requestId);
+  const clear = await clearOf(w, requestId);
   const outcome = p.weighted({ final: 3, failed: 1 });
   const twice = p.chance(0.3);
   if (outcome === "final") {
-    const moved = w.market.releaseHeld(requestId);
-    const again = twice ? ` again → ${w.market.releaseHeld(requestId)}` : "";
+    const moved = await w.market.releaseHeld(requestId);
+    const again = twice ? ` again → ${await w.market.releaseHeld(requestId)}` : "";
     w.log(`video ${w.label(requestId)} final → released ${moved}${again}`);
   } else {
-    const refunded = clear ? w.market.refundClear(clear.id) : false;
-    const again = twice && clear ? ` again → ${w.market.refundClear(clear.id)}` : "";
+    const refunded = clear ? await w.market.refundClear(clear.id) : false;
+    const again = twice && clear ? ` again → ${await w.market.refundClear(clear.id)}` : "";
     w.log(`video ${w.label(requestId)} failed → refunded ${refunded}${again}`);
   }
 }
 
 /** A delivered video refunded later (a dispute): its share comes off payable, which may go below 0 after a payout. */
-export function lateRefund(w: SimWorld): void {
-  const videos = new Set(w.market.tables.requests.filter((r) => r.video !== null).map((r) => r.request));
-  const clears = w.market.tables.clears.filter((c) => videos.has(c.request));
-  if (clears.length === 0) return;
-  const c = w.prng.pick(clears);
-  const first = w.market.refundClear(c.id);
-  const twice = w.market.refundClear(c.id);
+export async function lateRefund(w: SimWorld): Promise<void> {
+  const r = await w.market.sql.query<{ id: string; request: string }>(
+    `SELECT c.id, c.request_id AS request FROM clears c JOIN video_jobs v ON v.request_id = c.request_id
+      ORDER BY c.request_id`,
+  );
+  if (r.rows.length === 0) return;
+  const c = w.prng.pick(r.rows);
+  const first = await w.market.refundClear(c.id);
+  const twice = await w.market.refundClear(c.id);
   w.log(`refund ${w.label(c.request)} → ${first}, again → ${twice}`);
 }
 
-export function payout(w: SimWorld): void {
+/** The payout run: every supplier whose payable balance reached the minimum is paid it, once a UTC day. */
+export async function payout(w: SimWorld): Promise<void> {
   if (w.suppliers.length === 0) return;
-  const s = w.prng.pick(w.suppliers);
-  w.log(`payout ${s.label} → ${w.market.payout(s.accountId, PAYOUT_MINIMUM)}`);
+  w.log(`payout run → ${await w.market.payoutRun()} paid`);
 }
 
 // ─────────────────────────── time and processes ───────────────────────────
@@ -493,14 +507,14 @@ export function stall(w: SimWorld): void {
 
 /** The sweeper: the slices (and budget holds) of holders whose lease expired go back. */
 export async function sweep(w: SimWorld): Promise<void> {
-  const n = await w.market.stores.escrow.releaseExpired(w.clock.now(), 500);
+  const n = await w.market.stores().escrow.releaseExpired(w.clock.now(), 500);
   w.log(`sweep → ${n} holders released`);
 }
 
 /** A process dies between two steps: its requests in flight vanish (no record, no charge); a new one starts. */
-export function crash(w: SimWorld): void {
+export async function crash(w: SimWorld): Promise<void> {
   const proc = w.prng.pick(w.live());
-  proc.dead = true;
+  await w.kill(proc);
   const lost = w.inflight.filter((f) => f.proc === proc);
   for (const f of lost) w.inflight.splice(w.inflight.indexOf(f), 1);
   const next = w.startProcess();
@@ -513,7 +527,7 @@ export async function restart(w: SimWorld): Promise<Violation[]> {
   const bad: Violation[] = [];
   while (w.inflight.some((f) => f.proc === proc)) bad.push(...(await finishOn(w, proc)));
   await proc.pipeline.close();
-  proc.dead = true;
+  await w.kill(proc);
   const next = w.startProcess();
   w.log(`${proc.label} restarts cleanly; ${next.label} starts`);
   return bad;

@@ -7,9 +7,9 @@ import type { EndItem } from "./settlement.js";
  * "Inference pipeline", "Stores"). The pipeline, `Attempts`, escrow and the ending talk only to
  * these. In production they are `sqlStores` (`sql-stores.ts`: the same SQL and stored functions as
  * before, over the `pg` pool) and the Redis adapters (`GateLeases` satisfies `InFlightGates`,
- * `KeyHealth` satisfies `KeyMarks`); the unit tests build the pipeline on faithful in-memory ones
- * (`testkit/memory-stores.ts`), which `test/integration/inference/store-contract.test.ts` holds to
- * the SQL ones. The SQL implementations live in the domain (they use the `Sql` adapter) because
+ * `KeyHealth` satisfies `KeyMarks`); the pipeline's tests and the money simulation build it on the
+ * same `sqlStores` over a database cloned from the migrated template (`testkit/market-db.ts`), so
+ * every rule is checked where it lives. The SQL implementations live in the domain (they use the `Sql` adapter) because
  * adapters may not import the domain's types (`.dependency-cruiser.cjs`).
  */
 
@@ -184,7 +184,7 @@ export interface KeyBudgetStore {
   reserve(ask: KeyBudgetAsk): Promise<KeyBudgetResult>;
 }
 
-/** The pipeline's stores (`sqlStores` in production, `memoryStores` in unit tests). */
+/** The pipeline's stores (`sqlStores`). */
 export interface InferenceStores {
   offers: OfferStore;
   ceilings: CeilingStore;

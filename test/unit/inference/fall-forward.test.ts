@@ -1,7 +1,8 @@
-// Fall-forward across supplier keys (SPEC "What the service does" 4), on the pipeline built over
-// in-memory stores (testkit/memory-pipeline.ts): which keys are tried, in which order, how each
-// failure marks its key, the five-key cap and a lost answer. No database: the integration tests
-// (test/integration/inference) prove the same against Postgres and the upstream simulator.
+// Fall-forward across supplier keys (SPEC "What the service does" 4), on the pipeline over the
+// project's SQL stores (testkit/market-pipeline.ts: a database cloned from the migrated template):
+// which keys are tried, in which order, how each failure marks its key, the five-key cap and a lost
+// answer. The upstream is scripted; test/integration/inference runs the same over HTTP and the
+// upstream simulator.
 import { afterEach, describe, expect, test } from "vitest";
 import type { UpstreamFailure } from "../../../src/adapters/upstream/client.js";
 import { Attempted, type AttemptResult } from "../../../src/domain/inference/attempt-loop.js";
@@ -10,23 +11,24 @@ import { type Answered, answered } from "../../../src/domain/inference/lanes.js"
 import type { AttemptScope, Usage } from "../../../src/domain/inference/session.js";
 import { CONFIRM_INTERVAL_MS, EXHAUSTED_COOLDOWN_MS } from "../../../src/domain/inference/supplier-keys.js";
 import { DomainError } from "../../../src/lib/errors.js";
-import { type MemoryWorld, memoryPipeline, openText } from "../../../testkit/memory-pipeline.js";
+import { type MarketWorld, marketPipeline, openText, useMarketDb } from "../../../testkit/market-pipeline.js";
 
 const USAGE: Usage = { promptTokens: 30, completionTokens: 10 };
 const PRICES = [30, 35, 40, 45, 50, 55];
 
-let world: MemoryWorld;
+const marketDb = useMarketDb();
+let world: MarketWorld;
 afterEach(async () => {
   await world?.pipeline.close();
 });
 
 /** A buyer and one offer (on its own key) per price; the keys by price. */
-function market(prices = PRICES, o: Parameters<typeof memoryPipeline>[0] = {}) {
-  world = memoryPipeline(o);
-  const buyer = world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 80 });
+async function market(prices = PRICES, o: Parameters<typeof marketPipeline>[1] = {}) {
+  world = await marketPipeline(marketDb(), o);
+  const buyer = await world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents: 80 });
   const keys = new Map<number, string>();
   for (const priceCents of prices) {
-    keys.set(priceCents, world.market.addOffer({ priceCents, quantityMicroDiem: 50_000_000n }).upstreamKeyId);
+    keys.set(priceCents, (await world.market.addOffer({ priceCents, quantityMicroDiem: 50_000_000n })).upstreamKeyId);
   }
   const keyAt = (price: number) => keys.get(price) as string;
   return { buyer, keyAt };
@@ -47,36 +49,43 @@ function scripted(script: Array<UpstreamFailure | "lost" | "ok">) {
 
 const fail = (kind: UpstreamFailure["kind"], status?: number): UpstreamFailure => ({ kind, status, message: kind });
 
-/** The one ended request (the record written with its ending). */
-function record() {
-  const [item, ...more] = world.market.tables.requests;
+/** The one ended request (the record written with its ending); `after` records are skipped. */
+async function record(after = 0) {
+  const [item, ...more] = (await world.market.requests()).slice(after);
   expect(more).toEqual([]);
   if (!item) throw new Error("no request recorded");
   return item;
 }
 
+/** Each attempt of the one ended request: its key, outcome and upstream status. */
+const attemptsOf = async () => (await record()).attempts.map((a) => [a.upstreamKeyId, a.outcome, a.upstreamStatus]);
+const outcomes = async () => (await record()).attempts.map((a) => a.outcome);
+
 /** Nothing is held once the request ended: no gate slot, no escrow reservation. */
-function expectNothingHeld() {
+async function expectNothingHeld() {
   expect(world.gates.held()).toEqual([]);
-  for (const a of world.market.tables.accounts.values()) expect(a.reservedMicroUsdc).toBe(0n);
-  for (const o of world.market.tables.offers.values()) expect(o.reservedMicroDiem).toBe(0n);
+  const r = await world.market.sql.query<{ n: bigint }>(
+    `SELECT (SELECT count(*) FROM accounts WHERE reserved_micro_usdc <> 0)
+          + (SELECT count(*) FROM offers WHERE reserved_micro_diem <> 0) AS n`,
+  );
+  expect(r.rows[0]?.n).toBe(0n);
 }
 
 describe("fall-forward to the next cheapest offer", () => {
   test("a 401 marks the key auth_failed (no cooldown) and the next cheapest offer answers", async () => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted([fail("auth", 401)]);
     const { settled } = await world.pipeline.run(await openText(world, buyer), call);
     expect(tried).toEqual([keyAt(30), keyAt(35)]);
     expect(settled.clearingPriceCents).toBe(35);
-    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "auth_failed", cooldownUntil: null });
-    expect(world.market.upstreamKey(keyAt(35)).status).toBe("active");
-    expect(record().attempts.map((a) => [a.key, a.outcome, a.status])).toEqual([
+    expect(await world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "auth_failed", cooldownUntil: null });
+    expect((await world.market.upstreamKey(keyAt(35))).status).toBe("active");
+    expect(await attemptsOf()).toEqual([
       [keyAt(30), "supplier_auth_failed", 401],
       [keyAt(35), "succeeded", null],
     ]);
-    expect(record()).toMatchObject({ status: "succeeded", price: 35, attempt_count: 2 });
-    expectNothingHeld();
+    expect(await record()).toMatchObject({ status: "succeeded", clearingPriceCents: 35, attemptCount: 2 });
+    await expectNothingHeld();
     // the marked key is out of routing: the next request starts on the next offer
     const next = scripted([]);
     await world.pipeline.run(await openText(world, buyer), next.call);
@@ -84,18 +93,18 @@ describe("fall-forward to the next cheapest offer", () => {
   });
 
   test("a 402 cools the key down for EXHAUSTED_COOLDOWN_MS and asks for its balance; it routes again after", async () => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted([fail("payment", 402)]);
     const at = world.clock.now().getTime();
     const { settled } = await world.pipeline.run(await openText(world, buyer), call);
     expect(tried).toEqual([keyAt(30), keyAt(35)]);
     expect(settled.clearingPriceCents).toBe(35);
-    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({
+    expect(await world.market.upstreamKey(keyAt(30))).toMatchObject({
       status: "active",
       cooldownUntil: new Date(at + EXHAUSTED_COOLDOWN_MS),
     });
     expect(world.refreshed).toEqual([keyAt(30)]);
-    expect(record().attempts.map((a) => a.outcome)).toEqual(["supplier_exhausted", "succeeded"]);
+    expect(await outcomes()).toEqual(["supplier_exhausted", "succeeded"]);
     // cooling down: skipped…
     const during = scripted([]);
     world.clock.advance(EXHAUSTED_COOLDOWN_MS - 1);
@@ -115,30 +124,30 @@ describe("fall-forward to the next cheapest offer", () => {
     ["a timeout", fail("timeout")],
     ["a reset connection", fail("network")],
   ])("%s falls forward to a key not tried yet and leaves the key as it is", async (_name, failure) => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted([failure]);
     await world.pipeline.run(await openText(world, buyer), call);
     // the failed key is still the cheapest and routable, but a request never tries a key twice
     expect(tried).toEqual([keyAt(30), keyAt(35)]);
-    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(await world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
     expect(world.refreshed).toEqual([]);
-    expect(record().attempts.map((a) => a.outcome)).toEqual(["retryable_failure", "succeeded"]);
-    expectNothingHeld();
+    expect(await outcomes()).toEqual(["retryable_failure", "succeeded"]);
+    await expectNothingHeld();
   });
 
   test("the buyer's own 4xx is relayed: no other key is tried, none is marked, nothing is charged", async () => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted([fail("request", 400)]);
     const session = await openText(world, buyer);
     const err = await world.pipeline.run(session, call).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DomainError);
     expect(err).toMatchObject({ code: "invalid_request", details: { supportReference: session.supportReference } });
     expect(tried).toEqual([keyAt(30)]);
-    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
-    expect(record()).toMatchObject({ status: "failed", error_code: "invalid_request", clear: null });
-    expect(record().attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
-    expect(world.market.account(buyer.accountId).confirmedMicroUsdc).toBe(10_000_000n);
-    expectNothingHeld();
+    expect(await world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(await record()).toMatchObject({ status: "failed", errorCode: "invalid_request", clearId: null });
+    expect(await outcomes()).toEqual(["request_rejected"]);
+    expect((await world.market.account(buyer.accountId)).confirmedMicroUsdc).toBe(10_000_000n);
+    await expectNothingHeld();
   });
 });
 
@@ -155,49 +164,47 @@ describe("issue 39: a refusal blames the key only when the key is at fault", () 
     ["the alpha-only Responses API", refused("alpha_only", 401), "upstream_access_denied"],
     ["a Pro-only model", refused("pro_only", 401), "upstream_access_denied"],
   ])("%s: answered 403 at once, no other key asked, the key untouched and still routed", async (_, f, code) => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted([f]);
     const err = await world.pipeline.run(await openText(world, buyer), call).catch((e: unknown) => e);
     expect(err).toMatchObject({ code, status: 403, details: { upstreamStatus: f.status } });
     expect(tried).toEqual([keyAt(30)]);
-    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(await world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
     expect(world.confirmed).toEqual([]);
-    expect(record().attempts.map((a) => a.outcome)).toEqual(["request_rejected"]);
-    expectNothingHeld();
+    expect(await outcomes()).toEqual(["request_rejected"]);
+    await expectNothingHeld();
     const next = scripted([]);
     await world.pipeline.run(await openText(world, buyer), next.call);
     expect(next.tried).toEqual([keyAt(30)]);
   });
 
   test("an unclear 401/403 confirms the key; a valid one stays routed, asked again only after CONFIRM_INTERVAL_MS", async () => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const first = scripted([fail("auth_unclear", 403)]);
     await world.pipeline.run(await openText(world, buyer), first.call);
     expect(first.tried).toEqual([keyAt(30), keyAt(35)]);
     expect(world.confirmed).toEqual([keyAt(30)]);
-    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
-    expect(record().attempts.map((a) => a.outcome)).toEqual(["retryable_failure", "succeeded"]);
+    expect(await world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect(await outcomes()).toEqual(["retryable_failure", "succeeded"]);
     // the same refusal again within the interval: no second read of the key
-    world.market.tables.requests.length = 0;
     const again = scripted([fail("auth_unclear", 403)]);
     await world.pipeline.run(await openText(world, buyer), again.call);
     expect(again.tried).toEqual([keyAt(30), keyAt(35)]);
     expect(world.confirmed).toEqual([keyAt(30)]);
     world.clock.advance(CONFIRM_INTERVAL_MS);
-    world.market.tables.requests.length = 0;
     await world.pipeline.run(await openText(world, buyer), scripted([fail("auth_unclear", 401)]).call);
     expect(world.confirmed).toEqual([keyAt(30), keyAt(30)]);
-    expect(world.market.upstreamKey(keyAt(30)).status).toBe("active");
+    expect((await world.market.upstreamKey(keyAt(30))).status).toBe("active");
   });
 
   test("an unclear refusal by a revoked key: its confirmation marks it before the next attempt", async () => {
     let revoked = "";
-    const { buyer, keyAt } = market(PRICES, { revoked: (id) => id === revoked });
+    const { buyer, keyAt } = await market(PRICES, { revoked: (id) => id === revoked });
     revoked = keyAt(30);
     const { tried, call } = scripted([fail("auth_unclear", 401)]);
     await world.pipeline.run(await openText(world, buyer), call);
     expect(tried).toEqual([keyAt(30), keyAt(35)]);
-    expect(world.market.upstreamKey(keyAt(30)).status).toBe("auth_failed");
+    expect((await world.market.upstreamKey(keyAt(30))).status).toBe("auth_failed");
     const next = scripted([]);
     await world.pipeline.run(await openText(world, buyer), next.call);
     expect(next.tried).toEqual([keyAt(35)]);
@@ -206,22 +213,22 @@ describe("issue 39: a refusal blames the key only when the key is at fault", () 
 
 describe("the attempt cap", () => {
   test(`at most MAX_ATTEMPTS (${MAX_ATTEMPTS}) distinct keys, cheapest first; then 502 upstream_error, nothing charged`, async () => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted(PRICES.map(() => fail("server", 500)));
     const session = await openText(world, buyer);
     const err = await world.pipeline.run(session, call).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "upstream_error", details: { supportReference: session.supportReference } });
     expect(tried).toEqual(PRICES.slice(0, MAX_ATTEMPTS).map(keyAt));
     expect(tried).not.toContain(keyAt(55));
-    expect(record()).toMatchObject({ status: "failed", error_code: "upstream_error", attempt_count: MAX_ATTEMPTS });
-    expect(record().attempts.map((a) => a.outcome)).toEqual(Array(MAX_ATTEMPTS).fill("retryable_failure"));
-    expect(world.market.tables.clears).toEqual([]);
-    expect(world.market.account(buyer.accountId).confirmedMicroUsdc).toBe(10_000_000n);
-    expectNothingHeld();
+    expect(await record()).toMatchObject({ status: "failed", errorCode: "upstream_error", attemptCount: MAX_ATTEMPTS });
+    expect(await outcomes()).toEqual(Array(MAX_ATTEMPTS).fill("retryable_failure"));
+    expect(await world.market.clears()).toEqual([]);
+    expect((await world.market.account(buyer.accountId)).confirmedMicroUsdc).toBe(10_000_000n);
+    await expectNothingHeld();
   });
 
   test("the fifth key may answer", async () => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted(PRICES.slice(0, MAX_ATTEMPTS - 1).map(() => fail("payment", 402)));
     const { settled } = await world.pipeline.run(await openText(world, buyer), call);
     expect(tried).toHaveLength(MAX_ATTEMPTS);
@@ -232,17 +239,19 @@ describe("the attempt cap", () => {
 
 describe("an answer that may be lost", () => {
   test("is never retried on another key: the request ends 502, nothing charged, the key not marked", async () => {
-    const { buyer, keyAt } = market();
+    const { buyer, keyAt } = await market();
     const { tried, call } = scripted(["lost"]);
     const session = await openText(world, buyer);
     const err = await world.pipeline.run(session, call).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "upstream_error", details: { supportReference: session.supportReference } });
     expect(tried).toEqual([keyAt(30)]);
-    expect(record()).toMatchObject({ status: "failed", error_code: "upstream_answer_lost", clear: null });
-    expect(record().attempts).toMatchObject([{ outcome: "retryable_failure", detail: "answer lost: timeout" }]);
-    expect(world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
-    expect(world.market.account(buyer.accountId).confirmedMicroUsdc).toBe(10_000_000n);
-    expectNothingHeld();
+    expect(await record()).toMatchObject({ status: "failed", errorCode: "upstream_answer_lost", clearId: null });
+    expect((await record()).attempts).toMatchObject([
+      { outcome: "retryable_failure", errorKind: "answer lost: timeout" },
+    ]);
+    expect(await world.market.upstreamKey(keyAt(30))).toMatchObject({ status: "active", cooldownUntil: null });
+    expect((await world.market.account(buyer.accountId)).confirmedMicroUsdc).toBe(10_000_000n);
+    await expectNothingHeld();
   });
 });
 
@@ -250,7 +259,7 @@ describe("borrowed keys (a video quote) fall forward on the same key-health path
   const refuse = (why: string) => new DomainError("pool_empty", `refused: ${why}`);
 
   test("a 402 cools the borrowed key down, a 401 marks it; the next cheapest is asked; each is given back", async () => {
-    const { keyAt } = market();
+    const { keyAt } = await market();
     const asked: string[] = [];
     const at = world.clock.now().getTime();
     const answer = await world.pipeline.runBorrowed({ ceilingCents: 80, waitForKey: false, refuse }, async (key) => {
@@ -261,13 +270,13 @@ describe("borrowed keys (a video quote) fall forward on the same key-health path
     });
     expect(answer).toBe("quote");
     expect(asked).toEqual([keyAt(30), keyAt(35), keyAt(40)]);
-    expect(world.market.upstreamKey(keyAt(30)).cooldownUntil).toEqual(new Date(at + EXHAUSTED_COOLDOWN_MS));
-    expect(world.market.upstreamKey(keyAt(35)).status).toBe("auth_failed");
+    expect((await world.market.upstreamKey(keyAt(30))).cooldownUntil).toEqual(new Date(at + EXHAUSTED_COOLDOWN_MS));
+    expect((await world.market.upstreamKey(keyAt(35))).status).toBe("auth_failed");
     expect(world.gates.held()).toEqual([]);
   });
 
   test(`after MAX_ATTEMPTS keys failed: refused "exhausted"`, async () => {
-    market();
+    await market();
     const asked: string[] = [];
     const err = await world.pipeline
       .runBorrowed({ ceilingCents: 80, waitForKey: false, refuse }, async (key) => {

@@ -1,15 +1,16 @@
-// Clearing on the pipeline (SPEC "What the service does" 3–4, "Capacity" 5), built over in-memory
-// stores (testkit/memory-pipeline.ts): which offer a request clears on — the cheapest eligible one
+// Clearing on the pipeline (SPEC "What the service does" 3–4, "Capacity" 5), over the project's SQL
+// stores (testkit/market-pipeline.ts: a database cloned from the migrated template): which offer a request clears on — the cheapest eligible one
 // at or below the ceiling, ties by age then id — which offers are passed over, and the 503s when
-// none can take it. `chooseOffer` alone is clearing.test.ts; here it is the whole admission. No
-// database.
+// none can take it. `chooseOffer` alone is clearing.test.ts; here it is the whole admission, on
+// svc_eligible, svc_routable and the clearing order as Postgres runs them.
 import { afterEach, describe, expect, test } from "vitest";
 import { answered } from "../../../src/domain/inference/lanes.js";
 import { computeCharge } from "../../../src/lib/money.js";
-import { type MemoryWorld, memoryPipeline, openText } from "../../../testkit/memory-pipeline.js";
-import type { MemoryMarket } from "../../../testkit/memory-stores.js";
+import type { MarketDb } from "../../../testkit/market-db.js";
+import { type MarketWorld, marketPipeline, openText, useMarketDb } from "../../../testkit/market-pipeline.js";
 
-let world: MemoryWorld;
+const marketDb = useMarketDb();
+let world: MarketWorld;
 afterEach(async () => {
   await world?.pipeline.close();
 });
@@ -17,8 +18,8 @@ afterEach(async () => {
 const USAGE = { promptTokens: 30, completionTokens: 10 };
 const BURN = 30n + 10n * 4n;
 
-function setup(ceilingCents = 50) {
-  world = memoryPipeline();
+async function setup(ceilingCents = 50) {
+  world = await marketPipeline(marketDb());
   return world.market.addBuyer({ confirmedMicroUsdc: 10_000_000n, ceilingCents });
 }
 
@@ -32,134 +33,107 @@ async function clearOne(buyer: { accountId: string; apiKeyId: string }) {
 
 describe("the cheapest eligible offer at or below the ceiling", () => {
   test("clears there, charges burn × its price plus nothing else, and takes the burn off that offer", async () => {
-    const buyer = setup(50);
-    world.market.addOffer({ priceCents: 60, quantityMicroDiem: 50_000_000n });
-    const cheapest = world.market.addOffer({ priceCents: 35, quantityMicroDiem: 50_000_000n });
-    world.market.addOffer({ priceCents: 45, quantityMicroDiem: 50_000_000n });
-    world.market.addOffer({ priceCents: 20, quantityMicroDiem: 50_000_000n, status: "paused" });
+    const buyer = await setup(50);
+    await world.market.addOffer({ priceCents: 60, quantityMicroDiem: 50_000_000n });
+    const cheapest = await world.market.addOffer({ priceCents: 35, quantityMicroDiem: 50_000_000n });
+    await world.market.addOffer({ priceCents: 45, quantityMicroDiem: 50_000_000n });
+    await world.market.addOffer({ priceCents: 20, quantityMicroDiem: 50_000_000n, status: "paused" });
     const { offerId, settled } = await clearOne(buyer);
     expect(offerId).toBe(cheapest.offerId);
     const split = computeCharge(BURN, 35, world.config.fees.platformFeeBps);
     expect(settled).toMatchObject({ clearingPriceCents: 35, burnMicroDiem: BURN, costMicroUsdc: split.grossMicroUsdc });
-    expect(world.market.offer(cheapest.offerId).remainingMicroDiem).toBe(50_000_000n - BURN);
-    expect(world.market.account(cheapest.supplierAccountId).supplierPayableMicroUsdc).toBe(split.supplierMicroUsdc);
-    expect(world.market.tables.clears).toMatchObject([{ offer: cheapest.offerId, price: 35, burnMicroDiem: BURN }]);
+    expect((await world.market.offer(cheapest.offerId)).remainingMicroDiem).toBe(50_000_000n - BURN);
+    expect((await world.market.account(cheapest.supplierAccountId)).supplierPayableMicroUsdc).toBe(
+      split.supplierMicroUsdc,
+    );
+    expect(await world.market.clears()).toMatchObject([
+      { offerId: cheapest.offerId, priceCents: 35, burnMicroDiem: BURN },
+    ]);
   });
 
   test("an offer priced exactly at the ceiling clears; one a cent above never does", async () => {
-    const buyer = setup(50);
-    const atCeiling = world.market.addOffer({ priceCents: 50, quantityMicroDiem: 50_000_000n });
-    world.market.addOffer({ priceCents: 51, quantityMicroDiem: 50_000_000n });
+    const buyer = await setup(50);
+    const atCeiling = await world.market.addOffer({ priceCents: 50, quantityMicroDiem: 50_000_000n });
+    await world.market.addOffer({ priceCents: 51, quantityMicroDiem: 50_000_000n });
     expect((await clearOne(buyer)).offerId).toBe(atCeiling.offerId);
   });
 });
 
 describe("ties", () => {
   test("at the same price the older offer clears first, whatever order they were posted in the book", async () => {
-    const buyer = setup();
+    const buyer = await setup();
     const now = world.clock.now().getTime();
-    const newer = world.market.addOffer({
+    const newer = await world.market.addOffer({
       priceCents: 35,
       quantityMicroDiem: 50_000_000n,
       createdAt: new Date(now + 5),
     });
-    const older = world.market.addOffer({ priceCents: 35, quantityMicroDiem: 50_000_000n, createdAt: new Date(now) });
+    const older = await world.market.addOffer({
+      priceCents: 35,
+      quantityMicroDiem: 50_000_000n,
+      createdAt: new Date(now),
+    });
     expect((await clearOne(buyer)).offerId).toBe(older.offerId);
-    expect(world.market.offer(newer.offerId).remainingMicroDiem).toBe(50_000_000n);
+    expect((await world.market.offer(newer.offerId)).remainingMicroDiem).toBe(50_000_000n);
   });
 
   test("same price and age: the smaller id (deterministic)", async () => {
-    const buyer = setup();
+    const buyer = await setup();
     const at = world.clock.now();
     const high = "ffffffff-0000-4000-8000-000000000000";
     const low = "00000000-0000-4000-8000-000000000000";
-    world.market.addOffer({ priceCents: 35, quantityMicroDiem: 50_000_000n, createdAt: at, offerId: high });
-    world.market.addOffer({ priceCents: 35, quantityMicroDiem: 50_000_000n, createdAt: at, offerId: low });
+    await world.market.addOffer({ priceCents: 35, quantityMicroDiem: 50_000_000n, createdAt: at, offerId: high });
+    await world.market.addOffer({ priceCents: 35, quantityMicroDiem: 50_000_000n, createdAt: at, offerId: low });
     expect((await clearOne(buyer)).offerId).toBe(low);
   });
 });
 
 describe("offers passed over, however cheap", () => {
-  const cases: Array<[string, (m: MemoryMarket, o: { offerId: string; upstreamKeyId: string }, now: Date) => void]> = [
+  const cases: Array<
+    [string, (m: MarketDb, o: { offerId: string; upstreamKeyId: string }, now: Date) => Promise<void>]
+  > = [
     [
       "its key cooling down",
-      (m, o, now) => {
-        m.upstreamKey(o.upstreamKeyId).cooldownUntil = new Date(now.getTime() + 1);
-      },
+      (m, o, now) => m.updateUpstreamKey(o.upstreamKeyId, { cooldownUntil: new Date(now.getTime() + 1) }),
     ],
-    [
-      "its key marked auth_failed",
-      (m, o) => {
-        m.upstreamKey(o.upstreamKeyId).status = "auth_failed";
-      },
-    ],
-    [
-      "its key revoked",
-      (m, o) => {
-        m.upstreamKey(o.upstreamKeyId).status = "revoked";
-      },
-    ],
-    [
-      "the offer paused",
-      (m, o) => {
-        m.offer(o.offerId).status = "paused";
-      },
-    ],
-    [
-      "the offer expired",
-      (m, o, now) => {
-        m.offer(o.offerId).expiresAt = now;
-      },
-    ],
+    ["its key marked auth_failed", (m, o) => m.updateUpstreamKey(o.upstreamKeyId, { status: "auth_failed" })],
+    ["its key revoked", (m, o) => m.updateUpstreamKey(o.upstreamKeyId, { status: "revoked" })],
+    ["the offer paused", (m, o) => m.updateOffer(o.offerId, { status: "paused" })],
+    ["the offer expired", (m, o, now) => m.updateOffer(o.offerId, { expiresAt: now })],
     [
       "its key's balance unknown (routes nothing)",
-      (m, o) => {
-        m.upstreamKey(o.upstreamKeyId).lastBalanceMicroDiem = null;
-      },
+      (m, o) => m.updateUpstreamKey(o.upstreamKeyId, { lastBalanceMicroDiem: null }),
     ],
     [
       "its key's balance below the maximum burn",
-      (m, o) => {
-        m.upstreamKey(o.upstreamKeyId).lastBalanceMicroDiem = 10n;
-      },
+      (m, o) => m.updateUpstreamKey(o.upstreamKeyId, { lastBalanceMicroDiem: 10n }),
     ],
-    [
-      "its remaining DIEM below the maximum burn",
-      (m, o) => {
-        m.offer(o.offerId).remainingMicroDiem = 10n;
-      },
-    ],
+    ["its remaining DIEM below the maximum burn", (m, o) => m.updateOffer(o.offerId, { remainingMicroDiem: 10n })],
     [
       "held by other processes' slices",
-      (m, o) => {
-        m.offer(o.offerId).reservedMicroDiem = 50_000_000n - 10n;
-      },
+      async (m, o) =>
+        m.updateOffer(o.offerId, { reservedMicroDiem: (await m.offer(o.offerId)).remainingMicroDiem - 10n }),
     ],
-    [
-      "priced above the ceiling",
-      (m, o) => {
-        m.offer(o.offerId).priceCentsPerDollar = 51;
-      },
-    ],
+    ["priced above the ceiling", (m, o) => m.updateOffer(o.offerId, { priceCentsPerDollar: 51 })],
   ];
 
   test.each(cases)("%s", async (_why, exclude) => {
-    const buyer = setup(50);
-    const cheap = world.market.addOffer({ priceCents: 30, quantityMicroDiem: 50_000_000n });
-    const fallback = world.market.addOffer({ priceCents: 50, quantityMicroDiem: 50_000_000n });
+    const buyer = await setup(50);
+    const cheap = await world.market.addOffer({ priceCents: 30, quantityMicroDiem: 50_000_000n });
+    const fallback = await world.market.addOffer({ priceCents: 50, quantityMicroDiem: 50_000_000n });
     // without the exclusion the cheap offer clears (the case changes only that)
     expect((await clearOne(buyer)).offerId).toBe(cheap.offerId);
-    exclude(world.market, cheap, world.clock.now());
+    await exclude(world.market, cheap, world.clock.now());
     world.pipeline.invalidateBook();
-    const before = world.market.offer(cheap.offerId).remainingMicroDiem;
+    const before = (await world.market.offer(cheap.offerId)).remainingMicroDiem;
     expect((await clearOne(buyer)).offerId).toBe(fallback.offerId);
-    expect(world.market.offer(cheap.offerId).remainingMicroDiem).toBe(before);
+    expect((await world.market.offer(cheap.offerId)).remainingMicroDiem).toBe(before);
   });
 });
 
 describe("when nothing can take the request (503, with the diagnosis)", () => {
   test("nothing posted at any price: pool_empty", async () => {
-    const buyer = setup();
+    const buyer = await setup();
     expect(await openText(world, buyer).catch((e: unknown) => e)).toMatchObject({
       code: "pool_empty",
       details: { retryAfterSeconds: 30 },
@@ -167,9 +141,9 @@ describe("when nothing can take the request (503, with the diagnosis)", () => {
   });
 
   test("offers at or below the ceiling too shallow: insufficient_routable_at_price, with their depth", async () => {
-    const buyer = setup(50);
-    world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50n });
-    world.market.addOffer({ priceCents: 45, quantityMicroDiem: 70n });
+    const buyer = await setup(50);
+    await world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50n });
+    await world.market.addOffer({ priceCents: 45, quantityMicroDiem: 70n });
     expect(await openText(world, buyer, { maxTokens: 100 }).catch((e: unknown) => e)).toMatchObject({
       code: "insufficient_routable_at_price",
       details: { eligibleRoutableDiem: "0.000120", maxEligibleOfferDiem: "0.000070" },
@@ -177,9 +151,9 @@ describe("when nothing can take the request (503, with the diagnosis)", () => {
   });
 
   test("after fall-forward, an offer above the ceiling is never the next one: 502 upstream_error", async () => {
-    const buyer = setup(50);
-    const cheap = world.market.addOffer({ priceCents: 30, quantityMicroDiem: 50_000_000n });
-    const above = world.market.addOffer({ priceCents: 60, quantityMicroDiem: 50_000_000n });
+    const buyer = await setup(50);
+    const cheap = await world.market.addOffer({ priceCents: 30, quantityMicroDiem: 50_000_000n });
+    const above = await world.market.addOffer({ priceCents: 60, quantityMicroDiem: 50_000_000n });
     const tried: string[] = [];
     const err = await world.pipeline
       .run(await openText(world, buyer), async ({ attempt }) => {
@@ -189,6 +163,6 @@ describe("when nothing can take the request (503, with the diagnosis)", () => {
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "upstream_error" });
     expect(tried).toEqual([cheap.offerId]);
-    expect(world.market.offer(above.offerId).reservedMicroDiem).toBe(0n);
+    expect((await world.market.offer(above.offerId)).reservedMicroDiem).toBe(0n);
   });
 });

@@ -39,7 +39,7 @@ import { createTestDatabase, REDIS_URL } from "../../db.js";
 import { chainEnv, signAuthorization, writeXPayment, type XPaymentAuthorization } from "../../funding.js";
 import { type HttpFacilitatorStandIn, startHttpFacilitator } from "../../http-facilitator.js";
 import { type LaggingRpc, startLaggingRpc } from "../../lagging-rpc.js";
-import { manualClock } from "../../memory-pipeline.js";
+import { manualClock } from "../../market-pipeline.js";
 import type { Prng } from "../prng.js";
 import { type FundingDefect, plantDefects } from "./plants.js";
 import { authKey, type FacilitatorBehaviour, STAND_IN_MODE, simFetch } from "./transport.js";

@@ -1,16 +1,23 @@
-// The inference pipeline built on in-memory stores (testkit/memory-stores.ts): no Postgres, no Redis.
-// For unit tests of the pipeline's rules (test/unit/inference); the integration tests run the real one.
+// The inference pipeline over the market database (testkit/market-db.ts): the project's SQL stores
+// on a database cloned from the migrated template, in-memory gates and events, a manual clock. For
+// the pipeline's tests of its rules (test/unit/inference: fall-forward, admission, clearing, key
+// budgets), which thereby run the stored functions themselves.
 import { createPubSub } from "graphql-yoga";
+import { afterAll, beforeAll } from "vitest";
 import type { EventBus, Topics } from "../src/adapters/pubsub.js";
 import { redisKeys } from "../src/adapters/redis/keys.js";
 import { type Config, LOCAL_KEY_ENCRYPTION_KEY, loadConfig } from "../src/config.js";
 import { textPricer } from "../src/domain/inference/admission.js";
 import { InferencePipeline } from "../src/domain/inference/pipeline.js";
 import type { AttemptingSession, KeyRules, RoutableModel } from "../src/domain/inference/session.js";
-import type { Clock } from "../src/lib/clock.js";
 import { DomainError } from "../src/lib/errors.js";
 import { SecretBox } from "../src/lib/secret-box.js";
-import { MemoryGates, MemoryMarket } from "./memory-stores.js";
+import { CLOCK_START, type ManualClock, manualClock } from "./manual-clock.js";
+import { MarketDb } from "./market-db.js";
+
+export { CLOCK_START, type ManualClock, manualClock } from "./manual-clock.js";
+
+import { MemoryGates } from "./memory-gates.js";
 
 /** A live text model: 1 DIEM per million prompt tokens, 4 per million completion tokens. */
 export const TEXT_MODEL: RoutableModel = Object.freeze({
@@ -24,22 +31,32 @@ export const TEXT_MODEL: RoutableModel = Object.freeze({
   maxCompletionTokens: 4096,
 });
 
-/** A clock that stands still until moved (so cooldowns and expiries are exact). */
-export function manualClock(start = new Date("2030-01-15T12:00:00.000Z")): Clock & { advance(ms: number): void } {
-  let now = start.getTime();
-  return {
-    now: () => new Date(now),
-    advance(ms: number) {
-      now += ms;
-    },
+/** The secrets box of the local world (what `addOffer` seals upstream keys with). */
+export const localSecrets = () => new SecretBox(Buffer.from(LOCAL_KEY_ENCRYPTION_KEY, "hex"));
+
+/**
+ * One market database for a test file: cloned from the template before its tests, dropped after.
+ * Each `marketPipeline` empties it first.
+ */
+export function useMarketDb(): () => MarketDb {
+  let market: MarketDb | undefined;
+  beforeAll(async () => {
+    market = await MarketDb.open({ secrets: localSecrets(), clock: manualClock() });
+  });
+  afterAll(async () => {
+    await market?.close();
+  });
+  return () => {
+    if (!market) throw new Error("the market database is not open (useMarketDb runs in beforeAll)");
+    return market;
   };
 }
 
-export interface MemoryWorld {
+export interface MarketWorld {
   pipeline: InferencePipeline;
-  market: MemoryMarket;
+  market: MarketDb;
   gates: MemoryGates;
-  clock: Clock & { advance(ms: number): void };
+  clock: ManualClock;
   bus: EventBus;
   config: Config;
   /** balance refreshes asked after an upstream 402 (key ids) */
@@ -49,32 +66,34 @@ export interface MemoryWorld {
 }
 
 /**
- * The pipeline on in-memory stores, gates and events; `env` overrides the config (e.g.
- * PLATFORM_FEE_BPS). A key confirmed after an unclear 401/403 is noted in `confirmed`; `revoked`
- * names the keys whose confirmation fails (they are marked auth_failed, as the balance read does).
+ * Empties the market database, sets its clock back to CLOCK_START and builds the pipeline on its
+ * SQL stores, in-memory gates and events; `env` overrides the config (e.g. PLATFORM_FEE_BPS). A key
+ * confirmed after an unclear 401/403 is noted in `confirmed`; `revoked` names the keys whose
+ * confirmation fails (they are marked auth_failed, as the balance read does).
  */
-export function memoryPipeline(
+export async function marketPipeline(
+  market: MarketDb,
   o: { env?: Record<string, string>; models?: RoutableModel[]; revoked?: (upstreamKeyId: string) => boolean } = {},
-): MemoryWorld {
+): Promise<MarketWorld> {
   const r = loadConfig({ ESCROW_LINGER_MS: "0", ...o.env }, { mode: "local", redisPrefix: "mem" });
   if (!r.ok) throw new Error(r.errors.join("\n"));
   const config = r.config;
-  const clock = manualClock();
-  const secrets = new SecretBox(Buffer.from(LOCAL_KEY_ENCRYPTION_KEY, "hex"));
-  const market = new MemoryMarket(secrets, () => clock.now());
+  await market.reset();
+  const clock = market.clock;
+  clock.set(CLOCK_START);
   const gates = new MemoryGates();
   const bus = createPubSub<Topics>() as EventBus;
   const models = new Map((o.models ?? [TEXT_MODEL]).map((m) => [m.id, m]));
   const refreshed: string[] = [];
   const confirmed: string[] = [];
   const pipeline = new InferencePipeline({
-    stores: market.stores,
+    stores: market.stores(),
     config,
     clock,
     bus,
     gates,
     keys: redisKeys("mem"),
-    secrets,
+    secrets: market.secrets,
     keyHealth: market.keyHealth,
     resolveModel: async (id) => {
       const m = models.get(id);
@@ -94,7 +113,7 @@ export function memoryPipeline(
 
 /** Opens a chat request for `buyer` on TEXT_MODEL (a prompt estimate and an optional max_tokens). */
 export function openText(
-  world: MemoryWorld,
+  world: MarketWorld,
   buyer: { accountId: string; apiKeyId: string },
   o: {
     promptEstimate?: number;
