@@ -1,16 +1,15 @@
 // GraphQL types, queries, mutations and subscriptions of issue 5 (supply). Same service calls as
-// src/http/routes/supply.ts; every `where` and derived field is a rule of domain/supply/supply-reads.ts
-// (the REST views use the same ones). The secret never leaves.
+// src/http/routes/supply.ts; every `where` is a rule of domain/supply/supply-reads.ts and every derived
+// field one of contract/supply.ts (the REST views use the same ones). The secret never leaves.
 import type { AccountEvent } from "../../adapters/pubsub.js";
+import { maskedKey, soldMicroDiem } from "../../contract/supply.js";
 import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
 import {
   listedOffers,
   liveOffers,
-  maskedKey,
   newestFirst,
   offerOwnerScopeFor,
   offerScopeFor,
-  soldMicroDiem,
   upstreamKeyScopeFor,
 } from "../../domain/supply/supply-reads.js";
 import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
