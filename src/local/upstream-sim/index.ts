@@ -3,6 +3,8 @@
  */
 export { computeBurnMicroDiem, type SimUsageInput, textPricingToMicro, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
 export { SIM_VENICE_VERSION } from "./context.js";
+export { SIM_FAULT_KINDS, type SimFault, type SimFaultEntry, type SimFaultKind } from "./faults.js";
+export type { SimBalancePatch, SimKeyInit, SimKeySnapshot } from "./keys.js";
 export { imageUnitPriceMicro, quoteVideoMicro, SIM_MP4_BYTES } from "./media.js";
 export {
   DEFAULT_SIM_MODELS,
@@ -17,31 +19,14 @@ export {
   type SimVideoPrice,
 } from "./models.js";
 export { formatMicro, parseDecimalToMicro } from "./money.js";
+export type { SimRecordedUsage, SimRequestFilter, SimRequestRecord } from "./request-log.js";
 export {
   API_ROUTES,
   startUpstreamSimulator,
   type UpstreamSimulator,
   type UpstreamSimulatorOptions,
 } from "./server.js";
-export {
-  SIM_FAULT_KINDS,
-  SIM_VIDEO_SELECTABLE_OUTCOMES,
-  type SimBalancePatch,
-  type SimFault,
-  type SimFaultEntry,
-  type SimFaultKind,
-  type SimKeyInit,
-  type SimKeySnapshot,
-  type SimRecordedUsage,
-  type SimRequestFilter,
-  type SimRequestRecord,
-  SimState,
-  type SimVideoBurn,
-  type SimVideoConfig,
-  type SimVideoJob,
-  type SimVideoOutcome,
-  type SimVideoSelectableOutcome,
-} from "./state.js";
+export { SimState } from "./state.js";
 export {
   countPromptTokens,
   PER_MESSAGE_OVERHEAD_TOKENS,
@@ -50,3 +35,11 @@ export {
   responsesInputToMessages,
   type SimDirectives,
 } from "./tokens.js";
+export {
+  SIM_VIDEO_SELECTABLE_OUTCOMES,
+  type SimVideoBurn,
+  type SimVideoConfig,
+  type SimVideoJob,
+  type SimVideoOutcome,
+  type SimVideoSelectableOutcome,
+} from "./video-jobs.js";

@@ -9,9 +9,9 @@ import { VENICE_REQUEST_FIELDS } from "../../adapters/upstream/venice-fields.js"
 import { computeBurnMicroDiem, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
 import { type ApiContext, balanceHeadersOf, baseHeaders, resolveModel, sendApiError, sendApiJson } from "./context.js";
 import { detailedError, type Issue, isRecord, type Json, sleepUnlessClosed, typeName } from "./http-util.js";
+import { admissionFailure, availableDiemMicro, debitBurn, type SimKeyRecord } from "./keys.js";
 import type { SimModel, SimTextModel } from "./models.js";
 import { microToNumber } from "./money.js";
-import { admissionFailure, availableDiemMicro, type SimKeyRecord } from "./state.js";
 import {
   chunkTokens,
   countPromptTokens,
@@ -314,7 +314,7 @@ function bill(ctx: ApiContext, input: BillInput): { diemMicro: bigint; usdMicro:
   const tokenBurn = computeBurnMicroDiem(input.model.model_spec.pricing, usage);
   // Add-on fees (web search) are charged only on billed responses, i.e. ones with output tokens.
   const burn = input.completionTokens > 0 ? tokenBurn + input.extraFeeMicro : 0n;
-  const charged = ctx.rt.state.debit(input.admitted.key, burn);
+  const charged = debitBurn(input.admitted.key, burn);
   input.admitted.window.tokens += input.promptTokens + input.completionTokens;
   const rec = ctx.record;
   rec.usage = {

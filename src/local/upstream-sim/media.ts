@@ -18,6 +18,7 @@ import {
   requireKey,
   typeIssue,
 } from "./inference.js";
+import { admissionFailure, debitPrepaid } from "./keys.js";
 import {
   isDownloadUrlVideoModel,
   type PriceUnit,
@@ -28,7 +29,8 @@ import {
   type SimVideoModel,
 } from "./models.js";
 import { microToNumber, numberToMicro } from "./money.js";
-import { admissionFailure, type SimState, type SimVideoJob, type SimVideoOutcome } from "./state.js";
+import type { SimState } from "./state.js";
+import type { SimVideoJob, SimVideoOutcome } from "./video-jobs.js";
 
 // ------------------------------------------------------------------ placeholder media bytes
 
@@ -96,7 +98,7 @@ function chargePrepaid(
   admitted: Admitted,
   amountMicro: bigint,
 ): { diemMicro: bigint; usdMicro: bigint } | null {
-  const charged = ctx.rt.state.debitPrepaid(admitted.key, amountMicro);
+  const charged = debitPrepaid(admitted.key, amountMicro);
   if (!charged) {
     const failure = admissionFailure(admitted.key);
     sendApiJson(
@@ -452,7 +454,7 @@ const VIDEO_RENDER_MS_RE = /\[\[sim:render_ms=(\d{1,9})\]\]/;
 function chooseVideoOutcome(state: SimState, prompt: string, downloadModel: boolean): SimVideoOutcome {
   const forced = VIDEO_OUTCOME_RE.exec(prompt)?.[1] as SimVideoOutcome | undefined;
   if (downloadModel) return forced === undefined || forced === "mp4" ? "download_url" : forced;
-  return forced ?? state.videoDefaultOutcome;
+  return forced ?? state.video.defaultOutcome;
 }
 
 /**
@@ -490,15 +492,15 @@ export async function handleVideoQueue(ctx: ApiContext): Promise<void> {
   const downloadModel = isDownloadUrlVideoModel(model.id);
   const outcome = chooseVideoOutcome(state, prompt, downloadModel);
   const queueId = randomUUID();
-  state.videoJobs.set(queueId, {
+  state.video.jobs.set(queueId, {
     queueId,
     model: model.id,
     key: admitted.key.key,
     quoteMicro: quote,
     charged,
     outcome,
-    processingPollsLeft: polls === undefined ? state.videoProcessingPolls : Number(polls),
-    renderMs: renderMs === undefined ? state.videoRenderMs : Number(renderMs),
+    processingPollsLeft: polls === undefined ? state.video.processingPolls : Number(polls),
+    renderMs: renderMs === undefined ? state.video.renderMs : Number(renderMs),
     createdAt: state.now(),
     completedAt: null,
     refunded: false,
@@ -519,7 +521,7 @@ const AVERAGE_EXECUTION_MS = 145_000;
 
 function findJob(ctx: ApiContext, body: Record<string, unknown>) {
   const key = requireKey(ctx);
-  const job = typeof body.queue_id === "string" ? ctx.rt.state.videoJobs.get(body.queue_id) : undefined;
+  const job = typeof body.queue_id === "string" ? ctx.rt.state.video.jobs.get(body.queue_id) : undefined;
   if (!job || job.deleted || job.key !== key.key) return undefined;
   if (typeof body.model === "string" && resolveModel(ctx.rt, body.model)?.id !== job.model) return undefined;
   return job;
@@ -620,7 +622,7 @@ export async function handleVideoComplete(ctx: ApiContext): Promise<void> {
 /** Unauthenticated `GET|DELETE /__media/{queue_id}.mp4` behind `download_url` (private models). */
 export function handleMediaDownload(state: SimState, req: IncomingMessage, res: ServerResponse, path: string): void {
   const match = /^\/__media\/([0-9a-f-]+)\.mp4$/.exec(path);
-  const job = match?.[1] ? state.videoJobs.get(match[1]) : undefined;
+  const job = match?.[1] ? state.video.jobs.get(match[1]) : undefined;
   if (!job || job.deleted || job.outcome !== "download_url" || job.completedAt === null) {
     sendJson(res, 404, { error: MSG_MEDIA_NOT_FOUND });
     return;

@@ -16,7 +16,8 @@ import {
 import { handleAdmin } from "./admin.js";
 import { textPricingToMicro } from "./burn.js";
 import { type ApiContext, type ApiRoute, resolveModel, type SimRuntime, sendApiError, sendApiJson } from "./context.js";
-import { isRecord, readJsonBody, sendJson, sleepUnlessClosed } from "./http-util.js";
+import { type SimFaultEntry, STREAM_ONLY_FAULTS } from "./faults.js";
+import { isRecord, normalizeRoute, readJsonBody, sendJson, sleepUnlessClosed } from "./http-util.js";
 import {
   handleChatCompletions,
   handleResponses,
@@ -25,6 +26,7 @@ import {
   MSG_RATE_LIMIT,
   MSG_SPEND_LIMIT,
 } from "./inference.js";
+import type { SimKeyInit, SimKeyRecord } from "./keys.js";
 import {
   handleImageGenerate,
   handleImagesGenerations,
@@ -36,14 +38,7 @@ import {
 } from "./media.js";
 import { DEFAULT_SIM_MODELS, normalizeModelId, type SimModel } from "./models.js";
 import { refuseAccess, sendRefusalFault } from "./refusals.js";
-import {
-  normalizeRoute,
-  type SimFaultEntry,
-  type SimKeyInit,
-  type SimKeyRecord,
-  SimState,
-  STREAM_ONLY_FAULTS,
-} from "./state.js";
+import { SimState } from "./state.js";
 
 export interface UpstreamSimulatorOptions {
   /** listen port; 0 (default) picks a free one */
