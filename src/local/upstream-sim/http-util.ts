@@ -142,3 +142,8 @@ export function normalizeRoute(route: string): string {
   if (!r.startsWith("/")) r = `/${r}`;
   return r.length > 1 && r.endsWith("/") ? r.slice(0, -1) : r;
 }
+
+export function typeIssue(path: (string | number)[], expected: string, value: unknown): Issue {
+  const received = typeName(value);
+  return { code: "invalid_type", expected, received, path, message: `Expected ${expected}, received ${received}` };
+}

@@ -7,8 +7,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { VENICE_REQUEST_FIELDS } from "../../adapters/upstream/venice-fields.js";
-import { type ApiContext, baseHeaders, resolveModel, sendApiError, sendApiJson } from "./context.js";
-import { detailedError, type Issue, isRecord, type Json, sendJson } from "./http-util.js";
 import {
   type Admitted,
   admitRequest,
@@ -16,8 +14,9 @@ import {
   MSG_MODEL_NOT_FOUND,
   MSG_SPEND_LIMIT,
   requireKey,
-  typeIssue,
-} from "./inference.js";
+} from "./admission.js";
+import { type ApiContext, baseHeaders, resolveModel, sendApiError, sendApiJson } from "./context.js";
+import { detailedError, type Issue, isRecord, type Json, sendJson, typeIssue } from "./http-util.js";
 import { admissionFailure, debitPrepaid } from "./keys.js";
 import {
   isDownloadUrlVideoModel,

@@ -14,18 +14,12 @@ import {
   sendX402Discovery,
 } from "./account.js";
 import { handleAdmin } from "./admin.js";
+import { MSG_INSUFFICIENT_BALANCE, MSG_OVERLOADED, MSG_RATE_LIMIT, MSG_SPEND_LIMIT } from "./admission.js";
 import { textPricingToMicro } from "./burn.js";
+import { handleChatCompletions } from "./chat.js";
 import { type ApiContext, type ApiRoute, resolveModel, type SimRuntime, sendApiError, sendApiJson } from "./context.js";
 import { type SimFaultEntry, STREAM_ONLY_FAULTS } from "./faults.js";
 import { isRecord, normalizeRoute, readJsonBody, sendJson, sleepUnlessClosed } from "./http-util.js";
-import {
-  handleChatCompletions,
-  handleResponses,
-  MSG_INSUFFICIENT_BALANCE,
-  MSG_OVERLOADED,
-  MSG_RATE_LIMIT,
-  MSG_SPEND_LIMIT,
-} from "./inference.js";
 import type { SimKeyInit, SimKeyRecord } from "./keys.js";
 import {
   handleImageGenerate,
@@ -38,6 +32,7 @@ import {
 } from "./media.js";
 import { DEFAULT_SIM_MODELS, normalizeModelId, type SimModel } from "./models.js";
 import { refuseAccess, sendRefusalFault } from "./refusals.js";
+import { handleResponses } from "./responses.js";
 import { SimState } from "./state.js";
 
 export interface UpstreamSimulatorOptions {
