@@ -4,8 +4,8 @@
 export { computeBurnMicroDiem, type SimUsageInput, textPricingToMicro, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
 export { SIM_VENICE_VERSION } from "./context.js";
 export { SIM_FAULT_KINDS, type SimFault, type SimFaultEntry, type SimFaultKind } from "./faults.js";
+export { imageUnitPriceMicro } from "./images.js";
 export type { SimBalancePatch, SimKeyInit, SimKeySnapshot } from "./keys.js";
-export { imageUnitPriceMicro, quoteVideoMicro, SIM_MP4_BYTES } from "./media.js";
 export {
   DEFAULT_SIM_MODELS,
   type PriceUnit,
@@ -35,6 +35,7 @@ export {
   responsesInputToMessages,
   type SimDirectives,
 } from "./tokens.js";
+export { quoteVideoMicro, SIM_MP4_BYTES } from "./video.js";
 export {
   SIM_VIDEO_SELECTABLE_OUTCOMES,
   type SimVideoBurn,

@@ -20,20 +20,19 @@ import { handleChatCompletions } from "./chat.js";
 import { type ApiContext, type ApiRoute, resolveModel, type SimRuntime, sendApiError, sendApiJson } from "./context.js";
 import { type SimFaultEntry, STREAM_ONLY_FAULTS } from "./faults.js";
 import { isRecord, normalizeRoute, readJsonBody, sendJson, sleepUnlessClosed } from "./http-util.js";
+import { handleImageGenerate, handleImagesGenerations } from "./images.js";
 import type { SimKeyInit, SimKeyRecord } from "./keys.js";
+import { DEFAULT_SIM_MODELS, normalizeModelId, type SimModel } from "./models.js";
+import { refuseAccess, sendRefusalFault } from "./refusals.js";
+import { handleResponses } from "./responses.js";
+import { SimState } from "./state.js";
 import {
-  handleImageGenerate,
-  handleImagesGenerations,
   handleMediaDownload,
   handleVideoComplete,
   handleVideoQueue,
   handleVideoQuote,
   handleVideoRetrieve,
-} from "./media.js";
-import { DEFAULT_SIM_MODELS, normalizeModelId, type SimModel } from "./models.js";
-import { refuseAccess, sendRefusalFault } from "./refusals.js";
-import { handleResponses } from "./responses.js";
-import { SimState } from "./state.js";
+} from "./video.js";
 
 export interface UpstreamSimulatorOptions {
   /** listen port; 0 (default) picks a free one */
@@ -60,7 +59,7 @@ export interface UpstreamSimulator {
 }
 
 /**
- * Route table, keyed "METHOD /path" below /api/v1. Media routes (§5, §6) live in media.ts.
+ * Route table, keyed "METHOD /path" below /api/v1. Media routes live in images.ts (§5) and video.ts (§6).
  */
 export const API_ROUTES: ReadonlyMap<string, ApiRoute> = new Map<string, ApiRoute>([
   ["GET /models", { auth: "optional", inference: false, handler: handleListModels }],

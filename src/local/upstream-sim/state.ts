@@ -36,7 +36,7 @@ export class SimState {
   private readonly baseNow: () => Date;
   private offsetMs = 0;
   private epochDay: number;
-  /** @internal the video jobs and the knobs of the next ones (media.ts queues and serves them) */
+  /** @internal the video jobs and the knobs of the next ones (video.ts queues and serves them) */
   readonly video = new SimVideoJobs();
   /**
    * the country the simulator believes its callers are in (ISO 3166 alpha-2, default "US"): a model

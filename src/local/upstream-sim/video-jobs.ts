@@ -2,7 +2,7 @@ import { type KeyRecord, refundCharge } from "./keys.js";
 import type { SimRequestRecord } from "./request-log.js";
 
 /**
- * The simulator's video jobs (media.ts queues and serves them): how a job ends, what it holds, and
+ * The simulator's video jobs (video.ts queues and serves them): how a job ends, what it holds, and
  * the knobs of the jobs queued from now on.
  */
 
