@@ -2,21 +2,19 @@
  * Local simulator of the upstream provider (Venice AI) API. See README.md in this folder.
  */
 export { computeBurnMicroDiem, type SimUsageInput, textPricingToMicro, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
+export { DEFAULT_SIM_MODELS } from "./catalog.js";
+export { SIM_VIDEO_FALLBACK_PRICE, SIM_VIDEO_PRICING, type SimVideoPrice } from "./catalog-video.js";
 export { SIM_VENICE_VERSION } from "./context.js";
 export { SIM_FAULT_KINDS, type SimFault, type SimFaultEntry, type SimFaultKind } from "./faults.js";
 export { imageUnitPriceMicro } from "./images.js";
 export type { SimBalancePatch, SimKeyInit, SimKeySnapshot } from "./keys.js";
-export {
-  DEFAULT_SIM_MODELS,
-  type PriceUnit,
-  SIM_VIDEO_FALLBACK_PRICE,
-  SIM_VIDEO_PRICING,
-  type SimImageModel,
-  type SimModel,
-  type SimTextModel,
-  type SimTextPricing,
-  type SimVideoModel,
-  type SimVideoPrice,
+export type {
+  PriceUnit,
+  SimImageModel,
+  SimModel,
+  SimTextModel,
+  SimTextPricing,
+  SimVideoModel,
 } from "./models.js";
 export { formatMicro, parseDecimalToMicro } from "./money.js";
 export type { SimRecordedUsage, SimRequestFilter, SimRequestRecord } from "./request-log.js";

@@ -82,7 +82,7 @@ export type SimKeyRecord = KeyRecord;
 export const DEFAULT_RPM_LIMIT = 100_000;
 export const DEFAULT_TPM_LIMIT = 100_000_000;
 
-export function availableDiem(k: KeyRecord): bigint {
+function availableDiem(k: KeyRecord): bigint {
   if (k.diemCapMicro === null) return k.diemMicro;
   const capLeft = k.diemCapMicro - k.spentDiemEpochMicro;
   const clampedCap = capLeft > 0n ? capLeft : 0n;

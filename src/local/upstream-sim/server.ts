@@ -16,13 +16,14 @@ import {
 import { handleAdmin } from "./admin.js";
 import { MSG_INSUFFICIENT_BALANCE, MSG_OVERLOADED, MSG_RATE_LIMIT, MSG_SPEND_LIMIT } from "./admission.js";
 import { textPricingToMicro } from "./burn.js";
+import { DEFAULT_SIM_MODELS } from "./catalog.js";
 import { handleChatCompletions } from "./chat.js";
 import { type ApiContext, type ApiRoute, resolveModel, type SimRuntime, sendApiError, sendApiJson } from "./context.js";
 import { type SimFaultEntry, STREAM_ONLY_FAULTS } from "./faults.js";
 import { isRecord, normalizeRoute, readJsonBody, sendJson, sleepUnlessClosed } from "./http-util.js";
 import { handleImageGenerate, handleImagesGenerations } from "./images.js";
 import type { SimKeyInit, SimKeyRecord } from "./keys.js";
-import { DEFAULT_SIM_MODELS, normalizeModelId, type SimModel } from "./models.js";
+import { normalizeModelId, type SimModel } from "./models.js";
 import { refuseAccess, sendRefusalFault } from "./refusals.js";
 import { handleResponses } from "./responses.js";
 import { SimState } from "./state.js";

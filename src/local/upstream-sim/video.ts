@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { admitRequest, requireKey } from "./admission.js";
+import { isDownloadUrlVideoModel, SIM_VIDEO_FALLBACK_PRICE, SIM_VIDEO_PRICING } from "./catalog-video.js";
 import { type ApiContext, baseHeaders, resolveModel, sendApiError, sendApiJson } from "./context.js";
 import { detailedError, type Issue, isRecord, type Json, sendJson, typeIssue } from "./http-util.js";
 import { chargePrepaid, modelOfType } from "./media-admission.js";
-import { isDownloadUrlVideoModel, SIM_VIDEO_FALLBACK_PRICE, SIM_VIDEO_PRICING, type SimVideoModel } from "./models.js";
+import type { SimVideoModel } from "./models.js";
 import { microToNumber } from "./money.js";
 import type { SimState } from "./state.js";
 import type { SimVideoJob, SimVideoOutcome } from "./video-jobs.js";
