@@ -1,7 +1,7 @@
 /**
  * The layering, enforced by `npm run lint` (docs/decisions.md "Inference pipeline"):
  *
- *   composition root (src/main.ts, src/dev.ts, src/boot.ts, src/runtime.ts, src/services.ts)
+ *   composition root (src/main.ts, src/dev.ts, src/boot.ts, src/runtime.ts, src/services.ts, src/app.ts)
  *     → transports (src/http, src/graphql, src/mcp, workers)
  *       → domain (src/domain) → adapters (src/adapters) → lib (src/lib)
  *   and beside them src/contract: the API's zod schemas (requests, responses, the OpenAPI
@@ -12,7 +12,7 @@
  */
 
 const TRANSPORTS = "^(src/(http|graphql|mcp)/|workers/)";
-const COMPOSITION_ROOT = "^src/(main|dev|boot|runtime|services)\\.ts$";
+const COMPOSITION_ROOT = "^src/(main|dev|boot|runtime|services|app)\\.ts$";
 /** what the production build leaves out: the local world, the dev entry, the web build and the browser app */
 const DEV_ONLY = "^src/(local/|dev\\.ts$|web/)";
 const FRAMEWORKS =

@@ -84,6 +84,21 @@ export const patchOfferBody = z
   })
   .openapi("PatchOfferRequest");
 
+/**
+ * The record's two derived fields, defined beside the schemas that show them: REST, GraphQL and the
+ * webhook payloads (`offer.*`, `upstream_key.unhealthy`) all compute them here.
+ */
+
+/** The masked display of an upstream key (`maskedKey`): `…` plus the last four characters the row keeps. */
+export function maskedKey(secretLast4: string): string {
+  return `…${secretLast4}`;
+}
+
+/** What an offer has sold (`soldDiem`): its quantity less what remains (in-flight holds are not sold yet). */
+export function soldMicroDiem(o: { quantityMicroDiem: bigint; remainingMicroDiem: bigint }): bigint {
+  return o.quantityMicroDiem - o.remainingMicroDiem;
+}
+
 export const upstreamKeyStatus = z.enum(["active", "auth_failed", "revoked"]);
 
 export const upstreamKeyResponse = z

@@ -13,7 +13,7 @@ import { traceRequest } from "./tracing.js";
 
 /**
  * The HTTP layers, defined once (issue 27 deliver 5; docs/decisions.md "The two hot POSTs skip
- * Express"). Each is a plain function over node's request and response; Express (app.ts, through the
+ * Express"). Each is a plain function over node's request and response; Express (src/app.ts, through the
  * adapters below) and the node:http fast path of the two hot inference POSTs (routes/inference.ts)
  * run these same functions in this same order, so the two cannot drift:
  *

@@ -37,3 +37,42 @@ export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
+
+/**
+ * The page size a list asks for: `fallback` when absent, else an integer 1–`max` (a 400 naming
+ * `limit` otherwise).
+ */
+export function pageSize(limit: number | undefined, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): number {
+  if (limit === undefined) return fallback;
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) {
+    throw new DomainError("invalid_request", `limit must be an integer 1-${max}.`, { field: "limit" });
+  }
+  return limit;
+}
+
+export type Keyset = {
+  createdAt?: { lte: Date };
+  OR?: ({ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } })[];
+};
+
+/**
+ * Keyset condition "strictly after the cursor" for a newest-first order on (createdAt, id). The time
+ * bound (`lte`) is implied by the OR; said alone, an index on (…, createdAt) starts at the cursor and
+ * a table partitioned by createdAt (clears) skips the months after it.
+ */
+export function keysetBefore(after: CursorKey | undefined): Keyset {
+  if (!after) return {};
+  return {
+    createdAt: { lte: after.at },
+    OR: [{ createdAt: { lt: after.at } }, { createdAt: after.at, id: { lt: after.id } }],
+  };
+}
+
+export function pageOf<R, T>(rows: R[], take: number, map: (r: R) => T, key: (r: R) => CursorKey): Page<T> {
+  const kept = rows.slice(0, take);
+  const last = kept[kept.length - 1];
+  return {
+    items: kept.map(map),
+    nextCursor: rows.length > take && last ? encodeCursor(key(last)) : null,
+  };
+}

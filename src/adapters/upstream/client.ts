@@ -1,45 +1,17 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { type Dispatcher, Pool, request } from "undici";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
-import { readSse, type SseFrame } from "../../lib/sse.js";
 import { injectTrace } from "../../lib/tracing.js";
-import { classifyAnswer, type UpstreamRefusal } from "./answers.js";
+import { reportedDiemBalance, type UpstreamJson, type UpstreamResponse } from "./bodies.js";
+import { failureFromError, failureFromResponse, failureOf, serialiseBody, type UpstreamResult } from "./failures.js";
 
 /**
  * Client of the one upstream provider (Venice-compatible API, ../shared/upstream/VENICE_API.md).
  * Failures are data (`{ ok: false, failure }`) because callers branch on them: fall-forward,
- * key cooldown, auth marking. Never logs key material.
+ * key cooldown, auth marking. Never logs key material. What a failure is and how an answer becomes
+ * one: failures.ts; a 2xx answer's body (SSE, release, the reported balance): bodies.ts. Both are
+ * re-exported here.
  */
-export type UpstreamFailureKind =
-  /** the documented invalid-key answer (401 "Authentication failed"; a 401/403 of the rate-limits read) */
-  | "auth"
-  /** a 401/403 the reference does not document: the key is confirmed before it is blamed (answers.ts) */
-  | "auth_unclear"
-  /** 402: the supplier's key is out of balance or over its spend limit */
-  | "payment"
-  | "rate_limited"
-  /** 5xx */
-  | "server"
-  | "timeout"
-  /** connection refused/reset, DNS */
-  | "network"
-  /** 400/404/409/413/415/422, and a model or route refused to a valid key (`reason`): the request's */
-  | "request"
-  | "invalid_response";
-
-export interface UpstreamFailure {
-  kind: UpstreamFailureKind;
-  status?: number;
-  message: string;
-  /** seconds, from Retry-After */
-  retryAfter?: number;
-  /** the upstream's error body, for request errors relayed to the buyer */
-  body?: unknown;
-  /** a `request` failure that is a documented refusal of the model or route to a valid key */
-  reason?: UpstreamRefusal;
-}
-
-export type UpstreamResult<T> = { ok: true; value: T } | { ok: false; failure: UpstreamFailure };
 
 export interface KeyStatus {
   accessPermitted: boolean;
@@ -66,163 +38,16 @@ export interface UpstreamClientOptions {
   timeoutMs?: number;
 }
 
-/** undici's own timeouts (connect, response headers, body idle): timeouts, not unreachability. */
-const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
-
-/**
- * A thrown call → failure. An aborted signal rejects with its reason (`TimeoutError` from
- * `AbortSignal.timeout`, `AbortError` from `AbortController.abort()` or undici's `RequestAbortedError`);
- * other undici errors carry their code at the top (`UND_ERR_SOCKET`, `ECONNREFUSED`, …), fetch-style
- * errors in `cause`.
- */
-export function failureFromError(e: unknown): UpstreamFailure {
-  const err = e as { name?: string; code?: string; cause?: { code?: string }; message?: string };
-  const code = err?.cause?.code ?? err?.code;
-  if (err?.name === "TimeoutError" || err?.name === "AbortError" || (code && TIMEOUT_CODES.has(code)))
-    return { kind: "timeout", message: "upstream timed out" };
-  return {
-    kind: "network",
-    message: `upstream unreachable (${code ?? err?.message ?? "error"})`,
-  };
-}
-
-/** An upstream response body: a Node Readable with `.text()`, `.json()` and `.dump()`. */
-export type UpstreamBody = Dispatcher.ResponseData["body"];
-
-/** A 2xx answer of `postJson()`, read and parsed. */
-export interface UpstreamJson {
-  status: number;
-  headers: IncomingHttpHeaders;
-  json: unknown;
-}
-
-/** A 2xx answer of `post()`: the caller owns `body` and must consume it or release it (`releaseBody`). */
-export interface UpstreamResponse {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: UpstreamBody;
-  /**
-   * The key's DIEM balance before this call as the upstream reports it (`x-venice-balance-diem`,
-   * VENICE_API §3 "Response headers"), micro-DIEM, never below 0; null when absent or unreadable
-   * (the upstream leaves it out when the account has no DIEM).
-   */
-  diemBalanceMicro: bigint | null;
-}
-
-function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v.join(", ") : v;
-}
-
-function retryAfterOf(headers: IncomingHttpHeaders): number | undefined {
-  const v = headerOf(headers, "retry-after");
-  if (!v) return undefined;
-  const n = Number(v);
-  return Number.isFinite(n) && n >= 0 ? n : undefined;
-}
-
-/**
- * An inference body as JSON text. A body that cannot be serialised (nested past the stack, a cycle,
- * a bigint) is the request's own failure (`request`: relayed to the buyer, no other key tried, no
- * key marked), never a network failure: as one it fell forward through five keys (issue 18 finding 3).
- */
-export function serialiseBody(body: unknown): UpstreamResult<string> {
-  try {
-    return { ok: true, value: JSON.stringify(body) };
-  } catch (e) {
-    const why = e instanceof RangeError ? "it is nested too deeply" : "it is not JSON";
-    return { ok: false, failure: { kind: "request", message: `the request body cannot be sent: ${why}` } };
-  }
-}
-
-/** A non-2xx answer to `path` → failure; always consumes the body. */
-async function failureFromResponse(path: string, res: Dispatcher.ResponseData): Promise<UpstreamFailure> {
-  const text = await res.body.text().catch(() => "");
-  return failureOf(path, res.statusCode, res.statusText, res.headers, text);
-}
-
-/** A non-2xx answer's route, status, headers and body text → failure, classified by `classifyAnswer`. */
-export function failureOf(
-  path: string,
-  status: number,
-  statusText: string,
-  headers: IncomingHttpHeaders,
-  text: string,
-): UpstreamFailure {
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {}
-  const error = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined;
-  const errorText =
-    typeof error === "string"
-      ? error
-      : typeof (error as { message?: unknown } | undefined)?.message === "string"
-        ? String((error as { message: string }).message)
-        : "";
-  const message = errorText || statusText || `HTTP ${status}`;
-  const { kind, reason } = classifyAnswer(path, status, errorText);
-  return { kind, status, message, retryAfter: retryAfterOf(headers), body, ...(reason ? { reason } : {}) };
-}
-
 const isOk = (status: number) => status >= 200 && status < 300;
-
-/**
- * `x-venice-balance-diem` → micro-DIEM (the same decimal reading as the rate-limits balance:
- * `upstreamDecimalToMicro`); a negative balance (DIEM may go slightly below zero) is 0; absent or
- * not a decimal: null.
- */
-export function reportedDiemBalance(headers: IncomingHttpHeaders): bigint | null {
-  const v = headerOf(headers, "x-venice-balance-diem");
-  if (v === undefined || v.trim() === "") return null;
-  try {
-    const m = upstreamDecimalToMicro(v);
-    return m < 0n ? 0n : m;
-  } catch {
-    return null;
-  }
-}
 
 /** Why `signal` aborted, as an Error (an AbortError when it gave no Error). */
 function abortReason(signal: AbortSignal | undefined): Error {
   const r: unknown = signal?.reason;
   return r instanceof Error ? r : new DOMException("aborted", "AbortError");
 }
+
 /** what global fetch sent; some gateways refuse calls without a user agent */
 const USER_AGENT = "node";
-const noop = () => undefined;
-/** The most a finished body is drained for its connection to be reused; beyond it, it is closed. */
-const DRAIN_LIMIT_BYTES = 64 * 1024;
-
-/**
- * Frees a body that will not be read further. `finished`: the upstream already sent its last event
- * (`[DONE]`, a terminal event, an empty answer), so the rest (usually just the end of the chunked
- * encoding) is drained and the keep-alive connection goes back to the pool. Otherwise the body is
- * destroyed, which closes the connection and stops the upstream. Idempotent; never throws.
- */
-export function releaseBody(body: UpstreamBody, finished = false): void {
-  if (body.destroyed || body.readableEnded) return;
-  // undici's body emits `error` (RequestAbortedError) when destroyed before its end: nobody reads it now
-  body.on("error", noop);
-  if (!finished) {
-    body.destroy();
-    return;
-  }
-  let left = DRAIN_LIMIT_BYTES;
-  body.on("data", (chunk: Buffer) => {
-    left -= chunk.length;
-    if (left < 0) body.destroy();
-  });
-  body.resume();
-}
-
-/**
- * Yields each complete frame of an upstream SSE body (`readSse` over the Node stream). Breaking out
- * of the loop leaves the body open (release it with `releaseBody`); a read error destroys it.
- */
-export function readUpstreamSse(body: UpstreamBody): AsyncGenerator<SseFrame> {
-  return readSse(body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>);
-}
 
 /**
  * Calls go through undici's `request()` on a keep-alive connection pool owned by the client (one
@@ -457,3 +282,20 @@ export class UpstreamClient {
     }
   }
 }
+
+export {
+  readUpstreamSse,
+  releaseBody,
+  reportedDiemBalance,
+  type UpstreamBody,
+  type UpstreamJson,
+  type UpstreamResponse,
+} from "./bodies.js";
+export {
+  failureFromError,
+  failureOf,
+  serialiseBody,
+  type UpstreamFailure,
+  type UpstreamFailureKind,
+  type UpstreamResult,
+} from "./failures.js";

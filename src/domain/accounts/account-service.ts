@@ -7,18 +7,24 @@ import { assertUuid } from "../../contract/common.js";
 import type { Clock } from "../../lib/clock.js";
 import {
   type CursorKey,
-  DEFAULT_PAGE_SIZE,
   decodeCursor,
   encodeCursor,
   MAX_EXPORT_PAGE_SIZE,
-  MAX_PAGE_SIZE,
   type Page,
+  pageSize,
 } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
-import type { Viewer } from "../identity/viewer.js";
 import { type HistoryReader, insufficientScope } from "../keys/key-scopes.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
-import type { AccountIdentity, AccountSummary, Balances, HistoryRow, LedgerLine, Savings } from "./account-types.js";
+import type {
+  AccountCaller,
+  AccountIdentity,
+  AccountSummary,
+  Balances,
+  HistoryRow,
+  LedgerLine,
+  Savings,
+} from "./account-types.js";
 import { authProviderFor } from "./auth-provider.js";
 import { type BalanceColumns, balancesOf, type HeldSlice } from "./balances.js";
 import { historyPage, requestByReference } from "./history-reads.js";
@@ -39,14 +45,6 @@ const BALANCE_SELECT = {
   supplierPayableMicroUsdc: true,
   buyerEscrows: { select: { holder: true, amountMicroUsdc: true } },
 } as const;
-
-export function pageSize(limit: number | undefined, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): number {
-  if (limit === undefined) return fallback;
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) {
-    throw new DomainError("invalid_request", `limit must be an integer 1-${max}.`, { field: "limit" });
-  }
-  return limit;
-}
 
 /** The buyer history's filters (every one optional). */
 export interface HistoryFilter {
@@ -90,7 +88,7 @@ export class AccountService {
    * The caller's identity; `authProvider` as `authProviderFor` decides (a session's own provider).
    * @throws not_found when the account does not exist
    */
-  async getIdentity(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountIdentity> {
+  async getIdentity(viewer: AccountCaller): Promise<AccountIdentity> {
     const a = await this.db.account.findUnique({ where: { id: viewer.accountId } });
     if (!a) throw new DomainError("not_found", "Account not found.");
     return { accountId: a.id, walletAddress: a.walletAddress, authProvider: authProviderFor(viewer, a.authProvider) };
@@ -117,7 +115,7 @@ export class AccountService {
   }
 
   /** Balances, ceiling, funding flags and the most recent ledger lines of the caller's account. Reads only. */
-  async getSummary(viewer: Pick<Viewer, "accountId" | "authProvider">): Promise<AccountSummary> {
+  async getSummary(viewer: AccountCaller): Promise<AccountSummary> {
     const accountId = viewer.accountId;
     const db = await this.read(accountId);
     const [a, recentLedger] = await Promise.all([

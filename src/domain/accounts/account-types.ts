@@ -9,6 +9,16 @@ export type AuthProviderName = "idp" | "siwe" | "x402";
 /** SPEC "Account" `authProvider`: enum `idp`, `siwe`; how a wallet signs in (a session's provider). */
 export type SignInProvider = "idp" | "siwe";
 
+/**
+ * What the account reads need of the caller: whose account, and for a session caller the provider
+ * it signed in with. identity's `Viewer` carries both; accounts sits below identity and names only
+ * these two fields.
+ */
+export interface AccountCaller {
+  accountId: string;
+  authProvider?: SignInProvider;
+}
+
 export interface AccountIdentity {
   accountId: string;
   walletAddress: string;

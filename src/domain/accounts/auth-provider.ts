@@ -1,5 +1,4 @@
-import type { Viewer } from "../identity/viewer.js";
-import type { AuthProviderName, SignInProvider } from "./account-types.js";
+import type { AccountCaller, AuthProviderName, SignInProvider } from "./account-types.js";
 
 /** The sign-in provider a stored value names; null for `x402` (a signup account never signed in). */
 export function signInProviderOf(stored: AuthProviderName): SignInProvider | null {
@@ -13,7 +12,7 @@ export function signInProviderOf(stored: AuthProviderName): SignInProvider | nul
  * the IdP, else `siwe`), or null while the wallet has never signed in. Never `x402`.
  */
 export function authProviderFor(
-  viewer: Pick<Viewer, "authProvider"> | null | undefined,
+  viewer: Pick<AccountCaller, "authProvider"> | null | undefined,
   stored: AuthProviderName,
 ): SignInProvider | null {
   return viewer?.authProvider ?? signInProviderOf(stored);

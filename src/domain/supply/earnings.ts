@@ -2,14 +2,12 @@ import type { ChainGateway } from "../../adapters/chain/usdc-gateway.js";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
-import { decodeCursor, type Page } from "../../lib/cursor.js";
+import { decodeCursor, keysetBefore, type Page, pageOf, pageSize } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { newestReadBound } from "../../lib/partitions.js";
-import { pageSize } from "../accounts/account-service.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
 import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { PAYOUT_MINIMUM_MICRO, PayoutRunner } from "./payouts.js";
-import { keysetBefore, pageOf } from "./supply-shared.js";
 import type { PayoutRunResult, SupplierClearRow, SupplierLedgerLine, SupplierLedgerPage } from "./supply-types.js";
 
 export interface EarningsDeps {

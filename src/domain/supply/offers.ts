@@ -1,18 +1,18 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import { assertUuid } from "../../contract/common.js";
+import { soldMicroDiem } from "../../contract/supply.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
-import { decodeCursor, type Page } from "../../lib/cursor.js";
+import { decodeCursor, keysetBefore, type Page, pageOf, pageSize } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
-import { pageSize } from "../accounts/account-service.js";
 import type { OutboxTx, WebhookOutbox } from "../webhooks/outbox.js";
 import { OFFER_EVENT_COLUMNS, type OfferEventRow, offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
 import { effectivePrice, type PricedOffer, type PriceStep, parseSchedule, storedSchedule } from "./price-schedule.js";
-import { newestFirst, offerScopeFor, soldMicroDiem } from "./supply-reads.js";
+import { newestFirst, offerScopeFor } from "./supply-reads.js";
 import { assertOfferPrice, assertQuantity } from "./supply-rules.js";
-import { isUniqueViolation, keysetBefore, LIVE, pageOf, publishOwner } from "./supply-shared.js";
+import { isUniqueViolation, LIVE, publishOwner } from "./supply-shared.js";
 import type { OfferStatusName, OfferView, UpstreamKeyStatusName } from "./supply-types.js";
 
 export interface OfferDeps {

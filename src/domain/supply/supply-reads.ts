@@ -4,8 +4,9 @@ import { LIVE_OFFER_STATUSES } from "./supply-types.js";
 /**
  * The read rules of the supply side, one function each, for every reader: the REST views
  * (SupplyService/OfferService → http/routes/supply.ts) and the GraphQL fields and `where`s
- * (graphql/schema/supply.ts, which keeps plugin-prisma's selections). Ownership, visibility and
- * the derived figures live only here.
+ * (graphql/schema/supply.ts, which keeps plugin-prisma's selections). Ownership and visibility
+ * live only here; the record's derived fields (`maskedKey`, `soldMicroDiem`) beside its schema in
+ * contract/supply.ts.
  */
 
 /** Prisma `where` for the viewer's own upstream keys (revoked included). */
@@ -36,14 +37,4 @@ export function liveOffers(): Prisma.OfferWhereInput {
 /** Lists are newest first, ties by id (the keyset cursors' order). */
 export function newestFirst(): [{ createdAt: "desc" }, { id: "desc" }] {
   return [{ createdAt: "desc" }, { id: "desc" }];
-}
-
-/** The masked display of an upstream key: `…` plus the last four characters the row keeps. */
-export function maskedKey(secretLast4: string): string {
-  return `…${secretLast4}`;
-}
-
-/** What an offer has sold: its quantity less what remains (in-flight holds are not sold yet). */
-export function soldMicroDiem(o: { quantityMicroDiem: bigint; remainingMicroDiem: bigint }): bigint {
-  return o.quantityMicroDiem - o.remainingMicroDiem;
 }

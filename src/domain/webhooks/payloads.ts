@@ -1,5 +1,5 @@
+import { maskedKey, soldMicroDiem } from "../../contract/supply.js";
 import { formatDecimal6 } from "../../lib/money.js";
-import { maskedKey, soldMicroDiem } from "../supply/supply-reads.js";
 import type { EventData } from "./outbox.js";
 
 /**

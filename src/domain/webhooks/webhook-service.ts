@@ -17,13 +17,11 @@ import {
 } from "../../contract/webhooks.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
-import { decodeCursor, type Page } from "../../lib/cursor.js";
+import { decodeCursor, keysetBefore, type Page, pageOf, pageSize } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import type { SecretBox } from "../../lib/secret-box.js";
-import { pageSize } from "../accounts/account-service.js";
-import { keysetBefore, pageOf } from "../supply/supply-shared.js";
 import { type DeliveryOutcome, WebhookDelivery } from "./delivery.js";
 import { type DeliveryQueue, WebhookOutbox } from "./outbox.js";
 import { webhookTestData } from "./payloads.js";

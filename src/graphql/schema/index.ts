@@ -7,6 +7,8 @@ import "./account.js";
 import "./api-keys.js";
 import "./payments.js";
 import "./supply.js";
+import "./upstream-keys.js";
+import "./supplier-earnings.js";
 import "./catalog.js";
 import "./video-jobs.js";
 import "./webhooks.js";

@@ -1,23 +1,16 @@
-// GraphQL types, queries, mutations and subscriptions of issue 5 (supply). Same service calls as
-// src/http/routes/supply.ts; every `where` and derived field is a rule of domain/supply/supply-reads.ts
-// (the REST views use the same ones). The secret never leaves.
+// GraphQL types, queries, mutations and subscriptions of the supply side's offers (upstream keys are
+// upstream-keys.ts, earnings and payouts supplier-earnings.ts). Same service calls as
+// src/http/routes/supply.ts; every `where` is a rule of domain/supply/supply-reads.ts and every derived
+// field one of contract/supply.ts (the REST views use the same ones). The secret never leaves.
 import type { AccountEvent } from "../../adapters/pubsub.js";
+import { soldMicroDiem } from "../../contract/supply.js";
 import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
-import {
-  listedOffers,
-  liveOffers,
-  maskedKey,
-  newestFirst,
-  offerOwnerScopeFor,
-  offerScopeFor,
-  soldMicroDiem,
-  upstreamKeyScopeFor,
-} from "../../domain/supply/supply-reads.js";
+import { newestFirst, offerOwnerScopeFor, offerScopeFor } from "../../domain/supply/supply-reads.js";
 import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { viewerOrThrow } from "./account.js";
 
-const UpstreamKeyStatusEnum = builder.enumType("UpstreamKeyStatus", {
+export const UpstreamKeyStatusEnum = builder.enumType("UpstreamKeyStatus", {
   description: "active; auth_failed (the upstream refused it at the last check: not routed); revoked.",
   values: {
     ACTIVE: { value: "active" },
@@ -112,59 +105,7 @@ export const OfferRef = builder.prismaObject("Offer", {
   }),
 });
 
-export const UpstreamKeyRef = builder.prismaObject("UpstreamKey", {
-  description: "A registered upstream key, masked. The secret is stored encrypted and never returned.",
-  select: { id: true },
-  fields: (t) => ({
-    id: t.exposeID("id"),
-    label: t.exposeString("label"),
-    status: t.field({ type: UpstreamKeyStatusEnum, select: { status: true }, resolve: (k) => k.status }),
-    maskedKey: t.string({
-      description: "`…` plus the last four characters of the secret",
-      select: { secretLast4: true },
-      resolve: (k) => maskedKey(k.secretLast4),
-    }),
-    balance: t.expose("lastBalanceMicroDiem", {
-      type: "MicroDiem",
-      nullable: true,
-      description: "the last DIEM balance the upstream reported",
-    }),
-    lastBalanceAt: t.expose("lastBalanceAt", { type: "DateTime", nullable: true }),
-    authFailedAt: t.expose("authFailedAt", { type: "DateTime", nullable: true }),
-    cooldownUntil: t.expose("cooldownUntil", { type: "DateTime", nullable: true }),
-    createdAt: t.expose("createdAt", { type: "DateTime" }),
-    revokedAt: t.expose("revokedAt", { type: "DateTime", nullable: true }),
-    liveOffer: t.field({
-      type: OfferRef,
-      nullable: true,
-      description: "the key's live (active or paused) offer",
-      select: (_args, _ctx, nestedSelection) => ({
-        offers: nestedSelection({ where: liveOffers(), take: 1 }),
-      }),
-      resolve: (k) => k.offers[0] ?? null,
-    }),
-    offers: t.relation("offers", {
-      description: "Offers on this key, cancelled excluded, newest first.",
-      query: { where: listedOffers(), orderBy: newestFirst() },
-    }),
-  }),
-});
-
 // ───────────────────────────── queries ─────────────────────────────
-
-builder.queryField("myUpstreamKeys", (t) =>
-  t.prismaField({
-    type: [UpstreamKeyRef],
-    authScopes: { session: true },
-    description: "The signed-in supplier's upstream keys (revoked included), newest first. Session only.",
-    resolve: (query, _root, _args, ctx) =>
-      ctx.db.upstreamKey.findMany({
-        ...query,
-        where: upstreamKeyScopeFor(viewerOrThrow(ctx, "account")),
-        orderBy: newestFirst(),
-      }),
-  }),
-);
 
 builder.queryField("myOffers", (t) =>
   t.prismaConnection({
@@ -180,180 +121,7 @@ builder.queryField("myOffers", (t) =>
       }),
   }),
 );
-
-interface LedgerLineShape {
-  id: string;
-  book: string;
-  kind: string;
-  amountMicroUsdc: bigint;
-  transactionId: string;
-  transactionKind: string;
-  createdAt: Date;
-}
-
-const SupplierLedgerLineRef = builder.objectRef<LedgerLineShape>("SupplierLedgerLine").implement({
-  description: "One signed change to the supplier's payable or held balance.",
-  fields: (t) => ({
-    id: t.exposeID("id"),
-    book: t.exposeString("book", {
-      description: "supplier_payable, or supplier_held (a video job's share until the job is final)",
-    }),
-    kind: t.exposeString("kind"),
-    amount: t.field({ type: "MicroUsdc", resolve: (l) => l.amountMicroUsdc }),
-    transactionId: t.exposeString("transactionId"),
-    transactionKind: t.exposeString("transactionKind"),
-    createdAt: t.field({ type: "DateTime", resolve: (l) => l.createdAt }),
-  }),
-});
-
-interface PayoutShape {
-  id: string;
-  period: string;
-  toAddress: string;
-  amountMicroUsdc: bigint;
-  status: string;
-  txHash: string | null;
-  createdAt: Date;
-  confirmedAt: Date | null;
-}
-
-const SupplierPayoutRef = builder.objectRef<PayoutShape>("SupplierPayout").implement({
-  description: "A daily payout of supplier earnings to the account wallet (USDC on Base).",
-  fields: (t) => ({
-    id: t.exposeID("id"),
-    period: t.exposeString("period", { description: "UTC day, YYYY-MM-DD" }),
-    toAddress: t.exposeString("toAddress"),
-    amount: t.field({ type: "MicroUsdc", resolve: (p) => p.amountMicroUsdc }),
-    status: t.exposeString("status", { description: "pending, submitted, confirmed or failed" }),
-    transaction: t.exposeString("txHash", { nullable: true }),
-    createdAt: t.field({ type: "DateTime", resolve: (p) => p.createdAt }),
-    confirmedAt: t.field({ type: "DateTime", nullable: true, resolve: (p) => p.confirmedAt }),
-  }),
-});
-
-interface LedgerPageShape {
-  payableMicroUsdc: bigint;
-  heldMicroUsdc: bigint;
-  paidOutMicroUsdc: bigint;
-  payoutPendingMicroUsdc: bigint;
-  payoutMinimumMicroUsdc: bigint;
-  recentPayouts: PayoutShape[];
-  items: LedgerLineShape[];
-  nextCursor: string | null;
-}
-
-const SupplierLedgerRef = builder.objectRef<LedgerPageShape>("SupplierLedger").implement({
-  description:
-    "Supplier earnings: payable and held balances, payouts and the supplier_payable and supplier_held lines (newest first).",
-  fields: (t) => ({
-    payable: t.field({
-      type: "MicroUsdc",
-      description:
-        "Payable and not yet paid out; negative while a refund of a share already paid out is recovered from later earnings.",
-      resolve: (l) => l.payableMicroUsdc,
-    }),
-    held: t.field({
-      type: "MicroUsdc",
-      description: "On hold: shares of video jobs not yet final (payable once delivered or expired).",
-      resolve: (l) => l.heldMicroUsdc,
-    }),
-    paidOut: t.field({ type: "MicroUsdc", resolve: (l) => l.paidOutMicroUsdc }),
-    payoutPending: t.field({ type: "MicroUsdc", resolve: (l) => l.payoutPendingMicroUsdc }),
-    payoutMinimum: t.field({ type: "MicroUsdc", resolve: (l) => l.payoutMinimumMicroUsdc }),
-    recentPayouts: t.field({ type: [SupplierPayoutRef], resolve: (l) => l.recentPayouts }),
-    entries: t.field({ type: [SupplierLedgerLineRef], resolve: (l) => l.items }),
-    nextCursor: t.string({ nullable: true, resolve: (l) => l.nextCursor }),
-  }),
-});
-
-builder.queryField("mySupplierLedger", (t) =>
-  t.field({
-    type: SupplierLedgerRef,
-    authScopes: { session: true },
-    description: "Supplier earnings of the signed-in account (same numbers as GET /v1/supply/ledger).",
-    args: { limit: t.arg.int({ required: false }), cursor: t.arg.string({ required: false }) },
-    resolve: (_root, args, ctx) =>
-      ctx.services.earnings.supplierLedger({
-        accountId: viewerOrThrow(ctx, "account").accountId,
-        limit: args.limit ?? undefined,
-        cursor: args.cursor ?? undefined,
-      }),
-  }),
-);
-
-interface ClearShape {
-  clearId: string;
-  model: string;
-  modality: string;
-  priceCentsPerDollar: number;
-  burnMicroDiem: bigint;
-  grossMicroUsdc: bigint;
-  feeMicroUsdc: bigint;
-  earnedMicroUsdc: bigint;
-  refundedAt: Date | null;
-  createdAt: Date;
-}
-
-const SupplierClearRef = builder.objectRef<ClearShape>("SupplierClear").implement({
-  description: "One clear sold by the supplier. Never identifies the buyer.",
-  fields: (t) => ({
-    clearId: t.exposeID("clearId"),
-    model: t.exposeString("model"),
-    modality: t.exposeString("modality"),
-    priceCentsPerDollar: t.exposeInt("priceCentsPerDollar"),
-    burn: t.field({ type: "MicroDiem", resolve: (c) => c.burnMicroDiem }),
-    gross: t.field({ type: "MicroUsdc", resolve: (c) => c.grossMicroUsdc }),
-    fee: t.field({ type: "MicroUsdc", resolve: (c) => c.feeMicroUsdc }),
-    earned: t.field({ type: "MicroUsdc", resolve: (c) => c.earnedMicroUsdc }),
-    refundedAt: t.field({ type: "DateTime", nullable: true, resolve: (c) => c.refundedAt }),
-    createdAt: t.field({ type: "DateTime", resolve: (c) => c.createdAt }),
-  }),
-});
-
-const SupplierClearPageRef = builder
-  .objectRef<{ items: ClearShape[]; nextCursor: string | null }>("SupplierClearPage")
-  .implement({
-    fields: (t) => ({
-      items: t.field({ type: [SupplierClearRef], resolve: (p) => p.items }),
-      nextCursor: t.string({ nullable: true, resolve: (p) => p.nextCursor }),
-    }),
-  });
-
-builder.queryField("mySupplierInferenceHistory", (t) =>
-  t.field({
-    type: SupplierClearPageRef,
-    authScopes: { session: true },
-    description: "Clears the signed-in account sold, newest first (same rows as GET /v1/supply/inference-history).",
-    args: { limit: t.arg.int({ required: false }), cursor: t.arg.string({ required: false }) },
-    resolve: (_root, args, ctx) =>
-      ctx.services.earnings.supplierInferenceHistory({
-        accountId: viewerOrThrow(ctx, "account").accountId,
-        limit: args.limit ?? undefined,
-        cursor: args.cursor ?? undefined,
-      }),
-  }),
-);
-
 // ───────────────────────────── mutations ─────────────────────────────
-
-const UpstreamKeyPayload = builder
-  .objectRef<{ upstreamKeyId: string; cancelledOffers?: number }>("UpstreamKeyPayload")
-  .implement({
-    fields: (t) => ({
-      upstreamKey: t.prismaField({
-        type: UpstreamKeyRef,
-        resolve: (query, p, _args, ctx) =>
-          ctx.db.upstreamKey.findUniqueOrThrow({
-            ...query,
-            where: { id: p.upstreamKeyId, ...upstreamKeyScopeFor(viewerOrThrow(ctx, "account")) },
-          }),
-      }),
-      cancelledOffers: t.int({
-        description: "revokeUpstreamKey only: offers this call cancelled",
-        resolve: (p) => p.cancelledOffers ?? 0,
-      }),
-    }),
-  });
 
 const OfferPayload = builder.objectRef<{ offerId: string }>("OfferPayload").implement({
   fields: (t) => ({
@@ -367,51 +135,8 @@ const OfferPayload = builder.objectRef<{ offerId: string }>("OfferPayload").impl
     }),
   }),
 });
-
-const RegisterUpstreamKeyInput = builder.inputType("RegisterUpstreamKeyInput", {
-  fields: (t) => ({
-    upstreamApiKey: t.string({ required: true, description: "the upstream secret; checked, then stored encrypted" }),
-    label: t.string({ required: true, description: "1-64 characters" }),
-  }),
-});
-
-builder.mutationField("registerUpstreamKey", (t) =>
-  t.field({
-    type: UpstreamKeyPayload,
-    authScopes: { session: true },
-    description: "Registers an upstream key after checking it with the upstream (POST /v1/supply/upstream-keys).",
-    args: { input: t.arg({ type: RegisterUpstreamKeyInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
-      const k = await ctx.services.supply.registerUpstreamKey({
-        accountId: viewerOrThrow(ctx, "account").accountId,
-        upstreamApiKey: input.upstreamApiKey,
-        label: input.label,
-      });
-      return { upstreamKeyId: k.id };
-    },
-  }),
-);
-
-const IdInput = (name: string) => builder.inputType(name, { fields: (t) => ({ id: t.id({ required: true }) }) });
-const RevokeUpstreamKeyInput = IdInput("RevokeUpstreamKeyInput");
+export const IdInput = (name: string) => builder.inputType(name, { fields: (t) => ({ id: t.id({ required: true }) }) });
 const CancelOfferInput = IdInput("CancelOfferInput");
-
-builder.mutationField("revokeUpstreamKey", (t) =>
-  t.field({
-    type: UpstreamKeyPayload,
-    authScopes: { session: true },
-    description: "Revokes the key row and cancels its non-cancelled offers; repeatable.",
-    args: { input: t.arg({ type: RevokeUpstreamKeyInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
-      const r = await ctx.services.supply.revokeUpstreamKey({
-        accountId: viewerOrThrow(ctx, "account").accountId,
-        upstreamKeyId: String(input.id),
-      });
-      return { upstreamKeyId: r.upstreamKeyId, cancelledOffers: r.cancelledOffers };
-    },
-  }),
-);
-
 const PostOfferInput = builder.inputType("PostOfferInput", {
   fields: (t) => ({
     priceCentsPerDollar: t.int({ required: true, description: `${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}` }),
@@ -505,7 +230,6 @@ builder.mutationField("cancelOffer", (t) =>
     },
   }),
 );
-
 // ───────────────────────────── subscriptions ─────────────────────────────
 
 /** Event kinds are `<subject>:<id>:<state>` (offer:…:paused, key:…:auth_failed, payout:…:confirmed). */
@@ -523,31 +247,12 @@ const OfferUpdatedRef = builder.objectRef<AccountEvent>("OfferUpdated").implemen
     at: t.field({ type: "DateTime", resolve: (e) => new Date(e.at) }),
   }),
 });
-
-const EarningsChangedRef = builder.objectRef<AccountEvent>("EarningsChanged").implement({
-  description: "The viewer's supplier earnings or payouts changed; re-read `mySupplierLedger`.",
-  fields: (t) => ({
-    kind: t.exposeString("kind"),
-    at: t.field({ type: "DateTime", resolve: (e) => new Date(e.at) }),
-  }),
-});
-
 builder.subscriptionField("offerUpdated", (t) =>
   t.field({
     type: OfferUpdatedRef,
     authScopes: { session: true },
     description: "Owner only: fires when one of the viewer's offers or keys changes state, from any process.",
     subscribe: (_root, _args, ctx) => ctx.bus.subscribe("offerUpdated", viewerOrThrow(ctx, "account").accountId),
-    resolve: (e) => e,
-  }),
-);
-
-builder.subscriptionField("earningsChanged", (t) =>
-  t.field({
-    type: EarningsChangedRef,
-    authScopes: { session: true },
-    description: "Owner only: fires when the viewer's supplier earnings or payouts change, from any process.",
-    subscribe: (_root, _args, ctx) => ctx.bus.subscribe("earningsChanged", viewerOrThrow(ctx, "account").accountId),
     resolve: (e) => e,
   }),
 );

@@ -1,9 +1,9 @@
 /** Catalog and key routes: `GET /models` (§2), `GET /api_keys/rate_limits` (§7), the x402 discovery 402 (§8). */
 import { type ApiContext, baseHeaders, sendApiError, sendApiJson } from "./context.js";
 import { detailedError, type Json } from "./http-util.js";
+import { admissionFailure, availableDiemMicro } from "./keys.js";
 import { filterModels, isModelListType, MODEL_LIST_TYPES, type SimModel } from "./models.js";
 import { microToNumber } from "./money.js";
-import { admissionFailure, availableDiemMicro } from "./state.js";
 
 export const MSG_AUTH_FAILED = "Authentication failed";
 export const MSG_ADMIN_KEY_REQUIRED = "Admin API key required";

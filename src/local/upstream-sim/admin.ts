@@ -3,23 +3,19 @@
  * decimal strings of micro-units; dates are ISO strings. Mirrors the SimState methods.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { isSimFaultKind, type SimFault, type SimFaultEntry } from "./faults.js";
 import { isRecord, readJsonBody, sendJson } from "./http-util.js";
+import type { SimBalancePatch, SimKeyInit, SimKeySnapshot } from "./keys.js";
 import { toMicroBigint } from "./money.js";
+import type { SimRequestRecord } from "./request-log.js";
+import type { SimState } from "./state.js";
 import {
-  isSimFaultKind,
   isSimVideoSelectableOutcome,
   SIM_VIDEO_SELECTABLE_OUTCOMES,
-  type SimBalancePatch,
-  type SimFault,
-  type SimFaultEntry,
-  type SimKeyInit,
-  type SimKeySnapshot,
-  type SimRequestRecord,
-  type SimState,
   type SimVideoBurn,
   type SimVideoConfig,
   type SimVideoJob,
-} from "./state.js";
+} from "./video-jobs.js";
 
 export function serializeKey(k: SimKeySnapshot): Record<string, unknown> {
   return {

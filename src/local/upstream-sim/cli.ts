@@ -3,9 +3,10 @@
  * [--key SECRET:DIEM[:USD]]...` (DIEM/USD as decimals, e.g. `--key sk-sim-1:25.5`). Prints the base
  * and admin URLs and runs until SIGINT/SIGTERM.
  */
+
+import type { SimKeyInit } from "./keys.js";
 import { parseDecimalToMicro } from "./money.js";
 import { startUpstreamSimulator } from "./server.js";
-import type { SimKeyInit } from "./state.js";
 
 function parseArgs(argv: readonly string[]): { port: number; host: string; keys: SimKeyInit[] } {
   let port = 4010;

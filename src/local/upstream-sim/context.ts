@@ -1,8 +1,11 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { SimFaultEntry } from "./faults.js";
 import { sendJson } from "./http-util.js";
+import type { SimKeyRecord } from "./keys.js";
 import { normalizeModelId, type SimModel } from "./models.js";
 import { formatMicro } from "./money.js";
-import type { SimFaultEntry, SimKeyRecord, SimRequestRecord, SimState } from "./state.js";
+import type { SimRequestRecord } from "./request-log.js";
+import type { SimState } from "./state.js";
 
 /** Value of the `x-venice-version` header (swagger `info.version` of the documented snapshot). */
 export const SIM_VENICE_VERSION = "20260821.193530";

@@ -134,3 +134,16 @@ export function typeName(value: unknown): string {
   if (Array.isArray(value)) return "array";
   return typeof value;
 }
+
+/** Normalises a route filter: "chat/completions", "/api/v1/chat/completions" → "/chat/completions". */
+export function normalizeRoute(route: string): string {
+  let r = route.trim();
+  if (r.startsWith("/api/v1")) r = r.slice("/api/v1".length);
+  if (!r.startsWith("/")) r = `/${r}`;
+  return r.length > 1 && r.endsWith("/") ? r.slice(0, -1) : r;
+}
+
+export function typeIssue(path: (string | number)[], expected: string, value: unknown): Issue {
+  const received = typeName(value);
+  return { code: "invalid_type", expected, received, path, message: `Expected ${expected}, received ${received}` };
+}

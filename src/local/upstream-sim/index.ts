@@ -2,46 +2,29 @@
  * Local simulator of the upstream provider (Venice AI) API. See README.md in this folder.
  */
 export { computeBurnMicroDiem, type SimUsageInput, textPricingToMicro, WEB_SEARCH_FEE_MICRO_DIEM } from "./burn.js";
+export { DEFAULT_SIM_MODELS } from "./catalog.js";
+export { SIM_VIDEO_FALLBACK_PRICE, SIM_VIDEO_PRICING, type SimVideoPrice } from "./catalog-video.js";
 export { SIM_VENICE_VERSION } from "./context.js";
-export { imageUnitPriceMicro, quoteVideoMicro, SIM_MP4_BYTES } from "./media.js";
-export {
-  DEFAULT_SIM_MODELS,
-  type PriceUnit,
-  SIM_VIDEO_FALLBACK_PRICE,
-  SIM_VIDEO_PRICING,
-  type SimImageModel,
-  type SimModel,
-  type SimTextModel,
-  type SimTextPricing,
-  type SimVideoModel,
-  type SimVideoPrice,
+export { SIM_FAULT_KINDS, type SimFault, type SimFaultEntry, type SimFaultKind } from "./faults.js";
+export { imageUnitPriceMicro } from "./images.js";
+export type { SimBalancePatch, SimKeyInit, SimKeySnapshot } from "./keys.js";
+export type {
+  PriceUnit,
+  SimImageModel,
+  SimModel,
+  SimTextModel,
+  SimTextPricing,
+  SimVideoModel,
 } from "./models.js";
 export { formatMicro, parseDecimalToMicro } from "./money.js";
+export type { SimRecordedUsage, SimRequestFilter, SimRequestRecord } from "./request-log.js";
 export {
   API_ROUTES,
   startUpstreamSimulator,
   type UpstreamSimulator,
   type UpstreamSimulatorOptions,
 } from "./server.js";
-export {
-  SIM_FAULT_KINDS,
-  SIM_VIDEO_SELECTABLE_OUTCOMES,
-  type SimBalancePatch,
-  type SimFault,
-  type SimFaultEntry,
-  type SimFaultKind,
-  type SimKeyInit,
-  type SimKeySnapshot,
-  type SimRecordedUsage,
-  type SimRequestFilter,
-  type SimRequestRecord,
-  SimState,
-  type SimVideoBurn,
-  type SimVideoConfig,
-  type SimVideoJob,
-  type SimVideoOutcome,
-  type SimVideoSelectableOutcome,
-} from "./state.js";
+export { SimState } from "./state.js";
 export {
   countPromptTokens,
   PER_MESSAGE_OVERHEAD_TOKENS,
@@ -50,3 +33,12 @@ export {
   responsesInputToMessages,
   type SimDirectives,
 } from "./tokens.js";
+export { quoteVideoMicro, SIM_MP4_BYTES } from "./video.js";
+export {
+  SIM_VIDEO_SELECTABLE_OUTCOMES,
+  type SimVideoBurn,
+  type SimVideoConfig,
+  type SimVideoJob,
+  type SimVideoOutcome,
+  type SimVideoSelectableOutcome,
+} from "./video-jobs.js";

@@ -4,10 +4,10 @@
  * documented error status with its documented body.
  */
 import { MSG_AUTH_FAILED } from "./account.js";
+import { MSG_MODEL_NOT_FOUND } from "./admission.js";
 import { type ApiContext, sendApiError, sendApiJson } from "./context.js";
+import type { SimFaultKind } from "./faults.js";
 import { detailedError } from "./http-util.js";
-import { MSG_MODEL_NOT_FOUND } from "./inference.js";
-import type { SimFaultKind } from "./state.js";
 
 /** 403 on `/video/quote`, `/video/queue`, `/video/retrieve` (the documented description). */
 export const MSG_REGION =

@@ -14,36 +14,26 @@ import {
   sendX402Discovery,
 } from "./account.js";
 import { handleAdmin } from "./admin.js";
+import { MSG_INSUFFICIENT_BALANCE, MSG_OVERLOADED, MSG_RATE_LIMIT, MSG_SPEND_LIMIT } from "./admission.js";
 import { textPricingToMicro } from "./burn.js";
+import { DEFAULT_SIM_MODELS } from "./catalog.js";
+import { handleChatCompletions } from "./chat.js";
 import { type ApiContext, type ApiRoute, resolveModel, type SimRuntime, sendApiError, sendApiJson } from "./context.js";
-import { isRecord, readJsonBody, sendJson, sleepUnlessClosed } from "./http-util.js";
+import { type SimFaultEntry, STREAM_ONLY_FAULTS } from "./faults.js";
+import { isRecord, normalizeRoute, readJsonBody, sendJson, sleepUnlessClosed } from "./http-util.js";
+import { handleImageGenerate, handleImagesGenerations } from "./images.js";
+import type { SimKeyInit, SimKeyRecord } from "./keys.js";
+import { normalizeModelId, type SimModel } from "./models.js";
+import { refuseAccess, sendRefusalFault } from "./refusals.js";
+import { handleResponses } from "./responses.js";
+import { SimState } from "./state.js";
 import {
-  handleChatCompletions,
-  handleResponses,
-  MSG_INSUFFICIENT_BALANCE,
-  MSG_OVERLOADED,
-  MSG_RATE_LIMIT,
-  MSG_SPEND_LIMIT,
-} from "./inference.js";
-import {
-  handleImageGenerate,
-  handleImagesGenerations,
   handleMediaDownload,
   handleVideoComplete,
   handleVideoQueue,
   handleVideoQuote,
   handleVideoRetrieve,
-} from "./media.js";
-import { DEFAULT_SIM_MODELS, normalizeModelId, type SimModel } from "./models.js";
-import { refuseAccess, sendRefusalFault } from "./refusals.js";
-import {
-  normalizeRoute,
-  type SimFaultEntry,
-  type SimKeyInit,
-  type SimKeyRecord,
-  SimState,
-  STREAM_ONLY_FAULTS,
-} from "./state.js";
+} from "./video.js";
 
 export interface UpstreamSimulatorOptions {
   /** listen port; 0 (default) picks a free one */
@@ -70,7 +60,7 @@ export interface UpstreamSimulator {
 }
 
 /**
- * Route table, keyed "METHOD /path" below /api/v1. Media routes (§5, §6) live in media.ts.
+ * Route table, keyed "METHOD /path" below /api/v1. Media routes live in images.ts (§5) and video.ts (§6).
  */
 export const API_ROUTES: ReadonlyMap<string, ApiRoute> = new Map<string, ApiRoute>([
   ["GET /models", { auth: "optional", inference: false, handler: handleListModels }],

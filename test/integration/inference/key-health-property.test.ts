@@ -7,7 +7,7 @@
 // Replay a failure with FUZZ_SEED=<seed>; FUZZ_RUNS sets the number of cases (default 60).
 import fc from "fast-check";
 import { beforeAll, expect, test } from "vitest";
-import { SIM_FAULT_KINDS, type SimFaultKind } from "../../../src/local/upstream-sim/state.js";
+import { SIM_FAULT_KINDS, type SimFaultKind } from "../../../src/local/upstream-sim/faults.js";
 import { call } from "../../../testkit/actors.js";
 import { addSupply, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
 import { useMarketWorld } from "../../../testkit/market-world.js";

@@ -5,7 +5,7 @@
 // the books balance.
 import { describe, expect, test } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
-import type { SimFaultKind } from "../../../src/local/upstream-sim/state.js";
+import type { SimFaultKind } from "../../../src/local/upstream-sim/faults.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";

@@ -2,9 +2,9 @@
 // the video routes), the alpha-only /responses, a revoked key (401) — and every documented error
 // status on demand (fault kinds), each with its documented body.
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import type { SimFaultKind } from "../../../src/local/upstream-sim/faults.js";
 import type { UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { MSG_ALPHA_ONLY, MSG_REGION } from "../../../src/local/upstream-sim/refusals.js";
-import type { SimFaultKind } from "../../../src/local/upstream-sim/state.js";
 import { admin, diemOf, get, post, startSim, userMessage } from "../../../testkit/upstream-sim.js";
 
 const START = 10_000_000n;

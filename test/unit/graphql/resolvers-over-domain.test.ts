@@ -6,8 +6,8 @@ import { describe, expect, test } from "vitest";
 import { requestDetailArgs } from "../../../src/contract/account.js";
 import { assertUuid, idParam, isUuid } from "../../../src/contract/common.js";
 import { recentClearsArgs } from "../../../src/contract/market.js";
+import { maskedKey, soldMicroDiem } from "../../../src/contract/supply.js";
 import { videoJobsArgs } from "../../../src/contract/video-jobs.js";
-import { maskedKey, soldMicroDiem } from "../../../src/domain/supply/supply-reads.js";
 import { withArgs } from "../../../src/graphql/validate.js";
 import { parse } from "../../../src/http/validate.js";
 import { DomainError } from "../../../src/lib/errors.js";
@@ -95,7 +95,7 @@ describe("one uuid check", () => {
 });
 
 describe("GraphQL resolvers re-derive no supply rule", () => {
-  test("derived figures come from domain/supply/supply-reads.ts", () => {
+  test("derived figures come from contract/supply.ts", () => {
     expect(maskedKey("1a2b")).toBe("…1a2b");
     expect(soldMicroDiem({ quantityMicroDiem: 5_000_000n, remainingMicroDiem: 1_250_000n })).toBe(3_750_000n);
   });

@@ -51,7 +51,7 @@ describe("npm run lint: the layering and cycle rules", { timeout: 240_000 }, () 
     plant(
       copy,
       "src/domain/zz-planted.ts",
-      'import { createHttpApp } from "../http/app.js";\nexport const x = createHttpApp;\n',
+      'import { errorPayload } from "../http/error-response.js";\nexport const x = errorPayload;\n',
     );
     plant(
       copy,
@@ -68,7 +68,7 @@ describe("npm run lint: the layering and cycle rules", { timeout: 240_000 }, () 
 
     const r = cruise(copy);
     expect(r.status).not.toBe(0);
-    expect(r.output).toMatch(/domain-not-to-transports: src\/domain\/zz-planted\.ts → src\/http\/app\.ts/);
+    expect(r.output).toMatch(/domain-not-to-transports: src\/domain\/zz-planted\.ts → src\/http\/error-response\.ts/);
     expect(r.output).toMatch(/domain-not-to-transports: src\/domain\/zz-planted-type\.ts → src\/graphql\/context\.ts/);
     expect(r.output).toMatch(/no-cycles: src\/lib\/zz-cycle-(a|b)\.ts/);
     expect(r.output).toMatch(/bench-not-to-test: bench\/zz-planted\.ts → test\/support\/global-setup\.ts/);

@@ -1,29 +1,29 @@
 import { createServer, type RequestListener, type Server } from "node:http";
 import express, { type Express, type Request, type Response } from "express";
-import { createGraphqlCostBudget } from "../adapters/redis/budget.js";
-import { createGraphQL } from "../graphql/yoga.js";
-import { DomainError } from "../lib/errors.js";
-import { mcpPath, mcpRoutes } from "../mcp/routes.js";
-import type { Runtime } from "../runtime.js";
-import { bodyUnlessCredentialed, readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./auth.js";
-import { answerClientError, errorMiddleware, sendError } from "./error-response.js";
-import { EntryLayers } from "./layers.js";
-import { graphqlJsonBody, InFlight } from "./middleware.js";
-import { accountRoutes } from "./routes/account.js";
-import { agentRoutes } from "./routes/agent.js";
-import { authRoutes } from "./routes/auth.js";
-import { catalogRoutes } from "./routes/catalog.js";
-import { discoveryRoutes } from "./routes/discovery.js";
-import { documentRoutes } from "./routes/documents.js";
-import { fundingRoutes } from "./routes/funding.js";
-import { healthRoutes } from "./routes/health.js";
-import { inferenceListener, inferenceRoutes } from "./routes/inference.js";
-import { marketRoutes } from "./routes/market.js";
-import { openApiRoutes } from "./routes/openapi.js";
-import { payPerRequestRoutes } from "./routes/pay-per-request.js";
-import { supplyRoutes } from "./routes/supply.js";
-import { type WebOptions, webRoutes } from "./routes/web.js";
-import { webhookRoutes } from "./routes/webhooks.js";
+import { createGraphqlCostBudget } from "./adapters/redis/budget.js";
+import { createGraphQL } from "./graphql/yoga.js";
+import { bodyUnlessCredentialed, readCookie, requireSameOrigin, resolveViewer, SESSION_COOKIE } from "./http/auth.js";
+import { answerClientError, errorMiddleware, sendError } from "./http/error-response.js";
+import { EntryLayers } from "./http/layers.js";
+import { graphqlJsonBody, InFlight } from "./http/middleware.js";
+import { accountRoutes } from "./http/routes/account.js";
+import { agentRoutes } from "./http/routes/agent.js";
+import { authRoutes } from "./http/routes/auth.js";
+import { catalogRoutes } from "./http/routes/catalog.js";
+import { discoveryRoutes } from "./http/routes/discovery.js";
+import { documentRoutes } from "./http/routes/documents.js";
+import { fundingRoutes } from "./http/routes/funding.js";
+import { healthRoutes } from "./http/routes/health.js";
+import { inferenceListener, inferenceRoutes } from "./http/routes/inference.js";
+import { marketRoutes } from "./http/routes/market.js";
+import { openApiRoutes } from "./http/routes/openapi.js";
+import { payPerRequestRoutes } from "./http/routes/pay-per-request.js";
+import { supplyRoutes } from "./http/routes/supply.js";
+import { type WebOptions, webRoutes } from "./http/routes/web.js";
+import { webhookRoutes } from "./http/routes/webhooks.js";
+import { DomainError } from "./lib/errors.js";
+import { mcpPath, mcpRoutes } from "./mcp/routes.js";
+import type { Runtime } from "./runtime.js";
 
 export interface HttpApp {
   /** the Express app alone: it never sees the hot inference POSTs (see `handler`) */
@@ -38,7 +38,9 @@ export interface HttpApp {
 }
 
 /**
- * The one HTTP listener's app: REST, SSE, GraphQL at /graphql, and (later) MCP and documents.
+ * The one HTTP listener's app: REST and SSE (src/http), GraphQL at /graphql (src/graphql), MCP
+ * (src/mcp) and the documents. It mounts the three transports, so it sits above them: GraphQL and
+ * MCP reuse HTTP's pieces (credentials, the error body, the presenters) and never the reverse.
  * Transports only: every handler validates, calls one service method, and shapes the output.
  */
 export interface HttpAppOptions {
