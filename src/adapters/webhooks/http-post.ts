@@ -25,7 +25,11 @@ export interface WebhookPost {
   url: URL;
   /** the IP address to connect to (one of the host's, already checked) */
   address: string;
-  headers: Record<string, string>;
+  /**
+   * the Standard Webhooks identity of the message, sent as its `webhook-id`, `webhook-timestamp`
+   * (Unix seconds, as signed) and `webhook-signature` headers
+   */
+  message: { id: string; timestamp: string; signature: string };
   body: string;
   timeoutMs: number;
 }
@@ -58,7 +62,14 @@ export const postWebhook: PostWebhook = (post) =>
       post.url,
       {
         method: "POST",
-        headers: { ...post.headers, "content-length": Buffer.byteLength(post.body).toString() },
+        headers: {
+          "content-type": "application/json",
+          "user-agent": "svc-webhooks/1",
+          "webhook-id": post.message.id,
+          "webhook-timestamp": post.message.timestamp,
+          "webhook-signature": post.message.signature,
+          "content-length": Buffer.byteLength(post.body).toString(),
+        },
         lookup: pinned,
         // a fresh connection per attempt, closed with it (no pool a receiver could keep a socket in)
         agent: false,

@@ -127,13 +127,7 @@ export class WebhookDelivery {
       const r = await this.deps.post({
         url: target.url,
         address: target.address,
-        headers: {
-          "content-type": "application/json",
-          "user-agent": "svc-webhooks/1",
-          "webhook-id": event.id,
-          "webhook-timestamp": Math.floor(now.getTime() / 1000).toString(),
-          "webhook-signature": signature,
-        },
+        message: { id: event.id, timestamp: Math.floor(now.getTime() / 1000).toString(), signature },
         body,
         timeoutMs: left,
       });
