@@ -22,6 +22,10 @@ const SET_UP_EXCEPTIONS: Record<string, { call: string; why: string }> = {
     call: "isolatedWorld",
     why: "a bare database per describe for `src/main.ts` run as a child process (npm run dev, npm start): no test app",
   },
+  "test/integration/adapters/redis-cluster.test.ts": {
+    call: "isolatedWorld",
+    why: "its world's prefix is chosen so that the gates share a cluster master with the maintenance queue (killing that master hits both), before the world starts on the cluster",
+  },
   "test/integration/web/web-routes.test.ts": {
     call: "isolatedWorld",
     why: "a bare database for a production-mode runtime serving the built web app, which startTestApp (local mode) cannot start",
