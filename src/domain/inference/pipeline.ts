@@ -23,6 +23,7 @@ import { type Answered, type BorrowOptions, borrowedLane, type RequestLaneDeps, 
 import { OfferBook } from "./offer-book.js";
 import type { OpenInput } from "./open-input.js";
 import { PipelineTracer } from "./pipeline-trace.js";
+import type { SoldOut } from "./escrow-fold.js";
 import { ProcessEscrow } from "./process-escrow.js";
 import { requestCaps } from "./request-controls.js";
 import { takeRequestGates } from "./request-gates.js";
@@ -69,6 +70,8 @@ export interface PipelineDeps {
   forgetApiKey?: (apiKeyId: string) => void;
   /** operators' counters (clears, fall-forwards, settlement failures, key waits) */
   metrics?: Metrics;
+  /** the offers a fold sold out: marked depleted with their webhook (`OfferService.markDepletedIfEmpty`) */
+  soldOut?: SoldOut;
 }
 
 /** The price rules of a request whose price is still being asked (`OpenInput.askPrice`): nothing is admissible. */
@@ -106,6 +109,7 @@ export class InferencePipeline {
       bus,
       lingerMs: deps.config.limits.escrowLingerMs,
       board: deps.escrowUsage,
+      soldOut: deps.soldOut,
     });
     this.book = new OfferBook(stores.offers, clock);
     this.ceilings = new Ceilings(stores.ceilings);
@@ -135,6 +139,7 @@ export class InferencePipeline {
       metrics,
       platformFeeBps: deps.config.fees.platformFeeBps,
       lingering: this.escrow.lingering,
+      appended: () => this.escrow.appended(),
     });
     this.budgets = new KeyBudgets({
       budgets: stores.budgets,
