@@ -30,7 +30,7 @@ export class Settlement {
   constructor(
     store: SettlementStore,
     /** an ending with a charge committed (its holder folds it soon) */
-    private readonly appended: () => void = () => undefined,
+    private readonly appended: () => Promise<void> | undefined = () => undefined,
   ) {
     this.batcher = new Batcher(
       (items) => store.commit(items),
@@ -42,7 +42,8 @@ export class Settlement {
   /** Commits one ending (with others); the buyer's confirmed balance after it. */
   async submit(item: EndItem): Promise<bigint> {
     const confirmed = await this.batcher.submit(item);
-    if (item.clear !== null) this.appended();
+    // with no fold delay the clear is folded before the answer (ESCROW_FOLD_MS=0)
+    if (item.clear !== null) await this.appended();
     return confirmed;
   }
 
@@ -64,7 +65,7 @@ export interface EndingDeps {
   /** whether an ending keeps an idle slice with the process (see `Slice.giveBack`, `EscrowGiveBack`) */
   lingering: boolean;
   /** an ending with a charge committed: the process's fold applies it soon (`ProcessEscrow.appended`) */
-  appended?: () => void;
+  appended?: () => Promise<void> | undefined;
 }
 
 /**

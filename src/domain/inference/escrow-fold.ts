@@ -4,8 +4,9 @@ import type { EscrowStore } from "./stores.js";
 
 /**
  * How soon after an append this process folds its clears into the hot rows (docs/decisions.md "One
- * append per clear"). The endings that commit meanwhile share the fold; readers see live figures
- * either way (svc_unfolded), so this only bounds how many clears are unfolded at once.
+ * append per clear"; `ESCROW_FOLD_MS`). The endings that commit meanwhile share the fold; readers
+ * see live figures either way (svc_unfolded), so this only bounds how many clears are unfolded at
+ * once. 0: each ending's clear is folded before its answer.
  */
 export const FOLD_DELAY_MS = 100;
 
@@ -14,14 +15,15 @@ export type SoldOut = (offers: { offerId: string; accountId: string }[]) => Prom
 
 /**
  * This process's fold: once an ending appended a clear, `svc_fold_holder` applies the holder's
- * appended clears to the balances, offers, keys, payables and key spend within `delayMs`; one fold
- * at a time, and one more if appends came while it ran. A fold that fails is tried again on the next
- * append, and the sweeper folds a holder whose process died (svc_release_expired).
+ * appended clears to the balances, offers, keys, payables and key spend within `delayMs`. One fold
+ * at a time; a fold asked for while one runs runs once after it, for everyone who asked. A fold
+ * that fails is tried again on the next append, and the sweeper folds a holder whose process died
+ * (svc_release_expired).
  */
 export class EscrowFold {
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
-  #again = false;
+  #next: Promise<void> | null = null;
   #closed = false;
 
   constructor(
@@ -31,26 +33,29 @@ export class EscrowFold {
     private readonly soldOut?: SoldOut,
   ) {}
 
-  /** An ending with a charge committed: fold soon. */
-  appended(): void {
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    if (this.#timer || this.#closed) return;
+  /** An ending with a charge committed: fold soon, or now (no delay: resolves once it is folded). */
+  appended(): Promise<void> | undefined {
+    if (this.delayMs === 0) return this.run();
+    if (this.#timer || this.#closed) return undefined;
     this.#timer = setTimeout(() => {
       this.#timer = null;
       void this.run();
     }, this.delayMs);
     this.#timer.unref();
+    return undefined;
   }
 
-  /** Folds now (the timer, a close, tests); resolves once this holder's appends so far are folded. */
+  /** Folds now; resolves once every append of this holder committed before the call is folded. */
   run(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
+    if (!this.#running) return this.fold();
+    this.#next ??= this.#running.then(() => {
+      this.#next = null;
+      return this.fold();
+    });
+    return this.#next;
+  }
+
+  private fold(): Promise<void> {
     const holder = this.lease.peek();
     if (!holder) return Promise.resolve();
     this.#running = (async () => {
@@ -62,10 +67,6 @@ export class EscrowFold {
       } finally {
         this.#running = null;
       }
-      if (this.#again) {
-        this.#again = false;
-        this.appended();
-      }
     })();
     return this.#running;
   }
@@ -75,8 +76,6 @@ export class EscrowFold {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    await this.#running;
-    this.#again = false;
     await this.run();
   }
 }

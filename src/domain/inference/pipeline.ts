@@ -110,6 +110,7 @@ export class InferencePipeline {
       lingerMs: deps.config.limits.escrowLingerMs,
       board: deps.escrowUsage,
       soldOut: deps.soldOut,
+      foldDelayMs: deps.config.limits.escrowFoldMs,
     });
     this.book = new OfferBook(stores.offers, clock);
     this.ceilings = new Ceilings(stores.ceilings);

@@ -66,9 +66,9 @@ export class ProcessEscrow {
     await this.lease.close();
   }
 
-  /** An ending appended a charge: this holder folds it soon (`EscrowFold`). */
-  appended(): void {
-    this.folds.appended();
+  /** An ending appended a charge: this holder folds it soon, or now with no delay (`EscrowFold`). */
+  appended(): Promise<void> | undefined {
+    return this.folds.appended();
   }
 
   /** Folds this holder's appended clears now (tests, diagnostics; the fold's timer does it). */
