@@ -12,7 +12,7 @@ import { createRuntime, type Runtime } from "../src/runtime.js";
 import { startWorkers, type Workers } from "../workers/index.js";
 import { createTestDatabase, REDIS_URL } from "./db.js";
 
-setLogLevel("silent");
+setLogLevel(process.env.TEST_LOG_LEVEL ?? "silent");
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

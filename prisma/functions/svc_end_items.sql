@@ -65,14 +65,6 @@ BEGIN
                 WHERE i.clear IS NOT NULL AND i.now < h.folded_through - interval '1 day') THEN
       RAISE EXCEPTION 'end: a charge a day older than its holder''s last fold' USING ERRCODE = 'P0001';
     END IF;
-    -- the slices that fund the charges, FOR SHARE (a give-back of one waits; same order as a top-up)
-    PERFORM 1 FROM buyer_escrows e
-     WHERE (e.account_id, e.holder) IN (SELECT i.account, i.buyer_holder FROM unnest(v) i
-                                          WHERE i.clear IS NOT NULL AND i.payment IS NULL)
-     ORDER BY e.account_id, e.holder FOR SHARE;
-    PERFORM 1 FROM offer_escrows e
-     WHERE (e.offer_id, e.holder) IN (SELECT i.offer, i.offer_holder FROM unnest(v) i WHERE i.clear IS NOT NULL)
-     ORDER BY e.offer_id, e.holder FOR SHARE;
   END IF;
   -- a payment-funded charge: the payment takes it (open, the same account, at most its maximum)
   SELECT count(*) INTO c FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NOT NULL;
@@ -115,27 +107,6 @@ BEGIN
          i.gross, i.fee, i.share, i.video IS NOT NULL, i.payment, i.now, i.offer_holder, nextval('clear_seq'),
          i.api_key, (i.started AT TIME ZONE 'UTC')::date
     FROM unnest(v) i WHERE i.clear IS NOT NULL;
-  -- each slice covers its holder's unfolded charges, these included: a slice the process counts but
-  -- Postgres does not hold (a top-up lost with its asynchronous commit, a give-back whose answer was
-  -- lost) fails here and nothing is charged, never a charge without its slice
-  IF h_ids IS NOT NULL THEN
-    IF EXISTS (SELECT 1 FROM (SELECT i.account, i.buyer_holder AS holder FROM unnest(v) i
-                               WHERE i.clear IS NOT NULL AND i.payment IS NULL GROUP BY 1, 2) d
-                WHERE COALESCE((SELECT e.amount_micro_usdc FROM buyer_escrows e
-                                 WHERE e.account_id = d.account AND e.holder = d.holder), 0)
-                    < (SELECT sum(u.gross_micro_usdc) FROM svc_unfolded() u
-                        WHERE u.holder = d.holder AND u.buyer_account_id = d.account AND u.payment_id IS NULL)) THEN
-      RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
-    END IF;
-    IF EXISTS (SELECT 1 FROM (SELECT i.offer, i.offer_holder AS holder FROM unnest(v) i
-                               WHERE i.clear IS NOT NULL GROUP BY 1, 2) d
-                WHERE COALESCE((SELECT e.amount_micro_diem FROM offer_escrows e
-                                 WHERE e.offer_id = d.offer AND e.holder = d.holder), 0)
-                    < (SELECT sum(u.burn_micro_diem) FROM svc_unfolded() u
-                        WHERE u.holder = d.holder AND u.offer_id = d.offer)) THEN
-      RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
-    END IF;
-  END IF;
   -- a queued video job is written with its charge, so a charge never exists without its job
   INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id,
                           quote_micro_diem, upstream_quote_micro_diem, charge_micro_usdc, request_body, download_url,
@@ -162,9 +133,20 @@ BEGIN
                    WHERE r ? 'offer') x
            GROUP BY x.offer, x.holder HAVING sum(x.amount) > 0) s;
 
-  -- buyers (in id order), then their slices, then the balances
+  -- Slices and their locks, in the order of a top-up (a buyer's account, its slice; an offer, its
+  -- slice): with give-backs, the accounts and offers they touch and those the charges draw on are
+  -- locked first, each set in id order; without (the common case), only the charges' slices are
+  -- locked FOR SHARE (a give-back of one waits), and no account or offer row. Then each slice must
+  -- cover its holder's unfolded charges, these included: a slice the process counts but Postgres
+  -- does not hold (a top-up lost with its asynchronous commit, a give-back whose answer was lost)
+  -- fails here and nothing is charged, never a charge without its slice.
+  IF d_account IS NOT NULL OR e_offer IS NOT NULL THEN
+    PERFORM 1 FROM accounts a
+     WHERE a.id = ANY(d_account)
+        OR a.id IN (SELECT i.account FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NULL)
+     ORDER BY a.id FOR NO KEY UPDATE;
+  END IF;
   IF d_account IS NOT NULL THEN
-    PERFORM 1 FROM accounts a WHERE a.id = ANY(d_account) ORDER BY a.id FOR NO KEY UPDATE;
     UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - d.amount
       FROM unnest(d_account, d_holder, d_amount) AS d(account, holder, amount)
      WHERE e.account_id = d.account AND e.holder = d.holder
@@ -186,9 +168,26 @@ BEGIN
       RAISE EXCEPTION 'end: a buyer balance is short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
-  -- offers (in id order), then their slices, then remaining and reserved
+  IF h_ids IS NOT NULL THEN
+    PERFORM 1 FROM buyer_escrows e
+     WHERE (e.account_id, e.holder) IN (SELECT i.account, i.buyer_holder FROM unnest(v) i
+                                          WHERE i.clear IS NOT NULL AND i.payment IS NULL)
+     ORDER BY e.account_id, e.holder FOR SHARE;
+    IF EXISTS (SELECT 1 FROM (SELECT i.account, i.buyer_holder AS holder FROM unnest(v) i
+                               WHERE i.clear IS NOT NULL AND i.payment IS NULL GROUP BY 1, 2) d
+                WHERE COALESCE((SELECT e.amount_micro_usdc FROM buyer_escrows e
+                                 WHERE e.account_id = d.account AND e.holder = d.holder), 0)
+                    < (SELECT sum(u.gross_micro_usdc) FROM svc_unfolded() u
+                        WHERE u.holder = d.holder AND u.buyer_account_id = d.account AND u.payment_id IS NULL)) THEN
+      RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
+    END IF;
+  END IF;
+  IF d_account IS NOT NULL OR e_offer IS NOT NULL THEN
+    PERFORM 1 FROM offers o
+     WHERE o.id = ANY(e_offer) OR o.id IN (SELECT i.offer FROM unnest(v) i WHERE i.clear IS NOT NULL)
+     ORDER BY o.id FOR NO KEY UPDATE;
+  END IF;
   IF e_offer IS NOT NULL THEN
-    PERFORM 1 FROM offers o WHERE o.id = ANY(e_offer) ORDER BY o.id FOR NO KEY UPDATE;
     UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - d.amount
       FROM unnest(e_offer, e_holder, e_amount) AS d(offer, holder, amount)
      WHERE e.offer_id = d.offer AND e.holder = d.holder
@@ -207,6 +206,19 @@ BEGIN
     GET DIAGNOSTICS c = ROW_COUNT;
     IF c <> (SELECT count(DISTINCT x) FROM unnest(e_offer) x) THEN
       RAISE EXCEPTION 'end: an offer is short' USING ERRCODE = 'P0001';
+    END IF;
+  END IF;
+  IF h_ids IS NOT NULL THEN
+    PERFORM 1 FROM offer_escrows e
+     WHERE (e.offer_id, e.holder) IN (SELECT i.offer, i.offer_holder FROM unnest(v) i WHERE i.clear IS NOT NULL)
+     ORDER BY e.offer_id, e.holder FOR SHARE;
+    IF EXISTS (SELECT 1 FROM (SELECT i.offer, i.offer_holder AS holder FROM unnest(v) i
+                               WHERE i.clear IS NOT NULL GROUP BY 1, 2) d
+                WHERE COALESCE((SELECT e.amount_micro_diem FROM offer_escrows e
+                                 WHERE e.offer_id = d.offer AND e.holder = d.holder), 0)
+                    < (SELECT sum(u.burn_micro_diem) FROM svc_unfolded() u
+                        WHERE u.holder = d.holder AND u.offer_id = d.offer)) THEN
+      RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
   -- key budgets (docs/decisions.md "Key budgets"): a request's hold (a key with a limit) ends with it;
