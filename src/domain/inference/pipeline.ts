@@ -16,6 +16,7 @@ import { Attempts } from "./attempts.js";
 import { Ceilings } from "./ceilings.js";
 import { insufficientBalance } from "./diagnostics.js";
 import { Endings, notePreCallBalance } from "./ending.js";
+import type { SoldOut } from "./escrow-fold.js";
 import { planRequest } from "./escrow-take.js";
 import { InFlightBridge } from "./in-flight-bridge.js";
 import { allowModel, KeyBudgets } from "./key-budget.js";
@@ -23,7 +24,6 @@ import { type Answered, type BorrowOptions, borrowedLane, type RequestLaneDeps, 
 import { OfferBook } from "./offer-book.js";
 import type { OpenInput } from "./open-input.js";
 import { PipelineTracer } from "./pipeline-trace.js";
-import type { SoldOut } from "./escrow-fold.js";
 import { ProcessEscrow } from "./process-escrow.js";
 import { requestCaps } from "./request-controls.js";
 import { takeRequestGates } from "./request-gates.js";
