@@ -69,6 +69,8 @@ export interface Config {
     readonly graphqlCostPerMinute: number;
     /** how long an idle escrow slice stays with its router process (docs/decisions.md "Escrow") */
     readonly escrowLingerMs: number;
+    /** how soon after an ending its clear is folded into the hot rows (docs/decisions.md "One append per clear") */
+    readonly escrowFoldMs: number;
   };
   readonly webhooks: {
     /** loopback and private targets, and http, are allowed (WEBHOOK_ALLOW_PRIVATE; on in local mode) */
@@ -196,6 +198,7 @@ export function loadConfig(env: Record<string, string | undefined>, opts: LoadOp
       smallModelMaxInFlight: Number(e.SMALL_MODEL_MAX_IN_FLIGHT),
       graphqlCostPerMinute: Number(e.GRAPHQL_COST_PER_MINUTE),
       escrowLingerMs: Number(e.ESCROW_LINGER_MS),
+      escrowFoldMs: Number(e.ESCROW_FOLD_MS),
     },
     webhooks: {
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE === undefined ? mode === "local" : isTrue(e.WEBHOOK_ALLOW_PRIVATE),

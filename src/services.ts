@@ -186,6 +186,7 @@ export function createServices(deps: ServiceDeps): Services {
     onSupplyChanged: () => pipeline?.invalidateBook(),
   });
   const supply = new SupplyService({ db, clock, bus, upstream: deps.upstream, secrets, keyHealth });
+  const offers = new OfferService({ db, clock, bus, keyHealth, webhooks: outbox });
   pipeline = new InferencePipeline({
     stores: sqlStores(deps.sql, settlementWebhooks(outbox)),
     config,
@@ -213,9 +214,12 @@ export function createServices(deps: ServiceDeps): Services {
     inFlight,
     escrowUsage: createEscrowUsageBoard(deps.redis, deps.keys),
     metrics: deps.metrics,
+    // a fold that sold an offer out: it becomes depleted, with its webhook
+    soldOut: async (sold) => {
+      for (const o of sold) await offers.markDepletedIfEmpty(o.offerId);
+    },
   });
   const router = pipeline;
-  const offers = new OfferService({ db, clock, bus, keyHealth, webhooks: outbox });
   const hosts = [...new Set([config.urls.base, config.urls.web].map((u) => new URL(u).host))];
   const videoQuotes = new VideoQuotes({
     pipeline,

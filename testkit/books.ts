@@ -29,11 +29,12 @@ export async function assertBooksBalance(db: Db): Promise<void> {
                COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'supplier_payable'), 0) AS payable,
                COALESCE(SUM(amount_micro_usdc) FILTER (WHERE book = 'supplier_held'), 0) AS held
           FROM ledger_lines l WHERE l.account_id = a.id) s ON true
-     WHERE a.confirmed_micro_usdc <> s.confirmed
-        OR a.pending_micro_usdc <> s.pending
-        OR a.supplier_payable_micro_usdc <> s.payable
-        OR a.supplier_held_micro_usdc <> s.held`;
-  deepStrictEqual(mismatched, [], "account balances equal their ledger books");
+     CROSS JOIN LATERAL svc_account_live(a.id) v
+     WHERE v.confirmed <> s.confirmed
+        OR v.pending <> s.pending
+        OR v.payable <> s.payable
+        OR v.held <> s.held`;
+  deepStrictEqual(mismatched, [], "account balances (live: svc_account_live) equal their ledger books");
 
   // a held share is on hold exactly while its video job may still be refunded: the held balance is
   // the shares of held clears that are neither refunded nor released (an odd count of hold moves)
@@ -86,4 +87,19 @@ export async function assertBooksBalance(db: Db): Promise<void> {
     SELECT o.id FROM offers o
      WHERE o.reserved_micro_diem <> COALESCE((SELECT SUM(e.amount_micro_diem) FROM offer_escrows e WHERE e.offer_id = o.id), 0)`;
   deepStrictEqual(unheld, [], "reserved balances and DIEM equal the escrow slices");
+
+  // a holder's slices cover what its appended clears charged and burned and the fold has not yet
+  // applied (docs/decisions.md "One append per clear"): the fold can always apply them
+  const uncovered = await db.$queryRaw<{ id: string }[]>`
+    SELECT u.buyer_account_id::text AS id FROM svc_unfolded() u
+     WHERE u.payment_id IS NULL
+     GROUP BY u.buyer_account_id, u.holder
+    HAVING sum(u.gross_micro_usdc) > COALESCE((SELECT e.amount_micro_usdc FROM buyer_escrows e
+                                                 WHERE e.account_id = u.buyer_account_id AND e.holder = u.holder), 0)
+    UNION ALL
+    SELECT u.offer_id::text FROM svc_unfolded() u
+     GROUP BY u.offer_id, u.holder
+    HAVING sum(u.burn_micro_diem) > COALESCE((SELECT e.amount_micro_diem FROM offer_escrows e
+                                                WHERE e.offer_id = u.offer_id AND e.holder = u.holder), 0)`;
+  deepStrictEqual(uncovered, [], "every holder's slices cover its unfolded charges and burns");
 }

@@ -87,7 +87,7 @@ const MIGRATIONS = join(ROOT, "prisma", "migrations");
  */
 export async function databaseBefore(
   target: string,
-): Promise<{ client: pg.Client; migrate: () => Promise<unknown>; drop: () => Promise<void> }> {
+): Promise<{ client: pg.Client; url: string; migrate: () => Promise<unknown>; drop: () => Promise<void> }> {
   const dirs = readdirSync(MIGRATIONS)
     .filter((d) => /^\d{14}_/.test(d))
     .sort();
@@ -100,6 +100,7 @@ export async function databaseBefore(
   for (const d of dirs.slice(0, dirs.indexOf(target))) await client.query(sqlOf(d));
   return {
     client,
+    url: dbUrl(name),
     migrate: () => client.query(sqlOf(target)),
     drop: async () => {
       await client.end();

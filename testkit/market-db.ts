@@ -466,6 +466,8 @@ export class MarketDb {
       sets.push(`${column} = $${values.length}${type ? `::${type}` : ""}`);
     }
     if (sets.length === 0) return;
+    // a test sets raw columns: every holder folds first, so the rows hold every appended clear
+    await this.sql.query("SELECT count(*) FROM svc_fold_all()");
     const r = await this.sql.query(`UPDATE ${table} SET ${sets.join(", ")} WHERE id = $1`, values);
     if (r.rowCount !== 1) throw new Error(`no ${table} row ${id}`);
   }
@@ -479,10 +481,11 @@ export class MarketDb {
 
   async account(id: string): Promise<AccountRow> {
     const r = await this.sql.query<AccountRow>(
-      `SELECT id, confirmed_micro_usdc AS "confirmedMicroUsdc", reserved_micro_usdc AS "reservedMicroUsdc",
-              max_price_cents_per_dollar AS "ceilingCents", supplier_payable_micro_usdc AS "supplierPayableMicroUsdc",
-              supplier_held_micro_usdc AS "supplierHeldMicroUsdc"
-         FROM accounts WHERE id = $1`,
+      // live (svc_account_live): the rows less what appended clears have not yet folded
+      `SELECT a.id, l.confirmed AS "confirmedMicroUsdc", l.reserved AS "reservedMicroUsdc",
+              a.max_price_cents_per_dollar AS "ceilingCents", l.payable AS "supplierPayableMicroUsdc",
+              l.held AS "supplierHeldMicroUsdc"
+         FROM accounts a CROSS JOIN LATERAL svc_account_live(a.id) l WHERE a.id = $1`,
       [id],
     );
     const row = r.rows[0];
@@ -494,9 +497,10 @@ export class MarketDb {
     const r = await this.sql.query<OfferRow>(
       `SELECT id, account_id AS "accountId", upstream_key_id AS "upstreamKeyId",
               price_cents_per_dollar AS "priceCentsPerDollar", quantity_micro_diem AS "quantityMicroDiem",
-              remaining_micro_diem AS "remainingMicroDiem", reserved_micro_diem AS "reservedMicroDiem",
+              remaining_micro_diem - COALESCE(u.burn, 0) AS "remainingMicroDiem",
+              reserved_micro_diem - COALESCE(u.burn, 0) AS "reservedMicroDiem",
               status::text AS status, expires_at AS "expiresAt"
-         FROM offers WHERE id = $1`,
+         FROM offers LEFT JOIN svc_offers_unfolded(ARRAY[$1::uuid]) u ON u.offer = offers.id WHERE id = $1`,
       [id],
     );
     const row = r.rows[0];
@@ -506,9 +510,12 @@ export class MarketDb {
 
   async upstreamKey(id: string): Promise<UpstreamKeyRow> {
     const r = await this.sql.query<UpstreamKeyRow>(
-      `SELECT id, status::text AS status, last_balance_micro_diem AS "lastBalanceMicroDiem",
+      `SELECT id, status::text AS status,
+              CASE WHEN last_balance_micro_diem IS NULL THEN NULL
+                   ELSE GREATEST(last_balance_micro_diem - COALESCE(u.burn, 0), 0) END AS "lastBalanceMicroDiem",
               cooldown_until AS "cooldownUntil"
-         FROM upstream_keys WHERE id = $1`,
+         FROM upstream_keys LEFT JOIN svc_upstream_keys_unfolded(ARRAY[$1::uuid]) u ON u.upstream_key = upstream_keys.id
+        WHERE id = $1`,
       [id],
     );
     const row = r.rows[0];
@@ -551,17 +558,18 @@ export class MarketDb {
   /** What a key was charged on one UTC day (yyyy-mm-dd), or on every day. */
   async keySpend(apiKeyId: string, day?: string): Promise<bigint> {
     const r = await this.sql.query<{ spent: bigint | null }>(
-      `SELECT sum(spent_micro_usdc)::bigint AS spent FROM api_key_spend
+      `SELECT sum(spent_micro_usdc)::bigint AS spent FROM svc_key_spend()
         WHERE api_key_id = $1 AND ($2::date IS NULL OR day = $2::date)`,
       [apiKeyId, day ?? null],
     );
     return r.rows[0]?.spent ?? 0n;
   }
 
-  /** What holders hold of a buyer's balance (micro-USDC), all holders together. */
+  /** What holders hold of a buyer's balance (micro-USDC), all holders together, live. */
   async escrowOfBuyer(accountId: string): Promise<bigint> {
     const r = await this.sql.query<{ held: bigint | null }>(
-      "SELECT sum(amount_micro_usdc)::bigint AS held FROM buyer_escrows WHERE account_id = $1",
+      `SELECT (COALESCE(sum(e.amount_micro_usdc), 0) - COALESCE((SELECT sum(u.gross) FROM svc_buyer_unfolded($1) u), 0))::bigint AS held
+         FROM buyer_escrows e WHERE e.account_id = $1`,
       [accountId],
     );
     return r.rows[0]?.held ?? 0n;

@@ -5,7 +5,7 @@
 --   journal_unbalanced   a written journal whose entries do not sum to zero (subject: its id)
 --   clear_unsplit        a clear whose gross is not its fee plus the supplier's share (its id)
 --   closing_unbalanced   a retained month whose closing lines do not sum to zero (the month)
---   account_books        an account whose balance columns differ from its ledger books (its id)
+--   account_books        an account whose live balances differ from its ledger books (its id)
 --   ledger_total         the whole ledger does not sum to zero
 -- Reads one snapshot (a single statement): balances and lines are written in one transaction, so a
 -- check during traffic sees both or neither of a write.
@@ -21,6 +21,20 @@ LANGUAGE sql STABLE AS $$
            sum(l.amount_micro_usdc) AS total
       FROM ledger_lines l
      GROUP BY l.account_id
+  ),
+  -- the live balances (svc_account_live's rule, for every account in one pass): the clears appended
+  -- and not yet folded are in the lines already, not yet in the balance columns
+  unfolded AS MATERIALIZED (
+    SELECT x.account_id, sum(x.gross)::bigint AS gross, sum(x.payable)::bigint AS payable, sum(x.held)::bigint AS held
+      FROM (SELECT u.buyer_account_id AS account_id,
+                   CASE WHEN u.payment_id IS NULL THEN u.gross_micro_usdc ELSE 0 END AS gross, 0 AS payable, 0 AS held
+              FROM svc_unfolded() u
+            UNION ALL
+            SELECT u.supplier_account_id, 0,
+                   CASE WHEN u.supplier_held THEN 0 ELSE u.supplier_micro_usdc END,
+                   CASE WHEN u.supplier_held THEN u.supplier_micro_usdc ELSE 0 END
+              FROM svc_unfolded() u) x
+     GROUP BY x.account_id
   )
   SELECT 'journal_unbalanced', e.transaction_id::text
     FROM ledger_entries e GROUP BY e.transaction_id HAVING sum(e.amount_micro_usdc) <> 0
@@ -33,10 +47,11 @@ LANGUAGE sql STABLE AS $$
   UNION ALL
   SELECT 'account_books', a.id::text
     FROM accounts a LEFT JOIN by_account s ON s.account_id = a.id
-   WHERE a.confirmed_micro_usdc <> COALESCE(s.confirmed, 0)
+    LEFT JOIN unfolded u ON u.account_id = a.id
+   WHERE a.confirmed_micro_usdc - COALESCE(u.gross, 0) <> COALESCE(s.confirmed, 0)
       OR a.pending_micro_usdc <> COALESCE(s.pending, 0)
-      OR a.supplier_payable_micro_usdc <> COALESCE(s.payable, 0)
-      OR a.supplier_held_micro_usdc <> COALESCE(s.held, 0)
+      OR a.supplier_payable_micro_usdc + COALESCE(u.payable, 0) <> COALESCE(s.payable, 0)
+      OR a.supplier_held_micro_usdc + COALESCE(u.held, 0) <> COALESCE(s.held, 0)
   UNION ALL
   SELECT 'ledger_total', (SELECT COALESCE(sum(s.total), 0) FROM by_account s)::text
    WHERE (SELECT COALESCE(sum(s.total), 0) FROM by_account s) <> 0

@@ -1,28 +1,33 @@
--- THE settlement and request record, for one ended request or many in one transaction. Each item
--- (the composite type svc_end_item, which is schema: migrations define it; its fields are pinned to
--- EndItem in src/domain/inference/settlement.ts by test/integration/inference/settlement-contract.test.ts)
--- gets its request record (with its modality and its attempts, a column of it); a charged item its clear, which is
--- its transfer record: the double-entry lines (buyer debit = supplier credit + platform fee) derive from it
--- (view ledger_lines; clears_split keeps it balanced), its charge taken out of the
--- holder's buyer slice and its burn out of the holder's offer slice; a queued video job (`video`:
--- id, queue_id, upstream_queue_id, upstream_quote, body, download_url) its video_jobs row, in the
--- same transaction as its charge (a charge never exists without its job, nor a job without its
--- charge), and its supplier share is credited on hold (book supplier_held, clears.supplier_held:
--- payable only once the job is final, docs/decisions.md "Payout hold"; every other clear's share is
--- payable at once); its charge is added to its API key's spend of the day (api_key_spend) and the
--- request's budget hold, if any, deleted (key_budget_holds). A request paid per request (`payment`: its
--- request_payments row, issue 41) takes nothing from a buyer slice or the buyer's balance: its clear
--- names the payment (its buyer line is on the payment's receivable, view ledger_lines) and the
--- payment, still open, takes the charge (status charged, charge_micro_usdc = gross <= its maximum);
--- any other state, another account or a charge above the maximum raises. `returns` lists slice parts given back:
--- [{"holder", "account" | "offer", "amount"}] (amounts as strings). `attempts`: [{"ordinal", "key", "offer", "price", "outcome", "status",
--- "detail", "started", "ended"}].
--- Hot rows (buyers, offers, upstream keys, suppliers: the lock order used everywhere) are updated
--- once with the sums, last, each set in id order. Any guard that fails raises and the whole set
--- rolls back (the caller then retries item by item, so one bad item fails alone). Returns each
--- item's index (0-based) and its buyer's confirmed balance afterwards. Generic plans from the first
--- call: custom planning of these statements cost more than running them (each pooled connection
--- planned them anew).
+-- THE append: the record of one ended request or many, in one statement (docs/decisions.md "One
+-- append per clear"). Each item (the composite type svc_end_item, which is schema: migrations define
+-- it; its fields are pinned to EndItem in src/domain/inference/settlement.ts by
+-- test/integration/inference/settlement-contract.test.ts) gets its request record (with its modality
+-- and its attempts, a column of it); a charged item its clear, which is its transfer record: the
+-- double-entry lines (buyer debit = supplier credit + platform fee) derive from it (view
+-- ledger_lines; clears_split keeps it balanced). The clear carries its escrow holder (the process
+-- whose slices fund it), a seq from clear_seq, its API key and the request's start day: the holder's
+-- fold (svc_fold_holder) applies it to the hot rows later (balance, offer, supplier key, payable, key
+-- spend), and until then every reader adds it through the live figures (svc_unfolded). So the append
+-- writes no hot row. It holds FOR KEY SHARE on each holder's row, which a fold locks FOR UPDATE, and
+-- refuses an item whose holder is gone (its slices were swept: a stalled process cannot charge
+-- against them) or whose time is a day older than the holder's last fold (so lookups of unfolded
+-- clears read the newest months only).
+-- A queued video job (`video`: id, queue_id, upstream_queue_id, upstream_quote, body, download_url)
+-- gets its video_jobs row in the same statement as its charge, and its supplier share is held
+-- (clears.supplier_held: payable only once the job is final, docs/decisions.md "Payout hold"). A
+-- request paid per request (`payment`: its request_payments row) takes nothing from a buyer slice:
+-- its clear names the payment (its buyer line is on the payment's receivable, view ledger_lines) and
+-- the payment, still open, takes the charge (status charged, charge_micro_usdc = gross <= its
+-- maximum); any other state, another account or a charge above the maximum raises. A request's key
+-- budget hold ends here (deleted; a charge above it raises): its charge counts in the key's spend as
+-- the unfolded clear (svc_key_spend). `returns` lists slice parts given back (a slice that does not
+-- linger): [{"holder", "account" | "offer", "amount"}] (amounts as strings); those move reserved
+-- balances, as svc_escrow_give_back does (at most what the slice holds live, so it always covers the
+-- holder's unfolded clears, this statement's included). `attempts`: [{"ordinal", "key", "offer", "price",
+-- "outcome", "status", "detail", "started", "ended"}]. Any guard that fails raises and the whole set
+-- rolls back (the caller then retries item by item, so one bad item fails alone). Returns each item's
+-- index (0-based) and its buyer's live confirmed balance afterwards. Generic plans from the first
+-- call: custom planning of these statements cost more than running them.
 CREATE OR REPLACE FUNCTION svc_end_items(v svc_end_item[])
 RETURNS TABLE (idx integer, confirmed bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
@@ -36,6 +41,7 @@ DECLARE
   e_offer uuid[];
   e_holder uuid[];
   e_amount bigint[];
+  h_ids uuid[];
 BEGIN
   IF n > 1 AND (SELECT count(DISTINCT i.request) FROM unnest(v) i) <> n THEN
     RAISE EXCEPTION 'end: a request appears twice in one batch' USING ERRCODE = 'P0001';
@@ -44,6 +50,21 @@ BEGIN
                AND ((i.buyer_holder IS NULL) = (i.payment IS NULL) OR i.offer_holder IS NULL OR i.gross < 0
                     OR i.burn < 0 OR i.fee + i.share <> i.gross)) THEN
     RAISE EXCEPTION 'end: a charge without its slices or not balanced' USING ERRCODE = 'P0001';
+  END IF;
+  IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.buyer_holder <> i.offer_holder) THEN
+    RAISE EXCEPTION 'end: a charge funded by two holders' USING ERRCODE = 'P0001';
+  END IF;
+  -- the holders funding the charges, FOR KEY SHARE (a fold of the holder waits, and waits for us)
+  SELECT array_agg(DISTINCT i.offer_holder) INTO h_ids FROM unnest(v) i WHERE i.clear IS NOT NULL;
+  IF h_ids IS NOT NULL THEN
+    SELECT count(*) INTO c FROM (SELECT 1 FROM escrow_holders h WHERE h.id = ANY(h_ids) ORDER BY h.id FOR KEY SHARE) x;
+    IF c <> cardinality(h_ids) THEN
+      RAISE EXCEPTION 'end: a charge whose holder is gone' USING ERRCODE = 'P0001';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(v) i JOIN escrow_holders h ON h.id = i.offer_holder
+                WHERE i.clear IS NOT NULL AND i.now < h.folded_through - interval '1 day') THEN
+      RAISE EXCEPTION 'end: a charge a day older than its holder''s last fold' USING ERRCODE = 'P0001';
+    END IF;
   END IF;
   -- a payment-funded charge: the payment takes it (open, the same account, at most its maximum)
   SELECT count(*) INTO c FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NOT NULL;
@@ -81,9 +102,10 @@ BEGIN
     FROM unnest(v) i;
   INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model, modality,
                       price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc, fee_micro_usdc,
-                      supplier_micro_usdc, supplier_held, payment_id, created_at)
+                      supplier_micro_usdc, supplier_held, payment_id, created_at, holder, seq, api_key_id, spend_day)
   SELECT i.clear, i.request, i.account, i.supplier, i.offer, i.key, i.model, i.modality, i.price, i.ceiling, i.burn,
-         i.gross, i.fee, i.share, i.video IS NOT NULL, i.payment, i.now
+         i.gross, i.fee, i.share, i.video IS NOT NULL, i.payment, i.now, i.offer_holder, nextval('clear_seq'),
+         i.api_key, (i.started AT TIME ZONE 'UTC')::date
     FROM unnest(v) i WHERE i.clear IS NOT NULL;
   -- a queued video job is written with its charge, so a charge never exists without its job
   INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id,
@@ -93,15 +115,12 @@ BEGIN
          i.video->>'upstream_queue_id', i.burn, (i.video->>'upstream_quote')::bigint, i.gross, i.video->'body',
          i.video->>'download_url', i.now
     FROM unnest(v) i WHERE i.video IS NOT NULL;
-  -- what leaves each buyer slice (charges and returns) and each offer slice (burns and returns)
+  -- what the items give back of each buyer slice and each offer slice (a slice that does not linger)
   SELECT array_agg(s.account ORDER BY s.account, s.holder), array_agg(s.holder ORDER BY s.account, s.holder),
          array_agg(s.amount ORDER BY s.account, s.holder)
     INTO d_account, d_holder, d_amount
     FROM (SELECT x.account, x.holder, sum(x.amount)::bigint AS amount
-            FROM (SELECT i.account, i.buyer_holder AS holder, i.gross AS amount FROM unnest(v) i
-                   WHERE i.clear IS NOT NULL AND i.payment IS NULL
-                  UNION ALL
-                  SELECT (r->>'account')::uuid, (r->>'holder')::uuid, (r->>'amount')::bigint
+            FROM (SELECT (r->>'account')::uuid AS account, (r->>'holder')::uuid AS holder, (r->>'amount')::bigint AS amount
                     FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
                    WHERE r ? 'account') x
            GROUP BY x.account, x.holder HAVING sum(x.amount) > 0) s;
@@ -109,98 +128,114 @@ BEGIN
          array_agg(s.amount ORDER BY s.offer, s.holder)
     INTO e_offer, e_holder, e_amount
     FROM (SELECT x.offer, x.holder, sum(x.amount)::bigint AS amount
-            FROM (SELECT i.offer, i.offer_holder AS holder, i.burn AS amount FROM unnest(v) i WHERE i.clear IS NOT NULL
-                  UNION ALL
-                  SELECT (r->>'offer')::uuid, (r->>'holder')::uuid, (r->>'amount')::bigint
+            FROM (SELECT (r->>'offer')::uuid AS offer, (r->>'holder')::uuid AS holder, (r->>'amount')::bigint AS amount
                     FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
                    WHERE r ? 'offer') x
            GROUP BY x.offer, x.holder HAVING sum(x.amount) > 0) s;
 
-  -- buyers (in id order), then their slices, then the balances
+  -- Slices and their locks, in the order of a top-up (a buyer's account, its slice; an offer, its
+  -- slice): with give-backs, the accounts and offers they touch and those the charges draw on are
+  -- locked first, each set in id order; without (the common case), only the charges' slices are
+  -- locked FOR SHARE (a give-back of one waits), and no account or offer row. Then each slice must
+  -- cover its holder's unfolded charges, these included: a slice the process counts but Postgres
+  -- does not hold (a top-up lost with its asynchronous commit, a give-back whose answer was lost)
+  -- fails here and nothing is charged, never a charge without its slice.
+  IF d_account IS NOT NULL OR e_offer IS NOT NULL THEN
+    PERFORM 1 FROM accounts a
+     WHERE a.id = ANY(d_account)
+        OR a.id IN (SELECT i.account FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NULL)
+     ORDER BY a.id FOR NO KEY UPDATE;
+  END IF;
   IF d_account IS NOT NULL THEN
-    PERFORM 1 FROM accounts a WHERE a.id = ANY(d_account) ORDER BY a.id FOR NO KEY UPDATE;
     UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - d.amount
       FROM unnest(d_account, d_holder, d_amount) AS d(account, holder, amount)
-     WHERE e.account_id = d.account AND e.holder = d.holder AND e.amount_micro_usdc >= d.amount;
+     WHERE e.account_id = d.account AND e.holder = d.holder
+       AND e.amount_micro_usdc - COALESCE((SELECT sum(u.gross_micro_usdc) FROM svc_unfolded() u
+                                            WHERE u.holder = d.holder AND u.buyer_account_id = d.account
+                                              AND u.payment_id IS NULL), 0) >= d.amount;
     GET DIAGNOSTICS c = ROW_COUNT;
     IF c <> cardinality(d_account) THEN
       RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
     END IF;
     DELETE FROM buyer_escrows e USING unnest(d_account, d_holder) AS d(account, holder)
      WHERE e.account_id = d.account AND e.holder = d.holder AND e.amount_micro_usdc = 0;
-    UPDATE accounts a
-       SET reserved_micro_usdc = a.reserved_micro_usdc - s.m, confirmed_micro_usdc = a.confirmed_micro_usdc - s.g
-      FROM (SELECT d.account, sum(d.amount)::bigint AS m,
-                   COALESCE((SELECT sum(i.gross) FROM unnest(v) i
-                              WHERE i.clear IS NOT NULL AND i.payment IS NULL AND i.account = d.account), 0)::bigint AS g
-              FROM unnest(d_account, d_amount) AS d(account, amount) GROUP BY d.account) s
-     WHERE a.id = s.account AND a.reserved_micro_usdc >= s.m AND a.confirmed_micro_usdc - s.g >= a.reserved_micro_usdc - s.m;
+    UPDATE accounts a SET reserved_micro_usdc = a.reserved_micro_usdc - s.m
+      FROM (SELECT d.account, sum(d.amount)::bigint AS m FROM unnest(d_account, d_amount) AS d(account, amount)
+             GROUP BY d.account) s
+     WHERE a.id = s.account AND a.reserved_micro_usdc >= s.m;
     GET DIAGNOSTICS c = ROW_COUNT;
     IF c <> (SELECT count(DISTINCT x) FROM unnest(d_account) x) THEN
       RAISE EXCEPTION 'end: a buyer balance is short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
-  -- offers (in id order), then their slices, then remaining and reserved
+  IF h_ids IS NOT NULL THEN
+    PERFORM 1 FROM buyer_escrows e
+     WHERE (e.account_id, e.holder) IN (SELECT i.account, i.buyer_holder FROM unnest(v) i
+                                          WHERE i.clear IS NOT NULL AND i.payment IS NULL)
+     ORDER BY e.account_id, e.holder FOR SHARE;
+    IF EXISTS (SELECT 1 FROM (SELECT i.account, i.buyer_holder AS holder FROM unnest(v) i
+                               WHERE i.clear IS NOT NULL AND i.payment IS NULL GROUP BY 1, 2) d
+                WHERE COALESCE((SELECT e.amount_micro_usdc FROM buyer_escrows e
+                                 WHERE e.account_id = d.account AND e.holder = d.holder), 0)
+                    < (SELECT sum(u.gross_micro_usdc) FROM svc_unfolded() u
+                        WHERE u.holder = d.holder AND u.buyer_account_id = d.account AND u.payment_id IS NULL)) THEN
+      RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
+    END IF;
+  END IF;
+  IF d_account IS NOT NULL OR e_offer IS NOT NULL THEN
+    PERFORM 1 FROM offers o
+     WHERE o.id = ANY(e_offer) OR o.id IN (SELECT i.offer FROM unnest(v) i WHERE i.clear IS NOT NULL)
+     ORDER BY o.id FOR NO KEY UPDATE;
+  END IF;
   IF e_offer IS NOT NULL THEN
-    PERFORM 1 FROM offers o WHERE o.id = ANY(e_offer) ORDER BY o.id FOR NO KEY UPDATE;
     UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - d.amount
       FROM unnest(e_offer, e_holder, e_amount) AS d(offer, holder, amount)
-     WHERE e.offer_id = d.offer AND e.holder = d.holder AND e.amount_micro_diem >= d.amount;
+     WHERE e.offer_id = d.offer AND e.holder = d.holder
+       AND e.amount_micro_diem - COALESCE((SELECT sum(u.burn_micro_diem) FROM svc_unfolded() u
+                                            WHERE u.holder = d.holder AND u.offer_id = d.offer), 0) >= d.amount;
     GET DIAGNOSTICS c = ROW_COUNT;
     IF c <> cardinality(e_offer) THEN
       RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
     END IF;
     DELETE FROM offer_escrows e USING unnest(e_offer, e_holder) AS d(offer, holder)
      WHERE e.offer_id = d.offer AND e.holder = d.holder AND e.amount_micro_diem = 0;
-    UPDATE offers o
-       SET reserved_micro_diem = o.reserved_micro_diem - s.m,
-           remaining_micro_diem = o.remaining_micro_diem - s.b,
-           status = CASE WHEN o.remaining_micro_diem - s.b = 0 AND o.status IN ('active', 'paused') AND s.b > 0
-                         THEN 'depleted'::offer_status ELSE o.status END,
-           ended_at = CASE WHEN o.remaining_micro_diem - s.b = 0 AND o.status IN ('active', 'paused') AND s.b > 0
-                           THEN s.t ELSE o.ended_at END,
-           updated_at = CASE WHEN s.b > 0 THEN s.t ELSE o.updated_at END
-      FROM (SELECT d.offer, sum(d.amount)::bigint AS m,
-                   COALESCE((SELECT sum(i.burn) FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.offer = d.offer), 0)::bigint AS b,
-                   (SELECT max(i.now) FROM unnest(v) i) AS t
-              FROM unnest(e_offer, e_amount) AS d(offer, amount) GROUP BY d.offer) s
-     WHERE o.id = s.offer AND o.reserved_micro_diem >= s.m AND o.remaining_micro_diem >= s.b;
+    UPDATE offers o SET reserved_micro_diem = o.reserved_micro_diem - s.m
+      FROM (SELECT d.offer, sum(d.amount)::bigint AS m FROM unnest(e_offer, e_amount) AS d(offer, amount)
+             GROUP BY d.offer) s
+     WHERE o.id = s.offer AND o.reserved_micro_diem >= s.m;
     GET DIAGNOSTICS c = ROW_COUNT;
     IF c <> (SELECT count(DISTINCT x) FROM unnest(e_offer) x) THEN
       RAISE EXCEPTION 'end: an offer is short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
-  UPDATE upstream_keys k SET last_balance_micro_diem = GREATEST(k.last_balance_micro_diem - s.b, 0)
-    FROM (SELECT i.key, sum(i.burn)::bigint AS b FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.burn > 0
-           GROUP BY i.key ORDER BY i.key) s
-   WHERE k.id = s.key AND k.last_balance_micro_diem IS NOT NULL;
-  UPDATE accounts a SET supplier_payable_micro_usdc = a.supplier_payable_micro_usdc + s.p,
-                        supplier_held_micro_usdc = a.supplier_held_micro_usdc + s.h
-    FROM (SELECT i.supplier,
-                 COALESCE(sum(i.share) FILTER (WHERE i.video IS NULL), 0)::bigint AS p,
-                 COALESCE(sum(i.share) FILTER (WHERE i.video IS NOT NULL), 0)::bigint AS h
-            FROM unnest(v) i WHERE i.clear IS NOT NULL
-           GROUP BY i.supplier HAVING sum(i.share) > 0) s
-   WHERE a.id = s.supplier;
-  -- key budgets (docs/decisions.md "Key budgets"): every charge counts toward its key's spend on the
-  -- request's start day, and a request's hold (a key with a limit) ends with it, in this transaction
+  IF h_ids IS NOT NULL THEN
+    PERFORM 1 FROM offer_escrows e
+     WHERE (e.offer_id, e.holder) IN (SELECT i.offer, i.offer_holder FROM unnest(v) i WHERE i.clear IS NOT NULL)
+     ORDER BY e.offer_id, e.holder FOR SHARE;
+    IF EXISTS (SELECT 1 FROM (SELECT i.offer, i.offer_holder AS holder FROM unnest(v) i
+                               WHERE i.clear IS NOT NULL GROUP BY 1, 2) d
+                WHERE COALESCE((SELECT e.amount_micro_diem FROM offer_escrows e
+                                 WHERE e.offer_id = d.offer AND e.holder = d.holder), 0)
+                    < (SELECT sum(u.burn_micro_diem) FROM svc_unfolded() u
+                        WHERE u.holder = d.holder AND u.offer_id = d.offer)) THEN
+      RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
+    END IF;
+  END IF;
+  -- key budgets (docs/decisions.md "Key budgets"): a request's hold (a key with a limit) ends with it;
+  -- its charge counts toward its key's spend of the request's start day as its clear (svc_key_spend)
   IF EXISTS (SELECT 1 FROM key_budget_holds h JOIN unnest(v) i ON h.request_id = i.request
               WHERE i.clear IS NOT NULL AND i.gross > h.amount_micro_usdc) THEN
     RAISE EXCEPTION 'end: a charge beyond its key budget hold' USING ERRCODE = 'P0001';
   END IF;
   DELETE FROM key_budget_holds h USING unnest(v) i WHERE h.request_id = i.request;
-  INSERT INTO api_key_spend (api_key_id, day, spent_micro_usdc)
-  SELECT i.api_key, (i.started AT TIME ZONE 'UTC')::date, sum(i.gross)::bigint
-    FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.gross > 0 AND i.api_key IS NOT NULL
-   GROUP BY 1, 2 ORDER BY 1, 2
-  ON CONFLICT (api_key_id, day)
-  DO UPDATE SET spent_micro_usdc = api_key_spend.spent_micro_usdc + EXCLUDED.spent_micro_usdc;
   RETURN QUERY
-    SELECT (x.o - 1)::integer, a.confirmed_micro_usdc
+    SELECT (x.o - 1)::integer, a.confirmed_micro_usdc - COALESCE(u.gross, 0)
       FROM unnest(v) WITH ORDINALITY AS x(request, support, account, api_key, route, model, stream, status, error_code,
                                          ceiling, admitted, attempt_count, started, first_byte, now, offer, key, supplier,
                                          price, burn, gross, fee, share, clear, prompt, completion, cached,
                                          buyer_holder, offer_holder, returns, attempts, modality, video, cache_write,
                                          payment, o)
-      JOIN accounts a ON a.id = x.account;
+      JOIN accounts a ON a.id = x.account
+      LEFT JOIN (SELECT f.buyer_account_id AS account, sum(f.gross_micro_usdc)::bigint AS gross
+                   FROM svc_unfolded() f WHERE f.payment_id IS NULL GROUP BY 1) u ON u.account = x.account;
 END $$;

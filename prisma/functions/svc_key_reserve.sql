@@ -1,11 +1,11 @@
 -- Holds a request's maximum charge against the budgets of its API key and of every budgeted ancestor
 -- of that key (issues 28 and 38, docs/decisions.md "Key budgets" and "Key scopes and the key tree"),
 -- or says why not. A budgeted key's figure is its whole subtree's: what the key and every key below it
--- spent in the key's own period (api_key_spend) plus their requests' holds in flight; so a grandchild
+-- spent in the key's own period (svc_key_spend: folded and unfolded) plus their requests' holds in flight; so a grandchild
 -- cannot spend past its parent's limit. Serialised per budgeted key by its row lock (FOR NO KEY
 -- UPDATE, which the foreign-key checks of endings do not wait for), taken root first, the one lock
 -- order; the spend and the holds are read after the locks, so an ending that commits meanwhile (its
--- charge added to api_key_spend and its hold deleted in one transaction) is counted exactly once.
+-- charge appended as an unfolded clear and its hold deleted in one statement) is counted exactly once.
 -- p_periods: {"daily": {"start": date, "end": date}, "weekly": …, "monthly": …, "never": {null, null}}
 -- as the caller computed them (`budgetPeriod`) at the request's start, so a hold and its charge fall in
 -- the same period; each budgeted key is held in the period of its own limit_reset.
@@ -63,7 +63,7 @@ BEGIN
     v_start := (p_periods -> r.lr ->> 'start')::date;
     v_end := (p_periods -> r.lr ->> 'end')::date;
     SELECT r.limit_micro_usdc
-           - COALESCE((SELECT sum(s.spent_micro_usdc) FROM api_key_spend s JOIN api_keys d ON d.id = s.api_key_id
+           - COALESCE((SELECT sum(s.spent_micro_usdc) FROM svc_key_spend() s JOIN api_keys d ON d.id = s.api_key_id
                         WHERE (d.id = r.id OR d.ancestor_ids @> ARRAY[r.id])
                           AND (v_start IS NULL OR s.day >= v_start)
                           AND (v_end IS NULL OR s.day < v_end)), 0)

@@ -1,7 +1,9 @@
 -- The sweeper: gives back every slice of holders whose lease expired (their process died), up to
 -- p_limit holders at a time, or of the one holder p_holder (a process closing cleanly). Holders
 -- another sweeper is releasing are skipped; a lease renewed before the lock is taken is kept.
--- Lock order as everywhere: buyers, offers, each in id order. Caller: src/domain/inference/escrow.ts.
+-- Each holder's unfolded clears are folded first (svc_fold_holder: crash recovery, the charges of a
+-- process that died are applied from what it appended), then its slices go back. Lock order as
+-- everywhere: holders, buyers, offers, each in id order. Caller: src/domain/inference/escrow.ts.
 CREATE OR REPLACE FUNCTION svc_release_expired(p_now timestamptz, p_limit integer, p_holder uuid DEFAULT NULL)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -14,6 +16,7 @@ BEGIN
   IF h IS NULL THEN
     RETURN 0;
   END IF;
+  PERFORM svc_fold_holder(x) FROM unnest(h) AS x ORDER BY x;
   PERFORM 1 FROM accounts a WHERE a.id IN (SELECT b.account_id FROM buyer_escrows b WHERE b.holder = ANY(h))
    ORDER BY a.id FOR NO KEY UPDATE;
   WITH d AS (DELETE FROM buyer_escrows b WHERE b.holder = ANY(h) RETURNING b.account_id, b.amount_micro_usdc)

@@ -115,6 +115,9 @@ export async function applyFunctions(
         await client.query("COMMIT");
         return "unchanged";
       }
+      // files go in name order, and a SQL-language function may use one a later file defines (as
+      // pg_dump restores them): bodies are checked when called, every file being applied by then
+      await client.query("SET LOCAL check_function_bodies = off");
       for (const s of sources) {
         try {
           await client.query(s.sql);

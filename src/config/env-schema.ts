@@ -107,6 +107,8 @@ export const envSchema = z.object({
   WORKER_DB_POOL_SIZE: withDefault(intIn(1, 1_000), "5"),
   /** not in CONTRACT: how long a router process keeps an idle escrow slice for the buyer's or offer's next request (0 = give it back at once) */
   ESCROW_LINGER_MS: withDefault(intIn(0, 30_000), "1000"),
+  /** not in CONTRACT: how soon after an ending a router process folds its appended clears into the balances (0 = before answering) */
+  ESCROW_FOLD_MS: withDefault(intIn(0, 60_000), "100"),
   /** not in CONTRACT: GraphQL cost points one caller (account, or IP when anonymous) may spend per minute */
   GRAPHQL_COST_PER_MINUTE: withDefault(intIn(1, 1_000_000_000), "100000"),
   /** when true, webhook targets may be loopback or private addresses, and http (development and tests only) */

@@ -1,5 +1,6 @@
 // The simulation's invariants (docs/decisions.md "Seeded money simulation (issue 38)"), checked after
-// every step against the market database's rows (`readMarket`: one round trip) and what the
+// every step against the market database's rows as they are live (`readMarket`: one round trip; the
+// rows less what appended clears have not yet folded, svc_unfolded) and what the
 // simulation itself knows (what it deposited). Each returns the broken rules as sentences; none is
 // computed from the database's own running totals where an independent sum exists (a key's spend is
 // summed from the committed requests by start day, not read from `api_key_spend`).
@@ -54,7 +55,7 @@ export interface MarketRows {
   requests: { id: string; apiKey: string | null; started: Date; ceiling: number; video: boolean }[];
   clears: Clear[];
   apiKeys: { id: string; limit: bigint | null; reset: LimitReset; ancestors: string[] }[];
-  /** `${apiKeyId}/${yyyy-mm-dd}` → `api_key_spend` */
+  /** `${apiKeyId}/${yyyy-mm-dd}` → `svc_key_spend` (folded and unfolded) */
   keySpend: Map<string, bigint>;
   keyHolds: { request: string; apiKey: string; holder: string; amount: bigint }[];
   /** clear id → what its refund moved (every refunded clear, a zero charge's too) */
@@ -66,14 +67,25 @@ export interface MarketRows {
 }
 
 const READ = `
-  SELECT id, confirmed_micro_usdc AS confirmed, reserved_micro_usdc AS reserved,
-         supplier_payable_micro_usdc AS payable, supplier_held_micro_usdc AS held FROM accounts ORDER BY id;
-  SELECT o.id, o.quantity_micro_diem AS quantity, o.remaining_micro_diem AS remaining,
-         o.reserved_micro_diem AS reserved, o.status::text AS status, o.expires_at AS "expiresAt",
-         k.status::text AS "keyStatus"
-    FROM offers o JOIN upstream_keys k ON k.id = o.upstream_key_id ORDER BY o.id;
-  SELECT account_id AS id, holder, amount_micro_usdc AS amount FROM buyer_escrows ORDER BY 1, 2;
-  SELECT offer_id AS id, holder, amount_micro_diem AS amount FROM offer_escrows ORDER BY 1, 2;
+  SELECT a.id, l.confirmed, l.reserved, l.payable, l.held
+    FROM accounts a CROSS JOIN LATERAL svc_account_live(a.id) l ORDER BY a.id;
+  SELECT o.id, o.quantity_micro_diem AS quantity, o.remaining_micro_diem - COALESCE(u.burn, 0) AS remaining,
+         o.reserved_micro_diem - COALESCE(u.burn, 0) AS reserved, o.status::text AS status,
+         o.expires_at AS "expiresAt", k.status::text AS "keyStatus"
+    FROM offers o JOIN upstream_keys k ON k.id = o.upstream_key_id
+    LEFT JOIN (SELECT x.offer_id, sum(x.burn_micro_diem)::bigint AS burn FROM svc_unfolded() x GROUP BY 1) u
+      ON u.offer_id = o.id
+   ORDER BY o.id;
+  SELECT e.account_id AS id, e.holder, e.amount_micro_usdc - COALESCE(u.gross, 0) AS amount
+    FROM buyer_escrows e
+    LEFT JOIN (SELECT x.buyer_account_id, x.holder, sum(x.gross_micro_usdc)::bigint AS gross FROM svc_unfolded() x
+                WHERE x.payment_id IS NULL GROUP BY 1, 2) u ON u.buyer_account_id = e.account_id AND u.holder = e.holder
+   ORDER BY 1, 2;
+  SELECT e.offer_id AS id, e.holder, e.amount_micro_diem - COALESCE(u.burn, 0) AS amount
+    FROM offer_escrows e
+    LEFT JOIN (SELECT x.offer_id, x.holder, sum(x.burn_micro_diem)::bigint AS burn FROM svc_unfolded() x
+                GROUP BY 1, 2) u ON u.offer_id = e.offer_id AND u.holder = e.holder
+   ORDER BY 1, 2;
   SELECT id FROM escrow_holders;
   SELECT r.id, r.api_key_id AS "apiKey", r.started_at AS started, r.max_price_cents AS ceiling,
          EXISTS (SELECT 1 FROM video_jobs v WHERE v.request_id = r.id) AS video
@@ -84,7 +96,7 @@ const READ = `
     FROM clears ORDER BY request_id;
   SELECT id, limit_micro_usdc AS "limit", limit_reset::text AS reset, ancestor_ids::text[] AS ancestors
     FROM api_keys ORDER BY id;
-  SELECT api_key_id || '/' || day::text AS k, spent_micro_usdc AS spent FROM api_key_spend;
+  SELECT api_key_id || '/' || day::text AS k, sum(spent_micro_usdc)::bigint AS spent FROM svc_key_spend() GROUP BY 1;
   SELECT request_id AS request, api_key_id AS "apiKey", holder, amount_micro_usdc AS amount FROM key_budget_holds;
   SELECT t.clear_id AS clear, e.book::text AS book, sum(e.amount_micro_usdc)::bigint AS amount
     FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
@@ -177,7 +189,8 @@ export function checkInvariants(w: SimWorld, t: MarketRows): string[] {
   const escrowOf = new Map<string, bigint>();
   for (const e of t.buyerEscrows) {
     escrowOf.set(e.id, (escrowOf.get(e.id) ?? 0n) + e.amount);
-    if (e.amount <= 0n) bad.push(`buyer slice ${e.id}/${e.holder} holds ${e.amount}`);
+    // live, a slice spent to 0 stays until its holder's fold deletes it; below 0 it would not cover
+    if (e.amount < 0n) bad.push(`buyer slice ${e.id}/${e.holder} holds ${e.amount}`);
   }
   const charged = new Map<string, bigint>();
   const refunded = new Map<string, bigint>();

@@ -23,7 +23,7 @@ export const PLANTED_DEFECTS = [
   "spend-by-end-day",
   /** `svc_escrow_take` grants against the confirmed balance, forgetting what is already reserved */
   "take-ignores-reserved",
-  /** `svc_end_items` credits a video clear's share as payable at once instead of holding it */
+  /** the fold (`svc_fold_holder`) credits a video clear's share as payable at once instead of holding it */
   "video-share-payable",
   /** the payout run pays the held (unfinished video) balance along with the payable one */
   "payout-includes-held",
@@ -66,8 +66,8 @@ const FUNCTION_EDITS: Partial<Record<PlantedDefect, Edit[]>> = {
   "spend-by-end-day": [
     {
       file: "svc_end_items.sql",
-      from: "SELECT i.api_key, (i.started AT TIME ZONE 'UTC')::date",
-      to: "SELECT i.api_key, (i.now AT TIME ZONE 'UTC')::date",
+      from: "i.api_key, (i.started AT TIME ZONE 'UTC')::date",
+      to: "i.api_key, (i.now AT TIME ZONE 'UTC')::date",
     },
   ],
   "take-ignores-reserved": [
@@ -79,13 +79,13 @@ const FUNCTION_EDITS: Partial<Record<PlantedDefect, Edit[]>> = {
   ],
   "video-share-payable": [
     {
-      file: "svc_end_items.sql",
-      from: "COALESCE(sum(i.share) FILTER (WHERE i.video IS NULL), 0)::bigint AS p,",
-      to: "COALESCE(sum(i.share), 0)::bigint AS p,",
+      file: "svc_fold_holder.sql",
+      from: "COALESCE(sum(x.supplier_micro_usdc) FILTER (WHERE NOT x.supplier_held), 0)::bigint AS p,",
+      to: "COALESCE(sum(x.supplier_micro_usdc), 0)::bigint AS p,",
     },
     {
-      file: "svc_end_items.sql",
-      from: "COALESCE(sum(i.share) FILTER (WHERE i.video IS NOT NULL), 0)::bigint AS h",
+      file: "svc_fold_holder.sql",
+      from: "COALESCE(sum(x.supplier_micro_usdc) FILTER (WHERE x.supplier_held), 0)::bigint AS h",
       to: "0::bigint AS h",
     },
   ],

@@ -41,7 +41,7 @@ function activeOffers(w: SimWorld, rows: MarketRows): number {
  * steps, then the drain; stops at the first broken invariant.
  */
 export async function runSeed(o: SimOptions, market: SimMarket): Promise<SimResult> {
-  setLogLevel("silent");
+  setLogLevel(process.env.SIM_LOG_LEVEL ?? "silent");
   const defects = [...(o.defects ?? [])].sort();
   if (defects.join() !== market.defects.join())
     throw new Error(

@@ -16,6 +16,7 @@ import {
 import { DomainError } from "../../lib/errors.js";
 import { type HistoryReader, insufficientScope } from "../keys/key-scopes.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
+import { liveBalanceColumns } from "../ledger/live-figures.js";
 import type {
   AccountCaller,
   AccountIdentity,
@@ -35,16 +36,6 @@ export const RECENT_LEDGER_LINES = 20;
 export function ledgerCursor(line: { createdAt: Date; id: string }): string {
   return encodeCursor({ at: line.createdAt, id: line.id });
 }
-
-/** What `balancesOf` needs of an account: its balance columns and its escrow slices. */
-const BALANCE_SELECT = {
-  id: true,
-  confirmedMicroUsdc: true,
-  pendingMicroUsdc: true,
-  reservedMicroUsdc: true,
-  supplierPayableMicroUsdc: true,
-  buyerEscrows: { select: { holder: true, amountMicroUsdc: true } },
-} as const;
 
 /** The buyer history's filters (every one optional). */
 export interface HistoryFilter {
@@ -96,12 +87,12 @@ export class AccountService {
 
   /** The account's balances (`balancesOf`). Reads only. @throws not_found when the account does not exist */
   async balances(accountId: string): Promise<Balances> {
-    const a = await this.db.account.findUnique({ where: { id: accountId }, select: BALANCE_SELECT });
+    const a = await liveBalanceColumns(this.db, accountId);
     if (!a) throw new DomainError("not_found", "Account not found.");
     return this.balancesOf(a);
   }
 
-  /** `balancesOf` an account read with BALANCE_SELECT: asks the slices' holders only when it has slices. */
+  /** `balancesOf` an account's live columns: asks the slices' holders only when it has slices. */
   private async balancesOf(a: BalanceColumns & { id: string; buyerEscrows: HeldSlice[] }): Promise<Balances> {
     const slices = a.buyerEscrows;
     const inUse =
@@ -118,20 +109,18 @@ export class AccountService {
   async getSummary(viewer: AccountCaller): Promise<AccountSummary> {
     const accountId = viewer.accountId;
     const db = await this.read(accountId);
-    const [a, recentLedger] = await Promise.all([
-      db.account.findUnique({
-        where: { id: accountId },
-        include: { buyerEscrows: BALANCE_SELECT.buyerEscrows },
-      }),
+    const [a, live, recentLedger] = await Promise.all([
+      db.account.findUnique({ where: { id: accountId } }),
+      liveBalanceColumns(db, accountId),
       accountLedgerLines(db, { accountId, limit: RECENT_LEDGER_LINES, now: this.clock.now() }),
     ]);
-    if (!a) throw new DomainError("not_found", "Account not found.");
+    if (!a || !live) throw new DomainError("not_found", "Account not found.");
     return {
       accountId: a.id,
       walletAddress: a.walletAddress,
       authProvider: authProviderFor(viewer, a.authProvider),
       maxPriceCentsPerDollar: a.maxPriceCentsPerDollar,
-      balances: await this.balancesOf(a),
+      balances: await this.balancesOf(live),
       hasEverFunded: a.hasEverFunded,
       firstFundedAt: a.firstFundedAt,
       createdAt: a.createdAt,

@@ -27,7 +27,11 @@ const BATCH = { maxBatch: 64, maxInFlight: 1 };
 export class Settlement {
   private readonly batcher: Batcher<EndItem, bigint>;
 
-  constructor(store: SettlementStore) {
+  constructor(
+    store: SettlementStore,
+    /** an ending with a charge committed (its holder folds it soon) */
+    private readonly appended: () => Promise<void> | undefined = () => undefined,
+  ) {
     this.batcher = new Batcher(
       (items) => store.commit(items),
       async (i) => (await store.commit([i]))[0] ?? 0n,
@@ -36,8 +40,11 @@ export class Settlement {
   }
 
   /** Commits one ending (with others); the buyer's confirmed balance after it. */
-  submit(item: EndItem): Promise<bigint> {
-    return this.batcher.submit(item);
+  async submit(item: EndItem): Promise<bigint> {
+    const confirmed = await this.batcher.submit(item);
+    // with no fold delay the clear is folded before the answer (ESCROW_FOLD_MS=0)
+    if (item.clear !== null) await this.appended();
+    return confirmed;
   }
 
   get stats() {
@@ -57,6 +64,8 @@ export interface EndingDeps {
   platformFeeBps: number;
   /** whether an ending keeps an idle slice with the process (see `Slice.giveBack`, `EscrowGiveBack`) */
   lingering: boolean;
+  /** an ending with a charge committed: the process's fold applies it soon (`ProcessEscrow.appended`) */
+  appended?: () => Promise<void> | undefined;
 }
 
 /**
@@ -69,7 +78,7 @@ export class Endings {
   private readonly events: ClearEvents;
 
   constructor(private readonly deps: EndingDeps) {
-    this.settlement = new Settlement(deps.settlement);
+    this.settlement = new Settlement(deps.settlement, deps.appended);
     this.events = new ClearEvents(deps.bus);
   }
 

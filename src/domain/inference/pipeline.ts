@@ -16,6 +16,7 @@ import { Attempts } from "./attempts.js";
 import { Ceilings } from "./ceilings.js";
 import { insufficientBalance } from "./diagnostics.js";
 import { Endings, notePreCallBalance } from "./ending.js";
+import type { SoldOut } from "./escrow-fold.js";
 import { planRequest } from "./escrow-take.js";
 import { InFlightBridge } from "./in-flight-bridge.js";
 import { allowModel, KeyBudgets } from "./key-budget.js";
@@ -69,6 +70,8 @@ export interface PipelineDeps {
   forgetApiKey?: (apiKeyId: string) => void;
   /** operators' counters (clears, fall-forwards, settlement failures, key waits) */
   metrics?: Metrics;
+  /** the offers a fold sold out: marked depleted with their webhook (`OfferService.markDepletedIfEmpty`) */
+  soldOut?: SoldOut;
 }
 
 /** The price rules of a request whose price is still being asked (`OpenInput.askPrice`): nothing is admissible. */
@@ -106,6 +109,8 @@ export class InferencePipeline {
       bus,
       lingerMs: deps.config.limits.escrowLingerMs,
       board: deps.escrowUsage,
+      soldOut: deps.soldOut,
+      foldDelayMs: deps.config.limits.escrowFoldMs,
     });
     this.book = new OfferBook(stores.offers, clock);
     this.ceilings = new Ceilings(stores.ceilings);
@@ -135,6 +140,7 @@ export class InferencePipeline {
       metrics,
       platformFeeBps: deps.config.fees.platformFeeBps,
       lingering: this.escrow.lingering,
+      appended: () => this.escrow.appended(),
     });
     this.budgets = new KeyBudgets({
       budgets: stores.budgets,

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { EscrowUsageBoard } from "../../adapters/redis/escrow-usage.js";
 import type { Clock } from "../../lib/clock.js";
+import { EscrowFold, FOLD_DELAY_MS, type SoldOut } from "./escrow-fold.js";
 import { EscrowGiveBack } from "./escrow-give-back.js";
 import { EscrowUsage } from "./escrow-usage.js";
 import { HolderLease, releaseExpiredHolders } from "./holder-lease.js";
@@ -9,7 +10,8 @@ import type { EscrowStore } from "./stores.js";
 
 /**
  * This process as an escrow holder (docs/decisions.md "Escrow"): its lease (`HolderLease`), what it
- * gives back outside an ending (`EscrowGiveBack`: idle slices, escrow pressure) and what its
+ * gives back outside an ending (`EscrowGiveBack`: idle slices, escrow pressure), its fold of the
+ * clears its endings appended (`EscrowFold`), and what its
  * requests in flight use of a buyer's slice (`EscrowUsage`); plus the sweeper of dead holders.
  * The pipeline admits against `lease`; the rest is the process's lifecycle and its operators' view.
  */
@@ -17,6 +19,7 @@ export class ProcessEscrow {
   readonly lease: HolderLease;
   private readonly giveBack: EscrowGiveBack;
   private readonly usage: EscrowUsage;
+  private readonly folds: EscrowFold;
 
   constructor(
     private readonly deps: {
@@ -27,10 +30,15 @@ export class ProcessEscrow {
       lingerMs: number;
       /** where processes answer what their requests in flight use of a buyer's slice */
       board?: EscrowUsageBoard;
+      /** the offers a fold sold out (marked depleted with their webhook) */
+      soldOut?: SoldOut;
+      /** how soon after an append the fold runs (FOLD_DELAY_MS) */
+      foldDelayMs?: number;
     },
   ) {
     const { escrow, clock, bus } = deps;
     this.lease = new HolderLease(escrow, clock, randomUUID);
+    this.folds = new EscrowFold(escrow, this.lease, deps.foldDelayMs ?? FOLD_DELAY_MS, deps.soldOut);
     // a slice given back outside an ending: its buyer's dashboard reads the balances again
     this.giveBack = new EscrowGiveBack(escrow, this.lease, deps.lingerMs, undefined, (ids) => {
       const at = clock.now().toISOString();
@@ -51,10 +59,21 @@ export class ProcessEscrow {
     this.giveBack.start();
   }
 
-  /** Stops the timer and gives every slice back (a clean shutdown). */
+  /** Stops the timers, folds what is left and gives every slice back (a clean shutdown). */
   async close(): Promise<void> {
     this.giveBack.stop();
+    await this.folds.close();
     await this.lease.close();
+  }
+
+  /** An ending appended a charge: this holder folds it soon, or now with no delay (`EscrowFold`). */
+  appended(): Promise<void> | undefined {
+    return this.folds.appended();
+  }
+
+  /** Folds this holder's appended clears now (tests, diagnostics; the fold's timer does it). */
+  fold(): Promise<void> {
+    return this.folds.run();
   }
 
   /** Another process was refused for want of this buyer's balance: its idle part here goes back. */

@@ -162,9 +162,21 @@ export function sqlEscrowStore(sql: Sql): EscrowStore {
       await sql.query("SELECT svc_escrow_give_back($1::uuid, $2::jsonb)", [holder, JSON.stringify(json)]);
     },
 
+    async fold(holder: string) {
+      const r = await sql.query<{ offer_id: string; account_id: string }>({
+        name: "svc_fold_holder",
+        text: "SELECT offer_id, account_id FROM svc_fold_holder($1::uuid)",
+        values: [holder],
+      });
+      return r.rows.map((row) => ({ offerId: row.offer_id, accountId: row.account_id }));
+    },
+
     async buyerSlices(accountId, exceptHolder) {
+      // live: a slice still counts its holder's unfolded charges until the fold
       const r = await sql.query<{ holder: string; amount: string }>(
-        "SELECT holder, amount_micro_usdc::text AS amount FROM buyer_escrows WHERE account_id = $1 AND holder IS DISTINCT FROM $2::uuid",
+        `SELECT e.holder, (e.amount_micro_usdc - COALESCE(u.gross, 0))::text AS amount
+           FROM buyer_escrows e LEFT JOIN svc_buyer_unfolded($1::uuid) u ON u.holder = e.holder
+          WHERE e.account_id = $1 AND e.holder IS DISTINCT FROM $2::uuid`,
         [accountId, exceptHolder],
       );
       return r.rows.map((row) => ({ holder: row.holder, amountMicroUsdc: BigInt(row.amount) }));
@@ -200,8 +212,8 @@ export function sqlSettlementStore(sql: Sql, events?: SettlementEvents): Settlem
   return {
     async ended(requestId: string) {
       const r = await sql.query<{ status: string; confirmed: string }>(
-        `SELECT r.status::text AS status, a.confirmed_micro_usdc::text AS confirmed
-           FROM inference_requests r JOIN accounts a ON a.id = r.account_id WHERE r.id = $1`,
+        `SELECT r.status::text AS status, a.confirmed::text AS confirmed
+           FROM inference_requests r CROSS JOIN LATERAL svc_account_live(r.account_id) a WHERE r.id = $1`,
         [requestId],
       );
       const row = r.rows[0];

@@ -84,7 +84,12 @@ export interface EscrowStore {
    * holds (a slice already released is left alone).
    */
   giveBack(holder: string, returns: readonly SliceReturn[]): Promise<void>;
-  /** What holders other than `exceptHolder` hold of a buyer's balance (micro-USDC). */
+  /**
+   * Applies the holder's appended clears to the hot rows (`svc_fold_holder`, docs/decisions.md "One
+   * append per clear"); the live offers it sold out, to be marked depleted.
+   */
+  fold(holder: string): Promise<{ offerId: string; accountId: string }[]>;
+  /** What holders other than `exceptHolder` hold of a buyer's balance, live (micro-USDC). */
   buyerSlices(accountId: string, exceptHolder: string | null): Promise<{ holder: string; amountMicroUsdc: bigint }[]>;
   /** Gives every slice of one holder back and forgets it (a clean shutdown). */
   release(holder: string, now: Date): Promise<void>;

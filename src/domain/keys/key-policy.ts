@@ -204,9 +204,10 @@ export async function spentThisPeriod(
 ): Promise<Map<string, bigint>> {
   const out = new Map<string, bigint>();
   if (keys.length === 0) return out;
-  // periods as UTC days: a key's spend is kept per UTC day of its requests' start (`api_key_spend`,
-  // written by every ending with its charge and lowered by a video refund), the same figure the
-  // budget hold reads (`svc_key_reserve`), so a listing and the enforcement never disagree
+  // periods as UTC days: a key's spend is kept per UTC day of its requests' start (`svc_key_spend`:
+  // api_key_spend, which the folds add each charge to and a video refund lowers, plus the charges
+  // not yet folded), the same figure the budget hold reads (`svc_key_reserve`), so a listing and the
+  // enforcement never disagree
   const day = (d: Date | null) => (d ? utcDay(d) : null);
   const periods = keys.map((k) => {
     const p = budgetPeriod(k.limitReset, now);
@@ -215,7 +216,7 @@ export async function spentThisPeriod(
   const rows = await (db as Pick<Db, "$queryRaw">).$queryRaw<{ id: string; spent: bigint }[]>`
     SELECT k.id::text AS id,
            COALESCE((SELECT SUM(s.spent_micro_usdc)
-                       FROM api_key_spend s JOIN api_keys d ON d.id = s.api_key_id
+                       FROM svc_key_spend() s JOIN api_keys d ON d.id = s.api_key_id
                       WHERE (d.id = k.id OR d.ancestor_ids @> ARRAY[k.id])
                         AND (k.start IS NULL OR s.day >= k.start)
                         AND (k."end" IS NULL OR s.day < k."end")), 0)::bigint AS spent

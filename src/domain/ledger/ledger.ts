@@ -1,5 +1,6 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import { DomainError } from "../../lib/errors.js";
+import { foldClearOf } from "./live-figures.js";
 
 /**
  * Double-entry postings (docs/decisions.md "Books"). Each function writes one balanced journal and
@@ -272,13 +273,15 @@ export interface HoldMoved {
  * (n counts the clear's hold moves). The caller holds the job's row (its conditional transition in
  * this transaction), so a job moves once; here the clear's row is locked, and a share that is
  * already where it goes, a clear whose share was never held (written before holds), a refunded
- * clear or a zero share move nothing (null). Locks the supplier's account.
+ * clear or a zero share move nothing (null). Folds the clear first (`foldClearOf`), then locks the
+ * supplier's account.
  * @throws internal_error if the held balance does not cover a release (books would break)
  */
 export async function moveHeldShare(
   tx: Tx,
   input: { requestId: string; videoJobId?: string; move: "release" | "rehold" },
 ): Promise<HoldMoved | null> {
+  await foldClearOf(tx, input.requestId);
   const rows = await tx.$queryRaw<
     { id: string; supplier: string; share: bigint; held: boolean; refunded_at: Date | null }[]
   >`

@@ -6,6 +6,7 @@ import { decodeCursor, keysetBefore, type Page, pageOf, pageSize } from "../../l
 import { DomainError } from "../../lib/errors.js";
 import { newestReadBound } from "../../lib/partitions.js";
 import { accountLedgerLines } from "../ledger/ledger-lines.js";
+import { liveBalanceColumns } from "../ledger/live-figures.js";
 import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { PAYOUT_MINIMUM_MICRO, PayoutRunner } from "./payouts.js";
 import type { PayoutRunResult, SupplierClearRow, SupplierLedgerLine, SupplierLedgerPage } from "./supply-types.js";
@@ -47,10 +48,7 @@ export class EarningsService {
     const after = input.cursor ? decodeCursor(input.cursor) : undefined;
     const { db } = this.deps;
     const [account, entries, totals, recent] = await Promise.all([
-      db.account.findUnique({
-        where: { id: input.accountId },
-        select: { supplierPayableMicroUsdc: true, supplierHeldMicroUsdc: true },
-      }),
+      liveBalanceColumns(db, input.accountId),
       accountLedgerLines(db, {
         accountId: input.accountId,
         now: this.deps.clock.now(),

@@ -6,6 +6,7 @@ import { Prisma } from "../../generated/prisma/client.js";
 import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
 import { decodeCursor, keysetBefore, type Page, pageOf, pageSize } from "../../lib/cursor.js";
 import { DomainError } from "../../lib/errors.js";
+import { liveOffer, type UnfoldedBurns, unfoldedBurns } from "../ledger/live-figures.js";
 import type { OutboxTx, WebhookOutbox } from "../webhooks/outbox.js";
 import { OFFER_EVENT_COLUMNS, type OfferEventRow, offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
@@ -144,7 +145,7 @@ export class OfferService {
     }
     this.publishOwner(input.accountId, `offer:${row.id}:active`);
     await this.capacityChanged("offer_posted");
-    return offerView(row, now);
+    return offerView(row, now, await unfoldedBurns(this.deps.db));
   }
 
   /** The account's offers, cancelled excluded, newest first, keyset-paginated. */
@@ -158,17 +159,19 @@ export class OfferService {
       take: take + 1,
     });
     const now = this.deps.clock.now();
+    const burns = await unfoldedBurns(this.deps.db);
     return pageOf(
       rows,
       take,
-      (o) => offerView(o, now),
+      (o) => offerView(o, now, burns),
       (o) => ({ at: o.createdAt, id: o.id }),
     );
   }
 
   /** One of the account's offers (any status). @throws not_found */
   async getOffer(input: { accountId: string; offerId: string }): Promise<OfferView> {
-    return offerView(await this.ownedOffer(input.accountId, input.offerId), this.deps.clock.now());
+    const o = await this.ownedOffer(input.accountId, input.offerId);
+    return offerView(o, this.deps.clock.now(), await unfoldedBurns(this.deps.db));
   }
 
   /** An offer's effective price now (GraphQL's `effectivePriceCentsPerDollar`): `effectivePrice` on this clock. */
@@ -237,7 +240,7 @@ export class OfferService {
     const after = await this.ownedOffer(input.accountId, input.offerId);
     this.publishOwner(input.accountId, `offer:${after.id}:${after.status}`);
     await this.capacityChanged("offer_updated");
-    return offerView(after, this.deps.clock.now());
+    return offerView(after, this.deps.clock.now(), await unfoldedBurns(this.deps.db));
   }
 
   /**
@@ -254,7 +257,8 @@ export class OfferService {
     if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
     this.publishOwner(input.accountId, `offer:${current.id}:cancelled`);
     await this.capacityChanged("offer_cancelled");
-    return offerView(await this.ownedOffer(input.accountId, input.offerId), now);
+    const o = await this.ownedOffer(input.accountId, input.offerId);
+    return offerView(o, now, await unfoldedBurns(this.deps.db));
   }
 
   /**
@@ -367,7 +371,9 @@ export function pricedOffer(o: { priceCentsPerDollar: number; schedule: unknown 
   return { priceCentsPerDollar: o.priceCentsPerDollar, schedule: storedSchedule(o.schedule) };
 }
 
-function offerView(o: OfferRow, now: Date): OfferView {
+/** An offer as its owner sees it, its remaining and reserved live (`liveOffer`). */
+function offerView(row: OfferRow, now: Date, burns: UnfoldedBurns): OfferView {
+  const o = liveOffer(row, burns);
   const schedule = storedSchedule(o.schedule);
   return {
     id: o.id,

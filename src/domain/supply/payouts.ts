@@ -185,6 +185,9 @@ export class PayoutRunner {
   private async createDue(chain: ChainGateway, result: PayoutRunResult): Promise<void> {
     const { db } = this.deps;
     const period = utcDay(this.deps.clock.now());
+    // every holder folds first, so the payables hold every clear appended so far (docs/decisions.md
+    // "One append per clear"); a share appended after this is paid in the next run
+    await db.$queryRaw`SELECT count(*)::int AS sold_out FROM svc_fold_all()`;
     const due = await db.account.findMany({
       where: { supplierPayableMicroUsdc: { gte: PAYOUT_MINIMUM_MICRO }, payouts: { none: { period } } },
       select: { id: true, walletAddress: true, supplierPayableMicroUsdc: true },

@@ -8,6 +8,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
+import { liveKeyBalance, unfoldedBurns } from "../ledger/live-figures.js";
 import type { KeyHealth } from "./key-health.js";
 import { liveOffers, newestFirst, upstreamKeyScopeFor } from "./supply-reads.js";
 import { assertLabel, assertUpstreamSecret, secretLast4 } from "./supply-rules.js";
@@ -116,7 +117,11 @@ export class SupplyService {
       orderBy: newestFirst(),
       include: liveOfferInclude,
     });
-    return rows.map(keyView);
+    // the balance shown live: less what clears not yet folded burned (`liveKeyBalance`)
+    const burns = await unfoldedBurns(this.deps.db);
+    return rows.map((r) =>
+      keyView({ ...r, lastBalanceMicroDiem: liveKeyBalance(r.id, r.lastBalanceMicroDiem, burns) }),
+    );
   }
 
   /**

@@ -4,6 +4,7 @@ import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import { refundClear } from "../ledger/ledger.js";
+import { foldClearOf } from "../ledger/live-figures.js";
 import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { videoRefundedData } from "../webhooks/payloads.js";
 
@@ -64,6 +65,8 @@ export class VideoRefunds {
         RETURNING request_id, account_id, queue_id, model, upstream_key_id, upstream_quote_micro_diem AS upstream_quote`;
       const job = claimed[0];
       if (!job) return null;
+      // the charge's holder folds it first (before any account is locked: the fold's lock order)
+      await foldClearOf(tx, job.request_id);
       const clear = await tx.$queryRaw<{ id: string; offer_id: string; burn: bigint }[]>`
         SELECT id, offer_id, burn_micro_diem AS burn FROM clears WHERE request_id = ${job.request_id}::uuid`;
       const c = clear[0];

@@ -3,29 +3,22 @@ import type { EndItem } from "../inference/settlement.js";
 import type { SettlementEvents, SettlementTx } from "../inference/stores.js";
 import { budgetPeriod, type LimitReset } from "../keys/key-period.js";
 import { query, type WebhookOutbox } from "./outbox.js";
-import {
-  balanceLowData,
-  keyBudgetExhaustedData,
-  OFFER_EVENT_COLUMNS,
-  type OfferEventRow,
-  offerData,
-} from "./payloads.js";
+import { balanceLowData, keyBudgetExhaustedData } from "./payloads.js";
 
 /**
  * The events a settlement batch causes, written to the outbox in the batch's own transaction
  * (`sqlSettlementStore`; docs/decisions.md "Webhooks (issue 30)"):
  *
- * - `offer.depleted` (supplier): an offer this batch sold to zero (`svc_end_items` marks it
- *   depleted with the batch's time);
  * - `balance.low` (buyer): the batch's charges took the confirmed balance from at or above an
  *   endpoint's threshold to below it;
  * - `key.budget_exhausted` (buyer): a key's spend for the period reached its limit, or a request on
  *   it was refused 402 `key_budget_exceeded`; once per key and period per endpoint.
  *
  * The batch asks who takes these in the statement that runs it (`types`), so a batch for accounts
- * without endpoints costs nothing more; only accounts in `subscribers` are looked at here.
+ * without endpoints costs nothing more; only accounts in `subscribers` are looked at here. An offer
+ * sold out is not the batch's: the holder's fold finds it (`offer.depleted`, `OfferService`).
  */
-export const SETTLEMENT_EVENT_TYPES = ["offer.depleted", "balance.low", "key.budget_exhausted"] as const;
+export const SETTLEMENT_EVENT_TYPES = ["balance.low", "key.budget_exhausted"] as const;
 
 export function settlementWebhooks(outbox: WebhookOutbox): SettlementEvents {
   return {
@@ -33,7 +26,6 @@ export function settlementWebhooks(outbox: WebhookOutbox): SettlementEvents {
     async record(tx, items, confirmed, subscribers) {
       const takes = (account: string | null, type: string) => account !== null && !!subscribers.get(account)?.has(type);
       return [
-        ...(await depletedOffers(outbox, tx, items, takes)),
         ...(await lowBalances(outbox, tx, items, confirmed, takes)),
         ...(await exhaustedKeys(outbox, tx, items, takes)),
       ];
@@ -45,34 +37,6 @@ export function settlementWebhooks(outbox: WebhookOutbox): SettlementEvents {
 type Takes = (account: string | null, type: string) => boolean;
 
 const charged = (i: EndItem) => i.clear !== null && i.gross !== null;
-
-async function depletedOffers(outbox: WebhookOutbox, tx: SettlementTx, items: readonly EndItem[], takes: Takes) {
-  const offers = [
-    ...new Set(
-      items
-        .filter((i) => charged(i) && BigInt(i.burn ?? "0") > 0n && takes(i.supplier, "offer.depleted"))
-        .map((i) => i.offer as string),
-    ),
-  ];
-  if (offers.length === 0) return [];
-  // svc_end_items stamps an offer it sells out with the batch's latest `now`
-  const at = new Date(Math.max(...items.map((i) => Date.parse(i.now)))).toISOString();
-  const rows = await query<OfferEventRow>(
-    tx,
-    `SELECT ${OFFER_EVENT_COLUMNS} FROM offers
-      WHERE id = ANY($1::uuid[]) AND status = 'depleted' AND remaining_micro_diem = 0 AND ended_at = $2::timestamptz`,
-    [offers, at],
-  );
-  const ids: string[] = [];
-  for (const o of rows) {
-    ids.push(
-      ...(await outbox.emit(tx, o.accountId, "offer.depleted", offerData(o), {
-        dedupeKey: `offer.depleted:${o.id}:${at}`,
-      })),
-    );
-  }
-  return ids;
-}
 
 async function lowBalances(
   outbox: WebhookOutbox,
@@ -154,7 +118,7 @@ async function exhaustedKeys(outbox: WebhookOutbox, tx: SettlementTx, items: rea
     const [row] = await query<{ spent: bigint | string }>(
       tx,
       `SELECT COALESCE(sum(s.spent_micro_usdc), 0)::bigint AS spent
-         FROM api_key_spend s JOIN api_keys d ON d.id = s.api_key_id
+         FROM svc_key_spend() s JOIN api_keys d ON d.id = s.api_key_id
         WHERE (d.id = $1::uuid OR d.ancestor_ids @> ARRAY[$1::uuid])
           AND ($2::date IS NULL OR s.day >= $2::date) AND ($3::date IS NULL OR s.day < $3::date)`,
       [k.id, period.start ? utcDay(period.start) : null, period.end ? utcDay(period.end) : null],

@@ -223,9 +223,11 @@ export const AccountRef = builder.prismaObject("Account", {
       select: { id: true },
       resolve: async (a, _args, ctx) => (await balancesOf(ctx, a.id)).availableMicroUsdc,
     }),
-    supplierPayableUsdc: t.expose("supplierPayableMicroUsdc", {
+    supplierPayableUsdc: t.field({
       type: "MicroUsdc",
       description: "supplier earnings not yet paid out",
+      select: { id: true },
+      resolve: async (a, _args, ctx) => (await balancesOf(ctx, a.id)).supplierPayableMicroUsdc,
     }),
     hasEverFunded: t.exposeBoolean("hasEverFunded"),
     firstFundedAt: t.expose("firstFundedAt", { type: "DateTime", nullable: true }),

@@ -2,12 +2,15 @@
 // upstream-keys.ts, earnings and payouts supplier-earnings.ts). Same service calls as
 // src/http/routes/supply.ts; every `where` is a rule of domain/supply/supply-reads.ts and every derived
 // field one of contract/supply.ts (the REST views use the same ones). The secret never leaves.
+
 import type { AccountEvent } from "../../adapters/pubsub.js";
 import { soldMicroDiem } from "../../contract/supply.js";
+import { liveOffer } from "../../domain/ledger/live-figures.js";
 import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
 import { newestFirst, offerOwnerScopeFor, offerScopeFor } from "../../domain/supply/supply-reads.js";
 import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
+import { burnsOf } from "../context.js";
 import { viewerOrThrow } from "./account.js";
 
 export const UpstreamKeyStatusEnum = builder.enumType("UpstreamKeyStatus", {
@@ -90,12 +93,21 @@ export const OfferRef = builder.prismaObject("Offer", {
       description: "the expired offer this one re-posts; null: posted by the supplier",
     }),
     quantity: t.expose("quantityMicroDiem", { type: "MicroDiem" }),
-    remaining: t.expose("remainingMicroDiem", { type: "MicroDiem" }),
-    reserved: t.expose("reservedMicroDiem", { type: "MicroDiem", description: "held by requests in flight" }),
+    remaining: t.field({
+      type: "MicroDiem",
+      select: { id: true, remainingMicroDiem: true, reservedMicroDiem: true },
+      resolve: async (o, _args, ctx) => liveOffer(o, await burnsOf(ctx)).remainingMicroDiem,
+    }),
+    reserved: t.field({
+      type: "MicroDiem",
+      description: "held by requests in flight",
+      select: { id: true, remainingMicroDiem: true, reservedMicroDiem: true },
+      resolve: async (o, _args, ctx) => liveOffer(o, await burnsOf(ctx)).reservedMicroDiem,
+    }),
     sold: t.field({
       type: "MicroDiem",
-      select: { quantityMicroDiem: true, remainingMicroDiem: true },
-      resolve: (o) => soldMicroDiem(o),
+      select: { id: true, quantityMicroDiem: true, remainingMicroDiem: true, reservedMicroDiem: true },
+      resolve: async (o, _args, ctx) => soldMicroDiem(liveOffer(o, await burnsOf(ctx))),
     }),
     status: t.field({ type: OfferStatusEnum, resolve: (o) => o.status }),
     expiresAt: t.expose("expiresAt", { type: "DateTime" }),

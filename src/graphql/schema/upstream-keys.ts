@@ -1,9 +1,12 @@
 // GraphQL type, query and mutations of a supplier's upstream keys (masked: the secret never leaves).
 // Same service calls as src/http/routes/supply.ts; every `where` is a rule of
 // domain/supply/supply-reads.ts, the masked key one of contract/supply.ts.
+
 import { maskedKey } from "../../contract/supply.js";
+import { liveKeyBalance } from "../../domain/ledger/live-figures.js";
 import { listedOffers, liveOffers, newestFirst, upstreamKeyScopeFor } from "../../domain/supply/supply-reads.js";
 import { builder } from "../builder.js";
+import { burnsOf } from "../context.js";
 import { viewerOrThrow } from "./account.js";
 import { IdInput, OfferRef, UpstreamKeyStatusEnum } from "./supply.js";
 
@@ -19,10 +22,12 @@ export const UpstreamKeyRef = builder.prismaObject("UpstreamKey", {
       select: { secretLast4: true },
       resolve: (k) => maskedKey(k.secretLast4),
     }),
-    balance: t.expose("lastBalanceMicroDiem", {
+    balance: t.field({
       type: "MicroDiem",
       nullable: true,
-      description: "the last DIEM balance the upstream reported",
+      description: "the last DIEM balance the upstream reported, less what was sold on it since",
+      select: { id: true, lastBalanceMicroDiem: true },
+      resolve: async (k, _args, ctx) => liveKeyBalance(k.id, k.lastBalanceMicroDiem, await burnsOf(ctx)),
     }),
     lastBalanceAt: t.expose("lastBalanceAt", { type: "DateTime", nullable: true }),
     authFailedAt: t.expose("authFailedAt", { type: "DateTime", nullable: true }),

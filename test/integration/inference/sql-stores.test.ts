@@ -426,16 +426,27 @@ describe("escrow", () => {
     expect(await ask((s) => s.settlement.ended(id(0x904)))).toBeNull();
   });
 
-  test("an ending that empties an offer depletes it and lowers its key's balance", async () => {
+  test("an ending that empties an offer is appended; the holder's fold sells it out and lowers its key's balance", async () => {
     const small = OFFERS[8] as OfferRow;
     await ask((s) =>
       s.escrow.take(take({ usdcMin: 500n, usdcWant: 500n, offerId: small.id, diemMin: 1_000n, diemWant: 1_000n })),
     );
     await ask((s) => s.settlement.commit([charge(6, { gross: 300n, burn: 1_000n, offer: small })]));
+    // appended: the offer's row is as it was, its live remaining is 0
+    const appended = await sameRows();
+    expect(appended.offers.find((o) => o.id === small.id)).toMatchObject({ remaining: "1000", status: "active" });
+    const live = await sql.query<{ burn: string }>("SELECT burn::text FROM svc_offers_unfolded(ARRAY[$1::uuid])", [
+      small.id,
+    ]);
+    expect(live.rows).toEqual([{ burn: "1000" }]);
+    // the fold applies it and names the offer it sold out (OfferService marks it depleted)
+    expect(await ask((s) => s.escrow.fold(H1))).toEqual([{ offerId: small.id, accountId: SUPPLIER }]);
+    expect(await ask((s) => s.escrow.fold(H1))).toEqual([]);
     const rows = await sameRows();
-    expect(rows.offers.find((o) => o.id === small.id)).toMatchObject({ remaining: "0", status: "depleted" });
+    expect(rows.offers.find((o) => o.id === small.id)).toMatchObject({ remaining: "0", reserved: "0" });
     expect(rows.keys.find((k) => k.id === small.key.id)?.balance).toBe((100_000_000n - 1_000n).toString());
+    // nothing of it is routable (until OfferService marks it depleted and it leaves the book)
     const book = await ask(async (s) => withoutSecrets(await s.offers.book(NOW)));
-    expect(book.map((e) => e.offerId)).not.toContain(small.id);
+    expect(book.find((e) => e.offerId === small.id)?.routableMicroDiem ?? 0n).toBe(0n);
   });
 });

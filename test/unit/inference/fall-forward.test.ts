@@ -61,12 +61,13 @@ async function record(after = 0) {
 const attemptsOf = async () => (await record()).attempts.map((a) => [a.upstreamKeyId, a.outcome, a.upstreamStatus]);
 const outcomes = async () => (await record()).attempts.map((a) => a.outcome);
 
-/** Nothing is held once the request ended: no gate slot, no escrow reservation. */
+/** Nothing is held once the request ended: no gate slot, no escrow reservation (live figures). */
 async function expectNothingHeld() {
   expect(world.gates.held()).toEqual([]);
   const r = await world.market.sql.query<{ n: bigint }>(
-    `SELECT (SELECT count(*) FROM accounts WHERE reserved_micro_usdc <> 0)
-          + (SELECT count(*) FROM offers WHERE reserved_micro_diem <> 0) AS n`,
+    `SELECT (SELECT count(*) FROM accounts a CROSS JOIN LATERAL svc_account_live(a.id) l WHERE l.reserved <> 0)
+          + (SELECT count(*) FROM offers o LEFT JOIN svc_offers_unfolded(ARRAY[o.id]) u ON true
+              WHERE o.reserved_micro_diem - COALESCE(u.burn, 0) <> 0) AS n`,
   );
   expect(r.rows[0]?.n).toBe(0n);
 }

@@ -1,0 +1,24 @@
+-- The live figures (docs/decisions.md "One append per clear"). A request's ending appends its clear
+-- (svc_end_items) and moves no hot row; the escrow holder's fold (svc_fold_holder) moves them later.
+-- A clear between the two is unfolded: in the books already (ledger_lines derives from the clears),
+-- not yet in the hot rows. Every reader of a hot-row figure reads it through these functions, the one
+-- place the rule lives:
+--   a buyer's confirmed and reserved balance    the row's, less its unfolded gross (per holder too)
+--   a supplier's payable and held               the row's, plus its unfolded shares
+--   an offer's remaining and reserved           the row's, less its unfolded burn
+--   a supplier key's last known balance          the row's, less its unfolded burn (not below 0)
+--   an API key's spend of a day                  api_key_spend, plus its unfolded gross of that day
+-- What is routable or available (remaining − reserved, confirmed − reserved) is the same either way:
+-- the fold lowers both sides by the same amount.
+--
+-- Every unfolded clear: a holder's clears above its folded_seq. A holder's unfolded clear is never a
+-- day older than its folded_through (svc_end_items refuses one that would be), so each holder's
+-- lookup reads the newest months' partitions only.
+CREATE OR REPLACE FUNCTION svc_unfolded()
+RETURNS SETOF clears LANGUAGE sql STABLE AS $$
+  SELECT c.*
+    FROM escrow_holders h
+   CROSS JOIN LATERAL (SELECT * FROM clears x
+                        WHERE x.holder = h.id AND x.seq > h.folded_seq
+                          AND x.created_at >= h.folded_through - interval '1 day') c
+$$;
