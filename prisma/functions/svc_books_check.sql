@@ -1,7 +1,8 @@
 -- The books check, for the service itself (retention closes a month only after it passes; the
 -- scale script runs it on 10 million rows): one row per broken rule and subject, none when the books
 -- balance. The same rules as the tests' assertBooksBalance (testkit/books.ts), in one pass over the
--- ledger rather than one query per account:
+-- ledger (the function ledger_lines, prisma/functions/ledger_lines.sql) rather than one query per
+-- account:
 --   journal_unbalanced   a written journal whose entries do not sum to zero (subject: its id)
 --   clear_unsplit        a clear whose gross is not its fee plus the supplier's share (its id)
 --   closing_unbalanced   a retained month whose closing lines do not sum to zero (the month)
@@ -19,7 +20,7 @@ LANGUAGE sql STABLE AS $$
            COALESCE(sum(l.amount_micro_usdc) FILTER (WHERE l.book = 'supplier_payable'), 0) AS payable,
            COALESCE(sum(l.amount_micro_usdc) FILTER (WHERE l.book = 'supplier_held'), 0) AS held,
            sum(l.amount_micro_usdc) AS total
-      FROM ledger_lines l
+      FROM ledger_lines() l
      GROUP BY l.account_id
   ),
   -- the live balances (svc_account_live's rule, for every account in one pass): the clears appended

@@ -95,9 +95,9 @@ export async function recordsOf(db: Db, accountId: string, secrets: string[] = [
         select: { id: true, supportReference: true, status: true, costMicroUsdc: true },
         orderBy: { id: "asc" },
       }),
-      // every line of its books: the written entries and the lines its clears imply (view ledger_lines)
+      // every line of its books: the written entries and the lines its clears imply (function ledger_lines)
       db.$queryRaw<{ id: string }[]>`
-        SELECT id::text AS id FROM ledger_lines WHERE account_id = ${accountId}::uuid ORDER BY id`,
+        SELECT id::text AS id FROM ledger_lines(p_account => ${accountId}::uuid) ORDER BY id`,
     ]);
   const state = { account, apiKeys, sessions, upstreamKeys, offers, videoJobs, payments, payouts, requests, ledger };
   const markers = [

@@ -55,7 +55,7 @@ export async function checkInvariants(
                OR reserved_micro_usdc > confirmed_micro_usdc) AS accounts,
             (SELECT count(*) FROM offers WHERE remaining_micro_diem < 0 OR reserved_micro_diem < 0
                OR reserved_micro_diem > remaining_micro_diem OR remaining_micro_diem > quantity_micro_diem) AS offers,
-            (SELECT COALESCE(SUM(amount_micro_usdc), 0) FROM ledger_lines WHERE book = 'platform_fee') AS platform`,
+            (SELECT COALESCE(SUM(amount_micro_usdc), 0) FROM ledger_lines(p_books => '{platform_fee}')) AS platform`,
   );
   out.push({
     invariant: "no_negative_balance",

@@ -32,7 +32,7 @@ export type EntryKind =
   | "rehold"
   | "request_payment"
   | "payment_loss";
-/** A clear writes no journal: it is the transfer its lines derive from (ledger-lines.ts; CHECK ledger_transactions_no_clear_journal). */
+/** A clear writes no journal: it is the transfer its lines derive from (function ledger_lines; CHECK ledger_transactions_no_clear_journal). */
 export type JournalKind =
   | "top_up"
   | "confirmation"

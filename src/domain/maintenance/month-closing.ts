@@ -88,14 +88,15 @@ export async function closeMonth(
       await c.query("ROLLBACK");
       return { blocked: open };
     }
-    // the month's clear lines, as the view derives them, summed per account and book; a line at the
-    // month's last millisecond stands for them
+    // the month's clear lines, as the ledger derives them (the function ledger_lines, bounded to the
+    // month: its partition alone), summed per account and book; a line at the month's last
+    // millisecond stands for them
     await c.query(
       `INSERT INTO ledger_closings (id, month, account_id, book, amount_micro_usdc, lines, created_at)
        SELECT md5('closing:' || $1::date::text || ':' || COALESCE(l.account_id::text, 'platform') || ':' || l.book::text)::uuid,
               $1::date, l.account_id, l.book, sum(l.amount_micro_usdc), count(*), $2::timestamptz - interval '1 millisecond'
-         FROM ledger_lines l
-        WHERE l.transaction_kind = 'clear' AND l.created_at >= $1::timestamptz AND l.created_at < $2::timestamptz
+         FROM ledger_lines(p_since => $1::timestamptz, p_until => $2::timestamptz) l
+        WHERE l.transaction_kind = 'clear'
         GROUP BY l.account_id, l.book
        HAVING sum(l.amount_micro_usdc) <> 0`,
       [day, next],

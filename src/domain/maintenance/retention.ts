@@ -26,9 +26,9 @@ export { monthPartition, RETAINED_TABLES, retentionHorizon } from "./month-closi
  * 1. **closed** — only once the books check passes (svc_books_check) and nothing of the month is
  *    still open (a held share not yet final, a pay-per-request payment not yet settled or lost, a
  *    video job still rendering): in ONE transaction, the month's clear lines summed per account and
- *    book into `ledger_closings` (from view `ledger_lines` itself, so the derivation stays the
- *    view's), its unrefunded clears summed per buyer into `clear_closings`, and both month partitions
- *    DETACHed; `ledger_lines` reads the closing lines from that commit on, so every balance derived
+ *    book into `ledger_closings` (from the function `ledger_lines` itself, so the derivation stays
+ *    its own), its unrefunded clears summed per buyer into `clear_closings`, and both month partitions
+ *    DETACHed; `ledger_lines` yields the closing lines from that commit on, so every balance derived
  *    from the ledger is the same before and after. The partition for anything older
  *    (`<table>_before`) is moved up to the month's end in the same transaction, so the months stay
  *    contiguous (reads prune the DEFAULT partition).

@@ -176,7 +176,7 @@ export const ApiKeyRef = builder.prismaObject("ApiKey", {
 
 export const LedgerEntryRef = builder.objectRef<LedgerLine>("LedgerEntry").implement({
   // not a Relay node: reachable only through the viewer's own connection. A line is a written
-  // entry or one a clear implies (AccountService.ledgerLines, over the view ledger_lines).
+  // entry or one a clear implies (AccountService.ledgerLines, over the function ledger_lines).
   description: "One signed change to one of the account's books, in micro-USDC.",
   fields: (t) => ({
     id: t.exposeID("id"),

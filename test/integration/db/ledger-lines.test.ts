@@ -99,7 +99,7 @@ async function viewLines(db: Db, accountId: string) {
     }[]
   >`SELECT id::text AS id, transaction_id::text AS "transactionId", transaction_kind::text AS "transactionKind",
            book::text AS book, kind::text AS kind, amount_micro_usdc AS amount, created_at AS "createdAt"
-      FROM ledger_lines WHERE account_id = ${accountId}::uuid ORDER BY created_at DESC, id DESC`;
+      FROM ledger_lines() WHERE account_id = ${accountId}::uuid ORDER BY created_at DESC, id DESC`;
 }
 
 describe("the lines a clear implies", () => {
@@ -159,7 +159,7 @@ describe("the lines a clear implies", () => {
     // the clear's lines: three (buyer, supplier, platform), summing to zero
     const lines = await app.rt.db.$queryRaw<{ id: string; account: string | null; book: string; amount: bigint }[]>`
       SELECT id::text AS id, account_id::text AS account, book::text AS book, amount_micro_usdc AS amount
-        FROM ledger_lines WHERE transaction_id = ${clear.id}::uuid ORDER BY book`;
+        FROM ledger_lines() WHERE transaction_id = ${clear.id}::uuid ORDER BY book`;
     expect(lines.map((l) => [l.book, l.account, l.amount])).toEqual([
       ["buyer_confirmed", buyer.accountId, -clear.grossMicroUsdc],
       ["platform_fee", null, clear.feeMicroUsdc],

@@ -40,7 +40,7 @@ async function ledgerBalances(c: pg.Client) {
   return (
     await c.query(
       `SELECT COALESCE(account_id::text, 'platform') AS account, book::text AS book, sum(amount_micro_usdc)::text AS amount
-         FROM ledger_lines GROUP BY 1, 2 ORDER BY 1, 2`,
+         FROM ledger_lines() GROUP BY 1, 2 ORDER BY 1, 2`,
     )
   ).rows;
 }

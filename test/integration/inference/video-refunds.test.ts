@@ -175,10 +175,10 @@ async function moneyState(o: {
     offer: [offer.status, offer.remainingMicroDiem],
     key: await keyBalanceOf(o.upstreamKeyId),
     journals: await db.ledgerTransaction.count(),
-    // every ledger line: the written entries and the lines the clears imply (view ledger_lines)
+    // every ledger line: the written entries and the lines the clears imply (function ledger_lines)
     lines: (
       await db.$queryRaw<{ n: bigint; total: bigint }[]>`
-      SELECT count(*)::bigint AS n, COALESCE(SUM(abs(amount_micro_usdc)), 0)::bigint AS total FROM ledger_lines`
+      SELECT count(*)::bigint AS n, COALESCE(SUM(abs(amount_micro_usdc)), 0)::bigint AS total FROM ledger_lines()`
     )[0],
   };
 }

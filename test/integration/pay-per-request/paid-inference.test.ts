@@ -55,7 +55,7 @@ async function bookedFor(app: Parameters<typeof paymentOfPayer>[0], payer: strin
   const p = await paymentOfPayer(app, payer);
   const clear = await app.rt.db.clear.findFirst({ where: { paymentId: p.id } });
   const [cash] = await app.rt.db.$queryRaw<{ amount: bigint }[]>`
-    SELECT COALESCE(SUM(l.amount_micro_usdc), 0)::bigint AS amount FROM ledger_lines l
+    SELECT COALESCE(SUM(l.amount_micro_usdc), 0)::bigint AS amount FROM ledger_lines() l
       JOIN ledger_transactions t ON t.id = l.transaction_id
      WHERE t.request_payment_id = ${p.id}::uuid AND l.book = 'external'`;
   return { payment: p, gross: clear?.grossMicroUsdc ?? 0n, cash: -(cash?.amount ?? 0n) };

@@ -162,7 +162,7 @@ describe("a facilitator that refuses the settle", () => {
     expect(p.lostMicroUsdc).toBe(p.chargeMicroUsdc);
     // the supplier is paid for what it delivered; the platform's loss line says who bore it
     const [loss] = await app.rt.db.$queryRaw<{ amount: bigint }[]>`
-      SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS amount FROM ledger_lines WHERE book = 'platform_loss'
+      SELECT COALESCE(SUM(amount_micro_usdc), 0)::bigint AS amount FROM ledger_lines() WHERE book = 'platform_loss'
          AND transaction_id IN (SELECT id FROM ledger_transactions WHERE request_payment_id = ${p.id}::uuid)`;
     expect(loss?.amount).toBe(-(p.chargeMicroUsdc ?? 0n));
     // a wallet that left a charge unpaid pays per request no more: its next payment is refused unrun

@@ -134,7 +134,7 @@ async function journalsOf(clearId: string) {
 async function platformFeeOf(clearIds: string[]): Promise<bigint> {
   const r = await world.app.rt.db.$queryRaw<{ total: bigint }[]>`
     SELECT COALESCE(SUM(l.amount_micro_usdc), 0)::bigint AS total
-      FROM ledger_lines l LEFT JOIN ledger_transactions t ON t.id = l.transaction_id
+      FROM ledger_lines() l LEFT JOIN ledger_transactions t ON t.id = l.transaction_id
      WHERE l.book = 'platform_fee'
        AND (l.transaction_id = ANY(${clearIds}::uuid[]) OR t.clear_id = ANY(${clearIds}::uuid[]))`;
   return BigInt(r[0]?.total ?? 0n);
@@ -201,7 +201,7 @@ describe("a video clear's share is held until its job is final", () => {
     expect(await balances(supply.supplierAccountId)).toEqual({ payable: 0n, held: SHARE });
     // the clear's line is on the held book; nothing of the hold moved yet
     const lines = await world.app.rt.db.$queryRaw<{ book: string; amount: bigint }[]>`
-      SELECT book::text AS book, amount_micro_usdc AS amount FROM ledger_lines
+      SELECT book::text AS book, amount_micro_usdc AS amount FROM ledger_lines()
        WHERE transaction_id = ${clear.id}::uuid AND account_id = ${supply.supplierAccountId}::uuid`;
     expect(lines).toEqual([{ book: "supplier_held", amount: SHARE }]);
     expect(await journalsOf(clear.id)).toEqual([]);
