@@ -3,14 +3,15 @@
 // than the limit (summed from X-Svc-Cost-Usdc and from the books), the rest are 402
 // key_budget_exceeded with remainingUsdc and resetsAt and no `accepts`, and the account's other key
 // is unaffected. A model outside the key's list is 403; the key's ceiling below every price is 503.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { bearer, call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true });
+const world = fileWorld(test);
 
 const chat = (app: typeof world.app, apiKey: string, body: Record<string, unknown> = {}) =>
   call(app, {

@@ -2,15 +2,16 @@
 // rejected video job gets): exactly once under concurrent callers, the buyer made whole, the
 // supplier's whole share taken back (a share already paid out from its later earnings: the payable
 // goes negative), the platform giving back only its fee, the books balanced.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { debitPayout, refundClear } from "../../../src/domain/ledger/ledger.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 /** One image job (venice-sd35 × 2 = 20,000 micro-DIEM at 40 cents: 8,000 micro-USDC, fee 800). */
 async function oneClear(app: TestApp) {

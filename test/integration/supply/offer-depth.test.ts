@@ -1,9 +1,9 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectError } from "../../../testkit/errors.js";
 import { chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
   type KeyBody,
   type OfferBody,
@@ -23,7 +23,8 @@ import {
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+test.override("appOptions", { sim: {}, env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+const world = fileWorld(test);
 
 /** A signed-in supplier with one registered key holding `diemMicro` (prices unique per test). */
 async function supplier(diemMicro: bigint): Promise<{ user: SignedInUser; key: KeyBody; secret: string }> {
