@@ -101,7 +101,7 @@ function branches(accountId: string, books: readonly Book[] | undefined): Branch
       from: Prisma.sql`clears c`,
       where: Prisma.sql`c.buyer_account_id = ${accountId}::uuid AND c.gross_micro_usdc > 0 AND c.payment_id IS NULL`,
     },
-    // a request paid per request (issue 41): its debit is on the receivable its payment settles
+    // a request paid per request (no account balance): its debit is on the receivable its payment settles
     {
       books: ["payment_receivable"],
       at: Prisma.sql`c.created_at`,

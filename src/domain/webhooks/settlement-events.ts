@@ -13,7 +13,7 @@ import {
 
 /**
  * The events a settlement batch causes, written to the outbox in the batch's own transaction
- * (`sqlSettlementStore`; docs/decisions.md "Webhooks (issue 30)"):
+ * (`sqlSettlementStore`; docs/decisions.md "Webhooks"), so an event is never lost nor sent early:
  *
  * - `offer.depleted` (supplier): an offer this batch sold to zero (`svc_end_items` marks it
  *   depleted with the batch's time);
@@ -84,7 +84,7 @@ async function lowBalances(
   // per buyer: the balance after the batch, and what the batch's charges took from it
   const buyers = new Map<string, { after: bigint; charged: bigint }>();
   items.forEach((i, n) => {
-    // a charge paid per request (issue 41) takes nothing from the balance
+    // a charge paid per request takes nothing from the balance
     if (!charged(i) || i.payment !== null || !takes(i.account, "balance.low")) return;
     const b = buyers.get(i.account) ?? { after: confirmed[n] ?? 0n, charged: 0n };
     b.charged += BigInt(i.gross ?? "0");
@@ -122,7 +122,7 @@ async function exhaustedKeys(outbox: WebhookOutbox, tx: SettlementTx, items: rea
     });
   }
   if (candidates.size === 0) return [];
-  // a key's spend counts against every budgeted ancestor (issue 38): they may be exhausted too; a
+  // a key's spend counts against every budgeted ancestor: they may be exhausted too; a
   // refusal is told to each of them (the refusal does not say whose budget was the tightest)
   const chains = await query<{ id: string; ancestors: string[] }>(
     tx,
