@@ -48,6 +48,12 @@ export interface FundingCall {
   headers?: Record<string, string>;
 }
 
+/** A signup call (POST /v1/x402/signup) for `amount` micro-USDC, with more body fields in `extra`. */
+export const signupCall = (amount: number, extra: Record<string, unknown> = {}): FundingCall => ({
+  path: "/v1/x402/signup",
+  body: { amountMicroUsdc: amount, ...extra },
+});
+
 /**
  * One funding call. `payment`: an `X-PAYMENT` value, or the payment headers to send as they are
  * (`{ "payment-signature": … }` for x402 v2).

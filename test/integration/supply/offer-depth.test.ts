@@ -3,7 +3,7 @@ import { type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectError } from "../../../testkit/errors.js";
-import { chat, fundedBuyerKey } from "../../../testkit/market.js";
+import { chat, emptyBook, fundedBuyerKey } from "../../../testkit/market.js";
 import {
   type KeyBody,
   type OfferBody,
@@ -75,10 +75,7 @@ describe("routable depth never promises DIEM the key does not have", () => {
 
   test("a key whose balance is unknown routes nothing (it used to route the whole offer)", async () => {
     // only this offer on the book
-    await world.app.rt.db.offer.updateMany({
-      where: { status: { in: ["active", "paused"] } },
-      data: { status: "cancelled", endedAt: new Date() },
-    });
+    await emptyBook(world.app);
     const { user, key, secret } = await supplier(50_000_000n);
     await postOffer(world.app, user, key.id, 54, "10.000000");
     await world.app.rt.db.upstreamKey.update({ where: { id: key.id }, data: { lastBalanceMicroDiem: null } });
