@@ -3,6 +3,7 @@ import { type Account, privateKeyToAccount } from "viem/accounts";
 import { createPaymentHeader } from "x402/client";
 import type { PaymentRequirements } from "x402/types";
 import { wrapFetchWithPayment } from "x402-fetch";
+import { createChainGateway } from "../src/adapters/chain/usdc-gateway.js";
 import { type LocalChain, startLocalChain } from "../src/local/chain/index.js";
 import type { TestApp } from "./harness.js";
 
@@ -103,6 +104,11 @@ export async function signedPaymentV2(
     .register("eip155:8453", new ExactEvmScheme(privateKeyToAccount(buyer.privateKey)))
     .setSpendControls(false);
   return encodePaymentSignatureHeader(await client.createPaymentPayload(decodePaymentRequiredHeader(header)));
+}
+
+/** The service's chain adapter pointed at a local chain: what the service reads and sends through. */
+export function chainGateway(chain: LocalChain) {
+  return createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
 }
 
 export async function usdcBalance(chain: LocalChain, address: string): Promise<bigint> {

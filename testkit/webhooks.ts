@@ -128,6 +128,12 @@ export function registerWebhook(
   return call(app, { method: "POST", path: "/v1/webhooks", headers, body });
 }
 
+/** Matches the delivery of one event (its `webhook-id`), for a receiver's `waitFor` and `all`. */
+export const hasWebhookId =
+  (eventId: string) =>
+  (h: { headers: Record<string, string> }): boolean =>
+    h.headers["webhook-id"] === eventId;
+
 /** `POST /v1/webhooks/{id}/test` as `user` (202 expected): the test event's id. */
 export async function sendTestEvent(app: TestApp, user: SignedInUser, id: string): Promise<string> {
   const r = await call(app, { method: "POST", path: `/v1/webhooks/${id}/test`, headers: { cookie: user.cookie } });

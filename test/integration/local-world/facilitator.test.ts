@@ -9,7 +9,6 @@ import { exact } from "x402/schemes";
 import { decodeXPaymentResponse } from "x402/shared";
 import { settleResponseHeader } from "x402/types";
 import { wrapFetchWithPayment } from "x402-fetch";
-import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js";
 import { createCdpAuthHeaders } from "../../../src/adapters/facilitator/cdp-auth.js";
 import { v1Requirements } from "../../../src/adapters/facilitator/envelopes.js";
 import { createHttpFacilitator } from "../../../src/adapters/facilitator/http.js";
@@ -18,7 +17,7 @@ import { createLocalFacilitator, type LocalFacilitator } from "../../../src/adap
 import type { ExactPayment, ExactRequirements, Facilitator } from "../../../src/adapters/facilitator/types.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
 import { exactPaymentFromWire, exactRequirements, signExactPayment } from "../../../testkit/exact-payment.js";
-import { usdcBalance } from "../../../testkit/funding.js";
+import { chainGateway, usdcBalance } from "../../../testkit/funding.js";
 import { startHttpFacilitator } from "../../../testkit/http-facilitator.js";
 import { closedPortUrl, readJson, sendJson, startTestServer, type TestServer } from "../../../testkit/stub-server.js";
 
@@ -38,10 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await chain?.stop();
 });
-
-function gateway() {
-  return createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
-}
 
 /** A fresh buyer key holding `fundsMicro` USDC and no ETH (the facilitator pays gas). */
 async function newBuyer(fundsMicro: bigint): Promise<PrivateKeyAccount> {
@@ -86,7 +81,7 @@ describe("local facilitator: success", () => {
       expect(await usdcBalance(chain, buyer.address)).toBe(3_750_000n);
       expect(await usdcBalance(chain, payTo)).toBe(payToBefore + 1_250_000n);
 
-      const g = gateway();
+      const g = chainGateway(chain);
       const conf = await g.getConfirmations(settled.value.transaction);
       expect(conf.ok && conf.value).toMatchObject({ status: "success", confirmations: 1 });
       const transfers = await g.getUsdcTransfersInTx(settled.value.transaction);
@@ -288,7 +283,7 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
       // it did move: the chain decides, never a second settle
       expect(await usdcBalance(chain, buyer.address)).toBe(0n);
       if (!settled.ok && settled.failure.transaction) {
-        const transfers = await gateway().getUsdcTransfersInTx(settled.failure.transaction);
+        const transfers = await chainGateway(chain).getUsdcTransfersInTx(settled.failure.transaction);
         expect(transfers.ok && transfers.value).toEqual([expect.objectContaining({ from: buyer.address })]);
       }
     },

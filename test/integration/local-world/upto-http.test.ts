@@ -3,12 +3,11 @@ import type { Address, Hex } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { createUptoChainReads } from "../../../src/adapters/chain/upto-reads.js";
-import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js";
 import { uptoAuthorizationOf } from "../../../src/adapters/facilitator/envelopes.js";
 import { createHttpFacilitator, type HttpFacilitator } from "../../../src/adapters/facilitator/http.js";
 import { settleVerdict, type UptoPayment } from "../../../src/adapters/facilitator/types.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
-import { usdcBalance } from "../../../testkit/funding.js";
+import { chainGateway, usdcBalance } from "../../../testkit/funding.js";
 import { type HttpFacilitatorStandIn, startHttpFacilitator } from "../../../testkit/http-facilitator.js";
 import { signUptoPayment, uptoRequirements } from "../../../testkit/upto-payment.js";
 
@@ -32,9 +31,7 @@ beforeEach(() => {
   standIn.requests.length = 0;
 });
 
-const gateway = () =>
-  createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
-const reads = () => createUptoChainReads(gateway());
+const reads = () => createUptoChainReads(chainGateway(chain));
 
 /** A fresh buyer with USDC that approved Permit2, and its signed upto payment for `maxMicro`. */
 async function paying(fundsMicro: bigint, maxMicro: bigint): Promise<{ buyer: PrivateKeyAccount; p: UptoPayment }> {
@@ -145,7 +142,7 @@ describe("http facilitator: upto through a standard facilitator", () => {
     const tx = landed.value.transaction as Hex;
     const inTx = await reads().getUptoSettlementInTx(tx, buyer.address, payTo);
     expect(inTx.ok && inTx.value).toMatchObject({ movedMicroUsdc: 1_111_111n, call: { nonce: nonceOf(p) } });
-    const head = await gateway().publicClient.getBlockNumber({ cacheTime: 0 });
+    const head = await chainGateway(chain).publicClient.getBlockNumber({ cacheTime: 0 });
     const found = await reads().findUptoSettlements({ from: buyer.address, to: payTo, fromBlock: 0n, toBlock: head });
     expect(found.ok && found.value.map((s) => [s.txHash, s.movedMicroUsdc])).toEqual([[tx, 1_111_111n]]);
   });

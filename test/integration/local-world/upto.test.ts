@@ -15,7 +15,7 @@ import {
   localUsdcAbi,
   startLocalChain,
 } from "../../../src/local/chain/index.js";
-import { usdcBalance } from "../../../testkit/funding.js";
+import { chainGateway, usdcBalance } from "../../../testkit/funding.js";
 import { signUptoPayment, uptoRequirements } from "../../../testkit/upto-payment.js";
 
 let chain: LocalChain;
@@ -34,9 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await chain?.stop();
 });
-
-const gateway = () =>
-  createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
 
 /** A fresh buyer holding `fundsMicro` USDC; `approve`: it approved Permit2 (the one-time step). */
 async function newBuyer(fundsMicro: bigint, approve = true): Promise<PrivateKeyAccount & { key: `0x${string}` }> {
@@ -77,7 +74,7 @@ describe("the local chain's Permit2 and upto proxy", () => {
     expect(theirs.length).toBeGreaterThan(10);
     for (const item of theirs) expect(ours).toContain(signature(item));
 
-    const client = gateway().publicClient;
+    const client = chainGateway(chain).publicClient;
     expect(await client.getCode({ address: PERMIT2_ADDRESS })).toBe(artifact.permit2Code);
     expect(await client.getCode({ address: x402UptoPermit2ProxyAddress })).toBe(artifact.uptoProxyCode);
     const permit2 = await client.readContract({
@@ -107,7 +104,7 @@ describe("local facilitator: upto", () => {
     const facts = uptoAuthorizationOf(payment.payload);
     if (facts === undefined) throw new Error("no upto authorization");
     expect(facts).toMatchObject({ payer: buyer.address, maxAmount: 2_000_000n, payTo });
-    const reads = createUptoChainReads(gateway());
+    const reads = createUptoChainReads(chainGateway(chain));
     expect(await reads.isPermit2NonceUsed(buyer.address, facts.nonce)).toEqual({ ok: true, value: false });
 
     expect(await facilitator.verifyUpto(payment)).toEqual({ ok: true, value: { payer: buyer.address } });
@@ -184,7 +181,7 @@ describe("local facilitator: upto", () => {
     expect(await usdcBalance(chain, buyer.address)).toBe(2_000_000n);
 
     const zero = await signUptoPayment(buyer, requirements(1_000_000n));
-    const blockBefore = await gateway().publicClient.getBlockNumber({ cacheTime: 0 });
+    const blockBefore = await chainGateway(chain).publicClient.getBlockNumber({ cacheTime: 0 });
     const settled = okValue(await facilitator.settleUpto(zero, 0n));
     expect(settled).toEqual({
       transaction: "",
@@ -192,10 +189,12 @@ describe("local facilitator: upto", () => {
       network: "eip155:8453",
       response: { success: true, transaction: "", network: "eip155:8453", payer: buyer.address, amount: "0" },
     });
-    expect(await gateway().publicClient.getBlockNumber({ cacheTime: 0 })).toBe(blockBefore);
+    expect(await chainGateway(chain).publicClient.getBlockNumber({ cacheTime: 0 })).toBe(blockBefore);
     expect(await usdcBalance(chain, buyer.address)).toBe(2_000_000n);
     const nonce = uptoAuthorizationOf(zero.payload)?.nonce ?? -1n;
-    expect(okValue(await createUptoChainReads(gateway()).isPermit2NonceUsed(buyer.address, nonce))).toBe(false);
+    expect(okValue(await createUptoChainReads(chainGateway(chain)).isPermit2NonceUsed(buyer.address, nonce))).toBe(
+      false,
+    );
   });
 
   test("more than the maximum is refused before anything is sent", async () => {
@@ -257,7 +256,7 @@ describe("local facilitator: upto", () => {
       facts.signature,
     ] as const;
     const call = (account: Address) =>
-      gateway().publicClient.simulateContract({
+      chainGateway(chain).publicClient.simulateContract({
         address: x402UptoPermit2ProxyAddress,
         abi: x402UptoPermit2ProxyABI,
         functionName: "settle",
@@ -293,7 +292,7 @@ describe("local facilitator: upto", () => {
     const settled = okValue(await facilitator.settleUpto(payment, 700_000n));
     expect(settled.transaction).toMatch(/^0x[0-9a-f]{64}$/);
     expect(await usdcBalance(chain, buyer.address)).toBe(2_300_000n);
-    const client = gateway().publicClient;
+    const client = chainGateway(chain).publicClient;
     expect(await client.getBalance({ address: buyer.address })).toBe(0n);
     const allowance = await client.readContract({
       address: chain.usdcAddress,

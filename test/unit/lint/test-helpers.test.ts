@@ -38,10 +38,12 @@ const MOVED_HELPERS: Record<string, string> = {
   chatBody: "testkit/pay-per-request.ts",
   signupCall: "testkit/funding.ts",
   sendTestEvent: "testkit/webhooks.ts",
+  hasWebhookId: "testkit/webhooks.ts",
+  chainGateway: "testkit/funding.ts",
 };
 
 /** A function body shorter than this (whitespace and comments removed) is too small to call a copy. */
-const MIN_COPY_CHARS = 120;
+const MIN_COPY_CHARS = 80;
 
 interface Definition {
   file: string;
