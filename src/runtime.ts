@@ -198,7 +198,7 @@ export async function createRuntime(
  * The workers' own services, over their own Postgres pools (WORKER_DB_POOL_SIZE connections each,
  * patient transaction options): with the API and the workers in one process (`npm start`), a busy
  * API holds every connection of its pools, and a job waiting on them failed with "Unable to start a
- * transaction in the given time" (issue 18 finding 7). Everything else (Redis, queues, bus, chain,
+ * transaction in the given time". Everything else (Redis, queues, bus, chain,
  * upstream, metrics) is the runtime's. `close()` ends the pools; the runtime's own close is separate.
  */
 export function createWorkerServices(rt: Runtime): { services: Services; close(): Promise<void> } {

@@ -74,7 +74,7 @@ export interface Services {
   funding: FundingService;
   /** the chain side of funding: confirmations, reversals, reconciliation */
   payments: PaymentReconciler;
-  /** pay-per-request inference under /x402/v1 (x402 `upto`; issue 41) */
+  /** pay-per-request inference under /x402/v1 (x402 `upto`): a buyer with no account pays each call */
   payPerRequest: PayPerRequestService;
   /** the chain side of pay-per-request payments: settles whose outcome was unknown, or never sent */
   requestPayments: RequestPaymentReconciler;
@@ -82,7 +82,7 @@ export interface Services {
   supply: SupplyService;
   /** supplier offers, their states and expiry */
   offers: OfferService;
-  /** standing offers re-posted at UTC midnight, and price schedule steps announced (issue 30) */
+  /** standing offers re-posted at UTC midnight, and price schedule steps announced (supply that runs itself) */
   standing: StandingOffers;
   /** supplier earnings and daily payouts */
   earnings: EarningsService;
@@ -202,11 +202,12 @@ export function createServices(deps: ServiceDeps): Services {
     secrets,
     keyHealth,
     resolveModel: createModelResolver(catalog, clock),
-    // SPEC/issue 6: a key the upstream called out of capacity gets its balance refreshed
+    // SPEC: a key the upstream called out of capacity gets its balance refreshed
     onKeyExhausted: async (upstreamKeyId) => {
       await supply.refreshKeyBalance(upstreamKeyId);
     },
-    // issue 39: an unclear 401/403 is confirmed by the same read (a key refused there is marked)
+    // an unclear 401/403 is confirmed by the same read (a key refused there is marked), so one
+    // refused route does not take a working key out of routing
     confirmKey: async (upstreamKeyId) => {
       await supply.refreshKeyBalance(upstreamKeyId);
     },
@@ -236,7 +237,7 @@ export function createServices(deps: ServiceDeps): Services {
     responses: new InferenceEndpoint(pipeline, deps.upstream, responsesModality),
     messages: new InferenceEndpoint(pipeline, deps.upstream, messagesModality),
   };
-  // pay per request (issue 41): the same endpoints, funded by an x402 upto payment
+  // pay per request: the same endpoints, funded by an x402 upto payment
   const requestPaymentStore = new RequestPaymentStore({ db, clock });
   const settler = new PaymentSettler({
     facilitator: deps.facilitator,

@@ -1,4 +1,5 @@
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { expect } from "vitest";
 import type { TestApp } from "./harness.js";
 
 /** Test actors that use the service the way clients do: through HTTP. */
@@ -81,6 +82,22 @@ export async function call(app: TestApp, c: Call): Promise<Res> {
     body = JSON.parse(text);
   } catch {}
   return { status: res.status, body, headers: res.headers };
+}
+
+/** A POST with an API key as the bearer. */
+export function postWithKey(app: TestApp, apiKey: string, path: string, body: unknown): Promise<Res> {
+  return call(app, { method: "POST", path, headers: bearer(apiKey), body });
+}
+
+/** Mints a key with another key (POST /v1/agent/keys), expecting 201: its id and secret. */
+export async function mintAgentKey(
+  app: TestApp,
+  apiKey: string,
+  body: Record<string, unknown>,
+): Promise<{ id: string; apiKey: string }> {
+  const r = await postWithKey(app, apiKey, "/v1/agent/keys", body);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body as { id: string; apiKey: string };
 }
 
 /** Sends a raw (possibly malformed) JSON body. */

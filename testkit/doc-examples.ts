@@ -12,6 +12,7 @@
  * `NAME=$(curl … | jq -r .field)`. Anything else (another pipe, `;`, `&&`, redirections, an unknown
  * curl option or variable) is an error, so a document cannot drift into an example the runner skips.
  */
+import { expect } from "vitest";
 
 export interface FencedBlock {
   /** the fence's info string: "sh", "json", "ts" … */
@@ -208,4 +209,12 @@ export function workedExamples(markdown: string): { line: number; example: Recor
       if (b.lang !== "json") throw new Error(`line ${b.line}: a worked example must be a json block`);
       return { line: b.line, example: JSON.parse(b.code) as Record<string, unknown> };
     });
+}
+
+/** Runs of whitespace as one space: a statement matches across a document's line wrapping. */
+export const flat = (s: string): string => s.replace(/\s+/g, " ");
+
+/** Expects the served document `docs[path]` to contain `statement`, whatever its line wrapping. */
+export function says(docs: Record<string, string>, path: string, statement: string): void {
+  expect(flat(docs[path] ?? "").includes(flat(statement)), `${path} should say: ${statement}`).toBe(true);
 }

@@ -3,6 +3,7 @@ import { type Account, privateKeyToAccount } from "viem/accounts";
 import { createPaymentHeader } from "x402/client";
 import type { PaymentRequirements } from "x402/types";
 import { wrapFetchWithPayment } from "x402-fetch";
+import { createChainGateway } from "../src/adapters/chain/usdc-gateway.js";
 import { type LocalChain, startLocalChain } from "../src/local/chain/index.js";
 import type { TestApp } from "./harness.js";
 
@@ -47,6 +48,12 @@ export interface FundingCall {
   body: Record<string, unknown>;
   headers?: Record<string, string>;
 }
+
+/** A signup call (POST /v1/x402/signup) for `amount` micro-USDC, with more body fields in `extra`. */
+export const signupCall = (amount: number, extra: Record<string, unknown> = {}): FundingCall => ({
+  path: "/v1/x402/signup",
+  body: { amountMicroUsdc: amount, ...extra },
+});
 
 /**
  * One funding call. `payment`: an `X-PAYMENT` value, or the payment headers to send as they are
@@ -97,6 +104,11 @@ export async function signedPaymentV2(
     .register("eip155:8453", new ExactEvmScheme(privateKeyToAccount(buyer.privateKey)))
     .setSpendControls(false);
   return encodePaymentSignatureHeader(await client.createPaymentPayload(decodePaymentRequiredHeader(header)));
+}
+
+/** The service's chain adapter pointed at a local chain: what the service reads and sends through. */
+export function chainGateway(chain: LocalChain) {
+  return createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
 }
 
 export async function usdcBalance(chain: LocalChain, address: string): Promise<bigint> {

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { expect } from "vitest";
 import type { SignedInUser } from "./actors.js";
 import type { TestApp } from "./harness.js";
 
@@ -35,4 +36,13 @@ export async function maxPriceOf(app: TestApp, accountId: string): Promise<numbe
 export async function expireSession(app: TestApp, user: SignedInUser): Promise<void> {
   const s = await app.rt.db.session.findUniqueOrThrow({ where: { tokenHash: sha256Hex(cookieValueOf(user.cookie)) } });
   await app.rt.db.session.update({ where: { id: s.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });
+}
+
+/** Runs `fn` and expects it to have created no account and no session. */
+export async function nothingCreated(app: TestApp, fn: () => Promise<void>): Promise<void> {
+  const accounts = await countAccounts(app);
+  const sessions = await countSessions(app);
+  await fn();
+  expect(await countAccounts(app), "accounts").toBe(accounts);
+  expect(await countSessions(app), "sessions").toBe(sessions);
 }

@@ -167,3 +167,61 @@ export async function endedRequest(app: TestApp, ref: string) {
   }
   return requestByReference(app, ref);
 }
+
+/**
+ * Empties the offer book, so a test routes on the supply it adds next and on nothing an earlier test
+ * of the file left: every active or paused offer is cancelled (ended at `endedAt`, default now), and
+ * the cached book of `app` and of each of `peers` (other processes on the same database) is dropped.
+ */
+export async function emptyBook(app: TestApp, opts: { endedAt?: Date; peers?: TestApp[] } = {}): Promise<void> {
+  await app.rt.db.offer.updateMany({
+    where: { status: { in: ["active", "paused"] } },
+    data: { status: "cancelled", endedAt: opts.endedAt ?? new Date() },
+  });
+  for (const a of [app, ...(opts.peers ?? [])]) a.rt.services.inference.invalidateBook();
+}
+
+/** Expires every video job an earlier test left rendering or waiting for its media: no poll picks it up. */
+export async function expireLiveVideoJobs(app: TestApp): Promise<void> {
+  await app.rt.db.videoJob.updateMany({
+    where: { status: { in: ["rendering", "completed_no_media"] } },
+    data: { status: "expired", nextPollAt: null },
+  });
+}
+
+/** The account's USDC held for requests in flight. */
+export async function reservedOf(app: TestApp, accountId: string): Promise<bigint> {
+  return (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
+}
+
+/** The supplier's share payable (final). */
+export async function payableOf(app: TestApp, accountId: string): Promise<bigint> {
+  return (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
+}
+
+/** The supplier's share on hold (a video job not yet final: docs/decisions.md "Payout hold"). */
+export async function heldOf(app: TestApp, accountId: string): Promise<bigint> {
+  return (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierHeldMicroUsdc;
+}
+
+/**
+ * Takes a supply (`addSupply`) off the market: each of its offers still on the book (active or
+ * paused; a sold-out one is already off) is cancelled through the service, as its supplier would.
+ */
+export async function withdrawSupply(
+  app: TestApp,
+  supply: { supplierAccountId: string; keys: { offerId: string }[] },
+): Promise<void> {
+  const live = await app.rt.db.offer.findMany({
+    where: { id: { in: supply.keys.map((k) => k.offerId) }, status: { in: ["active", "paused"] } },
+    select: { id: true },
+  });
+  for (const o of live) {
+    await app.rt.services.offers.cancelOffer({ accountId: supply.supplierAccountId, offerId: o.id });
+  }
+}
+
+/** What the simulator charged and refunded for videos on one upstream key (zero when none). */
+export function simVideoBurn(sim: UpstreamSimulator, secret: string) {
+  return sim.state.videoBurnByKey().get(secret) ?? { chargedMicro: 0n, refundedMicro: 0n, netMicro: 0n, jobs: 0 };
+}

@@ -125,3 +125,11 @@ export async function signedUpto(
   } else appendPaymentIdentifierToExtensions(extensions, o.id);
   return encodePaymentSignatureHeader({ ...payload, extensions });
 }
+
+/** A chat body on zai-org-glm-5-1 with a 64-token cap, `content` as the one user message. */
+export const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: "zai-org-glm-5-1",
+  max_tokens: 64,
+  messages: [{ role: "user", content }],
+  ...extra,
+});

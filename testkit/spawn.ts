@@ -57,6 +57,15 @@ export async function waitFor(pred: () => boolean, timeoutMs: number, what: stri
   }
 }
 
+/** Polls an asynchronous predicate every 250 ms until it holds, failing after `timeoutMs`. */
+export async function waitForAsync(pred: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /** Polls a URL until it answers 200 (or the child exits). */
 export async function waitForHttp(url: string, timeoutMs: number, child?: ChildProcess): Promise<void> {
   const end = Date.now() + timeoutMs;

@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { Webhook } from "standardwebhooks";
+import { expect } from "vitest";
 import type { ResolveHost } from "../src/adapters/webhooks/resolve-host.js";
-import { call, type Res } from "./actors.js";
+import { call, type Res, type SignedInUser } from "./actors.js";
 import type { TestApp } from "./harness.js";
 
 /**
@@ -125,6 +126,19 @@ export function registerWebhook(
   body: Record<string, unknown>,
 ): Promise<Res> {
   return call(app, { method: "POST", path: "/v1/webhooks", headers, body });
+}
+
+/** Matches the delivery of one event (its `webhook-id`), for a receiver's `waitFor` and `all`. */
+export const hasWebhookId =
+  (eventId: string) =>
+  (h: { headers: Record<string, string> }): boolean =>
+    h.headers["webhook-id"] === eventId;
+
+/** `POST /v1/webhooks/{id}/test` as `user` (202 expected): the test event's id. */
+export async function sendTestEvent(app: TestApp, user: SignedInUser, id: string): Promise<string> {
+  const r = await call(app, { method: "POST", path: `/v1/webhooks/${id}/test`, headers: { cookie: user.cookie } });
+  expect(r.status).toBe(202);
+  return (r.body as { id: string }).id;
 }
 
 /** Registers an endpoint (201 expected): its id and secret. */

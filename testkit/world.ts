@@ -11,8 +11,8 @@ import { CATALOG_KEY } from "./market.js";
 /**
  * The one set-up of the integration tests: an isolated database (cloned from the template) and Redis
  * prefix, optionally the upstream simulator, and the app (plus an optional peer) pointed at them.
- * `appTest` (app-test.ts) serves it as vitest fixtures, `useMarketWorld` (market-world.ts) as
- * `beforeAll`/`afterAll` hooks, and `withApp` for the length of a callback.
+ * `appTest` (app-test.ts) serves it as vitest fixtures (and `fileWorld`, a view of the same fixture
+ * for module-level helpers), and `withApp` for the length of a callback.
  */
 export interface WorldOptions {
   /**

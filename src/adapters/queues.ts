@@ -99,7 +99,7 @@ export function reconciliationProducer(queues: Queues) {
 }
 
 /**
- * Producer used by pay-per-request settles (issue 41): one job per payment whose settle's outcome is
+ * Producer used by pay-per-request settles: one job per payment whose settle's outcome is
  * unknown, deduplicated by the payment id; retried with backoff until the chain decides.
  */
 export function requestPaymentReconciliationProducer(queues: Queues) {

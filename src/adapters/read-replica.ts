@@ -4,7 +4,7 @@ import { createPrisma, type Db } from "./db.js";
 import type { RedisClient } from "./redis/client.js";
 
 /**
- * Where a read-only query runs (docs/decisions.md "Read replica (issue 42)"). With
+ * Where a read-only query runs (docs/decisions.md "Read replica"). With
  * DATABASE_URL_READ_REPLICA set, dashboards, history, market statistics and GraphQL queries read
  * from a streaming replica — unless the replica could miss something the caller should see:
  *

@@ -25,7 +25,7 @@ export const TRACER_NAME = "svc-inference-market";
 export const EXPORT_TIMEOUT_MS = 1_500;
 
 /**
- * The most `shutdown` waits for the last spans to leave (issue 40): an unreachable or silent
+ * The most `shutdown` waits for the last spans to leave, so that a stop is never held up by tracing: an unreachable or silent
  * collector costs a stop at most this long; what has not left by then is lost.
  */
 export const SHUTDOWN_DEADLINE_MS = 2_000;

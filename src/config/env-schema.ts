@@ -32,7 +32,7 @@ export const envSchema = z.object({
     url(["postgresql:", "postgres:"], { credentials: true }),
     "postgresql://postgres@127.0.0.1:5432/svc",
   ),
-  /** not in CONTRACT: a streaming replica of DATABASE_URL for read-only pages (docs/decisions.md "Read replica (issue 42)") */
+  /** not in CONTRACT: a streaming replica of DATABASE_URL for read-only pages (docs/decisions.md "Read replica") */
   DATABASE_URL_READ_REPLICA: optional(url(["postgresql:", "postgres:"], { credentials: true })),
   /** not in CONTRACT: beyond this replay lag (ms) every read goes to the primary */
   READ_REPLICA_MAX_LAG_MS: withDefault(intIn(100, 600_000), "10000"),

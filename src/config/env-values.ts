@@ -35,7 +35,7 @@ const PERCENT_ENCODE_HINT =
   "percent-encode reserved characters of the user and password (RFC 3986: / as %2F, + as %2B, = as %3D, @ as %40, : as %3A, # as %23, ? as %3F, % as %25)";
 
 /**
- * A URL of one of `protocols`. Its value is never echoed whole (issue 38): a URL can carry a
+ * A URL of one of `protocols`. Its value is never echoed whole: a URL can carry a
  * password (userinfo), an API key (an RPC provider's path) or a token (the query), so an error shows
  * only the scheme or, when it parses, `displayUrl`'s scheme, host and port. With `credentials`, the
  * user and password must percent-decode, as pg and Prisma decode them (a stray `%` would make them

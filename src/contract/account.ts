@@ -8,7 +8,7 @@ import { parseWith } from "./parse.js";
 
 /**
  * SPEC "Account": enum `idp`, `siwe`. The session routes answer the provider of the caller's session
- * (docs/decisions.md "Issue 26 — finding 6"); an account a paid signup created is never shown as such.
+ * (docs/decisions.md "`authProvider` is `idp` or `siwe` everywhere"); an account a paid signup created is never shown as such.
  */
 export const authProvider = z.enum(["idp", "siwe"]).openapi("AuthProvider", {
   description: "How the session was signed in: idp (identity provider) or siwe (Sign-In with Ethereum).",
@@ -174,7 +174,7 @@ export const savingsResponse = z
   })
   .openapi("Savings");
 
-// ───────────────────────────── API keys and their policy (issue 28) ─────────────────────────────
+// ───────────────────────────── API keys and their policy ───────────────────────────────────────
 
 /** How often a key's limit starts again: UTC day, ISO week (from Monday), calendar month, never. */
 export const limitReset = z
@@ -258,7 +258,7 @@ const keyPolicyFields = {
 
 const SCOPES_MESSAGE = "scopes must be a list of 1-3 of inference, keys, account; nothing was changed.";
 
-/** A key's scopes (issue 38; docs/decisions.md "Key scopes and the key tree"). */
+/** A key's scopes (docs/decisions.md "Key scopes and the key tree"). */
 export const keyScopes = z
   .preprocess(
     (scopes, ctx) => {

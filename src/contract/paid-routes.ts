@@ -23,7 +23,7 @@ import { anthropicMessageResponse, anthropicTool, messagesBody } from "./message
 import { EXAMPLES } from "./paid-route-examples.js";
 
 /**
- * THE catalog of paid routes (issue 41, docs/decisions.md "x402 discovery for indexers"): every
+ * THE catalog of paid routes (docs/decisions.md "x402 discovery for indexers"): every
  * route a payment answers, with what an index or an agent needs before paying — method and path,
  * the x402 scheme and versions, the price range, who may call it, and the route's body and 200
  * schemas from the contract. /openapi.json (`x-payment-info`), `/.well-known/x402`,

@@ -21,7 +21,7 @@ const QUANTITY_TYPE_MESSAGE = 'must be a decimal string such as "25.000000"';
 /** At most this many steps in a schedule (the service's `MAX_SCHEDULE_STEPS`, documented here). */
 const MAX_STEPS = 24;
 
-/** One step of a price schedule (issue 30): from `fromUtc` on (UTC, today) the offer's price is this. */
+/** One step of a price schedule: from `fromUtc` on (UTC, today) the offer's price is this. */
 export const priceStep = z
   .object({
     fromUtc: z
@@ -33,7 +33,7 @@ export const priceStep = z
   })
   .openapi("PriceStep");
 
-/** What makes an offer standing and scheduled (issue 30); on PATCH `null` removes a cap or a schedule. */
+/** What makes an offer standing and scheduled; on PATCH `null` removes a cap or a schedule. */
 const standingFields = {
   repostDaily: z.boolean({ invalid_type_error: "must be true or false" }).optional().openapi({
     description: "a standing offer: posted again on the same key at each UTC midnight (default false)",

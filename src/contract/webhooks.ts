@@ -2,8 +2,8 @@ import { formatDecimal6 } from "../lib/money.js";
 import { boundedInt, decimal6, pageQuery, positiveUsdc, timestamp, uuid, uuidField, z } from "./common.js";
 
 /**
- * Webhooks (issue 30): the event types, the registration body and the answers of `/v1/webhooks`,
- * shared by the REST routes, GraphQL and the domain (docs/decisions.md "Webhooks (issue 30)").
+ * Webhooks: the event types, the registration body and the answers of `/v1/webhooks`,
+ * shared by the REST routes, GraphQL and the domain (docs/decisions.md "Webhooks").
  */
 
 /** Events about the buyer side of an account: a Bearer key or a session may subscribe to them. */

@@ -38,7 +38,7 @@ export function maskError(error: unknown, message: string): Error {
 /**
  * yoga codes parse and validation failures; the rest of graphql's request errors (a variable that
  * does not coerce to its type, a scalar's refusal) come without a code and get invalid_request: every
- * GraphQL error carries `extensions.code` (issue 18 Deliver 1, found by the GraphQL fuzz).
+ * GraphQL error carries `extensions.code` (the GraphQL fuzz found errors without one).
  */
 function withCode(e: GraphQLError): GraphQLError {
   if (typeof e.extensions.code === "string") return e;

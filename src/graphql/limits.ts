@@ -21,12 +21,13 @@ import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safet
 import { logger } from "../lib/logger.js";
 
 /**
- * What GraphQL refuses before a resolver runs (issue 18, findings 1, 4 and 6):
+ * What GraphQL refuses before a resolver runs (docs/decisions.md "Hostile input"):
  * - argument text Postgres cannot store (the REST side refuses it at its JSON parser; GraphQL
  *   arguments also arrive as document literals and as variables from a GET query string);
  * - documents past the per-operation limits (GraphQL Armor: depth, aliases, tokens, cost), so one
  *   request cannot recurse through `myOffers → upstreamKey → offers` or run 10,000 aliases, and
- *   documents nested deeper than the parser's stack allows (issue 38), refused before it runs;
+ *   documents nested deeper than the parser's stack allows, refused before it runs (a deep one
+ *   overflowed the parser's stack);
  * - callers past their cost budget: every executed operation's cost is spent on a per-caller
  *   (account, or IP when anonymous) budget in Redis; past it, `rate_limited` (HTTP 429);
  * - a bare 415 from yoga, answered with the JSON error shape;
@@ -55,7 +56,7 @@ export const GRAPHQL_LIMITS = {
  * A refusal of a per-operation limit: `invalid_request` with `details.limit`, and HTTP 400 on every
  * Accept (`extensions.http`, which yoga turns into the status and leaves out of the body; see
  * `useLimitStatus`). GraphQL over HTTP answers a request error 200 under `application/json`; a limit
- * is the service's, not the language's, and a client must not send it again unchanged (issue 38).
+ * is the service's, not the language's, and a client must not send it again unchanged.
  */
 function limitExtensions(limit: string) {
   return { code: "invalid_request", status: 400, details: { limit }, http: { status: 400 } };
@@ -158,7 +159,7 @@ export function jsonRefusal(fetchAPI: { Response: typeof Response }, err: Domain
 /**
  * yoga answers a POST whose content type it cannot read with a bare 415, and a request whose Accept
  * header allows none of its answers with a bare 406 (no body); every error the service sends carries
- * the JSON error shape (issue 18 finding 6), the same one REST sends.
+ * the JSON error shape, the same one REST sends, so a client reads one shape whatever refused it.
  */
 function useJsonRefusals(): Plugin {
   return {
@@ -238,7 +239,7 @@ export function queryStringRefusal(request: Request, serverContext: unknown): Do
 }
 
 /**
- * Parameters that do not decode are malformed input (issue 26 finding 10): 400 `invalid_request`
+ * Parameters that do not decode are malformed input, not a server fault: 400 `invalid_request`
  * naming the parameter, in the JSON error shape a malformed JSON body gets, before anything runs.
  * Checked: /graphql's query string on every method (the URL is the request's too, even where a POST
  * reads its parameters from the body), and the form body a urlencoded POST carries its parameters in.
@@ -358,7 +359,7 @@ function useCostBudget(deps: GraphQLBudgetDeps): Plugin {
 }
 
 /**
- * The nesting bound, before the parser runs (issue 38): graphql-js parses recursively, a few stack
+ * The nesting bound, before the parser runs: graphql-js parses recursively, a few stack
  * frames per `{`, `[` or `(`, so 10,000 nested list literals overflowed the stack inside `parse` —
  * before any validation rule, and Armor's token limit (counted in the lexer) stops only at 2,000
  * tokens, ~2,000 levels, already past what the server's stack holds. A linear scan of the text

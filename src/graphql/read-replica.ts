@@ -5,7 +5,7 @@ import { noteWriter, type ReadRouting } from "../adapters/read-replica.js";
 import type { GraphQLContext } from "./context.js";
 
 /**
- * GraphQL reads on the read replica (docs/decisions.md "Read replica (issue 42)"): a query's
+ * GraphQL reads on the read replica (docs/decisions.md "Read replica"): a query's
  * resolvers get `ctx.db` from `reads.reader` (the replica, or the primary for a caller whose own
  * write it may not hold yet); a mutation keeps the primary and notes its caller as a writer, whose
  * response then ends only once the write is marked. Subscriptions keep the primary.

@@ -44,7 +44,7 @@ function refusal(errors: readonly GraphQLError[]): SseResponse {
 /**
  * GraphQL over SSE (graphql-sse) at /graphql/stream, on yoga's envelop: the same parse (with the
  * nesting bound and token limit), validation (the per-operation limits), context, execution and
- * subscription as /graphql. In place of @graphql-yoga/plugin-graphql-sse (issue 38), whose
+ * subscription as /graphql. In place of @graphql-yoga/plugin-graphql-sse, whose
  * `onSubscribe` let a parse failure reject the handler — answered 500 with the error's stack as the
  * body — and skipped the checks
  * yoga runs on a request's parameters. Here:

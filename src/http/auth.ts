@@ -112,7 +112,7 @@ export async function authenticateSession(services: Services, req: IncomingMessa
 /**
  * The route families that take a credential (SPEC "Authentication"), by path: their bodies are read
  * only once the credential checks out (`requireBearer` / `requireSession` parse them), so a 20 MB
- * body from nobody costs nothing (issue 18 finding 6). Every other route's body is parsed up front
+ * body from nobody costs nothing. Every other route's body is parsed up front
  * (`bodyUnlessCredentialed`). Case-insensitive, trailing slash ignored, like Express's routing. A
  * route under one of these paths must use requireBearer, requireSession or (`either`) requireBearerOrSession,
  * or its body stays unread.

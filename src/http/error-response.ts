@@ -46,7 +46,7 @@ export function dialectOf(req: IncomingMessage | undefined): ErrorDialect {
   const q = raw.indexOf("?");
   const path = (q < 0 ? raw : raw.slice(0, q)).toLowerCase().replace(/\/+$/, "");
   const messages = (p: string) => p === "/v1/messages" || p.startsWith("/v1/messages/");
-  // pay per request (issue 41): the Messages twin answers errors as /v1/messages does
+  // pay per request: the Messages twin answers errors as /v1/messages does, for the same SDKs
   return messages(path) || messages(path.replace(/^\/x402(?=\/)/, "")) ? "anthropic" : "svc";
 }
 
@@ -56,7 +56,7 @@ export function errorPayload(err: DomainError, dialect: ErrorDialect = "svc", re
     const v = err.details[key];
     if (v !== undefined && v !== null) headers[header] = String(v);
   }
-  // every 429 and 503 (docs/decisions.md "Retry-After (issue 40)"), in whole seconds
+  // every 429 and 503 (docs/decisions.md "Retry-After"), in whole seconds
   const retryAfter = retryAfterOf(err);
   if (retryAfter !== undefined) headers["Retry-After"] = String(retryAfter);
   // the x402 receipt: X-PAYMENT-RESPONSE (v1) or PAYMENT-RESPONSE (v2), as the payment was sent
@@ -206,7 +206,7 @@ export function errorMiddleware(err: unknown, _req: Request, res: Response, _nex
  * The answer to a request node's HTTP parser refused before any handler ran (the server's
  * `clientError` event): oversized headers or query string (431), a request that timed out (408), a
  * malformed request (400). Node would answer these itself with an empty body; every error the service
- * sends carries the JSON error shape (issue 18 finding 6), so the same payload is written raw here and
+ * sends carries the JSON error shape, so the same payload is written raw here and
  * the connection closed. A socket already answering a request (pipelining) is only closed.
  */
 export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {

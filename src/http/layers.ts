@@ -12,7 +12,7 @@ import { type InFlight, REQUEST_ID_HEADER, readJsonBody, setRequestId, unsafeUrl
 import { traceRequest } from "./tracing.js";
 
 /**
- * The HTTP layers, defined once (issue 27 deliver 5; docs/decisions.md "The two hot POSTs skip
+ * The HTTP layers, defined once so that no route assembles its own (docs/decisions.md "The two hot POSTs skip
  * Express"). Each is a plain function over node's request and response; Express (src/app.ts, through the
  * adapters below) and the node:http fast path of the two hot inference POSTs (routes/inference.ts)
  * run these same functions in this same order, so the two cannot drift:
@@ -71,7 +71,7 @@ export type Authenticate = (req: IncomingMessage) => Promise<Viewer>;
 export type CredentialedHandler = (viewer: Viewer, req: IncomingMessage, res: ServerResponse) => unknown;
 
 /**
- * Credential before body (issue 18 finding 6): a body is read only once its sender's credential
+ * Credential before body, so that a body from nobody costs nothing: a body is read only once its sender's credential
  * checks out, so a 20 MB body from nobody costs nothing; then the shared JSON parser; then `handler`.
  * Rejects with the first refusal, which the caller ends with `endWithError` (Express: its error
  * middleware). The fast path's hot POSTs and their Express routes are this one function.

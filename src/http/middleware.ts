@@ -31,7 +31,8 @@ function checkedJsonParser(limit: string): Middleware {
  * share it, so limits, charsets, content codings and error types are the same on both. It only needs
  * node's request and response; it leaves `req.body` undefined for a non-JSON content type.
  * A parsed body with text Postgres cannot store (NUL, a lone surrogate) or nested deeper than
- * MAX_JSON_DEPTH is a 400 naming the field, before any service sees it (issue 18, findings 1 and 3).
+ * MAX_JSON_DEPTH is a 400 naming the field, before any service sees it (a recursive walk or
+ * Postgres would fail on it later, as a 500).
  */
 export const jsonBody: Middleware = checkedJsonParser(JSON_BODY_LIMIT);
 
@@ -47,7 +48,7 @@ function unsafeBodyError(body: unknown): DomainError | undefined {
  * Path and query text the routes would hand to Postgres: a path whose percent-escapes do not decode
  * (Express's "Failed to decode param" URIError), or that decodes to a NUL, and a query value with a
  * NUL or a lone surrogate are 400 `invalid_request`, before routing and before any credential check
- * (issue 18, findings 1 and 2). The path and query are read as Express reads them (`req.path`,
+ * (docs/decisions.md "Hostile input"). The path and query are read as Express reads them (`req.path`,
  * `req.query`: parseurl, then node's querystring, Express's "simple" parser), so the fast path and
  * Express judge the same request alike: a `#…` after the query is not part of it. An entry layer
  * (layers.ts).

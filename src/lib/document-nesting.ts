@@ -1,5 +1,6 @@
 /**
- * How deep a GraphQL document nests, read from its text before anything parses it (issue 38).
+ * How deep a GraphQL document nests, read from its text before anything parses it (the parser
+ * recurses, and a deep enough document overflows its stack).
  * graphql-js parses recursively: each `{`, `[` or `(` inside another is a few more stack frames, so
  * a document of 10,000 nested list literals overflows the stack inside the parser — before any
  * validation rule can refuse it. This scan is linear and iterative: it follows the GraphQL lexical

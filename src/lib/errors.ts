@@ -5,7 +5,7 @@
  *
  * Every 429 and 503 code has `retryAfterSeconds`: the `Retry-After` (whole seconds) its answers
  * carry when the refusal does not know better itself (`details.retryAfterSeconds`: a limiter's
- * reset, a fuse's window); see `retryAfterOf` and docs/decisions.md "Retry-After (issue 40)".
+ * reset, a fuse's window); see `retryAfterOf` and docs/decisions.md "Retry-After".
  */
 
 export const ERROR_TABLE = {
@@ -17,7 +17,7 @@ export const ERROR_TABLE = {
   authentication_failed: { status: 401, retryable: false },
   // 402
   insufficient_balance: { status: 402, retryable: false },
-  /** the calling API key's budget for the period cannot cover the request (issue 28); no `accepts` */
+  /** the calling API key's budget for the period cannot cover the request; no `accepts` (funding cannot lift it) */
   key_budget_exceeded: { status: 402, retryable: false },
   /** funding: the x402 challenge, no payment sent yet (the body carries `accepts`) */
   payment_required: { status: 402, retryable: false },
@@ -28,13 +28,13 @@ export const ERROR_TABLE = {
   csrf_rejected: { status: 403, retryable: false },
   /** the calling API key may not call this model (its policy's `models`) */
   model_not_allowed: { status: 403, retryable: false },
-  /** the calling API key lacks the scope this route needs (`details.scope`; issue 38) */
+  /** the calling API key lacks the scope this route needs (`details.scope`) */
   insufficient_scope: { status: 403, retryable: false },
-  /** a key asked for more than it may: a key outside its tree, its own policy, wider than its minter (issue 38) */
+  /** a key asked for more than it may: a key outside its tree, its own policy, wider than its minter */
   forbidden: { status: 403, retryable: false },
-  /** the upstream refused the model from the region the service calls it from (issue 39) */
+  /** the upstream refused the model from the region the service calls it from (no other key helps) */
   model_region_restricted: { status: 403, retryable: false },
-  /** the upstream refused a route or model to the supplier key asked: alpha-only, Pro-only (issue 39) */
+  /** the upstream refused a route or model to the supplier key asked: alpha-only, Pro-only */
   upstream_access_denied: { status: 403, retryable: false },
   // 404
   not_found: { status: 404, retryable: false },
@@ -48,10 +48,10 @@ export const ERROR_TABLE = {
   headers_too_large: { status: 431, retryable: false },
   // 409
   payment_unfinished: { status: 409, retryable: false },
-  /** an x402 `payment-identifier` id this payer used with another payment or request; nothing charged (issue 41) */
+  /** an x402 `payment-identifier` id this payer used with another payment or request; nothing charged */
   payment_identifier_conflict: { status: 409, retryable: false },
   key_limit_reached: { status: 409, retryable: false },
-  /** an account has 10 webhook endpoints: delete one first (issue 30) */
+  /** an account has 10 webhook endpoints (the most it may have): delete one first */
   webhook_limit_reached: { status: 409, retryable: false },
   conflict: { status: 409, retryable: false },
   // 410

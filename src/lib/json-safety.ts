@@ -1,6 +1,6 @@
 /**
- * Input the service must refuse before it reaches Postgres or a recursive walk (issue 18, findings
- * 1 and 3): text Postgres cannot store (a NUL character, or a lone UTF-16 surrogate, which has no
+ * Input the service must refuse before it reaches Postgres or a recursive walk (docs/decisions.md
+ * "Hostile input"): text Postgres cannot store (a NUL character, or a lone UTF-16 surrogate, which has no
  * UTF-8 encoding) and JSON nested deeper than any request needs. Pure: the transports call it once,
  * at the parser (http/middleware.ts) and on GraphQL arguments (graphql/limits.ts).
  */

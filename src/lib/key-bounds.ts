@@ -1,5 +1,5 @@
 /**
- * The bounds of a key's policy (issue 28), declared once: the domain enforces them
+ * The bounds of a key's policy, declared once: the domain enforces them
  * (domain/keys/key-policy.ts) and the API contract describes them (contract/account.ts).
  */
 

@@ -1,5 +1,5 @@
 /**
- * What the service counts for operators (issue 18 "Operability"), as a port: the domain and the
+ * What the service counts for operators, as a port: the domain and the
  * transports report events here; `adapters/metrics.ts` keeps them in Prometheus form for
  * `GET /metrics`. The default does nothing (tests, tools).
  */

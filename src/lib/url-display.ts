@@ -1,5 +1,5 @@
 /**
- * A URL as an error or a log line may show it (issue 38): its scheme, host and port, never its user
+ * A URL as an error or a log line may show it (a URL can carry credentials): its scheme, host and port, never its user
  * and password, path, query or fragment, where deployments keep credentials (a Postgres or Redis
  * password, an RPC provider's key in the path, a token in the query). Nothing of a value that does
  * not parse: where its host ends and its password begins is then unknown.

@@ -16,7 +16,7 @@ import { caller, defineTool, described, ON_INVALID, ON_SUPPLY, type ToolDefiniti
 import { type Json, toolResult } from "./tool-result.js";
 
 /**
- * The paid tools (issue 17 item 4; issue 41 item 4): `chat_completion` and `generate_image`. With a
+ * The paid tools (docs/decisions.md "Paid MCP tools"): `chat_completion` and `generate_image`. With a
  * Bearer key they are debited from the key's account like their REST routes; with no key they are
  * paid per call through the x402 MCP binding (paid-calls.ts), run by the pay-per-request service on
  * the same REST body. Each tool says which REST body its arguments make and how an answer is shown.

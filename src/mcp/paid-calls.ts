@@ -15,7 +15,7 @@ import {
 } from "./x402-binding.js";
 
 /**
- * Tool calls with no Bearer key (docs/decisions.md "Paid MCP tools (issue 41)"): the paid tools are
+ * Tool calls with no Bearer key (docs/decisions.md "Paid MCP tools"): the paid tools are
  * paid per call through the x402 MCP binding and served by the pay-per-request service exactly as
  * `POST /x402/v1/…` serves the same REST body (the same price, challenge, verification, run, settle
  * and duplicate rules; the payment pays for that REST request); every other tool answers the usual

@@ -40,7 +40,7 @@ function anonymous(req: Request): boolean {
 
 /**
  * What the Streamable HTTP transport refuses before any JSON-RPC processing, answered the HTTP way
- * with the service's error body (issue 18 finding 6; /openapi.json documents /mcp's 400, 406 and 415
+ * with the service's error body, so a client reads one error shape (/openapi.json documents /mcp's 400, 406 and 415
  * so): the SDK's own answers carry a JSON-RPC error (`"code": -32700`, which the MCP spec allows and
  * does not require) and took an empty batch `[]` for a valid one (202). Its rules, in its order: the
  * Accept header names both JSON and SSE, the body is JSON (the app's parser read it), and the body is
@@ -69,13 +69,13 @@ function transportRefusal(req: Request): DomainError | undefined {
 }
 
 /**
- * The hosted MCP connector (SPEC "What the service does" 14; issue 17 item 4): Streamable HTTP with
+ * The hosted MCP connector (SPEC "What the service does" 14): Streamable HTTP with
  * the official SDK, stateless: every POST gets its own server and transport (no session id, JSON
  * answers, nothing kept between requests), so any API process can serve any request. GET (the
  * server-to-client SSE stream) and DELETE (session end) have nothing to serve: 405. Bodies are read
  * by the app's one JSON parser (its size limit and error answers), after a sent Bearer key checks
  * out; with no credential at all the request is served paid per call (docs/decisions.md "Paid MCP
- * tools (issue 41)").
+ * tools").
  */
 export function mcpRoutes(rt: Runtime): Router {
   const r = Router();

@@ -22,7 +22,7 @@ import { caller, defineTool, described, ON_INVALID, ON_SUPPLY, type ToolDefiniti
 export type { ToolContext, ToolDefinition } from "./tool-def.js";
 
 /**
- * The connector's tools (SPEC "What the service does" 14, issue 17 item 4). Each is what its REST
+ * The connector's tools (SPEC "What the service does" 14). Each is what its REST
  * route is: the same contract schema checks the arguments, the same service method does the work
  * (authorisation and ownership included), the same presenter shapes the answer. Descriptions are
  * written for agents: what it costs, the units, what to do on each error code.

@@ -3,7 +3,7 @@ import type { Json } from "./tool-result.js";
 
 /**
  * The x402 MCP transport binding (x402 `specs/transports-v2/mcp.md`; docs/decisions.md "Paid MCP
- * tools (issue 41)"), as shapes only: where a tool call carries its payment, and how a tool result
+ * tools"), as shapes only: where a tool call carries its payment, and how a tool result
  * carries a payment requirement or a settle receipt. No money rule lives here: what a call costs,
  * whether a payment is good and what is settled are the pay-per-request service's.
  *

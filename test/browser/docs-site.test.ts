@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
+import { fileWorld, appTest as test } from "../../testkit/app-test.js";
 import { launchChromium } from "../../testkit/browser.js";
-import { useMarketWorld } from "../../testkit/market-world.js";
 
 /**
  * The documentation site in a real browser: Debian's chromium driven by playwright-core (no browser
@@ -14,7 +14,8 @@ import { useMarketWorld } from "../../testkit/market-world.js";
 
 const SCREENSHOTS = join(process.cwd(), "artifacts", "screenshots");
 
-const world = useMarketWorld({ sim: false });
+test.override("appOptions", {});
+const world = fileWorld(test);
 let profile: string;
 let context: BrowserContext;
 

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { nextUtcMidnight } from "../../src/lib/clock.js";
 import { SecretBox } from "../../src/lib/secret-box.js";
+import type { FileWorld } from "../app-test.js";
 import { sealedKey } from "../market.js";
-import type { MarketWorld } from "../market-world.js";
 
 /**
  * Supply of the fuzzing account itself, so its writes have real targets: a free upstream key (no
@@ -10,7 +10,7 @@ import type { MarketWorld } from "../market-world.js";
  * apply). Both keys are funded in the upstream simulator and sealed the way the service seals them.
  */
 export async function ownSupply(
-  world: MarketWorld,
+  world: FileWorld,
   accountId: string,
 ): Promise<{ freeKeyId: string; offeredKeyId: string; offerId: string }> {
   const db = world.app.rt.db;

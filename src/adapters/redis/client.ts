@@ -74,7 +74,7 @@ function createCluster(url: string, role: RedisRole): Cluster {
       // no auto-pipelining on a cluster: ioredis redirects a pipeline only as a whole, so after a
       // failover the commands of a batch whose slot moved fail with MOVED (or the batch with "All
       // keys in the pipeline should belong to the same slots allocation group") instead of being
-      // followed (ioredis issue 2075); single commands follow MOVED
+      // followed (github.com/redis/ioredis/issues/2075); single commands follow MOVED
       return new Cluster(c.nodes, { ...base, redisOptions: { ...node, maxRetriesPerRequest: 2 } });
   }
 }

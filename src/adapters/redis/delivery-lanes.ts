@@ -4,7 +4,7 @@ import type { RedisKeys } from "./keys.js";
 
 /**
  * Webhook delivery lanes, shared by every worker process through Redis (docs/decisions.md "Webhook
- * delivery that cannot be held open (issue 38)"): at most one attempt in flight per endpoint and at
+ * delivery that cannot be held open"): at most one attempt in flight per endpoint and at
  * most `perAccount` per account. A lease is a token with a TTL (an attempt's longest possible
  * duration and a margin), so a process that dies mid-attempt frees its lanes when the TTL lapses;
  * release is compare-and-delete, so a lapsed lease never frees a later holder's lane.

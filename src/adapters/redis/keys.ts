@@ -4,13 +4,14 @@
  *
  * On a Redis Cluster (`cluster: true`) the keys one script or transaction touches together carry
  * the same hash tag (`{…}`: only that part picks the slot), so each lands in one slot
- * (docs/decisions.md "Redis Cluster (issue 42)"):
+ * (docs/decisions.md "Redis Cluster"):
  * - every BullMQ queue has a prefix of its own, `<p>:bull:{<queue>}` (BullMQ's scripts touch many
  *   keys of one queue, never two queues);
  * - every gate and the gate holders' set share `{<p>:gate}` (the grow script reads the holders);
  * - an account's webhook lanes share `{<p>:wh:<account id>}` (take/release touch both lanes).
  * Every other key stands alone (one key per command). On one Redis the names are unchanged from
- * before issue 42, so a running deployment keeps its queues and gates across the upgrade.
+ * before keys were grouped for a cluster, so a running deployment keeps its queues and gates across
+ * the upgrade.
  */
 export interface RedisKeys {
   readonly prefix: string;

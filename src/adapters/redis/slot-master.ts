@@ -7,7 +7,7 @@ import type { ClusterUrl } from "../../lib/redis-url.js";
  * A plain Redis connection to whichever master of a Redis Cluster serves one slot, found again on
  * every (re)connect. BullMQ's queues live in one slot each (`<prefix>:bull:{<queue>}`), so a queue's
  * producer and workers need only that slot's master; a plain connection keeps BullMQ on the code
- * path it has with one Redis (docs/decisions.md "Redis Cluster (issue 42)", "A killed master").
+ * path it has with one Redis (docs/decisions.md "Redis Cluster", "A killed master").
  *
  * How it follows a failover:
  * - connect: asks the seed nodes (the first that answers) `CLUSTER SLOTS` and connects to the

@@ -1,5 +1,6 @@
 /**
- * Whose fault each documented answer of the upstream is (issue 39 item 2): the one reading of
+ * Whose fault each documented answer of the upstream is (docs/decisions.md "Venice's answers: whose
+ * fault"): the one reading of
  * Venice's error statuses and texts (vendor/venice/swagger.yaml, the `responses` of every route the
  * client calls; api-spec.mdx for the headers). The client attaches what this answers to every
  * failure; `classifyFailure` (domain/inference/failure.ts) turns it into what the buyer sees and what

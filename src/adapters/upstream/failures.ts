@@ -71,7 +71,7 @@ function retryAfterOf(headers: IncomingHttpHeaders): number | undefined {
 /**
  * An inference body as JSON text. A body that cannot be serialised (nested past the stack, a cycle,
  * a bigint) is the request's own failure (`request`: relayed to the buyer, no other key tried, no
- * key marked), never a network failure: as one it fell forward through five keys (issue 18 finding 3).
+ * key marked), never a network failure: as one it fell forward through five keys, none of which could serve it.
  */
 export function serialiseBody(body: unknown): UpstreamResult<string> {
   try {

@@ -43,7 +43,7 @@ export const PUBLIC: RouteConfig["security"] = [];
 
 // The x402 payment headers are request header parameters of the paid routes, not security schemes:
 // a payment is not a credential (signup and the pay-per-request routes declare `security: []`), and
-// what a paid route costs is its `x-payment-info` (issue 41; docs/decisions.md "x402 discovery for
+// what a paid route costs is its `x-payment-info` (docs/decisions.md "x402 discovery for
 // indexers").
 const X_PAYMENT = registry.registerParameter(
   "XPayment",

@@ -196,7 +196,7 @@ export class AccountService {
     }
     let keyId = input.keyId === undefined ? undefined : assertUuid(input.keyId, "keyId");
     if (input.onlyKeyId !== undefined) {
-      // a key holding `inference` alone reads its own requests (issue 38)
+      // a key holding `inference` alone reads its own requests, not its account's other keys'
       if (keyId !== undefined && keyId !== input.onlyKeyId) throw insufficientScope("account", ["inference"]);
       keyId = input.onlyKeyId;
     }

@@ -6,7 +6,7 @@ export function signInProviderOf(stored: AuthProviderName): SignInProvider | nul
 }
 
 /**
- * THE `authProvider` every surface answers (issue 26 finding 6; docs/decisions.md): a session
+ * THE `authProvider` every surface answers, so no two surfaces disagree (docs/decisions.md): a session
  * caller gets the provider of its own session (a wallet may hold an IdP and a SIWE session at
  * once); a Bearer caller the account's stored sign-in provider (`idp` once it ever signed in with
  * the IdP, else `siwe`), or null while the wallet has never signed in. Never `x402`.

@@ -19,7 +19,7 @@ export interface BalanceColumns {
 /**
  * THE buyer's balances, the one place `reservedMicroUsdc` (held by requests in flight) and
  * `availableMicroUsdc` (what a new request can use) are computed, for REST, GraphQL and MCP alike
- * (docs/decisions.md "Issue 26 — finding 9"). Postgres's `reserved` counts whole escrow slices; the
+ * (docs/decisions.md "what is held, what is available, with escrow slices lingering"). Postgres's `reserved` counts whole escrow slices; the
  * part of a slice no request in flight uses (a slice lingering idle, the headroom of a busy one) is
  * the buyer's to spend (any process gets it back at once through escrow pressure), so it counts as
  * available. `inUse` says, per holder that answered, what its requests in flight use of its slice;

@@ -146,7 +146,7 @@ interface StatsBurnRow {
   burn: bigint;
 }
 
-/** Catalog sync, model rows and model statistics (issue 5). */
+/** Catalog sync, model rows and model statistics. */
 export class CatalogService {
   constructor(protected readonly deps: CatalogDeps) {}
 

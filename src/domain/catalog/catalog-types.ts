@@ -68,7 +68,7 @@ export interface CatalogModelRow {
   created: number | null;
   /**
    * upstream `model_spec.regionRestrictions`: the country codes the upstream serves the model in
-   * (elsewhere it refuses it, 403); null when the row publishes none (issue 39)
+   * (elsewhere it refuses it, 403); null when the row publishes none
    */
   regionRestrictions: string[] | null;
   syncedAt: Date;

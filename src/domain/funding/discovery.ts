@@ -17,7 +17,7 @@ import {
 } from "../../contract/paid-routes.js";
 
 /**
- * x402 discovery (issues 29 and 41, docs/decisions.md "x402 discovery" and "x402 discovery for
+ * x402 discovery (docs/decisions.md "x402 discovery" and "x402 discovery for
  * indexers"): what a 402 tells an index beside the payment — the Bazaar extension (`extensions`),
  * the service metadata on `resource`, the v1 `outputSchema` — and the `/.well-known/x402` document.
  * All of it is written from the catalog of paid routes (contract/paid-routes.ts), so it says what

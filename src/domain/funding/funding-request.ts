@@ -75,7 +75,7 @@ export function fundedOutcome(
         "payment_unfinished",
         "Payment credited, but this wallet already holds 10 active API keys; no key was issued.",
         // credited: nothing to reconcile and nothing for a human to recover, so no `reconciling`
-        // (SPEC funding rules 6 and 9 together; docs/decisions.md, issue 26)
+        // (SPEC funding rules 6 and 9 together; docs/decisions.md "money safety and the letter of the spec")
         { transaction, credited: true, paymentResponse: o.paymentResponse },
       );
     }
@@ -89,7 +89,7 @@ export function fundedOutcome(
     if (o.idempotent || !r.key) {
       body.idempotent = true;
       // no key was ever issued for this payment (credited from the chain after its answer was lost,
-      // or at the key cap): the wallet's session mints one (docs/decisions.md, issue 38)
+      // or at the key cap): the wallet's session mints one, so the buyer is never left without a key
       if (!r.payment.apiKeyId) body.keyIssued = false;
     } else {
       body.apiKey = r.key.apiKey;

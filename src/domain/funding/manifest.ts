@@ -6,7 +6,7 @@ import { resourceOf, serviceMetadata } from "./discovery.js";
 import { MAX_TIMEOUT_SECONDS } from "./x402.js";
 
 /**
- * `GET /.well-known/x402.json` (issue 41): the per-origin manifest of the x402 repository's draft
+ * `GET /.well-known/x402.json`, so an indexer finds every paid route at one address: the per-origin manifest of the x402 repository's draft
  * `well-known-discovery` extension — every paid route of the catalog (contract/paid-routes.ts) with
  * its `resource` (URL, description, the Bazaar's service metadata), `type` `http`, advisory
  * `accepts` (the live 402 is authoritative), the invocation contract lifted to `input` (method, JSON

@@ -12,7 +12,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError, type HeaderField } from "../../lib/errors.js";
 
 /**
- * x402's `payment-identifier` extension (issue 41; docs/decisions.md "x402 discovery for indexers",
+ * x402's `payment-identifier` extension (docs/decisions.md "x402 discovery for indexers",
  * "Idempotent payments"), the rules once for every paid route:
  * - a 402 declares it (`PAYMENT_IDENTIFIER_EXTENSION`, not required);
  * - a v2 payment may carry an id (`paymentIdentifierOf`; a malformed one is 400, nothing charged);

@@ -9,7 +9,7 @@ import type { FundingRequest } from "./funding-request.js";
 import { type DecodedPayment, recordedTypedData, signedByPayerKey } from "./x402.js";
 
 /**
- * The payments table as funding uses it (issue 38 item 5): one row per authorization, unique by
+ * The payments table as funding uses it (docs/decisions.md "Payments"): one row per authorization, unique by
  * (payer, nonce) as EIP-3009 defines nonces; the write-ahead claim; and the check that a replayed
  * payment is the recorded authorization signed by its payer before anything is answered from it.
  */

@@ -115,7 +115,7 @@ export class PaymentReconciler {
         });
         if (claimed.count !== 1) return null;
         await confirmTopUp(tx, { accountId, paymentId: p.id, amountMicroUsdc: p.amountMicroUsdc, at: now });
-        // issue 30: the buyer's webhooks hear of it, in this transaction (never lost, never early)
+        // the buyer's webhooks hear of it, in this transaction (never lost, never early)
         return (
           (await this.deps.webhooks?.emit(
             tx,

@@ -106,8 +106,8 @@ export function buildRequirements(i: RequirementInput): PaymentRequirements {
 }
 
 /**
- * The v2 `PaymentRequired` of a challenge. `extensions` (the Bazaar discovery extension, issue 29)
- * is passed through as given; absent, the key is left out.
+ * The v2 `PaymentRequired` of a challenge. `extensions` (the Bazaar discovery extension, so an index can
+ * list the route) is passed through as given; absent, the key is left out.
  */
 export function paymentRequiredV2(
   r: Requirements,
@@ -358,8 +358,8 @@ function mismatchV2(d: DecodedPaymentV2, req: PaymentRequirementsV2): string | u
  * (`@x402/core`'s encoding, the payment's CAIP-2 network) for `PAYMENT-SIGNATURE`; both carry the
  * same fields. `success` is true only for a settlement the facilitator or the chain proved; a 409
  * whose outcome is still unknown sends `success: false` with the broadcast transaction when one is
- * known (else an empty one), and its body says the payment is being reconciled (docs/decisions.md,
- * issue 26).
+ * known (else an empty one), and its body says the payment is being reconciled (docs/decisions.md
+ * "Only proof that nothing moved answers 402"): the buyer must not pay again.
  */
 export function paymentResponseHeader(
   d: DecodedPayment,

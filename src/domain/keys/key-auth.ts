@@ -8,7 +8,7 @@ import type { LimitReset } from "./key-period.js";
 import { isExpired } from "./key-policy.js";
 
 /**
- * Bearer authentication (SPEC "Authentication"; issue 38): a plaintext to its active key, its
+ * Bearer authentication (SPEC "Authentication"; docs/decisions.md "Key scopes and the key tree"): a plaintext to its active key, its
  * scopes and its policy within its ancestors', with a short in-process cache for the inference
  * routes. `ApiKeyService` owns one and forgets keys through it when they change.
  */
@@ -165,7 +165,7 @@ export class KeyAuthenticator {
     const now = this.clock.now();
     const { self, ancestors } = chainOf(row);
     const eff = effectivePolicy(self, ancestors, now);
-    // SPEC issue 28: after its expiry a key is refused exactly as a revoked one
+    // after its expiry a key is refused exactly as a revoked one (docs/decisions.md "Per-key policy")
     if (!eff.active) return null;
     if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
       void this.db.apiKey.update({ where: { id: row.id }, data: { lastUsedAt: now } }).catch(() => undefined);

@@ -5,7 +5,7 @@ import type { ApiKeyMetadata } from "./api-key-types.js";
 import type { ChainKey } from "./key-chain.js";
 import { type KeyPolicy, keyUsage, spentThisPeriod } from "./key-policy.js";
 
-/** The key tree's reads (issue 38): a key with its ancestors, and what their budgets leave. */
+/** The key tree's reads: a key with its ancestors, and what their budgets leave. */
 
 type Tx = Prisma.TransactionClient;
 /** A stored key as the service reads it: metadata, policy and its place in the tree. */

@@ -3,7 +3,7 @@ import type { KeyPolicy } from "./key-policy.js";
 import { canonicalScopes, SCOPES, type Scope } from "./key-scopes.js";
 
 /**
- * The key tree (issue 38; docs/decisions.md "Key scopes and the key tree"): THE rules of who may
+ * The key tree (docs/decisions.md "Key scopes and the key tree"): THE rules of who may
  * change which key, and how far a key minted by a key may reach. Pure: the service reads the rows.
  *
  * - An **account-level** key (no parent, every scope, no policy: the signup key, a session's key

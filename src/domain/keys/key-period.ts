@@ -1,5 +1,5 @@
 /**
- * A key's spending period (issue 28; docs/decisions.md "Per-key policy"): periods are on UTC
+ * A key's spending period (docs/decisions.md "Per-key policy"): periods are on UTC
  * boundaries, so every process agrees on them without a job to roll them over: a UTC day, an ISO
  * week (Monday 00:00 UTC to the next Monday), a calendar month, or `never` (all time, one period).
  * Pure: callers pass the instant (their injected Clock's `now()`).
@@ -49,8 +49,8 @@ function utc(year: number, month: number, day: number): Date {
 }
 
 /**
- * What the pipeline enforces of the calling API key's policy and of its ancestors' (issues 28 and 38;
- * src/domain/keys/key-chain.ts, docs/decisions.md "Key budgets"): whether a budget holds its
+ * What the pipeline enforces of the calling API key's policy and of its ancestors' (a
+ * child's spend counts against them; src/domain/keys/key-chain.ts, docs/decisions.md "Key budgets"): whether a budget holds its
  * requests (its own limit or an ancestor's: `KeyBudgets`), its effective ceiling, the models it may
  * call (that it may call models at all is its `inference` scope, checked by the routes).
  */

@@ -8,7 +8,7 @@ import { bareModelId } from "../catalog/catalog-service.js";
 import { budgetPeriod, LIMIT_RESETS, type LimitReset } from "./key-period.js";
 
 /**
- * A key's policy and what it spent (issue 28; docs/decisions.md "Per-key policy"): the one place
+ * A key's policy and what it spent (docs/decisions.md "Per-key policy"): the one place
  * for its rules. Every route that mints, changes or lists keys (REST session and agent routes,
  * GraphQL, MCP) goes through `policyColumns` and `keyUsage`, so they refuse and show the same.
  */
@@ -189,8 +189,8 @@ export function keyUsage(
 type Reader = Pick<Db, "$queryRaw"> | Pick<Prisma.TransactionClient, "$queryRaw">;
 
 /**
- * THE spend query: what each key and every key below it (issue 38: a child's spend counts against
- * its ancestors) were charged for their requests started in the key's current period
+ * THE spend query: what each key and every key below it (a child's spend counts against its
+ * ancestors) were charged for their requests started in the key's current period
  * (`budgetPeriod(limitReset, now)`): the sum of its UTC days in `api_key_spend` (each ending adds
  * its charge in the transaction of the charge; a refunded video job takes its charge back), the
  * figure `svc_key_reserve` holds budgets against. One statement for any number of keys; a key with

@@ -1,7 +1,7 @@
 import { DomainError } from "../../lib/errors.js";
 
 /**
- * What an API key may do (issue 38; docs/decisions.md "Key scopes and the key tree"): THE scope
+ * What an API key may do (docs/decisions.md "Key scopes and the key tree"): THE scope
  * rules. Every transport asks `requireScope` before it calls a service on a key's behalf, and the
  * key services mint and change keys within `grantableScopes`, so REST, GraphQL and MCP refuse alike.
  *

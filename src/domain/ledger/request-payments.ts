@@ -2,7 +2,7 @@ import type { Prisma } from "../../generated/prisma/client.js";
 import { postJournal } from "./ledger.js";
 
 /**
- * The cash side of a pay-per-request charge (issue 41, docs/decisions.md "Pay per request"). The
+ * The cash side of a pay-per-request charge (docs/decisions.md "Pay per request"). The
  * charge itself is its clear, whose buyer line is on the payer's `payment_receivable` (−C): what the
  * authorization owes. One of these journals takes the receivable back to zero, once (unique
  * idempotency keys, and the payment's status moves in the same transaction):

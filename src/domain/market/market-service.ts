@@ -210,7 +210,7 @@ export class MarketService {
 
   /**
    * Drops every cached capacity answer (each `maxPriceCents` filter and none), so the next
-   * `capacity()` reads the ladder again: a price schedule's step moved a price (issue 30).
+   * `capacity()` reads the ladder again: a price schedule's step moved a price.
    */
   async invalidateCapacityCache(): Promise<void> {
     if (!this.cache) return;

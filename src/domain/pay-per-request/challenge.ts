@@ -20,7 +20,7 @@ import { PAYMENT_IDENTIFIER_EXTENSION } from "../funding/payment-identifier.js";
 import { PAYMENT_REQUIRED_HEADER, RECEIPT_HEADER } from "../funding/x402.js";
 
 /**
- * The x402 v2 `upto` exchange of a pay-per-request route (issue 41; docs/decisions.md "Pay per
+ * The x402 v2 `upto` exchange of a pay-per-request route (docs/decisions.md "Pay per
  * request"), pure: the requirement a 402 asks the buyer to sign (the request's maximum charge, the
  * facilitator the witness must name), the 402 itself, the payment decoded and checked against the
  * requirement, and the receipt. Header names come from funding/x402.ts.

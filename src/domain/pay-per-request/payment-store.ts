@@ -9,7 +9,7 @@ import { bookPaymentLoss, bookRequestPayment } from "../ledger/request-payments.
 import type { RecordedPaidAnswer } from "./answers.js";
 
 /**
- * The `request_payments` table (issue 41; docs/decisions.md "Pay per request"): one row per `upto`
+ * The `request_payments` table (docs/decisions.md "Pay per request"): one row per `upto`
  * authorization, written before its request runs, moved through its states by conditional writes
  * only (a state is left once, by whoever moves it first), each cash-side move in one transaction
  * with its journal (ledger/request-payments.ts). The ending's charge is written by `svc_end_items`

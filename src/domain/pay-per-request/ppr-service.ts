@@ -56,7 +56,7 @@ const FACILITATOR_TTL_MS = 10 * 60_000;
 const HEADER = "PAYMENT-SIGNATURE";
 
 /**
- * Pay-per-request inference (issue 41 item 1; docs/decisions.md "Pay per request"), transport-free:
+ * Pay-per-request inference (docs/decisions.md "Pay per request"), transport-free:
  * an unpaid call is a 402 whose `upto` maximum is the request's maximum charge, sized as admission
  * sizes it; a paid one is verified, recorded under the payer's wallet (an account made on first
  * use), run through the same pipeline as its /v1 twin — funded by the authorization, never the

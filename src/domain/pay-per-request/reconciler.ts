@@ -19,7 +19,7 @@ const SCAN_DEPTH_BLOCKS = 200_000n;
 export type ReconcileOutcome = "settled" | "lost" | "void" | "done" | "waiting";
 
 /**
- * The chain side of pay-per-request payments (issue 41; docs/decisions.md "Pay per request"):
+ * The chain side of pay-per-request payments (docs/decisions.md "Pay per request"):
  * a payment whose charge is booked and whose cash side is not — a settle whose outcome was unknown,
  * one never sent (a crash after the ending), one sent and not recorded — is settled from what the
  * chain says of its Permit2 nonce: spent → the settlement that spent it is found and booked (never a

@@ -7,7 +7,7 @@ import { uptoReceipt } from "./challenge.js";
 import type { RequestPaymentStore } from "./payment-store.js";
 
 /**
- * The settle of a pay-per-request charge (issue 41; docs/decisions.md "Pay per request"): after the
+ * The settle of a pay-per-request charge (docs/decisions.md "Pay per request"): after the
  * request's ending booked the charge C against the payment (`svc_end_items`: the clear, the payment
  * charged), C is settled with the facilitator — 0 moves nothing and asks nobody — and its cash side
  * is booked in the same transaction as the payment's new state:

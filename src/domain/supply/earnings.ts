@@ -18,7 +18,7 @@ export interface EarningsDeps {
   /** treasury side of the chain for payouts; undefined when PAYOUT_PRIVATE_KEY is unset */
   payoutChain: ChainGateway | undefined;
   confirmationBlocks: number;
-  /** `payout.sent` goes to the outbox with the recorded transfer (issue 30) */
+  /** `payout.sent` goes to the outbox with the recorded transfer (never lost, never early) */
   webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 

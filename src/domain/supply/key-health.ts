@@ -13,7 +13,7 @@ export interface KeyHealthDeps {
   bus: EventBus;
   market: Pick<MarketService, "publishCapacityChanged">;
   onSupplyChanged?: () => void;
-  /** `upstream_key.unhealthy` is written to the outbox in the auth mark's transaction (issue 30) */
+  /** `upstream_key.unhealthy` is written to the outbox in the auth mark's transaction (never lost, never early) */
   webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 

@@ -30,7 +30,7 @@ type OfferRow = Prisma.OfferGetPayload<{ include: { upstreamKey: { select: { sta
 const offerInclude = { upstreamKey: { select: { status: true, label: true } } } as const;
 
 /**
- * What makes an offer standing (issue 30): each optional; on a PATCH `null` removes the daily cap or
+ * What makes an offer standing: each optional; on a PATCH `null` removes the daily cap or
  * the schedule. `schedule` is checked by `parseSchedule`.
  */
 export interface StandingSettings {
@@ -325,7 +325,7 @@ export class OfferService {
     return { expired: expired.length, depleted: depleted.length };
   }
 
-  /** `type` for each offer to its owner's webhooks, in `tx` (issue 30); the outbox ids. */
+  /** `type` for each offer to its owner's webhooks, in `tx` (with the change, never without it); the outbox ids. */
   private async emitOffers(tx: OutboxTx, type: string, offers: OfferEventRow[]): Promise<string[]> {
     return (
       this.deps.webhooks?.emitEach(

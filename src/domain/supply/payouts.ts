@@ -32,7 +32,7 @@ export interface PayoutDeps {
   chain: ChainGateway | undefined;
   /** depth at which a sent payout counts as confirmed (CONFIRMATION_BLOCKS) */
   confirmationBlocks: number;
-  /** `payout.sent` is written to the outbox with the recorded hash (issue 30) */
+  /** `payout.sent` is written to the outbox with the recorded hash (never lost, never early) */
   webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 
@@ -321,7 +321,7 @@ export class PayoutRunner {
 
   /**
    * Records a sent transfer (`write`, the count of payouts it moved: 1 or 0) and, when it moved the
-   * payout, `payout.sent` to the supplier's webhooks in the same transaction (issue 30).
+   * payout, `payout.sent` to the supplier's webhooks in the same transaction (never lost, never early).
    */
   private async recordSent(
     p: PayoutRow,

@@ -2,7 +2,7 @@ import { DomainError } from "../../lib/errors.js";
 import { assertOfferPrice } from "./supply-rules.js";
 
 /**
- * Price schedules (issue 30, docs/decisions.md "Standing offers and price schedules"): an offer may
+ * Price schedules (docs/decisions.md "Standing offers and price schedules"): an offer may
  * carry steps `{fromUtc: "HH:MM", priceCentsPerDollar}` that change its price during the UTC day,
  * e.g. cheaper toward midnight, when its DIEM expires. Pure functions only.
  */

@@ -83,7 +83,7 @@ export const REPOST_WINDOW_MS = 7 * 86_400_000;
 type OfferRow = Prisma.OfferGetPayload<object>;
 
 /**
- * Supply that runs itself (issue 30, docs/decisions.md "Standing offers and price schedules"):
+ * Supply that runs itself (docs/decisions.md "Standing offers and price schedules"):
  *
  * - `repostDue` (worker `repost-offers`, every minute and once when a worker starts): each standing
  *   offer whose DIEM expired is posted again on its key, for the new UTC day;

@@ -36,7 +36,7 @@ const SIX_DECIMALS = /^\d{1,15}\.\d{6}$/;
 /**
  * A DIEM quantity given as a decimal string with exactly six decimals ("12.500000", "0.000001"),
  * strictly positive and at most MAX_OFFER_QUANTITY. Nothing is rounded or padded: "12.5", "1" and
- * seven decimals are a 400 (issue 18 finding 8).
+ * seven decimals are a 400 (SPEC "Supplier records"): the service sells exactly what the supplier wrote.
  */
 export function parseQuantityDiem(value: unknown, field = "quantityDiem"): bigint {
   const micro = typeof value === "string" && SIX_DECIMALS.test(value) ? parseDecimal6(value) : undefined;

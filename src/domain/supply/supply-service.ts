@@ -46,7 +46,7 @@ const liveOfferInclude = {
 } as const;
 
 /**
- * Supply side (issue 5), its keys: upstream keys sealed at rest (register, list, revoke, open) and
+ * Supply side, its keys: upstream keys sealed at rest (register, list, revoke, open) and
  * their balance sync. Offers are offers.ts, earnings and payouts earnings.ts; key marks go
  * through KeyHealth. Every method that takes an `accountId` checks ownership itself: another
  * account's id is 404.

@@ -29,7 +29,7 @@ export interface VideoRefundsDeps {
   clock: Clock;
   bus: EventBus;
   metrics?: Metrics;
-  /** `video.refunded` is written to the outbox in the refund's transaction (issue 30) */
+  /** `video.refunded` is written to the outbox in the refund's transaction (never lost, never early) */
   webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 

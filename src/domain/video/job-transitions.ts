@@ -27,7 +27,7 @@ export interface VideoJobTransitionsDeps {
   clock: Clock;
   bus: EventBus;
   refunds: VideoRefunds;
-  /** `video.completed` is written to the outbox with the job's first completion (issue 30) */
+  /** `video.completed` is written to the outbox with the job's first completion (never lost, never twice) */
   webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 

@@ -63,7 +63,7 @@ export interface VideoJobsDeps {
   /** the plaintext secret of the supplier key the job was queued on (any status; never logged) */
   openKey: (upstreamKeyId: string) => Promise<string>;
   metrics?: Metrics;
-  /** `video.completed` and `video.refunded` go to the outbox in the job's transition (issue 30) */
+  /** `video.completed` and `video.refunded` go to the outbox in the job's transition (never lost, never early) */
   webhooks?: Pick<WebhookOutbox, "emit" | "dispatch">;
 }
 

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from "node:net";
 
 /**
- * Which IP addresses a webhook may be sent to (docs/decisions.md "Webhooks (issue 30)"), the SSRF
+ * Which IP addresses a webhook may be sent to (docs/decisions.md "Webhooks"), the SSRF
  * rule checked at registration and again at every delivery, after DNS:
  *
  * - `public`: anything routable on the internet;

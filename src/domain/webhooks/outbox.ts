@@ -3,7 +3,7 @@ import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 
 /**
- * The webhook outbox (docs/decisions.md "Webhooks (issue 30)"). `emit` writes one `webhook_events`
+ * The webhook outbox (docs/decisions.md "Webhooks"). `emit` writes one `webhook_events`
  * row per active endpoint of the account that takes the event, IN THE CALLER'S TRANSACTION: the
  * event and its notification commit together or not at all, so no event is lost when the process
  * dies right after it. Once the caller committed, `dispatch` queues a delivery job per row; a row

@@ -3,7 +3,7 @@ import { formatDecimal6 } from "../../lib/money.js";
 import type { EventData } from "./outbox.js";
 
 /**
- * The `data` of each event (docs/decisions.md "Webhooks (issue 30)"): the resource's id and its
+ * The `data` of each event (docs/decisions.md "Webhooks"): the resource's id and its
  * amounts as six-decimal strings, under the names its REST resource uses (the offer's as
  * `GET /v1/supply/offers/mine`, the video job's as `POST /v1/video/retrieve`, the payout's as
  * `GET /v1/supply/ledger`…). Never a secret, another account's data, or (in a buyer's event) who

@@ -7,7 +7,7 @@ import { balanceLowData, keyBudgetExhaustedData } from "./payloads.js";
 
 /**
  * The events a settlement batch causes, written to the outbox in the batch's own transaction
- * (`sqlSettlementStore`; docs/decisions.md "Webhooks (issue 30)"):
+ * (`sqlSettlementStore`; docs/decisions.md "Webhooks"), so an event is never lost nor sent early:
  *
  * - `balance.low` (buyer): the batch's charges took the confirmed balance from at or above an
  *   endpoint's threshold to below it;
@@ -48,7 +48,7 @@ async function lowBalances(
   // per buyer: the balance after the batch, and what the batch's charges took from it
   const buyers = new Map<string, { after: bigint; charged: bigint }>();
   items.forEach((i, n) => {
-    // a charge paid per request (issue 41) takes nothing from the balance
+    // a charge paid per request takes nothing from the balance
     if (!charged(i) || i.payment !== null || !takes(i.account, "balance.low")) return;
     const b = buyers.get(i.account) ?? { after: confirmed[n] ?? 0n, charged: 0n };
     b.charged += BigInt(i.gross ?? "0");
@@ -86,7 +86,7 @@ async function exhaustedKeys(outbox: WebhookOutbox, tx: SettlementTx, items: rea
     });
   }
   if (candidates.size === 0) return [];
-  // a key's spend counts against every budgeted ancestor (issue 38): they may be exhausted too; a
+  // a key's spend counts against every budgeted ancestor: they may be exhausted too; a
   // refusal is told to each of them (the refusal does not say whose budget was the tightest)
   const chains = await query<{ id: string; ancestors: string[] }>(
     tx,

@@ -4,7 +4,7 @@ import { DomainError } from "../../lib/errors.js";
 import { addressAllowed } from "./address-rules.js";
 
 /**
- * A webhook URL's target, checked (docs/decisions.md "Webhooks (issue 30)"): https (http too when
+ * A webhook URL's target, checked (docs/decisions.md "Webhooks"): https (http too when
  * private addresses are allowed), no user name or password, and a host whose every address — an IP
  * literal, or all that DNS answers — is allowed by `addressAllowed`. Run at registration (a refusal
  * is 400 naming `url`) and before every delivery attempt (a refusal fails the attempt), so a name

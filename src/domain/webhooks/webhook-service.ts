@@ -99,7 +99,7 @@ const VIEW_SELECT = {
 } as const satisfies Prisma.WebhookEndpointSelect;
 
 /**
- * Webhook endpoints (issue 30; docs/decisions.md "Webhooks (issue 30)"): register, list, delete,
+ * Webhook endpoints (docs/decisions.md "Webhooks"): register, list, delete,
  * rotate the secret, enable again, send a test event, read the delivery log; and, for the worker,
  * one delivery attempt and the sweeper. Every method that takes an `accountId` checks ownership
  * itself: another account's endpoint is 404.

@@ -1,4 +1,4 @@
-// GraphQL types and queries of issue 5 (catalog and model statistics). Public: no credential needed.
+// GraphQL types and queries of the catalog and its model statistics. Public: no credential needed.
 import { ScalarRef } from "@pothos/core";
 import { GraphQLError, Kind, type ValueNode } from "graphql";
 import { parseStatsWindow } from "../../domain/catalog/catalog-stats.js";

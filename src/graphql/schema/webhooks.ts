@@ -1,4 +1,4 @@
-// GraphQL types, queries, mutations and the subscription of issue 30 (webhooks). Same service calls
+// GraphQL types, queries, mutations and the subscription of webhooks. Same service calls
 // as src/http/routes/webhooks.ts (WebhookService): the same checks, ownership and answers; the
 // signing secret appears only in the payload of createWebhook and rotateWebhookSecret.
 import type { AccountEvent } from "../../adapters/pubsub.js";

@@ -14,7 +14,7 @@ export function agentRoutes(rt: Runtime): Router {
   const r = Router();
   const { accounts, apiKeys } = rt.services;
   const bearer = requireBearer(rt.services);
-  // the account's own settings and figures (issue 38: a key without `account` is 403 insufficient_scope)
+  // the account's own settings and figures: a key without the `account` scope is 403 insufficient_scope
   const accountKey = requireBearer(rt.services, { scope: "account" });
 
   r.get("/v1/agent/me", accountKey, async (_req, res) => {

@@ -13,7 +13,7 @@ export function healthRoutes(rt: Runtime): Router {
   r.get("/readyz", async (_req, res) => {
     const checks = await Promise.allSettled([rt.db.$queryRaw`SELECT 1`, rt.redis.command.ping()]);
     const ok = checks.every((c) => c.status === "fulfilled");
-    // every 503 carries Retry-After (docs/decisions.md "Retry-After (issue 40)")
+    // every 503 carries Retry-After (docs/decisions.md "Retry-After")
     if (!ok) res.setHeader("Retry-After", "1");
     res
       .status(ok ? 200 : 503)

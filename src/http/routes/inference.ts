@@ -89,7 +89,7 @@ export function abortSignal(res: ServerResponse): AbortSignal {
 
 /**
  * Who pays for a call, with the `X-Svc-Request-Id` already on its response: the request's record
- * takes that id, so the answer, an error body and the record name one id (issue 26 finding 7).
+ * takes that id, so the answer, an error body and the record name one id (a support question quotes any of them).
  */
 function callerOf(viewer: Viewer, res: ServerResponse): Caller {
   const requestId = res.getHeader("X-Svc-Request-Id");

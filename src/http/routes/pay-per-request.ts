@@ -7,7 +7,7 @@ import { writeJson } from "../error-response.js";
 import { abortSignal, sseSink } from "./inference.js";
 
 /**
- * Pay-per-request inference (issue 41): `POST /x402/v1/chat/completions`, `/responses`,
+ * Pay-per-request inference: `POST /x402/v1/chat/completions`, `/responses`,
  * `/messages`, `/image/generate`, `/images/generations` — the /v1 twins' bodies and answers, no
  * key (an `Authorization` header is ignored), paid with x402 v2 `upto` in `PAYMENT-SIGNATURE`. The
  * service (domain/pay-per-request) does everything; this route hands it the call and writes what

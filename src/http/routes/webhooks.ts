@@ -47,7 +47,7 @@ export function presentWebhookDelivery(d: WebhookDeliveryView) {
 }
 
 /**
- * Issue 30: webhooks. Buyers (Bearer key or session) and suppliers (session) manage the endpoints
+ * Webhooks. Buyers (Bearer key or session) and suppliers (session) manage the endpoints
  * of their account; supplier events need a session (`WebhookService.register`). Another account's
  * endpoint is 404. Cookie-authenticated writes must come from our own origins.
  */

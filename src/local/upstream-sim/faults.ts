@@ -13,7 +13,7 @@ export const SIM_FAULT_KINDS = [
   "http_504",
   "http_402_balance",
   "http_402_spend_limit",
-  // the documented refusals (issue 39): each answers its status with the documented body
+  // the documented refusals: each answers its status with the documented body
   "http_400",
   "http_401_auth",
   "http_401_pro_only",

@@ -1,5 +1,5 @@
 /**
- * The documented refusals of a model or route to a valid key (issue 39; vendor/venice/swagger.yaml):
+ * The documented refusals of a model or route to a valid key (vendor/venice/swagger.yaml):
  * the alpha-only `POST /responses`, a region-restricted model, and the fault kinds that answer every
  * documented error status with its documented body.
  */

@@ -1,8 +1,8 @@
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, vi } from "vitest";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { type Browser, FIRST_LOAD_MS, LIVE_MS, launchBrowser, useSession } from "../../../testkit/browser.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import { registerKey, simKey } from "../../../testkit/supply.js";
 
 /**
@@ -14,7 +14,8 @@ import { registerKey, simKey } from "../../../testkit/supply.js";
  * message naming the field, changing nothing.
  */
 
-const world = useMarketWorld();
+test.override("appOptions", { sim: {} });
+const world = fileWorld(test);
 vi.setConfig({ hookTimeout: 180_000 });
 
 let browser: Browser;

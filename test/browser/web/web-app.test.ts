@@ -3,13 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, vi } from "vitest";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { newWallet, signIn } from "../../../testkit/actors.js";
+import { appTest, fileWorld } from "../../../testkit/app-test.js";
 import { launchChromium } from "../../../testkit/browser.js";
 import { chainEnv, startLocalChain } from "../../../testkit/funding.js";
 import { fundConfirmed } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * The web app at {web_url} end to end, in Debian's chromium driven by playwright-core (no browser
@@ -30,14 +30,17 @@ const LIVE_MS = 30_000;
 vi.setConfig({ hookTimeout: 180_000 });
 
 // a local chain (anvil, chain id 8453, EIP-3009 USDC) and the in-process facilitator, for the top-up
+// (a fixture the world's options read: it starts before the app and stops after it)
 let chain: LocalChain;
-beforeAll(async () => {
-  chain = await startLocalChain({ readyTimeoutMs: 60_000 });
-}, 180_000);
-afterAll(async () => {
-  await chain?.stop();
-});
-const world = useMarketWorld({ syncCatalog: true, env: () => chainEnv(chain) });
+const test = appTest
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend("chain", { scope: "file" }, async ({}, { onCleanup }) => {
+    chain = await startLocalChain({ readyTimeoutMs: 60_000 });
+    onCleanup(() => chain.stop());
+    return chain;
+  })
+  .override("appOptions", ({ chain }) => ({ sim: {}, syncCatalog: true, env: chainEnv(chain) }));
+const world = fileWorld(test);
 const profiles: string[] = [];
 let context: BrowserContext;
 let supplierContext: BrowserContext;

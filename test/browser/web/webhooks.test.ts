@@ -1,8 +1,8 @@
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, vi } from "vitest";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { type Browser, FIRST_LOAD_MS, LIVE_MS, launchBrowser, useSession } from "../../../testkit/browser.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import { type Receiver, startReceiver, verifies, webhookFor } from "../../../testkit/webhooks.js";
 
 /**
@@ -15,7 +15,8 @@ import { type Receiver, startReceiver, verifies, webhookFor } from "../../../tes
  */
 
 // two attempts in all, 3 s apart: long enough to see the failed attempt on the page first
-const world = useMarketWorld({ sim: false, workers: true, env: { WEBHOOK_RETRY_SCHEDULE_MS: "3000" } });
+test.override("appOptions", { workers: true, env: { WEBHOOK_RETRY_SCHEDULE_MS: "3000" } });
+const world = fileWorld(test);
 vi.setConfig({ hookTimeout: 180_000 });
 
 let browser: Browser;

@@ -10,7 +10,7 @@
 // fails here until it joins the matrix or the commented exclusion list.
 import { readFileSync } from "node:fs";
 import { buildSchema, type GraphQLObjectType } from "graphql";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { buildOpenApiDocument, mcpPathOf } from "../../../src/contract/openapi.js";
 import { TOOLS } from "../../../src/mcp/tools.js";
 import { expectNoMarkers, recordsOf } from "../../../testkit/access/records.js";
@@ -39,11 +39,12 @@ import {
   VIDEO_JOB,
 } from "../../../testkit/access/world.js";
 import { bearer, createKey, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 // PAY_TO: the funding routes answer their 402 challenge (no chain is needed for it)
-const world = useMarketWorld({ syncCatalog: true, env: { PAY_TO: `0x${"7".repeat(40)}` } });
+test.override("appOptions", { sim: {}, syncCatalog: true, env: { PAY_TO: `0x${"7".repeat(40)}` } });
+const world = fileWorld(test);
 let w: AccessWorld;
 beforeAll(async () => {
   w = await seedAccessWorld(world.app, world.sim);

@@ -14,10 +14,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { type Address, type Hex, numberToHex } from "viem";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { createChainClients } from "../../../src/adapters/chain/clients.js";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { type LocalChain, localUsdcAbi } from "../../../src/local/chain/index.js";
+import { appTest, fileWorld } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import {
   type FencedBlock,
@@ -28,7 +29,6 @@ import {
 } from "../../../testkit/doc-examples.js";
 import { chainEnv, fundedBuyer, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { addSupply } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** USDC on Base mainnet: the one asset `@x402/fetch` pays without `allowedAssets`. */
@@ -36,20 +36,23 @@ const BASE_USDC: Address = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 /** Each agent's wallet holds this much before it signs up. */
 const WALLET_USDC_MICRO = 20_000_000n;
 
+// the local chain: a fixture the world's options read, so it starts before the app and stops after it
 let chain: LocalChain;
-beforeAll(async () => {
-  chain = await startLocalChain();
-  await placeUsdcAtBaseAddress(chain);
-});
-afterAll(async () => {
-  await chain?.stop();
-});
-
-const world = useMarketWorld({
-  syncCatalog: true,
-  // the service's default depth (SKILL.md: 20 blocks), reached in a few seconds by the ticker below
-  env: () => chainEnv(chain, { USDC_ADDRESS: BASE_USDC, CONFIRMATION_BLOCKS: "20" }),
-});
+const test = appTest
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend("chain", { scope: "file" }, async ({}, { onCleanup }) => {
+    chain = await startLocalChain();
+    onCleanup(() => chain.stop());
+    await placeUsdcAtBaseAddress(chain);
+    return chain;
+  })
+  .override("appOptions", ({ chain }) => ({
+    sim: {},
+    syncCatalog: true,
+    // the service's default depth (SKILL.md: 20 blocks), reached in a few seconds by the ticker below
+    env: chainEnv(chain, { USDC_ADDRESS: BASE_USDC, CONFIRMATION_BLOCKS: "20" }),
+  }));
+const world = fileWorld(test);
 
 /**
  * Blocks keep coming and the confirmations job keeps running, as on Base with the scheduled worker

@@ -1,10 +1,10 @@
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { mcpPathOf } from "../../../src/contract/openapi.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { movableClock } from "../../../testkit/harness.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 28: after its `expiresAt` a key is refused exactly as a revoked key is (401
@@ -15,7 +15,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  */
 
 const clock = movableClock();
-const world = useMarketWorld({ syncCatalog: true, clock, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, clock, peer: true });
+const world = fileWorld(test);
 const MODEL = "zai-org-glm-5-1";
 
 beforeAll(async () => {

@@ -1,3 +1,4 @@
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 // Keys that cannot widen themselves (issue 38, Deliver 1): scopes on every key, and the key tree.
 // A budgeted sub-agent key holds `inference` alone: through REST, GraphQL and MCP it cannot change
 // its own policy, mint a key, raise the account's ceiling, touch webhooks or refill (403
@@ -7,16 +8,16 @@
 // (a grandchild cannot spend past the parent's limit); revoking it revokes them. The spec's rotation
 // (mint with the old key, verify, revoke the old with the new) keeps working.
 
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { mcpPathOf } from "../../../src/contract/openapi.js";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { gql, gqlParts, mcpTool, rest, toolResult } from "../../../testkit/access/transports.js";
 import { bearer, call } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const MODEL = "llama-3.3-70b";
 
 const chat = (apiKey: string, body: Record<string, unknown> = {}) =>

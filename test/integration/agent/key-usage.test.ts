@@ -1,10 +1,10 @@
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { mcpPathOf } from "../../../src/contract/openapi.js";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, confirmedOf, fundConfirmed } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 28 deliverables 2 and 6 against real paid chats: every key listing (REST session and agent
@@ -14,7 +14,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const app = () => world.app;
 
 const INJECTED_NAME = '=HYPERLINK("http://x","y")';

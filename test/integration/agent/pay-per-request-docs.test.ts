@@ -10,25 +10,27 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import type { LocalChain } from "../../../src/local/chain/index.js";
+import { appTest, fileWorld } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { fencedBlocks } from "../../../testkit/doc-examples.js";
 import { chainEnv, fundedBuyer, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { addSupply } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
+// the local chain: a fixture the world's options read, so it starts before the app and stops after it
 let chain: LocalChain;
-beforeAll(async () => {
-  chain = await startLocalChain({ usdcAtBaseAddress: true });
-});
-afterAll(async () => {
-  await chain?.stop();
-});
-
-const world = useMarketWorld({ syncCatalog: true, env: () => chainEnv(chain) });
+const test = appTest
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend("chain", { scope: "file" }, async ({}, { onCleanup }) => {
+    chain = await startLocalChain({ usdcAtBaseAddress: true });
+    onCleanup(() => chain.stop());
+    return chain;
+  })
+  .override("appOptions", ({ chain }) => ({ sim: {}, syncCatalog: true, env: chainEnv(chain) }));
+const world = fileWorld(test);
 
 beforeAll(async () => {
   await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 200_000_000n }]);

@@ -1,6 +1,6 @@
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createBuyers, createSupply, getJson, gql, insertClear, type Supply } from "../../../testkit/catalog.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * GET /v1/models/stats over clears inserted directly at fixed instants. The app's clock is fixed,
@@ -22,7 +22,8 @@ interface StatsBody {
   models: { id: string; modality: string; rank: number; usageShare: number; daily: { day: string; share: number }[] }[];
 }
 
-const world = useMarketWorld({ sim: false, clock: { now: () => NOW } });
+test.override("appOptions", { clock: { now: () => NOW } });
+const world = fileWorld(test);
 let supply: Supply;
 let buyers: string[];
 

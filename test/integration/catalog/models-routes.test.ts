@@ -1,7 +1,7 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { DEFAULT_SIM_MODELS } from "../../../src/local/upstream-sim/index.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { getJson, gql, type PublicRow } from "../../../testkit/catalog.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
 
@@ -19,7 +19,8 @@ const ROW_KEYS = new Set([
   "regionRestrictions",
 ]);
 
-const world = useMarketWorld({ catalogSyncKey: SYNC_KEY, syncCatalog: true });
+test.override("appOptions", { sim: {}, catalogSyncKey: SYNC_KEY, syncCatalog: true });
+const world = fileWorld(test);
 
 describe("GET /v1/models (public)", () => {
   test("lists every listed row, live and coming_soon, in the public row shape", async () => {

@@ -1,14 +1,15 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { SecretBox } from "../../../src/lib/secret-box.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createUpstreamKey } from "../../../testkit/fixtures.js";
 import { sealedKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /** Without CATALOG_SYNC_KEY the sync reads the catalog with a registered supplier key. */
-const world = useMarketWorld({
+test.override("appOptions", {
   catalogSyncKey: false,
   sim: { keys: [{ key: "VENICE_INFERENCE_KEY_supplier", diemMicro: 0n }] },
 });
+const world = fileWorld(test);
 
 async function registerKey(secret: string, status: "active" | "revoked" = "active") {
   const box = new SecretBox(world.app.rt.config.secrets.keyEncryptionKey);

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { UpstreamClient } from "../../../src/adapters/upstream/client.js";
 import { textPricingOf } from "../../../src/domain/catalog/catalog-pricing.js";
 import { CatalogService } from "../../../src/domain/catalog/catalog-service.js";
@@ -11,12 +11,13 @@ import {
   startUpstreamSimulator,
   textPricingToMicro,
 } from "../../../src/local/upstream-sim/index.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { getJson, type PublicRow } from "../../../testkit/catalog.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const SYNC_KEY = "VENICE_INFERENCE_KEY_catalog";
 
-const world = useMarketWorld({ catalogSyncKey: SYNC_KEY });
+test.override("appOptions", { sim: {}, catalogSyncKey: SYNC_KEY });
+const world = fileWorld(test);
 
 const textModels = DEFAULT_SIM_MODELS.filter((m) => m.type === "text");
 const simModel = (id: string): SimModel => {

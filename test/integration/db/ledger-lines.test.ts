@@ -6,7 +6,7 @@ import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { chat, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
+import { chat, emptyBook, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
 import { as, postOffer, registerKey, simKey } from "../../../testkit/supply.js";
 
 /**
@@ -31,10 +31,7 @@ interface Line {
 
 /** A supplier signed in, with a simulator key registered and an offer on it: the only live one. */
 async function newSupplier(app: TestApp, sim: Parameters<typeof simKey>[0]): Promise<SignedInUser> {
-  await app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(app);
   const supplier = await signIn(app);
   const key = await registerKey(app, supplier, simKey(sim));
   await postOffer(app, supplier, key.id, 50, "50.000000");

@@ -3,11 +3,11 @@ import { randomUUID } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { formatDecimal6 } from "../../../src/lib/money.js";
-import { fencedBlocks } from "../../../testkit/doc-examples.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
+import { fencedBlocks, says } from "../../../testkit/doc-examples.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * What llms.txt and SKILL.md section 10 ("Use it from Anthropic's SDK and Claude Code") say about
@@ -17,7 +17,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const docs: Record<string, string> = {};
 
 beforeAll(async () => {
@@ -28,11 +29,6 @@ beforeAll(async () => {
   world.app.rt.services.inference.invalidateBook();
   for (const path of ["/SKILL.md", "/llms.txt"]) docs[path] = await (await fetch(`${world.app.baseUrl}${path}`)).text();
 });
-
-const flat = (s: string) => s.replace(/\s+/g, " ");
-function says(path: string, statement: string): void {
-  expect(flat(docs[path] ?? "").includes(flat(statement)), `${path} should say: ${statement}`).toBe(true);
-}
 
 type Json = Record<string, unknown>;
 
@@ -49,8 +45,8 @@ const SAY_HI = { model: MODEL, max_tokens: 200, messages: [{ role: "user", conte
 
 describe("llms.txt and SKILL.md: Anthropic's Messages API", () => {
   test("the key as x-api-key or Bearer; the same key twice is fine, two different keys are not", async () => {
-    says("/llms.txt", "Send the key as `x-api-key` or `Authorization: Bearer`.");
-    says("/SKILL.md", "both at once must be the same key.");
+    says(docs, "/llms.txt", "Send the key as `x-api-key` or `Authorization: Bearer`.");
+    says(docs, "/SKILL.md", "both at once must be the same key.");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const other = await fundedBuyerKey(world.app, 5_000_000n);
     expect((await post("/v1/messages", { "x-api-key": buyer.apiKey }, SAY_HI)).res.status).toBe(200);
@@ -65,10 +61,12 @@ describe("llms.txt and SKILL.md: Anthropic's Messages API", () => {
 
   test("the cost: usage.cost on a message; costUsdc on the closing message_delta, before message_stop", async () => {
     says(
+      docs,
       "/llms.txt",
       "`costUsdc` on the closing `message_delta` (Messages streams); chat, Responses and Messages also put it in `usage.cost`",
     );
     says(
+      docs,
       "/SKILL.md",
       "The exact cost is in the `message_delta`, before `message_stop`: its `usage` carries `cost` and `cost_details`",
     );
@@ -96,10 +94,12 @@ describe("llms.txt and SKILL.md: Anthropic's Messages API", () => {
 
   test("count_tokens: UTF-8 bytes / 3 plus 16 per message over what goes upstream; free", async () => {
     says(
+      docs,
       "/SKILL.md",
       "the estimate the service reserves a request's prompt at (UTF-8 bytes / 3, plus 16 per message, over the messages and tool definitions as they go upstream), not a tokenizer's count; it is free and needs a live model.",
     );
     says(
+      docs,
       "/llms.txt",
       "answers the estimate the service reserves for (bytes / 3 + 16 per message), not a tokenizer's count.",
     );
@@ -120,12 +120,14 @@ describe("llms.txt and SKILL.md: Anthropic's Messages API", () => {
 
   test("errors: Anthropic's shape with the service's code; a 503 no_eligible_supply says not to retry", async () => {
     says(
+      docs,
       "/SKILL.md",
       'Errors have Anthropic\'s shape, `{"type":"error","error":{"type","message",…},"request_id"}`, with the service\'s `error.code`',
     );
-    says("/SKILL.md", "503 `overloaded_error`. `x-should-retry` says whether a retry can help");
-    says("/SKILL.md", "(a 503 `no_eligible_supply` is `false`: raise the ceiling instead, section 5)");
+    says(docs, "/SKILL.md", "503 `overloaded_error`. `x-should-retry` says whether a retry can help");
+    says(docs, "/SKILL.md", "(a 503 `no_eligible_supply` is `false`: raise the ceiling instead, section 5)");
     says(
+      docs,
       "/llms.txt",
       '(on `/v1/messages` inside Anthropic\'s error shape, `{"type":"error","error":{"type":…,"code":…}}`)',
     );

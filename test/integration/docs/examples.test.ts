@@ -1,6 +1,7 @@
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { PUBLIC_DOCUMENTS } from "../../../src/http/docs-site.js";
 import { signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import {
   type CurlCall,
   exampleAnnotation,
@@ -10,7 +11,6 @@ import {
   shellCommands,
 } from "../../../testkit/doc-examples.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Every example request in the served documents runs against the local world (upstream simulator
@@ -21,7 +21,12 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  */
 
 // a settlement address makes the funding routes answer their 402 challenge (no chain is needed for it)
-const world = useMarketWorld({ syncCatalog: true, env: { PAY_TO: "0x00000000000000000000000000000000000000aa" } });
+test.override("appOptions", {
+  sim: {},
+  syncCatalog: true,
+  env: { PAY_TO: "0x00000000000000000000000000000000000000aa" },
+});
+const world = fileWorld(test);
 
 beforeAll(async () => {
   await addSupply(world.app, world.sim, [

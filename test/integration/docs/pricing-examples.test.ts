@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import {
   burnMicroDiem,
@@ -8,9 +8,9 @@ import {
   type TokenRates,
   videoJobMicroDiem,
 } from "../../../src/lib/money.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { workedExamples } from "../../../testkit/doc-examples.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * pricing.md's worked examples (the ```json blocks after `<!-- worked-example -->`) recomputed with
@@ -18,7 +18,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  * compared with what the service really charges for that request.
  */
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const CLEARING_CENTS = 40;
 let apiKey = "";
 let examples: { line: number; example: Record<string, unknown> }[] = [];

@@ -1,10 +1,11 @@
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { maxPriceCeilingCents } from "../../../src/domain/inference/request-controls.js";
 import { exactDecimal } from "../../../src/lib/decimal.js";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
+import { says } from "../../../testkit/doc-examples.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey, requestByReference } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * What the served documents say about OpenRouter's request controls ("OpenRouter-style fallbacks and
@@ -14,7 +15,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const GLM = "zai-org-glm-5-1";
 const SONNET = "claude-sonnet-4-6";
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const docs: Record<string, string> = {};
 
 beforeAll(async () => {
@@ -29,31 +31,31 @@ beforeAll(async () => {
   }
 });
 
-const flat = (s: string) => s.replace(/\s+/g, " ");
-function says(path: string, statement: string): void {
-  expect(flat(docs[path] ?? "").includes(flat(statement)), `${path} should say: ${statement}`).toBe(true);
-}
-
 const MESSAGES = [{ role: "user", content: "Say hi" }];
 const CAP = { prompt: 0.7, completion: 2.42 };
 type ErrorBody = { error: Record<string, unknown> & { code: string } };
 
 describe("OpenRouter-style fallbacks and price caps", () => {
   test("every document has the section", () => {
-    says("/SKILL.md", "## 11. OpenRouter-style fallbacks and price caps");
-    says("/llms.txt", "## OpenRouter-style fallbacks and price caps");
-    says("/pricing.md", "## A price cap in USD per million tokens");
+    says(docs, "/SKILL.md", "## 11. OpenRouter-style fallbacks and price caps");
+    says(docs, "/llms.txt", "## OpenRouter-style fallbacks and price caps");
+    says(docs, "/pricing.md", "## A price cap in USD per million tokens");
   });
 
   test("the worked example: the catalog's rates, the mapping, the ceiling the request is cleared and recorded at", async () => {
     says(
+      docs,
       "/SKILL.md",
       '`zai-org-glm-5-1` has the rates 1.54 (input) and 4.84 (output) USD per million tokens. With `"max_price": {"prompt": 0.70, "completion": 2.42}`, the prompt bound gives 100 × 0.70 / 1.54 = 45.45… → 45 and the completion bound 100 × 2.42 / 4.84 = 50, so the ceiling is 45 cents per dollar.',
     );
-    says("/SKILL.md", "On an offer at 40 you pay 1.54 × 0.40 = 0.616 USD per million prompt tokens");
-    says("/llms.txt", '`{"prompt": 0.70, "completion": 2.42}` is a ceiling of 45 cents');
-    says("/pricing.md", '`{"prompt": 0.70, "completion": 2.42}` maps to min(45, 50) = 45 cents');
-    says("/pricing.md", "`ceiling = min(floor(100 × prompt ÷ input rate), floor(100 × completion ÷ output rate))`");
+    says(docs, "/SKILL.md", "On an offer at 40 you pay 1.54 × 0.40 = 0.616 USD per million prompt tokens");
+    says(docs, "/llms.txt", '`{"prompt": 0.70, "completion": 2.42}` is a ceiling of 45 cents');
+    says(docs, "/pricing.md", '`{"prompt": 0.70, "completion": 2.42}` maps to min(45, 50) = 45 cents');
+    says(
+      docs,
+      "/pricing.md",
+      "`ceiling = min(floor(100 × prompt ÷ input rate), floor(100 × completion ÷ output rate))`",
+    );
     // the rates the documents quote are the catalog's (micro-USDC per 1M tokens at face value)
     for (const [id, input, output] of [
       [GLM, 1_540_000, 4_840_000],
@@ -78,11 +80,12 @@ describe("OpenRouter-style fallbacks and price caps", () => {
 
   test("the fallback example: claude-sonnet-4-6 maps to 13, below every offer; zai-org-glm-5-1 answers", async () => {
     says(
+      docs,
       "/SKILL.md",
       "Here `claude-sonnet-4-6` (3.6 and 18 USD per million tokens) maps to a ceiling of 13 cents (100 × 2.42 / 18 = 13.4…), below every offer, so `zai-org-glm-5-1` answers at 45 or less.",
     );
-    says("/SKILL.md", "The answer's `model` names the model that answered, and you pay at its rates.");
-    says("/SKILL.md", '`usage: {"include": true}` is accepted (usage, with its cost, is always sent)');
+    says(docs, "/SKILL.md", "The answer's `model` names the model that answered, and you pay at its rates.");
+    says(docs, "/SKILL.md", '`usage: {"include": true}` is accepted (usage, with its cost, is always sent)');
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
     const r = await chat(world.app, buyer.apiKey, {
@@ -111,14 +114,16 @@ describe("OpenRouter-style fallbacks and price caps", () => {
 
   test("below every offer for every model: 503 no_eligible_supply with maxPriceCeilingCents; the last model's error names those passed over", async () => {
     says(
+      docs,
       "/SKILL.md",
       "the answer is 503 `no_eligible_supply` with `maxPriceCeilingCents` (what `max_price` mapped to), `buyerMaxCents`, `cheapestPostedCents` and `model`, and a message saying which `max_price` would clear",
     );
     says(
+      docs,
       "/SKILL.md",
       "When no model answers, the error is the last model's, with `fallbacks` listing the models passed over",
     );
-    says("/llms.txt", "Below every offer: 503 `no_eligible_supply` with `maxPriceCeilingCents`.");
+    says(docs, "/llms.txt", "Below every offer: 503 `no_eligible_supply` with `maxPriceCeilingCents`.");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
     const r = await chat(world.app, buyer.apiKey, {
@@ -144,12 +149,13 @@ describe("OpenRouter-style fallbacks and price caps", () => {
   });
 
   test("the bounds and the provider fields the router cannot honour: 400 naming the field, nothing happens", async () => {
-    says("/SKILL.md", "at most 5 distinct models in all (400 `invalid_request` naming `models` beyond)");
+    says(docs, "/SKILL.md", "at most 5 distinct models in all (400 `invalid_request` naming `models` beyond)");
     says(
+      docs,
       "/SKILL.md",
       "is 400 `invalid_request` naming the field (`error.field`, e.g. `provider.order`), and nothing happens.",
     );
-    says("/llms.txt", "is 400 `invalid_request` naming it (`error.field`, e.g. `provider.order`)");
+    says(docs, "/llms.txt", "is 400 `invalid_request` naming it (`error.field`, e.g. `provider.order`)");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const before = await confirmedOf(world.app, buyer.accountId);
     for (const [extra, field] of [
@@ -162,7 +168,7 @@ describe("OpenRouter-style fallbacks and price caps", () => {
       expect((r.body as ErrorBody).error).toMatchObject({ code: "invalid_request", field });
     }
     // accepted with the value that asks for what the router does anyway
-    says("/SKILL.md", '`allow_fallbacks: true`, `require_parameters: false`, `data_collection: "allow"`');
+    says(docs, "/SKILL.md", '`allow_fallbacks: true`, `require_parameters: false`, `data_collection: "allow"`');
     const ok = await chat(world.app, buyer.apiKey, {
       model: GLM,
       provider: { allow_fallbacks: true, require_parameters: false, data_collection: "allow", order: [] },

@@ -1,6 +1,6 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { PUBLIC_DOCUMENTS } from "../../../src/http/docs-site.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 
 /**
  * The documentation site at `{docs_url}` (default `{base_url}/docs`): the documents as HTML pages,
@@ -8,7 +8,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  * (The same pages in a real browser: test/browser/docs-site.test.ts.)
  */
 
-const world = useMarketWorld({ sim: false });
+test.override("appOptions", {});
+const world = fileWorld(test);
 
 async function get(path: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${world.app.baseUrl}${path}`, { headers, redirect: "manual" });

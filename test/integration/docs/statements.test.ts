@@ -2,13 +2,15 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { Webhook } from "standardwebhooks";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { PAID_ROUTES, PAY_PER_REQUEST_ROUTES } from "../../../src/contract/paid-routes.js";
 import { ERROR_TABLE, type ErrorCode } from "../../../src/lib/errors.js";
 import { burnMicroDiem, computeCharge, formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
 import { call, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
+import { flat, says } from "../../../testkit/doc-examples.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { frames } from "../../../testkit/sse.js";
 import { postOfferCall, registerKey, simKey } from "../../../testkit/supply.js";
 import { startReceiver } from "../../../testkit/webhooks.js";
 
@@ -18,7 +20,12 @@ import { startReceiver } from "../../../testkit/webhooks.js";
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true, env: { PAY_TO: "0x00000000000000000000000000000000000000aa" } });
+test.override("appOptions", {
+  sim: {},
+  syncCatalog: true,
+  env: { PAY_TO: "0x00000000000000000000000000000000000000aa" },
+});
+const world = fileWorld(test);
 const docs: Record<string, string> = {};
 
 beforeAll(async () => {
@@ -33,11 +40,6 @@ beforeAll(async () => {
 });
 
 /** Markdown wraps lines anywhere: compare with runs of whitespace collapsed. */
-const flat = (s: string) => s.replace(/\s+/g, " ");
-
-function says(path: string, statement: string): void {
-  expect(flat(docs[path] ?? "").includes(flat(statement)), `${path} should say: ${statement}`).toBe(true);
-}
 
 function bearer(apiKey: string) {
   return { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
@@ -56,27 +58,14 @@ async function post(apiKey: string, path: string, body: unknown) {
   return res;
 }
 
-/** The `data:` payloads of an SSE body. */
-function frames(text: string): string[] {
-  return text
-    .split("\n\n")
-    .map((f) =>
-      f
-        .split("\n")
-        .filter((l) => l.startsWith("data: "))
-        .map((l) => l.slice(6))
-        .join("\n"),
-    )
-    .filter((d) => d !== "");
-}
-
 describe("SKILL.md: looking a request up", () => {
   test("a stream still running answers 200 `in_progress`, then its record", async () => {
     says(
+      docs,
       "/SKILL.md",
       "A stream still running answers 200 with `status` `in_progress` and `costUsdc` `null`; once it ends, the same reference answers its record.",
     );
-    says("/SKILL.md", "`status` (`in_progress`, `succeeded`, `incomplete`, `failed`)");
+    says(docs, "/SKILL.md", "`status` (`in_progress`, `succeeded`, `incomplete`, `failed`)");
     expect(flat(docs["/SKILL.md"] ?? "")).not.toContain("404 until it ends");
 
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
@@ -100,15 +89,18 @@ describe("SKILL.md: looking a request up", () => {
 describe("llms.txt and SKILL.md: which answers carry a support reference", () => {
   test("paid answers and failures after routing opened carry one; refusals before it, quotes and polls do not", async () => {
     says(
+      docs,
       "/llms.txt",
       "A support reference (`X-Svc-Support-Reference`; `supportReference` in the cost frame and in error bodies) comes with every paid inference answer and every failure after the request was opened for routing (402 `insufficient_balance`, 500 `settle_failed`, 502, the 503 supply codes)",
     );
     says(
+      docs,
       "/llms.txt",
       "Video quotes, video retrieve polls and requests refused before routing (an invalid body, a bad key, an unknown model, a concurrency limit) have none.",
     );
     expect(flat(docs["/llms.txt"] ?? "")).not.toContain("Every request has a support reference");
     says(
+      docs,
       "/SKILL.md",
       "Requests refused before routing (an invalid body, a bad key, an unknown model, a concurrency limit: 400, 401, 404, 429), video quotes and video retrieve polls have none.",
     );
@@ -154,7 +146,7 @@ describe("llms.txt and SKILL.md: which answers carry a support reference", () =>
   });
 
   test("a concurrency refusal (429) carries none", async () => {
-    says("/SKILL.md", "a concurrency limit: 400, 401, 404, 429");
+    says(docs, "/SKILL.md", "a concurrency limit: 400, 401, 404, 429");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const limit = world.app.rt.config.limits.keyMaxInFlight;
     const slow = {
@@ -203,7 +195,7 @@ describe("llms.txt and SKILL.md: which answers carry a support reference", () =>
 
 describe("llms.txt: every paid answer says what it cost", () => {
   test("a Responses stream: `costUsdc` on `response.completed`", async () => {
-    says("/llms.txt", "`costUsdc` on `response.completed` (Responses streams)");
+    says(docs, "/llms.txt", "`costUsdc` on `response.completed` (Responses streams)");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const res = await post(buyer.apiKey, "/v1/responses", { model: MODEL, input: "hi", stream: true });
     expect(res.status).toBe(200);
@@ -219,6 +211,7 @@ describe("llms.txt: every paid answer says what it cost", () => {
 describe("pricing.md: a content-policy answer", () => {
   test("is delivered and charged what the provider burned on the key, flagged; nothing when it burned nothing", async () => {
     says(
+      docs,
       "/pricing.md",
       "An answer the provider flags under its content policy is delivered (blacked out) and charged what the provider burned on the supplier's key for it, never more than the job's price: `X-Svc-Flagged: content_violation` when it burned something, `X-Svc-Uncharged: content_violation` (nothing charged) when it burned nothing",
     );
@@ -245,8 +238,8 @@ describe("pricing.md: a content-policy answer", () => {
 
 describe("SKILL.md: what a request's cost says about cache reads and writes", () => {
   test("usage.cost_details carries cached_tokens and cache_write_tokens; the lookup's usage too", async () => {
-    says("/SKILL.md", "and `cached_tokens` and `cache_write_tokens` (the prompt tokens priced at the model's");
-    says("/SKILL.md", "`usage` (`promptTokens`, `completionTokens`, `cachedTokens`, `cacheWriteTokens`)");
+    says(docs, "/SKILL.md", "and `cached_tokens` and `cache_write_tokens` (the prompt tokens priced at the model's");
+    says(docs, "/SKILL.md", "`usage` (`promptTokens`, `completionTokens`, `cachedTokens`, `cacheWriteTokens`)");
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const res = await post(buyer.apiKey, "/v1/chat/completions", {
       model: "claude-sonnet-4-6",
@@ -263,11 +256,13 @@ describe("SKILL.md: what a request's cost says about cache reads and writes", ()
 describe("pricing.md: what the catalog rates are, and what is debited", () => {
   test("catalog rates are micro-USDC per 1M tokens at face value, informational; the debit is burn × clearing price", async () => {
     says(
+      docs,
       "/pricing.md",
       "The catalog's `pricing.input_per_million`, `cache_per_million` and `output_per_million` are integer **micro-USDC per 1M tokens at face value**",
     );
-    says("/pricing.md", "They are **informational**: no request is debited at them.");
+    says(docs, "/pricing.md", "They are **informational**: no request is debited at them.");
     says(
+      docs,
       "/pricing.md",
       "`debit = floor(burn × clearing price / 100)` micro-USDC, with `burn` in micro-DIEM and the clearing price in cents per dollar",
     );
@@ -308,14 +303,16 @@ describe("pricing.md: what the catalog rates are, and what is debited", () => {
 
   test("an incomplete stream: an estimate capped at the admitted max_tokens (and the key's balance before the call)", async () => {
     says(
+      docs,
       "/pricing.md",
       "billed on an estimate, capped at the admitted `max_tokens` and at the supplier key's balance before the call (the balance the upstream reported, less what other requests in flight on that key may burn)",
     );
     says(
+      docs,
       "/pricing.md",
       "the completion is estimated from the characters streamed to you (one token per 4 characters, rounded up)",
     );
-    says("/SKILL.md", "`stream_incomplete`: the stream ended early and was billed on an estimate");
+    says(docs, "/SKILL.md", "`stream_incomplete`: the stream ended early and was billed on an estimate");
 
     const run = async (maxTokens: number) => {
       const supply = await addSupply(world.app, world.sim, [{ priceCents: 35, quantityMicroDiem: 50_000_000n }]);
@@ -408,12 +405,13 @@ function sourceFiles(dir: string): string[] {
 describe("SKILL.md and llms.txt: the funding challenge in both x402 versions", () => {
   test("one 402 carries v1 in the body and v2 in PAYMENT-REQUIRED; both payment headers at once is 400", async () => {
     says(
+      docs,
       "/SKILL.md",
       "the `PAYMENT-REQUIRED` header carries the same requirement as x402 v2 (network `eip155:8453`, `amount` = your amount)",
     );
-    says("/SKILL.md", "repeats the same request with `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2), never both");
-    says("/SKILL.md", "or both `X-PAYMENT` and `PAYMENT-SIGNATURE` were sent");
-    says("/llms.txt", "v2 in the `PAYMENT-REQUIRED` header (network `eip155:8453`)");
+    says(docs, "/SKILL.md", "repeats the same request with `X-PAYMENT` (v1) or `PAYMENT-SIGNATURE` (v2), never both");
+    says(docs, "/SKILL.md", "or both `X-PAYMENT` and `PAYMENT-SIGNATURE` were sent");
+    says(docs, "/llms.txt", "v2 in the `PAYMENT-REQUIRED` header (network `eip155:8453`)");
 
     const signup = (headers: Record<string, string> = {}) =>
       fetch(`${world.app.baseUrl}/v1/x402/signup`, {
@@ -454,7 +452,7 @@ describe("SKILL.md: the error table", () => {
       expect(listed.get(code), `SKILL.md's error table lacks ${status} \`${code}\``).toBe(status);
     }
     for (const code of listed.keys()) expect(Object.keys(ERROR_TABLE), `${code} is not a code`).toContain(code);
-    says("/SKILL.md", "`stream_incomplete`");
+    says(docs, "/SKILL.md", "`stream_incomplete`");
   });
 
   test("the codes left out are named only where their reason says", () => {
@@ -467,7 +465,7 @@ describe("SKILL.md: the error table", () => {
   });
 
   test("every 429 and 503 carries Retry-After in whole seconds (issue 40)", async () => {
-    says("/SKILL.md", "Every 429 and 503 carries `Retry-After` in whole seconds");
+    says(docs, "/SKILL.md", "Every 429 and 503 carries `Retry-After` in whole seconds");
     const limited = skillTable().filter((r) => r.status === 429 || r.status === 503);
     expect(limited.length).toBeGreaterThan(5);
     for (const r of limited) {
@@ -510,13 +508,15 @@ describe("SKILL.md: the error table", () => {
 
 describe("SKILL.md section 8: keys for sub-agents", () => {
   test("a key's policy and spend as GET /v1/agent/key answers them; expiry is a 401; the CSV formula guard", async () => {
-    says("/SKILL.md", "after it the key answers 401 `authentication_failed`, as a revoked key does.");
+    says(docs, "/SKILL.md", "after it the key answers 401 `authentication_failed`, as a revoked key does.");
     says(
+      docs,
       "/SKILL.md",
       "A cell that would begin with `=`, `+`, `-` or `@` (a key's name) begins with `'`, so no spreadsheet runs it as a formula.",
     );
-    says("/SKILL.md", "only the fields you send change, `null` removes a setting");
+    says(docs, "/SKILL.md", "only the fields you send change, `null` removes a setting");
     says(
+      docs,
       "/llms.txt",
       "`GET {base_url}/v1/agent/key` shows the calling key's policy with `spentUsdc`, `remainingUsdc` and `resetsAt`".replace(
         "{base_url}",
@@ -569,9 +569,9 @@ describe("SKILL.md section 8: keys for sub-agents", () => {
 
 describe("SKILL.md: what goes upstream", () => {
   test("undocumented fields are dropped, not refused; `fallbacks` is 400 naming it; instructions become a system message", async () => {
-    says("/SKILL.md", "Fields the upstream does not document are dropped, not refused");
-    says("/SKILL.md", "`fallbacks` is refused (400 naming it)");
-    says("/SKILL.md", "`instructions` goes upstream as a leading system message");
+    says(docs, "/SKILL.md", "Fields the upstream does not document are dropped, not refused");
+    says(docs, "/SKILL.md", "`fallbacks` is refused (400 naming it)");
+    says(docs, "/SKILL.md", "`instructions` goes upstream as a leading system message");
 
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const chat = { model: MODEL, messages: [{ role: "user", content: "hi" }] };
@@ -595,13 +595,13 @@ describe("SKILL.md: what goes upstream", () => {
 
 describe("SKILL.md: cost in usage, the per-request ceiling and how a key's limit holds", () => {
   test("usage.cost is X-Svc-Cost-Usdc; svc.maxPriceCentsPerDollar lowers the ceiling; limits refuse before upstream", async () => {
-    says("/SKILL.md", "`usage.cost`, a number in USD equal to `X-Svc-Cost-Usdc`");
-    says("/SKILL.md", "`usage.cost_details` with `cost_usdc` (the exact six-decimal string)");
-    says("/SKILL.md", "the final usage chunk's `usage` already carries `cost` and `cost_details`");
-    says("/SKILL.md", "It only lowers the ceiling for that request");
-    says("/SKILL.md", "402 `key_budget_exceeded`, no `accepts`, with `error.remainingUsdc` and `error.resetsAt`");
-    says("/SKILL.md", "a model outside `models`: 403 `model_not_allowed`");
-    says("/SKILL.md", "503 `no_eligible_supply` with `buyerMaxCents` the key's ceiling");
+    says(docs, "/SKILL.md", "`usage.cost`, a number in USD equal to `X-Svc-Cost-Usdc`");
+    says(docs, "/SKILL.md", "`usage.cost_details` with `cost_usdc` (the exact six-decimal string)");
+    says(docs, "/SKILL.md", "the final usage chunk's `usage` already carries `cost` and `cost_details`");
+    says(docs, "/SKILL.md", "It only lowers the ceiling for that request");
+    says(docs, "/SKILL.md", "402 `key_budget_exceeded`, no `accepts`, with `error.remainingUsdc` and `error.resetsAt`");
+    says(docs, "/SKILL.md", "a model outside `models`: 403 `model_not_allowed`");
+    says(docs, "/SKILL.md", "503 `no_eligible_supply` with `buyerMaxCents` the key's ceiling");
 
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const paid = await post(buyer.apiKey, "/v1/chat/completions", {
@@ -681,10 +681,12 @@ describe("llms.txt and SKILL.md: x402 discovery", () => {
   test("/.well-known/x402 lists the paid routes as POST <url>, with instructions; the routes ask for payment", async () => {
     const base = world.app.rt.config.urls.base;
     says(
+      docs,
       "/llms.txt",
       `[x402 discovery](${base}/.well-known/x402): the paid routes (signup, top-up, refill, and the pay-per-request routes under \`/x402/v1\`) as \`POST <url>\`, with instructions for an agent`,
     );
     says(
+      docs,
       "/SKILL.md",
       `\`GET ${base}/.well-known/x402\` lists the paid routes (\`POST\` signup, top-up, refill, and the pay-per-request routes under \`/x402/v1\`) with instructions`,
     );
@@ -712,12 +714,13 @@ describe("llms.txt and SKILL.md: x402 discovery", () => {
 
   test("/openapi.json prices every paid route; /.well-known/x402.json is the per-site manifest", async () => {
     const base = world.app.rt.config.urls.base;
-    says("/SKILL.md", `\`${base}/openapi.json\` marks every paid route with \`x-payment-info\``);
+    says(docs, "/SKILL.md", `\`${base}/openapi.json\` marks every paid route with \`x-payment-info\``);
     says(
+      docs,
       "/SKILL.md",
       `\`GET ${base}/.well-known/x402.json\` is the x402 per-site discovery manifest of the same routes`,
     );
-    says("/llms.txt", `the x402 per-site manifest at \`${base}/.well-known/x402.json\``);
+    says(docs, "/llms.txt", `the x402 per-site manifest at \`${base}/.well-known/x402.json\``);
     const doc = (await (await fetch(`${world.app.baseUrl}/openapi.json`)).json()) as {
       paths: Record<string, { post?: { "x-payment-info"?: unknown; responses: Record<string, unknown> } }>;
     };
@@ -734,12 +737,13 @@ describe("llms.txt and SKILL.md: x402 discovery", () => {
 
 describe("SKILL.md section 1: the payment identifier", () => {
   test("the 402 declares it; a malformed id is 400 before anything is charged", async () => {
-    says("/SKILL.md", "The 402's `PAYMENT-REQUIRED` declares x402's `payment-identifier` extension");
+    says(docs, "/SKILL.md", "The 402's `PAYMENT-REQUIRED` declares x402's `payment-identifier` extension");
     says(
+      docs,
       "/SKILL.md",
       "the same id with another payment (signed again) or another body is 409 `payment_identifier_conflict` and charges nothing",
     );
-    says("/SKILL.md", "An id whose payment moved nothing (a 402) may be used again. A malformed id is 400.");
+    says(docs, "/SKILL.md", "An id whose payment moved nothing (a 402) may be used again. A malformed id is 400.");
     const signup = (headers: Record<string, string> = {}) =>
       fetch(`${world.app.baseUrl}/v1/x402/signup`, {
         method: "POST",
@@ -774,16 +778,21 @@ describe("SKILL.md section 1: the payment identifier", () => {
 
 describe("SKILL.md section 9 and marketplace.md: webhooks", () => {
   test("the secret once, the URL rule, supplier events, signatures standardwebhooks verifies, the schedule, the cap", async () => {
-    says("/SKILL.md", "The 201 answer is the endpoint with its signing secret `secret` (`whsec_…`), shown this once");
     says(
+      docs,
+      "/SKILL.md",
+      "The 201 answer is the endpoint with its signing secret `secret` (`whsec_…`), shown this once",
+    );
+    says(
+      docs,
       "/SKILL.md",
       "must not resolve to a loopback, private, link-local or metadata address (400 naming `url`); it is checked again, after DNS, before every delivery",
     );
-    says("/SKILL.md", "The `webhook-id` is the same on every retry of an event");
-    says("/SKILL.md", "is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h");
-    says("/SKILL.md", "at most 10 endpoints per account");
-    says("/SKILL.md", "Verify every delivery with the `standardwebhooks` package");
-    says("/marketplace.md", "a Bearer key is refused them, 400 naming `events`");
+    says(docs, "/SKILL.md", "The `webhook-id` is the same on every retry of an event");
+    says(docs, "/SKILL.md", "is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h");
+    says(docs, "/SKILL.md", "at most 10 endpoints per account");
+    says(docs, "/SKILL.md", "Verify every delivery with the `standardwebhooks` package");
+    says(docs, "/marketplace.md", "a Bearer key is refused them, 400 naming `events`");
     expect(skillTable().find((r) => r.codes.includes("webhook_limit_reached"))?.advice).toContain("10 endpoints");
 
     const receiver = await startReceiver();
@@ -841,10 +850,12 @@ describe("SKILL.md section 9 and marketplace.md: webhooks", () => {
 describe("marketplace.md: price schedules and standing offers", () => {
   test("the effective price is the step most recently passed today; capacity prices with it; a bad step names its field", async () => {
     says(
+      docs,
       "/marketplace.md",
       "The effective price is the price of the step whose `fromUtc` most recently passed today (UTC), else the offer's `priceCentsPerDollar`.",
     );
     says(
+      docs,
       "/marketplace.md",
       "Validation errors are 400 `invalid_request` naming the field, e.g. `schedule.1.fromUtc` for a step that is not later than the one before it; nothing is changed.",
     );
@@ -873,6 +884,7 @@ describe("marketplace.md: price schedules and standing offers", () => {
 
   test("a standing offer is posted again once, however many runs, with its settings and repostedFromId", async () => {
     says(
+      docs,
       "/marketplace.md",
       "It happens once per offer, however many workers run, and it never leaves two live offers on a key.",
     );

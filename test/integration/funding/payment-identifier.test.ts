@@ -3,7 +3,14 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/ex
 import { describe, expect } from "vitest";
 import { signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { type FundingCall, fundedBuyer, post, signedPaymentV2, usdcBalance } from "../../../testkit/funding.js";
+import {
+  type FundingCall,
+  fundedBuyer,
+  post,
+  signedPaymentV2,
+  signupCall,
+  usdcBalance,
+} from "../../../testkit/funding.js";
 import { fundingTest as test } from "../../../testkit/funding-test.js";
 
 /**
@@ -12,11 +19,6 @@ import { fundingTest as test } from "../../../testkit/funding-test.js";
  * the recorded response (status, body, PAYMENT-RESPONSE); the same id with another payment or body is
  * 409 `payment_identifier_conflict`, and pays nothing — also when sent at once.
  */
-
-const SIGNUP = (amount: number, extra: Record<string, unknown> = {}): FundingCall => ({
-  path: "/v1/x402/signup",
-  body: { amountMicroUsdc: amount, ...extra },
-});
 
 /** The buyer signs the call's v2 challenge (as `@x402/fetch` does, echoing its extensions) and adds `id`. */
 async function signedWithId(
@@ -41,7 +43,7 @@ async function paymentsOf(app: Parameters<typeof post>[0], payer: string) {
 describe("the same id", () => {
   test("with the same payment and body: the recorded 200, its receipt, no key shown twice", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
-    const c = SIGNUP(3_000_000, { keyName: "idempotent" });
+    const c = signupCall(3_000_000, { keyName: "idempotent" });
     const id = generatePaymentId();
     const payment = await signedWithId(app, buyer, c, id);
 
@@ -68,7 +70,7 @@ describe("the same id", () => {
 
   test("with another payment (signed again) or another body: 409, nothing charged", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
-    const c = SIGNUP(2_000_000);
+    const c = signupCall(2_000_000);
     const id = generatePaymentId("retry_");
     const first = await post(app, c, sig(await signedWithId(app, buyer, c, id)));
     expect(first.status).toBe(200);
@@ -85,7 +87,7 @@ describe("the same id", () => {
     expect(resigned.body).not.toHaveProperty("accepts");
 
     // the same authorization for another body: another request under the id
-    const other = SIGNUP(2_000_000, { keyName: "other" });
+    const other = signupCall(2_000_000, { keyName: "other" });
     const payload = decodePaymentSignatureHeader(await signedWithId(app, buyer, c, id));
     const sameIdOtherBody = await post(app, other, sig(encodePaymentSignatureHeader(payload)));
     expect([sameIdOtherBody.status, sameIdOtherBody.body.error]).toMatchObject([
@@ -102,7 +104,7 @@ describe("the same id", () => {
     const id = generatePaymentId();
     for (const amount of [1_000_000, 2_000_000]) {
       const buyer = await fundedBuyer(chain, 5_000_000n);
-      const c = SIGNUP(amount);
+      const c = signupCall(amount);
       const r = await post(app, c, sig(await signedWithId(app, buyer, c, id)));
       expect(r.status).toBe(200);
       expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n - BigInt(amount));
@@ -111,7 +113,7 @@ describe("the same id", () => {
 
   test("after a payment that moved nothing (refused: no funds), a new payment may use it", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 0n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const id = generatePaymentId();
     const refused = await post(app, c, sig(await signedWithId(app, buyer, c, id)));
     expect(refused.status).toBe(402);
@@ -128,7 +130,7 @@ describe("the same id", () => {
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const settled = decodePaymentSignatureHeader(await signedPaymentV2(app, buyer, c));
     expect((await post(app, c, sig(encodePaymentSignatureHeader(settled)))).status).toBe(200);
 
@@ -151,7 +153,11 @@ describe("the same id", () => {
 
   test("on refill and top-up: the recorded answer again, as it was then", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 12_000_000n);
-    const signup = await post(app, SIGNUP(1_000_000), sig(await signedPaymentV2(app, buyer, SIGNUP(1_000_000))));
+    const signup = await post(
+      app,
+      signupCall(1_000_000),
+      sig(await signedPaymentV2(app, buyer, signupCall(1_000_000))),
+    );
     expect(signup.status).toBe(200);
     const user = await signIn(app, { address: buyer.address, privateKey: buyer.privateKey });
     const calls: FundingCall[] = [
@@ -182,7 +188,7 @@ describe("the same id", () => {
 describe("at once", () => {
   test("six payments signed under one id, sent together: one credit, five 409s", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 20_000_000n);
-    const c = SIGNUP(2_000_000);
+    const c = signupCall(2_000_000);
     const id = generatePaymentId();
     const payments = await Promise.all(Array.from({ length: 6 }, () => signedWithId(app, buyer, c, id)));
     expect(new Set(payments.map((p) => decodePaymentSignatureHeader(p).payload.authorization)).size).toBe(6);
@@ -208,7 +214,7 @@ describe("at once", () => {
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
-    const c = SIGNUP(4_000_000);
+    const c = signupCall(4_000_000);
     const payment = await signedWithId(app, buyer, c, generatePaymentId());
     const answers = await Promise.all(Array.from({ length: 5 }, () => post(app, c, sig(payment))));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
@@ -223,7 +229,7 @@ describe("at once", () => {
 describe("a malformed id", () => {
   test("is 400 naming it, before anything is charged", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 2_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const payload = decodePaymentSignatureHeader(await signedPaymentV2(app, buyer, c));
     for (const id of ["short", "has spaces in it, sixteen+", 42]) {
       const extensions = { ...payload.extensions, "payment-identifier": { info: { required: false, id } } };

@@ -6,6 +6,7 @@ import {
   readXPayment,
   signAuthorization,
   signedPayment,
+  signupCall,
   usdcBalance,
   writeXPayment,
 } from "../../../testkit/funding.js";
@@ -17,8 +18,6 @@ import type { TestApp } from "../../../testkit/harness.js";
  * verifies against the recorded authorization, and never shows another payer's account; payments
  * are unique by (payer, nonce), as EIP-3009 defines nonces.
  */
-
-const SIGNUP = (amount: number) => ({ path: "/v1/x402/signup" as const, body: { amountMicroUsdc: amount } });
 
 async function accountOf(app: TestApp, wallet: string) {
   return app.rt.db.account.findUnique({ where: { walletAddress: wallet.toLowerCase() } });
@@ -37,7 +36,7 @@ describe("a replay is answered from the record only for the payer's own signed a
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(2_000_000);
+    const c = signupCall(2_000_000);
     const header = await signedPayment(app, buyer, c);
     const first = await post(app, c, header);
     expect(first.status).toBe(200);
@@ -72,7 +71,7 @@ describe("a replay is answered from the record only for the payer's own signed a
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const header = await signedPayment(app, buyer, c);
     expect((await post(app, c, header)).status).toBe(200);
     const { authorization, signature } = readXPayment(header);
@@ -88,7 +87,7 @@ describe("a replay is answered from the record only for the payer's own signed a
 describe("payments are unique by (payer, nonce)", () => {
   test("two payers signing the same nonce: both settle, each credits its own account once", async ({ app, chain }) => {
     const first = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(1_500_000);
+    const c = signupCall(1_500_000);
     const header = await signedPayment(app, first, c);
     const a = await post(app, c, header);
     expect(a.status).toBe(200);

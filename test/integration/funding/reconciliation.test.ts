@@ -10,6 +10,7 @@ import {
   post,
   readXPayment,
   signedPayment,
+  signupCall,
   siweSession,
   usdcBalance,
 } from "../../../testkit/funding.js";
@@ -34,8 +35,6 @@ const test = fundingTest.extend("facilitator", { scope: "file" }, async ({ chain
 test.override("appOptions", ({ chain, facilitator }) => ({
   env: chainEnv(chain, { FACILITATOR_URL: facilitator.url }),
 }));
-
-const SIGNUP = (amount: number) => ({ path: "/v1/x402/signup" as const, body: { amountMicroUsdc: amount } });
 
 async function paymentOf(app: TestApp, wallet: string) {
   return app.rt.db.payment.findFirstOrThrow({ where: { payerAddress: wallet.toLowerCase() } });
@@ -68,7 +67,7 @@ describe("the settle path's failure write", () => {
     facilitator,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(2_000_000);
+    const c = signupCall(2_000_000);
     const payment = await signedPayment(app, buyer, c);
     const calls = facilitator.settleCalls;
     // the transfer lands; before the facilitator's (wrong) verdict reaches the service, the chain
@@ -111,7 +110,7 @@ describe("a signup the chain scan credited", () => {
     facilitator,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(3_000_000);
+    const c = signupCall(3_000_000);
     const payment = await signedPayment(app, buyer, c);
     const r = await postWhile(app, facilitator, "settle-then-502", c, payment);
     expect(r.status).toBe(409);
@@ -149,7 +148,7 @@ describe("an authorization cancelled on chain", () => {
     facilitator,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const payment = await signedPayment(app, buyer, c);
     const r = await postWhile(app, facilitator, "502-no-settle", c, payment);
     expect(r.status).toBe(409);
@@ -182,7 +181,7 @@ describe("a lagging RPC", () => {
   test("its 'not found' for a pending settlement reverses nothing, however late it is", async ({ app, chain }) => {
     const head = await createPublicClient({ transport: http(chain.rpcUrl) }).getBlockNumber({ cacheTime: 0 });
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(2_500_000);
+    const c = signupCall(2_500_000);
     const r = await post(app, c, await signedPayment(app, buyer, c));
     expect(r.status).toBe(200);
     const p = await paymentOf(app, buyer.address);
@@ -220,7 +219,7 @@ describe("the chain scan reads in a stable order", () => {
     // two more settlements to the payee, so there is an order to keep
     for (const amount of [1_000_000, 1_100_000]) {
       const buyer = await fundedBuyer(chain, 2_000_000n);
-      const c = SIGNUP(amount);
+      const c = signupCall(amount);
       expect((await post(app, c, await signedPayment(app, buyer, c))).status).toBe(200);
     }
     const node = await startLaggingRpc(chain.rpcUrl, 1n << 62n);
@@ -248,7 +247,7 @@ describe("the chain scan reads in a stable order", () => {
     const rows = [];
     for (const minutesAgo of [5, 10]) {
       const buyer = await fundedBuyer(chain, 2_000_000n);
-      const c = SIGNUP(1_000_000);
+      const c = signupCall(1_000_000);
       const header = await signedPayment(app, buyer, c);
       const a = readXPayment(header).authorization;
       const settled = await app.rt.facilitator.settle({

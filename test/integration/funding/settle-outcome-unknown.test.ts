@@ -1,7 +1,7 @@
 import { describe, expect } from "vitest";
 import { decodeXPaymentResponse } from "x402/shared";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { chainEnv, fundedBuyer, post, signedPayment, usdcBalance } from "../../../testkit/funding.js";
+import { chainEnv, fundedBuyer, post, signedPayment, signupCall, usdcBalance } from "../../../testkit/funding.js";
 import { fundingTest } from "../../../testkit/funding-test.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import {
@@ -28,8 +28,6 @@ test.override("appOptions", ({ chain, facilitator }) => ({
   env: chainEnv(chain, { FACILITATOR_URL: facilitator.url }),
   workers: true,
 }));
-
-const SIGNUP = (amount: number) => ({ path: "/v1/x402/signup" as const, body: { amountMicroUsdc: amount } });
 
 async function pendingOf(app: TestApp, wallet: string): Promise<bigint | undefined> {
   const a = await app.rt.db.account.findUnique({ where: { walletAddress: wallet.toLowerCase() } });
@@ -79,7 +77,7 @@ describe("a facilitator that settles on chain and loses its answer", () => {
     "signup, %s: 409 reconciling, credited once from the chain, never asked to pay again",
     async ([mode], { app, chain, facilitator }) => {
       const buyer = await fundedBuyer(chain, 5_000_000n);
-      const c = SIGNUP(2_000_000);
+      const c = signupCall(2_000_000);
       const payment = await signedPayment(app, buyer, c);
       const calls = facilitator.settleCalls;
       const r = await postWhile(app, facilitator, mode, c, payment);
@@ -119,7 +117,7 @@ describe("a facilitator that settles on chain and loses its answer", () => {
     facilitator,
   }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
-    const sc = SIGNUP(1_000_000);
+    const sc = signupCall(1_000_000);
     const signup = await post(app, sc, await signedPayment(app, buyer, sc));
     expect(signup.status).toBe(200);
     const c = {
@@ -146,7 +144,7 @@ describe("a facilitator that settles on chain and loses its answer", () => {
     facilitator,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(1_500_000);
+    const c = signupCall(1_500_000);
     const payment = await signedPayment(app, buyer, c);
     const r = await postWhile(app, facilitator, "502-then-settle", c, payment);
     expectUnfinished(r);
@@ -164,7 +162,7 @@ describe("a facilitator that settles on chain and loses its answer", () => {
     facilitator,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const payment = await signedPayment(app, buyer, c);
     const r = await postWhile(app, facilitator, "502-no-settle", c, payment);
     expectUnfinished(r);
@@ -186,7 +184,7 @@ describe("a facilitator that says no before anything moved", () => {
     facilitator,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const payment = await signedPayment(app, buyer, c);
     const r = await postWhile(app, facilitator, "refuse", c, payment);
     expect(r.status).toBe(402);
@@ -209,13 +207,13 @@ describe("a facilitator that speaks x402 v2 (lists eip155:8453 in /supported)", 
     try {
       await withApp({ beside: app, env: chainEnv(chain, { FACILITATOR_URL: v2.url }) }, async (svc) => {
         const honest = await fundedBuyer(chain, 5_000_000n);
-        const c1 = SIGNUP(1_000_000);
+        const c1 = signupCall(1_000_000);
         const ok = await post(svc, c1, await signedPayment(svc, honest, c1));
         expect(ok.status).toBe(200);
         expect(decodeXPaymentResponse(ok.headers.get("x-payment-response") ?? "")).toMatchObject({ success: true });
 
         const buyer = await fundedBuyer(chain, 5_000_000n);
-        const c2 = SIGNUP(2_000_000);
+        const c2 = signupCall(2_000_000);
         const r = await postWhile(svc, v2, "settle-then-502", c2, await signedPayment(svc, buyer, c2));
         expectUnfinished(r);
         expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);

@@ -29,6 +29,7 @@ import {
   post,
   signedPayment,
   signedPaymentV2,
+  signupCall,
   usdcBalance,
 } from "../../../testkit/funding.js";
 import { fundingTest } from "../../../testkit/funding-test.js";
@@ -42,11 +43,6 @@ import { withApp } from "../../../testkit/world.js";
 
 /** the wallet the service is paid to (`PAY_TO` of `chainEnv`) */
 const test = fundingTest.extend("payTo", { scope: "file" }, ({ chain }) => chain.devAccounts[2]?.address ?? "");
-
-const SIGNUP = (amount: number, extra: Record<string, unknown> = {}): FundingCall => ({
-  path: "/v1/x402/signup",
-  body: { amountMicroUsdc: amount, ...extra },
-});
 
 const sig = (value: string) => ({ "payment-signature": value });
 
@@ -189,7 +185,7 @@ describe("one 402, both versions", () => {
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 2_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const v1Payment = await signedPayment(app, buyer, c);
     for (const value of ["bm90IGEgcGF5bWVudA==", "%%%", v1Payment]) {
       const r = await post(app, c, sig(value));
@@ -210,7 +206,7 @@ describe("one 402, both versions", () => {
 
   test("X-PAYMENT and PAYMENT-SIGNATURE together: 400, nothing settled", async ({ app, chain }) => {
     const buyer = await fundedBuyer(chain, 2_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const v2 = await signedPaymentV2(app, buyer, c);
     const r = await post(app, c, { "x-payment": v1EnvelopeOf(v2), ...sig(v2) });
     expect(r.status).toBe(400);
@@ -317,7 +313,7 @@ describe("one authorization, one payment, in either envelope", () => {
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
-    const c = SIGNUP(3_000_000);
+    const c = signupCall(3_000_000);
     const payment = await signedPaymentV2(app, buyer, c);
     const first = await post(app, c, sig(payment));
     expect(first.status).toBe(200);
@@ -360,7 +356,7 @@ describe("one authorization, one payment, in either envelope", () => {
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 10_000_000n);
-    const c = SIGNUP(4_000_000);
+    const c = signupCall(4_000_000);
     const payment = await signedPaymentV2(app, buyer, c);
     const v1 = v1EnvelopeOf(payment);
     const results = await Promise.all(
@@ -445,8 +441,8 @@ describe("rejections with v2", () => {
     "a v2 payment for $label: 402 invalid_payment, nothing moves",
     async ({ change, body, reason }, { app, chain }) => {
       const buyer = await fundedBuyer(chain, 5_000_000n);
-      const payment = tamperedAccepted(await signedPaymentV2(app, buyer, SIGNUP(1_000_000)), change);
-      const r = await post(app, SIGNUP(body), sig(payment));
+      const payment = tamperedAccepted(await signedPaymentV2(app, buyer, signupCall(1_000_000)), change);
+      const r = await post(app, signupCall(body), sig(payment));
       expect(r.status).toBe(402);
       expect((r.body.error as { code: string }).code).toBe("invalid_payment");
       expect((r.body.error as { message: string }).message).toContain(
@@ -463,7 +459,7 @@ describe("rejections with v2", () => {
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(1_000_000);
+    const c = signupCall(1_000_000);
     const payment = await signedPaymentV2(app, buyer, c);
     const first = await post(app, c, sig(payment));
     expect(first.status).toBe(200);
@@ -489,7 +485,7 @@ describe("rejections with v2", () => {
     chain,
   }) => {
     const buyer = await fundedBuyer(chain, 5_000_000n);
-    const c = SIGNUP(2_000_000);
+    const c = signupCall(2_000_000);
     const payment = await signedPaymentV2(app, buyer, c);
     await app.rt.db.$executeRawUnsafe(`
       CREATE FUNCTION test_fail_topup_v2() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -534,7 +530,7 @@ describe("rejections with v2", () => {
   test("a facilitator nobody answers: 503 naming PAYMENT-SIGNATURE, nothing charged", async ({ chain }) => {
     await withApp({ env: chainEnv(chain, { FACILITATOR_URL: "http://127.0.0.1:9/x402" }) }, async (down) => {
       const buyer = await fundedBuyer(chain, 2_000_000n);
-      const c = SIGNUP(1_000_000);
+      const c = signupCall(1_000_000);
       const r = await post(down, c, sig(await signedPaymentV2(down, buyer, c)));
       expect(r.status).toBe(503);
       expect(r.body.error).toMatchObject({ code: "facilitator_unavailable" });

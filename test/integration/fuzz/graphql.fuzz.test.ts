@@ -1,8 +1,9 @@
 import fc from "fast-check";
 import type { GraphQLSchema } from "graphql";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { buildSchema } from "../../../src/graphql/schema/index.js";
 import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import {
   type FuzzOperation,
@@ -22,7 +23,6 @@ import { ownSupply } from "../../../testkit/fuzz/own-supply.js";
 import { recordsChecksum } from "../../../testkit/fuzz/records-checksum.js";
 import { fuzzParameters } from "../../../testkit/fuzz/settings.js";
 import { addSupply, fundConfirmed } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 18 Deliver 1, GraphQL: every query, mutation and subscription field of the live schema gets
@@ -34,7 +34,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  * a mutation). The caller owns keys and an offer, whose ids the ID arguments take.
  */
 
-const world = useMarketWorld({ syncCatalog: true, env: { GRAPHQL_COST_PER_MINUTE: "1000000000" } });
+test.override("appOptions", { sim: {}, syncCatalog: true, env: { GRAPHQL_COST_PER_MINUTE: "1000000000" } });
+const world = fileWorld(test);
 
 const SCHEMA: GraphQLSchema = buildSchema();
 const OPERATIONS = operationsOf(SCHEMA).sort((a, b) =>

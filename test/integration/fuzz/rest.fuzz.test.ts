@@ -1,7 +1,8 @@
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { buildOpenApiDocument, deploymentRegistry, docsPathOf, mcpPathOf } from "../../../src/contract/openapi.js";
 import { createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import {
   answerProblem,
@@ -16,7 +17,6 @@ import { ownSupply } from "../../../testkit/fuzz/own-supply.js";
 import { recordsChecksum } from "../../../testkit/fuzz/records-checksum.js";
 import { fuzzParameters } from "../../../testkit/fuzz/settings.js";
 import { addSupply, fundConfirmed } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 18 Deliver 1, REST: every route of the OpenAPI registry (so a new route is fuzzed without
@@ -30,7 +30,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  * supply is posted, so input that slipped through to a paid route would show as a charge.
  */
 
-const world = useMarketWorld({ syncCatalog: true, env: { GRAPHQL_COST_PER_MINUTE: "1000000000" } });
+test.override("appOptions", { sim: {}, syncCatalog: true, env: { GRAPHQL_COST_PER_MINUTE: "1000000000" } });
+const world = fileWorld(test);
 
 let user: SignedInUser;
 let apiKey: string;

@@ -3,14 +3,15 @@
 // history is `myInferenceHistory(modality: "image")`; `marketStats.todayByModality` counts video
 // clears. Jobs are queued through REST against the upstream simulator.
 import { createClient } from "graphql-sse";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import { withApp } from "../../../testkit/world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 // wan-2.6 at 720p with audio: 5 s × (0.10 + 0.02) DIEM + 5% markup = 0.63 DIEM; at 40 cents 0.252 USDC
 const JOB = { model: "wan-2.6-text-to-video", prompt: "a fox in the snow", duration: "5s", resolution: "720p" };

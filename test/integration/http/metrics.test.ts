@@ -1,11 +1,12 @@
 // Operability (issue 18): GET /metrics in Prometheus form — HTTP answers by route pattern, clears by
 // modality, fall-forwards, scrape-time gauges — and /readyz failing when a dependency is gone.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import { withApp } from "../../../testkit/world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 async function scrape(): Promise<string> {
   const res = await fetch(`${world.app.baseUrl}/metrics`);

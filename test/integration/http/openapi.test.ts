@@ -2,7 +2,7 @@
 // nothing it does not), and the contract's response schemas describe what the routes really answer.
 import SwaggerParser from "@apidevtools/swagger-parser";
 import type { Express } from "express";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { agentMeResponse, agentRequestResponse } from "../../../src/contract/agent.js";
 import { modelList, modelRow, modelStatsResponse } from "../../../src/contract/catalog.js";
 import { errorBody, HEADERS } from "../../../src/contract/common.js";
@@ -11,10 +11,11 @@ import { capacityResponse, marketStatsResponse, poolSummaryResponse } from "../.
 import { docsPathOf, mcpPathOf } from "../../../src/contract/openapi.js";
 import { PAY_PER_REQUEST_ROUTES } from "../../../src/contract/paid-routes.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 interface Doc {
   openapi: string;

@@ -4,7 +4,7 @@ import { call, cookieFrom, newWallet, rawPost, signIn } from "../../../testkit/a
 import { appTest as test } from "../../../testkit/app-test.js";
 import { expectAuthFailed, expectError } from "../../../testkit/errors.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { cookieValueOf, countAccounts, countSessions, sha256Hex } from "../../../testkit/identity.js";
+import { cookieValueOf, countAccounts, nothingCreated, sha256Hex } from "../../../testkit/identity.js";
 
 /** SPEC "Identity and session": POST /auth/idp/verify and POST /auth/logout. */
 
@@ -25,15 +25,6 @@ async function verify(app: TestApp, body: unknown, headers: Record<string, strin
 async function tokensFor(app: TestApp, wallet: string, opts?: MintTokenOptions) {
   const { accessToken, identityToken } = await app.idp.mintTokens(wallet, opts);
   return { accessToken, identityToken };
-}
-
-/** Asserts that the block creates no account and no session. */
-async function nothingCreated(app: TestApp, fn: () => Promise<void>) {
-  const accounts = await countAccounts(app);
-  const sessions = await countSessions(app);
-  await fn();
-  expect(await countAccounts(app), "accounts").toBe(accounts);
-  expect(await countSessions(app), "sessions").toBe(sessions);
 }
 
 describe("success", () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { bearer, call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { expectError } from "../../../testkit/errors.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * Issue 28 deliverable 1: a key's policy, set at creation and changed later, on the session routes
@@ -11,7 +11,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  * account's or a revoked key 404 as DELETE answers, an expired key 409.
  */
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const app = () => world.app;
 
 const TEXT_MODEL = "zai-org-glm-5-1";

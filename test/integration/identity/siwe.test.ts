@@ -5,7 +5,7 @@ import { call, cookieFrom, newWallet, rawPost } from "../../../testkit/actors.js
 import { appTest as test } from "../../../testkit/app-test.js";
 import { expectAuthFailed, expectError } from "../../../testkit/errors.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { countAccounts, countSessions } from "../../../testkit/identity.js";
+import { countAccounts, countSessions, nothingCreated } from "../../../testkit/identity.js";
 
 /**
  * SIWE sign-in (docs/decisions.md; the spec leaves it "not shown"): POST /auth/siwe/nonce then
@@ -62,14 +62,6 @@ async function verify(app: TestApp, body: unknown) {
     parsed = JSON.parse(text);
   } catch {}
   return { status: res.status, body: parsed, headers: res.headers, res };
-}
-
-async function nothingCreated(app: TestApp, fn: () => Promise<void>) {
-  const accounts = await countAccounts(app);
-  const sessions = await countSessions(app);
-  await fn();
-  expect(await countAccounts(app), "accounts").toBe(accounts);
-  expect(await countSessions(app), "sessions").toBe(sessions);
 }
 
 describe("success", () => {

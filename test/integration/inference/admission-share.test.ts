@@ -1,14 +1,15 @@
 // Issue 18 finding 5: admission never refuses a buyer whose balance covers the request many times
 // over. Unbounded requests (no max_tokens) on a model with a large completion cap reserve a share of
 // a short balance instead of all of it, and an absurd max_tokens is a 400, not a reservation.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 // claude-sonnet-4-6: 18 DIEM per 1M output tokens and a 64,000-token cap: one unbounded request's
 // full cap costs about 0.92 USDC at the 80-cent ceiling, so eight of them need more than 4.92

@@ -1,10 +1,10 @@
 import OpenAI from "openai";
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { addSupply, confirmedOf, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, confirmedOf, emptyBook, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
 
 /**
  * Issue 39 item 3: cache writes priced. The upstream bills `cache_creation_input_tokens` at the
@@ -16,13 +16,11 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "claude-sonnet-4-6";
 const FEE_BPS = 1000;
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
 });
 
 interface CostUsage {

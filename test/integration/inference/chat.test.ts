@@ -1,14 +1,15 @@
 import { createClient } from "graphql-sse";
 import OpenAI from "openai";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 describe("buffered chat", () => {
   test("clears at the cheapest offer, charges burn × price exactly, and the books balance", async () => {

@@ -1,14 +1,15 @@
 // Time in routing comes from the injected clock (issue 15): a test moves it instead of sleeping.
 // A key cooled down after an upstream 402 stays out of routing until the clock passes its cooldown,
 // and the request clears on it the moment the clock moves past — not a millisecond of real waiting.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { movableClock } from "../../../testkit/harness.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const clock = movableClock();
-const world = useMarketWorld({ syncCatalog: true, clock });
+test.override("appOptions", { sim: {}, syncCatalog: true, clock });
+const world = fileWorld(test);
 const BODY = { model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }], max_tokens: 20 };
 
 describe("the injected clock drives routing", () => {

@@ -6,22 +6,21 @@
 // once. Books balanced throughout.
 import { randomUUID } from "node:crypto";
 import { createClient } from "graphql-sse";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, chat, confirmedOf, fundedBuyerKey, reservedOf, withdrawSupply } from "../../../testkit/market.js";
 
 // long enough that every read below happens while the slice still lingers
 const LINGER_MS = 4_000;
-const world = useMarketWorld({ syncCatalog: true, peer: true, env: { ESCROW_LINGER_MS: String(LINGER_MS) } });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true, env: { ESCROW_LINGER_MS: String(LINGER_MS) } });
+const world = fileWorld(test);
 const MODEL = "zai-org-glm-5-1";
 const MSG = { model: MODEL, messages: [{ role: "user", content: "hello" }], max_tokens: 64 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const reservedInDb = async (accountId: string) =>
-  (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
 const micro = (s: unknown) => BigInt(String(s).replace(".", ""));
 
 async function supply() {
@@ -29,12 +28,6 @@ async function supply() {
   world.app.rt.services.inference.invalidateBook();
   world.peer.rt.services.inference.invalidateBook();
   return s;
-}
-
-async function withdraw(s: Awaited<ReturnType<typeof supply>>): Promise<void> {
-  for (const k of s.keys) {
-    await world.app.rt.services.offers.cancelOffer({ accountId: s.supplierAccountId, offerId: k.offerId });
-  }
 }
 
 /** The buyer's figures as every surface shows them: REST (agent and account), GraphQL, MCP. */
@@ -82,13 +75,13 @@ describe("held and available with lingering escrow slices", () => {
     const confirmed = await confirmedOf(world.app, buyer.accountId);
     expect(confirmed).toBeLessThan(1_000_000n);
     // the process still holds the buyer's slice, idle
-    expect(await reservedInDb(buyer.accountId)).toBeGreaterThan(0n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
     expectNothingHeld(await figures(world.app, buyer), confirmed);
     expectNothingHeld(await figures(world.peer, buyer), confirmed);
     // the slice was lingering all along (the reads did not give it back)
-    expect(await reservedInDb(buyer.accountId)).toBeGreaterThan(0n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("a request in flight on a lingering slice holds its maximum, seen from both processes; once it ends nothing is held", async () => {
@@ -110,7 +103,7 @@ describe("held and available with lingering escrow slices", () => {
     const held = during.account.held;
     expect(held).toBeGreaterThan(0n);
     // the request's maximum at the ceiling: far less than the slice the process holds
-    expect(held).toBeLessThan(await reservedInDb(buyer.accountId));
+    expect(held).toBeLessThan(await reservedOf(world.app, buyer.accountId));
     for (const f of [during, local]) {
       expect(f.account).toEqual({ confirmed, held, available: confirmed - held });
       expect(f.graphql).toEqual({ confirmed, held, available: confirmed - held });
@@ -119,11 +112,11 @@ describe("held and available with lingering escrow slices", () => {
     }
     expect((await slow).status).toBe(200);
     const after = await confirmedOf(world.app, buyer.accountId);
-    expect(await reservedInDb(buyer.accountId)).toBeGreaterThan(0n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
     expectNothingHeld(await figures(world.peer, buyer), after);
     expectNothingHeld(await figures(world.app, buyer), after);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("a holder that cannot answer counts its whole slice as held (never more available than is free)", async () => {
@@ -131,7 +124,7 @@ describe("held and available with lingering escrow slices", () => {
     const buyer = await fundedBuyerKey(world.app, 1_000_000n);
     expect((await chat(world.app, buyer.apiKey, MSG)).status).toBe(200);
     const confirmed = await confirmedOf(world.app, buyer.accountId);
-    const slice = await reservedInDb(buyer.accountId);
+    const slice = await reservedOf(world.app, buyer.accountId);
     expect(slice).toBeGreaterThan(0n);
     // a slice of a holder that no process answers for (one that stalled or died)
     const ghost = await world.app.rt.db.escrowHolder.create({
@@ -159,7 +152,7 @@ describe("held and available with lingering escrow slices", () => {
       world.app.rt.db.escrowHolder.delete({ where: { id: ghost.id } }),
     ]);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("a lingering slice given back publishes balanceChanged (another process's subscriber hears it)", async () => {
@@ -185,17 +178,17 @@ describe("held and available with lingering escrow slices", () => {
       }
       expect(kinds).toContain("clear");
       expect(kinds).not.toContain("escrow_returned");
-      expect(await reservedInDb(buyer.accountId)).toBeGreaterThan(0n);
+      expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
       // the timer gives the idle slice back after the linger period, and says so
       await expect.poll(() => kinds.includes("escrow_returned"), { timeout: 3 * LINGER_MS, interval: 50 }).toBe(true);
-      expect(await reservedInDb(buyer.accountId)).toBe(0n);
+      expect(await reservedOf(world.app, buyer.accountId)).toBe(0n);
     } finally {
       await it.return?.();
       client.dispose();
       await reader;
     }
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("what a lingering slice holds is spendable from another process at once, in full", async () => {
@@ -206,15 +199,15 @@ describe("held and available with lingering escrow slices", () => {
     const first = await chat(world.app, buyer.apiKey, body);
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     const confirmed = await confirmedOf(world.app, buyer.accountId);
-    expect(await reservedInDb(buyer.accountId)).toBe(confirmed);
+    expect(await reservedOf(world.app, buyer.accountId)).toBe(confirmed);
     const seen = await figures(world.peer, buyer);
     expect(seen.me.available).toBe(confirmed);
     // the other process admits a request as large as the first at once (escrow pressure)
     const second = await chat(world.peer, buyer.apiKey, body);
     expect(second.status, JSON.stringify(second.body)).toBe(200);
-    expect(await reservedInDb(buyer.accountId)).toBeGreaterThan(0n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBeGreaterThan(0n);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("a request that fits in availableUsdc only with another process's idle slice is admitted in full there, not shrunk", async () => {
@@ -223,13 +216,13 @@ describe("held and available with lingering escrow slices", () => {
     // how large a slice one such request takes with plenty of balance (eight of its maxima)
     const probe = await fundedBuyerKey(world.app, 10_000_000n);
     expect((await chat(world.app, probe.apiKey, body)).status).toBe(200);
-    const slice = await reservedInDb(probe.accountId);
+    const slice = await reservedOf(world.app, probe.accountId);
     const max = slice / 8n;
     // a buyer whose first request leaves that slice lingering and only half a maximum outside it
     const buyer = await fundedBuyerKey(world.app, slice + max / 2n);
     expect((await chat(world.app, buyer.apiKey, body)).status).toBe(200);
     const confirmed = await confirmedOf(world.app, buyer.accountId);
-    expect(confirmed - (await reservedInDb(buyer.accountId))).toBeLessThan(max);
+    expect(confirmed - (await reservedOf(world.app, buyer.accountId))).toBeLessThan(max);
     expect((await figures(world.peer, buyer)).me.available).toBe(confirmed);
     // the other process: a request whose maximum is more than the balance no slice holds, and less
     // than availableUsdc, gets the completion it asked for (not a cap sized to what was left)
@@ -240,6 +233,6 @@ describe("held and available with lingering escrow slices", () => {
     expect(second.status, JSON.stringify(second.body)).toBe(200);
     expect((second.body as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(3_000);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 });

@@ -3,23 +3,21 @@
 // slice goes back by itself once idle for the period; a lingering slice is admitted against exactly
 // as a busy one (a revoked key, another process's pressure); a give-back never moves what the sweeper
 // already released; a clean shutdown gives lingering slices back. Books balanced throughout.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { loadConfig } from "../../../src/config.js";
 import { parseDecimal6 } from "../../../src/lib/money.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import type { TestApp } from "../../../testkit/harness.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
-import { addSupply, chat, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, chat, confirmedOf, fundedBuyerKey, reservedOf, withdrawSupply } from "../../../testkit/market.js";
 import { withApp } from "../../../testkit/world.js";
 
 const LINGER_MS = 1_500;
-const world = useMarketWorld({ syncCatalog: true, peer: true, env: { ESCROW_LINGER_MS: String(LINGER_MS) } });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true, env: { ESCROW_LINGER_MS: String(LINGER_MS) } });
+const world = fileWorld(test);
 const MODEL = "zai-org-glm-5-1";
 const MSG = { model: MODEL, messages: [{ role: "user", content: "hello" }], max_tokens: 64 };
 
-const reservedOf = async (app: TestApp, accountId: string) =>
-  (await app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
 const costOf = (r: { headers: Headers }) => parseDecimal6(r.headers.get("x-svc-cost-usdc") ?? "") ?? 0n;
 
 /** Waits (up to 3 × the linger) until nothing is held for the buyer any more. */
@@ -40,12 +38,6 @@ async function supply(priceCents = 40) {
   world.app.rt.services.inference.invalidateBook();
   world.peer.rt.services.inference.invalidateBook();
   return s;
-}
-
-async function withdraw(s: Awaited<ReturnType<typeof supply>>): Promise<void> {
-  for (const k of s.keys) {
-    await world.app.rt.services.offers.cancelOffer({ accountId: s.supplierAccountId, offerId: k.offerId });
-  }
 }
 
 describe("lingering escrow slices", () => {
@@ -89,7 +81,7 @@ describe("lingering escrow slices", () => {
     await expectHoldsReleased(world.app, buyer.accountId);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(5_000_000n - spent);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("a revoked key is refused although its buyer's slice lingers in the process", async () => {
@@ -105,7 +97,7 @@ describe("lingering escrow slices", () => {
     await expect.poll(async () => (await chat(world.peer, buyer.apiKey, MSG)).status, { timeout: 5_000 }).toBe(401);
     await lingerOver(buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("another process refused for want of the balance gets a lingering slice back at once (escrow pressure)", async () => {
@@ -126,7 +118,7 @@ describe("lingering escrow slices", () => {
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(left - costOf(second));
     await lingerOver(buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("a give-back after the sweeper released the slices moves nothing twice; the process registers anew", async () => {
@@ -150,7 +142,7 @@ describe("lingering escrow slices", () => {
     expect(next.status).toBe(200);
     await lingerOver(buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("many buyers on both processes at once: each pays exactly its own, and every slice goes back", async () => {
@@ -175,7 +167,7 @@ describe("lingering escrow slices", () => {
     }
     expect(await world.app.rt.db.buyerEscrow.count()).toBe(0);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 
   test("a clean shutdown gives lingering slices back at once", async () => {
@@ -196,6 +188,6 @@ describe("lingering escrow slices", () => {
     );
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(s);
+    await withdrawSupply(world.app, s);
   });
 });

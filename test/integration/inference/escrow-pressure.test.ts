@@ -2,15 +2,16 @@
 // holds a buyer's balance idle in its slice gives it back when another process is refused for want
 // of it, so a buyer whose confirmed balance covers a request is not refused 402 because another API
 // process happened to take a large slice first.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true });
+const world = fileWorld(test);
 
 describe("escrow pressure across API processes", () => {
   test("a slow video job on one process holds the buyer's whole balance; an image on the other still clears", async () => {

@@ -2,21 +2,28 @@
 // memory still see every change that matters — a supply change, a ceiling change, a revoked key —
 // made in this process at once and in another process through Redis; and two processes drawing
 // on one balance never overdraw it.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import type { InferenceSession } from "../../../src/domain/inference/session.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
-import { addSupply, chat, confirmedOf, endedRequest, fundedBuyerKey, openSession } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import {
+  addSupply,
+  chat,
+  confirmedOf,
+  endedRequest,
+  fundedBuyerKey,
+  openSession,
+  reservedOf,
+  withdrawSupply,
+} from "../../../testkit/market.js";
 
-const world = useMarketWorld({ syncCatalog: true, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true });
+const world = fileWorld(test);
 const MODEL = "zai-org-glm-5-1";
 const MSG = (extra = "") => ({ model: MODEL, messages: [{ role: "user", content: `hello ${extra}` }] });
-
-const reservedOf = async (accountId: string) =>
-  (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
 
 /** Retries `fn` until `ok` holds (changes from another process arrive through Redis), up to 5 s. */
 async function eventually<T>(fn: () => Promise<T>, ok: (t: T) => boolean): Promise<T> {
@@ -26,15 +33,6 @@ async function eventually<T>(fn: () => Promise<T>, ok: (t: T) => boolean): Promi
     last = await fn();
   }
   return last;
-}
-
-/** Takes a test's offers off the market (tests share one database). */
-async function withdraw(supply: { supplierAccountId: string; keys: { offerId: string }[] }): Promise<void> {
-  for (const k of supply.keys) {
-    await world.app.rt.services.offers
-      .cancelOffer({ accountId: supply.supplierAccountId, offerId: k.offerId })
-      .catch(() => undefined);
-  }
 }
 
 /** A request kept in flight (admitted, not ended): its process keeps its slices while it lasts. */
@@ -49,7 +47,7 @@ describe("escrow", () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const router = world.app.rt.services.inference;
     const long = await inFlight(world.app, buyer.accountId);
-    const held = await reservedOf(buyer.accountId);
+    const held = await reservedOf(world.app, buyer.accountId);
     // the slice is several requests' worth, and the balance still reads confirmed − reserved
     expect(held).toBeGreaterThan(long.plan.maxChargeMicroUsdc);
     const before = router.batchStats().escrow;
@@ -64,7 +62,7 @@ describe("escrow", () => {
     // the last request to end gave everything back
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(supply);
+    await withdrawSupply(world.app, supply);
   });
 
   test("a supply change made here is routed on at once, even with warm slices", async () => {
@@ -88,7 +86,7 @@ describe("escrow", () => {
     await world.app.rt.services.inference.abort(long, "test_done");
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(supply);
+    await withdrawSupply(world.app, supply);
   });
 
   test("another process hears a supply change, a lowered ceiling and a revoked key through Redis", async () => {
@@ -145,7 +143,7 @@ describe("escrow", () => {
     await world.peer.rt.services.inference.abort(long, "test_done");
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(supply);
+    await withdrawSupply(world.app, supply);
   });
 
   test("a stream's support reference resolves while it runs (in_progress), then to its record", async () => {
@@ -187,7 +185,7 @@ describe("escrow", () => {
     expect(done.body).toMatchObject({ status: "succeeded" });
     expect((done.body as { costUsdc: string | null }).costUsdc).not.toBeNull();
     await expectHoldsReleased(world.app, buyer.accountId);
-    await withdraw(supply);
+    await withdrawSupply(world.app, supply);
   });
 
   test("two processes drawing on one small balance: never overdrawn, every charge on the record", async () => {
@@ -222,6 +220,6 @@ describe("escrow", () => {
     }
     await expectHoldsReleased(world.app, buyer.accountId);
     await assertBooksBalance(world.app.rt.db);
-    await withdraw(supply);
+    await withdrawSupply(world.app, supply);
   });
 });

@@ -1,9 +1,9 @@
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import { MAX_JSON_DEPTH } from "../../../src/lib/json-safety.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
-import { addSupply, confirmedOf, fundedBuyerKey, requestByReference } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, confirmedOf, emptyBook, fundedBuyerKey, requestByReference } from "../../../testkit/market.js";
 
 /**
  * Issue 18 finding 3: a deeply nested chat body was a 500 (the prompt estimate overflowed the stack)
@@ -13,13 +13,11 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+test.override("appOptions", { sim: {}, env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+const world = fileWorld(test);
 
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
 });
 

@@ -2,17 +2,18 @@
 // POST /v1/images/generations. Every charge is cross-checked against what the upstream simulator
 // burned on the supplier keys, and the books balance after every scenario.
 import OpenAI from "openai";
-import { afterEach, describe, expect, test } from "vitest";
+import { afterEach, describe, expect } from "vitest";
 import { storedAttempts } from "../../../src/domain/inference/session.js";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, confirmedOf, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true });
+const world = fileWorld(test);
 
 let offers: { supplierAccountId: string; keys: SupplierKey[] }[] = [];
 

@@ -5,20 +5,21 @@
 // from the same clock (svc_end_items), so no job rolls anything over and Postgres's own now() plays
 // no part. The simulator runs on the same clock (its DIEM epoch ends at the same midnight). Offers
 // expire at UTC midnight too (DIEM's): after each midnight a supplier posts the new day's supply.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
-import { bearer, call, type Res } from "../../../testkit/actors.js";
+import { bearer, call, mintAgentKey, type Res } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectError } from "../../../testkit/errors.js";
 import { movableClock } from "../../../testkit/harness.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const clock = movableClock();
 // a Thursday, three minutes before midnight UTC: set when the file loads, before the world's
 // beforeAll starts the apps and the simulator on it (the clock runs on with real time from there)
 clock.set(new Date("2026-11-26T23:57:00Z"));
-const world = useMarketWorld({ syncCatalog: true, clock, sim: { now: () => clock.now() } });
+test.override("appOptions", { syncCatalog: true, clock, sim: { now: () => clock.now() } });
+const world = fileWorld(test);
 
 /**
  * One chat: a long prompt (its cost is mostly prompt tokens, so whole micro-USDC amounts are large)
@@ -51,12 +52,6 @@ async function describeKey(apiKey: string): Promise<KeyView> {
   return r.body as KeyView;
 }
 
-async function mintKey(apiKey: string, body: Record<string, unknown>): Promise<{ id: string; apiKey: string }> {
-  const r = await call(world.app, { method: "POST", path: "/v1/agent/keys", headers: bearer(apiKey), body });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body as { id: string; apiKey: string };
-}
-
 /** The day's supply: offers expire at the app clock's next UTC midnight, as DIEM does. */
 async function supplyForToday(): Promise<void> {
   await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 100_000_000n }]);
@@ -75,7 +70,11 @@ async function buyerWithLimitedKey(reset: "daily" | "weekly") {
   const one = costOf(probe);
   expect(one).toBeGreaterThan(100n);
   const limit = 3n * one;
-  const key = await mintKey(buyer.apiKey, { name: reset, limitUsdc: formatDecimal6(limit), limitReset: reset });
+  const key = await mintAgentKey(world.app, buyer.apiKey, {
+    name: reset,
+    limitUsdc: formatDecimal6(limit),
+    limitReset: reset,
+  });
   return { buyer, key, one, limit };
 }
 

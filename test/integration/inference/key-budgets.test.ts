@@ -3,14 +3,15 @@
 // than the limit (summed from X-Svc-Cost-Usdc and from the books), the rest are 402
 // key_budget_exceeded with remainingUsdc and resetsAt and no `accepts`, and the account's other key
 // is unaffected. A model outside the key's list is 403; the key's ceiling below every price is 503.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
-import { bearer, call } from "../../../testkit/actors.js";
+import { bearer, call, mintAgentKey } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true });
+const world = fileWorld(test);
 
 const chat = (app: typeof world.app, apiKey: string, body: Record<string, unknown> = {}) =>
   call(app, {
@@ -19,12 +20,6 @@ const chat = (app: typeof world.app, apiKey: string, body: Record<string, unknow
     headers: bearer(apiKey),
     body: { model: "llama-3.3-70b", messages: [{ role: "user", content: "hi" }], max_tokens: 200, ...body },
   });
-
-async function mintKey(apiKey: string, body: Record<string, unknown>): Promise<{ id: string; apiKey: string }> {
-  const r = await call(world.app, { method: "POST", path: "/v1/agent/keys", headers: bearer(apiKey), body });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body as { id: string; apiKey: string };
-}
 
 describe("a key's budget across API processes", () => {
   test("40 concurrent chats on two processes never charge more than the key's limit", async () => {
@@ -39,7 +34,7 @@ describe("a key's budget across API processes", () => {
     expect(one).toBeGreaterThan(0n);
     // a limit worth about ten of them
     const limit = 10n * one;
-    const sub = await mintKey(buyer.apiKey, {
+    const sub = await mintAgentKey(world.app, buyer.apiKey, {
       name: "sub-agent",
       limitUsdc: formatDecimal6(limit),
       limitReset: "daily",
@@ -88,11 +83,11 @@ describe("a key's budget across API processes", () => {
     await addSupply(world.app, world.sim, [{ priceCents: 45, quantityMicroDiem: 100_000_000n }]);
     world.app.rt.services.inference.invalidateBook();
     const buyer = await fundedBuyerKey(world.app, 10_000_000n, 80);
-    const narrow = await mintKey(buyer.apiKey, { name: "narrow", models: ["qwen3-4b"] });
+    const narrow = await mintAgentKey(world.app, buyer.apiKey, { name: "narrow", models: ["qwen3-4b"] });
     const refused = await chat(world.app, narrow.apiKey);
     expect(refused.status, JSON.stringify(refused.body)).toBe(403);
     expect((refused.body as { error: { code: string } }).error.code).toBe("model_not_allowed");
-    const cheap = await mintKey(buyer.apiKey, { name: "cheap", maxPriceCentsPerDollar: 30 });
+    const cheap = await mintAgentKey(world.app, buyer.apiKey, { name: "cheap", maxPriceCentsPerDollar: 30 });
     const none = await chat(world.app, cheap.apiKey);
     expect(none.status, JSON.stringify(none.body)).toBe(503);
     expect(none.body).toMatchObject({ error: { code: "no_eligible_supply", buyerMaxCents: 30 } });

@@ -6,13 +6,14 @@
 // /responses) or is really revoked — and a revoked key that was asked leaves routing.
 // Replay a failure with FUZZ_SEED=<seed>; FUZZ_RUNS sets the number of cases (default 60).
 import fc from "fast-check";
-import { beforeAll, expect, test } from "vitest";
+import { beforeAll, expect } from "vitest";
 import { SIM_FAULT_KINDS, type SimFaultKind } from "../../../src/local/upstream-sim/faults.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { addSupply, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true, env: { KEY_MAX_IN_FLIGHT: "64" } });
+test.override("appOptions", { sim: {}, syncCatalog: true, env: { KEY_MAX_IN_FLIGHT: "64" } });
+const world = fileWorld(test);
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? "60");
 const SEED = Number(process.env.FUZZ_SEED ?? "39");

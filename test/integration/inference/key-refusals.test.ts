@@ -2,21 +2,23 @@
 // to perfectly valid keys — a region-restricted video model (403 on the video routes), the
 // alpha-only /responses — and those refusals are answered to the buyer while every key stays
 // routable; a truly revoked key still leaves routing at once, on every route.
-import { beforeEach, describe, expect, test } from "vitest";
-import { call } from "../../../testkit/actors.js";
+import { beforeEach, describe, expect } from "vitest";
+import { postWithKey } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import {
   addSupply,
   chat,
   confirmedOf,
+  emptyBook,
   fundedBuyerKey,
   requestByReference,
   responses,
   type SupplierKey,
 } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true, env: { KEY_MAX_IN_FLIGHT: "64" } });
+test.override("appOptions", { sim: {}, syncCatalog: true, env: { KEY_MAX_IN_FLIGHT: "64" } });
+const world = fileWorld(test);
 
 const MODEL = "zai-org-glm-5-1";
 /** restricted to US and GB in the simulator's catalog (`regionRestrictions`) */
@@ -30,13 +32,9 @@ const WAN_JOB = { model: "wan-2.6-text-to-video", prompt: "a fox", duration: "5s
 const MSG = { model: MODEL, messages: [{ role: "user", content: "hello" }] };
 
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
   world.sim.state.setCallerRegion("US");
-  world.app.rt.services.inference.invalidateBook();
 });
 
 async function market(prices = [35, 40, 45]) {
@@ -47,10 +45,6 @@ async function market(prices = [35, 40, 45]) {
   );
   world.app.rt.services.inference.invalidateBook();
   return s.keys;
-}
-
-function post(apiKey: string, path: string, body: unknown) {
-  return call(world.app, { method: "POST", path, headers: { authorization: `Bearer ${apiKey}` }, body });
 }
 
 /** Each key's health as routing sees it. */
@@ -78,7 +72,7 @@ describe("refusals of the request leave every key routable", () => {
     const buyer = await fundedBuyerKey(world.app, 20_000_000n);
     for (let i = 0; i < 100; i++) {
       const path = i % 2 === 0 ? "/v1/video/quote" : "/v1/video/queue";
-      const r = await post(buyer.apiKey, path, KLING_JOB);
+      const r = await postWithKey(world.app, buyer.apiKey, path, KLING_JOB);
       expect([r.status, errorOf(r.body).code], `${i} ${path}`).toEqual([403, "model_region_restricted"]);
     }
     await expectAllRoutable(keys);
@@ -92,7 +86,7 @@ describe("refusals of the request leave every key routable", () => {
     expect(r.status).toBe(200);
     const rec = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");
     expect(rec.attempts.map((a) => [a.upstreamKeyId, a.outcome])).toEqual([[keys[0]?.upstreamKeyId, "succeeded"]]);
-    expect((await post(buyer.apiKey, "/v1/video/quote", WAN_JOB)).status).toBe(200);
+    expect((await postWithKey(world.app, buyer.apiKey, "/v1/video/quote", WAN_JOB)).status).toBe(200);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -141,7 +135,7 @@ describe("a truly revoked key leaves routing at once", () => {
     ["chat", (k) => chat(world.app, k, MSG)],
     // /responses documents no alpha refusal, so its 401 is confirmed first: the read fails too
     ["responses", (k) => responses(world.app, k, { model: MODEL, input: "hi" })],
-    ["video quote", (k) => post(k, "/v1/video/quote", WAN_JOB)],
+    ["video quote", (k) => postWithKey(world.app, k, "/v1/video/quote", WAN_JOB)],
   ];
   test.each(routes)("%s: the request is served by the next key; the revoked one is auth_failed", async (_, send) => {
     const keys = await market([35, 45]);

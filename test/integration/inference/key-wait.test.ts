@@ -3,15 +3,16 @@
 // and a video queue request then each wait for a free key at least the key-wait period before 503
 // key_wait_timeout, carrying a support reference (header and body) that resolves at
 // GET /v1/agent/requests/{ref}, with nothing charged and the books balanced.
-import { afterEach, describe, expect, test } from "vitest";
+import { afterEach, describe, expect } from "vitest";
 import { KEY_WAIT_MS, SUPPLIER_KEY_MAX_IN_FLIGHT } from "../../../src/domain/inference/supplier-keys.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
-import { addSupply, confirmedOf, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, confirmedOf, emptyBook, fundedBuyerKey, type SupplierKey } from "../../../testkit/market.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 const CHAT = { model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }], max_tokens: 20 };
 const IMAGE = { model: "venice-sd35", prompt: "a fox in the snow" };
@@ -23,11 +24,7 @@ afterEach(async () => {
   await release?.();
   release = null;
   world.sim.state.clearFaults();
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
-  world.app.rt.services.inference.invalidateBook();
+  await emptyBook(world.app);
 });
 
 /**

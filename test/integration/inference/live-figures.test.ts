@@ -1,16 +1,17 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 // One append per clear (docs/decisions.md "One append per clear"): an ending appends its clear and
 // moves no balance; the holder's fold moves them later. Here the fold waits a minute, so every figure
 // below is read while the clear is unfolded: each reader (REST, the services GraphQL and MCP share)
 // must show it live, and the same after the fold.
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true, env: { ESCROW_FOLD_MS: "60000" } });
+test.override("appOptions", { sim: {}, syncCatalog: true, env: { ESCROW_FOLD_MS: "60000" } });
+const world = fileWorld(test);
 
 describe("live figures between an append and its fold", () => {
   test("balance, payable, offer remaining, key balance and key spend include an unfolded clear", async () => {

@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import {
   anthropicErrorBody,
   anthropicMessageResponse,
@@ -8,10 +8,17 @@ import {
 import { chatPromptOf, messagesPromptEstimate } from "../../../src/domain/inference/messages-translate.js";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
-import { addSupply, confirmedOf, endedRequest, fundedBuyerKey, requestByReference } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import {
+  addSupply,
+  confirmedOf,
+  emptyBook,
+  endedRequest,
+  fundedBuyerKey,
+  requestByReference,
+} from "../../../testkit/market.js";
 
 /**
  * `POST /v1/messages` and `POST /v1/messages/count_tokens` on the wire (docs/decisions.md
@@ -21,13 +28,11 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
 });
 

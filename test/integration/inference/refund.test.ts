@@ -2,15 +2,16 @@
 // rejected video job gets): exactly once under concurrent callers, the buyer made whole, the
 // supplier's whole share taken back (a share already paid out from its later earnings: the payable
 // goes negative), the platform giving back only its fee, the books balanced.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { debitPayout, refundClear } from "../../../src/domain/ledger/ledger.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, confirmedOf, fundedBuyerKey, payableOf, withdrawSupply } from "../../../testkit/market.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 /** One image job (venice-sd35 × 2 = 20,000 micro-DIEM at 40 cents: 8,000 micro-USDC, fee 800). */
 async function oneClear(app: TestApp) {
@@ -25,21 +26,16 @@ async function oneClear(app: TestApp) {
   });
   expect(r.status).toBe(200);
   const clear = await app.rt.db.clear.findFirstOrThrow({ where: { buyerAccountId: buyer.accountId } });
-  for (const k of supply.keys) {
-    await app.rt.services.offers.cancelOffer({ accountId: supply.supplierAccountId, offerId: k.offerId });
-  }
+  await withdrawSupply(app, supply);
   return { buyer, clear, supplierAccountId: supply.supplierAccountId };
 }
-
-const payableOf = async (accountId: string) =>
-  (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
 
 describe("refundClear", () => {
   test("ten concurrent refunds of one clear: exactly one moves money; the buyer is whole again", async () => {
     const { buyer, clear, supplierAccountId } = await oneClear(world.app);
     expect([clear.grossMicroUsdc, clear.feeMicroUsdc, clear.supplierMicroUsdc]).toEqual([8_000n, 800n, 7_200n]);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n - 8_000n);
-    expect(await payableOf(supplierAccountId)).toBe(7_200n);
+    expect(await payableOf(world.app, supplierAccountId)).toBe(7_200n);
     const db = world.app.rt.db;
     const results = await Promise.all(
       Array.from({ length: 10 }, () => db.$transaction((tx) => refundClear(tx, { clearId: clear.id, at: new Date() }))),
@@ -48,7 +44,7 @@ describe("refundClear", () => {
     expect(done).toHaveLength(1);
     expect(done[0]).toMatchObject({ buyerMicroUsdc: 8_000n, supplierMicroUsdc: 7_200n, platformMicroUsdc: 800n });
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
-    expect(await payableOf(supplierAccountId)).toBe(0n);
+    expect(await payableOf(world.app, supplierAccountId)).toBe(0n);
     expect((await db.clear.findFirstOrThrow({ where: { id: clear.id } })).refundedAt).not.toBeNull();
     expect(await db.ledgerTransaction.count({ where: { clearId: clear.id, kind: "refund" } })).toBe(1);
     // a later call is a no-op
@@ -80,7 +76,7 @@ describe("refundClear", () => {
     });
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
     // 2,200 of the share was still payable; the 5,000 paid out is owed back (carried forward)
-    expect(await payableOf(supplierAccountId)).toBe(-5_000n);
+    expect(await payableOf(world.app, supplierAccountId)).toBe(-5_000n);
     const journal = await db.ledgerTransaction.findFirstOrThrow({
       where: { clearId: clear.id, kind: "refund" },
       include: { entries: true },

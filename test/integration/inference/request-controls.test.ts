@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import {
   burnMicroDiem,
   formatDecimal6,
@@ -6,17 +6,19 @@ import {
   parseDecimal6,
   type TextPricing,
 } from "../../../src/lib/money.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
 import {
   addSupply,
   chat,
   confirmedOf,
+  emptyBook,
   fundedBuyerKey,
   requestByReference,
   responses,
 } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { frames } from "../../../testkit/sse.js";
 
 /**
  * OpenRouter's request controls through the HTTP routes (docs/decisions.md "OpenRouter request
@@ -29,13 +31,11 @@ const GLM = "zai-org-glm-5-1";
 const SONNET = "claude-sonnet-4-6";
 /** the simulator's catalog rates (micro-DIEM per 1M tokens) */
 const GLM_PRICING: TextPricing = { inputMicroPerM: 1_540_000n, outputMicroPerM: 4_840_000n, cacheMicroPerM: 286_000n };
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
 });
 
@@ -50,20 +50,6 @@ type ErrorBody = { error: Record<string, unknown> & { code: string } };
 
 async function chatRecords(accountId: string) {
   return world.app.rt.db.inferenceRequest.findMany({ where: { accountId }, orderBy: { startedAt: "asc" } });
-}
-
-/** The SSE `data:` payloads of a body. */
-function frames(text: string): string[] {
-  return text
-    .split("\n\n")
-    .map((f) =>
-      f
-        .split("\n")
-        .filter((l) => l.startsWith("data: "))
-        .map((l) => l.slice(6))
-        .join("\n"),
-    )
-    .filter((d) => d !== "");
 }
 
 async function postStream(apiKey: string, path: string, body: Record<string, unknown>) {

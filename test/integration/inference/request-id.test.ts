@@ -1,14 +1,15 @@
 // Issue 26 finding 7: one id per request. The `X-Svc-Request-Id` a paid request answers with (on
 // success and on every error after it was admitted) is the `requestId` of its record at
 // GET /v1/agent/requests/{support_reference}; before, an error answered a fresh uuid of the HTTP layer.
-import { beforeEach, describe, expect, test } from "vitest";
-import { call } from "../../../testkit/actors.js";
+import { beforeEach, describe, expect } from "vitest";
+import { call, postWithKey } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { addSupply, chat, fundedBuyerKey, responses } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, chat, emptyBook, fundedBuyerKey, responses } from "../../../testkit/market.js";
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+test.override("appOptions", { sim: {}, env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+const world = fileWorld(test);
 
 const CHAT = { model: MODEL, messages: [{ role: "user", content: "hello [[sim:tokens=12]]" }] };
 const RESPONSES = { model: MODEL, input: "hello [[sim:tokens=12]]" };
@@ -17,11 +18,7 @@ const VIDEO = { model: "wan-2.6-text-to-video", prompt: "a fox in the snow", dur
 
 /** Each test starts from an empty book and no faults. */
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
-  world.app.rt.services.inference.invalidateBook();
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
 });
 
@@ -33,10 +30,6 @@ async function market(count = 1) {
   );
   world.app.rt.services.inference.invalidateBook();
   return s;
-}
-
-function post(apiKey: string, path: string, body: unknown) {
-  return call(world.app, { method: "POST", path, headers: { authorization: `Bearer ${apiKey}` }, body });
 }
 
 /** The record's request id, as the buyer reads it back by the answer's support reference. */
@@ -84,13 +77,13 @@ describe("success: the header is the record's request id", () => {
     await market();
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     await expectOneId(buyer.apiKey, await responses(world.app, buyer.apiKey, RESPONSES), 200);
-    await expectOneId(buyer.apiKey, await post(buyer.apiKey, "/v1/image/generate", IMAGE), 200);
+    await expectOneId(buyer.apiKey, await postWithKey(world.app, buyer.apiKey, "/v1/image/generate", IMAGE), 200);
   });
 
   test("video queue (the body's svc.request_id too)", async () => {
     await market();
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const r = await post(buyer.apiKey, "/v1/video/queue", VIDEO);
+    const r = await postWithKey(world.app, buyer.apiKey, "/v1/video/queue", VIDEO);
     await expectOneId(buyer.apiKey, r, 200);
     expect((r.body as { svc: { request_id: string } }).svc.request_id).toBe(r.headers.get("x-svc-request-id"));
   });
@@ -127,14 +120,14 @@ describe("rejection: an error with a stored attempt carries the same id", () => 
     for (const k of supply.keys) world.sim.state.injectFault(k.secret, { kind: "http_503" });
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     await expectOneId(buyer.apiKey, await responses(world.app, buyer.apiKey, RESPONSES), 502);
-    await expectOneId(buyer.apiKey, await post(buyer.apiKey, "/v1/image/generate", IMAGE), 502);
+    await expectOneId(buyer.apiKey, await postWithKey(world.app, buyer.apiKey, "/v1/image/generate", IMAGE), 502);
   });
 
   test("video queue 502 (the upstream's answer was lost)", async () => {
     const supply = await market();
     for (const k of supply.keys) world.sim.state.injectFault(k.secret, { kind: "drop", route: "/video/queue" });
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    await expectOneId(buyer.apiKey, await post(buyer.apiKey, "/v1/video/queue", VIDEO), 502);
+    await expectOneId(buyer.apiKey, await postWithKey(world.app, buyer.apiKey, "/v1/video/queue", VIDEO), 502);
     await assertBooksBalance(world.app.rt.db);
   });
 });

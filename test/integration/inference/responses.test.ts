@@ -1,28 +1,27 @@
 import OpenAI from "openai";
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import { burnMicroDiem, computeCharge, formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
 import {
   addSupply,
   confirmedOf,
+  emptyBook,
   endedRequest,
   fundedBuyerKey,
   requestByReference,
   responses,
 } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 /** Each test starts from an empty book: earlier offers are cancelled. */
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
 });
 

@@ -6,15 +6,16 @@
 // The two records below are typed against the TypeScript interfaces (`-?` makes every field
 // required), so `npm run typecheck` fails when a field is added or removed there without being
 // added here; the tests then compare them with what Postgres has.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import type { AttemptRecord } from "../../../src/domain/inference/session.js";
 import { type EndCharge, type EndItem, endItem } from "../../../src/domain/inference/settlement.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
 import { addSupply, confirmedOf, fundedBuyerKey, openSession } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 /** Each EndItem field and the SQL type of its `svc_end_item` attribute. */
 const END_ITEM_SQL: { [K in keyof EndItem]-?: string } = {

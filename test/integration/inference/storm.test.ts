@@ -3,17 +3,18 @@
 // buyers that hang up mid-stream. Afterwards every micro-USDC and micro-DIEM is accounted for: what
 // each buyer was told it paid is what it was charged, nothing is held, nothing is left running, and
 // the books balance.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import type { SimFaultKind } from "../../../src/local/upstream-sim/faults.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const SEED = Number(process.env.STORM_SEED ?? 20261122);
-const world = useMarketWorld({ syncCatalog: true, peer: true, env: { KEY_MAX_IN_FLIGHT: "64" } });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true, env: { KEY_MAX_IN_FLIGHT: "64" } });
+const world = fileWorld(test);
 
 /** mulberry32: a small seeded generator, so a failing storm can be replayed (STORM_SEED). */
 function prng(seed: number): () => number {

@@ -1,16 +1,17 @@
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import { formatDecimal6 } from "../../../src/lib/money.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectHoldsReleased } from "../../../testkit/holds.js";
 import {
   addSupply,
   confirmedOf,
+  emptyBook,
   endedRequest,
   fundedBuyerKey,
   openSession,
   type SupplierKey,
 } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * How a stream ends when it cannot end normally (SPEC "Events" Chat SSE 5–6, Responses SSE 5): an
@@ -24,13 +25,11 @@ const MODEL = "zai-org-glm-5-1";
 const INPUT_RATE = 1_540_000n;
 const OUTPUT_RATE = 4_840_000n;
 
-const world = useMarketWorld({ env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+test.override("appOptions", { sim: {}, env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+const world = fileWorld(test);
 
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
 });
 

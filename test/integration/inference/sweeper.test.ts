@@ -2,18 +2,17 @@
 // go back exactly once, in one set-based pass, never a live or renewing holder's; a process that
 // lost its lease cannot charge against slices it no longer has, and registers anew.
 import pg from "pg";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { Attempted } from "../../../src/domain/inference/attempt-loop.js";
 import type { AttemptingSession } from "../../../src/domain/inference/session.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession, reservedOf } from "../../../testkit/market.js";
 
-const world = useMarketWorld({ syncCatalog: true, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, peer: true });
+const world = fileWorld(test);
 const MSG = () => ({ model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }] });
 
-const reservedOf = async (accountId: string) =>
-  (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).reservedMicroUsdc;
 const offerReserved = async (offerId: string) =>
   (await world.app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId } })).reservedMicroDiem;
 const escrowOf = async (holder: string | null, accountId: string) =>
@@ -69,15 +68,15 @@ describe("escrow holders and the sweeper", () => {
     await expireHolder(deadHolder);
     const router = world.app.rt.services.inference;
     expect((await router.escrow.releaseExpired()).released).toBe(1);
-    expect(await reservedOf(a.accountId)).toBe(liveSlice);
-    expect(await reservedOf(b.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, a.accountId)).toBe(liveSlice);
+    expect(await reservedOf(world.app, b.accountId)).toBe(0n);
     expect(await offerReserved(supply.keys[1]?.offerId ?? "")).toBe(0n);
     expect(await world.app.rt.db.buyerEscrow.count({ where: { holder: deadHolder ?? "" } })).toBe(0);
     expect(await world.app.rt.db.escrowHolder.count({ where: { id: deadHolder ?? "" } })).toBe(0);
     // a second pass finds nothing; the live request settles and its idle slices go back
     expect((await router.escrow.releaseExpired()).released).toBe(0);
     await router.settle(live, { kind: "settled", usage: { promptTokens: 30, completionTokens: 10 } });
-    expect(await reservedOf(a.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, a.accountId)).toBe(0n);
     expect(await offerReserved(supply.keys[0]?.offerId ?? "")).toBe(0n);
 
     // the presumed-dead process was only stalled: it cannot charge what it no longer holds
@@ -93,7 +92,7 @@ describe("escrow holders and the sweeper", () => {
     expect(late.map((r) => r.status)).toEqual(Array(6).fill("rejected"));
     expect((late[0] as PromiseRejectedResult).reason).toMatchObject({ code: "settle_failed" });
     expect(await confirmedOf(world.app, a.accountId)).toBe(beforeA);
-    expect(await reservedOf(a.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, a.accountId)).toBe(0n);
     // each is still on the record, as failed, with no clear
     const records = await world.app.rt.db.inferenceRequest.findMany({
       where: { id: { in: dying.map((s) => s.requestId) } },
@@ -108,7 +107,7 @@ describe("escrow holders and the sweeper", () => {
     const renewed = world.peer.rt.services.inference.escrow.snapshot().holder;
     expect(renewed).not.toBeNull();
     expect(renewed).not.toBe(deadHolder);
-    expect(await reservedOf(a.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, a.accountId)).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -129,14 +128,14 @@ describe("escrow holders and the sweeper", () => {
       );
       expect(r.rows[0]?.outcome).toBe("ok");
     }
-    expect(await reservedOf(buyer.accountId)).toBe(800_000n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBe(800_000n);
     await sql.query("UPDATE escrow_holders SET expires_at = now() - interval '1 second' WHERE id = ANY($1::uuid[])", [
       holders,
     ]);
     const router = world.app.rt.services.inference;
     const passes = await Promise.all([1, 2, 3].map(() => router.escrow.releaseExpired()));
     expect(passes.reduce((n, p) => n + p.released, 0)).toBe(8);
-    expect(await reservedOf(buyer.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -146,7 +145,7 @@ describe("escrow holders and the sweeper", () => {
     const router = world.app.rt.services.inference;
     const session = await openSession(world.app, buyer.accountId);
     const holder = router.escrow.snapshot().holder;
-    const held = await reservedOf(buyer.accountId);
+    const held = await reservedOf(world.app, buyer.accountId);
     expect(held).toBeGreaterThanOrEqual(session.plan.maxChargeMicroUsdc);
     await expireHolder(holder);
     const renewer = new pg.Client({ connectionString: world.app.rt.config.database.url });
@@ -158,7 +157,7 @@ describe("escrow holders and the sweeper", () => {
       expect((await router.escrow.releaseExpired()).released).toBe(0);
       await renewer.query("COMMIT");
       expect((await router.escrow.releaseExpired()).released).toBe(0);
-      expect(await reservedOf(buyer.accountId)).toBe(held);
+      expect(await reservedOf(world.app, buyer.accountId)).toBe(held);
       const settled = await router.settle(session, {
         kind: "settled",
         usage: { promptTokens: 30, completionTokens: 10 },
@@ -167,7 +166,7 @@ describe("escrow holders and the sweeper", () => {
     } finally {
       await renewer.end();
     }
-    expect(await reservedOf(buyer.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -183,7 +182,7 @@ describe("escrow holders and the sweeper", () => {
     expect(row.expiresAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
     expect((await router.escrow.releaseExpired()).released).toBe(0);
     await router.abort(session, "test_done");
-    expect(await reservedOf(buyer.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, buyer.accountId)).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -194,10 +193,10 @@ describe("escrow holders and the sweeper", () => {
     const other = await fundedBuyerKey(world.app, 5_000_000n);
     const open = await openSession(world.peer, other.accountId);
     expect((await chat(world.peer, buyer.apiKey, MSG())).status).toBe(200);
-    expect(await reservedOf(other.accountId)).toBeGreaterThan(0n);
+    expect(await reservedOf(world.app, other.accountId)).toBeGreaterThan(0n);
     const holder = world.peer.rt.services.inference.escrow.snapshot().holder;
     await world.peer.rt.services.inference.close();
-    expect(await reservedOf(other.accountId)).toBe(0n);
+    expect(await reservedOf(world.app, other.accountId)).toBe(0n);
     expect(await world.app.rt.db.escrowHolder.count({ where: { id: holder ?? "" } })).toBe(0);
     expect(open.done).toBe(false);
     await assertBooksBalance(world.app.rt.db);

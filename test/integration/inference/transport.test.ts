@@ -1,9 +1,9 @@
 import { request as httpRequest } from "node:http";
 import { gzipSync } from "node:zlib";
 import supertest from "supertest";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import { waitFor } from "../../../testkit/spawn.js";
 
 /**
@@ -19,7 +19,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const CHAT_BODY = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hi [[sim:tokens=5]]" }] });
 const RESPONSES_BODY = JSON.stringify({ model: MODEL, input: "hi [[sim:tokens=5]]" });
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 let apiKey = "";
 let brokeKey = "";
 

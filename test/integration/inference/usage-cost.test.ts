@@ -1,11 +1,11 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, streamText } from "ai";
 import OpenAI from "openai";
-import { beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import { formatDecimal6 } from "../../../src/lib/money.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { addSupply, confirmedOf, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { addSupply, confirmedOf, emptyBook, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
 
 /**
  * Issue 28 deliverable 5: the charged amount where OpenAI-compatible tooling reads it
@@ -15,13 +15,11 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 beforeEach(async () => {
-  await world.app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
+  await emptyBook(world.app);
   world.sim.state.clearFaults();
 });
 

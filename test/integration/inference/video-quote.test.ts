@@ -1,12 +1,13 @@
 // POST /v1/video/quote (issue 16): the upstream's quote plus the markup, the market's depth at the
 // buyer's ceiling, and whether the whole job clears on one offer now. No charge, no job, no record.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 interface Quote {
   quote_diem?: string;

@@ -6,12 +6,21 @@
 // off its held balance (never payable before the job is final, so a payout cannot have taken it) and
 // the platform gives back only its fee; a refund on a cancelled offer gives no DIEM back to it. Against real Postgres and Redis and the upstream simulator.
 import { randomUUID } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import { afterEach, beforeEach, describe, expect } from "vitest";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import {
+  addSupply,
+  confirmedOf,
+  emptyBook,
+  expireLiveVideoJobs,
+  fundedBuyerKey,
+  heldOf,
+  payableOf,
+  simVideoBurn,
+} from "../../../testkit/market.js";
 
 /** A clock tests can move forward (both apps' and the simulator's). */
 let offsetMs = 0;
@@ -19,13 +28,14 @@ const clock = { now: () => new Date(Date.now() + offsetMs) };
 
 // `app` runs the BullMQ workers (without schedules: a test adds the jobs); `peer` is a second API
 // process of the same deployment (same database, Redis prefix and clock)
-const world = useMarketWorld({
+test.override("appOptions", {
   syncCatalog: true,
   clock,
   sim: { now: () => clock.now() },
   peer: true,
   workers: true,
 });
+const world = fileWorld(test);
 
 // wan-2.6 at 720p with audio: 5 s × (0.10 + 0.02) DIEM = 0.6 DIEM upstream; + 5% markup = 0.63;
 // at 40 cents that is 0.252 USDC: 0.2268 to the supplier, 0.0252 platform fee (10%)
@@ -42,17 +52,8 @@ const TRIGGER = "test_video_refund_crash";
 
 beforeEach(async () => {
   // each test starts from an empty market and no live job of another test
-  const db = world.app.rt.db;
-  await db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
-  await db.videoJob.updateMany({
-    where: { status: { in: ["rendering", "completed_no_media"] } },
-    data: { status: "expired", nextPollAt: null },
-  });
-  world.app.rt.services.inference.invalidateBook();
-  world.peer.rt.services.inference.invalidateBook();
+  await emptyBook(world.app, { peers: [world.peer] });
+  await expireLiveVideoJobs(world.app);
   world.sim.state.setVideoConfig({ processingPolls: 0, renderMs: 0, defaultOutcome: "mp4" });
 });
 
@@ -125,15 +126,6 @@ async function offerOf(offerId: string) {
   return world.app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId } });
 }
 
-async function payableOf(accountId: string) {
-  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
-}
-
-/** The supplier's share on hold (a video job not yet final: docs/decisions.md "Payout hold"). */
-async function heldOf(accountId: string) {
-  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierHeldMicroUsdc;
-}
-
 async function keyBalanceOf(upstreamKeyId: string) {
   return (await world.app.rt.db.upstreamKey.findUniqueOrThrow({ where: { id: upstreamKeyId } })).lastBalanceMicroDiem;
 }
@@ -148,10 +140,6 @@ async function refundJournals(clearId: string) {
     idempotencyKey: r.idempotencyKey,
     postings: Object.fromEntries(r.entries.map((e) => [e.book, e.amountMicroUsdc])),
   }));
-}
-
-function simBurn(secret: string) {
-  return world.sim.state.videoBurnByKey().get(secret) ?? { chargedMicro: 0n, refundedMicro: 0n, netMicro: 0n, jobs: 0 };
 }
 
 /** Everything a refund moves, for "nothing changed" checks. */
@@ -171,7 +159,7 @@ async function moneyState(o: {
     job: [job.status, job.refundedAt, job.failureReason, job.upstreamRefunded],
     clearRefundedAt: clear.refundedAt,
     buyer: await confirmedOf(world.app, o.buyerId),
-    supplier: [await payableOf(o.supplierId), await heldOf(o.supplierId)],
+    supplier: [await payableOf(world.app, o.supplierId), await heldOf(world.app, o.supplierId)],
     offer: [offer.status, offer.remainingMicroDiem],
     key: await keyBalanceOf(o.upstreamKeyId),
     journals: await db.ledgerTransaction.count(),
@@ -195,7 +183,10 @@ describe("exactly once across two API processes", () => {
       const { queueId, job, clear } = await queue(buyer.apiKey, `a fox [[sim:video=${outcome}]]`);
       // charged up front everywhere; the supplier's share on hold until the job is final
       expect(await confirmedOf(world.app, buyer.accountId)).toBe(AFTER_CHARGE);
-      expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, SHARE]);
+      expect([
+        await payableOf(world.app, supply.supplierAccountId),
+        await heldOf(world.app, supply.supplierAccountId),
+      ]).toEqual([0n, SHARE]);
       expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM - JOB_DIEM);
       const keyAfterCharge = await keyBalanceOf(key.upstreamKeyId);
 
@@ -227,11 +218,14 @@ describe("exactly once across two API processes", () => {
         },
       ]);
       expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-      expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, 0n]);
+      expect([
+        await payableOf(world.app, supply.supplierAccountId),
+        await heldOf(world.app, supply.supplierAccountId),
+      ]).toEqual([0n, 0n]);
       // the upstream refunded the key: the offer and the key's balance get the DIEM back, once
       expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
       expect(await keyBalanceOf(key.upstreamKeyId)).toBe((keyAfterCharge ?? 0n) + UPSTREAM_QUOTE);
-      expect(simBurn(key.secret)).toMatchObject({
+      expect(simVideoBurn(world.sim, key.secret)).toMatchObject({
         chargedMicro: UPSTREAM_QUOTE,
         refundedMicro: UPSTREAM_QUOTE,
         netMicro: 0n,
@@ -271,7 +265,7 @@ describe("a crash inside the refund transaction", () => {
     expect(first).toMatchObject({ polled: 1, refunded: 0 });
     expect(await moneyState(ids)).toEqual(before);
     expect(await refundJournals(clear.id)).toEqual([]);
-    expect(simBurn(key.secret).netMicro).toBe(0n);
+    expect(simVideoBurn(world.sim, key.secret).netMicro).toBe(0n);
     await undo();
 
     // the job is polled again once its next poll is due (VIDEO_POLL_EVERY_MS after the claim)
@@ -285,7 +279,7 @@ describe("a crash inside the refund transaction", () => {
     expect([done.status, done.failureReason, done.upstreamRefunded]).toEqual(["refunded", "provider_failed", true]);
     expect(await refundJournals(clear.id)).toHaveLength(1);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-    expect(await payableOf(supply.supplierAccountId)).toBe(0n);
+    expect(await payableOf(world.app, supply.supplierAccountId)).toBe(0n);
     expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
     expect(await keyBalanceOf(key.upstreamKeyId)).toBe((before.key ?? 0n) + UPSTREAM_QUOTE);
     await assertBooksBalance(world.app.rt.db);
@@ -329,11 +323,11 @@ describe("a crash inside the refund transaction", () => {
     ]);
     expect(await refundJournals(clear.id)).toHaveLength(1);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-    expect(await payableOf(supply.supplierAccountId)).toBe(0n);
+    expect(await payableOf(world.app, supply.supplierAccountId)).toBe(0n);
     // the upstream kept its charge: neither the offer nor the key gets DIEM back
     expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM - JOB_DIEM);
     expect(await keyBalanceOf(key.upstreamKeyId)).toBe(before.key);
-    expect(simBurn(key.secret).netMicro).toBe(UPSTREAM_QUOTE);
+    expect(simVideoBurn(world.sim, key.secret).netMicro).toBe(UPSTREAM_QUOTE);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -398,7 +392,7 @@ describe("the BullMQ video worker", () => {
     expect([done.failureReason, done.upstreamRefunded]).toEqual(["provider_failed", true]);
     expect(await refundJournals(clear.id)).toHaveLength(1);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-    expect(await payableOf(supply.supplierAccountId)).toBe(0n);
+    expect(await payableOf(world.app, supply.supplierAccountId)).toBe(0n);
     expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
     await assertBooksBalance(world.app.rt.db);
   });
@@ -425,7 +419,7 @@ describe("the BullMQ video worker", () => {
     expect(await q.getJobCounts("failed")).toEqual({ failed: 0 });
     expect(await refundJournals(clear.id)).toHaveLength(1);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-    expect(await payableOf(supply.supplierAccountId)).toBe(0n);
+    expect(await payableOf(world.app, supply.supplierAccountId)).toBe(0n);
     expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
     await assertBooksBalance(world.app.rt.db);
   });
@@ -436,7 +430,10 @@ describe("who bears the refund", () => {
     const { supply, key } = await market();
     const buyer = await fundedBuyerKey(world.app, FUNDED);
     const { job, clear } = await queue(buyer.apiKey, "a fox [[sim:video=failed]]");
-    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, SHARE]);
+    expect([
+      await payableOf(world.app, supply.supplierAccountId),
+      await heldOf(world.app, supply.supplierAccountId),
+    ]).toEqual([0n, SHARE]);
     const swept = await world.peer.rt.services.videoJobs.sweep();
     expect(swept.refunded).toBe(1);
     expect((await jobById(job.id)).status).toBe("refunded");
@@ -448,7 +445,10 @@ describe("who bears the refund", () => {
       },
     ]);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, 0n]);
+    expect([
+      await payableOf(world.app, supply.supplierAccountId),
+      await heldOf(world.app, supply.supplierAccountId),
+    ]).toEqual([0n, 0n]);
     expect((await offerOf(key.offerId)).remainingMicroDiem).toBe(OFFER_DIEM);
     await assertBooksBalance(world.app.rt.db);
   });
@@ -479,7 +479,7 @@ describe("who bears the refund", () => {
     expect([done.status, done.upstreamRefunded]).toEqual(["refunded", true]);
     expect(await refundJournals(clear.id)).toHaveLength(1);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(FUNDED);
-    expect(await payableOf(supply.supplierAccountId)).toBe(0n);
+    expect(await payableOf(world.app, supply.supplierAccountId)).toBe(0n);
     const dead = await offerOf(key.offerId);
     expect([dead.status, dead.remainingMicroDiem, dead.endedAt]).toEqual([
       "cancelled",
@@ -489,7 +489,7 @@ describe("who bears the refund", () => {
     expect((await offerOf(fresh.id)).remainingMicroDiem).toBe(5_000_000n);
     // the upstream did refund the key itself
     expect(await keyBalanceOf(key.upstreamKeyId)).toBe((keyBefore ?? 0n) + UPSTREAM_QUOTE);
-    expect(simBurn(key.secret).netMicro).toBe(0n);
+    expect(simVideoBurn(world.sim, key.secret).netMicro).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
   });
 });

@@ -3,26 +3,32 @@
 // finished without media, never finished), under concurrent pollers, retried sweeps and a poller
 // that died after seeing the failure; the offer's DIEM back only when the upstream refunded it;
 // every charge and refund cross-checked against what the upstream simulator burned.
-import { beforeEach, describe, expect, test } from "vitest";
-import { call } from "../../../testkit/actors.js";
+import { beforeEach, describe, expect } from "vitest";
+import { call, postWithKey } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
-import { addSupply, confirmedOf, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import {
+  addSupply,
+  confirmedOf,
+  emptyBook,
+  expireLiveVideoJobs,
+  fundedBuyerKey,
+  heldOf,
+  payableOf,
+  simVideoBurn,
+} from "../../../testkit/market.js";
 
 /** A clock tests can move forward (the services' and the simulator's). */
 let offsetMs = 0;
 const clock = { now: () => new Date(Date.now() + offsetMs) };
 
-const world = useMarketWorld({ syncCatalog: true, clock, sim: { now: () => clock.now() } });
+test.override("appOptions", { syncCatalog: true, clock, sim: { now: () => clock.now() } });
+const world = fileWorld(test);
 
 // wan-2.6 at 720p with audio: 5 s × (0.10 + 0.02) DIEM = 0.6 DIEM upstream; + 5% markup = 0.63
 const JOB = { model: "wan-2.6-text-to-video", prompt: "a fox in the snow", duration: "5s", resolution: "720p" };
 const UPSTREAM_QUOTE = 600_000n;
 const JOB_DIEM = 630_000n;
-
-function post(apiKey: string, path: string, body: unknown) {
-  return call(world.app, { method: "POST", path, headers: { authorization: `Bearer ${apiKey}` }, body });
-}
 
 async function rawRetrieve(apiKey: string, queueId: string) {
   const res = await fetch(`${world.app.baseUrl}/v1/video/retrieve`, {
@@ -41,16 +47,8 @@ async function rawRetrieve(apiKey: string, queueId: string) {
 
 // each test starts from an empty market and no live job of another test
 beforeEach(async () => {
-  const db = world.app.rt.db;
-  await db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
-  await db.videoJob.updateMany({
-    where: { status: { in: ["rendering", "completed_no_media"] } },
-    data: { status: "expired", nextPollAt: null },
-  });
-  world.app.rt.services.inference.invalidateBook();
+  await emptyBook(world.app);
+  await expireLiveVideoJobs(world.app);
 });
 
 /** One supplier with one key and one offer holding `quantity` at `priceCents`. */
@@ -64,21 +62,8 @@ async function offerRemaining(offerId: string) {
   return (await world.app.rt.db.offer.findUniqueOrThrow({ where: { id: offerId } })).remainingMicroDiem;
 }
 
-async function payableOf(accountId: string) {
-  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
-}
-
-/** The supplier's share on hold (a video job not yet final: docs/decisions.md "Payout hold"). */
-async function heldOf(accountId: string) {
-  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierHeldMicroUsdc;
-}
-
-function simBurn(secret: string) {
-  return world.sim.state.videoBurnByKey().get(secret) ?? { chargedMicro: 0n, refundedMicro: 0n, netMicro: 0n, jobs: 0 };
-}
-
 async function queue(apiKey: string, body: Record<string, unknown> = JOB) {
-  const r = await post(apiKey, "/v1/video/queue", body);
+  const r = await postWithKey(world.app, apiKey, "/v1/video/queue", body);
   return r as {
     status: number;
     headers: Headers;
@@ -94,7 +79,7 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
     if (!key) throw new Error("no key");
     const buyer = await fundedBuyerKey(world.app, 1_000_000n);
 
-    const quote = await post(buyer.apiKey, "/v1/video/quote", JOB);
+    const quote = await postWithKey(world.app, buyer.apiKey, "/v1/video/quote", JOB);
     expect(quote.status).toBe(200);
     const q = quote.body as { estimated_usdc: string; quote_diem: string; clears_now: boolean };
     expect([q.quote_diem, q.estimated_usdc, q.clears_now]).toEqual(["0.630000", "0.252000", true]);
@@ -114,9 +99,16 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
     // charged up front: buyer, supplier, offer; the upstream charged its quote on the supplier's key
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(748_000n);
     // the supplier's share (0.252 − 10% fee) is held until the job is final
-    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([0n, 226_800n]);
+    expect([
+      await payableOf(world.app, supply.supplierAccountId),
+      await heldOf(world.app, supply.supplierAccountId),
+    ]).toEqual([0n, 226_800n]);
     expect(await offerRemaining(key.offerId)).toBe(10_000_000n - JOB_DIEM);
-    expect(simBurn(key.secret)).toMatchObject({ chargedMicro: UPSTREAM_QUOTE, refundedMicro: 0n, jobs: 1 });
+    expect(simVideoBurn(world.sim, key.secret)).toMatchObject({
+      chargedMicro: UPSTREAM_QUOTE,
+      refundedMicro: 0n,
+      jobs: 1,
+    });
     // the request resolves by its support reference
     const detail = await call(world.app, {
       method: "GET",
@@ -143,11 +135,16 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
     const job = await world.app.rt.db.videoJob.findUniqueOrThrow({ where: { queueId: queued.body.queue_id } });
     expect(job.status).toBe("delivered");
     // delivered is final: the share is payable
-    expect([await payableOf(supply.supplierAccountId), await heldOf(supply.supplierAccountId)]).toEqual([226_800n, 0n]);
+    expect([
+      await payableOf(world.app, supply.supplierAccountId),
+      await heldOf(world.app, supply.supplierAccountId),
+    ]).toEqual([226_800n, 0n]);
     await expect
       .poll(async () => (await world.app.rt.db.videoJob.findUniqueOrThrow({ where: { id: job.id } })).mediaDeletedAt)
       .not.toBeNull();
-    const complete = await post(buyer.apiKey, "/v1/video/complete", { queue_id: queued.body.queue_id });
+    const complete = await postWithKey(world.app, buyer.apiKey, "/v1/video/complete", {
+      queue_id: queued.body.queue_id,
+    });
     expect(complete.status).toBe(400);
     // the charge is exactly the quote's estimate and nothing moved afterwards
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(748_000n);
@@ -171,11 +168,13 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
     const other = await fundedBuyerKey(world.app, 1_000_000n);
     const queued = await queue(owner.apiKey);
     for (const path of ["/v1/video/retrieve", "/v1/video/complete"]) {
-      const r = await post(other.apiKey, path, { queue_id: queued.body.queue_id });
+      const r = await postWithKey(world.app, other.apiKey, path, { queue_id: queued.body.queue_id });
       expect([path, r.status]).toEqual([path, 404]);
-      const unknown = await post(owner.apiKey, path, { queue_id: "7c1a8f0e-0000-4000-8000-000000000000" });
+      const unknown = await postWithKey(world.app, owner.apiKey, path, {
+        queue_id: "7c1a8f0e-0000-4000-8000-000000000000",
+      });
       expect(unknown.status).toBe(404);
-      const missing = await post(owner.apiKey, path, {});
+      const missing = await postWithKey(world.app, owner.apiKey, path, {});
       expect((missing.body as { error: { code: string } }).error.code).toBe("invalid_request");
       expect(missing.status).toBe(400);
     }
@@ -188,7 +187,7 @@ describe("POST /v1/video/queue → retrieve → 410", () => {
     await market(40);
     const buyer = await fundedBuyerKey(world.app, 1_000_000n);
     const queued = await queue(buyer.apiKey);
-    const done = await post(buyer.apiKey, "/v1/video/complete", { queue_id: queued.body.queue_id });
+    const done = await postWithKey(world.app, buyer.apiKey, "/v1/video/complete", { queue_id: queued.body.queue_id });
     expect([done.status, (done.body as { success: boolean }).success]).toEqual([200, true]);
     const r = await rawRetrieve(buyer.apiKey, queued.body.queue_id);
     expect(r.status).toBe(410);
@@ -222,11 +221,11 @@ describe("queue admission", () => {
     const key = supply.keys[0];
     if (!key) throw new Error("no key");
     const buyer = await fundedBuyerKey(world.app, 200_000n); // the job costs 0.252
-    const before = simBurn(key.secret).jobs;
+    const before = simVideoBurn(world.sim, key.secret).jobs;
     const r = await queue(buyer.apiKey);
     expect([r.status, r.body.error?.code]).toEqual([402, "insufficient_balance"]);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(200_000n);
-    expect(simBurn(key.secret).jobs).toBe(before);
+    expect(simVideoBurn(world.sim, key.secret).jobs).toBe(before);
   });
 
   test("a balance that covers the clearing price but not the ceiling's still queues (charged the clearing price)", async () => {
@@ -271,7 +270,7 @@ describe("queue admission", () => {
     expect([r.status, r.body.error?.code]).toEqual([502, "upstream_error"]);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
     // the second key was never asked to queue
-    expect(simBurn(k2.secret).jobs).toBe(0);
+    expect(simVideoBurn(world.sim, k2.secret).jobs).toBe(0);
     const ref = r.headers.get("x-svc-support-reference");
     const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { supportReference: ref ?? "" } });
     expect([rec.status, rec.errorCode, rec.attemptCount]).toEqual(["failed", "upstream_answer_lost", 1]);
@@ -279,7 +278,7 @@ describe("queue admission", () => {
     world.sim.state.injectFault(k1.secret, { kind: "http_500", route: "/video/queue", count: 1 });
     const ok = await queue(buyer.apiKey);
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
-    expect(simBurn(k2.secret).jobs).toBe(1);
+    expect(simVideoBurn(world.sim, k2.secret).jobs).toBe(1);
     expect(ok.headers.get("x-svc-clearing-price-cents")).toBe("31");
     await assertBooksBalance(world.app.rt.db);
   });
@@ -323,9 +322,9 @@ describe("refunds", () => {
       expect(journals).toBeGreaterThanOrEqual(1);
       // everyone whole: buyer, supplier, offer; the upstream refunded the key too
       expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
-      expect(await payableOf(supply.supplierAccountId)).toBe(0n);
+      expect(await payableOf(world.app, supply.supplierAccountId)).toBe(0n);
       expect(await offerRemaining(key.offerId)).toBe(10_000_000n);
-      expect(simBurn(key.secret)).toMatchObject({
+      expect(simVideoBurn(world.sim, key.secret)).toMatchObject({
         chargedMicro: UPSTREAM_QUOTE,
         refundedMicro: UPSTREAM_QUOTE,
         netMicro: 0n,
@@ -361,7 +360,7 @@ describe("refunds", () => {
     ]);
     expect(sweeps.reduce((a, s) => a + s.refunded, 0)).toBe(1);
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
-    expect(simBurn(key.secret).netMicro).toBe(0n);
+    expect(simVideoBurn(world.sim, key.secret).netMicro).toBe(0n);
     await assertBooksBalance(world.app.rt.db);
   });
 
@@ -405,7 +404,7 @@ describe("refunds", () => {
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n);
     // the upstream kept its charge: the offer does not get the DIEM back
     expect(await offerRemaining(key.offerId)).toBe(10_000_000n - JOB_DIEM);
-    expect(simBurn(key.secret).netMicro).toBe(UPSTREAM_QUOTE);
+    expect(simVideoBurn(world.sim, key.secret).netMicro).toBe(UPSTREAM_QUOTE);
     expect((await rawRetrieve(buyer.apiKey, queued.body.queue_id)).status).toBe(410);
     await assertBooksBalance(world.app.rt.db);
   });

@@ -12,7 +12,7 @@ import { type DevServices, postgresDataDir, startDevServices } from "../../../sr
 import { waitUntilGone } from "../../../src/local/dev-services/process.js";
 import { x402Signup } from "../../../testkit/funding.js";
 import { freePort } from "../../../testkit/harness.js";
-import { spawnDev, waitFor, waitForExit } from "../../../testkit/spawn.js";
+import { spawnDev, waitFor, waitForAsync, waitForExit } from "../../../testkit/spawn.js";
 
 // Deliverable 6 of issue 31: `npm run dev` with Node alone (plus a redis-server binary).
 
@@ -53,14 +53,6 @@ async function tcpRefused(port: number): Promise<boolean> {
     });
     s.once("error", () => resolve(true));
   });
-}
-
-async function waitForAsync(pred: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 describe("npm run dev with no PostgreSQL and no Redis at its URLs", () => {

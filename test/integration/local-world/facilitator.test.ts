@@ -9,7 +9,6 @@ import { exact } from "x402/schemes";
 import { decodeXPaymentResponse } from "x402/shared";
 import { settleResponseHeader } from "x402/types";
 import { wrapFetchWithPayment } from "x402-fetch";
-import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js";
 import { createCdpAuthHeaders } from "../../../src/adapters/facilitator/cdp-auth.js";
 import { v1Requirements } from "../../../src/adapters/facilitator/envelopes.js";
 import { createHttpFacilitator } from "../../../src/adapters/facilitator/http.js";
@@ -18,6 +17,7 @@ import { createLocalFacilitator, type LocalFacilitator } from "../../../src/adap
 import type { ExactPayment, ExactRequirements, Facilitator } from "../../../src/adapters/facilitator/types.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
 import { exactPaymentFromWire, exactRequirements, signExactPayment } from "../../../testkit/exact-payment.js";
+import { chainGateway, usdcBalance } from "../../../testkit/funding.js";
 import { startHttpFacilitator } from "../../../testkit/http-facilitator.js";
 import { closedPortUrl, readJson, sendJson, startTestServer, type TestServer } from "../../../testkit/stub-server.js";
 
@@ -37,16 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await chain?.stop();
 });
-
-function gateway() {
-  return createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
-}
-
-async function balance(address: Address): Promise<bigint> {
-  const r = await gateway().getUsdcBalance(address);
-  if (!r.ok) throw new Error(r.failure.message);
-  return r.value;
-}
 
 /** A fresh buyer key holding `fundsMicro` USDC and no ETH (the facilitator pays gas). */
 async function newBuyer(fundsMicro: bigint): Promise<PrivateKeyAccount> {
@@ -76,7 +66,7 @@ describe("local facilitator: success", () => {
       const buyer = await newBuyer(5_000_000n);
       const req = requirements(1_250_000n);
       const payment = await signPayment(buyer, req, version);
-      const payToBefore = await balance(payTo);
+      const payToBefore = await usdcBalance(chain, payTo);
 
       const verified = await facilitator.verify(payment);
       expect(verified).toEqual({ ok: true, value: { payer: buyer.address } });
@@ -88,10 +78,10 @@ describe("local facilitator: success", () => {
       expect(settled.value.transaction).toMatch(/^0x[0-9a-f]{64}$/);
       expect(settled.value.response).toMatchObject({ success: true, transaction: settled.value.transaction });
 
-      expect(await balance(buyer.address)).toBe(3_750_000n);
-      expect(await balance(payTo)).toBe(payToBefore + 1_250_000n);
+      expect(await usdcBalance(chain, buyer.address)).toBe(3_750_000n);
+      expect(await usdcBalance(chain, payTo)).toBe(payToBefore + 1_250_000n);
 
-      const g = gateway();
+      const g = chainGateway(chain);
       const conf = await g.getConfirmations(settled.value.transaction);
       expect(conf.ok && conf.value).toMatchObject({ status: "success", confirmations: 1 });
       const transfers = await g.getUsdcTransfersInTx(settled.value.transaction);
@@ -112,7 +102,7 @@ describe("local facilitator: success", () => {
     const req = requirements(1_000_000n);
     const settled = await fresh.settle(await signPayment(buyer, req));
     expect(settled.ok).toBe(true);
-    expect(await balance(buyer.address)).toBe(0n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(0n);
   });
 
   test("supported() lists exact on base (v1) and on eip155:8453 (v2), and upto (v2) naming itself", async () => {
@@ -137,10 +127,10 @@ describe("local facilitator: success", () => {
     const buyers = await Promise.all([newBuyer(1_000_000n), newBuyer(1_000_000n), newBuyer(1_000_000n)]);
     const req = requirements(1_000_000n);
     const payments = await Promise.all(buyers.map((b, i) => signPayment(b, req, i === 1 ? 2 : 1)));
-    const before = await balance(payTo);
+    const before = await usdcBalance(chain, payTo);
     const results = await Promise.all(payments.map((p) => facilitator.settle(p)));
     expect(results.map((r) => r.ok)).toEqual([true, true, true]);
-    expect(await balance(payTo)).toBe(before + 3_000_000n);
+    expect(await usdcBalance(chain, payTo)).toBe(before + 3_000_000n);
   });
 });
 
@@ -157,7 +147,7 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
     expect(again).toMatchObject(nonceUsed);
     if (!again.ok) expect(again.failure.message).toMatch(/nonce_already_used/);
     expect(await facilitator.settle(payment)).toMatchObject(nonceUsed);
-    expect(await balance(buyer.address)).toBe(1_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(1_000_000n);
   });
 
   test.each([
@@ -172,14 +162,14 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
     const nonceUsed = { ok: false, failure: { kind: "invalid", reason: "invalid_exact_evm_nonce_already_used" } };
     expect(await facilitator.verify(otherEnvelope)).toMatchObject(nonceUsed);
     expect(await facilitator.settle(otherEnvelope)).toMatchObject(nonceUsed);
-    expect(await balance(buyer.address)).toBe(1_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(1_000_000n);
   });
 
   test("the same payment settled twice at once: exactly one succeeds", async () => {
     const buyer = await newBuyer(1_000_000n);
     const req = requirements(1_000_000n);
     const payment = await signPayment(buyer, req);
-    const before = await balance(payTo);
+    const before = await usdcBalance(chain, payTo);
     const results = await Promise.all([
       facilitator.settle(payment),
       facilitator.settle({ ...payment, x402Version: 2 }),
@@ -187,7 +177,7 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
     expect(results.filter((r) => r.ok)).toHaveLength(1);
     const failed = results.find((r) => !r.ok);
     expect(failed?.ok === false && ["invalid", "settle_failed"].includes(failed.failure.kind)).toBe(true);
-    expect(await balance(payTo)).toBe(before + 1_000_000n);
+    expect(await usdcBalance(chain, payTo)).toBe(before + 1_000_000n);
   });
 
   // @x402/evm's codes: v1 and v2 name a value mismatch differently
@@ -216,7 +206,7 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
     const p = against(payment, requirements(requiredMicro, otherPayTo ?? payTo));
     expect(await facilitator.verify(p)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
     expect(await facilitator.settle(p)).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
-    expect(await balance(buyer.address)).toBe(5_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n);
   });
 
   test("insufficient funds, tampered signature, wrong network, expired → invalid", async () => {
@@ -251,7 +241,7 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
       ok: false,
       failure: { kind: "invalid", reason: "invalid_exact_evm_payload_authorization_valid_before" },
     });
-    expect(await balance(buyer.address)).toBe(2_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(2_000_000n);
   });
 
   test.each(VERSIONS)("v%i: RPC down → network failure", async (version) => {
@@ -291,9 +281,9 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
         failure: { kind: "unknown", transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/) },
       });
       // it did move: the chain decides, never a second settle
-      expect(await balance(buyer.address)).toBe(0n);
+      expect(await usdcBalance(chain, buyer.address)).toBe(0n);
       if (!settled.ok && settled.failure.transaction) {
-        const transfers = await gateway().getUsdcTransfersInTx(settled.failure.transaction);
+        const transfers = await chainGateway(chain).getUsdcTransfersInTx(settled.failure.transaction);
         expect(transfers.ok && transfers.value).toEqual([expect.objectContaining({ from: buyer.address })]);
       }
     },
@@ -317,7 +307,7 @@ describe("local facilitator: rejection (failures are data, never thrown)", () =>
 describe("x402-fetch buyer client end to end", () => {
   test("402 challenge → signed retry → settled by the local facilitator → 200", async () => {
     const buyer = await newBuyer(3_000_000n);
-    const payToBefore = await balance(payTo);
+    const payToBefore = await usdcBalance(chain, payTo);
     let settledTx: Hex | undefined;
     const server = await startTestServer(async (req, res) => {
       const resource = `http://${req.headers.host}${req.url}`;
@@ -353,8 +343,8 @@ describe("x402-fetch buyer client end to end", () => {
       expect(await response.json()).toEqual({ paid: true });
       const receipt = decodeXPaymentResponse(response.headers.get("x-payment-response") ?? "");
       expect(receipt).toMatchObject({ success: true, transaction: settledTx, network: "base", payer: buyer.address });
-      expect(await balance(buyer.address)).toBe(2_950_000n);
-      expect(await balance(payTo)).toBe(payToBefore + 50_000n);
+      expect(await usdcBalance(chain, buyer.address)).toBe(2_950_000n);
+      expect(await usdcBalance(chain, payTo)).toBe(payToBefore + 50_000n);
     } finally {
       await server.close();
     }
@@ -421,14 +411,14 @@ describe("http facilitator client", () => {
     const buyer = await newBuyer(2_000_000n);
     const req = requirements(1_500_000n);
     const payment = await signPayment(buyer, req);
-    const before = await balance(payTo);
+    const before = await usdcBalance(chain, payTo);
 
     expect(await client.verify(payment)).toEqual({ ok: true, value: { payer: buyer.address } });
     const settled = await client.settle(payment);
     if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
     // the local facilitator lists v2: the v1 payment travelled as v2
     expect(settled.value).toMatchObject({ payer: buyer.address, network: "eip155:8453" });
-    expect(await balance(payTo)).toBe(before + 1_500_000n);
+    expect(await usdcBalance(chain, payTo)).toBe(before + 1_500_000n);
 
     expect(await client.verify(payment)).toMatchObject({
       ok: false,
@@ -475,7 +465,7 @@ describe("http facilitator client", () => {
         const settled = await client.settle(payment);
         if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
         expect(settled.value.network).toBe(spoken === 2 ? "eip155:8453" : "base");
-        expect(await balance(buyer.address)).toBe(0n);
+        expect(await usdcBalance(chain, buyer.address)).toBe(0n);
       }
       expect(standIn.supportedCalls).toBe(1);
       expect(standIn.requests.map((r) => r.path)).toEqual(["/verify", "/settle", "/verify", "/settle"]);

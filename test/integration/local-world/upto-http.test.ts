@@ -3,11 +3,11 @@ import type { Address, Hex } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
 import { createUptoChainReads } from "../../../src/adapters/chain/upto-reads.js";
-import { createChainGateway } from "../../../src/adapters/chain/usdc-gateway.js";
 import { uptoAuthorizationOf } from "../../../src/adapters/facilitator/envelopes.js";
 import { createHttpFacilitator, type HttpFacilitator } from "../../../src/adapters/facilitator/http.js";
 import { settleVerdict, type UptoPayment } from "../../../src/adapters/facilitator/types.js";
 import { type LocalChain, startLocalChain } from "../../../src/local/chain/index.js";
+import { chainGateway, usdcBalance } from "../../../testkit/funding.js";
 import { type HttpFacilitatorStandIn, startHttpFacilitator } from "../../../testkit/http-facilitator.js";
 import { signUptoPayment, uptoRequirements } from "../../../testkit/upto-payment.js";
 
@@ -31,15 +31,7 @@ beforeEach(() => {
   standIn.requests.length = 0;
 });
 
-const gateway = () =>
-  createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
-const reads = () => createUptoChainReads(gateway());
-
-async function balance(address: Address): Promise<bigint> {
-  const r = await gateway().getUsdcBalance(address);
-  if (!r.ok) throw new Error(r.failure.message);
-  return r.value;
-}
+const reads = () => createUptoChainReads(chainGateway(chain));
 
 /** A fresh buyer with USDC that approved Permit2, and its signed upto payment for `maxMicro`. */
 async function paying(fundsMicro: bigint, maxMicro: bigint): Promise<{ buyer: PrivateKeyAccount; p: UptoPayment }> {
@@ -75,14 +67,14 @@ describe("http facilitator: upto through a standard facilitator", () => {
 
   test("verify sends the maximum, settle the actual amount; exactly that moves; a replay is refused", async () => {
     const { buyer, p } = await paying(4_000_000n, 2_500_000n);
-    const before = await balance(payTo);
+    const before = await usdcBalance(chain, payTo);
     expect(await client.verifyUpto(p)).toEqual({ ok: true, value: { payer: buyer.address } });
     const settled = await client.settleUpto(p, 987_654n);
     if (!settled.ok) throw new Error(JSON.stringify(settled.failure));
     expect(settled.value).toMatchObject({ payer: buyer.address, network: "eip155:8453" });
     expect(settled.value.response.amount).toBe("987654");
-    expect(await balance(buyer.address)).toBe(4_000_000n - 987_654n);
-    expect(await balance(payTo)).toBe(before + 987_654n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(4_000_000n - 987_654n);
+    expect(await usdcBalance(chain, payTo)).toBe(before + 987_654n);
 
     // the wire: x402 v2 bodies, the payload as the buyer sent it, the requirement's amount per call
     const [verifyReq, settleReq] = standIn.requests;
@@ -105,7 +97,7 @@ describe("http facilitator: upto through a standard facilitator", () => {
       ok: false,
       failure: { kind: "invalid", reason: "permit2_invalid_nonce", payer: buyer.address },
     });
-    expect(await balance(buyer.address)).toBe(4_000_000n - 987_654n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(4_000_000n - 987_654n);
   });
 
   test("a settle of 0 asks the facilitator nothing", async () => {
@@ -150,7 +142,7 @@ describe("http facilitator: upto through a standard facilitator", () => {
     const tx = landed.value.transaction as Hex;
     const inTx = await reads().getUptoSettlementInTx(tx, buyer.address, payTo);
     expect(inTx.ok && inTx.value).toMatchObject({ movedMicroUsdc: 1_111_111n, call: { nonce: nonceOf(p) } });
-    const head = await gateway().publicClient.getBlockNumber({ cacheTime: 0 });
+    const head = await chainGateway(chain).publicClient.getBlockNumber({ cacheTime: 0 });
     const found = await reads().findUptoSettlements({ from: buyer.address, to: payTo, fromBlock: 0n, toBlock: head });
     expect(found.ok && found.value.map((s) => [s.txHash, s.movedMicroUsdc])).toEqual([[tx, 1_111_111n]]);
   });
@@ -161,7 +153,7 @@ describe("http facilitator: upto through a standard facilitator", () => {
     const r = await client.settleUpto(p, 1_000_000n);
     expect(r).toMatchObject({ ok: false, failure: { kind: "unknown", status: 502 } });
     expect(await reads().isPermit2NonceUsed(buyer.address, nonceOf(p))).toEqual({ ok: true, value: false });
-    expect(await balance(buyer.address)).toBe(3_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
   });
 
   test("settled, then the connection dropped: unknown", async () => {
@@ -169,7 +161,7 @@ describe("http facilitator: upto through a standard facilitator", () => {
     standIn.mode = "settle-then-drop";
     const r = await client.settleUpto(p, 250_000n);
     expect(r).toMatchObject({ ok: false, failure: { kind: "unknown" } });
-    expect(await balance(buyer.address)).toBe(2_750_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(2_750_000n);
   });
 
   test("the facilitator's own refusal: settle_failed, nothing moved", async () => {
@@ -178,6 +170,6 @@ describe("http facilitator: upto through a standard facilitator", () => {
     const r = await client.settleUpto(p, 1_000_000n);
     expect(r).toMatchObject({ ok: false, failure: { kind: "settle_failed", reason: "invalid_permit2_signature" } });
     if (!r.ok) expect(settleVerdict(r.failure)).toBe("refused");
-    expect(await balance(buyer.address)).toBe(3_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
   });
 });

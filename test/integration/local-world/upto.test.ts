@@ -15,6 +15,7 @@ import {
   localUsdcAbi,
   startLocalChain,
 } from "../../../src/local/chain/index.js";
+import { chainGateway, usdcBalance } from "../../../testkit/funding.js";
 import { signUptoPayment, uptoRequirements } from "../../../testkit/upto-payment.js";
 
 let chain: LocalChain;
@@ -33,15 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await chain?.stop();
 });
-
-const gateway = () =>
-  createChainGateway({ rpcUrl: chain.rpcUrl, chainId: chain.chainId, usdcAddress: chain.usdcAddress });
-
-async function balance(address: Address): Promise<bigint> {
-  const r = await gateway().getUsdcBalance(address);
-  if (!r.ok) throw new Error(r.failure.message);
-  return r.value;
-}
 
 /** A fresh buyer holding `fundsMicro` USDC; `approve`: it approved Permit2 (the one-time step). */
 async function newBuyer(fundsMicro: bigint, approve = true): Promise<PrivateKeyAccount & { key: `0x${string}` }> {
@@ -82,7 +74,7 @@ describe("the local chain's Permit2 and upto proxy", () => {
     expect(theirs.length).toBeGreaterThan(10);
     for (const item of theirs) expect(ours).toContain(signature(item));
 
-    const client = gateway().publicClient;
+    const client = chainGateway(chain).publicClient;
     expect(await client.getCode({ address: PERMIT2_ADDRESS })).toBe(artifact.permit2Code);
     expect(await client.getCode({ address: x402UptoPermit2ProxyAddress })).toBe(artifact.uptoProxyCode);
     const permit2 = await client.readContract({
@@ -112,16 +104,16 @@ describe("local facilitator: upto", () => {
     const facts = uptoAuthorizationOf(payment.payload);
     if (facts === undefined) throw new Error("no upto authorization");
     expect(facts).toMatchObject({ payer: buyer.address, maxAmount: 2_000_000n, payTo });
-    const reads = createUptoChainReads(gateway());
+    const reads = createUptoChainReads(chainGateway(chain));
     expect(await reads.isPermit2NonceUsed(buyer.address, facts.nonce)).toEqual({ ok: true, value: false });
 
     expect(await facilitator.verifyUpto(payment)).toEqual({ ok: true, value: { payer: buyer.address } });
-    const payToBefore = await balance(payTo);
+    const payToBefore = await usdcBalance(chain, payTo);
     const settled = okValue(await facilitator.settleUpto(payment, 1_234_567n));
     expect(settled.transaction).toMatch(/^0x[0-9a-f]{64}$/);
     expect(settled.response).toMatchObject({ success: true, network: "eip155:8453", payer: buyer.address });
-    expect(await balance(buyer.address)).toBe(5_000_000n - 1_234_567n);
-    expect(await balance(payTo)).toBe(payToBefore + 1_234_567n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n - 1_234_567n);
+    expect(await usdcBalance(chain, payTo)).toBe(payToBefore + 1_234_567n);
 
     // the chain reads that reconcile an unknown settle
     expect(await reads.isPermit2NonceUsed(buyer.address, facts.nonce)).toEqual({ ok: true, value: true });
@@ -145,13 +137,13 @@ describe("local facilitator: upto", () => {
     if (resettled.ok) throw new Error("a replayed upto payment settled");
     expect(resettled.failure.reason).toBe("permit2_invalid_nonce");
     expect(settleVerdict(resettled.failure)).toBe("refused");
-    expect(await balance(buyer.address)).toBe(5_000_000n - 1_234_567n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(5_000_000n - 1_234_567n);
   });
 
   test("the same payment settled twice at once, for different amounts: one lands, the other is refused", async () => {
     const buyer = await newBuyer(3_000_000n);
     const payment = await signUptoPayment(buyer, requirements(2_000_000n));
-    const before = await balance(payTo);
+    const before = await usdcBalance(chain, payTo);
     const results = await Promise.all([
       facilitator.settleUpto(payment, 700_000n),
       facilitator.settleUpto(payment, 1_900_000n),
@@ -163,8 +155,8 @@ describe("local facilitator: upto", () => {
     expect(settleVerdict(lost.failure)).toBe("refused");
     expect(lost.failure.reason).toBe("permit2_invalid_nonce");
     const moved = won === 0 ? 700_000n : 1_900_000n;
-    expect(await balance(payTo)).toBe(before + moved);
-    expect(await balance(buyer.address)).toBe(3_000_000n - moved);
+    expect(await usdcBalance(chain, payTo)).toBe(before + moved);
+    expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n - moved);
   });
 
   test("distinct payments of one buyer and of several, settled at once, all land", async () => {
@@ -175,21 +167,21 @@ describe("local facilitator: upto", () => {
       ...buyers.map((b) => signUptoPayment(b, requirements(1_000_000n))),
       signUptoPayment(first, requirements(1_000_000n)),
     ]);
-    const before = await balance(payTo);
+    const before = await usdcBalance(chain, payTo);
     const results = await Promise.all(payments.map((p, i) => facilitator.settleUpto(p, 100_000n * BigInt(i + 1))));
     expect(results.map((r) => r.ok)).toEqual([true, true, true, true]);
-    expect(await balance(payTo)).toBe(before + 1_000_000n);
-    expect(await balance(first.address)).toBe(2_000_000n - 100_000n - 400_000n);
+    expect(await usdcBalance(chain, payTo)).toBe(before + 1_000_000n);
+    expect(await usdcBalance(chain, first.address)).toBe(2_000_000n - 100_000n - 400_000n);
   });
 
   test("settle of the full maximum, and of 0 (nothing sent, nonce left unspent)", async () => {
     const buyer = await newBuyer(3_000_000n);
     const full = await signUptoPayment(buyer, requirements(1_000_000n));
     okValue(await facilitator.settleUpto(full, 1_000_000n));
-    expect(await balance(buyer.address)).toBe(2_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(2_000_000n);
 
     const zero = await signUptoPayment(buyer, requirements(1_000_000n));
-    const blockBefore = await gateway().publicClient.getBlockNumber({ cacheTime: 0 });
+    const blockBefore = await chainGateway(chain).publicClient.getBlockNumber({ cacheTime: 0 });
     const settled = okValue(await facilitator.settleUpto(zero, 0n));
     expect(settled).toEqual({
       transaction: "",
@@ -197,10 +189,12 @@ describe("local facilitator: upto", () => {
       network: "eip155:8453",
       response: { success: true, transaction: "", network: "eip155:8453", payer: buyer.address, amount: "0" },
     });
-    expect(await gateway().publicClient.getBlockNumber({ cacheTime: 0 })).toBe(blockBefore);
-    expect(await balance(buyer.address)).toBe(2_000_000n);
+    expect(await chainGateway(chain).publicClient.getBlockNumber({ cacheTime: 0 })).toBe(blockBefore);
+    expect(await usdcBalance(chain, buyer.address)).toBe(2_000_000n);
     const nonce = uptoAuthorizationOf(zero.payload)?.nonce ?? -1n;
-    expect(okValue(await createUptoChainReads(gateway()).isPermit2NonceUsed(buyer.address, nonce))).toBe(false);
+    expect(okValue(await createUptoChainReads(chainGateway(chain)).isPermit2NonceUsed(buyer.address, nonce))).toBe(
+      false,
+    );
   });
 
   test("more than the maximum is refused before anything is sent", async () => {
@@ -212,10 +206,10 @@ describe("local facilitator: upto", () => {
       failure: { kind: "invalid", reason: "invalid_upto_evm_payload_settlement_exceeds_amount", payer: buyer.address },
     });
     expect(await facilitator.settleUpto(payment, -1n)).toMatchObject({ ok: false, failure: { kind: "invalid" } });
-    expect(await balance(buyer.address)).toBe(3_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
     // the payment is still good for up to its maximum
     okValue(await facilitator.settleUpto(payment, 1_000_000n));
-    expect(await balance(buyer.address)).toBe(2_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(2_000_000n);
   });
 
   test("wrong payTo, another maximum, another chain: invalid, nothing moves", async () => {
@@ -232,7 +226,7 @@ describe("local facilitator: upto", () => {
       const s = await facilitator.settleUpto(p, 500_000n);
       expect(s).toMatchObject({ ok: false, failure: { kind: "invalid", reason } });
     }
-    expect(await balance(buyer.address)).toBe(3_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
   });
 
   test("a witness naming another facilitator is refused; the proxy refuses any other caller", async () => {
@@ -248,7 +242,7 @@ describe("local facilitator: upto", () => {
       failure: { kind: "invalid", reason: "upto_facilitator_mismatch" },
     });
     expect(await facilitator.settleUpto(payment, 1n)).toMatchObject({ ok: false, failure: { kind: "invalid" } });
-    expect(await balance(buyer.address)).toBe(3_000_000n);
+    expect(await usdcBalance(chain, buyer.address)).toBe(3_000_000n);
 
     // on chain: a payment naming this facilitator, settled by anyone else, reverts
     const ours = await signUptoPayment(buyer, requirements(1_000_000n));
@@ -262,7 +256,7 @@ describe("local facilitator: upto", () => {
       facts.signature,
     ] as const;
     const call = (account: Address) =>
-      gateway().publicClient.simulateContract({
+      chainGateway(chain).publicClient.simulateContract({
         address: x402UptoPermit2ProxyAddress,
         abi: x402UptoPermit2ProxyABI,
         functionName: "settle",
@@ -297,8 +291,8 @@ describe("local facilitator: upto", () => {
     expect(await facilitator.verifyUpto(payment)).toEqual({ ok: true, value: { payer: buyer.address } });
     const settled = okValue(await facilitator.settleUpto(payment, 700_000n));
     expect(settled.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(await balance(buyer.address)).toBe(2_300_000n);
-    const client = gateway().publicClient;
+    expect(await usdcBalance(chain, buyer.address)).toBe(2_300_000n);
+    const client = chainGateway(chain).publicClient;
     expect(await client.getBalance({ address: buyer.address })).toBe(0n);
     const allowance = await client.readContract({
       address: chain.usdcAddress,

@@ -1,13 +1,14 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { sqlRunner } from "../../../src/adapters/sql.js";
 import { eligibleOffers } from "../../../src/domain/inference/clearing.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /** two app instances on one database and Redis prefix */
-const world = useMarketWorld({ sim: false, peer: true });
+test.override("appOptions", { peer: true });
+const world = fileWorld(test);
 
 type CapacityBody = {
   generatedAt: string;

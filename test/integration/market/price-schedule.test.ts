@@ -1,12 +1,12 @@
 import { QueueEvents } from "bullmq";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import type { CapacityChangedEvent } from "../../../src/adapters/pubsub.js";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { movableClock, type TestApp } from "../../../testkit/harness.js";
 import { chat, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import { myOffers, type OfferBody, pinToHour, postOfferCall, registerKey, simKey } from "../../../testkit/supply.js";
 
 /**
@@ -19,7 +19,8 @@ beforeAll(() => {
   pinToHour(clock, 17);
   clock.advance(58 * 60_000); // 17:58 UTC
 });
-const world = useMarketWorld({ syncCatalog: true, clock, workers: true, peer: true });
+test.override("appOptions", { sim: {}, syncCatalog: true, clock, workers: true, peer: true });
+const world = fileWorld(test);
 const BODY = { model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }], max_tokens: 20 };
 
 type CapacityBody = {

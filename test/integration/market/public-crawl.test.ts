@@ -1,15 +1,16 @@
-import { expect, test } from "vitest";
+import { expect } from "vitest";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createInferenceRequest } from "../../../testkit/fixtures.js";
 import { addSupply } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * SPEC 13: supplier identity is never exposed in public data. Crawl every public route (REST and
  * GraphQL) over a market with suppliers, offers and enough clears for statistics, and look for any
  * supplier account id, wallet, upstream key id, key label, offer id or secret.
  */
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const secrets: string[] = [];
 
 test("no public route reveals a supplier", async () => {

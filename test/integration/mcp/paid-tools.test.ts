@@ -12,31 +12,40 @@ import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { toClientEvmSigner } from "@x402/evm";
 import { UptoEvmScheme } from "@x402/evm/upto/client";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { afterEach, beforeAll, describe, expect } from "vitest";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
+import { appTest, fileWorld } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { chainEnv, fundedBuyer, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { type HttpFacilitatorStandIn, startHttpFacilitator } from "../../../testkit/http-facilitator.js";
 import { addSupply } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 const MODEL = "zai-org-glm-5-1";
 const PAYMENT = "x402/payment";
 const RECEIPT = "x402/payment-response";
 
+// the local chain and the HTTP facilitator: a fixture the world's options read, so they start before
+// the app and stop after it
 let chain: LocalChain;
 let facilitator: HttpFacilitatorStandIn;
-beforeAll(async () => {
-  chain = await startLocalChain();
-  facilitator = await startHttpFacilitator(chain, { versions: [1, 2] });
-});
-afterAll(async () => {
-  await facilitator?.close();
-  await chain?.stop();
-});
-
-const world = useMarketWorld({ syncCatalog: true, env: () => chainEnv(chain, { FACILITATOR_URL: facilitator.url }) });
+const test = appTest
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend("chain", { scope: "file" }, async ({}, { onCleanup }) => {
+    chain = await startLocalChain();
+    onCleanup(async () => {
+      await facilitator?.close();
+      await chain.stop();
+    });
+    facilitator = await startHttpFacilitator(chain, { versions: [1, 2] });
+    return chain;
+  })
+  .override("appOptions", ({ chain }) => ({
+    sim: {},
+    syncCatalog: true,
+    env: chainEnv(chain, { FACILITATOR_URL: facilitator.url }),
+  }));
+const world = fileWorld(test);
 
 beforeAll(async () => {
   await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 200_000_000n }]);

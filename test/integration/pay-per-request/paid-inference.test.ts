@@ -8,6 +8,7 @@ import { assertBooksBalance } from "../../../testkit/books.js";
 import { usdcBalance } from "../../../testkit/funding.js";
 import { addSupply, fundConfirmed } from "../../../testkit/market.js";
 import {
+  chatBody,
   paidOpenAI,
   paymentOfPayer,
   payPerRequestTest as test,
@@ -25,12 +26,6 @@ import {
  */
 
 const MODEL = "zai-org-glm-5-1";
-const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
-  model: MODEL,
-  max_tokens: 64,
-  messages: [{ role: "user", content }],
-  ...extra,
-});
 
 test.beforeAll(async ({ app, sim }) => {
   await addSupply(app, sim, [

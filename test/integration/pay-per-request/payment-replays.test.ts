@@ -5,6 +5,7 @@ import { assertBooksBalance } from "../../../testkit/books.js";
 import { usdcBalance } from "../../../testkit/funding.js";
 import { addSupply } from "../../../testkit/market.js";
 import {
+  chatBody,
   paymentOfPayer,
   signedUpto,
   payPerRequestTest as test,
@@ -20,12 +21,6 @@ import {
  */
 
 const CHAT = "/chat/completions";
-const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
-  model: "zai-org-glm-5-1",
-  max_tokens: 64,
-  messages: [{ role: "user", content }],
-  ...extra,
-});
 const sig = (value: string) => ({ "payment-signature": value });
 
 test.beforeAll(async ({ app, sim }) => {

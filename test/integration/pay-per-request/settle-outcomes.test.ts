@@ -7,6 +7,7 @@ import type { TestApp } from "../../../testkit/harness.js";
 import { startHttpFacilitator } from "../../../testkit/http-facilitator.js";
 import { addSupply } from "../../../testkit/market.js";
 import {
+  chatBody,
   paymentOfPayer,
   payPerRequestTest,
   signedUpto,
@@ -36,12 +37,6 @@ test.override("appOptions", ({ chain, facilitator }) => ({
 }));
 
 const CHAT = "/chat/completions";
-const chatBody = (content: string, extra: Record<string, unknown> = {}) => ({
-  model: "zai-org-glm-5-1",
-  max_tokens: 64,
-  messages: [{ role: "user", content }],
-  ...extra,
-});
 const sig = (value: string) => ({ "payment-signature": value });
 
 test.beforeAll(async ({ app, sim }) => {

@@ -9,7 +9,7 @@ import { createLocalIdp } from "../../../src/local/idp/index.js";
 import { startUpstreamSimulator, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { x402Signup } from "../../../testkit/funding.js";
 import { freePort, isolatedWorld } from "../../../testkit/harness.js";
-import { spawnDev, spawnMain, waitFor, waitForExit, waitForHttp } from "../../../testkit/spawn.js";
+import { spawnDev, spawnMain, waitFor, waitForAsync, waitForExit, waitForHttp } from "../../../testkit/spawn.js";
 
 const PROD = {
   PAY_TO: "0x1111111111111111111111111111111111111111",
@@ -260,12 +260,4 @@ describe("npm start (production mode) against outside servers, as a black-box ha
 
 function usdcDiff(before: string, after: string): string {
   return formatDecimal6((parseDecimal6(before) ?? 0n) - (parseDecimal6(after) ?? 0n));
-}
-
-async function waitForAsync(pred: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }

@@ -1,15 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { debitPayout } from "../../../src/domain/ledger/ledger.js";
 import { PAYOUT_RESEND_AFTER_MS } from "../../../src/domain/supply/payouts.js";
 import { utcDay } from "../../../src/lib/clock.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { appTest, fileWorld } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectError } from "../../../testkit/errors.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import { chainEnv, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { movableClock } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { payableOf } from "../../../testkit/market.js";
 import { as, creditClear, pinToHour } from "../../../testkit/supply.js";
 
 /**
@@ -17,23 +18,27 @@ import { as, creditClear, pinToHour } from "../../../testkit/supply.js";
  * USDC moves from the treasury (PAY_TO, dev account 2) to the supplier's wallet.
  */
 let chain: LocalChain;
-let payoutEnv: Record<string, string>;
 const clock = movableClock();
 const TREASURY_USDC = 1_000_000_000n; // 1000 USDC
 
-// registered before the world: the chain starts first and stops after the apps close
-beforeAll(async () => {
-  pinToHour(clock, 9);
-  chain = await startLocalChain();
-  const treasury = chain.devAccounts[2];
-  if (!treasury) throw new Error("dev account 2 missing");
-  await chain.mintUsdc(treasury.address, TREASURY_USDC);
-  payoutEnv = chainEnv(chain, { PAYOUT_PRIVATE_KEY: treasury.privateKey });
-});
-afterAll(async () => {
-  await chain?.stop();
-});
-const world = useMarketWorld({ sim: false, env: () => payoutEnv, clock, peer: true });
+// a fixture the world's options read: the chain starts first and stops after the apps close
+const test = appTest
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend("chain", { scope: "file" }, async ({}, { onCleanup }) => {
+    pinToHour(clock, 9);
+    chain = await startLocalChain();
+    onCleanup(() => chain.stop());
+    const treasury = chain.devAccounts[2];
+    if (!treasury) throw new Error("dev account 2 missing");
+    await chain.mintUsdc(treasury.address, TREASURY_USDC);
+    return chain;
+  })
+  .override("appOptions", ({ chain }) => ({
+    env: chainEnv(chain, { PAYOUT_PRIVATE_KEY: chain.devAccounts[2]?.privateKey ?? "" }),
+    clock,
+    peer: true,
+  }));
+const world = fileWorld(test);
 
 interface Supplier {
   user: SignedInUser;
@@ -67,10 +72,6 @@ async function earn(s: Supplier, grossMicro: bigint, extra: { createdAt?: Date; 
     ...extra,
   });
   return { ...r, buyer, share: grossMicro - fee };
-}
-
-async function payable(accountId: string): Promise<bigint> {
-  return (await world.app.rt.db.account.findUniqueOrThrow({ where: { id: accountId } })).supplierPayableMicroUsdc;
 }
 
 async function ledger(user: SignedInUser, query = "") {
@@ -206,8 +207,8 @@ describe("daily payouts", () => {
     expect(run.paid).toBeGreaterThanOrEqual(1);
     expect(await usdcBalance(chain, a.user.walletAddress)).toBe(2_700_000n);
     expect(await usdcBalance(chain, b.user.walletAddress)).toBe(0n);
-    expect(await payable(a.user.accountId)).toBe(0n);
-    expect(await payable(b.user.accountId)).toBe(900_000n);
+    expect(await payableOf(world.app, a.user.accountId)).toBe(0n);
+    expect(await payableOf(world.app, b.user.accountId)).toBe(900_000n);
     const [payout] = await world.app.rt.db.payout.findMany({ where: { accountId: a.user.accountId } });
     expect(payout).toMatchObject({
       status: "submitted",
@@ -388,7 +389,7 @@ describe("daily payouts", () => {
     const p = await world.app.rt.db.payout.findFirstOrThrow({ where: { accountId: s.user.accountId } });
     expect(p).toMatchObject({ status: "failed", txHash: null });
     expect(p.failureReason).toMatch(/refused/);
-    expect(await payable(s.user.accountId)).toBe(2_700_000_000n);
+    expect(await payableOf(world.app, s.user.accountId)).toBe(2_700_000_000n);
     expect(await usdcBalance(chain, s.user.walletAddress)).toBe(0n);
     const l = await ledger(s.user);
     expect(l.data.slice(0, 2).map((e) => [e.transactionKind, e.amountUsdc])).toEqual([

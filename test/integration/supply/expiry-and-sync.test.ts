@@ -1,10 +1,10 @@
 import { QueueEvents } from "bullmq";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { expectError } from "../../../testkit/errors.js";
 import { movableClock } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
   myKeys,
   myOffers,
@@ -29,7 +29,8 @@ const clock = movableClock();
 beforeAll(() => {
   pinToHour(clock, 10); // tomorrow 10:00 UTC: no midnight crossing by accident
 });
-const world = useMarketWorld({ catalogSyncKey: false, clock, workers: true, peer: true });
+test.override("appOptions", { sim: {}, catalogSyncKey: false, clock, workers: true, peer: true });
+const world = fileWorld(test);
 
 async function supplierWithKey(
   diemMicro = 100_000_000n,

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "graphql-sse";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { simKey } from "../../../testkit/supply.js";
 
-const world = useMarketWorld({ catalogSyncKey: false });
+test.override("appOptions", { sim: {}, catalogSyncKey: false });
+const world = fileWorld(test);
 
 interface GqlResult<T> {
   data?: T;

@@ -2,13 +2,14 @@
 // router during a completion and one seen by the balance sync move the key the same way and
 // publish the same events (offerUpdated to the owner, capacityChanged to the market); a key that
 // authenticates again is reopened by the sync; a cooldown only ever extends.
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import type { AccountEvent, CapacityChangedEvent } from "../../../src/adapters/pubsub.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 const BODY = { model: "zai-org-glm-5-1", messages: [{ role: "user", content: "hello" }], max_tokens: 20 };
 
 /** Collects a topic's events from now on (through Redis, as every process hears them). */

@@ -1,9 +1,9 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { expectError } from "../../../testkit/errors.js";
-import { chat, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { chat, emptyBook, fundedBuyerKey } from "../../../testkit/market.js";
 import {
   type KeyBody,
   type OfferBody,
@@ -23,7 +23,8 @@ import {
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+test.override("appOptions", { sim: {}, env: { KEY_MAX_IN_FLIGHT: "64" }, syncCatalog: true });
+const world = fileWorld(test);
 
 /** A signed-in supplier with one registered key holding `diemMicro` (prices unique per test). */
 async function supplier(diemMicro: bigint): Promise<{ user: SignedInUser; key: KeyBody; secret: string }> {
@@ -74,10 +75,7 @@ describe("routable depth never promises DIEM the key does not have", () => {
 
   test("a key whose balance is unknown routes nothing (it used to route the whole offer)", async () => {
     // only this offer on the book
-    await world.app.rt.db.offer.updateMany({
-      where: { status: { in: ["active", "paused"] } },
-      data: { status: "cancelled", endedAt: new Date() },
-    });
+    await emptyBook(world.app);
     const { user, key, secret } = await supplier(50_000_000n);
     await postOffer(world.app, user, key.id, 54, "10.000000");
     await world.app.rt.db.upstreamKey.update({ where: { id: key.id }, data: { lastBalanceMicroDiem: null } });

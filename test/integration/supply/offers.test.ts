@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { nextUtcMidnight } from "../../../src/lib/clock.js";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { expectError } from "../../../testkit/errors.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
   deleteKey,
   deleteOffer,
@@ -21,7 +21,8 @@ import {
   supplySnapshot,
 } from "../../../testkit/supply.js";
 
-const world = useMarketWorld({ catalogSyncKey: false });
+test.override("appOptions", { sim: {}, catalogSyncKey: false });
+const world = fileWorld(test);
 
 /** A signed-in supplier with one registered key. Prices are unique per test so ladder checks do not mix. */
 async function supplier(diemMicro = 100_000_000n): Promise<{ user: SignedInUser; key: KeyBody }> {

@@ -6,41 +6,41 @@
 // a supplier's own buyer queues videos on its offer, a payout runs, the key is revoked, the jobs
 // are refunded a day later: the platform ends at zero loss. Real Postgres, Redis, the upstream
 // simulator and a local chain for the payouts.
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { beforeEach, describe, expect } from "vitest";
 import { refundClear } from "../../../src/domain/ledger/ledger.js";
 import type { LocalChain } from "../../../src/local/chain/index.js";
 import { call, createKey, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { appTest, fileWorld } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { createAccount, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import { chainEnv, startLocalChain, usdcBalance } from "../../../testkit/funding.js";
 import { movableClock } from "../../../testkit/harness.js";
-import { confirmedOf, fundConfirmed, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { confirmedOf, emptyBook, expireLiveVideoJobs, fundConfirmed, fundedBuyerKey } from "../../../testkit/market.js";
 import { as, creditClear, deleteKey, pinToHour, postOffer, registerKey, simKey } from "../../../testkit/supply.js";
 
 let chain: LocalChain;
-let payoutEnv: Record<string, string>;
 const clock = movableClock();
 
-// registered before the world: the chain starts first and stops after the apps close
-beforeAll(async () => {
-  pinToHour(clock, 9);
-  chain = await startLocalChain();
-  const treasury = chain.devAccounts[2];
-  if (!treasury) throw new Error("dev account 2 missing");
-  await chain.mintUsdc(treasury.address, 1_000_000_000n);
-  payoutEnv = chainEnv(chain, { PAYOUT_PRIVATE_KEY: treasury.privateKey });
-});
-afterAll(async () => {
-  await chain?.stop();
-});
-const world = useMarketWorld({
-  syncCatalog: true,
-  clock,
-  sim: { now: () => clock.now() },
-  env: () => payoutEnv,
-  peer: true,
-});
+// a fixture the world's options read: the chain starts first and stops after the apps close
+const test = appTest
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern
+  .extend("chain", { scope: "file" }, async ({}, { onCleanup }) => {
+    pinToHour(clock, 9);
+    chain = await startLocalChain();
+    onCleanup(() => chain.stop());
+    const treasury = chain.devAccounts[2];
+    if (!treasury) throw new Error("dev account 2 missing");
+    await chain.mintUsdc(treasury.address, 1_000_000_000n);
+    return chain;
+  })
+  .override("appOptions", ({ chain }) => ({
+    syncCatalog: true,
+    clock,
+    sim: { now: () => clock.now() },
+    env: chainEnv(chain, { PAYOUT_PRIVATE_KEY: chain.devAccounts[2]?.privateKey ?? "" }),
+    peer: true,
+  }));
+const world = fileWorld(test);
 
 // wan-2.6 at 720p with audio: 0.6 DIEM upstream + 5% = 0.63 DIEM; at 40 cents 0.252 USDC:
 // 0.2268 to the supplier, 0.0252 platform fee (10%)
@@ -53,17 +53,8 @@ const DAY_MS = 24 * 3_600_000;
 
 beforeEach(async () => {
   // each test starts from an empty market, no live job of another test, at 09:00 UTC of a fresh day
-  const db = world.app.rt.db;
-  await db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: clock.now() },
-  });
-  await db.videoJob.updateMany({
-    where: { status: { in: ["rendering", "completed_no_media"] } },
-    data: { status: "expired", nextPollAt: null },
-  });
-  world.app.rt.services.inference.invalidateBook();
-  world.peer.rt.services.inference.invalidateBook();
+  await emptyBook(world.app, { peers: [world.peer], endedAt: clock.now() });
+  await expireLiveVideoJobs(world.app);
   world.sim.state.setVideoConfig({ processingPolls: 0, renderMs: 0, defaultOutcome: "mp4" });
   pinToHour(clock, 9);
 });

@@ -1,11 +1,11 @@
 import { QueueEvents } from "bullmq";
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
 import type { RepostRun } from "../../../src/domain/supply/standing-offers.js";
 import { type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { expectError } from "../../../testkit/errors.js";
 import { movableClock, type TestApp } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
   deleteKey,
   deleteOffer,
@@ -32,7 +32,8 @@ const clock = movableClock();
 beforeAll(() => {
   pinToHour(clock, 22);
 });
-const world = useMarketWorld({ catalogSyncKey: false, clock, workers: true, sim: { now: () => clock.now() } });
+test.override("appOptions", { catalogSyncKey: false, clock, workers: true, sim: { now: () => clock.now() } });
+const world = fileWorld(test);
 
 /** A second process of the deployment, running the workers too. */
 let second: TestApp;

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { SecretBox } from "../../../src/lib/secret-box.js";
 import { call, type Res, signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { expectError } from "../../../testkit/errors.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import {
   as,
   deleteKey,
@@ -17,7 +17,8 @@ import {
   supplySnapshot,
 } from "../../../testkit/supply.js";
 
-const world = useMarketWorld({ catalogSyncKey: false });
+test.override("appOptions", { sim: {}, catalogSyncKey: false });
+const world = fileWorld(test);
 
 function register(cookie: string, body: unknown): Promise<Res> {
   return call(world.app, { method: "POST", path: "/v1/supply/upstream-keys", headers: { cookie }, body });

@@ -12,7 +12,7 @@ import { describe, expect } from "vitest";
 import { call } from "../../../testkit/actors.js";
 import { appTest } from "../../../testkit/app-test.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { addSupply, chat, fundedBuyerKey, responses } from "../../../testkit/market.js";
+import { addSupply, chat, emptyBook, fundedBuyerKey, responses } from "../../../testkit/market.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../../../testkit/otlp.js";
 import { startReceiver, webhookFor } from "../../../testkit/webhooks.js";
 
@@ -79,11 +79,7 @@ const traceIn = (traceparent: string | null) => traceparent?.split("-")[1];
 
 /** An empty book and no faults: each test routes on its own supply only. */
 async function freshBook(app: TestApp, sim: { state: { clearFaults(): void } }) {
-  await app.rt.db.offer.updateMany({
-    where: { status: { in: ["active", "paused"] } },
-    data: { status: "cancelled", endedAt: new Date() },
-  });
-  app.rt.services.inference.invalidateBook();
+  await emptyBook(app);
   sim.state.clearFaults();
 }
 

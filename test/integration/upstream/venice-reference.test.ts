@@ -7,18 +7,19 @@
 // every documented field the service reads. Buyers' undocumented fields are dropped, `fallbacks` is
 // refused, and the video quote asks with the pricing inputs only.
 import { readFileSync } from "node:fs";
-import { beforeAll, describe, expect, test } from "vitest";
+import { beforeAll, describe, expect } from "vitest";
 import { VENICE_REQUEST_FIELDS } from "../../../src/adapters/upstream/venice-fields.js";
 import type { SimFaultKind, SimRequestRecord, UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
 import { call } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { addSupply, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 import { registerKey, simKey } from "../../../testkit/supply.js";
 import { jsonFrames, parseSse, startSim } from "../../../testkit/upstream-sim.js";
 import { type JsonSchema, veniceReference } from "../../../testkit/venice-reference.js";
 
 const ref = veniceReference();
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 type Json = Record<string, unknown>;
 

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { describe, expect, test } from "vitest";
+import { describe, expect } from "vitest";
 import { signIn } from "../../../testkit/actors.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { addSupply, chat, endedRequest, fundedBuyerKey } from "../../../testkit/market.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * The queries the web app reads beside the rest of the schema (src/graphql/schema/dashboard.ts):
@@ -10,7 +10,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  */
 
 const MODEL = "zai-org-glm-5-1";
-const world = useMarketWorld({ syncCatalog: true });
+test.override("appOptions", { sim: {}, syncCatalog: true });
+const world = fileWorld(test);
 
 interface GqlResult<T> {
   data?: T | null;

@@ -4,14 +4,14 @@ import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { createHttpApp } from "../../../src/app.js";
 import { loadConfig } from "../../../src/config.js";
 import { createRuntime, type Runtime } from "../../../src/runtime.js";
 import { buildWebApp, builtStampOf, webBuildStamp, webMountPath } from "../../../src/web/vite.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { REDIS_URL } from "../../../testkit/db.js";
 import { freePort, isolatedWorld } from "../../../testkit/harness.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
 
 /**
  * How the process serves the web app at {web_url}: its config.json, the local-mode dev sign-in
@@ -19,7 +19,8 @@ import { useMarketWorld } from "../../../testkit/market-world.js";
  * fallback and the security headers. The views themselves are tested in chromium (test/browser/web).
  */
 
-const world = useMarketWorld({ sim: false });
+test.override("appOptions", {});
+const world = fileWorld(test);
 
 describe("local mode", () => {
   test("the mount path redirects to its slash; config.json says what the browser needs and no secret", async () => {

@@ -9,7 +9,14 @@ import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { appTest as test } from "../../../testkit/app-test.js";
 import { expectError } from "../../../testkit/errors.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { type Receiver, startReceiver, verifies, webhookFor } from "../../../testkit/webhooks.js";
+import {
+  hasWebhookId,
+  type Receiver,
+  sendTestEvent,
+  startReceiver,
+  verifies,
+  webhookFor,
+} from "../../../testkit/webhooks.js";
 
 // five attempts in all, 50 ms apart
 test.override("appOptions", { workers: true, env: { WEBHOOK_RETRY_SCHEDULE_MS: "50,50,50,50" } });
@@ -23,12 +30,6 @@ afterAll(async () => {
 });
 
 const cookie = (u: SignedInUser) => ({ cookie: u.cookie });
-
-async function sendTest(app: TestApp, user: SignedInUser, id: string): Promise<string> {
-  const r = await call(app, { method: "POST", path: `/v1/webhooks/${id}/test`, headers: cookie(user) });
-  expect(r.status).toBe(202);
-  return (r.body as { id: string }).id;
-}
 
 type Delivery = {
   id: string;
@@ -84,16 +85,14 @@ function delta<T extends Record<string, number>>(after: T, before: T): T {
   return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])) as T;
 }
 
-const byId = (eventId: string) => (h: { headers: Record<string, string> }) => h.headers["webhook-id"] === eventId;
-
 describe("a delivery", () => {
   test("is a signed Standard Webhooks POST: headers, body, and a signature standardwebhooks verifies", async ({
     app,
   }) => {
     const user = await signIn(app);
     const hook = await webhookFor(app, cookie(user), { url: receiver.url, events: ["credit.confirmed"] });
-    const eventId = await sendTest(app, user, hook.id);
-    const got = await receiver.waitFor(byId(eventId));
+    const eventId = await sendTestEvent(app, user, hook.id);
+    const got = await receiver.waitFor(hasWebhookId(eventId));
     expect(got.headers["content-type"]).toBe("application/json");
     expect(got.headers["webhook-timestamp"]).toMatch(/^\d{10}$/);
     expect(got.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
@@ -116,7 +115,7 @@ describe("a delivery", () => {
       headers: cookie(user),
     });
     const secret = (rotated.body as { secret: string }).secret;
-    const next = await receiver.waitFor(byId(await sendTest(app, user, hook.id)));
+    const next = await receiver.waitFor(hasWebhookId(await sendTestEvent(app, user, hook.id)));
     expect([verifies(secret, next), verifies(hook.secret, next)]).toEqual([true, false]);
   });
 
@@ -129,7 +128,7 @@ describe("a delivery", () => {
       receiver.all((x) => x.headers["webhook-id"] === h.headers["webhook-id"]).length < 3 ? 500 : 200;
     try {
       const before = await webhookMetrics(app);
-      const eventId = await sendTest(app, user, hook.id);
+      const eventId = await sendTestEvent(app, user, hook.id);
       const row = await settled(app, user, hook.id, eventId, (d) => d.status === "delivered");
       expect(row).toMatchObject({ attempts: 4, lastStatusCode: 200, lastError: null });
       // three failed attempts, each with a retry scheduled, then the one delivery
@@ -139,7 +138,7 @@ describe("a delivery", () => {
         failed: 0,
         endpointsDisabled: 0,
       });
-      const got = receiver.all(byId(eventId));
+      const got = receiver.all(hasWebhookId(eventId));
       expect(got.map((h) => h.status)).toEqual([500, 500, 500, 200]);
       // one event, one id and one body on every attempt; each attempt signed afresh, and verifying
       expect(new Set(got.map((h) => h.body)).size).toBe(1);
@@ -159,7 +158,7 @@ describe("a delivery", () => {
         events: ["credit.confirmed"],
       });
       receiver.answer = (_n, h) => (h.headers["webhook-id"] ? 302 : 200);
-      const eventId = await sendTest(app, user, hook.id);
+      const eventId = await sendTestEvent(app, user, hook.id);
       const row = await settled(app, user, hook.id, eventId, (d) => d.attempts >= 1);
       expect(row).toMatchObject({ lastStatusCode: 302, lastError: "HTTP 302" });
       expect(elsewhere.received).toEqual([]);
@@ -184,10 +183,10 @@ describe("repeated failure", () => {
       const dead = await webhookFor(app, cookie(user), { url: failing.url, events: ["credit.confirmed"] });
       const watcher = await webhookFor(app, cookie(user), { url: receiver.url, events: ["webhook.disabled"] });
       const before = await webhookMetrics(app);
-      const eventId = await sendTest(app, user, dead.id);
+      const eventId = await sendTestEvent(app, user, dead.id);
       const row = await settled(app, user, dead.id, eventId, (d) => d.status === "failed");
       expect(row).toMatchObject({ attempts: 5, lastStatusCode: 503, lastError: "HTTP 503" });
-      expect(failing.all(byId(eventId))).toHaveLength(5);
+      expect(failing.all(hasWebhookId(eventId))).toHaveLength(5);
       // four retries, then given up; the endpoint counts among the disabled ones
       const gaveUp = delta(await webhookMetrics(app), before);
       expect([gaveUp.retrying, gaveUp.failed, gaveUp.endpointsDisabled]).toEqual([4, 1, 1]);
@@ -227,8 +226,8 @@ describe("repeated failure", () => {
       });
       expect(enabled.body).toMatchObject({ status: "active", disabledReason: null, consecutiveFailures: 0 });
       expect((await webhookMetrics(app)).endpointsDisabled).toBe(before.endpointsDisabled);
-      const again = await sendTest(app, user, dead.id);
-      await failing.waitFor(byId(again));
+      const again = await sendTestEvent(app, user, dead.id);
+      await failing.waitFor(hasWebhookId(again));
       expect((await settled(app, user, dead.id, again, (d) => d.status === "delivered")).attempts).toBe(1);
     } finally {
       await failing.close();

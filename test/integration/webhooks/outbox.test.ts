@@ -3,10 +3,16 @@
 // starts (its queued job), and so does one started after the job itself was lost (the process died
 // after the commit, before queueing it: the worker's start-up sweep queues the row). Once each.
 import { afterAll, beforeAll, describe, expect } from "vitest";
-import { call, type SignedInUser, signIn } from "../../../testkit/actors.js";
+import { type SignedInUser, signIn } from "../../../testkit/actors.js";
 import { appTest as test } from "../../../testkit/app-test.js";
-import type { TestApp } from "../../../testkit/harness.js";
-import { type Receiver, startReceiver, verifies, webhookFor } from "../../../testkit/webhooks.js";
+import {
+  hasWebhookId,
+  type Receiver,
+  sendTestEvent,
+  startReceiver,
+  verifies,
+  webhookFor,
+} from "../../../testkit/webhooks.js";
 import { withApp } from "../../../testkit/world.js";
 
 // the app runs no worker: its events wait in the outbox (and its job in Redis) for one
@@ -22,30 +28,22 @@ afterAll(async () => {
 
 const cookie = (u: SignedInUser) => ({ cookie: u.cookie });
 
-async function testEvent(app: TestApp, user: SignedInUser, id: string): Promise<string> {
-  const r = await call(app, { method: "POST", path: `/v1/webhooks/${id}/test`, headers: cookie(user) });
-  expect(r.status).toBe(202);
-  return (r.body as { id: string }).id;
-}
-
-const withId = (eventId: string) => (h: { headers: Record<string, string> }) => h.headers["webhook-id"] === eventId;
-
 describe("the outbox", () => {
   test("an event while no worker runs is delivered once by the worker that starts later", async ({ app }) => {
     const user = await signIn(app);
     const hook = await webhookFor(app, cookie(user), { url: receiver.url, events: ["credit.confirmed"] });
-    const eventId = await testEvent(app, user, hook.id);
+    const eventId = await sendTestEvent(app, user, hook.id);
     await new Promise((r) => setTimeout(r, 300));
-    expect(receiver.all(withId(eventId))).toEqual([]);
+    expect(receiver.all(hasWebhookId(eventId))).toEqual([]);
     expect(await app.rt.queues.webhooks.getJob(`wh-${eventId}-0`)).toBeDefined();
 
     await withApp({ beside: app, workers: true }, async () => {
-      const got = await receiver.waitFor(withId(eventId));
+      const got = await receiver.waitFor(hasWebhookId(eventId));
       expect(verifies(hook.secret, got)).toBe(true);
       await new Promise((r) => setTimeout(r, 300));
     });
     // its queued job and the start-up sweep name the same job: one delivery
-    expect(receiver.all(withId(eventId))).toHaveLength(1);
+    expect(receiver.all(hasWebhookId(eventId))).toHaveLength(1);
     const row = await app.rt.db.webhookEvent.findUniqueOrThrow({ where: { id: eventId } });
     expect([row.status, row.attempts]).toEqual(["delivered", 1]);
   });
@@ -55,18 +53,18 @@ describe("the outbox", () => {
   }) => {
     const user = await signIn(app);
     const hook = await webhookFor(app, cookie(user), { url: receiver.url, events: ["credit.confirmed"] });
-    const eventId = await testEvent(app, user, hook.id);
+    const eventId = await sendTestEvent(app, user, hook.id);
     // the crash: the row committed, its job never reached Redis
     await app.rt.queues.webhooks.remove(`wh-${eventId}-0`);
     expect(await app.rt.queues.webhooks.getJob(`wh-${eventId}-0`)).toBeUndefined();
     expect((await app.rt.db.webhookEvent.findUniqueOrThrow({ where: { id: eventId } })).status).toBe("pending");
 
     await withApp({ beside: app, workers: true }, async () => {
-      const got = await receiver.waitFor(withId(eventId));
+      const got = await receiver.waitFor(hasWebhookId(eventId));
       expect(got.json.type).toBe("webhook.test");
       expect(verifies(hook.secret, got)).toBe(true);
     });
-    expect(receiver.all(withId(eventId))).toHaveLength(1);
+    expect(receiver.all(hasWebhookId(eventId))).toHaveLength(1);
     expect((await app.rt.db.webhookEvent.findUniqueOrThrow({ where: { id: eventId } })).status).toBe("delivered");
   });
 

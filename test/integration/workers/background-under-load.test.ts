@@ -1,7 +1,7 @@
 import { Job, type Queue, QueueEvents } from "bullmq";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { createRedis } from "../../../src/adapters/redis/client.js";
-import { useMarketWorld } from "../../../testkit/market-world.js";
+import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { startWorkers, type Workers } from "../../../workers/index.js";
 
 /**
@@ -12,7 +12,8 @@ import { startWorkers, type Workers } from "../../../workers/index.js";
  */
 
 // a small API pool, so holding all of it takes few of the server's connections
-const world = useMarketWorld({ workers: true, env: { DB_POOL_SIZE: "4" } });
+test.override("appOptions", { sim: {}, workers: true, env: { DB_POOL_SIZE: "4" } });
+const world = fileWorld(test);
 let events: Record<string, QueueEvents> = {};
 
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import type { ResultOf, VariablesOf } from "../../lib/tada";
 import { type OfferRowFragment, UpdateOfferMutation } from "./offers.gql";
 
 /**
- * An offer's standing settings (issue 30; docs/decisions.md "Standing offers", "Price schedules"):
+ * An offer's standing settings (docs/decisions.md "Standing offers", "Price schedules"):
  * `repostDaily`, the daily quantity cap and the price schedule, with a preview of the price through
  * the UTC day. The server checks every rule (times strictly increasing, prices within the offer's
  * bounds, at most 24 steps) and names the bad field; the form only refuses what cannot be sent.
