@@ -8,8 +8,9 @@
 -- whose slices fund it), a seq from clear_seq, its API key and the request's start day: the holder's
 -- fold (svc_fold_holder) applies it to the hot rows later (balance, offer, supplier key, payable, key
 -- spend), and until then every reader adds it through the live figures (svc_unfolded). So the append
--- writes no hot row. It holds FOR KEY SHARE on each holder's row, which a fold locks FOR UPDATE, and
--- refuses an item whose holder is gone (its slices were swept: a stalled process cannot charge
+-- writes no hot row and, without give-backs, locks no row. It holds each holder's fold lock shared
+-- (svc_fold_key: an advisory lock, which writes nothing), which a fold takes alone, and refuses an
+-- item whose holder is gone (its slices were swept: a stalled process cannot charge
 -- against them) or whose time is a day older than the holder's last fold (so lookups of unfolded
 -- clears read the newest months only).
 -- A queued video job (`video`: id, queue_id, upstream_queue_id, upstream_quote, body, download_url)
@@ -54,10 +55,13 @@ BEGIN
   IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.buyer_holder <> i.offer_holder) THEN
     RAISE EXCEPTION 'end: a charge funded by two holders' USING ERRCODE = 'P0001';
   END IF;
-  -- the holders funding the charges, FOR KEY SHARE (a fold of the holder waits, and waits for us)
-  SELECT array_agg(DISTINCT i.offer_holder) INTO h_ids FROM unnest(v) i WHERE i.clear IS NOT NULL;
+  -- the holders funding the charges: each one's fold lock, shared (svc_fold_holder takes it alone, so
+  -- no fold of the holder runs during this statement and every later one sees its clears), then the
+  -- holder must still exist (a sweeper that released it held the lock alone and committed first)
+  SELECT array_agg(DISTINCT i.offer_holder ORDER BY i.offer_holder) INTO h_ids FROM unnest(v) i WHERE i.clear IS NOT NULL;
   IF h_ids IS NOT NULL THEN
-    SELECT count(*) INTO c FROM (SELECT 1 FROM escrow_holders h WHERE h.id = ANY(h_ids) ORDER BY h.id FOR KEY SHARE) x;
+    PERFORM pg_advisory_xact_lock_shared(svc_fold_key(x)) FROM unnest(h_ids) AS x ORDER BY x;
+    SELECT count(*) INTO c FROM escrow_holders h WHERE h.id = ANY(h_ids);
     IF c <> cardinality(h_ids) THEN
       RAISE EXCEPTION 'end: a charge whose holder is gone' USING ERRCODE = 'P0001';
     END IF;
@@ -133,13 +137,12 @@ BEGIN
                    WHERE r ? 'offer') x
            GROUP BY x.offer, x.holder HAVING sum(x.amount) > 0) s;
 
-  -- Slices and their locks, in the order of a top-up (a buyer's account, its slice; an offer, its
-  -- slice): with give-backs, the accounts and offers they touch and those the charges draw on are
-  -- locked first, each set in id order; without (the common case), only the charges' slices are
-  -- locked FOR SHARE (a give-back of one waits), and no account or offer row. Then each slice must
-  -- cover its holder's unfolded charges, these included: a slice the process counts but Postgres
-  -- does not hold (a top-up lost with its asynchronous commit, a give-back whose answer was lost)
-  -- fails here and nothing is charged, never a charge without its slice.
+  -- Give-backs lock in the order of a top-up (the accounts they touch and those the charges draw on,
+  -- each slice, the offers, each slice; each set in id order). Without them (the common case) the
+  -- statement locks no row at all. Then each slice must cover its holder's unfolded charges, these
+  -- included: a slice the process counts but Postgres does not hold (a top-up lost with its
+  -- asynchronous commit, a give-back whose answer was lost) fails here and nothing is charged, never
+  -- a charge without its slice.
   IF d_account IS NOT NULL OR e_offer IS NOT NULL THEN
     PERFORM 1 FROM accounts a
      WHERE a.id = ANY(d_account)
@@ -169,16 +172,14 @@ BEGIN
     END IF;
   END IF;
   IF h_ids IS NOT NULL THEN
-    PERFORM 1 FROM buyer_escrows e
-     WHERE (e.account_id, e.holder) IN (SELECT i.account, i.buyer_holder FROM unnest(v) i
-                                          WHERE i.clear IS NOT NULL AND i.payment IS NULL)
-     ORDER BY e.account_id, e.holder FOR SHARE;
-    IF EXISTS (SELECT 1 FROM (SELECT i.account, i.buyer_holder AS holder FROM unnest(v) i
-                               WHERE i.clear IS NOT NULL AND i.payment IS NULL GROUP BY 1, 2) d
+    IF EXISTS (SELECT 1 FROM (SELECT u.buyer_account_id AS account, u.holder, sum(u.gross_micro_usdc) AS spent
+                                FROM escrow_holders h
+                                JOIN clears u ON u.holder = h.id AND u.seq > h.folded_seq
+                                             AND u.created_at >= h.folded_through - interval '1 day'
+                               WHERE h.id = ANY(h_ids) AND u.payment_id IS NULL
+                               GROUP BY 1, 2) d
                 WHERE COALESCE((SELECT e.amount_micro_usdc FROM buyer_escrows e
-                                 WHERE e.account_id = d.account AND e.holder = d.holder), 0)
-                    < (SELECT sum(u.gross_micro_usdc) FROM svc_unfolded() u
-                        WHERE u.holder = d.holder AND u.buyer_account_id = d.account AND u.payment_id IS NULL)) THEN
+                                 WHERE e.account_id = d.account AND e.holder = d.holder), 0) < d.spent) THEN
       RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
@@ -209,15 +210,14 @@ BEGIN
     END IF;
   END IF;
   IF h_ids IS NOT NULL THEN
-    PERFORM 1 FROM offer_escrows e
-     WHERE (e.offer_id, e.holder) IN (SELECT i.offer, i.offer_holder FROM unnest(v) i WHERE i.clear IS NOT NULL)
-     ORDER BY e.offer_id, e.holder FOR SHARE;
-    IF EXISTS (SELECT 1 FROM (SELECT i.offer, i.offer_holder AS holder FROM unnest(v) i
-                               WHERE i.clear IS NOT NULL GROUP BY 1, 2) d
+    IF EXISTS (SELECT 1 FROM (SELECT u.offer_id AS offer, u.holder, sum(u.burn_micro_diem) AS spent
+                                FROM escrow_holders h
+                                JOIN clears u ON u.holder = h.id AND u.seq > h.folded_seq
+                                             AND u.created_at >= h.folded_through - interval '1 day'
+                               WHERE h.id = ANY(h_ids)
+                               GROUP BY 1, 2) d
                 WHERE COALESCE((SELECT e.amount_micro_diem FROM offer_escrows e
-                                 WHERE e.offer_id = d.offer AND e.holder = d.holder), 0)
-                    < (SELECT sum(u.burn_micro_diem) FROM svc_unfolded() u
-                        WHERE u.holder = d.holder AND u.offer_id = d.offer)) THEN
+                                 WHERE e.offer_id = d.offer AND e.holder = d.holder), 0) < d.spent) THEN
       RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
@@ -237,5 +237,7 @@ BEGIN
                                          payment, o)
       JOIN accounts a ON a.id = x.account
       LEFT JOIN (SELECT f.buyer_account_id AS account, sum(f.gross_micro_usdc)::bigint AS gross
-                   FROM svc_unfolded() f WHERE f.payment_id IS NULL GROUP BY 1) u ON u.account = x.account;
+                   FROM svc_unfolded() f
+                  WHERE f.payment_id IS NULL AND f.buyer_account_id IN (SELECT i.account FROM unnest(v) i)
+                  GROUP BY 1) u ON u.account = x.account;
 END $$;

@@ -1,7 +1,7 @@
 -- The fold (docs/decisions.md "One append per clear"): applies a holder's unfolded clears (seq above
--- its folded_seq) to the hot rows, in one transaction, then marks them folded. The holder's row is
--- locked FOR UPDATE first: every append of the holder holds FOR KEY SHARE on it, so no append of the
--- holder commits during a fold and every later one takes a higher seq. Then the lock order of every
+-- its folded_seq) to the hot rows, in one transaction, then marks them folded. The holder's fold lock
+-- (svc_fold_key) is taken alone first: every append of the holder holds it shared, so no append of
+-- the holder commits during a fold and every later one takes a higher seq. Then the lock order of every
 -- money path: buyers in id order, offers in id order, supplier keys, suppliers. Per clear:
 --   the buyer's confirmed and reserved balance, and the holder's slice of it, down by the gross
 --     (not for a charge paid per request: its payment took it);
@@ -25,8 +25,9 @@ DECLARE
   c integer;
   n integer;
 BEGIN
+  PERFORM pg_advisory_xact_lock(svc_fold_key(p_holder));
   SELECT h.folded_seq, h.folded_through - interval '1 day' INTO v_from, v_after
-    FROM escrow_holders h WHERE h.id = p_holder FOR UPDATE;
+    FROM escrow_holders h WHERE h.id = p_holder;
   IF NOT FOUND THEN
     RETURN;
   END IF;
