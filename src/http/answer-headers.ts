@@ -40,13 +40,16 @@ export function streamStartHeaders(s: StreamStartFacts): Record<string, string> 
  * left (absent when a payment, not a balance, paid), and why it was not charged or was flagged.
  */
 export function costHeaders(c: CostFacts): Record<string, string> {
+  // the order Express has always sent them in (names compare case-insensitively; a client may list them)
   return {
-    ...streamStartHeaders(c),
+    "X-Svc-Request-Id": c.requestId,
+    "X-Svc-Support-Reference": c.supportReference,
     "X-Svc-Cost-Usdc": formatDecimal6(c.costMicroUsdc),
     "X-Svc-Clearing-Price-Cents": String(c.clearingPriceCents),
     ...(c.balanceRemainingMicroUsdc !== null
       ? { "X-Balance-Remaining": formatDecimal6(c.balanceRemainingMicroUsdc) }
       : {}),
+    "Server-Timing": serverTiming(c.timing),
     ...(c.uncharged ? { "X-Svc-Uncharged": c.uncharged } : {}),
     ...(c.flagged ? { "X-Svc-Flagged": c.flagged } : {}),
   };

@@ -1,5 +1,6 @@
 import type { AccountSummary, HistoryRow, Savings } from "../domain/accounts/account-types.js";
 import type { CatalogModelRow, ModelStats } from "../domain/catalog/catalog-types.js";
+import { publishedFields } from "../domain/catalog/catalog-visibility.js";
 import type { QueuedVideo } from "../domain/inference/video-queue.js";
 import type { VideoQuote } from "../domain/inference/video-quote.js";
 import type { ApiKeyView } from "../domain/keys/api-key-service.js";
@@ -141,18 +142,19 @@ export function presentKey(k: ApiKeyView) {
 }
 
 /**
- * The public catalog row (SPEC "Catalog model row"): `pricing` only on live rows, `constraints`
- * only on image and video rows and exactly as published; `id` is always the bare slug.
+ * The public catalog row (SPEC "Catalog model row"): `pricing` and `constraints` as the visibility
+ * rule shows them (catalog-visibility.ts), left out when hidden; `id` is always the bare slug.
  */
 export function presentModel(row: CatalogModelRow) {
+  const { pricing, constraints } = publishedFields(row);
   return {
     id: row.id,
     object: "model" as const,
     status: row.status,
     modality: row.modality,
     capabilities: row.capabilities,
-    ...(row.status === "live" && row.pricing ? { pricing: row.pricing } : {}),
-    ...(row.modality !== "text" && row.constraints ? { constraints: row.constraints } : {}),
+    ...(pricing ? { pricing } : {}),
+    ...(constraints ? { constraints } : {}),
     name: row.name,
     tier: row.tier,
     ...(row.created !== null ? { created: row.created } : {}),

@@ -1,5 +1,5 @@
 import type { Db } from "../../adapters/db.js";
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { EventBus, SupplyChange } from "../../adapters/pubsub.js";
 import { assertUuid } from "../../contract/common.js";
 import { soldMicroDiem } from "../../contract/supply.js";
 import { Prisma } from "../../generated/prisma/client.js";
@@ -142,7 +142,7 @@ export class OfferService {
       }
       throw e;
     }
-    this.publishOwner(input.accountId, `offer:${row.id}:active`);
+    this.publishOwner(input.accountId, { kind: "offer", id: row.id, status: "active" });
     await this.capacityChanged("offer_posted");
     return offerView(row, now);
   }
@@ -235,7 +235,7 @@ export class OfferService {
     if (moved !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
     if (status === "active") await this.markDepletedIfEmpty(current.id);
     const after = await this.ownedOffer(input.accountId, input.offerId);
-    this.publishOwner(input.accountId, `offer:${after.id}:${after.status}`);
+    this.publishOwner(input.accountId, { kind: "offer", id: after.id, status: after.status });
     await this.capacityChanged("offer_updated");
     return offerView(after, this.deps.clock.now());
   }
@@ -252,7 +252,7 @@ export class OfferService {
       data: { status: "cancelled", endedAt: now },
     });
     if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
-    this.publishOwner(input.accountId, `offer:${current.id}:cancelled`);
+    this.publishOwner(input.accountId, { kind: "offer", id: current.id, status: "cancelled" });
     await this.capacityChanged("offer_cancelled");
     return offerView(await this.ownedOffer(input.accountId, input.offerId), now);
   }
@@ -277,7 +277,7 @@ export class OfferService {
     const row = rows[0];
     if (!row) return false;
     await this.deps.webhooks?.dispatch(hooks);
-    this.publishOwner(row.accountId, `offer:${offerId}:depleted`);
+    this.publishOwner(row.accountId, { kind: "offer", id: offerId, status: "depleted" });
     await this.capacityChanged("offer_depleted");
     return true;
   }
@@ -315,8 +315,8 @@ export class OfferService {
       return { depleted: d, expired: e, hooks: written };
     });
     await this.deps.webhooks?.dispatch(hooks);
-    for (const o of depleted) this.publishOwner(o.accountId, `offer:${o.id}:depleted`);
-    for (const o of expired) this.publishOwner(o.accountId, `offer:${o.id}:expired`);
+    for (const o of depleted) this.publishOwner(o.accountId, { kind: "offer", id: o.id, status: "depleted" });
+    for (const o of expired) this.publishOwner(o.accountId, { kind: "offer", id: o.id, status: "expired" });
     if (depleted.length + expired.length > 0) await this.capacityChanged("offers_expired");
     return { expired: expired.length, depleted: depleted.length };
   }
@@ -343,8 +343,8 @@ export class OfferService {
     return row;
   }
 
-  private publishOwner(accountId: string, kind: string): void {
-    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
+  private publishOwner(accountId: string, change: SupplyChange): void {
+    publishOwner(this.deps.bus, this.deps.clock, accountId, change);
   }
 
   private capacityChanged(reason: string): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Db } from "../../adapters/db.js";
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { EventBus, SupplyChange } from "../../adapters/pubsub.js";
 import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
 import { assertUuid } from "../../contract/common.js";
 import { maskedKey } from "../../contract/supply.js";
@@ -101,7 +101,7 @@ export class SupplyService {
         },
         include: liveOfferInclude,
       });
-      this.publishOwner(input.accountId, `key:${row.id}:registered`);
+      this.publishOwner(input.accountId, { kind: "key", id: row.id, status: "registered" });
       return keyView(row);
     } catch (e) {
       if (isUniqueViolation(e)) throw duplicateKey();
@@ -142,8 +142,8 @@ export class SupplyService {
          WHERE upstream_key_id = ${upstreamKeyId}::uuid AND status <> 'cancelled'
         RETURNING id`;
     });
-    for (const o of cancelled) this.publishOwner(input.accountId, `offer:${o.id}:cancelled`);
-    this.publishOwner(input.accountId, `key:${upstreamKeyId}:revoked`);
+    for (const o of cancelled) this.publishOwner(input.accountId, { kind: "offer", id: o.id, status: "cancelled" });
+    this.publishOwner(input.accountId, { kind: "key", id: upstreamKeyId, status: "revoked" });
     await this.capacityChanged("upstream_key_revoked");
     const key = await this.getKeyRow(upstreamKeyId);
     return { upstreamKeyId, cancelledOffers: cancelled.length, key: keyView(key) };
@@ -277,8 +277,8 @@ export class SupplyService {
     return row;
   }
 
-  private publishOwner(accountId: string, kind: string): void {
-    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
+  private publishOwner(accountId: string, change: SupplyChange): void {
+    publishOwner(this.deps.bus, this.deps.clock, accountId, change);
   }
 
   /** Capacity subscribers must hear about it, but a failed publish never fails the write that happened. */

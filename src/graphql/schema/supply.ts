@@ -2,7 +2,7 @@
 // upstream-keys.ts, earnings and payouts supplier-earnings.ts). Same service calls as
 // src/http/routes/supply.ts; every `where` is a rule of domain/supply/supply-reads.ts and every derived
 // field one of contract/supply.ts (the REST views use the same ones). The secret never leaves.
-import type { AccountEvent } from "../../adapters/pubsub.js";
+import type { SupplyChangeEvent } from "../../adapters/pubsub.js";
 import { soldMicroDiem } from "../../contract/supply.js";
 import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
 import { newestFirst, offerOwnerScopeFor, offerScopeFor } from "../../domain/supply/supply-reads.js";
@@ -232,18 +232,12 @@ builder.mutationField("cancelOffer", (t) =>
 );
 // ───────────────────────────── subscriptions ─────────────────────────────
 
-/** Event kinds are `<subject>:<id>:<state>` (offer:…:paused, key:…:auth_failed, payout:…:confirmed). */
-function splitKind(e: AccountEvent): { subject: string; id: string | null; state: string } {
-  const [subject = e.kind, id, state] = e.kind.split(":");
-  return { subject, id: id ?? null, state: state ?? subject };
-}
-
-const OfferUpdatedRef = builder.objectRef<AccountEvent>("OfferUpdated").implement({
+const OfferUpdatedRef = builder.objectRef<SupplyChangeEvent>("OfferUpdated").implement({
   description: "One of the viewer's offers or upstream keys changed; re-read `myOffers` / `myUpstreamKeys`.",
   fields: (t) => ({
-    subject: t.string({ description: "offer or key", resolve: (e) => splitKind(e).subject }),
-    id: t.id({ nullable: true, resolve: (e) => splitKind(e).id }),
-    status: t.string({ description: "the new status", resolve: (e) => splitKind(e).state }),
+    subject: t.string({ description: "offer or key", resolve: (e) => e.kind }),
+    id: t.id({ nullable: true, resolve: (e) => e.id }),
+    status: t.string({ description: "the new status", resolve: (e) => e.status }),
     at: t.field({ type: "DateTime", resolve: (e) => new Date(e.at) }),
   }),
 });
