@@ -11,7 +11,6 @@ import { OFFER_EVENT_COLUMNS, type OfferEventRow, offerData } from "../webhooks/
 import type { KeyHealth } from "./key-health.js";
 import { effectivePrice, type PricedOffer, type PriceStep, parseSchedule, storedSchedule } from "./price-schedule.js";
 import { newestFirst, offerScopeFor } from "./supply-reads.js";
-import { assertOfferPrice, assertQuantity } from "./supply-rules.js";
 import { isUniqueViolation, LIVE, publishOwner } from "./supply-shared.js";
 import type { OfferStatusName, OfferView, UpstreamKeyStatusName } from "./supply-types.js";
 
@@ -46,13 +45,9 @@ interface CheckedStanding {
 }
 
 function checkStanding(input: StandingSettings): CheckedStanding {
-  if (input.repostDaily !== undefined && typeof input.repostDaily !== "boolean") {
-    throw new DomainError("invalid_request", "repostDaily must be true or false.", { field: "repostDaily" });
-  }
-  const daily = input.dailyQuantityMicroDiem;
   return {
     repostDaily: input.repostDaily,
-    dailyQuantityMicroDiem: daily === undefined || daily === null ? daily : assertQuantity(daily, "dailyQuantityDiem"),
+    dailyQuantityMicroDiem: input.dailyQuantityMicroDiem,
     schedule: input.schedule === undefined ? undefined : parseSchedule(input.schedule),
   };
 }
@@ -89,14 +84,14 @@ export class OfferService {
     input: {
       accountId: string;
       upstreamKeyId: string;
-      priceCentsPerDollar: unknown;
+      priceCentsPerDollar: number;
       quantityMicroDiem: bigint;
     } & StandingSettings,
   ): Promise<OfferView> {
-    const price = assertOfferPrice(input.priceCentsPerDollar);
-    const quantity = assertQuantity(input.quantityMicroDiem);
+    const price = input.priceCentsPerDollar;
+    const quantity = input.quantityMicroDiem;
     const standing = checkStanding(input);
-    const upstreamKeyId = assertUuid(input.upstreamKeyId, "upstreamKeyId");
+    const upstreamKeyId = input.upstreamKeyId;
     const now = this.deps.clock.now();
     const announced = effectivePrice({ priceCentsPerDollar: price, schedule: standing.schedule ?? null }, now);
     let row: OfferRow;
@@ -190,8 +185,8 @@ export class OfferService {
     input: {
       accountId: string;
       offerId: string;
-      priceCentsPerDollar?: unknown;
-      status?: unknown;
+      priceCentsPerDollar?: number;
+      status?: "paused" | "active";
     } & StandingSettings,
   ): Promise<OfferView> {
     const liveOnly = input.priceCentsPerDollar !== undefined || input.status !== undefined;
@@ -206,11 +201,8 @@ export class OfferService {
         "Nothing to change: send priceCentsPerDollar, status, repostDaily, dailyQuantityDiem and/or schedule.",
       );
     }
-    const price = input.priceCentsPerDollar === undefined ? undefined : assertOfferPrice(input.priceCentsPerDollar);
-    if (input.status !== undefined && input.status !== "paused" && input.status !== "active") {
-      throw new DomainError("invalid_request", 'status must be "paused" or "active".', { field: "status" });
-    }
-    const status = input.status as "paused" | "active" | undefined;
+    const price = input.priceCentsPerDollar;
+    const status = input.status;
     const standing = checkStanding(input);
     const current = await this.ownedOffer(input.accountId, input.offerId);
     const now = this.deps.clock.now();

@@ -1,5 +1,6 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import { MAX_OFFER_QUANTITY_MICRO_DIEM } from "../../contract/supply.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
@@ -9,7 +10,6 @@ import { offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
 import type { OfferService } from "./offers.js";
 import { effectivePrice, storedSchedule } from "./price-schedule.js";
-import { MAX_OFFER_QUANTITY_MICRO_DIEM } from "./supply-rules.js";
 import type { SupplyService } from "./supply-service.js";
 import { isUniqueViolation, publishOwner } from "./supply-shared.js";
 import type { OfferStatusName } from "./supply-types.js";

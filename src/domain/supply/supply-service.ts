@@ -10,7 +10,7 @@ import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import type { KeyHealth } from "./key-health.js";
 import { liveOffers, newestFirst, upstreamKeyScopeFor } from "./supply-reads.js";
-import { assertLabel, assertUpstreamSecret, secretLast4 } from "./supply-rules.js";
+import { secretLast4 } from "./supply-rules.js";
 import { isUniqueViolation, publishOwner } from "./supply-shared.js";
 import type { KeyBalance, RevokedKey, SyncResult, UpstreamKeyStatusName, UpstreamKeyView } from "./supply-types.js";
 
@@ -65,11 +65,13 @@ export class SupplyService {
    */
   async registerUpstreamKey(input: {
     accountId: string;
-    upstreamApiKey: unknown;
-    label: unknown;
+    /** the contract's `upstreamSecret` */
+    upstreamApiKey: string;
+    /** the contract's `upstreamKeyLabel` (trimmed) */
+    label: string;
   }): Promise<UpstreamKeyView> {
-    const secret = assertUpstreamSecret(input.upstreamApiKey);
-    const label = assertLabel(input.label);
+    const secret = input.upstreamApiKey;
+    const label = input.label;
     const { db, secrets } = this.deps;
     const fingerprint = secrets.fingerprint(secret);
     const existing = await db.upstreamKey.findFirst({

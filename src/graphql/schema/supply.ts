@@ -3,11 +3,12 @@
 // src/http/routes/supply.ts; every `where` is a rule of domain/supply/supply-reads.ts and every derived
 // field one of contract/supply.ts (the REST views use the same ones). The secret never leaves.
 import type { SupplyChangeEvent } from "../../adapters/pubsub.js";
-import { soldMicroDiem } from "../../contract/supply.js";
+import { inputIdArgs, postOfferArgs, soldMicroDiem, updateOfferArgs } from "../../contract/supply.js";
 import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
 import { newestFirst, offerOwnerScopeFor, offerScopeFor } from "../../domain/supply/supply-reads.js";
 import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
+import { withArgs } from "../validate.js";
 import { viewerOrThrow } from "./account.js";
 
 export const UpstreamKeyStatusEnum = builder.enumType("UpstreamKeyStatus", {
@@ -158,10 +159,10 @@ builder.mutationField("postOffer", (t) =>
     authScopes: { session: true },
     description: "Posts an offer (initially ACTIVE, expiring at the next UTC midnight) on one of your active keys.",
     args: { input: t.arg({ type: PostOfferInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withArgs(postOfferArgs, async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.postOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
-        upstreamKeyId: String(input.upstreamKeyId),
+        upstreamKeyId: input.upstreamKeyId,
         priceCentsPerDollar: input.priceCentsPerDollar,
         quantityMicroDiem: input.quantity,
         repostDaily: input.repostDaily ?? undefined,
@@ -169,7 +170,7 @@ builder.mutationField("postOffer", (t) =>
         schedule: input.schedule ?? undefined,
       });
       return { offerId: o.id };
-    },
+    }),
   }),
 );
 
@@ -199,10 +200,10 @@ builder.mutationField("updateOffer", (t) =>
     description:
       "Reprices and/or pauses/unpauses a live offer, and sets its standing settings (repostDaily, dailyQuantity, schedule) (PATCH /v1/supply/offers/{id}).",
     args: { input: t.arg({ type: UpdateOfferInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withArgs(updateOfferArgs, async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.updateOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
-        offerId: String(input.id),
+        offerId: input.id,
         priceCentsPerDollar: input.priceCentsPerDollar ?? undefined,
         status: input.status ?? undefined,
         repostDaily: input.repostDaily ?? undefined,
@@ -211,7 +212,7 @@ builder.mutationField("updateOffer", (t) =>
         schedule: input.schedule,
       });
       return { offerId: o.id };
-    },
+    }),
   }),
 );
 
@@ -221,13 +222,13 @@ builder.mutationField("cancelOffer", (t) =>
     authScopes: { session: true },
     description: "Cancels a live offer and frees the key's slot.",
     args: { input: t.arg({ type: CancelOfferInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withArgs(inputIdArgs, async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.cancelOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
-        offerId: String(input.id),
+        offerId: input.id,
       });
       return { offerId: o.id };
-    },
+    }),
   }),
 );
 // ───────────────────────────── subscriptions ─────────────────────────────

@@ -6,7 +6,14 @@ import { describe, expect, test } from "vitest";
 import { requestDetailArgs } from "../../../src/contract/account.js";
 import { assertUuid, idParam, isUuid } from "../../../src/contract/common.js";
 import { recentClearsArgs } from "../../../src/contract/market.js";
-import { maskedKey, soldMicroDiem } from "../../../src/contract/supply.js";
+import {
+  inputIdArgs,
+  maskedKey,
+  postOfferArgs,
+  registerUpstreamKeyArgs,
+  soldMicroDiem,
+  updateOfferArgs,
+} from "../../../src/contract/supply.js";
 import { videoJobsArgs } from "../../../src/contract/video-jobs.js";
 import { withArgs } from "../../../src/graphql/validate.js";
 import { parse } from "../../../src/http/validate.js";
@@ -45,6 +52,85 @@ describe("GraphQL arguments through the contract", () => {
       requestDetailArgs,
       { supportReference: "0B4F3A52-5D0E-4F43-9A43-8D6D5D3C1A11" },
       { supportReference: "0b4f3a52-5d0e-4f43-9a43-8d6d5d3c1a11" },
+    ],
+  ])("%s", (_label, schema, args, expected) => {
+    expect(run(schema, args)).toEqual(expected);
+  });
+
+  // the supply mutations: the rules the services used to re-check by hand on `unknown` input
+  const KEY = "0B4F3A52-5D0E-4F43-9A43-8D6D5D3C1A11";
+  const offer = (o: object) => ({ input: { priceCentsPerDollar: 40, quantity: 1_000_000n, upstreamKeyId: KEY, ...o } });
+  const PRICE = (f: string) => refused(f, `${f}: must be an integer 1-80`);
+  test.each([
+    ["postOffer price 0", postOfferArgs, offer({ priceCentsPerDollar: 0 }), PRICE("input.priceCentsPerDollar")],
+    ["postOffer price 81", postOfferArgs, offer({ priceCentsPerDollar: 81 }), PRICE("input.priceCentsPerDollar")],
+    ["postOffer price 40.5", postOfferArgs, offer({ priceCentsPerDollar: 40.5 }), PRICE("input.priceCentsPerDollar")],
+    [
+      "postOffer quantity 0",
+      postOfferArgs,
+      offer({ quantity: 0n }),
+      refused("input.quantity", "input.quantity: must be greater than 0"),
+    ],
+    [
+      "postOffer quantity above 1 000 000 DIEM",
+      postOfferArgs,
+      offer({ quantity: 1_000_000_000_001n }),
+      refused("input.quantity", "input.quantity: must be at most 1000000 DIEM"),
+    ],
+    [
+      "postOffer dailyQuantity 0",
+      postOfferArgs,
+      offer({ dailyQuantity: 0n }),
+      refused("input.dailyQuantity", "input.dailyQuantity: must be greater than 0"),
+    ],
+    [
+      "postOffer a key id not a uuid",
+      postOfferArgs,
+      offer({ upstreamKeyId: "nope" }),
+      refused("input.upstreamKeyId", "input.upstreamKeyId must be a uuid."),
+    ],
+    [
+      "postOffer a schedule step at 81",
+      postOfferArgs,
+      offer({ schedule: [{ fromUtc: "18:00", priceCentsPerDollar: 81 }] }),
+      PRICE("input.schedule.0.priceCentsPerDollar"),
+    ],
+    [
+      "updateOffer price 0",
+      updateOfferArgs,
+      { input: { id: KEY, priceCentsPerDollar: 0 } },
+      PRICE("input.priceCentsPerDollar"),
+    ],
+    [
+      "updateOffer keeps null (a cap or schedule removed) and lower-cases the id",
+      updateOfferArgs,
+      { input: { id: KEY, dailyQuantity: null, schedule: null, status: "paused" } },
+      { input: { id: KEY.toLowerCase(), dailyQuantity: null, schedule: null, status: "paused" } },
+    ],
+    ["cancelOffer id not a uuid", inputIdArgs, { input: { id: "x" } }, refused("input.id", "input.id must be a uuid.")],
+    [
+      "registerUpstreamKey label of 65",
+      registerUpstreamKeyArgs,
+      { input: { upstreamApiKey: "vk-abc", label: "x".repeat(65) } },
+      refused("input.label", "input.label: must be 1-64 characters"),
+    ],
+    [
+      "registerUpstreamKey label blank",
+      registerUpstreamKeyArgs,
+      { input: { upstreamApiKey: "vk-abc", label: "   " } },
+      refused("input.label", "input.label: must be 1-64 characters"),
+    ],
+    [
+      "registerUpstreamKey a secret with a space",
+      registerUpstreamKeyArgs,
+      { input: { upstreamApiKey: "vk abc", label: "mine" } },
+      refused("input.upstreamApiKey", "input.upstreamApiKey: must be 1-512 printable characters without spaces"),
+    ],
+    [
+      "registerUpstreamKey trims the label",
+      registerUpstreamKeyArgs,
+      { input: { upstreamApiKey: "vk-abc", label: "  mine " } },
+      { input: { upstreamApiKey: "vk-abc", label: "mine" } },
     ],
   ])("%s", (_label, schema, args, expected) => {
     expect(run(schema, args)).toEqual(expected);
