@@ -137,39 +137,22 @@ export const patchOfferBody = z
   .openapi("PatchOfferRequest");
 
 /**
- * The GraphQL mutations' arguments (graphql/validate.ts `withArgs`): the same field rules as the
- * REST bodies above, on GraphQL's names (`input.quantity` in micro-DIEM, `input.dailyQuantity`).
- * The enums and the schedule's shape are GraphQL's own types; the schedule's order is the service's.
+ * The GraphQL twins of the offer bodies (graphql/validate.ts `withInput`): the same field rules on
+ * GraphQL's names (`quantity` and `dailyQuantity` in micro-DIEM). `registerUpstreamKey` and the
+ * id inputs use the REST schemas themselves (`registerUpstreamKeyBody`, `idParam`).
  */
-const inputId = (field: string) => uuidField(field).transform((s) => s.toLowerCase());
-
-export const postOfferArgs = z.object({
-  input: z.object({
-    priceCentsPerDollar: offerPriceCents,
-    quantity: offerQuantityMicroDiem,
-    upstreamKeyId: inputId("input.upstreamKeyId"),
-    repostDaily: z.boolean().nullish(),
-    dailyQuantity: offerQuantityMicroDiem.nullish(),
-    schedule: z.array(priceStep).nullish(),
-  }),
+export const postOfferInput = z.object({
+  priceCentsPerDollar: offerPriceCents,
+  quantity: offerQuantityMicroDiem,
+  upstreamKeyId: uuidField("upstreamKeyId").transform((s) => s.toLowerCase()),
+  dailyQuantity: offerQuantityMicroDiem.nullish(),
+  schedule: z.array(priceStep).nullish(),
 });
 
-export const updateOfferArgs = z.object({
-  input: z.object({
-    id: inputId("input.id"),
-    priceCentsPerDollar: offerPriceCents.nullish(),
-    status: z.enum(["paused", "active"]).nullish(),
-    repostDaily: z.boolean().nullish(),
-    dailyQuantity: offerQuantityMicroDiem.nullish(),
-    schedule: z.array(priceStep).nullish(),
-  }),
-});
-
-/** `{ input: { id } }`: cancelOffer, revokeUpstreamKey. */
-export const inputIdArgs = z.object({ input: z.object({ id: inputId("input.id") }) });
-
-export const registerUpstreamKeyArgs = z.object({
-  input: z.object({ upstreamApiKey: upstreamSecret, label: upstreamKeyLabel }),
+export const updateOfferInput = z.object({
+  priceCentsPerDollar: offerPriceCents.nullish(),
+  dailyQuantity: offerQuantityMicroDiem.nullish(),
+  schedule: z.array(priceStep).nullish(),
 });
 
 /**

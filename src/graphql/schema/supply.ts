@@ -3,12 +3,13 @@
 // src/http/routes/supply.ts; every `where` is a rule of domain/supply/supply-reads.ts and every derived
 // field one of contract/supply.ts (the REST views use the same ones). The secret never leaves.
 import type { SupplyChangeEvent } from "../../adapters/pubsub.js";
-import { inputIdArgs, postOfferArgs, soldMicroDiem, updateOfferArgs } from "../../contract/supply.js";
+import { idParam } from "../../contract/common.js";
+import { postOfferInput, soldMicroDiem, updateOfferInput } from "../../contract/supply.js";
 import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
 import { newestFirst, offerOwnerScopeFor, offerScopeFor } from "../../domain/supply/supply-reads.js";
 import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
-import { withArgs } from "../validate.js";
+import { withInput } from "../validate.js";
 import { viewerOrThrow } from "./account.js";
 
 export const UpstreamKeyStatusEnum = builder.enumType("UpstreamKeyStatus", {
@@ -159,7 +160,7 @@ builder.mutationField("postOffer", (t) =>
     authScopes: { session: true },
     description: "Posts an offer (initially ACTIVE, expiring at the next UTC midnight) on one of your active keys.",
     args: { input: t.arg({ type: PostOfferInput, required: true }) },
-    resolve: withArgs(postOfferArgs, async (_root, { input }, ctx) => {
+    resolve: withInput(postOfferInput, async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.postOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
         upstreamKeyId: input.upstreamKeyId,
@@ -200,7 +201,7 @@ builder.mutationField("updateOffer", (t) =>
     description:
       "Reprices and/or pauses/unpauses a live offer, and sets its standing settings (repostDaily, dailyQuantity, schedule) (PATCH /v1/supply/offers/{id}).",
     args: { input: t.arg({ type: UpdateOfferInput, required: true }) },
-    resolve: withArgs(updateOfferArgs, async (_root, { input }, ctx) => {
+    resolve: withInput(idParam.merge(updateOfferInput), async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.updateOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
         offerId: input.id,
@@ -222,7 +223,7 @@ builder.mutationField("cancelOffer", (t) =>
     authScopes: { session: true },
     description: "Cancels a live offer and frees the key's slot.",
     args: { input: t.arg({ type: CancelOfferInput, required: true }) },
-    resolve: withArgs(inputIdArgs, async (_root, { input }, ctx) => {
+    resolve: withInput(idParam, async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.cancelOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
         offerId: input.id,

@@ -7,15 +7,14 @@ import { requestDetailArgs } from "../../../src/contract/account.js";
 import { assertUuid, idParam, isUuid } from "../../../src/contract/common.js";
 import { recentClearsArgs } from "../../../src/contract/market.js";
 import {
-  inputIdArgs,
   maskedKey,
-  postOfferArgs,
-  registerUpstreamKeyArgs,
+  postOfferInput,
+  registerUpstreamKeyBody,
   soldMicroDiem,
-  updateOfferArgs,
+  updateOfferInput,
 } from "../../../src/contract/supply.js";
 import { videoJobsArgs } from "../../../src/contract/video-jobs.js";
-import { withArgs } from "../../../src/graphql/validate.js";
+import { withArgs, withInput } from "../../../src/graphql/validate.js";
 import { parse } from "../../../src/http/validate.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
@@ -24,6 +23,17 @@ function run(schema: Parameters<typeof withArgs>[0], args: object): unknown {
   const resolve = withArgs(schema, (_root: null, a: object) => a);
   try {
     return resolve(null, args, {}, {});
+  } catch (e) {
+    if (!(e instanceof DomainError)) throw e;
+    return { code: e.code, message: e.message, field: e.details.field };
+  }
+}
+
+/** What a mutation wrapped by `withInput(schema)` answers for `input`: the parsed input, or the 400. */
+function runInput(schema: Parameters<typeof withInput>[0], input: object): unknown {
+  const resolve = withInput(schema, (_root: null, a: { input: object }) => a.input);
+  try {
+    return resolve(null, { input }, {}, {});
   } catch (e) {
     if (!(e instanceof DomainError)) throw e;
     return { code: e.code, message: e.message, field: e.details.field };
@@ -59,81 +69,77 @@ describe("GraphQL arguments through the contract", () => {
 
   // the supply mutations: the rules the services used to re-check by hand on `unknown` input
   const KEY = "0B4F3A52-5D0E-4F43-9A43-8D6D5D3C1A11";
-  const offer = (o: object) => ({ input: { priceCentsPerDollar: 40, quantity: 1_000_000n, upstreamKeyId: KEY, ...o } });
+  const offer = (o: object) => ({ priceCentsPerDollar: 40, quantity: 1_000_000n, upstreamKeyId: KEY, ...o });
   const PRICE = (f: string) => refused(f, `${f}: must be an integer 1-80`);
+  const updateOffer = idParam.merge(updateOfferInput);
   test.each([
-    ["postOffer price 0", postOfferArgs, offer({ priceCentsPerDollar: 0 }), PRICE("input.priceCentsPerDollar")],
-    ["postOffer price 81", postOfferArgs, offer({ priceCentsPerDollar: 81 }), PRICE("input.priceCentsPerDollar")],
-    ["postOffer price 40.5", postOfferArgs, offer({ priceCentsPerDollar: 40.5 }), PRICE("input.priceCentsPerDollar")],
+    ["postOffer price 0", postOfferInput, offer({ priceCentsPerDollar: 0 }), PRICE("priceCentsPerDollar")],
+    ["postOffer price 81", postOfferInput, offer({ priceCentsPerDollar: 81 }), PRICE("priceCentsPerDollar")],
+    ["postOffer price 40.5", postOfferInput, offer({ priceCentsPerDollar: 40.5 }), PRICE("priceCentsPerDollar")],
     [
       "postOffer quantity 0",
-      postOfferArgs,
+      postOfferInput,
       offer({ quantity: 0n }),
-      refused("input.quantity", "input.quantity: must be greater than 0"),
+      refused("quantity", "quantity: must be greater than 0"),
     ],
     [
       "postOffer quantity above 1 000 000 DIEM",
-      postOfferArgs,
+      postOfferInput,
       offer({ quantity: 1_000_000_000_001n }),
-      refused("input.quantity", "input.quantity: must be at most 1000000 DIEM"),
+      refused("quantity", "quantity: must be at most 1000000 DIEM"),
     ],
     [
       "postOffer dailyQuantity 0",
-      postOfferArgs,
+      postOfferInput,
       offer({ dailyQuantity: 0n }),
-      refused("input.dailyQuantity", "input.dailyQuantity: must be greater than 0"),
+      refused("dailyQuantity", "dailyQuantity: must be greater than 0"),
     ],
     [
       "postOffer a key id not a uuid",
-      postOfferArgs,
+      postOfferInput,
       offer({ upstreamKeyId: "nope" }),
-      refused("input.upstreamKeyId", "input.upstreamKeyId must be a uuid."),
+      refused("upstreamKeyId", "upstreamKeyId must be a uuid."),
     ],
     [
       "postOffer a schedule step at 81",
-      postOfferArgs,
+      postOfferInput,
       offer({ schedule: [{ fromUtc: "18:00", priceCentsPerDollar: 81 }] }),
-      PRICE("input.schedule.0.priceCentsPerDollar"),
+      PRICE("schedule.0.priceCentsPerDollar"),
     ],
-    [
-      "updateOffer price 0",
-      updateOfferArgs,
-      { input: { id: KEY, priceCentsPerDollar: 0 } },
-      PRICE("input.priceCentsPerDollar"),
-    ],
+    ["updateOffer price 0", updateOffer, { id: KEY, priceCentsPerDollar: 0 }, PRICE("priceCentsPerDollar")],
     [
       "updateOffer keeps null (a cap or schedule removed) and lower-cases the id",
-      updateOfferArgs,
-      { input: { id: KEY, dailyQuantity: null, schedule: null, status: "paused" } },
-      { input: { id: KEY.toLowerCase(), dailyQuantity: null, schedule: null, status: "paused" } },
+      updateOffer,
+      { id: KEY, dailyQuantity: null, schedule: null, status: "paused" },
+      { id: KEY.toLowerCase(), dailyQuantity: null, schedule: null, status: "paused" },
     ],
-    ["cancelOffer id not a uuid", inputIdArgs, { input: { id: "x" } }, refused("input.id", "input.id must be a uuid.")],
+    ["cancelOffer id not a uuid", idParam, { id: "x" }, refused("id", "id must be a uuid.")],
     [
       "registerUpstreamKey label of 65",
-      registerUpstreamKeyArgs,
-      { input: { upstreamApiKey: "vk-abc", label: "x".repeat(65) } },
-      refused("input.label", "input.label: must be 1-64 characters"),
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk-abc", label: "x".repeat(65) },
+      refused("label", "label: must be 1-64 characters"),
     ],
     [
       "registerUpstreamKey label blank",
-      registerUpstreamKeyArgs,
-      { input: { upstreamApiKey: "vk-abc", label: "   " } },
-      refused("input.label", "input.label: must be 1-64 characters"),
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk-abc", label: "   " },
+      refused("label", "label: must be 1-64 characters"),
     ],
     [
       "registerUpstreamKey a secret with a space",
-      registerUpstreamKeyArgs,
-      { input: { upstreamApiKey: "vk abc", label: "mine" } },
-      refused("input.upstreamApiKey", "input.upstreamApiKey: must be 1-512 printable characters without spaces"),
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk abc", label: "mine" },
+      refused("upstreamApiKey", "upstreamApiKey: must be 1-512 printable characters without spaces"),
     ],
     [
       "registerUpstreamKey trims the label",
-      registerUpstreamKeyArgs,
-      { input: { upstreamApiKey: "vk-abc", label: "  mine " } },
-      { input: { upstreamApiKey: "vk-abc", label: "mine" } },
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk-abc", label: "  mine " },
+      { upstreamApiKey: "vk-abc", label: "mine" },
     ],
-  ])("%s", (_label, schema, args, expected) => {
-    expect(run(schema, args)).toEqual(expected);
+  ])("%s", (_label, schema, input, expected) => {
+    expect(runInput(schema, input)).toEqual(expected);
   });
 
   test("a refusal is the DomainError the REST routes throw for the same schema", () => {
