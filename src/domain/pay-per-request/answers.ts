@@ -73,6 +73,8 @@ export function recordedError(e: DomainError): RecordedPaidAnswer {
 /** A recorded answer, given again: the same status, headers and body (an error is thrown again). */
 export function replay(r: RecordedPaidAnswer): PaidOutcome {
   if (r.kind === "json") {
+    if (!r.cost)
+      throw new DomainError("internal_error", "This payment's answer was recorded in a form no longer read.");
     const cost = { ...r.cost, costMicroUsdc: BigInt(r.cost.costMicroUsdc) };
     return { type: "answer", status: r.status, cost, receipt: r.receipt, body: r.body };
   }

@@ -77,7 +77,8 @@ export class OfferService {
    * `offers_one_live_per_key` decides races (its violation is a 409).
    * Holds a share lock on the key row so a concurrent revocation either sees the offer or wins.
    * Optionally standing (`repostDaily`, `dailyQuantityMicroDiem`) and scheduled (`schedule`).
-   * @throws invalid_request bad price/quantity/schedule; not_found key not on this account;
+   * Price, quantity and key id arrive checked by the contract (`postOfferBody`, `postOfferInput`).
+   * @throws invalid_request bad schedule; not_found key not on this account;
    *   conflict key revoked or failing upstream auth, or a live offer exists on the key
    */
   async postOffer(
@@ -177,8 +178,8 @@ export class OfferService {
    * `schedule`; null removes the cap or the schedule). Conditional write: only a live offer whose
    * DIEM has not expired changes; the standing settings alone (what tomorrow's repost carries) may
    * also change on a depleted offer before midnight, so a sold-out standing offer can be stopped.
-   * @throws invalid_request empty change, price outside 1–80, status other than paused/active, bad
-   *   schedule; not_found not this account's offer; conflict the offer is depleted (for a price or
+   * Price and status arrive checked by the contract (`patchOfferBody`, `updateOfferInput`).
+   * @throws invalid_request empty change or bad schedule; not_found not this account's offer; conflict the offer is depleted (for a price or
    *   status), expired or cancelled
    */
   async updateOffer(

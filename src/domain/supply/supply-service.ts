@@ -59,7 +59,8 @@ export class SupplyService {
    * Registers a supplier's upstream key. The key is checked against the upstream first (nothing is
    * stored for a key the upstream refuses), then sealed with AES-256-GCM bound to the account
    * (AAD = account id). The same secret may be registered once among non-revoked keys.
-   * @throws invalid_request bad input, or the upstream rejected the key (401/403)
+   * @throws invalid_request the upstream rejected the key (401/403); the secret's and the label's
+   *   form are the contract's (`registerUpstreamKeyBody`)
    * @throws conflict the secret is already registered (here or on another account)
    * @throws upstream_error the upstream could not be asked (network, timeout, 5xx): nothing stored
    */
