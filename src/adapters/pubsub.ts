@@ -39,6 +39,18 @@ export interface AccountEvent {
 }
 
 /**
+ * One of an owner's offers or upstream keys changed status (`offerUpdated`): which one and its new
+ * status, typed (the statuses are the domain's: a status it adds fails to compile at the publish).
+ * `registered` is a key's event, not a stored status.
+ */
+export type SupplyChange =
+  | { kind: "offer"; id: string; status: "active" | "paused" | "depleted" | "expired" | "cancelled" }
+  | { kind: "key"; id: string; status: "registered" | "active" | "auth_failed" | "revoked" };
+
+/** `SupplyChange` to its owner, and when. */
+export type SupplyChangeEvent = SupplyChange & { accountId: string; at: string };
+
+/**
  * Internal: keeps every router process's caches honest (an API key revoked, a ceiling changed, a
  * supplier key cooled down or marked) and its gate leases fair. Not exposed through GraphQL.
  */
@@ -61,7 +73,7 @@ export type Topics = {
   clearsRecorded: [ClearRecordedEvent[]];
   balanceChanged: [accountId: string, event: AccountEvent];
   paymentConfirmed: [accountId: string, event: AccountEvent];
-  offerUpdated: [accountId: string, event: AccountEvent];
+  offerUpdated: [accountId: string, event: SupplyChangeEvent];
   earningsChanged: [accountId: string, event: AccountEvent];
   videoJobUpdated: [accountId: string, event: VideoJobEvent];
   /** a webhook delivery moved or an endpoint was disabled (`delivery:<id>:<status>`, `webhook:<id>:disabled`) */

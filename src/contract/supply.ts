@@ -1,23 +1,71 @@
-import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../lib/money.js";
-import { decimal6, pageQuery, timestamp, uuid, z } from "./common.js";
+import { MAX_OFFER_PRICE_CENTS, MICRO, MIN_OFFER_PRICE_CENTS, parseDecimal6 } from "../lib/money.js";
+import { decimal6, pageQuery, timestamp, uuid, uuidField, z } from "./common.js";
 
 /**
- * SPEC "Supplier (session)". Bodies: types are checked here (400 naming the field); ranges and
- * rules (price 1-80, the quantity's six decimals, one live offer per key, a schedule's steps) in
- * the service.
+ * SPEC "Supplier (session)". Bodies and the GraphQL mutations' arguments: each field's type and
+ * bounds are checked here (400 naming the field, nothing changed) — the price 1-80, the quantity's
+ * six decimals and bounds, the label's and the secret's lengths — for REST and GraphQL alike; the
+ * service checks what needs the database or the whole request (one live offer per key, a
+ * schedule's order, something to change).
  */
+
+/** Sanity bound on one offer (docs/decisions.md "Supply"): 1 000 000 DIEM. */
+export const MAX_OFFER_QUANTITY_MICRO_DIEM = 1_000_000n * MICRO;
+export const MAX_LABEL_LENGTH = 64;
+export const MAX_UPSTREAM_SECRET_LENGTH = 512;
+
+const TEXT = { required_error: "is required", invalid_type_error: "must be a string" };
+
+/** An upstream key's label: trimmed, 1-64 characters. */
+export const upstreamKeyLabel = z
+  .string(TEXT)
+  .trim()
+  .min(1, `must be 1-${MAX_LABEL_LENGTH} characters`)
+  .max(MAX_LABEL_LENGTH, `must be 1-${MAX_LABEL_LENGTH} characters`);
+
+const SECRET_MESSAGE = `must be 1-${MAX_UPSTREAM_SECRET_LENGTH} printable characters without spaces`;
+
+/** An upstream secret as sent: 1-512 printable ASCII characters, no spaces. */
+export const upstreamSecret = z
+  .string(TEXT)
+  .min(1, "must be a non-empty string")
+  .max(MAX_UPSTREAM_SECRET_LENGTH, SECRET_MESSAGE)
+  .regex(/^[\x21-\x7e]+$/, SECRET_MESSAGE);
 
 export const registerUpstreamKeyBody = z
   .object({
-    upstreamApiKey: z
-      .string({ required_error: "is required", invalid_type_error: "must be a string" })
-      .openapi({ description: "the upstream provider key; stored encrypted, never shown again" }),
-    label: z.string({ required_error: "is required", invalid_type_error: "must be a string" }),
+    upstreamApiKey: upstreamSecret.openapi({
+      description: "the upstream provider key; stored encrypted, never shown again",
+    }),
+    label: upstreamKeyLabel,
   })
   .openapi("RegisterUpstreamKeyRequest");
 
 const PRICE_MESSAGE = `must be an integer ${MIN_OFFER_PRICE_CENTS}-${MAX_OFFER_PRICE_CENTS}`;
 const QUANTITY_TYPE_MESSAGE = 'must be a decimal string such as "25.000000"';
+
+/** An offer's price (and a schedule step's): an integer 1-80. */
+export const offerPriceCents = z
+  .number({ required_error: "is required", invalid_type_error: PRICE_MESSAGE })
+  .int(PRICE_MESSAGE)
+  .min(MIN_OFFER_PRICE_CENTS, PRICE_MESSAGE)
+  .max(MAX_OFFER_PRICE_CENTS, PRICE_MESSAGE);
+
+/** An offer's quantity in micro-DIEM (GraphQL `MicroDiem`): above 0, at most 1 000 000 DIEM. */
+export const offerQuantityMicroDiem = z
+  .bigint({ required_error: "is required", invalid_type_error: "must be micro-DIEM" })
+  .refine((q) => q > 0n, "must be greater than 0")
+  .refine((q) => q <= MAX_OFFER_QUANTITY_MICRO_DIEM, "must be at most 1000000 DIEM");
+
+/** A decimal string with exactly six decimals ("12.500000"): nothing rounded or padded ("12.5", "1" are refused). */
+const SIX_DECIMALS = /^\d{1,15}\.\d{6}$/;
+
+/** The same quantity as DIEM text with six decimals (REST), parsed to micro-DIEM. */
+export const offerQuantityDiem = z
+  .string({ required_error: "is required", invalid_type_error: QUANTITY_TYPE_MESSAGE })
+  .regex(SIX_DECIMALS, 'must be a decimal string with exactly six decimals, e.g. "25.000000"')
+  .transform((v) => parseDecimal6(v) ?? 0n)
+  .pipe(offerQuantityMicroDiem);
 /** At most this many steps in a schedule (the service's `MAX_SCHEDULE_STEPS`, documented here). */
 const MAX_STEPS = 24;
 
@@ -27,9 +75,11 @@ export const priceStep = z
     fromUtc: z
       .string({ required_error: "is required", invalid_type_error: 'must be a UTC time "HH:MM"' })
       .openapi({ pattern: "^([01]\\d|2[0-3]):[0-5]\\d$", example: "20:00", description: "UTC, HH:MM" }),
-    priceCentsPerDollar: z
-      .number({ required_error: "is required", invalid_type_error: PRICE_MESSAGE })
-      .openapi({ type: "integer", minimum: MIN_OFFER_PRICE_CENTS, maximum: MAX_OFFER_PRICE_CENTS }),
+    priceCentsPerDollar: offerPriceCents.openapi({
+      type: "integer",
+      minimum: MIN_OFFER_PRICE_CENTS,
+      maximum: MAX_OFFER_PRICE_CENTS,
+    }),
   })
   .openapi("PriceStep");
 
@@ -38,7 +88,7 @@ const standingFields = {
   repostDaily: z.boolean({ invalid_type_error: "must be true or false" }).optional().openapi({
     description: "a standing offer: posted again on the same key at each UTC midnight (default false)",
   }),
-  dailyQuantityDiem: z.string({ invalid_type_error: QUANTITY_TYPE_MESSAGE }).nullable().optional().openapi({
+  dailyQuantityDiem: offerQuantityDiem.nullable().optional().openapi({
     description:
       "caps the quantity of each daily repost (DIEM, six decimals); absent or null: the key's whole fresh balance",
     example: "20.000000",
@@ -56,14 +106,17 @@ const standingFields = {
 
 export const postOfferBody = z
   .object({
-    priceCentsPerDollar: z
-      .number({ required_error: "is required", invalid_type_error: PRICE_MESSAGE })
-      .openapi({ type: "integer", minimum: MIN_OFFER_PRICE_CENTS, maximum: MAX_OFFER_PRICE_CENTS }),
-    quantityDiem: z
-      .string({ required_error: "is required", invalid_type_error: QUANTITY_TYPE_MESSAGE })
-      .openapi({ description: "DIEM, a decimal string with exactly six decimals", example: "25.000000" }),
-    upstreamKeyId: z
-      .string({ required_error: "is required", invalid_type_error: "must be a uuid" })
+    priceCentsPerDollar: offerPriceCents.openapi({
+      type: "integer",
+      minimum: MIN_OFFER_PRICE_CENTS,
+      maximum: MAX_OFFER_PRICE_CENTS,
+    }),
+    quantityDiem: offerQuantityDiem.openapi({
+      description: "DIEM, a decimal string with exactly six decimals",
+      example: "25.000000",
+    }),
+    upstreamKeyId: uuidField("upstreamKeyId")
+      .transform((s) => s.toLowerCase())
       .openapi({ format: "uuid" }),
     ...standingFields,
   })
@@ -75,14 +128,32 @@ export const postOfferBody = z
  */
 export const patchOfferBody = z
   .object({
-    priceCentsPerDollar: z
-      .number({ invalid_type_error: PRICE_MESSAGE })
+    priceCentsPerDollar: offerPriceCents
       .optional()
       .openapi({ type: "integer", minimum: MIN_OFFER_PRICE_CENTS, maximum: MAX_OFFER_PRICE_CENTS }),
     status: z.enum(["paused", "active"], { errorMap: () => ({ message: 'must be "paused" or "active"' }) }).optional(),
     ...standingFields,
   })
   .openapi("PatchOfferRequest");
+
+/**
+ * The GraphQL twins of the offer bodies (graphql/validate.ts `withInput`): the same field rules on
+ * GraphQL's names (`quantity` and `dailyQuantity` in micro-DIEM). `registerUpstreamKey` and the
+ * id inputs use the REST schemas themselves (`registerUpstreamKeyBody`, `idParam`).
+ */
+export const postOfferInput = z.object({
+  priceCentsPerDollar: offerPriceCents,
+  quantity: offerQuantityMicroDiem,
+  upstreamKeyId: uuidField("upstreamKeyId").transform((s) => s.toLowerCase()),
+  dailyQuantity: offerQuantityMicroDiem.nullish(),
+  schedule: z.array(priceStep).nullish(),
+});
+
+export const updateOfferInput = z.object({
+  priceCentsPerDollar: offerPriceCents.nullish(),
+  dailyQuantity: offerQuantityMicroDiem.nullish(),
+  schedule: z.array(priceStep).nullish(),
+});
 
 /**
  * The record's two derived fields, defined beside the schemas that show them: REST, GraphQL and the

@@ -16,3 +16,18 @@ export function withArgs<S extends z.AnyZodObject, Root, Args extends object, Ct
 ): (root: Root, args: Args, ctx: Ctx, info: Info) => R {
   return (root, args, ctx, info) => resolve(root, { ...args, ...parseWith(schema, args) }, ctx, info);
 }
+
+/**
+ * `withArgs` for a mutation's `input` object: `input` is parsed by the contract's schema of the REST
+ * body it mirrors (or the GraphQL twin beside it), so a refusal names the same field (`label`, not
+ * `input.label`) and says what REST says. Fields the schema does not name keep GraphQL's values.
+ *
+ *   resolve: withInput(registerUpstreamKeyBody, (_root, { input }, ctx) => ctx.services.supply.registerUpstreamKey(…))
+ */
+export function withInput<S extends z.AnyZodObject, Root, Input extends object, Ctx, Info, R>(
+  schema: S,
+  resolve: (root: Root, args: { input: Omit<Input, keyof z.infer<S>> & z.infer<S> }, ctx: Ctx, info: Info) => R,
+): (root: Root, args: { input: Input }, ctx: Ctx, info: Info) => R {
+  return (root, args, ctx, info) =>
+    resolve(root, { input: { ...args.input, ...parseWith(schema, args.input) } }, ctx, info);
+}

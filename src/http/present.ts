@@ -1,4 +1,7 @@
 import type { AccountSummary, HistoryRow, Savings } from "../domain/accounts/account-types.js";
+import type { CatalogModelRow, ModelStats } from "../domain/catalog/catalog-types.js";
+import { publishedFields } from "../domain/catalog/catalog-visibility.js";
+import type { QueuedVideo } from "../domain/inference/video-queue.js";
 import type { VideoQuote } from "../domain/inference/video-quote.js";
 import type { ApiKeyView } from "../domain/keys/api-key-service.js";
 import type { VideoJobStatusReport } from "../domain/video/video-jobs.js";
@@ -138,6 +141,42 @@ export function presentKey(k: ApiKeyView) {
   };
 }
 
+/**
+ * The public catalog row (SPEC "Catalog model row"): `pricing` and `constraints` as the visibility
+ * rule shows them (catalog-visibility.ts), left out when hidden; `id` is always the bare slug.
+ */
+export function presentModel(row: CatalogModelRow) {
+  const { pricing, constraints } = publishedFields(row);
+  return {
+    id: row.id,
+    object: "model" as const,
+    status: row.status,
+    modality: row.modality,
+    capabilities: row.capabilities,
+    ...(pricing ? { pricing } : {}),
+    ...(constraints ? { constraints } : {}),
+    name: row.name,
+    tier: row.tier,
+    ...(row.created !== null ? { created: row.created } : {}),
+    ...(row.regionRestrictions !== null ? { regionRestrictions: row.regionRestrictions } : {}),
+  };
+}
+
+export function presentModelStats(s: ModelStats) {
+  return {
+    window: s.window,
+    generatedAt: s.generatedAt.toISOString(),
+    hasSufficientVolume: s.hasSufficientVolume,
+    models: s.models.map((m) => ({
+      id: m.id,
+      modality: m.modality,
+      rank: m.rank,
+      usageShare: m.usageShare,
+      daily: m.daily.map((d) => ({ day: d.day, share: d.share })),
+    })),
+  };
+}
+
 export const STATUS_OK = { status: "ok" } as const;
 
 /** `GET /v1/agent/me` (and the MCP tool agent_me): wallet, balances, ceiling, confirmation depth. */
@@ -170,6 +209,27 @@ export function presentVideoQuote(q: VideoQuote) {
       clearing_price_cents: q.clearingPriceCents,
       upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
       markup_bps: q.markupBps,
+    },
+  };
+}
+
+/**
+ * SPEC "Video" `POST /v1/video/queue`: the job's queue id and model, and in `svc` what the queue
+ * call cost (the same figures as its cost headers), the job's DIEM and the upstream's quote.
+ */
+export function presentVideoQueued(q: QueuedVideo) {
+  const { cost } = q;
+  return {
+    queue_id: q.queueId,
+    model: q.model,
+    svc: {
+      cost_usdc: usdc(cost.costMicroUsdc),
+      clearing_price_cents: cost.clearingPriceCents,
+      quote_diem: formatDecimal6(q.quoteMicroDiem),
+      upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
+      balance_remaining_usdc: orNull(cost.balanceRemainingMicroUsdc, usdc),
+      support_reference: cost.supportReference,
+      request_id: cost.requestId,
     },
   };
 }

@@ -11,7 +11,7 @@ import {
 import type { PayPerRequestId } from "../contract/paid-routes.js";
 import type { ImageRequest } from "../domain/inference/image.js";
 import type { BufferedResult } from "../domain/inference/sink.js";
-import { DomainError } from "../lib/errors.js";
+import { formatDecimal6 } from "../lib/money.js";
 import { caller, defineTool, described, ON_INVALID, ON_SUPPLY, type ToolDefinition, UNITS } from "./tool-def.js";
 import { type Json, toolResult } from "./tool-result.js";
 
@@ -35,24 +35,18 @@ export interface PaidTool {
 const PAY_PER_CALL =
   "With no API key it is paid per call with x402 (upto, USDC on Base): an unpaid call answers isError with the payment requirements (structuredContent), sign them and call again with _meta['x402/payment']; the receipt is _meta['x402/payment-response'].";
 
-function header(headers: Record<string, string>, name: string): string {
-  const v = headers[name];
-  if (v === undefined) throw new DomainError("internal_error", `settled answer without ${name}`);
-  return v;
-}
-
 /**
- * The settled figures every paid answer carries (the REST cost headers); `balanceRemainingUsdc` only
- * when a balance paid (a call paid per call draws on none).
+ * The settled figures every paid answer carries (the facts REST renders as its cost headers);
+ * `balanceRemainingUsdc` only when a balance paid (a call paid per call draws on none).
  */
-function costFields(out: BufferedResult, paidPerCall: boolean): Json {
-  const balance = paidPerCall ? undefined : out.headers["X-Balance-Remaining"];
+function costFields({ cost }: BufferedResult): Json {
+  const balance = cost.balanceRemainingMicroUsdc;
   return {
-    costUsdc: header(out.headers, "X-Svc-Cost-Usdc"),
-    clearingPriceCents: Number(header(out.headers, "X-Svc-Clearing-Price-Cents")),
-    ...(balance !== undefined ? { balanceRemainingUsdc: balance } : {}),
-    supportReference: header(out.headers, "X-Svc-Support-Reference"),
-    requestId: header(out.headers, "X-Svc-Request-Id"),
+    costUsdc: formatDecimal6(cost.costMicroUsdc),
+    clearingPriceCents: cost.clearingPriceCents,
+    ...(balance !== null ? { balanceRemainingUsdc: formatDecimal6(balance) } : {}),
+    supportReference: cost.supportReference,
+    requestId: cost.requestId,
   };
 }
 
@@ -95,7 +89,7 @@ const chatOutput = z.object({
 
 const chatBody = (args: unknown): Json => pickBody(chatArgs.shape, args, { stream: false });
 
-function presentChat(out: BufferedResult, paidPerCall = false): Json {
+function presentChat(out: BufferedResult): Json {
   const choice = (Array.isArray(out.body.choices) ? out.body.choices[0] : undefined) as Json | undefined;
   const message = (choice?.message ?? { role: "assistant", content: null }) as Json;
   return {
@@ -104,7 +98,7 @@ function presentChat(out: BufferedResult, paidPerCall = false): Json {
     message: { ...message, role: typeof message.role === "string" ? message.role : "assistant" },
     finishReason: typeof choice?.finish_reason === "string" ? choice.finish_reason : null,
     usage: (out.body.usage as Json | undefined) ?? null,
-    ...costFields(out, paidPerCall),
+    ...costFields(out),
   };
 }
 
@@ -136,7 +130,7 @@ const MIME: Record<string, string> = { webp: "image/webp", png: "image/png", jpe
 /** The images ride as MCP image blocks; structuredContent counts them (no base64 twice). */
 const IMAGE_DATA = new WeakMap<Json, string[]>();
 
-function presentImage(out: BufferedResult, format: unknown, paidPerCall = false): Json {
+function presentImage(out: BufferedResult, format: unknown): Json {
   const images = Array.isArray(out.body.images)
     ? out.body.images.filter((i): i is string => typeof i === "string")
     : [];
@@ -144,7 +138,7 @@ function presentImage(out: BufferedResult, format: unknown, paidPerCall = false)
     id: typeof out.body.id === "string" ? out.body.id : "",
     imageCount: images.length,
     mimeType: MIME[typeof format === "string" ? format.toLowerCase() : "webp"] ?? "application/octet-stream",
-    ...costFields(out, paidPerCall),
+    ...costFields(out),
   };
   IMAGE_DATA.set(value, images);
   return value;
@@ -205,11 +199,11 @@ const imageTool = defineTool({
 });
 
 export const PAID_TOOLS: readonly PaidTool[] = [
-  { definition: chatTool, route: "chat_completions", restBody: chatBody, present: (out) => presentChat(out, true) },
+  { definition: chatTool, route: "chat_completions", restBody: chatBody, present: (out) => presentChat(out) },
   {
     definition: imageTool,
     route: "image_generate",
     restBody: imageBody,
-    present: (out, body) => presentImage(out, body.format, true),
+    present: (out, body) => presentImage(out, body.format),
   },
 ];

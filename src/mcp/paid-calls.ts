@@ -26,7 +26,6 @@ import {
 export type AnonymousContext = Omit<ToolContext, "viewer">;
 
 const BY_NAME = new Map(PAID_TOOLS.map((t) => [t.definition.name, t]));
-const RECEIPT_HEADER = "PAYMENT-RESPONSE";
 
 /** The settle receipt of a `PAYMENT-RESPONSE` value, as the binding's `_meta` carries it (an object). */
 function receiptOf(value: string | undefined): SettleReceipt | undefined {
@@ -36,11 +35,6 @@ function receiptOf(value: string | undefined): SettleReceipt | undefined {
   } catch {
     return undefined;
   }
-}
-
-function headerValue(headers: Record<string, string>, name: string): string | undefined {
-  const key = Object.keys(headers).find((k) => k.toLowerCase() === name.toLowerCase());
-  return key === undefined ? undefined : headers[key];
 }
 
 /** A thrown error's receipt (a settle of 0 on an uncharged failure, or a refused settle). */
@@ -80,9 +74,9 @@ async function payPerCall(
     return paymentRequiredResult(out.required as unknown as Json, out.required.error ?? "Payment required");
   }
   if (out.type !== "answer") throw new DomainError("internal_error", "A buffered paid call answered a stream.");
-  const receipt = receiptOf(headerValue(out.headers, RECEIPT_HEADER));
+  const receipt = receiptOf(out.receipt.value);
   if (!receipt) throw new DomainError("internal_error", "A paid answer without its settlement receipt.");
-  const value = t.present({ body: out.body, headers: out.headers }, body);
+  const value = t.present({ body: out.body, cost: out.cost }, body);
   const result = t.definition.result?.(value) ?? {
     content: [{ type: "text" as const, text: JSON.stringify(value) }],
     structuredContent: value,

@@ -13,8 +13,14 @@ import { parseVideoRequest, type VideoRequest, videoBody, videoQuoteResponse } f
 import { capacityResponse } from "../contract/market.js";
 import { keyChangeOf } from "../domain/keys/api-key-service.js";
 import { historyReader } from "../domain/keys/key-scopes.js";
-import { presentAgentMe, presentHistoryRow, presentKey, presentVideoQuote } from "../http/present.js";
-import { presentModel, presentModelStats } from "../http/routes/catalog.js";
+import {
+  presentAgentMe,
+  presentHistoryRow,
+  presentKey,
+  presentModel,
+  presentModelStats,
+  presentVideoQuote,
+} from "../http/present.js";
 import { presentCapacity } from "../http/routes/market.js";
 import { PAID_TOOLS } from "./inference-tools.js";
 import { caller, defineTool, described, ON_INVALID, ON_SUPPLY, type ToolDefinition, UNITS } from "./tool-def.js";

@@ -9,6 +9,7 @@ import type {
   ModelTier,
   VideoModelType,
 } from "./catalog-types.js";
+import { publishedFields, showsPricing } from "./catalog-visibility.js";
 
 /**
  * Pure translation of one upstream `GET /models` row (VENICE_API §2) into a catalog row.
@@ -221,7 +222,7 @@ function normalizeText(row: UpstreamModel): NormalizedModel {
   const cacheWriteMicro = cacheWrite.kind === "ok" ? cacheWrite.micro : null;
   const status = statusOf(reasons);
   let publicPricing: JsonObject | null = null;
-  if (status === "live" && inputMicro !== null && outputMicro !== null) {
+  if (showsPricing({ status }) && inputMicro !== null && outputMicro !== null) {
     // micro-USDC per 1M tokens at face value (1 DIEM = 1 USD); cache reads and cache writes bill at
     // the input rate when no cache price is published, so that is the rate shown.
     publicPricing = {
@@ -247,8 +248,7 @@ function normalizeText(row: UpstreamModel): NormalizedModel {
     status,
     tier: tierOf(c.id, "text", outputMicro),
     capabilities: objectOr(c.spec.capabilities) ?? {},
-    pricing: publicPricing,
-    constraints: null,
+    ...publishedFields({ status, modality: "text", pricing: publicPricing, constraints: null }),
     inputMicroPerM: inputMicro,
     outputMicroPerM: outputMicro,
     cacheMicroPerM: cacheMicro,
@@ -342,9 +342,8 @@ function normalizeImage(row: UpstreamModel): NormalizedModel {
     status,
     tier: tierOf(c.id, "image", null),
     capabilities,
-    pricing: status === "live" ? publicPricing : null,
-    // camelCase keys exactly as published: a key the upstream omits must not be sent
-    constraints: constraints ?? null,
+    // constraints in camelCase keys exactly as published: a key the upstream omits must not be sent
+    ...publishedFields({ status, modality: "image", pricing: publicPricing, constraints: constraints ?? null }),
     inputMicroPerM: null,
     outputMicroPerM: null,
     cacheMicroPerM: null,
@@ -381,8 +380,7 @@ function normalizeVideo(row: UpstreamModel): NormalizedModel {
     status,
     tier: tierOf(c.id, "video", null),
     capabilities: {},
-    pricing: status === "live" ? { ...VIDEO_PUBLIC_PRICING } : null,
-    constraints,
+    ...publishedFields({ status, modality: "video", pricing: { ...VIDEO_PUBLIC_PRICING }, constraints }),
     inputMicroPerM: null,
     outputMicroPerM: null,
     cacheMicroPerM: null,

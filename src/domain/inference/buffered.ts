@@ -1,32 +1,17 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { reportedDiemBalance, type UpstreamClient } from "../../adapters/upstream/client.js";
 import { DomainError } from "../../lib/errors.js";
-import { formatDecimal6 } from "../../lib/money.js";
 import { answerFacts } from "./answer-facts.js";
 import { Attempted } from "./attempt-loop.js";
 import { answered } from "./lanes.js";
 import type { InferencePipeline } from "./pipeline.js";
-import { type AttemptingSession, type InferenceSession, type Settled, serverTiming, type Usage } from "./session.js";
+import type { AttemptingSession, Settled, Usage } from "./session.js";
 import { burnedOnKey } from "./usage.js";
 
 type Json = Record<string, unknown>;
 
 /** Buffered upstream calls give up after this long (then fall forward). */
 export const UPSTREAM_TIMEOUT_MS = 120_000;
-
-/** The buffered answer's headers (SPEC "Inference" response headers). */
-export function costHeaders(s: Settled, session: InferenceSession): Record<string, string> {
-  return {
-    "X-Svc-Request-Id": s.requestId,
-    "X-Svc-Support-Reference": s.supportReference,
-    "X-Svc-Cost-Usdc": formatDecimal6(s.costMicroUsdc),
-    "X-Svc-Clearing-Price-Cents": String(s.clearingPriceCents),
-    "X-Balance-Remaining": formatDecimal6(s.balanceRemainingMicroUsdc),
-    "Server-Timing": serverTiming(session),
-    ...(s.uncharged ? { "X-Svc-Uncharged": s.uncharged } : {}),
-    ...(s.flagged ? { "X-Svc-Flagged": s.flagged } : {}),
-  };
-}
 
 /**
  * The buffered call, for every modality, on the pipeline's attempt loop (`InferencePipeline.run`):

@@ -3,7 +3,8 @@ import type { UpstreamClient } from "../../adapters/upstream/client.js";
 import type { ModalityRequest } from "../../contract/inference.js";
 import { DomainError } from "../../lib/errors.js";
 import { NO_PLAN, UNLIMITED_MICRO_USDC } from "./admission.js";
-import { costHeaders, runBuffered } from "./buffered.js";
+import { costFacts } from "./answer-facts.js";
+import { runBuffered } from "./buffered.js";
 import { planRequest } from "./escrow-take.js";
 import type { InferencePipeline } from "./pipeline.js";
 import { eachModel, modelsToTry, passesToNextModel, requestCaps } from "./request-controls.js";
@@ -125,7 +126,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
     return max;
   }
 
-  /** Buffered: settles, then returns the answer and the cost headers. */
+  /** Buffered: settles, then returns the answer and its cost facts (the transport renders them). */
   async buffered(caller: Caller, req: R, signal: AbortSignal): Promise<BufferedResult> {
     const m = this.modality;
     return eachModel(
@@ -139,7 +140,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
           signal,
           meter: (a, h) => m.meter(a, h),
         });
-        return { body: m.answer(answer, req, session, settled), headers: costHeaders(settled, session) };
+        return { body: m.answer(answer, req, session, settled), cost: costFacts(settled, session) };
       },
       () => signal.aborted,
     );

@@ -208,7 +208,7 @@ export interface AttemptRecord {
   ended: string;
 }
 
-/** Milliseconds per phase of one request (see `serverTiming`). */
+/** Milliseconds per phase of one request (`PhaseTimings`; REST renders them as `Server-Timing`). */
 export interface RequestTiming {
   /** `performance.now()` when admission began */
   start: number;
@@ -312,24 +312,6 @@ export function capOf(keyCents: number | null | undefined, requestCents: number 
   if (k === null) return r;
   if (r === null) return k;
   return Math.min(k, r);
-}
-
-/**
- * `Server-Timing` (W3C): where the service spent a request's time, in ms — `admit` (gates, plan,
- * escrow), `upstream` (to the answer or first content, fall-forwards included), `settle` (the commit).
- * Phases not reached yet are left out (a stream's headers leave before its settlement).
- */
-export function serverTiming(session: InferenceSession): string {
-  const t = session.timing;
-  const parts: string[] = [];
-  for (const [name, ms] of [
-    ["admit", t.admitMs],
-    ["upstream", t.upstreamMs],
-    ["settle", t.settleMs],
-  ] as const) {
-    if (ms !== undefined) parts.push(`${name};dur=${ms.toFixed(3)}`);
-  }
-  return parts.join(", ");
 }
 
 /**

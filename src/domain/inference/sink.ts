@@ -1,3 +1,5 @@
+import type { CostFacts, StreamStartFacts } from "./answer-facts.js";
+
 /**
  * Where an answer goes: the transport provides a sink (REST over `node:http` today, MCP later);
  * the pipeline writes the answer into it in the modality's shape.
@@ -5,8 +7,8 @@
 
 /** A streamed answer: the domain writes SSE text. */
 export interface StreamSink {
-  /** sends status 200 and the stream headers; called once, before the first frame */
-  start(headers: Record<string, string>): void;
+  /** the stream starts (REST: status 200 and the stream headers, rendered from `facts`); once, before the first frame */
+  start(facts: StreamStartFacts): void;
   write(text: string): void;
   end(): void;
   /** true once the buyer went away */
@@ -15,8 +17,8 @@ export interface StreamSink {
   readonly signal: AbortSignal;
 }
 
-/** A buffered answer: the JSON body and the headers (cost, support reference, Server-Timing). */
+/** A buffered answer: the JSON body and what it cost (the transport renders it: REST's cost headers, MCP's fields). */
 export interface BufferedResult {
   body: Record<string, unknown>;
-  headers: Record<string, string>;
+  cost: CostFacts;
 }

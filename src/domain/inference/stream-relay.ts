@@ -1,6 +1,7 @@
 import { readUpstreamSse, releaseBody, type UpstreamBody } from "../../adapters/upstream/client.js";
 import type { SseFrame } from "../../lib/sse.js";
-import { type AttemptScope, serverTiming } from "./session.js";
+import { streamStartFacts } from "./answer-facts.js";
+import type { AttemptScope } from "./session.js";
 import type { StreamSink } from "./sink.js";
 
 /** A started stream silent this long is treated as truncated. */
@@ -48,7 +49,7 @@ export class StreamRelay {
     return this.firstChunkAt === undefined ? undefined : (this.firstChunkAt - this.o.issuedAt) / 1000;
   }
 
-  /** true once the buyer's stream started (status and headers sent) */
+  /** true once the buyer's stream started (the sink told its start) */
   get committed(): boolean {
     return this.isCommitted;
   }
@@ -99,14 +100,8 @@ export class StreamRelay {
     if (this.isCommitted) return;
     this.isCommitted = true;
     clearTimeout(this.o.firstTimer);
-    const { session } = this.o.scope;
-    const { requestId, supportReference } = session;
     this.o.scope.firstByte();
-    this.o.sink.start({
-      "X-Svc-Request-Id": requestId,
-      "X-Svc-Support-Reference": supportReference,
-      "Server-Timing": serverTiming(session),
-    });
+    this.o.sink.start(streamStartFacts(this.o.scope.session));
     this.o.onStart();
     for (const f of this.pending.splice(0)) this.o.sink.write(f);
   }

@@ -7,10 +7,11 @@ import { DomainError } from "../../lib/errors.js";
 import { videoJobMicroDiem } from "../../lib/money.js";
 import { bareModelId } from "../catalog/catalog-service.js";
 import { flatJobPricer } from "./admission.js";
+import { type CostFacts, costFacts } from "./answer-facts.js";
 import { Attempted } from "./attempt-loop.js";
 import { answered } from "./lanes.js";
 import type { InferencePipeline } from "./pipeline.js";
-import type { Caller, InferenceSession, Settled } from "./session.js";
+import type { Caller } from "./session.js";
 import { effectiveCeiling } from "./session.js";
 import type { EndRows } from "./settlement.js";
 import type { VideoQuotes } from "./video-quote.js";
@@ -26,8 +27,8 @@ export interface QueuedVideo {
   /** the job's DIEM (upstream quote + markup): the burn of its clear */
   quoteMicroDiem: bigint;
   upstreamQuoteMicroDiem: bigint;
-  settled: Settled;
-  session: InferenceSession;
+  /** what the queue call cost (the transport renders it: REST's cost headers and `svc` block) */
+  cost: CostFacts;
 }
 
 export interface VideoQueueDeps {
@@ -128,8 +129,7 @@ export class VideoQueue {
       model: model.id,
       quoteMicroDiem: jobMicroDiem,
       upstreamQuoteMicroDiem: upstreamQuote,
-      settled,
-      session,
+      cost: costFacts(settled, session),
     };
   }
 }

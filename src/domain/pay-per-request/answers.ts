@@ -1,13 +1,16 @@
 import type { PayPerRequestId } from "../../contract/paid-routes.js";
 import { DomainError, ERROR_TABLE, type ErrorCode, type HeaderField } from "../../lib/errors.js";
 import type { RecordedResponse } from "../funding/payment-identifier.js";
+import type { CostFacts, StreamStartFacts } from "../inference/answer-facts.js";
 import type { StreamSink } from "../inference/sink.js";
 import type { PaidChallenge } from "./challenge.js";
 
 /**
  * What a pay-per-request call answers, and how an answer is recorded for the duplicates of its
  * payment (the same `PAYMENT-SIGNATURE` again, or the same payment-identifier): the status, the
- * headers (`PAYMENT-RESPONSE` among them) and the body — a JSON answer, a stream's text, or an error.
+ * answer's facts (its cost, or a stream's start) and the settle's receipt (x402 `PAYMENT-RESPONSE`)
+ * as data, and the body — a JSON answer, a stream's text, or an error. The transport renders the
+ * facts (REST: http/answer-headers.ts), a fresh answer and its replay alike.
  */
 
 /** One call of a pay-per-request route, as a transport hands it over (REST today, MCP next). */
@@ -31,23 +34,34 @@ export interface PaidCall {
 export type PaidOutcome =
   | PaidChallenge
   /** a buffered answer (fresh or replayed): the body is released only once the charge settled */
-  | { type: "answer"; status: number; headers: Record<string, string>; body: Record<string, unknown> }
+  | { type: "answer"; status: number; cost: PaidCost; receipt: HeaderField; body: Record<string, unknown> }
   /** a stream written to the transport's sink (the settle's outcome in its last frames) */
   | { type: "streamed" }
-  /** a recorded stream, sent again whole */
-  | { type: "replayed_stream"; headers: Record<string, string>; text: string };
+  /** a recorded stream, sent again whole (`start` absent: it ended before it started) */
+  | { type: "replayed_stream"; start?: StreamStartFacts | undefined; text: string };
 
-/** An answer as recorded on its payment (`request_payments.response`). */
+/** A paid answer's cost: no balance left to tell (the payment, not a prepaid balance, paid). */
+export type PaidCost = CostFacts & { balanceRemainingMicroUsdc: null };
+
+/** `PaidCost` as JSON keeps it: the amount as an integer string of micro-USDC. */
+type RecordedCost = Omit<PaidCost, "costMicroUsdc"> & { costMicroUsdc: string };
+
+/** An answer as recorded on its payment (`request_payments.response`): JSON-safe. */
 export type RecordedPaidAnswer =
-  | { kind: "json"; status: number; headers: Record<string, string>; body: Record<string, unknown> }
-  | { kind: "sse"; headers: Record<string, string>; text: string }
+  | { kind: "json"; status: number; cost: RecordedCost; receipt: HeaderField; body: Record<string, unknown> }
+  | { kind: "sse"; start?: StreamStartFacts | undefined; text: string }
   | { kind: "error"; code: ErrorCode; message: string; details: Record<string, unknown> };
 
 /** The recorded form of an outcome that is an answer; undefined for a 402 (nothing is recorded). */
 export function recordedOf(o: PaidOutcome, streamed?: StreamCapture): RecordedPaidAnswer | undefined {
-  if (o.type === "answer") return { kind: "json", status: o.status, headers: o.headers, body: o.body };
-  if (o.type === "replayed_stream") return { kind: "sse", headers: o.headers, text: o.text };
-  if (o.type === "streamed" && streamed) return { kind: "sse", headers: streamed.headers, text: streamed.text };
+  if (o.type === "answer") {
+    const cost = { ...o.cost, costMicroUsdc: o.cost.costMicroUsdc.toString() };
+    return { kind: "json", status: o.status, cost, receipt: o.receipt, body: o.body };
+  }
+  if (o.type === "replayed_stream") return { kind: "sse", ...(o.start ? { start: o.start } : {}), text: o.text };
+  if (o.type === "streamed" && streamed) {
+    return { kind: "sse", ...(streamed.start ? { start: streamed.start } : {}), text: streamed.text };
+  }
   return undefined;
 }
 
@@ -58,8 +72,13 @@ export function recordedError(e: DomainError): RecordedPaidAnswer {
 
 /** A recorded answer, given again: the same status, headers and body (an error is thrown again). */
 export function replay(r: RecordedPaidAnswer): PaidOutcome {
-  if (r.kind === "json") return { type: "answer", status: r.status, headers: r.headers, body: r.body };
-  if (r.kind === "sse") return { type: "replayed_stream", headers: r.headers, text: r.text };
+  if (r.kind === "json") {
+    if (!r.cost)
+      throw new DomainError("internal_error", "This payment's answer was recorded in a form no longer read.");
+    const cost = { ...r.cost, costMicroUsdc: BigInt(r.cost.costMicroUsdc) };
+    return { type: "answer", status: r.status, cost, receipt: r.receipt, body: r.body };
+  }
+  if (r.kind === "sse") return { type: "replayed_stream", ...(r.start ? { start: r.start } : {}), text: r.text };
   throw new DomainError(r.code, r.message, {
     ...r.details,
     ...(r.details.paymentResponse ? { paymentResponse: r.details.paymentResponse as HeaderField } : {}),
@@ -76,9 +95,9 @@ export function fromIdentifierRecord(r: RecordedResponse): RecordedPaidAnswer {
   return r.body.answer as RecordedPaidAnswer;
 }
 
-/** What a stream sent: its start headers and every frame, in order. */
+/** What a stream sent: its start (absent until it started) and every frame, in order. */
 export interface StreamCapture {
-  headers: Record<string, string>;
+  start: StreamStartFacts | undefined;
   text: string;
 }
 
@@ -89,7 +108,7 @@ export interface StreamCapture {
  * duplicate sent on its heels gets the answer, not a 409.
  */
 export function capturingSink(sink: StreamSink) {
-  const capture: StreamCapture = { headers: {}, text: "" };
+  const capture: StreamCapture = { start: undefined, text: "" };
   let ended = false;
   let released = false;
   const release = () => {
@@ -98,9 +117,9 @@ export function capturingSink(sink: StreamSink) {
     if (ended) sink.end();
   };
   const wrapped: StreamSink = {
-    start(headers) {
-      capture.headers = { ...headers };
-      sink.start(headers);
+    start(facts) {
+      capture.start = facts;
+      sink.start(facts);
     },
     write(text) {
       capture.text += text;

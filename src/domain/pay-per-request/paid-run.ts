@@ -130,12 +130,12 @@ export class PaidRun {
       }
       const out = await endpoint.buffered(caller, req, call.signal);
       if (!receipt) throw new DomainError("internal_error", "A paid answer without its settlement.");
-      // no X-Balance-Remaining: the payment, not a prepaid balance, paid for it
-      const { "X-Balance-Remaining": _balance, ...headers } = out.headers;
+      // no balance left to tell: the payment, not a prepaid balance, paid for it
       const outcome: PaidOutcome = {
         type: "answer",
         status: 200,
-        headers: { ...headers, [receipt.header.name]: receipt.header.value },
+        cost: { ...out.cost, balanceRemainingMicroUsdc: null },
+        receipt: receipt.header,
         body: out.body,
       };
       return await this.finish(row.id, outcome, recordedOf(outcome));

@@ -1,5 +1,5 @@
 import type { Db } from "../../adapters/db.js";
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { EventBus, SupplyChange } from "../../adapters/pubsub.js";
 import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import type { MarketService } from "../market/market-service.js";
@@ -65,7 +65,7 @@ export class KeyHealth {
     if (!row) return false;
     await hooks?.dispatch(ids);
     logger.warn({ upstreamKeyId }, "upstream rejected a supplier key; excluded from routing");
-    this.publishOwner(row.account_id, `key:${upstreamKeyId}:auth_failed`);
+    this.publishOwner(row.account_id, { kind: "key", id: upstreamKeyId, status: "auth_failed" });
     if (opts.announce !== false) await this.capacityChanged("key_status_changed");
     return true;
   }
@@ -78,7 +78,7 @@ export class KeyHealth {
       RETURNING account_id`;
     const row = rows[0];
     if (!row) return false;
-    this.publishOwner(row.account_id, `key:${upstreamKeyId}:active`);
+    this.publishOwner(row.account_id, { kind: "key", id: upstreamKeyId, status: "active" });
     if (opts.announce !== false) await this.capacityChanged("key_status_changed");
     return true;
   }
@@ -94,7 +94,7 @@ export class KeyHealth {
     }
   }
 
-  private publishOwner(accountId: string, kind: string): void {
-    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
+  private publishOwner(accountId: string, change: SupplyChange): void {
+    publishOwner(this.deps.bus, this.deps.clock, accountId, change);
   }
 }

@@ -1,5 +1,5 @@
 import type { Db } from "../../adapters/db.js";
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { EventBus, SupplyChange } from "../../adapters/pubsub.js";
 import { assertUuid } from "../../contract/common.js";
 import { soldMicroDiem } from "../../contract/supply.js";
 import { Prisma } from "../../generated/prisma/client.js";
@@ -12,7 +12,6 @@ import { OFFER_EVENT_COLUMNS, type OfferEventRow, offerData } from "../webhooks/
 import type { KeyHealth } from "./key-health.js";
 import { effectivePrice, type PricedOffer, type PriceStep, parseSchedule, storedSchedule } from "./price-schedule.js";
 import { newestFirst, offerScopeFor } from "./supply-reads.js";
-import { assertOfferPrice, assertQuantity } from "./supply-rules.js";
 import { isUniqueViolation, LIVE, publishOwner } from "./supply-shared.js";
 import type { OfferStatusName, OfferView, UpstreamKeyStatusName } from "./supply-types.js";
 
@@ -47,13 +46,9 @@ interface CheckedStanding {
 }
 
 function checkStanding(input: StandingSettings): CheckedStanding {
-  if (input.repostDaily !== undefined && typeof input.repostDaily !== "boolean") {
-    throw new DomainError("invalid_request", "repostDaily must be true or false.", { field: "repostDaily" });
-  }
-  const daily = input.dailyQuantityMicroDiem;
   return {
     repostDaily: input.repostDaily,
-    dailyQuantityMicroDiem: daily === undefined || daily === null ? daily : assertQuantity(daily, "dailyQuantityDiem"),
+    dailyQuantityMicroDiem: input.dailyQuantityMicroDiem,
     schedule: input.schedule === undefined ? undefined : parseSchedule(input.schedule),
   };
 }
@@ -83,21 +78,22 @@ export class OfferService {
    * `offers_one_live_per_key` decides races (its violation is a 409).
    * Holds a share lock on the key row so a concurrent revocation either sees the offer or wins.
    * Optionally standing (`repostDaily`, `dailyQuantityMicroDiem`) and scheduled (`schedule`).
-   * @throws invalid_request bad price/quantity/schedule; not_found key not on this account;
+   * Price, quantity and key id arrive checked by the contract (`postOfferBody`, `postOfferInput`).
+   * @throws invalid_request bad schedule; not_found key not on this account;
    *   conflict key revoked or failing upstream auth, or a live offer exists on the key
    */
   async postOffer(
     input: {
       accountId: string;
       upstreamKeyId: string;
-      priceCentsPerDollar: unknown;
+      priceCentsPerDollar: number;
       quantityMicroDiem: bigint;
     } & StandingSettings,
   ): Promise<OfferView> {
-    const price = assertOfferPrice(input.priceCentsPerDollar);
-    const quantity = assertQuantity(input.quantityMicroDiem);
+    const price = input.priceCentsPerDollar;
+    const quantity = input.quantityMicroDiem;
     const standing = checkStanding(input);
-    const upstreamKeyId = assertUuid(input.upstreamKeyId, "upstreamKeyId");
+    const upstreamKeyId = input.upstreamKeyId;
     const now = this.deps.clock.now();
     const announced = effectivePrice({ priceCentsPerDollar: price, schedule: standing.schedule ?? null }, now);
     let row: OfferRow;
@@ -143,7 +139,7 @@ export class OfferService {
       }
       throw e;
     }
-    this.publishOwner(input.accountId, `offer:${row.id}:active`);
+    this.publishOwner(input.accountId, { kind: "offer", id: row.id, status: "active" });
     await this.capacityChanged("offer_posted");
     return offerView(row, now, await unfoldedBurns(this.deps.db));
   }
@@ -185,16 +181,16 @@ export class OfferService {
    * `schedule`; null removes the cap or the schedule). Conditional write: only a live offer whose
    * DIEM has not expired changes; the standing settings alone (what tomorrow's repost carries) may
    * also change on a depleted offer before midnight, so a sold-out standing offer can be stopped.
-   * @throws invalid_request empty change, price outside 1–80, status other than paused/active, bad
-   *   schedule; not_found not this account's offer; conflict the offer is depleted (for a price or
+   * Price and status arrive checked by the contract (`patchOfferBody`, `updateOfferInput`).
+   * @throws invalid_request empty change or bad schedule; not_found not this account's offer; conflict the offer is depleted (for a price or
    *   status), expired or cancelled
    */
   async updateOffer(
     input: {
       accountId: string;
       offerId: string;
-      priceCentsPerDollar?: unknown;
-      status?: unknown;
+      priceCentsPerDollar?: number;
+      status?: "paused" | "active";
     } & StandingSettings,
   ): Promise<OfferView> {
     const liveOnly = input.priceCentsPerDollar !== undefined || input.status !== undefined;
@@ -209,11 +205,8 @@ export class OfferService {
         "Nothing to change: send priceCentsPerDollar, status, repostDaily, dailyQuantityDiem and/or schedule.",
       );
     }
-    const price = input.priceCentsPerDollar === undefined ? undefined : assertOfferPrice(input.priceCentsPerDollar);
-    if (input.status !== undefined && input.status !== "paused" && input.status !== "active") {
-      throw new DomainError("invalid_request", 'status must be "paused" or "active".', { field: "status" });
-    }
-    const status = input.status as "paused" | "active" | undefined;
+    const price = input.priceCentsPerDollar;
+    const status = input.status;
     const standing = checkStanding(input);
     const current = await this.ownedOffer(input.accountId, input.offerId);
     const now = this.deps.clock.now();
@@ -238,7 +231,7 @@ export class OfferService {
     if (moved !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
     if (status === "active") await this.markDepletedIfEmpty(current.id);
     const after = await this.ownedOffer(input.accountId, input.offerId);
-    this.publishOwner(input.accountId, `offer:${after.id}:${after.status}`);
+    this.publishOwner(input.accountId, { kind: "offer", id: after.id, status: after.status });
     await this.capacityChanged("offer_updated");
     return offerView(after, this.deps.clock.now(), await unfoldedBurns(this.deps.db));
   }
@@ -255,7 +248,7 @@ export class OfferService {
       data: { status: "cancelled", endedAt: now },
     });
     if (moved.count !== 1) throw notLive(await this.ownedOffer(input.accountId, input.offerId));
-    this.publishOwner(input.accountId, `offer:${current.id}:cancelled`);
+    this.publishOwner(input.accountId, { kind: "offer", id: current.id, status: "cancelled" });
     await this.capacityChanged("offer_cancelled");
     const o = await this.ownedOffer(input.accountId, input.offerId);
     return offerView(o, now, await unfoldedBurns(this.deps.db));
@@ -281,7 +274,7 @@ export class OfferService {
     const row = rows[0];
     if (!row) return false;
     await this.deps.webhooks?.dispatch(hooks);
-    this.publishOwner(row.accountId, `offer:${offerId}:depleted`);
+    this.publishOwner(row.accountId, { kind: "offer", id: offerId, status: "depleted" });
     await this.capacityChanged("offer_depleted");
     return true;
   }
@@ -319,8 +312,8 @@ export class OfferService {
       return { depleted: d, expired: e, hooks: written };
     });
     await this.deps.webhooks?.dispatch(hooks);
-    for (const o of depleted) this.publishOwner(o.accountId, `offer:${o.id}:depleted`);
-    for (const o of expired) this.publishOwner(o.accountId, `offer:${o.id}:expired`);
+    for (const o of depleted) this.publishOwner(o.accountId, { kind: "offer", id: o.id, status: "depleted" });
+    for (const o of expired) this.publishOwner(o.accountId, { kind: "offer", id: o.id, status: "expired" });
     if (depleted.length + expired.length > 0) await this.capacityChanged("offers_expired");
     return { expired: expired.length, depleted: depleted.length };
   }
@@ -347,8 +340,8 @@ export class OfferService {
     return row;
   }
 
-  private publishOwner(accountId: string, kind: string): void {
-    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
+  private publishOwner(accountId: string, change: SupplyChange): void {
+    publishOwner(this.deps.bus, this.deps.clock, accountId, change);
   }
 
   private capacityChanged(reason: string): Promise<void> {

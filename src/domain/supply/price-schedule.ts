@@ -1,5 +1,5 @@
+import { offerPriceCents } from "../../contract/supply.js";
 import { DomainError } from "../../lib/errors.js";
-import { assertOfferPrice } from "./supply-rules.js";
 
 /**
  * Price schedules (docs/decisions.md "Standing offers and price schedules"): an offer may
@@ -104,8 +104,16 @@ export function parseSchedule(value: unknown, field = "schedule"): PriceStep[] |
         { field: `${at}.fromUtc` },
       );
     }
-    const price = assertOfferPrice(step.priceCentsPerDollar, `${at}.priceCentsPerDollar`);
-    steps.push({ fromUtc, priceCentsPerDollar: price });
+    // the offer's own price rule, the contract's
+    const price = offerPriceCents.safeParse(step.priceCentsPerDollar);
+    if (!price.success) {
+      throw new DomainError(
+        "invalid_request",
+        `${at}.priceCentsPerDollar ${price.error.issues[0]?.message ?? "is invalid"}; nothing was changed.`,
+        { field: `${at}.priceCentsPerDollar` },
+      );
+    }
+    steps.push({ fromUtc, priceCentsPerDollar: price.data });
   });
   return steps;
 }

@@ -1,5 +1,6 @@
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
+import { MAX_OFFER_QUANTITY_MICRO_DIEM } from "../../contract/supply.js";
 import type { Prisma } from "../../generated/prisma/client.js";
 import { type Clock, nextUtcMidnight } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
@@ -9,9 +10,9 @@ import { offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
 import type { OfferService } from "./offers.js";
 import { effectivePrice, storedSchedule } from "./price-schedule.js";
-import { MAX_OFFER_QUANTITY_MICRO_DIEM } from "./supply-rules.js";
 import type { SupplyService } from "./supply-service.js";
 import { isUniqueViolation, publishOwner } from "./supply-shared.js";
+import type { OfferStatusName } from "./supply-types.js";
 
 export interface StandingOfferDeps {
   db: Db;
@@ -55,7 +56,7 @@ export interface RepostedOffer {
 export interface SteppedPrice {
   accountId: string;
   offerId: string;
-  status: string;
+  status: OfferStatusName;
   /** the effective price announced before (null: never announced) */
   fromPriceCentsPerDollar: number | null;
   toPriceCentsPerDollar: number;
@@ -145,7 +146,7 @@ export class StandingOffers {
     const now = this.deps.clock.now();
     const { rows, hooks } = await this.deps.db.$transaction(async (tx) => {
       const rows = await tx.$queryRaw<
-        { id: string; account_id: string; status: string; before: number | null; after: number }[]
+        { id: string; account_id: string; status: OfferStatusName; before: number | null; after: number }[]
       >`
       WITH due AS (
         SELECT o.id, o.announced_price_cents AS before, svc_effective_price(o, ${now}) AS after
@@ -277,13 +278,13 @@ export class StandingOffers {
   /** A standing offer was posted again, once (after its transaction committed). */
   private reposted(r: RepostedOffer): void {
     // event: offer.reposted
-    publishOwner(this.deps.bus, this.deps.clock, r.accountId, `offer:${r.offerId}:active`);
+    publishOwner(this.deps.bus, this.deps.clock, r.accountId, { kind: "offer", id: r.offerId, status: "active" });
   }
 
   /** A schedule step took effect on one offer, announced once. */
   private priceStepped(s: SteppedPrice): void {
     // event: offer.price_stepped
-    publishOwner(this.deps.bus, this.deps.clock, s.accountId, `offer:${s.offerId}:${s.status}`);
+    publishOwner(this.deps.bus, this.deps.clock, s.accountId, { kind: "offer", id: s.offerId, status: s.status });
   }
 }
 

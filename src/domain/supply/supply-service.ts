@@ -1,5 +1,5 @@
 import type { Db } from "../../adapters/db.js";
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { EventBus, SupplyChange } from "../../adapters/pubsub.js";
 import type { UpstreamClient, UpstreamFailure } from "../../adapters/upstream/client.js";
 import { assertUuid } from "../../contract/common.js";
 import { maskedKey } from "../../contract/supply.js";
@@ -11,7 +11,7 @@ import type { SecretBox } from "../../lib/secret-box.js";
 import { liveKeyBalance, unfoldedBurns } from "../ledger/live-figures.js";
 import type { KeyHealth } from "./key-health.js";
 import { liveOffers, newestFirst, upstreamKeyScopeFor } from "./supply-reads.js";
-import { assertLabel, assertUpstreamSecret, secretLast4 } from "./supply-rules.js";
+import { secretLast4 } from "./supply-rules.js";
 import { isUniqueViolation, publishOwner } from "./supply-shared.js";
 import type { KeyBalance, RevokedKey, SyncResult, UpstreamKeyStatusName, UpstreamKeyView } from "./supply-types.js";
 
@@ -60,17 +60,20 @@ export class SupplyService {
    * Registers a supplier's upstream key. The key is checked against the upstream first (nothing is
    * stored for a key the upstream refuses), then sealed with AES-256-GCM bound to the account
    * (AAD = account id). The same secret may be registered once among non-revoked keys.
-   * @throws invalid_request bad input, or the upstream rejected the key (401/403)
+   * @throws invalid_request the upstream rejected the key (401/403); the secret's and the label's
+   *   form are the contract's (`registerUpstreamKeyBody`)
    * @throws conflict the secret is already registered (here or on another account)
    * @throws upstream_error the upstream could not be asked (network, timeout, 5xx): nothing stored
    */
   async registerUpstreamKey(input: {
     accountId: string;
-    upstreamApiKey: unknown;
-    label: unknown;
+    /** the contract's `upstreamSecret` */
+    upstreamApiKey: string;
+    /** the contract's `upstreamKeyLabel` (trimmed) */
+    label: string;
   }): Promise<UpstreamKeyView> {
-    const secret = assertUpstreamSecret(input.upstreamApiKey);
-    const label = assertLabel(input.label);
+    const secret = input.upstreamApiKey;
+    const label = input.label;
     const { db, secrets } = this.deps;
     const fingerprint = secrets.fingerprint(secret);
     const existing = await db.upstreamKey.findFirst({
@@ -102,7 +105,7 @@ export class SupplyService {
         },
         include: liveOfferInclude,
       });
-      this.publishOwner(input.accountId, `key:${row.id}:registered`);
+      this.publishOwner(input.accountId, { kind: "key", id: row.id, status: "registered" });
       return keyView(row);
     } catch (e) {
       if (isUniqueViolation(e)) throw duplicateKey();
@@ -147,8 +150,8 @@ export class SupplyService {
          WHERE upstream_key_id = ${upstreamKeyId}::uuid AND status <> 'cancelled'
         RETURNING id`;
     });
-    for (const o of cancelled) this.publishOwner(input.accountId, `offer:${o.id}:cancelled`);
-    this.publishOwner(input.accountId, `key:${upstreamKeyId}:revoked`);
+    for (const o of cancelled) this.publishOwner(input.accountId, { kind: "offer", id: o.id, status: "cancelled" });
+    this.publishOwner(input.accountId, { kind: "key", id: upstreamKeyId, status: "revoked" });
     await this.capacityChanged("upstream_key_revoked");
     const key = await this.getKeyRow(upstreamKeyId);
     return { upstreamKeyId, cancelledOffers: cancelled.length, key: keyView(key) };
@@ -282,8 +285,8 @@ export class SupplyService {
     return row;
   }
 
-  private publishOwner(accountId: string, kind: string): void {
-    publishOwner(this.deps.bus, this.deps.clock, accountId, kind);
+  private publishOwner(accountId: string, change: SupplyChange): void {
+    publishOwner(this.deps.bus, this.deps.clock, accountId, change);
   }
 
   /** Capacity subscribers must hear about it, but a failed publish never fails the write that happened. */

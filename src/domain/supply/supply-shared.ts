@@ -1,4 +1,4 @@
-import type { EventBus } from "../../adapters/pubsub.js";
+import type { EventBus, SupplyChange } from "../../adapters/pubsub.js";
 import { Prisma } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { LIVE_OFFER_STATUSES } from "./supply-types.js";
@@ -11,7 +11,7 @@ export function isUniqueViolation(e: unknown): boolean {
   return e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002";
 }
 
-/** `offerUpdated` to the owner; `kind` is `offer:<id>:<status>` or `key:<id>:<status>`. */
-export function publishOwner(bus: EventBus, clock: Clock, accountId: string, kind: string): void {
-  bus.publish("offerUpdated", accountId, { accountId, kind, at: clock.now().toISOString() });
+/** `offerUpdated` to the owner: which of its offers or keys changed, and to what. */
+export function publishOwner(bus: EventBus, clock: Clock, accountId: string, change: SupplyChange): void {
+  bus.publish("offerUpdated", accountId, { ...change, accountId, at: clock.now().toISOString() });
 }

@@ -1,6 +1,9 @@
+import { maxPriceBody } from "../../contract/account.js";
+import { idParam } from "../../contract/common.js";
 import { apiKeyScopeFor, keyChangeOf } from "../../domain/keys/api-key-service.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
+import { withInput } from "../validate.js";
 import { ApiKeyRef, KeyLimitResetEnum, KeyScopeEnum, viewerOrThrow } from "./account.js";
 
 const CreateApiKeyInput = builder.inputType("CreateApiKeyInput", {
@@ -112,12 +115,10 @@ builder.mutationField("revokeApiKey", (t) =>
     authScopes: { authenticated: true },
     description: "Revokes one of the account's active keys (the calling key included).",
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
-      const v = viewerOrThrow(ctx, null);
-      const keyId = String(input.id);
-      await ctx.services.apiKeys.revokeKey({ actor: v, keyId });
-      return { id: keyId };
-    },
+    resolve: withInput(idParam, async (_root, { input }, ctx) => {
+      await ctx.services.apiKeys.revokeKey({ actor: viewerOrThrow(ctx, null), keyId: input.id });
+      return { id: input.id };
+    }),
   }),
 );
 
@@ -138,11 +139,12 @@ builder.mutationField("setMaxPrice", (t) =>
     authScopes: { authenticated: true },
     description: `Sets the buyer ceiling (integer ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}; nothing is clamped).`,
     args: { input: t.arg({ type: SetMaxPriceInput, required: true }) },
-    resolve: (_root, { input }, ctx) =>
+    resolve: withInput(maxPriceBody, (_root, { input }, ctx) =>
       ctx.services.accounts.setMaxPrice({
         accountId: viewerOrThrow(ctx, "account").accountId,
         maxPriceCentsPerDollar: input.maxPriceCentsPerDollar,
       }),
+    ),
   }),
 );
 

@@ -10,6 +10,7 @@ import type {
   StatsWindow,
 } from "../../domain/catalog/catalog-types.js";
 import { DEFAULT_STATS_WINDOW } from "../../domain/catalog/catalog-types.js";
+import { publishedFields } from "../../domain/catalog/catalog-visibility.js";
 import { builder } from "../builder.js";
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
@@ -81,13 +82,13 @@ const CatalogModelRef = builder.objectRef<CatalogModelRow>("CatalogModel").imple
       type: JsonRef,
       nullable: true,
       description: "Live rows only. Text: micro-USDC per million tokens; image: micro-USDC per image.",
-      resolve: (m) => (m.status === "live" ? m.pricing : null),
+      resolve: (m) => publishedFields(m).pricing,
     }),
     constraints: t.field({
       type: JsonRef,
       nullable: true,
       description: "Image and video rows: exactly the published keys (a missing key must not be sent).",
-      resolve: (m) => (m.modality === "text" ? null : m.constraints),
+      resolve: (m) => publishedFields(m).constraints,
     }),
     created: t.int({ nullable: true, description: "Unix seconds", resolve: (m) => m.created }),
     regionRestrictions: t.stringList({

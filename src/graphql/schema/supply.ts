@@ -3,14 +3,16 @@
 // src/http/routes/supply.ts; every `where` is a rule of domain/supply/supply-reads.ts and every derived
 // field one of contract/supply.ts (the REST views use the same ones). The secret never leaves.
 
-import type { AccountEvent } from "../../adapters/pubsub.js";
-import { soldMicroDiem } from "../../contract/supply.js";
+import type { SupplyChangeEvent } from "../../adapters/pubsub.js";
+import { idParam } from "../../contract/common.js";
+import { postOfferInput, soldMicroDiem, updateOfferInput } from "../../contract/supply.js";
 import { liveOffer } from "../../domain/ledger/live-figures.js";
 import { MAX_SCHEDULE_STEPS, type PriceStep, storedSchedule } from "../../domain/supply/price-schedule.js";
 import { newestFirst, offerOwnerScopeFor, offerScopeFor } from "../../domain/supply/supply-reads.js";
 import { MAX_OFFER_PRICE_CENTS, MIN_OFFER_PRICE_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { burnsOf } from "../context.js";
+import { withInput } from "../validate.js";
 import { viewerOrThrow } from "./account.js";
 
 export const UpstreamKeyStatusEnum = builder.enumType("UpstreamKeyStatus", {
@@ -170,10 +172,10 @@ builder.mutationField("postOffer", (t) =>
     authScopes: { session: true },
     description: "Posts an offer (initially ACTIVE, expiring at the next UTC midnight) on one of your active keys.",
     args: { input: t.arg({ type: PostOfferInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withInput(postOfferInput, async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.postOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
-        upstreamKeyId: String(input.upstreamKeyId),
+        upstreamKeyId: input.upstreamKeyId,
         priceCentsPerDollar: input.priceCentsPerDollar,
         quantityMicroDiem: input.quantity,
         repostDaily: input.repostDaily ?? undefined,
@@ -181,7 +183,7 @@ builder.mutationField("postOffer", (t) =>
         schedule: input.schedule ?? undefined,
       });
       return { offerId: o.id };
-    },
+    }),
   }),
 );
 
@@ -211,10 +213,10 @@ builder.mutationField("updateOffer", (t) =>
     description:
       "Reprices and/or pauses/unpauses a live offer, and sets its standing settings (repostDaily, dailyQuantity, schedule) (PATCH /v1/supply/offers/{id}).",
     args: { input: t.arg({ type: UpdateOfferInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withInput(idParam.merge(updateOfferInput), async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.updateOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
-        offerId: String(input.id),
+        offerId: input.id,
         priceCentsPerDollar: input.priceCentsPerDollar ?? undefined,
         status: input.status ?? undefined,
         repostDaily: input.repostDaily ?? undefined,
@@ -223,7 +225,7 @@ builder.mutationField("updateOffer", (t) =>
         schedule: input.schedule,
       });
       return { offerId: o.id };
-    },
+    }),
   }),
 );
 
@@ -233,29 +235,23 @@ builder.mutationField("cancelOffer", (t) =>
     authScopes: { session: true },
     description: "Cancels a live offer and frees the key's slot.",
     args: { input: t.arg({ type: CancelOfferInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withInput(idParam, async (_root, { input }, ctx) => {
       const o = await ctx.services.offers.cancelOffer({
         accountId: viewerOrThrow(ctx, "account").accountId,
-        offerId: String(input.id),
+        offerId: input.id,
       });
       return { offerId: o.id };
-    },
+    }),
   }),
 );
 // ───────────────────────────── subscriptions ─────────────────────────────
 
-/** Event kinds are `<subject>:<id>:<state>` (offer:…:paused, key:…:auth_failed, payout:…:confirmed). */
-function splitKind(e: AccountEvent): { subject: string; id: string | null; state: string } {
-  const [subject = e.kind, id, state] = e.kind.split(":");
-  return { subject, id: id ?? null, state: state ?? subject };
-}
-
-const OfferUpdatedRef = builder.objectRef<AccountEvent>("OfferUpdated").implement({
+const OfferUpdatedRef = builder.objectRef<SupplyChangeEvent>("OfferUpdated").implement({
   description: "One of the viewer's offers or upstream keys changed; re-read `myOffers` / `myUpstreamKeys`.",
   fields: (t) => ({
-    subject: t.string({ description: "offer or key", resolve: (e) => splitKind(e).subject }),
-    id: t.id({ nullable: true, resolve: (e) => splitKind(e).id }),
-    status: t.string({ description: "the new status", resolve: (e) => splitKind(e).state }),
+    subject: t.string({ description: "offer or key", resolve: (e) => e.kind }),
+    id: t.id({ nullable: true, resolve: (e) => e.id }),
+    status: t.string({ description: "the new status", resolve: (e) => e.status }),
     at: t.field({ type: "DateTime", resolve: (e) => new Date(e.at) }),
   }),
 });

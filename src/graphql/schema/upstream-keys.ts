@@ -2,11 +2,13 @@
 // Same service calls as src/http/routes/supply.ts; every `where` is a rule of
 // domain/supply/supply-reads.ts, the masked key one of contract/supply.ts.
 
-import { maskedKey } from "../../contract/supply.js";
+import { idParam } from "../../contract/common.js";
+import { maskedKey, registerUpstreamKeyBody } from "../../contract/supply.js";
 import { liveKeyBalance } from "../../domain/ledger/live-figures.js";
 import { listedOffers, liveOffers, newestFirst, upstreamKeyScopeFor } from "../../domain/supply/supply-reads.js";
 import { builder } from "../builder.js";
 import { burnsOf } from "../context.js";
+import { withInput } from "../validate.js";
 import { viewerOrThrow } from "./account.js";
 import { IdInput, OfferRef, UpstreamKeyStatusEnum } from "./supply.js";
 
@@ -97,14 +99,14 @@ builder.mutationField("registerUpstreamKey", (t) =>
     authScopes: { session: true },
     description: "Registers an upstream key after checking it with the upstream (POST /v1/supply/upstream-keys).",
     args: { input: t.arg({ type: RegisterUpstreamKeyInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withInput(registerUpstreamKeyBody, async (_root, { input }, ctx) => {
       const k = await ctx.services.supply.registerUpstreamKey({
         accountId: viewerOrThrow(ctx, "account").accountId,
         upstreamApiKey: input.upstreamApiKey,
         label: input.label,
       });
       return { upstreamKeyId: k.id };
-    },
+    }),
   }),
 );
 const RevokeUpstreamKeyInput = IdInput("RevokeUpstreamKeyInput");
@@ -115,12 +117,12 @@ builder.mutationField("revokeUpstreamKey", (t) =>
     authScopes: { session: true },
     description: "Revokes the key row and cancels its non-cancelled offers; repeatable.",
     args: { input: t.arg({ type: RevokeUpstreamKeyInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withInput(idParam, async (_root, { input }, ctx) => {
       const r = await ctx.services.supply.revokeUpstreamKey({
         accountId: viewerOrThrow(ctx, "account").accountId,
-        upstreamKeyId: String(input.id),
+        upstreamKeyId: input.id,
       });
       return { upstreamKeyId: r.upstreamKeyId, cancelledOffers: r.cancelledOffers };
-    },
+    }),
   }),
 );

@@ -2,6 +2,7 @@
 // as src/http/routes/webhooks.ts (WebhookService): the same checks, ownership and answers; the
 // signing secret appears only in the payload of createWebhook and rotateWebhookSecret.
 import type { AccountEvent } from "../../adapters/pubsub.js";
+import { idParam } from "../../contract/common.js";
 import {
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_TESTS_PER_MINUTE,
@@ -10,7 +11,7 @@ import {
 } from "../../contract/webhooks.js";
 import type { WebhookDeliveryView, WebhookView } from "../../domain/webhooks/webhook-service.js";
 import { builder } from "../builder.js";
-import { withArgs } from "../validate.js";
+import { withArgs, withInput } from "../validate.js";
 import { viewerOrThrow } from "./account.js";
 import { JsonRef } from "./catalog.js";
 
@@ -178,11 +179,10 @@ builder.mutationField("deleteWebhook", (t) =>
     authScopes: { authenticated: true },
     description: "Deletes one of the viewer's endpoints and its delivery log.",
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
-      const id = String(input.id);
-      await ctx.services.webhooks.remove(viewerOrThrow(ctx, "account").accountId, id);
-      return { id: id.toLowerCase() };
-    },
+    resolve: withInput(idParam, async (_root, { input }, ctx) => {
+      await ctx.services.webhooks.remove(viewerOrThrow(ctx, "account").accountId, input.id);
+      return { id: input.id };
+    }),
   }),
 );
 
@@ -192,8 +192,9 @@ builder.mutationField("rotateWebhookSecret", (t) =>
     authScopes: { authenticated: true },
     description: "A new signing secret, shown once; the old one stops at once.",
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
-    resolve: (_root, { input }, ctx) =>
-      ctx.services.webhooks.rotateSecret(viewerOrThrow(ctx, "account").accountId, String(input.id)),
+    resolve: withInput(idParam, (_root, { input }, ctx) =>
+      ctx.services.webhooks.rotateSecret(viewerOrThrow(ctx, "account").accountId, input.id),
+    ),
   }),
 );
 
@@ -203,8 +204,9 @@ builder.mutationField("enableWebhook", (t) =>
     authScopes: { authenticated: true },
     description: "A disabled endpoint receives events again (from now on).",
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
-    resolve: (_root, { input }, ctx) =>
-      ctx.services.webhooks.enable(viewerOrThrow(ctx, "account").accountId, String(input.id)),
+    resolve: withInput(idParam, (_root, { input }, ctx) =>
+      ctx.services.webhooks.enable(viewerOrThrow(ctx, "account").accountId, input.id),
+    ),
   }),
 );
 
@@ -214,8 +216,9 @@ builder.mutationField("sendTestWebhook", (t) =>
     authScopes: { authenticated: true },
     description: `Sends \`webhook.test\` to the endpoint; its delivery-log row (queued). At most ${WEBHOOK_TESTS_PER_MINUTE} a minute per account (with REST's test route): then \`rate_limited\`, nothing sent.`,
     args: { input: t.arg({ type: WebhookIdInput, required: true }) },
-    resolve: (_root, { input }, ctx) =>
-      ctx.services.webhooks.sendTest(viewerOrThrow(ctx, "account").accountId, String(input.id)),
+    resolve: withInput(idParam, (_root, { input }, ctx) =>
+      ctx.services.webhooks.sendTest(viewerOrThrow(ctx, "account").accountId, input.id),
+    ),
   }),
 );
 

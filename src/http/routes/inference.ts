@@ -3,19 +3,18 @@ import { pipeline } from "node:stream/promises";
 import { Router } from "express";
 import { parseVideoJobRef, parseVideoRequest } from "../../contract/inference.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
-import { costHeaders } from "../../domain/inference/buffered.js";
 import type { InferenceEndpoint, ModalityRequest } from "../../domain/inference/endpoint.js";
 import type { Caller } from "../../domain/inference/session.js";
 import type { StreamSink } from "../../domain/inference/sink.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
-import { formatDecimal6 } from "../../lib/money.js";
 import { tracingOn } from "../../lib/tracing.js";
 import type { Runtime } from "../../runtime.js";
+import { costHeaders, SSE_HEADERS, streamStartHeaders } from "../answer-headers.js";
 import { bearerCheck, requireBearer, viewerOf } from "../auth.js";
 import { writeJson } from "../error-response.js";
 import { credentialed, type EntryLayers, endWithError } from "../layers.js";
-import { presentVideoQuote, presentVideoStatus } from "../present.js";
+import { presentVideoQueued, presentVideoQuote, presentVideoStatus } from "../present.js";
 import { traceRequest } from "../tracing.js";
 
 const CHAT_PATH = "/v1/chat/completions";
@@ -52,14 +51,13 @@ export function sseSink(req: IncomingMessage, res: ServerResponse): StreamSink {
     });
   };
   return {
-    start(headers) {
+    start(facts) {
       coalesce();
       res.writeHead(200, {
-        "Content-Type": "text/event-stream; charset=utf-8",
-        "Cache-Control": "no-cache, no-transform",
+        ...SSE_HEADERS,
         Connection: "keep-alive",
         "X-Accel-Buffering": "no",
-        ...headers,
+        ...streamStartHeaders(facts),
       });
       res.flushHeaders();
     },
@@ -120,7 +118,7 @@ async function serveInference<R extends ModalityRequest>(
     return;
   }
   const out = await svc.buffered(caller, request, abortSignal(res));
-  writeJson(res, 200, out.headers, out.body);
+  writeJson(res, 200, costHeaders(out.cost), out.body);
 }
 
 /**
@@ -221,19 +219,7 @@ export function inferenceRoutes(rt: Runtime): Router {
   r.post("/v1/video/queue", bearer, async (req, res) => {
     const v = viewerOf(res);
     const q = await videoQueue.queue(callerOf(v, res), parseVideoRequest(req.body));
-    writeJson(res, 200, costHeaders(q.settled, q.session), {
-      queue_id: q.queueId,
-      model: q.model,
-      svc: {
-        cost_usdc: formatDecimal6(q.settled.costMicroUsdc),
-        clearing_price_cents: q.settled.clearingPriceCents,
-        quote_diem: formatDecimal6(q.quoteMicroDiem),
-        upstream_quote_diem: formatDecimal6(q.upstreamQuoteMicroDiem),
-        balance_remaining_usdc: formatDecimal6(q.settled.balanceRemainingMicroUsdc),
-        support_reference: q.settled.supportReference,
-        request_id: q.settled.requestId,
-      },
-    });
+    writeJson(res, 200, costHeaders(q.cost), presentVideoQueued(q));
   });
   // retrieve: JSON while rendering, the mp4 once (then 410); branch on Content-Type
   r.post("/v1/video/retrieve", bearer, async (req, res) => {

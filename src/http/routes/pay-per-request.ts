@@ -3,6 +3,7 @@ import { type Request, type Response, Router } from "express";
 import { PAY_PER_REQUEST_ROUTES, type PayPerRequestId } from "../../contract/paid-routes.js";
 import type { PaidOutcome } from "../../domain/pay-per-request/ppr-service.js";
 import type { Runtime } from "../../runtime.js";
+import { paidAnswerHeaders, SSE_HEADERS, streamStartHeaders } from "../answer-headers.js";
 import { writeJson } from "../error-response.js";
 import { abortSignal, sseSink } from "./inference.js";
 
@@ -47,14 +48,10 @@ function send(res: ServerResponse, out: PaidOutcome): void {
       );
       return;
     case "answer":
-      writeJson(res, out.status, out.headers, out.body);
+      writeJson(res, out.status, paidAnswerHeaders(out.cost, out.receipt), out.body);
       return;
     case "replayed_stream":
-      res.writeHead(200, {
-        "Content-Type": "text/event-stream; charset=utf-8",
-        "Cache-Control": "no-cache, no-transform",
-        ...out.headers,
-      });
+      res.writeHead(200, { ...SSE_HEADERS, ...(out.start ? streamStartHeaders(out.start) : {}) });
       res.end(out.text);
       return;
     case "streamed":

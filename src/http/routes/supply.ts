@@ -1,7 +1,6 @@
 import { Router } from "express";
 import { assertUuid, idParam, pageQuery } from "../../contract/common.js";
 import { patchOfferBody, postOfferBody, registerUpstreamKeyBody } from "../../contract/supply.js";
-import { parseQuantityDiem } from "../../domain/supply/supply-rules.js";
 import type {
   OfferView,
   PayoutView,
@@ -106,11 +105,6 @@ function presentClear(c: SupplierClearRow) {
   };
 }
 
-/** `dailyQuantityDiem` as sent: absent, null (none; on PATCH: remove the cap), or six decimals. */
-function dailyQuantity(value: string | null | undefined): bigint | null | undefined {
-  return value === undefined || value === null ? value : parseQuantityDiem(value, "dailyQuantityDiem");
-}
-
 /** SPEC "Supplier (session)". Every route: session cookie only; writes must be same-origin. */
 export function supplyRoutes(rt: Runtime): Router {
   const r = Router();
@@ -141,15 +135,13 @@ export function supplyRoutes(rt: Runtime): Router {
 
   r.post("/v1/supply/offers", session, async (req, res) => {
     const body = parse(postOfferBody, req.body);
-    const quantityMicroDiem = parseQuantityDiem(body.quantityDiem);
-    const upstreamKeyId = assertUuid(body.upstreamKeyId, "upstreamKeyId");
     const offer = await offers.postOffer({
       accountId: viewerOf(res).accountId,
-      upstreamKeyId,
+      upstreamKeyId: body.upstreamKeyId,
       priceCentsPerDollar: body.priceCentsPerDollar,
-      quantityMicroDiem,
+      quantityMicroDiem: body.quantityDiem,
       repostDaily: body.repostDaily,
-      dailyQuantityMicroDiem: dailyQuantity(body.dailyQuantityDiem) ?? undefined,
+      dailyQuantityMicroDiem: body.dailyQuantityDiem ?? undefined,
       schedule: body.schedule ?? undefined,
     });
     res.status(201).json(presentOffer(offer));
@@ -170,7 +162,8 @@ export function supplyRoutes(rt: Runtime): Router {
       priceCentsPerDollar: body.priceCentsPerDollar,
       status: body.status,
       repostDaily: body.repostDaily,
-      dailyQuantityMicroDiem: dailyQuantity(body.dailyQuantityDiem),
+      // absent: unchanged; null: the cap removed
+      dailyQuantityMicroDiem: body.dailyQuantityDiem,
       schedule: body.schedule,
     });
     res.json(presentOffer(offer));

@@ -1181,7 +1181,13 @@ const SUB_OPS: SubOp[] = [
     family: "session",
     query: "subscription { offerUpdated { subject id status at } }",
     publish: (p) => {
-      world.app.rt.bus.publish("offerUpdated", p.user.accountId, accountEvent(p, `offer:${p.offerId}:active`));
+      world.app.rt.bus.publish("offerUpdated", p.user.accountId, {
+        kind: "offer",
+        id: p.offerId,
+        status: "active",
+        accountId: p.user.accountId,
+        at: new Date().toISOString(),
+      });
       return p.offerId;
     },
     tagOf: (r) => fieldOf(r, "offerUpdated")?.id,

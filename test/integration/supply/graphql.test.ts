@@ -247,6 +247,9 @@ describe("subscriptions", () => {
     const earnings = client.iterate<{ earningsChanged: { kind: string } }>({
       query: "subscription { earningsChanged { kind at } }",
     });
+    // the bus carries the change typed (which offer or key, its new status), not a string to split
+    const raw = world.app.rt.bus.subscribe("offerUpdated", owner.accountId)[Symbol.asyncIterator]();
+    const firstRaw = raw.next();
     const firstOffer = offers.next();
     const firstEarning = earnings.next();
     await new Promise((r) => setTimeout(r, 400)); // let the subscriptions reach Redis
@@ -277,6 +280,14 @@ describe("subscriptions", () => {
       status: "active",
       at: expect.any(String),
     });
+    expect((await timeout(firstRaw))?.value).toEqual({
+      kind: "offer",
+      id: offerId,
+      status: "active",
+      accountId: owner.accountId,
+      at: expect.any(String),
+    });
+    await raw.return?.();
     const e = (await timeout(firstEarning)) as { value: { data: { earningsChanged: { kind: string } } } };
     expect(e?.value.data.earningsChanged.kind).toBe("payout:mine:submitted");
     await offers.return?.();

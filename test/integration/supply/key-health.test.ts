@@ -3,7 +3,7 @@
 // publish the same events (offerUpdated to the owner, capacityChanged to the market); a key that
 // authenticates again is reopened by the sync; a cooldown only ever extends.
 import { describe, expect } from "vitest";
-import type { AccountEvent, CapacityChangedEvent } from "../../../src/adapters/pubsub.js";
+import type { CapacityChangedEvent, SupplyChangeEvent } from "../../../src/adapters/pubsub.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
@@ -50,7 +50,7 @@ describe("key health", () => {
     if (!k1 || !k2) throw new Error("two keys");
     rt.services.inference.invalidateBook();
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
-    const owner = listen<AccountEvent>(rt.bus.subscribe("offerUpdated", supply.supplierAccountId));
+    const owner = listen<SupplyChangeEvent>(rt.bus.subscribe("offerUpdated", supply.supplierAccountId));
     const market = listen<CapacityChangedEvent>(rt.bus.subscribe("capacityChanged"));
     await new Promise((r) => setTimeout(r, 100)); // the Redis subscriptions are in place
 
@@ -59,9 +59,9 @@ describe("key health", () => {
     const r = await chat(world.app, buyer.apiKey, BODY);
     expect(r.status).toBe(200);
     expect(await statusOf(k1.upstreamKeyId)).toBe("auth_failed");
-    const byRouter = `key:${k1.upstreamKeyId}:auth_failed`;
-    await until(() => owner.events.some((e) => e.kind === byRouter));
-    expect(owner.events.map((e) => e.kind)).toEqual([byRouter]);
+    const byRouter = { kind: "key", id: k1.upstreamKeyId, status: "auth_failed" };
+    await until(() => owner.events.some((e) => e.id === byRouter.id && e.status === byRouter.status));
+    expect(owner.events.map(({ kind, id, status }) => ({ kind, id, status }))).toEqual([byRouter]);
     await until(() => market.events.some((e) => e.reason === "key_status_changed"));
     expect(market.events.map((e) => e.reason)).toContain("key_status_changed");
 
@@ -72,9 +72,9 @@ describe("key health", () => {
     const sync1 = await rt.services.supply.syncKeyBalances();
     expect(sync1.authFailed).toBeGreaterThanOrEqual(2); // key 1 is still refused too (already marked)
     expect(await statusOf(k2.upstreamKeyId)).toBe("auth_failed");
-    const bySync = `key:${k2.upstreamKeyId}:auth_failed`;
-    await until(() => owner.events.some((e) => e.kind === bySync));
-    expect(owner.events.map((e) => e.kind)).toEqual([bySync]);
+    const bySync = { kind: "key", id: k2.upstreamKeyId, status: "auth_failed" };
+    await until(() => owner.events.some((e) => e.id === bySync.id && e.status === bySync.status));
+    expect(owner.events.map(({ kind, id, status }) => ({ kind, id, status }))).toEqual([bySync]);
     await until(() => market.events.some((e) => e.reason === "key_status_changed"));
     expect(market.events.map((e) => e.reason)).toEqual(["key_status_changed"]);
 
@@ -85,9 +85,9 @@ describe("key health", () => {
     expect(sync2.recovered).toBe(1);
     expect(await statusOf(k1.upstreamKeyId)).toBe("active");
     expect(await statusOf(k2.upstreamKeyId)).toBe("auth_failed");
-    const reopened = `key:${k1.upstreamKeyId}:active`;
-    await until(() => owner.events.some((e) => e.kind === reopened));
-    expect(owner.events.map((e) => e.kind)).toEqual([reopened]);
+    const reopened = { kind: "key", id: k1.upstreamKeyId, status: "active" };
+    await until(() => owner.events.some((e) => e.id === reopened.id && e.status === reopened.status));
+    expect(owner.events.map(({ kind, id, status }) => ({ kind, id, status }))).toEqual([reopened]);
 
     // and routes again
     expect((await chat(world.app, buyer.apiKey, BODY)).status).toBe(200);

@@ -6,9 +6,15 @@ import { describe, expect, test } from "vitest";
 import { requestDetailArgs } from "../../../src/contract/account.js";
 import { assertUuid, idParam, isUuid } from "../../../src/contract/common.js";
 import { recentClearsArgs } from "../../../src/contract/market.js";
-import { maskedKey, soldMicroDiem } from "../../../src/contract/supply.js";
+import {
+  maskedKey,
+  postOfferInput,
+  registerUpstreamKeyBody,
+  soldMicroDiem,
+  updateOfferInput,
+} from "../../../src/contract/supply.js";
 import { videoJobsArgs } from "../../../src/contract/video-jobs.js";
-import { withArgs } from "../../../src/graphql/validate.js";
+import { withArgs, withInput } from "../../../src/graphql/validate.js";
 import { parse } from "../../../src/http/validate.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
@@ -17,6 +23,17 @@ function run(schema: Parameters<typeof withArgs>[0], args: object): unknown {
   const resolve = withArgs(schema, (_root: null, a: object) => a);
   try {
     return resolve(null, args, {}, {});
+  } catch (e) {
+    if (!(e instanceof DomainError)) throw e;
+    return { code: e.code, message: e.message, field: e.details.field };
+  }
+}
+
+/** What a mutation wrapped by `withInput(schema)` answers for `input`: the parsed input, or the 400. */
+function runInput(schema: Parameters<typeof withInput>[0], input: object): unknown {
+  const resolve = withInput(schema, (_root: null, a: { input: object }) => a.input);
+  try {
+    return resolve(null, { input }, {}, {});
   } catch (e) {
     if (!(e instanceof DomainError)) throw e;
     return { code: e.code, message: e.message, field: e.details.field };
@@ -48,6 +65,81 @@ describe("GraphQL arguments through the contract", () => {
     ],
   ])("%s", (_label, schema, args, expected) => {
     expect(run(schema, args)).toEqual(expected);
+  });
+
+  // the supply mutations: the rules the services used to re-check by hand on `unknown` input
+  const KEY = "0B4F3A52-5D0E-4F43-9A43-8D6D5D3C1A11";
+  const offer = (o: object) => ({ priceCentsPerDollar: 40, quantity: 1_000_000n, upstreamKeyId: KEY, ...o });
+  const PRICE = (f: string) => refused(f, `${f}: must be an integer 1-80`);
+  const updateOffer = idParam.merge(updateOfferInput);
+  test.each([
+    ["postOffer price 0", postOfferInput, offer({ priceCentsPerDollar: 0 }), PRICE("priceCentsPerDollar")],
+    ["postOffer price 81", postOfferInput, offer({ priceCentsPerDollar: 81 }), PRICE("priceCentsPerDollar")],
+    ["postOffer price 40.5", postOfferInput, offer({ priceCentsPerDollar: 40.5 }), PRICE("priceCentsPerDollar")],
+    [
+      "postOffer quantity 0",
+      postOfferInput,
+      offer({ quantity: 0n }),
+      refused("quantity", "quantity: must be greater than 0"),
+    ],
+    [
+      "postOffer quantity above 1 000 000 DIEM",
+      postOfferInput,
+      offer({ quantity: 1_000_000_000_001n }),
+      refused("quantity", "quantity: must be at most 1000000 DIEM"),
+    ],
+    [
+      "postOffer dailyQuantity 0",
+      postOfferInput,
+      offer({ dailyQuantity: 0n }),
+      refused("dailyQuantity", "dailyQuantity: must be greater than 0"),
+    ],
+    [
+      "postOffer a key id not a uuid",
+      postOfferInput,
+      offer({ upstreamKeyId: "nope" }),
+      refused("upstreamKeyId", "upstreamKeyId must be a uuid."),
+    ],
+    [
+      "postOffer a schedule step at 81",
+      postOfferInput,
+      offer({ schedule: [{ fromUtc: "18:00", priceCentsPerDollar: 81 }] }),
+      PRICE("schedule.0.priceCentsPerDollar"),
+    ],
+    ["updateOffer price 0", updateOffer, { id: KEY, priceCentsPerDollar: 0 }, PRICE("priceCentsPerDollar")],
+    [
+      "updateOffer keeps null (a cap or schedule removed) and lower-cases the id",
+      updateOffer,
+      { id: KEY, dailyQuantity: null, schedule: null, status: "paused" },
+      { id: KEY.toLowerCase(), dailyQuantity: null, schedule: null, status: "paused" },
+    ],
+    ["cancelOffer id not a uuid", idParam, { id: "x" }, refused("id", "id must be a uuid.")],
+    [
+      "registerUpstreamKey label of 65",
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk-abc", label: "x".repeat(65) },
+      refused("label", "label: must be 1-64 characters"),
+    ],
+    [
+      "registerUpstreamKey label blank",
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk-abc", label: "   " },
+      refused("label", "label: must be 1-64 characters"),
+    ],
+    [
+      "registerUpstreamKey a secret with a space",
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk abc", label: "mine" },
+      refused("upstreamApiKey", "upstreamApiKey: must be 1-512 printable characters without spaces"),
+    ],
+    [
+      "registerUpstreamKey trims the label",
+      registerUpstreamKeyBody,
+      { upstreamApiKey: "vk-abc", label: "  mine " },
+      { upstreamApiKey: "vk-abc", label: "mine" },
+    ],
+  ])("%s", (_label, schema, input, expected) => {
+    expect(runInput(schema, input)).toEqual(expected);
   });
 
   test("a refusal is the DomainError the REST routes throw for the same schema", () => {
