@@ -92,7 +92,7 @@ export class InferenceEndpoint<R extends ModalityRequest> {
   }
 
   /**
-   * THE maximum charge of a request paid per request (issue 41: its 402's amount), sized as admission
+   * THE maximum charge of a request paid per request (the amount its 402 asks for), sized as admission
    * sizes it (`planRequest`, no balance to cap it) at PAY_PER_REQUEST_CEILING_CENTS lowered by the
    * request's own ceilings, on each model it may try (`models` fallbacks): the largest, so whichever
    * model answers is admitted within it. A model refused for a reason that passes to the next is

@@ -11,8 +11,8 @@ export const USAGE_WAIT_MS = 250;
 const USAGE_POLL_MS = 2;
 
 /**
- * What requests in flight use of a buyer's escrow slices, per holder (docs/decisions.md "Issue 26 —
- * finding 9"). Postgres knows what each process holds (`buyer_escrows`) but not how much of it its
+ * What requests in flight use of a buyer's escrow slices, per holder (docs/decisions.md "what is
+ * held, what is available, with escrow slices lingering"). Postgres knows what each process holds (`buyer_escrows`) but not how much of it its
  * requests in flight use: a slice admits in memory and may linger idle. Each process knows that of
  * its own slice (`Slice.used`), so a reader counts its own at once and asks the other holders of the
  * buyer's slices (`routingChanged` `escrow_usage`; they answer on an `EscrowUsageBoard`). Nothing is

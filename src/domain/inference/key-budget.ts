@@ -9,7 +9,7 @@ import type { InferenceSession, KeyRules, RoutableModel } from "./session.js";
 import type { KeyBudgetStore } from "./stores.js";
 
 /**
- * Per-key rules at admission (issue 28, docs/decisions.md "Key budgets"): the models a key may call
+ * Per-key rules at admission (docs/decisions.md "Key budgets"): the models a key may call
  * (`allowModel`) and its budget (`KeyBudgets.hold`). A key with a limit holds each request's
  * maximum charge against what its period leaves (`svc_key_reserve`: the key's spend of the period,
  * summed from `api_key_spend`, plus the holds of its requests in flight, under the key row's lock),

@@ -52,7 +52,7 @@ export function requestLane<V, C>(
     finish: async (attempt, { ending, value }) => {
       endings.firstByte(session);
       const settled = await endings.charge(session, attempt, ending);
-      // paid per request (issue 41): the payment settles the charge before the answer goes out
+      // paid per request: the payment settles the charge before the answer goes out
       return { value, settled: session.payment ? await session.payment.settle(settled) : settled };
     },
     fallForward: async (_attempt, failure) => {

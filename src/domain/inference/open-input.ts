@@ -28,7 +28,7 @@ export type OpenInput = {
   /** the request's `provider.max_price`, mapped for the resolved model to a ceiling that only lowers the effective one */
   maxPrice?: MaxPrice | null;
   /**
-   * paid per request (issue 41): the authorization funds it, planned at PAY_PER_REQUEST_CEILING_CENTS
+   * paid per request: the authorization funds it, planned at PAY_PER_REQUEST_CEILING_CENTS
    * (the request's own ceilings lower it) against its maximum; no buyer slice, no balance
    */
   payment?: RequestPayment;

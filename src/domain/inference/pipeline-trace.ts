@@ -13,7 +13,7 @@ import type { Attempt, AttemptingSession, RouteKind, Settled, Usage } from "./se
  * `supplier_auth`, as the `svc_fall_forwards_total` metric counts them), on the answer once it is
  * settled (usage, cost, what the upstream said of its answer), on a refusal with the error code.
  * GenAI semantic conventions (development status, in the `semantic-conventions-genai` registry: the
- * names are written here, not imported; docs/decisions.md "GenAI traces (issue 40)") plus the
+ * names are written here, not imported; docs/decisions.md "GenAI traces") plus the
  * service's own `svc.*` attributes; never the prompt, the answer or a key. The pipeline asks for
  * them only when tracing is on.
  */

@@ -71,7 +71,7 @@ export interface RoutableModel {
 }
 
 /**
- * What funds a request paid per request (issue 41, docs/decisions.md "Pay per request"): its x402
+ * What funds a request paid per request (docs/decisions.md "Pay per request"): its x402
  * `upto` authorization, never the account's prepaid balance. Admission plans against `maxMicroUsdc`
  * and takes no buyer slice; the ending books the charge against the payment (`svc_end_items`);
  * `settle` settles it once the ending committed, before the answer's body or last frames go out
@@ -99,7 +99,7 @@ export interface Caller {
   payment?: RequestPayment;
   /**
    * the transport's id for this call (its `X-Svc-Request-Id`), which becomes the request's id: one
-   * id per request on the answer, in error bodies and in its record (issue 26 finding 7); a fresh
+   * id per request on the answer, in error bodies and in its record, so a caller can quote one id for everything; a fresh
    * one when absent
    */
   requestId?: string;
@@ -297,7 +297,7 @@ export interface AttemptScope {
 }
 
 /**
- * THE effective ceiling of a request (issue 28): the lowest of the account's, the calling key's and
+ * THE effective ceiling of a request: the lowest of the account's, the calling key's and
  * the request's own (`svc.maxPriceCentsPerDollar`). A request is planned, cleared and recorded at it;
  * a top-up verifies only the account's part (`stale_ceiling`).
  */
@@ -316,7 +316,7 @@ export function capOf(keyCents: number | null | undefined, requestCents: number 
 
 /**
  * One attempt as the request's record keeps it (`inference_requests.attempts`, a JSON array in
- * ordinal order written by the settlement; issue 32). The outcome is one of `attempt_outcome`'s
+ * ordinal order written by the settlement: one column instead of a row per attempt). The outcome is one of `attempt_outcome`'s
  * values (`in_progress` only in records written before the settlement wrote attempts whole).
  */
 export interface StoredAttempt {

@@ -103,7 +103,7 @@ export interface SettlementTx {
 }
 
 /**
- * What a settlement batch causes beyond its rows, written in its transaction (issue 30: the webhook
+ * What a settlement batch causes beyond its rows, written in its transaction (the webhook
  * outbox; `domain/webhooks/settlement-events.ts`): an offer sold out, a buyer's balance crossing
  * below a threshold, a key's budget exhausted.
  */

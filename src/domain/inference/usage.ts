@@ -40,7 +40,7 @@ export function usageOf(u: unknown): Usage | undefined {
 }
 
 /**
- * How a pay-per-request charge was settled (issue 41), where a stream's cost frame says it:
+ * How a pay-per-request charge was settled, where a stream's cost frame says it:
  * `payment: {status, amountUsdc, transaction, paymentResponse}` (`settled`, or `reconciling` while
  * the chain decides; `paymentResponse` is the x402 `PAYMENT-RESPONSE` value, the headers having left
  * before the settle). Nothing for a request paid from the balance.
@@ -117,7 +117,7 @@ export function approxItemTokens(chars: number): number {
  * - burn: that usage's price, never above the admitted maximum burn, nor above the supplier's
  *   pre-call balance — the balance the upstream reported on the attempt (else the last known one)
  *   less what the other requests in flight on the key may burn (their admitted maxima), never below 0.
- *   No known balance at all: no balance cap (docs/decisions.md, issue 26 finding 4).
+ *   No known balance at all: no balance cap (the upstream reports none, so nothing can bound it).
  */
 export function billIncomplete(
   plan: Pick<AdmissionPlan, "promptEstimate" | "admittedMaxTokens" | "maxBurnMicroDiem">,

@@ -15,17 +15,7 @@ const ISSUE_REFERENCE = /\bissues?\s+#?\d/i;
  * Files that still name issues, each being rewritten on its own branch (the inference folder).
  * Each entry must still hold (a stale one fails), so the list only shrinks.
  */
-const NOT_YET: string[] = [
-  "src/domain/inference/endpoint.ts",
-  "src/domain/inference/escrow-usage.ts",
-  "src/domain/inference/key-budget.ts",
-  "src/domain/inference/lanes.ts",
-  "src/domain/inference/open-input.ts",
-  "src/domain/inference/pipeline-trace.ts",
-  "src/domain/inference/session.ts",
-  "src/domain/inference/stores.ts",
-  "src/domain/inference/usage.ts",
-];
+const NOT_YET: string[] = [];
 
 function filesUnder(dir: string): string[] {
   const out: string[] = [];
