@@ -73,8 +73,13 @@ export function recordedError(e: DomainError): RecordedPaidAnswer {
 /** A recorded answer, given again: the same status, headers and body (an error is thrown again). */
 export function replay(r: RecordedPaidAnswer): PaidOutcome {
   if (r.kind === "json") {
+    // recorded by an earlier version (answers with their headers; kept 24 hours): the duplicate is
+    // refused, as any other conflicting reuse of a payment, and nothing moves
     if (!r.cost)
-      throw new DomainError("internal_error", "This payment's answer was recorded in a form no longer read.");
+      throw new DomainError(
+        "conflict",
+        "This payment was already used; its answer was recorded by an earlier version and cannot be sent again. Nothing was charged twice.",
+      );
     const cost = { ...r.cost, costMicroUsdc: BigInt(r.cost.costMicroUsdc) };
     return { type: "answer", status: r.status, cost, receipt: r.receipt, body: r.body };
   }
