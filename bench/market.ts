@@ -63,6 +63,8 @@ export function serviceEnv(
     SESSION_SECRET: "bench-session-secret-bench-session-secret",
     KEY_ENCRYPTION_KEY: app.rt.config.secrets.keyEncryptionKey.toString("hex"),
     CHAIN_RPC_URL: "http://127.0.0.1:9",
+    // the fold's delay under test (docs/performance.md "One append per clear"); absent: the default
+    ...(process.env.BENCH_ESCROW_FOLD_MS ? { ESCROW_FOLD_MS: process.env.BENCH_ESCROW_FOLD_MS } : {}),
     ...extra,
   };
 }
