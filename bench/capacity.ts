@@ -157,6 +157,28 @@ export async function benchCapacity(emit: Emit): Promise<void> {
     );
   const databaseSize = async () =>
     Number((await admin.query<{ b: string }>("SELECT pg_database_size($1)::text AS b", [dbName])).rows[0]?.b ?? 0);
+  // per-function calls and time (track_functions, set on the bench's database before any API process
+  // connects), and the database's commits: where a clear's Postgres time goes, and its transactions
+  await admin.query(`ALTER DATABASE "${dbName}" SET track_functions = 'pl'`);
+  const dbStats = async () => {
+    const c = new pg.Client({ connectionString: world.databaseUrl });
+    await c.connect();
+    try {
+      await c.query("SELECT pg_stat_clear_snapshot()");
+      const f = await c.query<{ f: string; calls: string; total: number; self: number }>(
+        "SELECT funcname AS f, calls::text, total_time AS total, self_time AS self FROM pg_stat_user_functions",
+      );
+      const d = await c.query<{ commits: string }>(
+        "SELECT xact_commit::text AS commits FROM pg_stat_database WHERE datname = current_database()",
+      );
+      return {
+        functions: new Map(f.rows.map((r) => [r.f, { calls: Number(r.calls), total: r.total, self: r.self }])),
+        commits: Number(d.rows[0]?.commits ?? 0),
+      };
+    } finally {
+      await c.end();
+    }
+  };
   const redisAdmin = app.rt.redis.command;
   const redisCommands = async () =>
     Number(/total_commands_processed:(\d+)/.exec(await redisAdmin.info("stats"))?.[1] ?? 0);
@@ -221,6 +243,7 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       const clears0 = await app.rt.db.clear.count();
       const size0 = await databaseSize();
       const redis0 = await redisCommands();
+      const stats0 = await dbStats();
       const wal0 = await walPosition(admin);
       const c0 = cpuSnapshot(pids);
       const pgSamples = new Samples();
@@ -238,6 +261,9 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       sampling = false;
       await sampler;
       const redis1 = await redisCommands();
+      // the stats collector publishes a backend's counters at its transaction's end, at most once a second
+      await new Promise((r) => setTimeout(r, 1100));
+      const stats1 = await dbStats();
       const clears = (await app.rt.db.clear.count()) - clears0;
       const size1 = await databaseSize();
       const backends1 = await backendPids();
@@ -262,6 +288,8 @@ export async function benchCapacity(emit: Emit): Promise<void> {
         buyers: buyerCount,
         dbPoolSize: poolSize,
         requests,
+        // requests that failed (no answer, or not 200): counted, not fatal up to 1% (client.ts `load`)
+        errors: r.errors,
         clears,
         clearsPerSecond,
         p50Ms: ms(pct(totals, 50)),
@@ -286,6 +314,24 @@ export async function benchCapacity(emit: Emit): Promise<void> {
                 writeTransactionsPerClear: +(wal.transactions / clears).toFixed(3),
                 clusterBytesPerClear: Math.round(wal.clusterBytes / clears),
               },
+        // commits of the bench's database per clear (the bench's own counting queries included), and
+        // each stored function's calls and time (ms, its own and with what it calls) per clear
+        commitsPerClear: +((stats1.commits - stats0.commits) / clears).toFixed(3),
+        functionsPerClear: Object.fromEntries(
+          [...stats1.functions]
+            .map(([f, b]) => {
+              const a = stats0.functions.get(f) ?? { calls: 0, total: 0, self: 0 };
+              return [
+                f,
+                {
+                  calls: +((b.calls - a.calls) / clears).toFixed(3),
+                  ms: +((b.total - a.total) / clears).toFixed(4),
+                  selfMs: +((b.self - a.self) / clears).toFixed(4),
+                },
+              ] as const;
+            })
+            .filter(([, x]) => x.calls > 0),
+        ),
         redisCommandsPerClear: +((redis1 - redis0) / clears).toFixed(2),
         // what the database grew by (tables, indexes, TOAST; no vacuum reclaims it within a run)
         diskBytesPerClear: Math.round((size1 - size0) / clears),

@@ -53,6 +53,8 @@ export async function benchSaturation(m: Market, emit: Emit, portkey: PortkeyPee
     proxyP50Ms: number;
     serviceP50Ms: number;
     portkeyP50Ms?: number;
+    /** failed requests of each peer at this level (client.ts `load`: fatal past 1%) */
+    errors: { direct: number; proxy: number; service: number; portkey?: number };
   }[] = [];
   let best: { rate: number; concurrency: number; extra: Record<string, unknown> } = {
     rate: 0,
@@ -130,18 +132,22 @@ export async function benchSaturation(m: Market, emit: Emit, portkey: PortkeyPee
           50,
         ),
       );
+    // answered requests per second: a failed request (counted in `errors`) is no clear
+    const perSecond = (r: { samples: unknown[]; wallMs: number }) => Math.round((r.samples.length / r.wallMs) * 1000);
     const point: (typeof sweep)[number] = {
       concurrency: c,
       requests,
-      directPerSecond: Math.round((requests / d.wallMs) * 1000),
-      proxyPerSecond: Math.round((requests / p.wallMs) * 1000),
-      clearsPerSecond: Math.round((requests / s.wallMs) * 1000),
+      directPerSecond: perSecond(d),
+      proxyPerSecond: perSecond(p),
+      clearsPerSecond: perSecond(s),
       proxyP50Ms: p50(p.samples),
       serviceP50Ms: p50(s.samples),
+      errors: { direct: d.errors, proxy: p.errors, service: s.errors },
     };
     if (k) {
-      point.portkeyPerSecond = Math.round((requests / k.wallMs) * 1000);
+      point.portkeyPerSecond = perSecond(k);
       point.portkeyP50Ms = p50(k.samples);
+      point.errors.portkey = k.errors;
       if (point.portkeyPerSecond > bestPortkey.rate)
         bestPortkey = { rate: point.portkeyPerSecond, concurrency: c, cpu: k.cpu };
     }

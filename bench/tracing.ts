@@ -84,13 +84,17 @@ export async function benchTracing(m: Market, emit: Emit): Promise<void> {
 
     // closed loop, blocks in ABBA order: throughput and each process's CPU per request
     const pids = { off: untraced.child.pid, on: traced.child.pid };
-    const perSide = { off: { requests: 0, wallMs: 0, cpuMs: 0 }, on: { requests: 0, wallMs: 0, cpuMs: 0 } };
+    const perSide = {
+      off: { requests: 0, wallMs: 0, cpuMs: 0, errors: 0 },
+      on: { requests: 0, wallMs: 0, cpuMs: 0, errors: 0 },
+    };
     for (const side of ["off", "on", "on", "off"] as const) {
       const c0 = cpuSnapshot(pids);
       const r = await load(blockRequests, concurrency, buffered[side]);
       const c1 = cpuSnapshot(pids);
       const cpu = cpuPerRequest(c0, c1, blockRequests).cpuMsPerRequest as Record<string, number> | null;
-      perSide[side].requests += blockRequests;
+      perSide[side].requests += r.samples.length;
+      perSide[side].errors += r.errors;
       perSide[side].wallMs += r.wallMs;
       perSide[side].cpuMs += (cpu?.[side] ?? Number.NaN) * blockRequests;
     }
@@ -103,6 +107,8 @@ export async function benchTracing(m: Market, emit: Emit): Promise<void> {
       bench: "tracing.throughput",
       concurrency,
       requestsPerSide: perSide.off.requests,
+      // failed requests of each side (client.ts `load`: fatal past 1%)
+      errors: { off: perSide.off.errors, on: perSide.on.errors },
       offPerSecond: rate(perSide.off),
       onPerSecond: rate(perSide.on),
       offServiceCpuMsPerRequest: cpuPer(perSide.off),

@@ -109,10 +109,16 @@ export async function createRuntime(
   });
   const metrics = new PromMetrics({
     async escrowHeld() {
+      // a slice's part its unfolded clears charged is spent, not held: the fold takes it out of the
+      // slice and the balance together, so the figure does not move when a fold runs
       const [r] = await db.$queryRaw<{ b: bigint | null; o: bigint | null }[]>`
-        SELECT (SELECT sum(amount_micro_usdc) FROM buyer_escrows)::bigint AS b,
-               (SELECT sum(amount_micro_diem) FROM offer_escrows)::bigint AS o`;
+        SELECT (SELECT sum(amount_micro_usdc - charged_micro_usdc) FROM buyer_escrows)::bigint AS b,
+               (SELECT sum(amount_micro_diem - charged_micro_diem) FROM offer_escrows)::bigint AS o`;
       return { buyerMicroUsdc: BigInt(r?.b ?? 0n), offerMicroDiem: BigInt(r?.o ?? 0n) };
+    },
+    async escrowHoldersExpired() {
+      // the sweeper's own test (releaseExpiredHolders): a lease that ended before now
+      return db.escrowHolder.count({ where: { expiresAt: { lt: clock.now() } } });
     },
     async queueDepths() {
       const out: Record<string, number> = {};

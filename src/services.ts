@@ -31,16 +31,21 @@ import { CatalogService } from "./domain/catalog/catalog-service.js";
 import { FundingService } from "./domain/funding/funding-service.js";
 import { PaymentReconciler } from "./domain/funding/reconciler.js";
 import { IdentityService } from "./domain/identity/identity-service.js";
-import { type ChatRequest, chatModality } from "./domain/inference/chat.js";
-import { InferenceEndpoint } from "./domain/inference/endpoint.js";
-import { type ImageRequest, imageModality, openAiImageModality } from "./domain/inference/image.js";
-import { type MessagesRequest, MessagesTokenCounter, messagesModality } from "./domain/inference/messages.js";
-import { createModelResolver } from "./domain/inference/model-resolver.js";
-import { InferencePipeline } from "./domain/inference/pipeline.js";
-import { type ResponsesRequest, responsesModality } from "./domain/inference/responses.js";
-import { sqlStores } from "./domain/inference/sql-stores.js";
-import { VideoQueue } from "./domain/inference/video-queue.js";
-import { VideoQuotes } from "./domain/inference/video-quote.js";
+import { type ChatRequest, chatModality } from "./domain/inference/modalities/chat/chat.js";
+import { type ImageRequest, imageModality, openAiImageModality } from "./domain/inference/modalities/image/image.js";
+import {
+  type MessagesRequest,
+  MessagesTokenCounter,
+  messagesModality,
+} from "./domain/inference/modalities/messages/messages.js";
+import { type ResponsesRequest, responsesModality } from "./domain/inference/modalities/responses/responses.js";
+import { VideoQueue, videoQueueModality } from "./domain/inference/modalities/video/video-queue.js";
+import { VideoQuotes } from "./domain/inference/modalities/video/video-quote.js";
+import { InferenceEndpoint } from "./domain/inference/pipeline/endpoint.js";
+import { createModelResolver } from "./domain/inference/pipeline/model-resolver.js";
+import { InferencePipeline } from "./domain/inference/pipeline/pipeline.js";
+import { OfferBook } from "./domain/inference/routing/offer-book.js";
+import { sqlStores } from "./domain/inference/settlement/sql-stores.js";
 import { ApiKeyService } from "./domain/keys/api-key-service.js";
 import { MaintenanceService } from "./domain/maintenance/maintenance-service.js";
 import { RetentionService } from "./domain/maintenance/retention.js";
@@ -164,7 +169,6 @@ export function createServices(deps: ServiceDeps): Services {
   const outbox = webhooks.outbox;
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
   const apiKeys = new ApiKeyService(db, clock, deps.sql, bus, (ids) => catalog.listedIds(ids));
-  let pipeline: InferencePipeline | undefined;
   const inFlight = createInFlightRegistry(deps.redis, deps.keys);
   // read-only pages (history, dashboards, market statistics) may read a replica; nothing else does
   const reader = deps.reads ? (accountId: string | null) => (deps.reads as ReadRouting).reader(accountId) : undefined;
@@ -176,6 +180,9 @@ export function createServices(deps: ServiceDeps): Services {
     { store: createSharedCache(deps.redis), keys: deps.keys },
     reader,
   );
+  const stores = sqlStores(deps.sql, settlementWebhooks(outbox));
+  // the offer book a request routes on; a key marked here is read again before the next request
+  const book = new OfferBook(stores.offers, clock);
   // the one key-marking path (cooldown, auth failure, reopen), for the pipeline and the supply side
   const keyHealth = new KeyHealth({
     db,
@@ -183,12 +190,13 @@ export function createServices(deps: ServiceDeps): Services {
     bus,
     market,
     webhooks: outbox,
-    onSupplyChanged: () => pipeline?.invalidateBook(),
+    onSupplyChanged: () => book.invalidate(),
   });
   const supply = new SupplyService({ db, clock, bus, upstream: deps.upstream, secrets, keyHealth });
   const offers = new OfferService({ db, clock, bus, keyHealth, webhooks: outbox });
-  pipeline = new InferencePipeline({
-    stores: sqlStores(deps.sql, settlementWebhooks(outbox)),
+  const pipeline = new InferencePipeline({
+    stores,
+    book,
     config,
     clock,
     bus,
@@ -332,12 +340,13 @@ export function createServices(deps: ServiceDeps): Services {
     imagesOpenAi: endpoints.imagesOpenAi,
     videoQuotes,
     videoQueue: new VideoQueue({
-      pipeline,
-      upstream: deps.upstream,
-      quotes: videoQuotes,
+      endpoint: new InferenceEndpoint(
+        pipeline,
+        deps.upstream,
+        videoQueueModality({ quotes: videoQuotes, markupBps: config.fees.videoMarkupBps }),
+      ),
       clock,
       bus,
-      markupBps: config.fees.videoMarkupBps,
     }),
     videoJobs: new VideoJobs({
       db,

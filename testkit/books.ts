@@ -109,4 +109,9 @@ export async function assertBooksBalance(db: Db): Promise<void> {
     HAVING sum(u.burn_micro_diem) > COALESCE((SELECT e.amount_micro_diem FROM offer_escrows e
                                                 WHERE e.offer_id = u.offer_id AND e.holder = u.holder), 0)`;
   deepStrictEqual(uncovered, [], "every holder's slices cover its unfolded charges and burns");
+
+  // each slice counts exactly its holder's unfolded clears on it (the live figures read the counts)
+  const miscounted = await db.$queryRaw<{ rule: string; subject: string }[]>`
+    SELECT rule, subject FROM svc_books_check() WHERE rule = 'slice_count'`;
+  deepStrictEqual(miscounted, [], "every slice's count of unfolded charges is its holder's unfolded clears' sum");
 }

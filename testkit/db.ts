@@ -83,11 +83,17 @@ const MIGRATIONS = join(ROOT, "prisma", "migrations");
  * A fresh database migrated up to, not including, migration `target` (a folder name under
  * prisma/migrations; the stored functions are not applied, as at that point of history): a
  * migration's test writes rows the old way, then runs `migrate()` — `target` itself — and reads
- * what it carried over. `drop()` closes the client and drops the database.
+ * what it carried over; `migrateToLatest()` runs `target` and every migration after it, for a test
+ * that reads the result with today's stored functions. `drop()` closes the client and drops the
+ * database.
  */
-export async function databaseBefore(
-  target: string,
-): Promise<{ client: pg.Client; url: string; migrate: () => Promise<unknown>; drop: () => Promise<void> }> {
+export async function databaseBefore(target: string): Promise<{
+  client: pg.Client;
+  url: string;
+  migrate: () => Promise<unknown>;
+  migrateToLatest: () => Promise<void>;
+  drop: () => Promise<void>;
+}> {
   const dirs = readdirSync(MIGRATIONS)
     .filter((d) => /^\d{14}_/.test(d))
     .sort();
@@ -102,6 +108,9 @@ export async function databaseBefore(
     client,
     url: dbUrl(name),
     migrate: () => client.query(sqlOf(target)),
+    migrateToLatest: async () => {
+      for (const d of dirs.slice(dirs.indexOf(target))) await client.query(sqlOf(d));
+    },
     drop: async () => {
       await client.end();
       await withAdmin((a) => a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));

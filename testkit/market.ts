@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { textPricer } from "../src/domain/inference/admission.js";
-import { type AttemptingSession, storedAttempts } from "../src/domain/inference/session.js";
+import { textPricer } from "../src/domain/inference/pipeline/admission.js";
+import { type AttemptingSession, storedAttempts } from "../src/domain/inference/pipeline/session.js";
 import { confirmTopUp, creditPendingTopUp } from "../src/domain/ledger/ledger.js";
 import { nextUtcMidnight } from "../src/lib/clock.js";
 import { SecretBox } from "../src/lib/secret-box.js";

@@ -1,7 +1,7 @@
 // In-flight gates in memory (`GateLeases` without Redis), for the pipeline's tests and the seeded
 // money simulation: a gate is a count per process, no rule of money or routing.
 import { randomUUID } from "node:crypto";
-import type { InFlightGates } from "../src/domain/inference/stores.js";
+import type { InFlightGates } from "../src/domain/inference/settlement/stores.js";
 
 /**
  * In-flight gates in memory (`GateLeases` without Redis): at most `limit` slots of a gate in use

@@ -11,6 +11,7 @@ export const OUTSIDE_METRICS: Record<string, string> = {
 
 const sources: ScrapeSources = {
   escrowHeld: async () => ({ buyerMicroUsdc: 0n, offerMicroDiem: 0n }),
+  escrowHoldersExpired: async () => 0,
   queueDepths: async () => ({}),
   reconciliationBacklog: async () => 0,
   videoJobsOpen: async () => ({}),

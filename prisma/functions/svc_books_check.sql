@@ -7,6 +7,8 @@
 --   clear_unsplit        a clear whose gross is not its fee plus the supplier's share (its id)
 --   closing_unbalanced   a retained month whose closing lines do not sum to zero (the month)
 --   account_books        an account whose live balances differ from its ledger books (its id)
+--   slice_count          an escrow slice whose count of unfolded charges is not the sum of its
+--                        holder's unfolded clears on it (subject: buyer|offer:<id>:<holder>)
 --   ledger_total         the whole ledger does not sum to zero
 -- Reads one snapshot (a single statement): balances and lines are written in one transaction, so a
 -- check during traffic sees both or neither of a write.
@@ -53,6 +55,20 @@ LANGUAGE sql STABLE AS $$
       OR a.pending_micro_usdc <> COALESCE(s.pending, 0)
       OR a.supplier_payable_micro_usdc + COALESCE(u.payable, 0) <> COALESCE(s.payable, 0)
       OR a.supplier_held_micro_usdc + COALESCE(u.held, 0) <> COALESCE(s.held, 0)
+  UNION ALL
+  SELECT 'slice_count', 'buyer:' || COALESCE(e.account_id, u.account)::text || ':' || COALESCE(e.holder, u.holder)::text
+    FROM (SELECT b.account_id, b.holder, b.charged_micro_usdc FROM buyer_escrows b WHERE b.charged_micro_usdc <> 0) e
+    FULL JOIN (SELECT x.buyer_account_id AS account, x.holder, sum(x.gross_micro_usdc) AS gross
+                 FROM svc_unfolded() x WHERE x.payment_id IS NULL GROUP BY 1, 2) u
+      ON u.account = e.account_id AND u.holder = e.holder
+   WHERE COALESCE(e.charged_micro_usdc, 0) <> COALESCE(u.gross, 0)
+  UNION ALL
+  SELECT 'slice_count', 'offer:' || COALESCE(e.offer_id, u.offer)::text || ':' || COALESCE(e.holder, u.holder)::text
+    FROM (SELECT o.offer_id, o.holder, o.charged_micro_diem FROM offer_escrows o WHERE o.charged_micro_diem <> 0) e
+    FULL JOIN (SELECT x.offer_id AS offer, x.holder, sum(x.burn_micro_diem) AS burn
+                 FROM svc_unfolded() x GROUP BY 1, 2) u
+      ON u.offer = e.offer_id AND u.holder = e.holder
+   WHERE COALESCE(e.charged_micro_diem, 0) <> COALESCE(u.burn, 0)
   UNION ALL
   SELECT 'ledger_total', (SELECT COALESCE(sum(s.total), 0) FROM by_account s)::text
    WHERE (SELECT COALESCE(sum(s.total), 0) FROM by_account s) <> 0

@@ -1,11 +1,10 @@
 -- A live figure's part (see svc_unfolded.sql).
--- A buyer's unfolded charges, per holder (what each holder's slice of the balance has spent and not
--- yet given up: the slice in buyer_escrows still counts them). Pay-per-request charges take nothing
--- from a balance.
+-- A buyer's unfolded charges, per holder: what each holder's slice of the balance counts as charged
+-- by its unfolded clears (buyer_escrows.charged_micro_usdc: the append adds each charge, the fold
+-- takes it out; svc_books_check holds it to the clears). Pay-per-request charges take nothing from a
+-- balance. A primary-key range: no clear is read.
 CREATE OR REPLACE FUNCTION svc_buyer_unfolded(p_account uuid)
 RETURNS TABLE (holder uuid, gross bigint) LANGUAGE sql STABLE AS $$
-  SELECT u.holder, sum(u.gross_micro_usdc)::bigint
-    FROM svc_unfolded() u
-   WHERE u.buyer_account_id = p_account AND u.payment_id IS NULL
-   GROUP BY u.holder
+  SELECT e.holder, e.charged_micro_usdc FROM buyer_escrows e
+   WHERE e.account_id = p_account AND e.charged_micro_usdc > 0
 $$;

@@ -1,6 +1,6 @@
 -- Eligibility is defined once, here, and inlined by the planner into every query that selects
 -- offers: the offer book and eligibleOffers (capacity, the pool summary, market stats) through
--- src/domain/inference/clearing.ts, and the top-up (svc_escrow_take).
+-- src/domain/inference/routing/clearing.ts, and the top-up (svc_escrow_take).
 -- An offer can be routed now: it is active and unexpired, and its key is active and not cooling down.
 CREATE OR REPLACE FUNCTION svc_eligible(o offers, k upstream_keys, p_now timestamptz) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$

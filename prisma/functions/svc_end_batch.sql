@@ -1,4 +1,4 @@
--- A group commit: items are JSON objects with svc_end_item's fields (src/domain/inference/settlement.ts).
+-- A group commit: items are JSON objects with svc_end_item's fields (`EndItemRow`, src/domain/inference/settlement/end-item-row.ts).
 CREATE OR REPLACE FUNCTION svc_end_batch(p_items jsonb)
 RETURNS TABLE (idx integer, confirmed bigint)
 LANGUAGE plpgsql AS $$

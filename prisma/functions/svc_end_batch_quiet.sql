@@ -3,7 +3,7 @@
 -- settlement may cause (`p_types`), the batch has no outbox rows to write and runs as one
 -- autocommitted statement (one round trip instead of BEGIN, the batch, COMMIT). When one does, it
 -- raises SQLSTATE SV001 before touching anything, and the caller runs the batch in a transaction
--- that writes the events with it (src/domain/inference/sql-stores.ts). Endpoints are read once, at
+-- that writes the events with it (src/domain/inference/settlement/sql-stores.ts). Endpoints are read once, at
 -- the start, as the transactional path reads them in its first statement.
 CREATE OR REPLACE FUNCTION svc_end_batch_quiet(p_items jsonb, p_accounts uuid[], p_types text[])
 RETURNS TABLE (idx integer, confirmed bigint)

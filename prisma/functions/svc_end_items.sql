@@ -1,6 +1,6 @@
 -- THE append: the record of one ended request or many, in one statement (docs/decisions.md "One
 -- append per clear"). Each item (the composite type svc_end_item, which is schema: migrations define
--- it; its fields are pinned to EndItem in src/domain/inference/settlement.ts by
+-- it; its fields are pinned to EndItemRow in src/domain/inference/settlement/end-item-row.ts by
 -- test/integration/inference/settlement-contract.test.ts) gets its request record (with its modality
 -- and its attempts, a column of it); a charged item its clear, which is its transfer record: the
 -- double-entry lines (buyer debit = supplier credit + platform fee) derive from it (view
@@ -137,25 +137,38 @@ BEGIN
                    WHERE r ? 'offer') x
            GROUP BY x.offer, x.holder HAVING sum(x.amount) > 0) s;
 
+  -- Each charge adds to its slices' counts (buyer_escrows.charged_micro_usdc,
+  -- offer_escrows.charged_micro_diem: what the holder's unfolded clears charged each), guarded by
+  -- what the slice holds (amount - charged); the fold takes it out of both. So a slice covers its
+  -- unfolded charges by its CHECK, and this statement reads no other clear: a slice the process counts
+  -- but Postgres does not hold (a top-up lost with its asynchronous commit, a give-back whose answer
+  -- was lost) fails here and nothing is charged, never a charge without its slice. The slices are the
+  -- holder's own rows: one process, one batch at a time, so no other append waits on them.
   -- Give-backs lock in the order of a top-up (the accounts they touch and those the charges draw on,
-  -- each slice, the offers, each slice; each set in id order). Without them (the common case) the
-  -- statement locks no row at all. Then each slice must cover its holder's unfolded charges, these
-  -- included: a slice the process counts but Postgres does not hold (a top-up lost with its
-  -- asynchronous commit, a give-back whose answer was lost) fails here and nothing is charged, never
-  -- a charge without its slice.
+  -- each slice, the offers, each slice; each set in id order); without them (the common case) the
+  -- statement locks only its slices.
   IF d_account IS NOT NULL OR e_offer IS NOT NULL THEN
     PERFORM 1 FROM accounts a
      WHERE a.id = ANY(d_account)
         OR a.id IN (SELECT i.account FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NULL)
      ORDER BY a.id FOR NO KEY UPDATE;
   END IF;
+  WITH g AS (SELECT i.account, i.buyer_holder AS holder, sum(i.gross)::bigint AS gross
+               FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NULL
+              GROUP BY 1, 2 HAVING sum(i.gross) > 0),
+       u AS (UPDATE buyer_escrows e SET charged_micro_usdc = e.charged_micro_usdc + g.gross
+               FROM g WHERE e.account_id = g.account AND e.holder = g.holder
+                 AND e.amount_micro_usdc - e.charged_micro_usdc >= g.gross
+             RETURNING 1)
+  SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM u) INTO c, k;
+  IF k <> c THEN
+    RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
+  END IF;
   IF d_account IS NOT NULL THEN
     UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - d.amount
       FROM unnest(d_account, d_holder, d_amount) AS d(account, holder, amount)
      WHERE e.account_id = d.account AND e.holder = d.holder
-       AND e.amount_micro_usdc - COALESCE((SELECT sum(u.gross_micro_usdc) FROM svc_unfolded() u
-                                            WHERE u.holder = d.holder AND u.buyer_account_id = d.account
-                                              AND u.payment_id IS NULL), 0) >= d.amount;
+       AND e.amount_micro_usdc - e.charged_micro_usdc >= d.amount;
     GET DIAGNOSTICS c = ROW_COUNT;
     IF c <> cardinality(d_account) THEN
       RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
@@ -171,29 +184,27 @@ BEGIN
       RAISE EXCEPTION 'end: a buyer balance is short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
-  IF h_ids IS NOT NULL THEN
-    IF EXISTS (SELECT 1 FROM (SELECT u.buyer_account_id AS account, u.holder, sum(u.gross_micro_usdc) AS spent
-                                FROM escrow_holders h
-                                JOIN clears u ON u.holder = h.id AND u.seq > h.folded_seq
-                                             AND u.created_at >= h.folded_through - interval '1 day'
-                               WHERE h.id = ANY(h_ids) AND u.payment_id IS NULL
-                               GROUP BY 1, 2) d
-                WHERE COALESCE((SELECT e.amount_micro_usdc FROM buyer_escrows e
-                                 WHERE e.account_id = d.account AND e.holder = d.holder), 0) < d.spent) THEN
-      RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
-    END IF;
-  END IF;
   IF d_account IS NOT NULL OR e_offer IS NOT NULL THEN
     PERFORM 1 FROM offers o
      WHERE o.id = ANY(e_offer) OR o.id IN (SELECT i.offer FROM unnest(v) i WHERE i.clear IS NOT NULL)
      ORDER BY o.id FOR NO KEY UPDATE;
   END IF;
+  WITH g AS (SELECT i.offer, i.offer_holder AS holder, sum(i.burn)::bigint AS burn
+               FROM unnest(v) i WHERE i.clear IS NOT NULL
+              GROUP BY 1, 2 HAVING sum(i.burn) > 0),
+       u AS (UPDATE offer_escrows e SET charged_micro_diem = e.charged_micro_diem + g.burn
+               FROM g WHERE e.offer_id = g.offer AND e.holder = g.holder
+                 AND e.amount_micro_diem - e.charged_micro_diem >= g.burn
+             RETURNING 1)
+  SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM u) INTO c, k;
+  IF k <> c THEN
+    RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
+  END IF;
   IF e_offer IS NOT NULL THEN
     UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - d.amount
       FROM unnest(e_offer, e_holder, e_amount) AS d(offer, holder, amount)
      WHERE e.offer_id = d.offer AND e.holder = d.holder
-       AND e.amount_micro_diem - COALESCE((SELECT sum(u.burn_micro_diem) FROM svc_unfolded() u
-                                            WHERE u.holder = d.holder AND u.offer_id = d.offer), 0) >= d.amount;
+       AND e.amount_micro_diem - e.charged_micro_diem >= d.amount;
     GET DIAGNOSTICS c = ROW_COUNT;
     IF c <> cardinality(e_offer) THEN
       RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
@@ -209,18 +220,6 @@ BEGIN
       RAISE EXCEPTION 'end: an offer is short' USING ERRCODE = 'P0001';
     END IF;
   END IF;
-  IF h_ids IS NOT NULL THEN
-    IF EXISTS (SELECT 1 FROM (SELECT u.offer_id AS offer, u.holder, sum(u.burn_micro_diem) AS spent
-                                FROM escrow_holders h
-                                JOIN clears u ON u.holder = h.id AND u.seq > h.folded_seq
-                                             AND u.created_at >= h.folded_through - interval '1 day'
-                               WHERE h.id = ANY(h_ids)
-                               GROUP BY 1, 2) d
-                WHERE COALESCE((SELECT e.amount_micro_diem FROM offer_escrows e
-                                 WHERE e.offer_id = d.offer AND e.holder = d.holder), 0) < d.spent) THEN
-      RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
-    END IF;
-  END IF;
   -- key budgets (docs/decisions.md "Key budgets"): a request's hold (a key with a limit) ends with it;
   -- its charge counts toward its key's spend of the request's start day as its clear (svc_key_spend)
   IF EXISTS (SELECT 1 FROM key_budget_holds h JOIN unnest(v) i ON h.request_id = i.request
@@ -228,16 +227,14 @@ BEGIN
     RAISE EXCEPTION 'end: a charge beyond its key budget hold' USING ERRCODE = 'P0001';
   END IF;
   DELETE FROM key_budget_holds h USING unnest(v) i WHERE h.request_id = i.request;
+  -- the buyer's live confirmed balance: the row's, less its slices' unfolded charges (svc_buyer_unfolded)
   RETURN QUERY
-    SELECT (x.o - 1)::integer, a.confirmed_micro_usdc - COALESCE(u.gross, 0)
+    SELECT (x.o - 1)::integer,
+           a.confirmed_micro_usdc - COALESCE((SELECT sum(u.gross) FROM svc_buyer_unfolded(x.account) u), 0)::bigint
       FROM unnest(v) WITH ORDINALITY AS x(request, support, account, api_key, route, model, stream, status, error_code,
                                          ceiling, admitted, attempt_count, started, first_byte, now, offer, key, supplier,
                                          price, burn, gross, fee, share, clear, prompt, completion, cached,
                                          buyer_holder, offer_holder, returns, attempts, modality, video, cache_write,
                                          payment, o)
-      JOIN accounts a ON a.id = x.account
-      LEFT JOIN (SELECT f.buyer_account_id AS account, sum(f.gross_micro_usdc)::bigint AS gross
-                   FROM svc_unfolded() f
-                  WHERE f.payment_id IS NULL AND f.buyer_account_id IN (SELECT i.account FROM unnest(v) i)
-                  GROUP BY 1) u ON u.account = x.account;
+      JOIN accounts a ON a.id = x.account;
 END $$;

@@ -2,12 +2,12 @@
 -- nothing uses for ESCROW_LINGER_MS, so a buyer's next request (and the offer it clears on) needs no
 -- top-up, then gives it back with this function; it also returns a buyer's idle part under escrow
 -- pressure. One call returns any number of slices of one holder, buyers and offers, each by at most
--- what the slice holds live (less what the holder's unfolded clears spent of it, which the fold takes:
--- svc_unfolded): a slice the sweeper already released (a lease that expired) or holding less is left
+-- what the slice holds live (less what it counts as charged by the holder's unfolded clears, which
+-- the fold takes): a slice the sweeper already released (a lease that expired) or holding less is left
 -- alone, so a late give-back moves nothing twice and a slice always covers its unfolded clears. Lock order as on every money path:
 -- accounts in id order, then offers in id order.
 -- p_returns: [{"account": uuid, "amount": "n"} | {"offer": uuid, "amount": "n"}, ...]
--- Returns the number of slices it moved. Caller: src/domain/inference/escrow-give-back.ts.
+-- Returns the number of slices it moved. Caller: src/domain/inference/escrow/escrow-give-back.ts.
 CREATE OR REPLACE FUNCTION svc_escrow_give_back(p_holder uuid, p_returns jsonb)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -19,12 +19,10 @@ BEGIN
    ORDER BY a.id FOR NO KEY UPDATE;
   WITH r AS (SELECT (x->>'account')::uuid AS account, sum((x->>'amount')::bigint)::bigint AS amount
                FROM jsonb_array_elements(p_returns) x WHERE x ? 'account' GROUP BY 1),
-       u AS (SELECT x.buyer_account_id AS account, sum(x.gross_micro_usdc)::bigint AS spent
-               FROM svc_unfolded() x WHERE x.holder = p_holder AND x.payment_id IS NULL GROUP BY 1),
        e AS (UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - r.amount
-               FROM r LEFT JOIN u ON u.account = r.account
+               FROM r
               WHERE e.account_id = r.account AND e.holder = p_holder AND r.amount > 0
-                AND e.amount_micro_usdc - COALESCE(u.spent, 0) >= r.amount
+                AND e.amount_micro_usdc - e.charged_micro_usdc >= r.amount
              RETURNING e.account_id, r.amount)
   UPDATE accounts a SET reserved_micro_usdc = a.reserved_micro_usdc - e.amount
     FROM e WHERE a.id = e.account_id;
@@ -39,12 +37,10 @@ BEGIN
    ORDER BY o.id FOR NO KEY UPDATE;
   WITH r AS (SELECT (x->>'offer')::uuid AS offer, sum((x->>'amount')::bigint)::bigint AS amount
                FROM jsonb_array_elements(p_returns) x WHERE x ? 'offer' GROUP BY 1),
-       u AS (SELECT x.offer_id AS offer, sum(x.burn_micro_diem)::bigint AS spent
-               FROM svc_unfolded() x WHERE x.holder = p_holder GROUP BY 1),
        e AS (UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - r.amount
-               FROM r LEFT JOIN u ON u.offer = r.offer
+               FROM r
               WHERE e.offer_id = r.offer AND e.holder = p_holder AND r.amount > 0
-                AND e.amount_micro_diem - COALESCE(u.spent, 0) >= r.amount
+                AND e.amount_micro_diem - e.charged_micro_diem >= r.amount
              RETURNING e.offer_id, r.amount)
   UPDATE offers o SET reserved_micro_diem = o.reserved_micro_diem - e.amount
     FROM e WHERE o.id = e.offer_id;

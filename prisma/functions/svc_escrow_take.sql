@@ -9,7 +9,7 @@
 -- holder's either way. Commits asynchronously: a slice only protects funds until the settlement,
 -- which commits synchronously (and flushes it); a slice lost in a crash makes the settlements
 -- drawing on it fail their guards (nothing charged), never a charge without a slice.
--- Caller: src/domain/inference/escrow-take.ts.
+-- Caller: src/domain/inference/escrow/escrow-take.ts.
 CREATE OR REPLACE FUNCTION svc_escrow_take(
   p_holder uuid, p_account uuid, p_api_key uuid, p_ceiling integer, p_usdc_min bigint, p_usdc_want bigint,
   p_offer uuid, p_diem_min bigint, p_diem_want bigint, p_now timestamptz)

@@ -3,14 +3,14 @@
 -- (svc_fold_key) is taken alone first: every append of the holder holds it shared, so no append of
 -- the holder commits during a fold and every later one takes a higher seq. Then the lock order of every
 -- money path: buyers in id order, offers in id order, supplier keys, suppliers. Per clear:
---   the buyer's confirmed and reserved balance, and the holder's slice of it, down by the gross
---     (not for a charge paid per request: its payment took it);
---   the offer's remaining and reserved, and the holder's slice of it, down by the burn;
+--   the buyer's confirmed and reserved balance, and the holder's slice of it and the slice's count of
+--     unfolded charges, down by the gross (not for a charge paid per request: its payment took it);
+--   the offer's remaining and reserved, and the holder's slice of it and its count, down by the burn;
 --   the supplier key's last known balance down by the burn (not below 0);
 --   the supplier's payable up by the share (held, for a video job's);
 --   the API key's spend of the request's start day up by the gross.
--- A slice always covers its holder's unfolded clears (the process gives back only what it has not
--- spent), so a short slice or balance is a broken invariant and raises. Returns the live offers it
+-- A slice's count is its holder's unfolded clears' sum (the append adds each, under the slice's
+-- CHECK charged <= amount), so a short count, slice or balance is a broken invariant and raises. Returns the live offers it
 -- sold out: the caller marks them depleted with their webhook (OfferService.markDepletedIfEmpty; the
 -- expiry job catches any a crash left). Callers: the holder's own process (a timer, its close),
 -- the sweeper before it releases a dead holder (svc_release_expired), svc_fold_all.
@@ -32,24 +32,23 @@ BEGIN
     RETURN;
   END IF;
   SELECT max(x.seq), max(x.created_at) INTO v_to, v_through
-    FROM clears x WHERE x.holder = p_holder AND x.seq > v_from AND x.created_at >= v_after;
+    FROM svc_holder_clears(p_holder, v_from, 9223372036854775807, v_after) x;
   IF v_to IS NULL THEN
     RETURN;
   END IF;
 
   -- buyers (in id order), their slices, their balances
   PERFORM 1 FROM accounts a
-   WHERE a.id IN (SELECT x.buyer_account_id FROM clears x
-                   WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after
-                     AND x.payment_id IS NULL)
+   WHERE a.id IN (SELECT x.buyer_account_id FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x
+                   WHERE x.payment_id IS NULL)
    ORDER BY a.id FOR NO KEY UPDATE;
   WITH g AS (SELECT x.buyer_account_id AS account, sum(x.gross_micro_usdc)::bigint AS gross
-               FROM clears x
-              WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after
-                AND x.payment_id IS NULL
+               FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x
+              WHERE x.payment_id IS NULL
               GROUP BY 1 HAVING sum(x.gross_micro_usdc) > 0),
-       s AS (UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - g.gross
-               FROM g WHERE e.account_id = g.account AND e.holder = p_holder AND e.amount_micro_usdc >= g.gross
+       s AS (UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - g.gross,
+                                         charged_micro_usdc = e.charged_micro_usdc - g.gross
+               FROM g WHERE e.account_id = g.account AND e.holder = p_holder AND e.charged_micro_usdc >= g.gross
              RETURNING e.account_id),
        b AS (UPDATE accounts a
                 SET confirmed_micro_usdc = a.confirmed_micro_usdc - g.gross,
@@ -66,15 +65,14 @@ BEGIN
 
   -- offers (in id order), their slices, remaining and reserved
   PERFORM 1 FROM offers o
-   WHERE o.id IN (SELECT x.offer_id FROM clears x
-                   WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after)
+   WHERE o.id IN (SELECT x.offer_id FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x)
    ORDER BY o.id FOR NO KEY UPDATE;
   WITH g AS (SELECT x.offer_id AS offer, sum(x.burn_micro_diem)::bigint AS burn, max(x.created_at) AS t
-               FROM clears x
-              WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after
+               FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x
               GROUP BY 1 HAVING sum(x.burn_micro_diem) > 0),
-       s AS (UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - g.burn
-               FROM g WHERE e.offer_id = g.offer AND e.holder = p_holder AND e.amount_micro_diem >= g.burn
+       s AS (UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - g.burn,
+                                         charged_micro_diem = e.charged_micro_diem - g.burn
+               FROM g WHERE e.offer_id = g.offer AND e.holder = p_holder AND e.charged_micro_diem >= g.burn
              RETURNING e.offer_id),
        o AS (UPDATE offers o
                 SET remaining_micro_diem = o.remaining_micro_diem - g.burn,
@@ -91,8 +89,7 @@ BEGIN
 
   UPDATE upstream_keys k SET last_balance_micro_diem = GREATEST(k.last_balance_micro_diem - s.b, 0)
     FROM (SELECT x.upstream_key_id AS key, sum(x.burn_micro_diem)::bigint AS b
-            FROM clears x
-           WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after
+            FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x
            GROUP BY 1 HAVING sum(x.burn_micro_diem) > 0 ORDER BY 1) s
    WHERE k.id = s.key AND k.last_balance_micro_diem IS NOT NULL;
 
@@ -101,16 +98,14 @@ BEGIN
     FROM (SELECT x.supplier_account_id AS supplier,
                  COALESCE(sum(x.supplier_micro_usdc) FILTER (WHERE NOT x.supplier_held), 0)::bigint AS p,
                  COALESCE(sum(x.supplier_micro_usdc) FILTER (WHERE x.supplier_held), 0)::bigint AS h
-            FROM clears x
-           WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after
+            FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x
            GROUP BY 1 HAVING sum(x.supplier_micro_usdc) > 0 ORDER BY 1) s
    WHERE a.id = s.supplier;
 
   INSERT INTO api_key_spend (api_key_id, day, spent_micro_usdc)
   SELECT x.api_key_id, x.spend_day, sum(x.gross_micro_usdc)::bigint
-    FROM clears x
-   WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after
-     AND x.api_key_id IS NOT NULL AND x.gross_micro_usdc > 0
+    FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x
+   WHERE x.api_key_id IS NOT NULL AND x.gross_micro_usdc > 0
    GROUP BY 1, 2 ORDER BY 1, 2
   ON CONFLICT (api_key_id, day)
   DO UPDATE SET spent_micro_usdc = api_key_spend.spent_micro_usdc + EXCLUDED.spent_micro_usdc;
@@ -120,7 +115,6 @@ BEGIN
 
   RETURN QUERY
     SELECT o.id, o.account_id FROM offers o
-     WHERE o.id IN (SELECT x.offer_id FROM clears x
-                     WHERE x.holder = p_holder AND x.seq > v_from AND x.seq <= v_to AND x.created_at >= v_after)
+     WHERE o.id IN (SELECT x.offer_id FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x)
        AND o.status IN ('active', 'paused') AND o.remaining_micro_diem = 0;
 END $$;

@@ -12,7 +12,7 @@
 -- Outcomes: ok | unlimited | key_inactive | holder_lost | exceeded. `remaining` is what the tightest
 -- budget left before this hold (exceeded: what a request may still reserve), `lim` and `reset` that
 -- budget's limit and period; all null for unlimited (no key of the chain has a limit: nothing held).
--- Caller: src/domain/inference/key-budget.ts.
+-- Caller: src/domain/inference/escrow/key-budget.ts.
 DROP FUNCTION IF EXISTS svc_key_reserve(uuid, uuid, uuid, text, date, date, bigint, timestamptz);
 CREATE OR REPLACE FUNCTION svc_key_reserve(
   p_holder uuid, p_request uuid, p_api_key uuid, p_periods jsonb, p_amount bigint, p_now timestamptz)

@@ -3,7 +3,7 @@
 -- another sweeper is releasing are skipped; a lease renewed before the lock is taken is kept.
 -- Each holder's unfolded clears are folded first (svc_fold_holder: crash recovery, the charges of a
 -- process that died are applied from what it appended), then its slices go back. Lock order as
--- everywhere: holders, buyers, offers, each in id order. Caller: src/domain/inference/escrow.ts.
+-- everywhere: holders, buyers, offers, each in id order. Caller: src/domain/inference/escrow/escrow.ts.
 CREATE OR REPLACE FUNCTION svc_release_expired(p_now timestamptz, p_limit integer, p_holder uuid DEFAULT NULL)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE

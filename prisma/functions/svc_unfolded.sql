@@ -3,9 +3,11 @@
 -- A clear between the two is unfolded: in the books already (ledger_lines derives from the clears),
 -- not yet in the hot rows. Every reader of a hot-row figure reads it through these functions, the one
 -- place the rule lives:
---   a buyer's confirmed and reserved balance    the row's, less its unfolded gross (per holder too)
+--   a buyer's confirmed and reserved balance    the row's, less its unfolded gross (per holder too):
+--                                                its slices count it (svc_buyer_unfolded)
 --   a supplier's payable and held               the row's, plus its unfolded shares
---   an offer's remaining and reserved           the row's, less its unfolded burn
+--   an offer's remaining and reserved           the row's, less its unfolded burn: its slices count it
+--                                                (svc_offers_unfolded)
 --   a supplier key's last known balance          the row's, less its unfolded burn (not below 0)
 --   an API key's spend of a day                  api_key_spend, plus its unfolded gross of that day
 -- What is routable or available (remaining − reserved, confirmed − reserved) is the same either way:
@@ -18,7 +20,6 @@ CREATE OR REPLACE FUNCTION svc_unfolded()
 RETURNS SETOF clears LANGUAGE sql STABLE AS $$
   SELECT c.*
     FROM escrow_holders h
-   CROSS JOIN LATERAL (SELECT * FROM clears x
-                        WHERE x.holder = h.id AND x.seq > h.folded_seq
-                          AND x.created_at >= h.folded_through - interval '1 day') c
+   CROSS JOIN LATERAL svc_holder_clears(h.id, h.folded_seq, 9223372036854775807,
+                                        h.folded_through - interval '1 day') c
 $$;

@@ -3,8 +3,10 @@ import type { Metrics } from "../lib/metrics.js";
 
 /** Figures read when Prometheus scrapes (each a short query; a failing one is left out). */
 export interface ScrapeSources {
-  /** micro-USDC held in buyer escrow slices, micro-DIEM in offer slices */
+  /** micro-USDC held in buyer escrow slices, micro-DIEM in offer slices, less their unfolded charges */
   escrowHeld(): Promise<{ buyerMicroUsdc: bigint; offerMicroDiem: bigint }>;
+  /** escrow holders whose lease expired and that the sweeper has not released (their processes died) */
+  escrowHoldersExpired(): Promise<number>;
   /** jobs waiting per BullMQ queue */
   queueDepths(): Promise<Record<string, number>>;
   /** payments settled but not yet credited (the reconciliation backlog) */
@@ -92,7 +94,7 @@ export class PromMetrics implements Metrics {
     if (!sources) return;
     const escrow = new Gauge({
       name: "svc_escrow_held",
-      help: "Escrow held in slices: buyer micro-USDC and offer micro-DIEM",
+      help: "Escrow held in slices and not yet charged (amount less unfolded charges): buyer micro-USDC and offer micro-DIEM",
       labelNames: ["side"],
       registers,
       async collect() {
@@ -103,6 +105,15 @@ export class PromMetrics implements Metrics {
       },
     });
     void escrow;
+    new Gauge({
+      name: "svc_escrow_holders_expired",
+      help: "Escrow holders whose lease expired and that are not yet swept (a process died; the sweeper releases them within 30 s)",
+      registers,
+      async collect() {
+        const n = await sources.escrowHoldersExpired().catch(() => null);
+        if (n !== null) this.set(n);
+      },
+    });
     new Gauge({
       name: "svc_queue_depth",
       help: "Jobs waiting or delayed per BullMQ queue",

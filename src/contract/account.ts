@@ -1,7 +1,18 @@
 import { MAX_EXPORT_PAGE_SIZE } from "../lib/cursor.js";
 import { MAX_KEY_LIMIT_MICRO_USDC, MAX_KEY_MODEL_ID_LENGTH, MAX_KEY_MODELS } from "../lib/key-bounds.js";
 import { formatDecimal6, MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../lib/money.js";
-import { decimal6, keyName, pageQuery, positiveUsdc, timestamp, uuid, uuidField, walletAddress, z } from "./common.js";
+import {
+  decimal6,
+  keyName,
+  pageQuery,
+  positiveMicroUsdc,
+  positiveUsdc,
+  timestamp,
+  uuid,
+  uuidField,
+  walletAddress,
+  z,
+} from "./common.js";
 import { parseWith } from "./parse.js";
 
 /** SPEC "Account" and "Account (session)": the session routes' requests and responses. */
@@ -342,6 +353,21 @@ export const createKeyBody = z
 export const updateKeyBody = z
   .object({ name: keyName(1).optional(), ...keyPolicyFields })
   .openapi("UpdateKeyBody", { minProperties: 1 });
+
+/**
+ * The GraphQL twins of the key bodies (graphql/validate.ts `withInput` on `createApiKey` and
+ * `updateApiKey`): REST's field rules and messages on GraphQL's units. `limitUsdc` arrives in
+ * micro-USDC (the `MicroUsdc` scalar) and is held to REST's range; `expiresAt` arrives a Date (the
+ * `DateTime` scalar; "in the future" is the service's check, as for REST); `scopes: null` is absent,
+ * as a nullable GraphQL input reads. The update's `id` is `idParam`, REST's path rule.
+ */
+const keyPolicyInputFields = {
+  ...keyPolicyFields,
+  limitUsdc: positiveMicroUsdc({ message: LIMIT_MESSAGE, maxMicro: MAX_KEY_LIMIT_MICRO_USDC }).nullish(),
+  expiresAt: z.date({ invalid_type_error: EXPIRES_MESSAGE }).nullish(),
+};
+export const createKeyInput = z.object({ name: keyName(1), ...keyPolicyInputFields, scopes: keyScopes.nullish() });
+export const updateKeyInput = z.object({ name: keyName(1).optional(), ...keyPolicyInputFields });
 
 /** GraphQL `myInferenceRequest(supportReference:)`: a uuid, lower-cased (REST's is `supportReferenceParam`). */
 export const requestDetailArgs = z.object({

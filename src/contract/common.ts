@@ -74,6 +74,16 @@ export function positiveUsdc(opts: { message: string; maxMicro: bigint; descript
     .openapi({ type: "string", pattern: "^\\d+\\.\\d{6}$", example: "5.000000", description: opts.description });
 }
 
+/**
+ * The same amount as GraphQL's `MicroUsdc` scalar gives it (micro-USDC, already a bigint): the range
+ * of `positiveUsdc`, refused with the same `message`, so a GraphQL input and a REST body agree.
+ */
+export function positiveMicroUsdc(opts: { message: string; maxMicro: bigint }) {
+  return z
+    .bigint({ invalid_type_error: opts.message })
+    .refine((micro) => micro > 0n && micro <= opts.maxMicro, { message: opts.message });
+}
+
 /** ISO-8601 timestamp (UTC, `Date.toISOString()`). */
 export const timestamp = z.string().datetime().openapi({ format: "date-time", example: "2025-01-31T12:00:00.000Z" });
 

@@ -49,13 +49,15 @@ export interface VideoRequest {
   model: string;
   /** the request's own ceiling (`svc.maxPriceCentsPerDollar`); it only lowers the effective one */
   maxPriceCents: number | undefined;
+  /** a video job is queued, never streamed (its media is retrieved later) */
+  stream: false;
 }
 
 /** `POST /v1/video/quote` and `/v1/video/queue`: the typed request, or the 400 naming the field. */
 export function parseVideoRequest(raw: unknown): VideoRequest {
   const b = parseWith(videoBody, raw);
   const own = ownOptions(raw, b.svc);
-  return { body: own.body as VideoBody, model: b.model, maxPriceCents: own.maxPriceCents };
+  return { body: own.body as VideoBody, model: b.model, maxPriceCents: own.maxPriceCents, stream: false };
 }
 
 /** The id `POST /v1/video/queue` returned (`field`: `queue_id` in REST bodies, `queueId` in GraphQL). */

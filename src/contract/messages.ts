@@ -19,7 +19,7 @@ import { requestControlFields, requestControls, withoutControls, withPrimaryMode
  * Anthropic's Messages API (`POST /v1/messages`, `POST /v1/messages/count_tokens`; docs/decisions.md
  * "Anthropic Messages API"): the request as Anthropic documents it, parsed once into the typed
  * request the domain translates onto the upstream's chat completions (src/domain/inference/
- * messages-translate.ts), the answer's and the error's shapes (for /openapi.json), and THE mapping
+ * modalities/messages/messages-translate.ts), the answer's and the error's shapes (for /openapi.json), and THE mapping
  * of the service's statuses onto Anthropic's error types. Fields Anthropic documents and the
  * service cannot use (`metadata`, `cache_control`, `container`, `mcp_servers`, `service_tier`…) are
  * accepted and not forwarded; unknown fields are ignored, as Anthropic's API does.

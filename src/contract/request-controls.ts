@@ -9,7 +9,7 @@ import { bareModelId, modelId } from "./model-id.js";
  * rest only where they ask for what the router does anyway) and `usage` (usage is always sent).
  * A text route opts in by spreading `requestControlFields` into its body schema and putting
  * `requestControls(parsed)` on its typed request as `controls`, with `withoutControls` keeping them
- * out of what goes upstream; the endpoint (src/domain/inference/endpoint.ts) acts on them.
+ * out of what goes upstream; the endpoint (src/domain/inference/pipeline/endpoint.ts) acts on them.
  */
 
 type Json = Record<string, unknown>;

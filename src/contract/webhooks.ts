@@ -1,5 +1,15 @@
 import { formatDecimal6 } from "../lib/money.js";
-import { boundedInt, decimal6, pageQuery, positiveUsdc, timestamp, uuid, uuidField, z } from "./common.js";
+import {
+  boundedInt,
+  decimal6,
+  pageQuery,
+  positiveMicroUsdc,
+  positiveUsdc,
+  timestamp,
+  uuid,
+  uuidField,
+  z,
+} from "./common.js";
 
 /**
  * Webhooks: the event types, the registration body and the answers of `/v1/webhooks`,
@@ -135,6 +145,21 @@ export const createWebhookBody = z
     balanceLowThresholdUsdc: thresholdUsdc.nullish(),
   })
   .openapi("CreateWebhookBody");
+
+/**
+ * The GraphQL twin of `createWebhookBody` (graphql/validate.ts `withInput` on `createWebhook`): the
+ * same field rules and messages; `balanceLowThresholdUsdc` arrives in micro-USDC (the `MicroUsdc`
+ * scalar) and is held to REST's range; `events` arrive as the enum's values (`balance.low`).
+ */
+export const createWebhookInput = z.object({
+  url,
+  events,
+  description: description.nullish(),
+  balanceLowThresholdUsdc: positiveMicroUsdc({
+    message: WEBHOOK_THRESHOLD_MESSAGE,
+    maxMicro: MAX_WEBHOOK_THRESHOLD_MICRO_USDC,
+  }).nullish(),
+});
 
 export const webhookResponse = z
   .object({

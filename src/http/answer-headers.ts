@@ -1,10 +1,10 @@
-import type { CostFacts, PhaseTimings, StreamStartFacts } from "../domain/inference/answer-facts.js";
+import type { CostFacts, PhaseTimings, StreamStartFacts } from "../domain/inference/pipeline/answer-facts.js";
 import type { HeaderField } from "../lib/errors.js";
 import { formatDecimal6 } from "../lib/money.js";
 
 /**
  * The inference answers' HTTP headers, built here from what the domain hands over as data
- * (domain/inference/answer-facts.ts): the cost headers of a buffered answer (SPEC "Inference"
+ * (domain/inference/pipeline/answer-facts.ts): the cost headers of a buffered answer (SPEC "Inference"
  * response headers), a stream's start headers, and a paid answer's x402 receipt. The only place
  * these names are spelled for an answer; error answers' headers are error-response.ts's.
  */

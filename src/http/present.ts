@@ -1,8 +1,8 @@
 import type { AccountSummary, HistoryRow, Savings } from "../domain/accounts/account-types.js";
 import type { CatalogModelRow, ModelStats } from "../domain/catalog/catalog-types.js";
 import { publishedFields } from "../domain/catalog/catalog-visibility.js";
-import type { QueuedVideo } from "../domain/inference/video-queue.js";
-import type { VideoQuote } from "../domain/inference/video-quote.js";
+import type { QueuedVideo } from "../domain/inference/modalities/video/video-queue.js";
+import type { VideoQuote } from "../domain/inference/modalities/video/video-quote.js";
 import type { ApiKeyView } from "../domain/keys/api-key-service.js";
 import type { VideoJobStatusReport } from "../domain/video/video-jobs.js";
 import { toCsv } from "../lib/csv.js";

@@ -9,8 +9,8 @@ import {
   parseImageRequest,
 } from "../contract/inference.js";
 import type { PayPerRequestId } from "../contract/paid-routes.js";
-import type { ImageRequest } from "../domain/inference/image.js";
-import type { BufferedResult } from "../domain/inference/sink.js";
+import type { ImageRequest } from "../domain/inference/modalities/image/image.js";
+import type { BufferedResult } from "../domain/inference/pipeline/sink.js";
 import { formatDecimal6 } from "../lib/money.js";
 import { caller, defineTool, described, ON_INVALID, ON_SUPPLY, type ToolDefinition, UNITS } from "./tool-def.js";
 import { type Json, toolResult } from "./tool-result.js";
@@ -172,7 +172,7 @@ const chatTool = defineTool({
   scope: "inference",
   parse: (args: unknown): ChatRequest => parseChatRequest(chatBody(args)),
   async run(req: ChatRequest, { rt, viewer, signal, requestId }) {
-    return presentChat(await rt.services.chat.buffered(caller(viewer, requestId), req, signal));
+    return presentChat(await rt.services.chat.serve(caller(viewer, requestId), req, { signal }));
   },
 });
 
@@ -193,7 +193,7 @@ const imageTool = defineTool({
   scope: "inference",
   parse: (args: unknown): ImageRequest => parseImageRequest(imageBody(args)),
   async run(req: ImageRequest, { rt, viewer, signal, requestId }) {
-    return presentImage(await rt.services.image.buffered(caller(viewer, requestId), req, signal), req.forward.format);
+    return presentImage(await rt.services.image.serve(caller(viewer, requestId), req, { signal }), req.forward.format);
   },
   result: imageResult,
 });

@@ -1,7 +1,7 @@
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
 import type { Viewer } from "../domain/identity/viewer.js";
-import type { Caller } from "../domain/inference/session.js";
+import type { Caller } from "../domain/inference/pipeline/session.js";
 import type { Scope } from "../domain/keys/key-scopes.js";
 import type { Runtime } from "../runtime.js";
 import { type Json, parseArguments } from "./tool-result.js";

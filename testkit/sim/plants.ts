@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Db } from "../../src/adapters/db.js";
 import type { Sql } from "../../src/adapters/sql.js";
 import { FUNCTIONS_DIR } from "../../src/adapters/sql-functions.js";
-import type { InferenceStores } from "../../src/domain/inference/stores.js";
+import type { InferenceStores } from "../../src/domain/inference/settlement/stores.js";
 import type { MarketWrappers } from "../market-db.js";
 
 export const PLANTED_DEFECTS = [
@@ -31,6 +31,8 @@ export const PLANTED_DEFECTS = [
   "refund-from-platform",
   /** the sweeper gives escrow back but leaves the dead holder's key budget holds */
   "sweep-keeps-holds",
+  /** the append (`svc_end_items`) charges a buyer's slice without counting the charge on it */
+  "charge-uncounted",
   /** the pipeline never learns that a commit whose answer was lost did happen (`SettlementStore.ended` says no) */
   "lost-ack-unread",
 ] as const;
@@ -75,6 +77,13 @@ const FUNCTION_EDITS: Partial<Record<PlantedDefect, Edit[]>> = {
       file: "svc_escrow_take.sql",
       from: "SELECT a.confirmed_micro_usdc - a.reserved_micro_usdc, a.max_price_cents_per_dollar INTO available, ceiling",
       to: "SELECT a.confirmed_micro_usdc, a.max_price_cents_per_dollar INTO available, ceiling",
+    },
+  ],
+  "charge-uncounted": [
+    {
+      file: "svc_end_items.sql",
+      from: "SET charged_micro_usdc = e.charged_micro_usdc + g.gross",
+      to: "SET charged_micro_usdc = e.charged_micro_usdc",
     },
   ],
   "video-share-payable": [

@@ -5,11 +5,11 @@
 // trace line. A step that finds a broken promise of the pipeline itself
 // (an error that is not a DomainError, a charge above what was held) returns it as a violation.
 import type { UpstreamFailure } from "../../src/adapters/upstream/client.js";
-import { flatJobPricer, textPricer } from "../../src/domain/inference/admission.js";
-import { Attempted, type AttemptResult } from "../../src/domain/inference/attempt-loop.js";
-import { type Answered, answered } from "../../src/domain/inference/lanes.js";
-import type { AttemptScope, RoutableModel, Settled } from "../../src/domain/inference/session.js";
-import type { Ending } from "../../src/domain/inference/settlement.js";
+import { flatJobPricer, textPricer } from "../../src/domain/inference/pipeline/admission.js";
+import { Attempted, type AttemptResult } from "../../src/domain/inference/pipeline/attempt-loop.js";
+import type { AttemptScope, RoutableModel, Settled } from "../../src/domain/inference/pipeline/session.js";
+import { type Answered, answered } from "../../src/domain/inference/routing/lanes.js";
+import type { Ending } from "../../src/domain/inference/settlement/ending.js";
 import type { LimitReset } from "../../src/domain/keys/key-period.js";
 import { DomainError } from "../../src/lib/errors.js";
 import { TEXT_MODEL } from "../market-pipeline.js";
@@ -344,14 +344,13 @@ export async function finish(w: SimWorld, o: { drain?: boolean } = {}): Promise<
               kind: "settled",
               usage: { promptTokens: 0, completionTokens: 0 },
               extra: {
-                table: "video_jobs",
-                row: {
+                videoJob: {
                   id: w.id(`${f.label}.job`),
-                  queue_id: w.id(`${f.label}.queue`),
-                  upstream_queue_id: `up-${f.label}`,
-                  upstream_quote: "0",
+                  queueId: w.id(`${f.label}.queue`),
+                  upstreamQueueId: `up-${f.label}`,
+                  upstreamQuoteMicroDiem: 0n,
                   body: {},
-                  download_url: null,
+                  downloadUrl: null,
                 },
               },
             }

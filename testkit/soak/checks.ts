@@ -47,6 +47,15 @@ export async function checkInvariants(
     out.push({ invariant: "books_balance", ok: false, error: (e as Error).message.slice(0, 2000) });
   }
 
+  // no deadlock: two paths that lock the same rows in different orders (docs/decisions.md "One lock
+  // order for keys and offers", "Account locks do not hold up endings") fail one of them at random;
+  // the processes have stopped, so every backend's count is in
+  const locks = await one<{ deadlocks: bigint }>(
+    db,
+    "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+  );
+  out.push({ invariant: "no_deadlock", ok: n(locks.deadlocks) === 0, deadlocks: n(locks.deadlocks) });
+
   // no negative balance anywhere; reserved within what it reserves against
   const neg = await one<{ accounts: bigint; offers: bigint; platform: bigint }>(
     db,

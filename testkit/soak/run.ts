@@ -1,8 +1,8 @@
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { QUEUES } from "../../src/adapters/queues.js";
 import { createSql } from "../../src/adapters/sql.js";
-import { HOLDER_LEASE_MS, releaseExpiredHolders } from "../../src/domain/inference/holder-lease.js";
-import { sqlEscrowStore } from "../../src/domain/inference/sql-stores.js";
+import { HOLDER_LEASE_MS, releaseExpiredHolders } from "../../src/domain/inference/escrow/holder-lease.js";
+import { sqlEscrowStore } from "../../src/domain/inference/settlement/sql-stores.js";
 import { checkInvariants, type Invariant, volumeFigures } from "./checks.js";
 import { type Kind, SoakLoad } from "./load.js";
 import { SoakWorld, type SupplySpec } from "./world.js";

@@ -3,7 +3,7 @@
  * fault"): the one reading of
  * Venice's error statuses and texts (vendor/venice/swagger.yaml, the `responses` of every route the
  * client calls; api-spec.mdx for the headers). The client attaches what this answers to every
- * failure; `classifyFailure` (domain/inference/failure.ts) turns it into what the buyer sees and what
+ * failure; `classifyFailure` (domain/inference/pipeline/failure.ts) turns it into what the buyer sees and what
  * happens to the key. The table of every status is docs/decisions.md "Venice's answers: whose fault".
  *
  * - the key's: `auth` (the documented invalid-key answer: 401 "Authentication failed"; any 401/403 on

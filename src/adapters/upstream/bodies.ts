@@ -12,14 +12,17 @@ import { headerOf } from "./failures.js";
 /** An upstream response body: a Node Readable with `.text()`, `.json()` and `.dump()`. */
 export type UpstreamBody = Dispatcher.ResponseData["body"];
 
-/** A 2xx answer of `postJson()`, read and parsed. */
+/** A 2xx answer of a buffered `inference()` call, read and parsed. */
 export interface UpstreamJson {
   status: number;
   headers: IncomingHttpHeaders;
   json: unknown;
 }
 
-/** A 2xx answer of `post()`: the caller owns `body` and must consume it or release it (`releaseBody`). */
+/**
+ * A 2xx answer of a streamed `inference()` call: the caller owns `body` and must consume it or
+ * release it (`releaseBody`).
+ */
 export interface UpstreamResponse {
   status: number;
   headers: IncomingHttpHeaders;

@@ -3,7 +3,7 @@ import { type Dispatcher, Pool, request } from "undici";
 import { upstreamDecimalToMicro } from "../../lib/money.js";
 import { injectTrace } from "../../lib/tracing.js";
 import { reportedDiemBalance, type UpstreamJson, type UpstreamResponse } from "./bodies.js";
-import { failureFromError, failureFromResponse, failureOf, serialiseBody, type UpstreamResult } from "./failures.js";
+import { failureFromError, failureFromResponse, failureOf, type UpstreamResult } from "./failures.js";
 
 /**
  * Client of the one upstream provider (Venice-compatible API, ../shared/upstream/VENICE_API.md).
@@ -40,6 +40,33 @@ export interface UpstreamClientOptions {
 
 const isOk = (status: number) => status >= 200 && status < 300;
 
+/** A streamed inference call: the answer's body is handed over as it arrives. */
+export interface StreamedCall {
+  stream: true;
+  signal?: AbortSignal | undefined;
+}
+
+/** A buffered inference call: the answer read whole; it gives up after `timeoutMs`. */
+export interface BufferedCall {
+  stream: false;
+  signal?: AbortSignal | undefined;
+  timeoutMs: number;
+}
+
+/** An inference call's request options (`UpstreamClient.requestOf`). */
+type Sent = { path: string; method: "POST"; headers: Record<string, string>; body: string };
+
+/** A non-2xx answer read to its end: what `failureOf` classifies. */
+interface Refused {
+  status: number;
+  statusText: string;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
+
+/** One shape's call: its result, or a non-2xx answer still to be classified. */
+type Got<T> = UpstreamResult<T> | { refused: Refused };
+
 /** Why `signal` aborted, as an Error (an AbortError when it gave no Error). */
 function abortReason(signal: AbortSignal | undefined): Error {
   const r: unknown = signal?.reason;
@@ -53,6 +80,20 @@ const USER_AGENT = "node";
  * Calls go through undici's `request()` on a keep-alive connection pool owned by the client (one
  * origin); `close()` destroys it.
  */
+/**
+ * An inference body as JSON text. A body that cannot be serialised (nested past the stack, a cycle,
+ * a bigint) is the request's own failure (`request`: relayed to the buyer, no other key tried, no
+ * key marked), never a network failure: as one it fell forward through five keys, none of which could serve it.
+ */
+function serialiseBody(body: unknown): UpstreamResult<string> {
+  try {
+    return { ok: true, value: JSON.stringify(body) };
+  } catch (e) {
+    const why = e instanceof RangeError ? "it is nested too deeply" : "it is not JSON";
+    return { ok: false, failure: { kind: "request", message: `the request body cannot be sent: ${why}` } };
+  }
+}
+
 export class UpstreamClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
@@ -119,29 +160,6 @@ export class UpstreamClient {
   }
 
   /**
-   * A raw call (inference). On success the caller owns the response body: it must read it to the end
-   * or release it (`releaseBody`); aborting `signal` cancels the call and destroys the body. Failures
-   * have their body consumed here.
-   */
-  async post(
-    path: string,
-    apiKey: string,
-    body: unknown,
-    opts: { signal?: AbortSignal } = {},
-  ): Promise<UpstreamResult<UpstreamResponse>> {
-    const json = serialiseBody(body);
-    if (!json.ok) return json;
-    try {
-      const res = await this.pool.request({ ...this.inference(path, apiKey, json.value), signal: opts.signal });
-      if (!isOk(res.statusCode)) return { ok: false, failure: await failureFromResponse(path, res) };
-      const { statusCode: status, headers, body } = res;
-      return { ok: true, value: { status, headers, body, diemBalanceMicro: reportedDiemBalance(headers) } };
-    } catch (e) {
-      return { ok: false, failure: failureFromError(e) };
-    }
-  }
-
-  /**
    * An unauthenticated GET of provider media (a private video model's `download_url`, VENICE_API §6).
    * On success the caller owns the body (read it or `releaseBody` it).
    */
@@ -160,20 +178,50 @@ export class UpstreamClient {
   }
 
   /**
-   * A buffered call (inference): the answer read to its end and parsed, on undici's dispatcher
-   * directly (no body stream; about a third of a buffered call's client-side cost). Aborting
-   * `signal`, or `timeoutMs` passing before the answer ends, cancels the call (a timeout failure).
-   * A 2xx answer that is not JSON is an `invalid_response` failure.
+   * THE inference call (a POST on a supplier key), in one of two shapes. Streamed (`stream: true`):
+   * the 2xx answer's body handed over as a stream (undici's `request()`); the caller owns it and
+   * must read it to the end or release it (`releaseBody`); aborting `signal` cancels the call and
+   * destroys the body. Buffered (`stream: false`): the answer read to its end and parsed, on
+   * undici's dispatcher directly (no body stream; about a third of a buffered call's client-side
+   * cost); aborting `signal`, or `timeoutMs` passing before the answer ends, cancels the call (a
+   * timeout failure), and a 2xx answer that is not JSON is an `invalid_response` failure. Either
+   * way a non-2xx answer is read to its end here and classified once (`failureOf`).
    */
-  postJson(
+  inference<C extends StreamedCall | BufferedCall>(
     path: string,
     apiKey: string,
     body: unknown,
-    opts: { signal?: AbortSignal; timeoutMs: number },
-  ): Promise<UpstreamResult<UpstreamJson>> {
-    const { signal, timeoutMs } = opts;
+    opts: C,
+  ): Promise<UpstreamResult<C extends StreamedCall ? UpstreamResponse : UpstreamJson>>;
+  async inference(
+    path: string,
+    apiKey: string,
+    body: unknown,
+    opts: StreamedCall | BufferedCall,
+  ): Promise<UpstreamResult<UpstreamResponse | UpstreamJson>> {
     const json = serialiseBody(body);
-    if (!json.ok) return Promise.resolve(json);
+    if (!json.ok) return json;
+    const sent = this.requestOf(path, apiKey, json.value);
+    const got = opts.stream ? await this.streamed(sent, opts.signal) : await this.buffered(sent, opts);
+    if (!("refused" in got)) return got;
+    const { status, statusText, headers, text } = got.refused;
+    return { ok: false, failure: failureOf(path, status, statusText, headers, text) };
+  }
+
+  /** A streamed call: a 2xx answer's body is the caller's; a non-2xx one is read to its end. */
+  private async streamed(sent: Sent, signal: AbortSignal | undefined): Promise<Got<UpstreamResponse>> {
+    try {
+      const { statusCode: status, statusText, headers, body } = await this.pool.request({ ...sent, signal });
+      if (!isOk(status)) return { refused: { status, statusText, headers, text: await body.text().catch(() => "") } };
+      return { ok: true, value: { status, headers, body, diemBalanceMicro: reportedDiemBalance(headers) } };
+    } catch (e) {
+      return { ok: false, failure: failureFromError(e) };
+    }
+  }
+
+  /** A buffered call on the dispatcher: the answer's chunks gathered, a 2xx one parsed. */
+  private buffered(sent: Sent, opts: BufferedCall): Promise<Got<UpstreamJson>> {
+    const { signal, timeoutMs } = opts;
     return new Promise((resolve) => {
       let controller: Dispatcher.DispatchController | null = null;
       let cancelled: Error | null = null;
@@ -184,7 +232,7 @@ export class UpstreamClient {
       };
       const onAbort = () => cancel(abortReason(signal));
       const timer = setTimeout(() => cancel(new DOMException("upstream timed out", "TimeoutError")), timeoutMs);
-      const done = (r: UpstreamResult<UpstreamJson>) => {
+      const done = (r: Got<UpstreamJson>) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -201,7 +249,7 @@ export class UpstreamClient {
       let headers: IncomingHttpHeaders = {};
       const chunks: Buffer[] = [];
       try {
-        this.pool.dispatch(this.inference(path, apiKey, json.value), {
+        this.pool.dispatch(sent, {
           onRequestStart(c) {
             controller = c;
             if (cancelled) c.abort(cancelled);
@@ -217,7 +265,7 @@ export class UpstreamClient {
           onResponseEnd() {
             const text = Buffer.concat(chunks).toString("utf8");
             if (!isOk(status)) {
-              done({ ok: false, failure: failureOf(path, status, statusText, headers, text) });
+              done({ refused: { status, statusText, headers, text } });
               return;
             }
             try {
@@ -244,7 +292,7 @@ export class UpstreamClient {
    * write). With tracing on, `traceparent` names the active span (the attempt's client span), so
    * the upstream's own trace continues ours.
    */
-  private inference(path: string, apiKey: string, json: string) {
+  private requestOf(path: string, apiKey: string, json: string): Sent {
     const headers: Record<string, string> = {
       authorization: `Bearer ${apiKey}`,
       "content-type": "application/json",
@@ -294,7 +342,6 @@ export {
 export {
   failureFromError,
   failureOf,
-  serialiseBody,
   type UpstreamFailure,
   type UpstreamFailureKind,
   type UpstreamResult,

@@ -68,20 +68,6 @@ function retryAfterOf(headers: IncomingHttpHeaders): number | undefined {
   const n = Number(v);
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
-/**
- * An inference body as JSON text. A body that cannot be serialised (nested past the stack, a cycle,
- * a bigint) is the request's own failure (`request`: relayed to the buyer, no other key tried, no
- * key marked), never a network failure: as one it fell forward through five keys, none of which could serve it.
- */
-export function serialiseBody(body: unknown): UpstreamResult<string> {
-  try {
-    return { ok: true, value: JSON.stringify(body) };
-  } catch (e) {
-    const why = e instanceof RangeError ? "it is nested too deeply" : "it is not JSON";
-    return { ok: false, failure: { kind: "request", message: `the request body cannot be sent: ${why}` } };
-  }
-}
-
 /** A non-2xx answer to `path` → failure; always consumes the body. */
 export async function failureFromResponse(path: string, res: Dispatcher.ResponseData): Promise<UpstreamFailure> {
   const text = await res.body.text().catch(() => "");

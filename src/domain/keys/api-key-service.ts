@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { lockAccountRow } from "../../adapters/account-lock.js";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { Sql } from "../../adapters/sql.js";
@@ -103,7 +104,7 @@ export class ApiKeyService {
    * scopes. A session mints account keys; a Bearer key needs `keys` and mints within itself
    * (key-chain.ts: `childScopes`, `boundChild`): a key minted with a policy, or narrower than an
    * account-level minter, lives below its minter. Locks the minter's row (FOR NO KEY UPDATE), then
-   * the account row (FOR UPDATE) for the count-then-insert.
+   * the account row (`lockAccountRow`) for the count-then-insert.
    * @throws DomainError invalid_request naming a bad field; insufficient_scope; forbidden naming a
    *   field wider than the minter; key_limit_reached (409) at the cap; not_found if the account is gone.
    */
@@ -179,9 +180,7 @@ export class ApiKeyService {
     columns: Partial<KeyPolicy> & { scopes?: Scope[]; parentId?: string; ancestorIds?: string[] } = {},
   ): Promise<CreatedApiKey> {
     assertKeyName(input.name);
-    const locked = await tx.$queryRaw<{ id: string }[]>`
-      SELECT id FROM accounts WHERE id = ${input.accountId}::uuid FOR UPDATE`;
-    if (locked.length === 0) throw new DomainError("not_found", "Account not found.");
+    if (!(await lockAccountRow(tx, input.accountId))) throw new DomainError("not_found", "Account not found.");
     const active = await tx.apiKey.count({ where: { ...apiKeyScopeFor(input), ...ACTIVE_API_KEYS } });
     if (active >= MAX_ACTIVE_KEYS) {
       throw new DomainError(

@@ -60,7 +60,8 @@ export interface KeyUpdate extends KeyPolicyChange {
 
 /**
  * A key's fields as every transport receives them, once parsed (REST and MCP by the contract's
- * schemas, GraphQL by its input types): `limitUsdc` already micro-USDC, null to remove a setting.
+ * schemas, GraphQL by their twins `createKeyInput`/`updateKeyInput`): `limitUsdc` already micro-USDC,
+ * null to remove a setting.
  */
 export interface KeyFields {
   name?: string | null;

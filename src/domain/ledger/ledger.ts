@@ -1,6 +1,6 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import { DomainError } from "../../lib/errors.js";
-import { foldClearOf } from "./live-figures.js";
+import { foldVideoClearOf } from "./live-figures.js";
 
 /**
  * Double-entry postings (docs/decisions.md "Books"). Each function writes one balanced journal and
@@ -266,14 +266,14 @@ export interface HoldMoved {
 }
 
 /**
- * Moves the held share of the clear of request `requestId` between the supplier's held and payable
+ * Moves the held share of the clear of video request `requestId` between the supplier's held and payable
  * balances (docs/decisions.md "Payout hold"): `release` when its video job became final (delivered
  * or expired): supplier_held −share, supplier_payable +share; `rehold` when the delivery that
  * released it was undone: the reverse. Journal `release:<clearId>:<n>` / `rehold:<clearId>:<n>`
  * (n counts the clear's hold moves). The caller holds the job's row (its conditional transition in
  * this transaction), so a job moves once; here the clear's row is locked, and a share that is
  * already where it goes, a clear whose share was never held (written before holds), a refunded
- * clear or a zero share move nothing (null). Folds the clear first (`foldClearOf`), then locks the
+ * clear or a zero share move nothing (null). Folds the clear first (`foldVideoClearOf`), then locks the
  * supplier's account.
  * @throws internal_error if the held balance does not cover a release (books would break)
  */
@@ -281,12 +281,12 @@ export async function moveHeldShare(
   tx: Tx,
   input: { requestId: string; videoJobId?: string; move: "release" | "rehold" },
 ): Promise<HoldMoved | null> {
-  await foldClearOf(tx, input.requestId);
+  await foldVideoClearOf(tx, input.requestId);
   const rows = await tx.$queryRaw<
     { id: string; supplier: string; share: bigint; held: boolean; refunded_at: Date | null }[]
   >`
     SELECT id, supplier_account_id AS supplier, supplier_micro_usdc AS share, supplier_held AS held, refunded_at
-      FROM clears WHERE request_id = ${input.requestId}::uuid FOR NO KEY UPDATE`;
+      FROM clears WHERE request_id = ${input.requestId}::uuid AND modality = 'video' FOR NO KEY UPDATE`;
   const c = rows[0];
   if (!c?.held || c.refunded_at !== null) return null;
   const share = BigInt(c.share);

@@ -15,8 +15,8 @@ export interface LiveBalanceColumns {
 /**
  * An account's balance columns and its escrow slices as they are live (docs/decisions.md "One
  * append per clear"): the rows less what its holders' appended clears have not yet folded
- * (`svc_account_live`, `svc_buyer_unfolded`, the one place that rule lives). One statement; null
- * when there is no such account.
+ * (`svc_account_live`; a slice, less its own count of them, `charged_micro_usdc`). One statement;
+ * null when there is no such account.
  */
 export async function liveBalanceColumns(
   db: Pick<Db, "$queryRaw">,
@@ -33,9 +33,8 @@ export async function liveBalanceColumns(
     }[]
   >`
     SELECT l.confirmed, l.pending, l.reserved, l.payable, l.held,
-           COALESCE((SELECT jsonb_agg(jsonb_build_array(e.holder, (e.amount_micro_usdc - COALESCE(u.gross, 0))::text))
-                       FROM buyer_escrows e LEFT JOIN svc_buyer_unfolded(${accountId}::uuid) u ON u.holder = e.holder
-                      WHERE e.account_id = ${accountId}::uuid), '[]'::jsonb) AS slices
+           COALESCE((SELECT jsonb_agg(jsonb_build_array(e.holder, (e.amount_micro_usdc - e.charged_micro_usdc)::text))
+                       FROM buyer_escrows e WHERE e.account_id = ${accountId}::uuid), '[]'::jsonb) AS slices
       FROM svc_account_live(${accountId}::uuid) l`;
   const r = rows[0];
   if (!r) return null;
@@ -51,16 +50,17 @@ export async function liveBalanceColumns(
 }
 
 /**
- * Folds the holder of request `requestId`'s clear (`svc_fold_holder`) when the clear is still
+ * Folds the holder of video request `requestId`'s clear (`svc_fold_holder`) when the clear is still
  * unfolded (docs/decisions.md "One append per clear"), so the balances hold it before a path moves
  * them from the clear (a video refund, a held share's release). Call it before the transaction
- * locks any account: the fold's lock order is the holder, then buyers, offers, keys, suppliers.
+ * locks any account: the fold's lock order is the holder, then buyers, offers, keys, suppliers. Only a
+ * video clear is found by its request (the index on `clears.request_id` is partial on video).
  */
-export async function foldClearOf(tx: Prisma.TransactionClient, requestId: string): Promise<void> {
+export async function foldVideoClearOf(tx: Prisma.TransactionClient, requestId: string): Promise<void> {
   await tx.$queryRaw`
     SELECT (SELECT count(*) FROM svc_fold_holder(c.holder))::int AS sold_out
       FROM clears c JOIN escrow_holders h ON h.id = c.holder AND c.seq > h.folded_seq
-     WHERE c.request_id = ${requestId}::uuid`;
+     WHERE c.request_id = ${requestId}::uuid AND c.modality = 'video'`;
 }
 
 /** What the appended clears not yet folded burned, per offer and per supplier key (micro-DIEM). */
@@ -70,19 +70,17 @@ export interface UnfoldedBurns {
 }
 
 /**
- * Every unfolded burn, by offer and by supplier key (`svc_unfolded`: the clears of the last fold
- * interval, a small set), for readers that show offers' remaining or keys' balances live.
+ * Every unfolded burn, by offer (its slices' counts, `svc_offers_unfolded`) and by supplier key
+ * (`svc_upstream_keys_unfolded`: the clears of the last fold interval, a small set), for readers
+ * that show offers' remaining or keys' balances live. One statement.
  */
 export async function unfoldedBurns(db: Pick<Db, "$queryRaw">): Promise<UnfoldedBurns> {
-  const rows = await db.$queryRaw<{ offer: string; key: string; burn: bigint }[]>`
-    SELECT u.offer_id::text AS offer, u.upstream_key_id::text AS key, sum(u.burn_micro_diem)::bigint AS burn
-      FROM svc_unfolded() u GROUP BY 1, 2`;
+  const rows = await db.$queryRaw<{ kind: "offer" | "key"; id: string; burn: bigint }[]>`
+    SELECT 'offer' AS kind, o.offer::text AS id, o.burn FROM svc_offers_unfolded(NULL) o
+    UNION ALL
+    SELECT 'key', k.upstream_key::text, k.burn FROM svc_upstream_keys_unfolded(NULL) k`;
   const out: UnfoldedBurns = { offers: new Map(), keys: new Map() };
-  for (const r of rows) {
-    const burn = BigInt(r.burn);
-    out.offers.set(r.offer, (out.offers.get(r.offer) ?? 0n) + burn);
-    out.keys.set(r.key, (out.keys.get(r.key) ?? 0n) + burn);
-  }
+  for (const r of rows) (r.kind === "offer" ? out.offers : out.keys).set(r.id, BigInt(r.burn));
   return out;
 }
 

@@ -15,7 +15,7 @@ import {
   usdcForDiem,
 } from "../../lib/money.js";
 import { newestReadBound } from "../../lib/partitions.js";
-import { eligibleOffers } from "../inference/clearing.js";
+import { eligibleOffers } from "../inference/routing/clearing.js";
 import type { Capacity, MarketLadder, MarketStats, ModalityDay, PriceLevel } from "./market-types.js";
 
 /** SPEC "Capacity" rule 4: the whole response is cached for 30 seconds (shared by all processes). */

@@ -1,8 +1,8 @@
 import type { PayPerRequestId } from "../../contract/paid-routes.js";
 import { DomainError, ERROR_TABLE, type ErrorCode, type HeaderField } from "../../lib/errors.js";
 import type { RecordedResponse } from "../funding/payment-identifier.js";
-import type { CostFacts, StreamStartFacts } from "../inference/answer-facts.js";
-import type { StreamSink } from "../inference/sink.js";
+import type { CostFacts, StreamStartFacts } from "../inference/pipeline/answer-facts.js";
+import type { StreamSink } from "../inference/pipeline/sink.js";
 import type { PaidChallenge } from "./challenge.js";
 
 /**

@@ -3,8 +3,8 @@ import type { UptoPayment } from "../../adapters/facilitator/types.js";
 import type { PayPerRequestId } from "../../contract/paid-routes.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
-import type { InferenceEndpoint, ModalityRequest } from "../inference/endpoint.js";
-import type { Caller, PaymentReceipt, RouteKind } from "../inference/session.js";
+import type { InferenceEndpoint, ModalityRequest } from "../inference/pipeline/endpoint.js";
+import type { Caller, PaymentReceipt, RouteKind } from "../inference/pipeline/session.js";
 import {
   capturingSink,
   type PaidCall,
@@ -120,7 +120,7 @@ export class PaidRun {
       if (req.stream && call.openStream) {
         const { sink, capture, release } = capturingSink(call.openStream());
         try {
-          await endpoint.stream(caller, req, sink);
+          await endpoint.serve(caller, req, { sink });
           // a stream that ended without a charge (the buyer gone before content, a failed ending)
           await settler.settleUnused(paid);
           return await this.finish(row.id, { type: "streamed" }, recordedOf({ type: "streamed" }, capture));
@@ -128,7 +128,7 @@ export class PaidRun {
           release();
         }
       }
-      const out = await endpoint.buffered(caller, req, call.signal);
+      const out = await endpoint.serve(caller, req, { signal: call.signal });
       if (!receipt) throw new DomainError("internal_error", "A paid answer without its settlement.");
       // no balance left to tell: the payment, not a prepaid balance, paid for it
       const outcome: PaidOutcome = {

@@ -1,10 +1,11 @@
 import { type Address, getAddress } from "viem";
+import { lockAccountRow } from "../../adapters/account-lock.js";
 import type { Db } from "../../adapters/db.js";
 import type { UptoPayment, UptoRequirements } from "../../adapters/facilitator/types.js";
 import { Prisma, type RequestPayment } from "../../generated/prisma/client.js";
 import type { Clock } from "../../lib/clock.js";
 import { upsertAccountByWallet } from "../accounts/account-upsert.js";
-import type { RouteKind } from "../inference/session.js";
+import type { RouteKind } from "../inference/pipeline/session.js";
 import { bookPaymentLoss, bookRequestPayment } from "../ledger/request-payments.js";
 import type { RecordedPaidAnswer } from "./answers.js";
 
@@ -74,14 +75,14 @@ export class RequestPaymentStore {
    * when the payer left a charge unpaid (a booked loss), or when what its unsettled payments may
    * still pull, with this one's maximum, exceeds `coverMicroUsdc` (its USDC balance read after
    * verify): many authorizations verified against one balance cannot all settle, so each would
-   * buy content the platform is never paid for. The account row is locked, so concurrent claims of
-   * one payer are counted one after the other.
+   * buy content the platform is never paid for. The account row is locked (`lockAccountRow`), so
+   * concurrent claims of one payer are counted one after the other.
    */
   async claim(c: PaymentClaim, coverMicroUsdc: bigint): Promise<RequestPaymentRow | null | { refused: string }> {
     try {
       return await this.deps.db.$transaction(async (tx) => {
         const account = await upsertAccountByWallet(tx, { walletAddress: c.payer, provider: "x402" });
-        await tx.$queryRaw`SELECT 1 FROM accounts WHERE id = ${account.id}::uuid FOR UPDATE`;
+        await lockAccountRow(tx, account.id);
         const payer = c.payer.toLowerCase();
         if ((await tx.requestPayment.count({ where: { payerAddress: payer, status: "lost" } })) > 0) {
           return { refused: "this wallet left an earlier pay-per-request charge unpaid; use a prepaid key" };

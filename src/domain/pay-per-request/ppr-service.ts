@@ -14,7 +14,7 @@ import {
   paymentIdentifierOf,
   requestFingerprint,
 } from "../funding/payment-identifier.js";
-import type { InferenceEndpoint, ModalityRequest } from "../inference/endpoint.js";
+import type { InferenceEndpoint, ModalityRequest } from "../inference/pipeline/endpoint.js";
 import {
   asIdentifierRecord,
   fromIdentifierRecord,

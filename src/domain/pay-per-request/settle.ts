@@ -2,7 +2,7 @@ import type { Address } from "viem";
 import { type Facilitator, settleVerdict, type UptoPayment } from "../../adapters/facilitator/types.js";
 import { DomainError, type HeaderField } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
-import type { Settled } from "../inference/session.js";
+import type { Settled } from "../inference/pipeline/session.js";
 import { uptoReceipt } from "./challenge.js";
 import type { RequestPaymentStore } from "./payment-store.js";
 

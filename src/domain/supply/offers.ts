@@ -10,10 +10,11 @@ import { liveOffer, type UnfoldedBurns, unfoldedBurns } from "../ledger/live-fig
 import type { OutboxTx, WebhookOutbox } from "../webhooks/outbox.js";
 import { OFFER_EVENT_COLUMNS, type OfferEventRow, offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
+import { lockKeyWithOffers } from "./key-lock.js";
 import { effectivePrice, type PricedOffer, type PriceStep, parseSchedule, storedSchedule } from "./price-schedule.js";
 import { newestFirst, offerScopeFor } from "./supply-reads.js";
 import { isUniqueViolation, LIVE, publishOwner } from "./supply-shared.js";
-import type { OfferStatusName, OfferView, UpstreamKeyStatusName } from "./supply-types.js";
+import type { OfferStatusName, OfferView } from "./supply-types.js";
 
 export interface OfferDeps {
   db: Db;
@@ -76,7 +77,8 @@ export class OfferService {
    * Posts an offer on the account's own active key. Initial state `active`; the DIEM expires at
    * the next UTC midnight. At most one live offer per key: the partial unique index
    * `offers_one_live_per_key` decides races (its violation is a 409).
-   * Holds a share lock on the key row so a concurrent revocation either sees the offer or wins.
+   * Holds share locks on the key's live offers and the key (`lockKeyWithOffers`), so a concurrent
+   * revocation either sees the offer or wins.
    * Optionally standing (`repostDaily`, `dailyQuantityMicroDiem`) and scheduled (`schedule`).
    * Price, quantity and key id arrive checked by the contract (`postOfferBody`, `postOfferInput`).
    * @throws invalid_request bad schedule; not_found key not on this account;
@@ -99,9 +101,7 @@ export class OfferService {
     let row: OfferRow;
     try {
       row = await this.deps.db.$transaction(async (tx) => {
-        const keys = await tx.$queryRaw<{ account_id: string; status: UpstreamKeyStatusName }[]>`
-          SELECT account_id, status::text AS status FROM upstream_keys WHERE id = ${upstreamKeyId}::uuid FOR SHARE`;
-        const key = keys[0];
+        const key = await lockKeyWithOffers(tx, upstreamKeyId, "post");
         if (!key || key.account_id !== input.accountId) {
           throw new DomainError("not_found", "Upstream key not found.", { field: "upstreamKeyId" });
         }

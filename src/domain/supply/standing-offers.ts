@@ -8,6 +8,7 @@ import type { MarketService } from "../market/market-service.js";
 import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { offerData } from "../webhooks/payloads.js";
 import type { KeyHealth } from "./key-health.js";
+import { lockKeyWithOffers } from "./key-lock.js";
 import type { OfferService } from "./offers.js";
 import { effectivePrice, storedSchedule } from "./price-schedule.js";
 import type { SupplyService } from "./supply-service.js";
@@ -214,10 +215,8 @@ export class StandingOffers {
     let posted: { row: OfferRow; from: OfferRow; hooks: string[] } | null;
     try {
       posted = await db.$transaction(async (tx) => {
-        // the same lock order as postOffer and revokeUpstreamKey: the key, then its offers
-        const keys = await tx.$queryRaw<{ status: string }[]>`
-          SELECT status::text AS status FROM upstream_keys WHERE id = ${c.upstream_key_id}::uuid FOR SHARE`;
-        if (keys[0]?.status !== "active") return null;
+        // locked as postOffer locks it: the key's live offers, then the key
+        if ((await lockKeyWithOffers(tx, c.upstream_key_id, "post"))?.status !== "active") return null;
         const from = await tx.offer.findUnique({ where: { id: c.id } });
         if (from?.status !== "expired" || !from.repostDaily) return null;
         const daily = from.dailyQuantityMicroDiem;

@@ -10,6 +10,7 @@ import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
 import { liveKeyBalance, unfoldedBurns } from "../ledger/live-figures.js";
 import type { KeyHealth } from "./key-health.js";
+import { lockKeyWithOffers } from "./key-lock.js";
 import { liveOffers, newestFirst, upstreamKeyScopeFor } from "./supply-reads.js";
 import { secretLast4 } from "./supply-rules.js";
 import { isUniqueViolation, publishOwner } from "./supply-shared.js";
@@ -130,16 +131,15 @@ export class SupplyService {
   /**
    * Revokes the key row and cancels every non-cancelled offer on it (active, paused, depleted,
    * expired → cancelled). Repeatable: on an already revoked key it still cancels leftovers.
-   * Locks the key row, then its offers (the same order as postOffer).
+   * Locks the key's offers, then the key (`lockKeyWithOffers`: the money paths' order).
    * @throws not_found the key is not on this account
    */
   async revokeUpstreamKey(input: { accountId: string; upstreamKeyId: string }): Promise<RevokedKey> {
     const upstreamKeyId = assertUuid(input.upstreamKeyId, "id");
     const now = this.deps.clock.now();
     const cancelled = await this.deps.db.$transaction(async (tx) => {
-      const owner = await tx.$queryRaw<{ account_id: string }[]>`
-        SELECT account_id FROM upstream_keys WHERE id = ${upstreamKeyId}::uuid FOR UPDATE`;
-      if (owner[0]?.account_id !== input.accountId) throw new DomainError("not_found", "Upstream key not found.");
+      const owner = await lockKeyWithOffers(tx, upstreamKeyId, "revoke");
+      if (owner?.account_id !== input.accountId) throw new DomainError("not_found", "Upstream key not found.");
       await tx.upstreamKey.updateMany({
         where: { id: upstreamKeyId, status: { not: "revoked" } },
         data: { status: "revoked", revokedAt: now },

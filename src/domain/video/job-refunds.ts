@@ -4,7 +4,7 @@ import type { Clock } from "../../lib/clock.js";
 import { logger } from "../../lib/logger.js";
 import type { Metrics } from "../../lib/metrics.js";
 import { refundClear } from "../ledger/ledger.js";
-import { foldClearOf } from "../ledger/live-figures.js";
+import { foldVideoClearOf } from "../ledger/live-figures.js";
 import type { WebhookOutbox } from "../webhooks/outbox.js";
 import { videoRefundedData } from "../webhooks/payloads.js";
 
@@ -66,9 +66,10 @@ export class VideoRefunds {
       const job = claimed[0];
       if (!job) return null;
       // the charge's holder folds it first (before any account is locked: the fold's lock order)
-      await foldClearOf(tx, job.request_id);
+      await foldVideoClearOf(tx, job.request_id);
       const clear = await tx.$queryRaw<{ id: string; offer_id: string; burn: bigint }[]>`
-        SELECT id, offer_id, burn_micro_diem AS burn FROM clears WHERE request_id = ${job.request_id}::uuid`;
+        SELECT id, offer_id, burn_micro_diem AS burn FROM clears
+         WHERE request_id = ${job.request_id}::uuid AND modality = 'video'`;
       const c = clear[0];
       if (!c) throw new Error(`video job ${jobId} has no clear`);
       // lock order: buyer, offer, key (refundClear then takes the buyer again and the supplier)

@@ -44,11 +44,11 @@ export class VideoProvider {
     } catch (err) {
       return { kind: "unavailable", detail: `key: ${(err as Error).message}` };
     }
-    const res = await this.deps.upstream.post(
+    const res = await this.deps.upstream.inference(
       "/video/retrieve",
       secret,
       { model: job.model, queue_id: job.upstreamQueueId, delete_media_on_completion: false },
-      { signal: AbortSignal.timeout(RETRIEVE_TIMEOUT_MS) },
+      { stream: true, signal: AbortSignal.timeout(RETRIEVE_TIMEOUT_MS) },
     );
     if (!res.ok) return failureObservation(res.failure);
     const type = String(res.value.headers["content-type"] ?? "").toLowerCase();
@@ -75,11 +75,11 @@ export class VideoProvider {
   /** Deletes the provider's media of a job (`/video/complete`); an already gone job (404) is no error. */
   async deleteMedia(job: ProviderJob): Promise<void> {
     const secret = await this.deps.openKey(job.upstreamKeyId);
-    const r = await this.deps.upstream.postJson(
+    const r = await this.deps.upstream.inference(
       "/video/complete",
       secret,
       { model: job.model, queue_id: job.upstreamQueueId },
-      { timeoutMs: RETRIEVE_TIMEOUT_MS },
+      { stream: false, timeoutMs: RETRIEVE_TIMEOUT_MS },
     );
     // 404: already gone; anything else is logged by the caller
     if (!r.ok && r.failure.status !== 404) throw new Error(`complete: ${r.failure.kind} ${r.failure.status ?? ""}`);

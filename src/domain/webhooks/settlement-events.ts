@@ -1,6 +1,6 @@
 import { utcDay } from "../../lib/clock.js";
-import type { EndItem } from "../inference/settlement.js";
-import type { SettlementEvents, SettlementTx } from "../inference/stores.js";
+import type { EndItem } from "../inference/settlement/end-item.js";
+import type { SettlementEvents, SettlementTx } from "../inference/settlement/stores.js";
 import { budgetPeriod, type LimitReset } from "../keys/key-period.js";
 import { query, type WebhookOutbox } from "./outbox.js";
 import { balanceLowData, keyBudgetExhaustedData } from "./payloads.js";
@@ -36,8 +36,6 @@ export function settlementWebhooks(outbox: WebhookOutbox): SettlementEvents {
 
 type Takes = (account: string | null, type: string) => boolean;
 
-const charged = (i: EndItem) => i.clear !== null && i.gross !== null;
-
 async function lowBalances(
   outbox: WebhookOutbox,
   tx: SettlementTx,
@@ -49,10 +47,10 @@ async function lowBalances(
   const buyers = new Map<string, { after: bigint; charged: bigint }>();
   items.forEach((i, n) => {
     // a charge paid per request takes nothing from the balance
-    if (!charged(i) || i.payment !== null || !takes(i.account, "balance.low")) return;
-    const b = buyers.get(i.account) ?? { after: confirmed[n] ?? 0n, charged: 0n };
-    b.charged += BigInt(i.gross ?? "0");
-    buyers.set(i.account, b);
+    if (i.charge === null || i.paymentId !== null || !takes(i.accountId, "balance.low")) return;
+    const b = buyers.get(i.accountId) ?? { after: confirmed[n] ?? 0n, charged: 0n };
+    b.charged += i.charge.grossMicroUsdc;
+    buyers.set(i.accountId, b);
   });
   const ids: string[] = [];
   for (const [account, b] of buyers) {
@@ -74,13 +72,13 @@ async function exhaustedKeys(outbox: WebhookOutbox, tx: SettlementTx, items: rea
   // per key: the latest request that may have exhausted it (a charge, or a refusal for the budget)
   const candidates = new Map<string, { account: string; started: Date; refused: boolean }>();
   for (const i of items) {
-    const refused = i.error_code === "key_budget_exceeded";
-    if (!i.api_key || !(refused || (charged(i) && BigInt(i.gross ?? "0") > 0n))) continue;
-    if (!takes(i.account, "key.budget_exhausted")) continue;
-    const c = candidates.get(i.api_key);
-    const started = new Date(i.started);
-    candidates.set(i.api_key, {
-      account: i.account,
+    const refused = i.errorCode === "key_budget_exceeded";
+    if (!i.apiKeyId || !(refused || (i.charge !== null && i.charge.grossMicroUsdc > 0n))) continue;
+    if (!takes(i.accountId, "key.budget_exhausted")) continue;
+    const c = candidates.get(i.apiKeyId);
+    const started = i.startedAt;
+    candidates.set(i.apiKeyId, {
+      account: i.accountId,
       started: c && c.started > started ? c.started : started,
       refused: refused || (c?.refused ?? false),
     });

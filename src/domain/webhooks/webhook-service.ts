@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { lockAccountRow } from "../../adapters/account-lock.js";
 import type { Db } from "../../adapters/db.js";
 import type { EventBus } from "../../adapters/pubsub.js";
 import type { CostBudget } from "../../adapters/redis/budget.js";
@@ -172,7 +173,7 @@ export class WebhookService {
     const secret = newWebhookSecret();
     const now = this.deps.clock.now();
     const row = await this.deps.db.$transaction(async (tx) => {
-      await tx.$queryRaw`SELECT 1 FROM accounts WHERE id = ${input.accountId}::uuid FOR UPDATE`;
+      await lockAccountRow(tx, input.accountId);
       const count = await tx.webhookEndpoint.count({ where: { accountId: input.accountId } });
       if (count >= MAX_WEBHOOKS_PER_ACCOUNT) {
         throw new DomainError(

@@ -1,19 +1,25 @@
-import { maxPriceBody } from "../../contract/account.js";
+import { createKeyInput, maxPriceBody, updateKeyInput } from "../../contract/account.js";
 import { idParam } from "../../contract/common.js";
 import { apiKeyScopeFor, keyChangeOf } from "../../domain/keys/api-key-service.js";
+import { MAX_KEY_LIMIT_MICRO_USDC, MAX_KEY_MODELS } from "../../lib/key-bounds.js";
 import { MAX_CEILING_CENTS, MIN_CEILING_CENTS } from "../../lib/money.js";
 import { builder } from "../builder.js";
 import { withInput } from "../validate.js";
 import { ApiKeyRef, KeyLimitResetEnum, KeyScopeEnum, viewerOrThrow } from "./account.js";
 
+const LIMIT_DESCRIPTION = `the key's spending limit per period, micro-USDC: above 0, at most ${MAX_KEY_LIMIT_MICRO_USDC}`;
+const MODELS_DESCRIPTION = `1-${MAX_KEY_MODELS} catalog ids the key is limited to (bare or \`svc/\`)`;
+
+// The inputs' fields are parsed by the contract's twins of REST's bodies (`createKeyInput`,
+// `updateKeyInput`), so a refusal reads as REST's 400 and nothing is written.
 const CreateApiKeyInput = builder.inputType("CreateApiKeyInput", {
   fields: (t) => ({
     name: t.string({ required: true, description: "1-64 characters" }),
-    limitUsdc: t.field({ type: "MicroUsdc", description: "the key's spending limit per period (> 0)" }),
+    limitUsdc: t.field({ type: "MicroUsdc", description: LIMIT_DESCRIPTION }),
     limitReset: t.field({ type: KeyLimitResetEnum, description: "when the limit starts again (default NEVER)" }),
     maxPriceCentsPerDollar: t.int({ description: `the key's own ceiling, ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}` }),
     models: t.stringList({
-      description: "the catalog ids the key is limited to (bare or `svc/`); omitted: every model",
+      description: `${MODELS_DESCRIPTION}; omitted: every model`,
     }),
     expiresAt: t.field({ type: "DateTime", description: "after it the key is refused; must be in the future" }),
     scopes: t.field({
@@ -44,18 +50,17 @@ builder.mutationField("createApiKey", (t) =>
     authScopes: { authenticated: true },
     description: "Mints an API key (at most 10 active per account).",
     args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    resolve: withInput(createKeyInput, async (_root, { input }, ctx) => {
       const v = viewerOrThrow(ctx, null);
-      const { scopes, ...policy } = input;
       const k = await ctx.services.apiKeys.createKey({
         actor: v,
         name: input.name,
         source: v.credential === "bearer" ? "agent" : "session",
-        policy: keyChangeOf({ ...policy, name: undefined }),
-        scopes: scopes ?? undefined,
+        policy: keyChangeOf(input),
+        scopes: input.scopes ?? undefined,
       });
       return { apiKey: k.apiKey, keyId: k.id };
-    },
+    }),
   }),
 );
 
@@ -64,10 +69,10 @@ const UpdateApiKeyInput = builder.inputType("UpdateApiKeyInput", {
   fields: (t) => ({
     id: t.id({ required: true }),
     name: t.string({ description: "1-64 characters" }),
-    limitUsdc: t.field({ type: "MicroUsdc", description: "the key's spending limit per period (> 0)" }),
+    limitUsdc: t.field({ type: "MicroUsdc", description: LIMIT_DESCRIPTION }),
     limitReset: t.field({ type: KeyLimitResetEnum, description: "when the limit starts again; null: NEVER" }),
     maxPriceCentsPerDollar: t.int({ description: `the key's own ceiling, ${MIN_CEILING_CENTS}-${MAX_CEILING_CENTS}` }),
-    models: t.stringList({ description: "the catalog ids the key is limited to (bare or `svc/`); null: every model" }),
+    models: t.stringList({ description: `${MODELS_DESCRIPTION}; null: every model` }),
     expiresAt: t.field({ type: "DateTime", description: "after it the key is refused; must be in the future" }),
   }),
 });
@@ -90,16 +95,14 @@ builder.mutationField("updateApiKey", (t) =>
     description:
       "Changes one of the account's active keys: its name and policy (limit, period, ceiling, models, expiry). Another account's key or a revoked one is not_found; an expired one is conflict.",
     args: { input: t.arg({ type: UpdateApiKeyInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
-      const v = viewerOrThrow(ctx, null);
-      const { id, ...change } = input;
+    resolve: withInput(idParam.merge(updateKeyInput), async (_root, { input }, ctx) => {
       const k = await ctx.services.apiKeys.updateKey({
-        actor: v,
-        keyId: String(id),
-        change: keyChangeOf(change),
+        actor: viewerOrThrow(ctx, null),
+        keyId: input.id,
+        change: keyChangeOf(input),
       });
       return { keyId: k.id };
-    },
+    }),
   }),
 );
 

@@ -4,6 +4,8 @@
 import type { AccountEvent } from "../../adapters/pubsub.js";
 import { idParam } from "../../contract/common.js";
 import {
+  createWebhookInput,
+  MAX_WEBHOOK_THRESHOLD_MICRO_USDC,
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_TESTS_PER_MINUTE,
   type WebhookEventType,
@@ -127,12 +129,16 @@ builder.queryField("myWebhookDeliveries", (t) =>
   }),
 );
 
+// Parsed by the contract's twin of REST's body (`createWebhookInput`): a refusal reads as REST's 400.
 const CreateWebhookInput = builder.inputType("CreateWebhookInput", {
   fields: (t) => ({
     url: t.string({ required: true, description: "https; not a loopback, private, link-local or metadata address" }),
     events: t.field({ type: [WebhookEventTypeEnum], required: true }),
     description: t.string({ description: "at most 256 characters" }),
-    balanceLowThresholdUsdc: t.field({ type: "MicroUsdc", description: "required with BALANCE_LOW" }),
+    balanceLowThresholdUsdc: t.field({
+      type: "MicroUsdc",
+      description: `required with BALANCE_LOW; micro-USDC, above 0, at most ${MAX_WEBHOOK_THRESHOLD_MICRO_USDC}`,
+    }),
   }),
 });
 
@@ -153,7 +159,7 @@ builder.mutationField("createWebhook", (t) =>
     description:
       "Registers a webhook endpoint (at most 10 per account: webhook_limit_reached). Supplier events need a session.",
     args: { input: t.arg({ type: CreateWebhookInput, required: true }) },
-    resolve: (_root, { input }, ctx) => {
+    resolve: withInput(createWebhookInput, (_root, { input }, ctx) => {
       const v = viewerOrThrow(ctx, "account");
       return ctx.services.webhooks.register({
         accountId: v.accountId,
@@ -163,7 +169,7 @@ builder.mutationField("createWebhook", (t) =>
         description: input.description,
         balanceLowThresholdMicroUsdc: input.balanceLowThresholdUsdc,
       });
-    },
+    }),
   }),
 );
 

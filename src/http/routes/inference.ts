@@ -3,9 +3,9 @@ import { pipeline } from "node:stream/promises";
 import { Router } from "express";
 import { parseVideoJobRef, parseVideoRequest } from "../../contract/inference.js";
 import type { Viewer } from "../../domain/identity/viewer.js";
-import type { InferenceEndpoint, ModalityRequest } from "../../domain/inference/endpoint.js";
-import type { Caller } from "../../domain/inference/session.js";
-import type { StreamSink } from "../../domain/inference/sink.js";
+import type { InferenceEndpoint, ModalityRequest } from "../../domain/inference/pipeline/endpoint.js";
+import type { Caller } from "../../domain/inference/pipeline/session.js";
+import type { StreamSink } from "../../domain/inference/pipeline/sink.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import { tracingOn } from "../../lib/tracing.js";
@@ -101,8 +101,9 @@ function callerOf(viewer: Viewer, res: ServerResponse): Caller {
 
 /**
  * One inference call (chat, Responses, images), the same for both transports below: the body parsed
- * once into the typed request (the endpoint's `parse`, the contract's), then `stream: true` → SSE,
- * otherwise the buffered JSON answer. Throws what the service throws; the caller renders it.
+ * once into the typed request (the endpoint's `parse`, the contract's), then served on one call path
+ * (the endpoint's `serve`): `stream: true` into an SSE sink, otherwise the buffered JSON answer.
+ * Throws what the service throws; the caller renders it.
  */
 async function serveInference<R extends ModalityRequest>(
   svc: InferenceEndpoint<R>,
@@ -113,12 +114,13 @@ async function serveInference<R extends ModalityRequest>(
 ): Promise<void> {
   const request = svc.parse(body);
   const caller = callerOf(viewer, res);
-  if (request.stream) {
-    await svc.stream(caller, request, sseSink(req, res));
-    return;
-  }
-  const out = await svc.buffered(caller, request, abortSignal(res));
-  writeJson(res, 200, costHeaders(out.cost), out.body);
+  const out = await svc.serve(
+    caller,
+    request,
+    request.stream ? { sink: sseSink(req, res) } : { signal: abortSignal(res) },
+  );
+  // a stream went out through its sink; a buffered answer is written here
+  if (out) writeJson(res, 200, costHeaders(out.cost), out.body);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Router } from "express";
-import { assertUuid, idParam, pageQuery } from "../../contract/common.js";
+import { idParam, pageQuery } from "../../contract/common.js";
 import { patchOfferBody, postOfferBody, registerUpstreamKeyBody } from "../../contract/supply.js";
 import type {
   OfferView,

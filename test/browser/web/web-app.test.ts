@@ -313,7 +313,7 @@ describe("the web app in chromium", () => {
     await dialog.getByRole("button", { name: "Save policy" }).click();
     await expect
       .poll(() => dialog.getByRole("alert").textContent(), { timeout: LIVE_MS })
-      .toContain("limitUsdc must be above 0");
+      .toContain("limitUsdc must be a decimal string with six decimals, above 0");
     await shoot(buyer, "web-buyer-key-edit");
     // a weekly limit, the key's own ceiling and one model
     await dialog.getByLabel("Spending limit (USDC; empty: no limit)").fill("0.5");

@@ -7,7 +7,8 @@ import { databaseBefore } from "../../../testkit/db.js";
 /**
  * Issue 43's migration `one_append` on a database with balances, a clear and its books from before
  * it: every existing clear was applied by the ending that wrote it, so none is unfolded; the live
- * figures equal the columns, and the books check passes with the stored functions of today.
+ * figures equal the columns, and the books check passes with the stored functions of today (so the
+ * migrations after it run too).
  */
 const TARGET = "20261209000000_one_append";
 const AT = "2026-12-02T10:00:00.000Z";
@@ -80,7 +81,7 @@ describe("migration one_append", () => {
   });
 
   test("nothing is unfolded after it: the live figures are the columns and the books balance", async () => {
-    await db.migrate();
+    await db.migrateToLatest();
     expect(await applyFunctions(db.url)).toBe("applied");
 
     const cl = await c.query("SELECT holder, seq, api_key_id, spend_day FROM clears WHERE id = $1", [clear]);

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect } from "vitest";
-import { maxPriceCeilingCents } from "../../../src/domain/inference/request-controls.js";
+import { maxPriceCeilingCents } from "../../../src/domain/inference/pipeline/request-controls.js";
 import { exactDecimal } from "../../../src/lib/decimal.js";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";

@@ -386,10 +386,10 @@ const NOT_ON_REST: Partial<Record<ErrorCode, { reason: string; files: string[] }
   stream_incomplete: {
     reason: "in-band only: an error frame inside a 200 stream, never a status (SKILL.md section 3 names it)",
     files: [
-      "src/domain/inference/chat.ts",
-      "src/domain/inference/ending.ts",
-      "src/domain/inference/messages-stream.ts",
-      "src/domain/inference/responses-stream.ts",
+      "src/domain/inference/modalities/chat/chat.ts",
+      "src/domain/inference/settlement/ending.ts",
+      "src/domain/inference/modalities/messages/messages-stream.ts",
+      "src/domain/inference/modalities/responses/responses-stream.ts",
     ],
   },
 };

@@ -5,7 +5,8 @@ import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { addSupply, chat, fundedBuyerKey } from "../../../testkit/market.js";
 import { withApp } from "../../../testkit/world.js";
 
-test.override("appOptions", { sim: {}, syncCatalog: true });
+// the fold waits a minute, so a clear is read unfolded (its slices still count its charge)
+test.override("appOptions", { sim: {}, syncCatalog: true, env: { ESCROW_FOLD_MS: "60000" } });
 const world = fileWorld(test);
 
 async function scrape(): Promise<string> {
@@ -65,6 +66,66 @@ describe("GET /metrics", () => {
     // aggregates only: no key, wallet or account in the exposition
     expect(after).not.toContain(buyer.apiKey);
     expect(after).not.toContain(buyer.accountId);
+  });
+});
+
+describe("svc_escrow_held", () => {
+  test("what slices hold less their unfolded charges: unchanged by the fold", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 40, quantityMicroDiem: 50_000_000n }]);
+    world.app.rt.services.inference.invalidateBook();
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const r = await chat(world.app, buyer.apiKey, {
+      model: "zai-org-glm-5-1",
+      messages: [{ role: "user", content: "Hello [[sim:tokens=40]]" }],
+    });
+    expect(r.status).toBe(200);
+    const slices = async () => {
+      const [s] = await world.app.rt.db.$queryRaw<
+        { ba: bigint; bc: bigint; oa: bigint; oc: bigint }[]
+      >`SELECT (SELECT COALESCE(sum(amount_micro_usdc), 0) FROM buyer_escrows)::bigint AS ba,
+               (SELECT COALESCE(sum(charged_micro_usdc), 0) FROM buyer_escrows)::bigint AS bc,
+               (SELECT COALESCE(sum(amount_micro_diem), 0) FROM offer_escrows)::bigint AS oa,
+               (SELECT COALESCE(sum(charged_micro_diem), 0) FROM offer_escrows)::bigint AS oc`;
+      if (!s) throw new Error("no sums");
+      return s;
+    };
+    const held = (text: string) => ({
+      buyer: sample(text, 'svc_escrow_held{side="buyer_micro_usdc"}'),
+      offer: sample(text, 'svc_escrow_held{side="offer_micro_diem"}'),
+    });
+    // unfolded: the slices still hold the charge and count it, and the gauge leaves it out
+    const unfolded = await slices();
+    const gross = BigInt(Math.round(Number(r.headers.get("x-svc-cost-usdc")) * 1e6));
+    expect(gross).toBeGreaterThan(0n);
+    expect(unfolded.bc).toBeGreaterThanOrEqual(gross);
+    expect(unfolded.oc).toBeGreaterThan(0n);
+    const before = held(await scrape());
+    expect(before).toEqual({ buyer: Number(unfolded.ba - unfolded.bc), offer: Number(unfolded.oa - unfolded.oc) });
+    expect(before.buyer).toBeLessThan(Number(unfolded.ba));
+    // the fold takes the charges out of the slices: what is held stays what it was
+    await world.app.rt.services.inference.escrow.fold();
+    const folded = await slices();
+    expect([folded.bc, folded.oc]).toEqual([0n, 0n]);
+    expect(held(await scrape())).toEqual(before);
+    expect(before).toEqual({ buyer: Number(folded.ba), offer: Number(folded.oa) });
+  });
+});
+
+describe("svc_escrow_holders_expired", () => {
+  test("a holder whose lease expired counts until the sweeper releases it; a live one never does", async () => {
+    const db = world.app.rt.db;
+    const now = world.app.rt.clock.now();
+    const gauge = async () => sample(await scrape(), "svc_escrow_holders_expired");
+    const base = await gauge();
+    // a process that died a minute after its last heartbeat, and one alive
+    const dead = await db.escrowHolder.create({
+      data: { id: crypto.randomUUID(), expiresAt: new Date(now.getTime() - 60_000) },
+    });
+    await db.escrowHolder.create({ data: { id: crypto.randomUUID(), expiresAt: new Date(now.getTime() + 60_000) } });
+    expect(await gauge()).toBe(base + 1);
+    expect((await world.app.rt.services.inference.escrow.releaseExpired()).released).toBeGreaterThanOrEqual(1);
+    expect(await db.escrowHolder.findUnique({ where: { id: dead.id } })).toBeNull();
+    expect(await gauge()).toBe(0);
   });
 });
 

@@ -3,7 +3,7 @@
 // made in this process at once and in another process through Redis; and two processes drawing
 // on one balance never overdraw it.
 import { describe, expect } from "vitest";
-import type { InferenceSession } from "../../../src/domain/inference/session.js";
+import type { AttemptingSession } from "../../../src/domain/inference/pipeline/session.js";
 import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
@@ -36,7 +36,7 @@ async function eventually<T>(fn: () => Promise<T>, ok: (t: T) => boolean): Promi
 }
 
 /** A request kept in flight (admitted, not ended): its process keeps its slices while it lasts. */
-async function inFlight(app: TestApp, accountId: string): Promise<InferenceSession> {
+async function inFlight(app: TestApp, accountId: string): Promise<AttemptingSession> {
   return openSession(app, accountId, { stream: true });
 }
 

@@ -3,7 +3,7 @@
 // burned on the supplier keys, and the books balance after every scenario.
 import OpenAI from "openai";
 import { afterEach, describe, expect } from "vitest";
-import { storedAttempts } from "../../../src/domain/inference/session.js";
+import { storedAttempts } from "../../../src/domain/inference/pipeline/session.js";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";

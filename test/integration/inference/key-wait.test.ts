@@ -4,7 +4,7 @@
 // key_wait_timeout, carrying a support reference (header and body) that resolves at
 // GET /v1/agent/requests/{ref}, with nothing charged and the books balanced.
 import { afterEach, describe, expect } from "vitest";
-import { KEY_WAIT_MS, SUPPLIER_KEY_MAX_IN_FLIGHT } from "../../../src/domain/inference/supplier-keys.js";
+import { KEY_WAIT_MS, SUPPLIER_KEY_MAX_IN_FLIGHT } from "../../../src/domain/inference/routing/supplier-keys.js";
 import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";

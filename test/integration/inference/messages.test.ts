@@ -5,7 +5,10 @@ import {
   countTokensResponse,
   parseCountTokensRequest,
 } from "../../../src/contract/messages.js";
-import { chatPromptOf, messagesPromptEstimate } from "../../../src/domain/inference/messages-translate.js";
+import {
+  chatPromptOf,
+  messagesPromptEstimate,
+} from "../../../src/domain/inference/modalities/messages/messages-translate.js";
 import { formatDecimal6 } from "../../../src/lib/money.js";
 import { signIn } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";

@@ -244,7 +244,7 @@ describe("money under concurrency", () => {
     const one = await chat(world.app, probe.apiKey, body);
     expect(one.status).toBe(200);
     const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { accountId: probe.accountId } });
-    const { planAdmission, estimatePromptTokens } = await import("../../../src/domain/inference/admission.js");
+    const { planAdmission, estimatePromptTokens } = await import("../../../src/domain/inference/pipeline/admission.js");
     const model = await world.app.rt.services.catalog.getModel(MODEL);
     const plan = planAdmission({
       pricing: {

@@ -1,4 +1,4 @@
-// The pipeline's SQL stores (src/domain/inference/sql-stores.ts: the stored functions in Postgres),
+// The pipeline's SQL stores (src/domain/inference/settlement/sql-stores.ts: the stored functions in Postgres),
 // port by port, on fixed rows: the offer book and eligibility (svc_eligible, svc_routable, the
 // clearing order), ceilings, escrow top-ups (svc_escrow_take, each outcome), give-backs, the
 // sweeper and the endings (svc_end_batch: effects and guards), with the rows afterwards. The
@@ -6,10 +6,11 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createSql, type Sql } from "../../../src/adapters/sql.js";
-import type { EndItem } from "../../../src/domain/inference/settlement.js";
-import { sqlStores } from "../../../src/domain/inference/sql-stores.js";
-import type { InferenceStores, TakeRequest } from "../../../src/domain/inference/stores.js";
+import type { EndItem } from "../../../src/domain/inference/settlement/end-item.js";
+import { sqlStores } from "../../../src/domain/inference/settlement/sql-stores.js";
+import type { InferenceStores, TakeRequest } from "../../../src/domain/inference/settlement/stores.js";
 import { createTestDatabase } from "../../../testkit/db.js";
+import { endedItem } from "../../../testkit/end-items.js";
 
 const NOW = new Date("2030-01-15T12:00:00.000Z");
 const at = (ms: number) => new Date(NOW.getTime() + ms);
@@ -184,65 +185,39 @@ const ask = <T>(fn: (s: InferenceStores) => Promise<T>): Promise<T> => fn(stores
 const sameRows = () => rows(sql);
 
 /** An ended request, as the pipeline sends it (`endItem`); failed and without a charge unless told. */
-const item = (n: number, o: Partial<EndItem> = {}): EndItem => ({
-  request: id(0x900 + n),
-  support: id(0x950 + n),
-  account: BUYER,
-  api_key: KEY,
-  route: "chat",
-  modality: "text",
-  model: "m",
-  stream: false,
-  status: "failed",
-  error_code: "test",
-  ceiling: 50,
-  admitted: null,
-  attempt_count: 0,
-  started: NOW.toISOString(),
-  first_byte: null,
-  now: NOW.toISOString(),
-  offer: null,
-  key: null,
-  supplier: null,
-  price: null,
-  burn: null,
-  gross: null,
-  fee: null,
-  share: null,
-  clear: null,
-  prompt: null,
-  completion: null,
-  cached: null,
-  cache_write: null,
-  buyer_holder: null,
-  offer_holder: null,
-  returns: [],
-  attempts: [],
-  video: null,
-  payment: null,
-  ...o,
-});
+const item = (n: number, o: Partial<EndItem> = {}): EndItem =>
+  endedItem({
+    requestId: id(0x900 + n),
+    supportReference: id(0x950 + n),
+    accountId: BUYER,
+    apiKeyId: KEY,
+    startedAt: NOW,
+    endedAt: NOW,
+    ...o,
+  });
 /** A charged ending on H1's slices (fee 10%). */
-const charge = (n: number, o: { gross: bigint; burn: bigint; offer?: OfferRow }) =>
+const charge = (n: number, o: { gross: bigint; burn: bigint; offer?: OfferRow; fee?: bigint }) =>
   item(n, {
     status: "succeeded",
-    error_code: null,
-    offer: (o.offer ?? CHEAP).id,
-    key: (o.offer ?? CHEAP).key.id,
-    supplier: SUPPLIER,
-    price: 30,
-    burn: o.burn.toString(),
-    gross: o.gross.toString(),
-    fee: (o.gross / 10n).toString(),
-    share: (o.gross - o.gross / 10n).toString(),
-    clear: id(0xa00 + n),
-    prompt: 10,
-    completion: 5,
-    cached: 2,
-    cache_write: 3,
-    buyer_holder: H1,
-    offer_holder: H1,
-    attempt_count: 1,
+    errorCode: null,
+    charge: {
+      offerId: (o.offer ?? CHEAP).id,
+      upstreamKeyId: (o.offer ?? CHEAP).key.id,
+      supplierAccountId: SUPPLIER,
+      priceCentsPerDollar: 30,
+      burnMicroDiem: o.burn,
+      grossMicroUsdc: o.gross,
+      feeMicroUsdc: o.fee ?? o.gross / 10n,
+      supplierMicroUsdc: o.gross - o.gross / 10n,
+      clearId: id(0xa00 + n),
+      promptTokens: 10,
+      completionTokens: 5,
+      cachedTokens: 2,
+      cacheWriteTokens: 3,
+      buyerHolder: H1,
+      offerHolder: H1,
+    },
+    attemptCount: 1,
     attempts: [
       {
         ordinal: 1,
@@ -398,7 +373,7 @@ describe("escrow", () => {
     const balances = await ask((s) =>
       s.settlement.commit([
         charge(1, { gross: 300n, burn: 1_000n }),
-        item(2, { returns: [{ holder: H1, account: BUYER, amount: "100" }] }),
+        item(2, { returns: [{ holder: H1, accountId: BUYER, amountMicroUsdc: 100n }] }),
       ]),
     );
     expect(balances).toEqual([10_000_000n - 300n, 10_000_000n - 300n]);
@@ -406,9 +381,7 @@ describe("escrow", () => {
     // guards: a charge its slice cannot cover, a request twice, a charge not balanced — nothing commits
     await expect(ask((s) => s.settlement.commit([charge(3, { gross: 9_000_000n, burn: 1n })]))).rejects.toThrow();
     await expect(ask((s) => s.settlement.commit([item(4), item(4)]))).rejects.toThrow();
-    await expect(
-      ask((s) => s.settlement.commit([{ ...charge(5, { gross: 10n, burn: 10n }), fee: "9" }])),
-    ).rejects.toThrow();
+    await expect(ask((s) => s.settlement.commit([charge(5, { gross: 10n, burn: 10n, fee: 9n })]))).rejects.toThrow();
     await expect(ask((s) => s.settlement.commit([item(1)]))).rejects.toThrow();
     const rows = await sameRows();
     expect(rows.requests.map((r) => r.id)).toEqual([id(0x901), id(0x902)]);

@@ -3,8 +3,8 @@
 // lost its lease cannot charge against slices it no longer has, and registers anew.
 import pg from "pg";
 import { describe, expect } from "vitest";
-import { Attempted } from "../../../src/domain/inference/attempt-loop.js";
-import type { AttemptingSession } from "../../../src/domain/inference/session.js";
+import { Attempted } from "../../../src/domain/inference/pipeline/attempt-loop.js";
+import type { AttemptingSession } from "../../../src/domain/inference/pipeline/session.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
 import { addSupply, chat, confirmedOf, fundedBuyerKey, openSession, reservedOf } from "../../../testkit/market.js";
@@ -54,7 +54,7 @@ describe("escrow holders and the sweeper", () => {
         })
         .catch(() => undefined);
     });
-    expect(moved.attempt?.offerId).toBe(supply.keys[1]?.offerId);
+    expect(moved.trail.inFlight()?.offerId).toBe(supply.keys[1]?.offerId);
     // …while this process admits one of its own
     const live = await openSession(world.app, a.accountId);
     const liveHolder = world.app.rt.services.inference.escrow.snapshot().holder;
@@ -198,7 +198,7 @@ describe("escrow holders and the sweeper", () => {
     await world.peer.rt.services.inference.close();
     expect(await reservedOf(world.app, other.accountId)).toBe(0n);
     expect(await world.app.rt.db.escrowHolder.count({ where: { id: holder ?? "" } })).toBe(0);
-    expect(open.done).toBe(false);
+    expect(world.peer.rt.services.inference.ended(open)).toBeUndefined();
     await assertBooksBalance(world.app.rt.db);
   });
 });

@@ -4,6 +4,9 @@
 // that died after seeing the failure; the offer's DIEM back only when the upstream refunded it;
 // every charge and refund cross-checked against what the upstream simulator burned.
 import { beforeEach, describe, expect } from "vitest";
+import { parseVideoRequest } from "../../../src/contract/inference.js";
+import { videoQueueModality } from "../../../src/domain/inference/modalities/video/video-queue.js";
+import { InferenceEndpoint } from "../../../src/domain/inference/pipeline/endpoint.js";
 import { call, postWithKey } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
@@ -281,6 +284,37 @@ describe("queue admission", () => {
     expect(simVideoBurn(world.sim, k2.secret).jobs).toBe(1);
     expect(ok.headers.get("x-svc-clearing-price-cents")).toBe("31");
     await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("a buyer gone before the queue call is made does not cut it: the job is queued, charged once, kept", async () => {
+    world.sim.state.setVideoConfig({ processingPolls: 0, renderMs: 0, defaultOutcome: "mp4" });
+    const supply = await market(40);
+    const key = supply.keys[0];
+    if (!key) throw new Error("no key");
+    const buyer = await fundedBuyerKey(world.app, 1_000_000n);
+    const { rt } = world.app;
+    const endpoint = new InferenceEndpoint(
+      rt.services.inference,
+      rt.upstream,
+      videoQueueModality({ quotes: rt.services.videoQuotes, markupBps: rt.config.fees.videoMarkupBps }),
+    );
+    // the buyer's signal has already fired: a chat would end `closed`, uncharged
+    const gone = new AbortController();
+    gone.abort();
+    const apiKeyId = (await rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } })).id;
+    const out = await endpoint.serve({ accountId: buyer.accountId, apiKeyId }, parseVideoRequest(JOB), {
+      signal: gone.signal,
+    });
+    expect(out.body.quoteMicroDiem).toBe(JOB_DIEM);
+    expect(simVideoBurn(world.sim, key.secret).jobs).toBe(1);
+    const job = await rt.db.videoJob.findUniqueOrThrow({ where: { queueId: out.body.queueId } });
+    expect([job.quoteMicroDiem, job.upstreamQuoteMicroDiem, job.chargeMicroUsdc]).toEqual([
+      JOB_DIEM,
+      UPSTREAM_QUOTE,
+      out.cost.costMicroUsdc,
+    ]);
+    expect(await confirmedOf(world.app, buyer.accountId)).toBe(1_000_000n - out.cost.costMicroUsdc);
+    await assertBooksBalance(rt.db);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect } from "vitest";
 import { sqlRunner } from "../../../src/adapters/sql.js";
-import { eligibleOffers } from "../../../src/domain/inference/clearing.js";
+import { eligibleOffers } from "../../../src/domain/inference/routing/clearing.js";
 import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";

@@ -97,7 +97,8 @@ describe("past the authorization's deadline", () => {
           payToAddress: lost.payToAddress,
           assetAddress: lost.assetAddress,
           facilitatorAddress: lost.facilitatorAddress,
-          permit2Nonce: `${lost.permit2Nonce}1`,
+          // another nonce of the same payer: the last digit changed (appending one could pass 78 digits)
+          permit2Nonce: `${lost.permit2Nonce.slice(0, -1)}${(Number(lost.permit2Nonce.slice(-1)) + 1) % 10}`,
           maxMicroUsdc: lost.maxMicroUsdc,
           deadline: new Date(clock.now().getTime() - 60_000),
           fingerprint: "e".repeat(64),

@@ -1,7 +1,7 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { PaymentRequiredV2Schema } from "@x402/core/schemas";
 import { describe, expect } from "vitest";
-import { estimatePromptTokens, maxChargeFor } from "../../../src/domain/inference/admission.js";
+import { estimatePromptTokens, maxChargeFor } from "../../../src/domain/inference/pipeline/admission.js";
 import { formatDecimal6, worstBurnMicroDiem } from "../../../src/lib/money.js";
 import { signIn } from "../../../testkit/actors.js";
 import { assertBooksBalance } from "../../../testkit/books.js";

@@ -1,4 +1,4 @@
-// The upstream client's buffered call (`postJson`, undici's dispatcher without a body stream)
+// The upstream client's buffered call (`inference` with `stream: false`, undici's dispatcher without a body stream)
 // against the simulator: answers, HTTP failures, dropped connections, its timeout and the buyer's
 // abort each come back as the failure the router classifies; an answer that is not JSON is an
 // `invalid_response`; the pool keeps serving after every kind of failure.
@@ -24,9 +24,9 @@ afterAll(async () => {
 });
 
 const call = (opts: { signal?: AbortSignal; timeoutMs?: number } = {}) =>
-  client.postJson("/chat/completions", KEY, CHAT, { timeoutMs: 10_000, ...opts });
+  client.inference("/chat/completions", KEY, CHAT, { stream: false, timeoutMs: 10_000, ...opts });
 
-describe("UpstreamClient.postJson", () => {
+describe("UpstreamClient.inference, buffered", () => {
   test("a 2xx answer is read to its end and parsed, with its status and headers", async () => {
     const r = await call();
     if (!r.ok) throw new Error(`expected an answer, got ${JSON.stringify(r.failure)}`);
@@ -86,7 +86,7 @@ describe("UpstreamClient.postJson", () => {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const odd = new UpstreamClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
     try {
-      const r = await odd.postJson("/chat/completions", KEY, CHAT, { timeoutMs: 5_000 });
+      const r = await odd.inference("/chat/completions", KEY, CHAT, { stream: false, timeoutMs: 5_000 });
       expect(r.ok ? null : r.failure).toMatchObject({ kind: "invalid_response", status: 200 });
     } finally {
       await odd.close();

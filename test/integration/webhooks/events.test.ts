@@ -4,7 +4,7 @@
 // video.refunded, upstream_key.unhealthy, offer.expired. Payloads carry the resource's id and
 // amounts as six-decimal strings, never a secret or (in a buyer's event) the supplier.
 import { afterAll, beforeAll, describe, expect } from "vitest";
-import { textPricer } from "../../../src/domain/inference/admission.js";
+import { textPricer } from "../../../src/domain/inference/pipeline/admission.js";
 import { bearer, call } from "../../../testkit/actors.js";
 import { chainEnv, fundedBuyer, post, signedPayment } from "../../../testkit/funding.js";
 import { fundingTest } from "../../../testkit/funding-test.js";

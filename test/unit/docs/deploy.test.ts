@@ -84,6 +84,7 @@ describe("deploy/prometheus/alerts.yml", () => {
       "svc_fall_forwards_total",
       "svc_queue_depth",
       "svc_escrow_held",
+      "svc_escrow_holders_expired",
       'svc_video_jobs_open{status="completed_no_media"}',
       "svc_nodejs_eventloop_lag_p99_seconds",
       'probe_success{job="svc-readyz"}',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CostFacts, StreamStartFacts } from "../../../src/domain/inference/answer-facts.js";
+import type { CostFacts, StreamStartFacts } from "../../../src/domain/inference/pipeline/answer-facts.js";
 import { type PaidOutcome, recordedOf, replay } from "../../../src/domain/pay-per-request/answers.js";
 import { costHeaders, paidAnswerHeaders, serverTiming, streamStartHeaders } from "../../../src/http/answer-headers.js";
 

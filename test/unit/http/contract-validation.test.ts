@@ -382,7 +382,7 @@ describe("video: parseVideoRequest (the row's constraints are the domain's) and 
   test("a good body: the body as sent and the model", () => {
     const body = { model: "wan", prompt: "a fox", duration: "5s", seed: 1 };
     const req = parseVideoRequest(body);
-    expect(req).toEqual({ body, model: "wan" });
+    expect(req).toEqual({ body, model: "wan", stream: false });
     expect(req.body).toBe(body);
   });
 

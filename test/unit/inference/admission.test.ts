@@ -8,7 +8,7 @@ import {
   planAdmission,
   RESERVE_FLOOR_TOKENS,
   textPricer,
-} from "../../../src/domain/inference/admission.js";
+} from "../../../src/domain/inference/pipeline/admission.js";
 import type { TextPricing } from "../../../src/lib/money.js";
 
 // 1 DIEM per 1M input tokens, 3 DIEM per 1M output tokens (micro-DIEM per 1M tokens)

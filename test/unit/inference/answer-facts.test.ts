@@ -2,14 +2,14 @@
 // from both answer shapes, each breakdown only when the upstream reported it; and the operation and
 // output type per route, from the conventions' defined values only.
 import { describe, expect, test } from "vitest";
-import { answerFacts, usageDetailsOf } from "../../../src/domain/inference/answer-facts.js";
+import { answerFacts, usageDetailsOf } from "../../../src/adapters/upstream/answer-facts.js";
 import {
   GENAI_CHAT,
   genAiOperation,
   genAiRequestAttributes,
   genAiResponseAttributes,
-} from "../../../src/domain/inference/pipeline-trace.js";
-import type { RouteKind } from "../../../src/domain/inference/session.js";
+} from "../../../src/domain/inference/pipeline/pipeline-trace.js";
+import type { RouteKind } from "../../../src/domain/inference/pipeline/session.js";
 
 describe("answerFacts", () => {
   test("a chat completion: id, model, one finish reason per choice, every breakdown", () => {

@@ -3,7 +3,7 @@ import { describe, expect, test } from "vitest";
 import type { UpstreamModel } from "../../../src/adapters/upstream/client.js";
 import { normalizeUpstreamModel } from "../../../src/domain/catalog/catalog-normalize.js";
 import { textPricingOf } from "../../../src/domain/catalog/catalog-pricing.js";
-import { usageOf } from "../../../src/domain/inference/usage.js";
+import { usageOf } from "../../../src/domain/inference/settlement/usage.js";
 import { burnMicroDiem } from "../../../src/lib/money.js";
 import { computeBurnMicroDiem, DEFAULT_SIM_MODELS } from "../../../src/local/upstream-sim/index.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { type BookEntry, chooseOffer, MAX_ATTEMPTS, routable } from "../../../src/domain/inference/clearing.js";
-import { Holder } from "../../../src/domain/inference/escrow.js";
+import { Holder } from "../../../src/domain/inference/escrow/escrow.js";
+import { type BookEntry, chooseOffer, MAX_ATTEMPTS, routable } from "../../../src/domain/inference/routing/clearing.js";
 
 const NOW = 1_800_000_000_000;
 const sealed = { ciphertext: new Uint8Array(), iv: new Uint8Array(), tag: new Uint8Array(), keyId: "k" };

@@ -5,7 +5,7 @@ import {
   TOPUP_RESET_MS,
   TOPUP_SPEED_MS,
   TOPUP_UNITS,
-} from "../../../src/domain/inference/escrow.js";
+} from "../../../src/domain/inference/escrow/escrow.js";
 
 const slice = () => new Slice("holder-1", "buyer", "account-1");
 

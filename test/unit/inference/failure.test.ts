@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { failureFromError, failureOf, UpstreamClient } from "../../../src/adapters/upstream/client.js";
-import { classifyFailure, outcomeOf } from "../../../src/domain/inference/failure.js";
+import { classifyFailure, outcomeOf } from "../../../src/domain/inference/pipeline/failure.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
 /** A chat answer of `status` with a StandardError body saying `error`. */
@@ -58,8 +58,8 @@ describe("classifyFailure: one classification of every upstream failure", () => 
     for (let i = 0; i < 100_000; i++) deep = [deep];
     for (const body of [circular, { model: "m", extra: deep }, { n: 1n }]) {
       for (const r of [
-        await client.post("/chat/completions", "k", body),
-        await client.postJson("/chat/completions", "k", body, { timeoutMs: 1000 }),
+        await client.inference("/chat/completions", "k", body, { stream: true }),
+        await client.inference("/chat/completions", "k", body, { stream: false, timeoutMs: 1000 }),
       ]) {
         expect(r.ok).toBe(false);
         if (r.ok) continue;

@@ -5,11 +5,11 @@
 // upstream simulator.
 import { afterEach, describe, expect, test } from "vitest";
 import type { UpstreamFailure } from "../../../src/adapters/upstream/client.js";
-import { Attempted, type AttemptResult } from "../../../src/domain/inference/attempt-loop.js";
-import { MAX_ATTEMPTS } from "../../../src/domain/inference/clearing.js";
-import { type Answered, answered } from "../../../src/domain/inference/lanes.js";
-import type { AttemptScope, Usage } from "../../../src/domain/inference/session.js";
-import { CONFIRM_INTERVAL_MS, EXHAUSTED_COOLDOWN_MS } from "../../../src/domain/inference/supplier-keys.js";
+import { Attempted, type AttemptResult } from "../../../src/domain/inference/pipeline/attempt-loop.js";
+import type { AttemptScope, Usage } from "../../../src/domain/inference/pipeline/session.js";
+import { MAX_ATTEMPTS } from "../../../src/domain/inference/routing/clearing.js";
+import { type Answered, answered } from "../../../src/domain/inference/routing/lanes.js";
+import { CONFIRM_INTERVAL_MS, EXHAUSTED_COOLDOWN_MS } from "../../../src/domain/inference/routing/supplier-keys.js";
 import { DomainError } from "../../../src/lib/errors.js";
 import { type MarketWorld, marketPipeline, openText, useMarketDb } from "../../../testkit/market-pipeline.js";
 

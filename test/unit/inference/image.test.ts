@@ -1,7 +1,13 @@
 import { describe, expect, test } from "vitest";
 import { parseImageRequest, parseOpenAiImageRequest } from "../../../src/contract/inference.js";
-import { imageModality, imagePricer, openAiImageModality } from "../../../src/domain/inference/image.js";
-import type { InferenceSession, RoutableModel } from "../../../src/domain/inference/session.js";
+import {
+  imageModality,
+  imagePricer,
+  openAiImageModality,
+} from "../../../src/domain/inference/modalities/image/image.js";
+import { flatJobPricer } from "../../../src/domain/inference/pipeline/admission.js";
+import type { InferenceSession, RoutableModel } from "../../../src/domain/inference/pipeline/session.js";
+import { NO_ROWS } from "../../../src/domain/inference/settlement/end-item.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
 const model = (over: Partial<RoutableModel>): RoutableModel => ({
@@ -152,6 +158,7 @@ describe("upstream bodies", () => {
         supportReference: "ref",
         requestId: "req",
       },
+      { pricer: flatJobPricer(2n), rows: NO_ROWS },
     );
     expect(answer.data).toEqual([{ url: "data:image/jpeg;base64,QUJD" }]);
     // `created`: when the request started, on the service's clock (unix seconds)

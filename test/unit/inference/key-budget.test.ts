@@ -6,9 +6,9 @@
 // test/integration/inference/key-budgets.test.ts and, for the rollover with a moved clock,
 // test/integration/inference/key-budget-rollover.test.ts.
 import { afterEach, describe, expect, test } from "vitest";
-import { maxChargeFor, textPricer } from "../../../src/domain/inference/admission.js";
-import { answered } from "../../../src/domain/inference/lanes.js";
-import type { AttemptingSession, KeyRules } from "../../../src/domain/inference/session.js";
+import { maxChargeFor, textPricer } from "../../../src/domain/inference/pipeline/admission.js";
+import type { AttemptingSession, KeyRules } from "../../../src/domain/inference/pipeline/session.js";
+import { answered } from "../../../src/domain/inference/routing/lanes.js";
 import {
   type MarketWorld,
   marketPipeline,

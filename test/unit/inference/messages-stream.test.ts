@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { MessagesStream } from "../../../src/domain/inference/messages-stream.js";
-import type { InferenceSession, Settled } from "../../../src/domain/inference/session.js";
-import type { FrameVerdict, StreamRelay } from "../../../src/domain/inference/stream-relay.js";
+import { MessagesStream } from "../../../src/domain/inference/modalities/messages/messages-stream.js";
+import type { InferenceSession, Settled } from "../../../src/domain/inference/pipeline/session.js";
+import type { FrameVerdict, StreamRelay } from "../../../src/domain/inference/pipeline/stream-relay.js";
 import { DomainError } from "../../../src/lib/errors.js";
 import type { SseFrame } from "../../../src/lib/sse.js";
 

@@ -1,7 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { parseMessagesRequest } from "../../../src/contract/messages.js";
-import { estimatePromptTokens } from "../../../src/domain/inference/admission.js";
-import { messagesModality } from "../../../src/domain/inference/messages.js";
+import { messagesModality } from "../../../src/domain/inference/modalities/messages/messages.js";
 import {
   anthropicMessageOf,
   anthropicUsage,
@@ -10,8 +9,9 @@ import {
   messagesPromptEstimate,
   stopReasonOf,
   toolInputOf,
-} from "../../../src/domain/inference/messages-translate.js";
-import type { InferenceSession, Settled } from "../../../src/domain/inference/session.js";
+} from "../../../src/domain/inference/modalities/messages/messages-translate.js";
+import { estimatePromptTokens } from "../../../src/domain/inference/pipeline/admission.js";
+import type { InferenceSession, Settled } from "../../../src/domain/inference/pipeline/session.js";
 
 type Json = Record<string, unknown>;
 

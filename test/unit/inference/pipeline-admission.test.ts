@@ -4,9 +4,9 @@
 // a changed ceiling re-planned, a revoked key refused. The arithmetic itself is admission.test.ts;
 // here it is what the pipeline admits, holds and charges.
 import { afterEach, describe, expect, test } from "vitest";
-import { flatJobPricer, maxChargeFor, planAdmission } from "../../../src/domain/inference/admission.js";
-import { answered } from "../../../src/domain/inference/lanes.js";
-import type { AttemptingSession } from "../../../src/domain/inference/session.js";
+import { flatJobPricer, maxChargeFor, planAdmission } from "../../../src/domain/inference/pipeline/admission.js";
+import type { AttemptingSession } from "../../../src/domain/inference/pipeline/session.js";
+import { answered } from "../../../src/domain/inference/routing/lanes.js";
 import { DomainError } from "../../../src/lib/errors.js";
 import { computeCharge } from "../../../src/lib/money.js";
 import {
@@ -162,10 +162,10 @@ describe("admission holds the maximum, and the ending gives back what it does no
     const offer = await world.market.addOffer({ priceCents: 40, quantityMicroDiem: 50_000_000n });
     const a = await openText(world, buyer, { maxTokens: 100 });
     const b = await openText(world, buyer, { maxTokens: 100 });
-    expect(a.attempt.offerSlice.used).toBe(2n * a.plan.maxBurnMicroDiem);
-    expect(a.buyerSlice?.used).toBe(a.plan.maxChargeMicroUsdc + b.plan.maxChargeMicroUsdc);
+    expect(a.attempt.offerHold.slice.used).toBe(2n * a.plan.maxBurnMicroDiem);
+    expect(a.buyerHold?.slice.used).toBe(a.plan.maxChargeMicroUsdc + b.plan.maxChargeMicroUsdc);
     await settle(a);
-    expect(b.buyerSlice?.used).toBe(b.plan.maxChargeMicroUsdc);
+    expect(b.buyerHold?.slice.used).toBe(b.plan.maxChargeMicroUsdc);
     await world.pipeline.abort(b, "test_done");
     expect((await world.market.account(buyer.accountId)).reservedMicroUsdc).toBe(0n);
     expect((await world.market.offer(offer.offerId)).reservedMicroDiem).toBe(0n);

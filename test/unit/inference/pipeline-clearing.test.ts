@@ -4,7 +4,7 @@
 // none can take it. `chooseOffer` alone is clearing.test.ts; here it is the whole admission, on
 // svc_eligible, svc_routable and the clearing order as Postgres runs them.
 import { afterEach, describe, expect, test } from "vitest";
-import { answered } from "../../../src/domain/inference/lanes.js";
+import { answered } from "../../../src/domain/inference/routing/lanes.js";
 import { computeCharge } from "../../../src/lib/money.js";
 import type { MarketDb } from "../../../testkit/market-db.js";
 import { type MarketWorld, marketPipeline, openText, useMarketDb } from "../../../testkit/market-pipeline.js";

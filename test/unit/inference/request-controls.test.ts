@@ -4,12 +4,12 @@
 import { describe, expect, test } from "vitest";
 import { parseChatRequest, parseResponsesRequest } from "../../../src/contract/inference.js";
 import type { MaxPrice } from "../../../src/contract/request-controls.js";
+import { modelsToTry } from "../../../src/domain/inference/pipeline/endpoint.js";
 import {
   highestRates,
   maxPriceCeilingCents,
   maxPriceFor,
-  modelsToTry,
-} from "../../../src/domain/inference/request-controls.js";
+} from "../../../src/domain/inference/pipeline/request-controls.js";
 import { exactDecimal } from "../../../src/lib/decimal.js";
 import { DomainError } from "../../../src/lib/errors.js";
 import type { TextPricing } from "../../../src/lib/money.js";

@@ -8,7 +8,7 @@ import { describe, expect, test } from "vitest";
 import { parse } from "yaml";
 import { classifyAnswer } from "../../../src/adapters/upstream/answers.js";
 import { failureOf } from "../../../src/adapters/upstream/client.js";
-import { classifyFailure } from "../../../src/domain/inference/failure.js";
+import { classifyFailure } from "../../../src/domain/inference/pipeline/failure.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
 /** The routes the client calls, and their method. */

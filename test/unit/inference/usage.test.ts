@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
+import { burnedOnKey } from "../../../src/adapters/upstream/answer-facts.js";
 import { reportedDiemBalance } from "../../../src/adapters/upstream/client.js";
-import type { Usage } from "../../../src/domain/inference/session.js";
-import { billIncomplete, burnedOnKey, usageOf } from "../../../src/domain/inference/usage.js";
+import type { Usage } from "../../../src/domain/inference/pipeline/session.js";
+import { billIncomplete, usageOf } from "../../../src/domain/inference/settlement/usage.js";
 
 describe("usageOf: the upstream's usage, the only basis of a charge", () => {
   test("reads both shapes, with cached tokens", () => {

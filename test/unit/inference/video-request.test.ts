@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { parseVideoRequest } from "../../../src/contract/inference.js";
-import { checkVideoRequest } from "../../../src/domain/inference/video-request.js";
+import { checkVideoRequest } from "../../../src/domain/inference/modalities/video/video-request.js";
 import { DomainError } from "../../../src/lib/errors.js";
 
 // The body parsed by the contract (its shape: types, a non-blank prompt), then checked against the

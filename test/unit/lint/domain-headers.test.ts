@@ -15,7 +15,7 @@ const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
 /**
  * Domain files allowed to build headers: none. The inference pipeline hands its answers to the
- * transport as data (domain/inference/answer-facts.ts) and http/answer-headers.ts renders them.
+ * transport as data (domain/inference/pipeline/answer-facts.ts) and http/answer-headers.ts renders them.
  * Kept as a list so a new exception has to be written here, where a review sees it.
  */
 const DOMAIN_HEADER_OFFENDERS: readonly string[] = [];

@@ -4,14 +4,14 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
-// Issue 27: the attempt loop is written once (src/domain/inference/attempt-loop.ts, `runAttempts`);
+// Issue 27: the attempt loop is written once (src/domain/inference/pipeline/attempt-loop.ts, `runAttempts`);
 // buffered, streamed, image, the video queue and the video quote all go through it. This test reads
 // every source file under src/ and fails if a `for`/`while`/`do` loop that drives attempts appears
 // anywhere else: a loop whose body calls the fall-forward / next-attempt / run machinery, borrows
 // supplier keys, classifies upstream failures, or calls the upstream.
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const SRC = join(ROOT, "src");
-const THE_LOOP = "src/domain/inference/attempt-loop.ts";
+const THE_LOOP = "src/domain/inference/pipeline/attempt-loop.ts";
 
 /** Why a call inside a loop drives attempts (or undefined when it does not). */
 function drivesAttempts(call: ts.CallExpression, file: ts.SourceFile): string | undefined {
@@ -30,7 +30,7 @@ function drivesAttempts(call: ts.CallExpression, file: ts.SourceFile): string | 
   if (name === "next" && /attempts$/i.test(receiver)) return `${receiver}.next`;
   if ((name === "run" || name === "runBorrowed") && /pipeline|inference/i.test(receiver)) return `${receiver}.${name}`;
   // an upstream call made with a supplier key
-  if (/^post/.test(name) && /upstream/i.test(receiver)) return `${receiver}.${name}`;
+  if ((/^post/.test(name) || name === "inference") && /upstream/i.test(receiver)) return `${receiver}.${name}`;
   return undefined;
 }
 
@@ -112,6 +112,9 @@ describe("one attempt loop in src/", () => {
           const key = await this.deps.pipeline.borrowKey(ceiling, tried, waitForKey);
           tried.push(key.upstreamKeyId);
         }
+      }`,
+      inferenceInALoop: `async function f() {
+        for (const key of keys) await this.upstream.inference(path, key.secret, body, { stream: false, timeoutMs: 1 });
       }`,
       runInALoop: `async function f() { for (const s of sessions) await this.pipeline.run(s, call); }`,
       nextInALoop: `async function f() { do { a = await this.attempts.next(session); } while (!a); }`,

@@ -19,11 +19,13 @@ const REQUEST_PATH = ["inference", "funding", "video", "pay-per-request"].map((d
 
 /** `file:function` → why the rule is the domain's. */
 const DOMAIN_RULES: Record<string, string> = {
-  "src/domain/inference/image.ts:imagePricer": "the resolutions, qualities and prices the catalog row publishes",
-  "src/domain/inference/video-request.ts:bad": "checkVideoRequest's refusals: the row's constraints",
-  "src/domain/inference/endpoint.ts:stream": "the modality has no stream renderer (`stream: true` on an image route)",
-  "src/domain/inference/failure.ts:requestError": "the upstream refused the request (4xx relayed)",
-  "src/domain/inference/buffered.ts:runBuffered": "the buyer closed the request",
+  "src/domain/inference/modalities/image/image.ts:imagePricer":
+    "the resolutions, qualities and prices the catalog row publishes",
+  "src/domain/inference/modalities/video/video-request.ts:bad": "checkVideoRequest's refusals: the row's constraints",
+  "src/domain/inference/pipeline/endpoint.ts:renderer":
+    "the modality has no stream renderer (`stream: true` on an image route)",
+  "src/domain/inference/pipeline/failure.ts:requestError": "the upstream refused the request (4xx relayed)",
+  "src/domain/inference/pipeline/call.ts:runCall": "the buyer closed the request",
   "src/domain/video/video-jobs.ts:complete": "the job's state (delivered, refunded, expired)",
   "src/domain/pay-per-request/ppr-service.ts:serve":
     "the request's maximum charge (the catalog's prices) above what one payment may be; a transport that cannot stream",
@@ -112,10 +114,11 @@ describe("one validation: request bodies are parsed by the contract only", () =>
     const files = modalityFiles();
     expect(files.map((p) => relative(ROOT, p)).sort()).toEqual(
       [
-        "src/domain/inference/chat.ts",
-        "src/domain/inference/image.ts",
-        "src/domain/inference/messages.ts",
-        "src/domain/inference/responses.ts",
+        "src/domain/inference/modalities/chat/chat.ts",
+        "src/domain/inference/modalities/image/image.ts",
+        "src/domain/inference/modalities/messages/messages.ts",
+        "src/domain/inference/modalities/responses/responses.ts",
+        "src/domain/inference/modalities/video/video-queue.ts",
       ].sort(),
     );
     let modalities = 0;
@@ -151,10 +154,10 @@ describe("one validation: request bodies are parsed by the contract only", () =>
       class Quotes { quote(raw: unknown) { throw new DomainError("invalid_request", "duration is required."); } }`;
     const file = parseFile("x.ts", old);
     expect(bodyParsers(file)).toEqual(["parseChatBody"]);
-    expect(invalidRequestSites("src/domain/inference/chat.ts", file)).toEqual([
-      "src/domain/inference/chat.ts:parseChatBody",
-      "src/domain/inference/chat.ts:requireModel",
-      "src/domain/inference/chat.ts:quote",
+    expect(invalidRequestSites("src/domain/inference/modalities/chat/chat.ts", file)).toEqual([
+      "src/domain/inference/modalities/chat/chat.ts:parseChatBody",
+      "src/domain/inference/modalities/chat/chat.ts:requireModel",
+      "src/domain/inference/modalities/chat/chat.ts:quote",
     ]);
     // other errors and other codes are not counted
     expect(
