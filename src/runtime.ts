@@ -14,6 +14,7 @@ import { startTracing, type Tracing } from "./adapters/tracing.js";
 import { UpstreamClient } from "./adapters/upstream/client.js";
 import type { ResolveHost } from "./adapters/webhooks/resolve-host.js";
 import type { Config } from "./config.js";
+import { CLOSE_DRAIN_MS } from "./domain/inference/pipeline/pipeline.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { createServices, type Services } from "./services.js";
 
@@ -185,7 +186,7 @@ export async function createRuntime(
     async close() {
       if (closed) return;
       closed = true;
-      await services.inference.close().catch(() => undefined);
+      await services.inference.close(CLOSE_DRAIN_MS).catch(() => undefined);
       await upstream.close().catch(() => undefined);
       await closeQueues(queues).catch(() => undefined);
       await reads.close();
@@ -233,7 +234,7 @@ export function createWorkerServices(rt: Runtime): { services: Services; close()
   return {
     services,
     async close() {
-      await services.inference.close().catch(() => undefined);
+      await services.inference.close(CLOSE_DRAIN_MS).catch(() => undefined);
       await db.$disconnect().catch(() => undefined);
       await sql.end().catch(() => undefined);
     },

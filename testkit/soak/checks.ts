@@ -298,14 +298,19 @@ async function checkGates(redis: RedisClient, keys: RedisKeys): Promise<Invarian
     const holdersKey = keys.gateHolders();
     let live = 0;
     let dead = 0;
+    // which gates and holders, to tell a late grow from a holder that never went away
+    const liveSample: { gate: string; holder: string; slots: number; leaseLeftMs: number }[] = [];
     // every gate shares the prefix of a buyer key's gate (hash-tagged on a cluster)
     const gateKeys = await scanAll(keys.apiKeyInFlight("*").replace(/apikey:\*$/, "*"));
     for (const key of gateKeys) {
       const slots = await redis.hgetall(key);
       for (const [holder, v] of Object.entries(slots)) {
         const lease = await redis.zscore(holdersKey, holder);
-        if (lease !== null && Number(lease) >= now) live += Number(v);
-        else dead += Number(v);
+        if (lease !== null && Number(lease) >= now) {
+          live += Number(v);
+          if (liveSample.length < 8)
+            liveSample.push({ gate: key, holder, slots: Number(v), leaseLeftMs: Number(lease) - now });
+        } else dead += Number(v);
       }
     }
     const liveHolders = await redis.zcount(holdersKey, now, "+inf");
@@ -318,6 +323,7 @@ async function checkGates(redis: RedisClient, keys: RedisKeys): Promise<Invarian
       slotsOfExpiredHolders: dead,
       liveHolders,
       inFlightMarkersLeft: inflight.length,
+      ...(liveSample.length > 0 ? { liveSample } : {}),
     };
   } finally {
     redis.disconnect();

@@ -117,9 +117,11 @@ export class GateLeases {
    * process holds a spare one, otherwise by growing its lease in Redis. False when the gate is full.
    */
   async acquire(gate: string, limit: number): Promise<boolean> {
-    if (this.closed) throw new Error("gates closed");
     let pressed = 0;
     for (;;) {
+      // checked on every try: a request waiting out a refusal or a grow when the gates close must
+      // not grow a lease again (that would register this holder anew, live after the process exits)
+      if (this.closed) throw new Error("gates closed");
       const g = this.local(gate);
       if (g.used < g.leased) {
         g.used++;
@@ -232,6 +234,7 @@ export class GateLeases {
 
   /** Renews this holder's lease; after a lapse, re-asserts the slots its requests still use. */
   async heartbeat(): Promise<void> {
+    if (this.closed) return;
     try {
       const live = await this.redis.gateBeat(this.opts.holdersKey, this.id, GATE_HOLDER_TTL_MS);
       if (live === 1) return;
@@ -325,6 +328,11 @@ export class GateLeases {
         limit,
         GATE_KEY_TTL_MS,
       );
+      if (this.closed) {
+        // closed while this grow was in Redis: what it got goes straight back
+        if (granted > 0) await this.shrink([[gate, granted]]);
+        throw new Error("gates closed");
+      }
       if (granted === -1 && lapsed === 0) {
         await this.heartbeat();
         continue;

@@ -203,4 +203,28 @@ describe("gate leases", () => {
     expect(await redis.zscore(d.holdersKey, a.id)).toBeNull();
     await expect(a.acquire(g1, 3)).rejects.toThrow(/closed/);
   });
+
+  test("an acquisition waiting out a refusal when close runs ends refused: no lease comes back to life", async () => {
+    // the shutdown's race: a request asked the other processes for slots and is waiting to try
+    // again when its process closes the gates (the drain timed out, or it fell forward late)
+    const d = deployment();
+    const gate = d.gate();
+    const a = processOf(d, { trimMs: 60_000 });
+    let closing: Promise<void> | undefined;
+    const b = new GateLeases(redis, {
+      holdersKey: d.holdersKey,
+      onPressure: () => {
+        closing ??= b.close();
+        // the holder of the slot lets it go: the next try would be granted
+        a.release(gate);
+        a.yieldIdle(gate);
+      },
+    });
+    expect(await b.acquire(d.gate("other"), 1)).toBe(true); // b is a registered holder
+    expect(await a.acquire(gate, 1)).toBe(true);
+    await expect(b.acquire(gate, 1)).rejects.toThrow(/closed/);
+    await closing;
+    expect(await redis.zscore(d.holdersKey, b.id)).toBeNull();
+    expect((await held(gate))[b.id]).toBeUndefined();
+  });
 });

@@ -1,4 +1,5 @@
 import type { Clock } from "../../../lib/clock.js";
+import type { Running } from "../../../lib/running.js";
 import { Hold, type Holder, Slice } from "../escrow/escrow.js";
 import { type AdmitRound, TopUps } from "../escrow/escrow-take.js";
 import type { HolderLease } from "../escrow/holder-lease.js";
@@ -26,6 +27,8 @@ export interface AttemptDeps {
   idleElsewhere?: (accountId: string) => Promise<bigint>;
   /** a request that waited for a busy supplier key (seconds) */
   onKeyWait?: (seconds: number) => void;
+  /** the requests holding gate slots here: each leaves when its slots go back (`releaseSlots`) */
+  running?: Running;
 }
 
 /**
@@ -227,6 +230,7 @@ export class Attempts {
   releaseSlots(session: InferenceSession, attempt: Attempt | null): void {
     for (const g of session.gates) this.deps.gates.release(g);
     if (attempt) this.deps.keys.free(attempt);
+    this.deps.running?.leave();
   }
 }
 

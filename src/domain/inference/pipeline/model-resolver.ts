@@ -1,7 +1,8 @@
 import type { Clock } from "../../../lib/clock.js";
+import { DomainError } from "../../../lib/errors.js";
 import { imagePricingOf, textPricingOf } from "../../catalog/catalog-pricing.js";
 import type { CatalogService } from "../../catalog/catalog-service.js";
-import type { RoutableModel } from "./session.js";
+import { type Modality, ROUTE_LABEL, type RoutableModel, type RouteKind } from "./session.js";
 
 /** Catalog rows change on sync (minutes); the hot path reads them from memory for this long. */
 const CACHE_MS = 5_000;
@@ -35,4 +36,24 @@ export function createModelResolver(
     cache.set(id, { at: clock.now().getTime(), row });
     return row;
   };
+}
+
+/**
+ * The catalog row as a route may call it: another modality's model → 400 `unsupported_modality`;
+ * listed but not live → 400 `model_not_live` (unknown is the resolver's 404).
+ */
+export function callableBy(model: RoutableModel, modality: Modality, route: RouteKind): RoutableModel {
+  if (model.modality !== modality) {
+    throw new DomainError(
+      "unsupported_modality",
+      `${model.id} is a ${model.modality} model; it cannot be called through ${ROUTE_LABEL[route]}.`,
+    );
+  }
+  if (model.status !== "live") {
+    throw new DomainError(
+      "model_not_live",
+      `${model.id} is listed but not live yet (coming_soon); pick a live model from /v1/models.`,
+    );
+  }
+  return model;
 }

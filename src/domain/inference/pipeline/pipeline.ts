@@ -6,7 +6,9 @@ import type { RedisKeys } from "../../../adapters/redis/keys.js";
 import type { Config } from "../../../config.js";
 import type { Clock } from "../../../lib/clock.js";
 import { DomainError } from "../../../lib/errors.js";
+import { logger } from "../../../lib/logger.js";
 import { type Metrics, noMetrics } from "../../../lib/metrics.js";
+import { Running } from "../../../lib/running.js";
 import type { SecretBox } from "../../../lib/secret-box.js";
 import { tracingOn } from "../../../lib/tracing.js";
 import { uuidV7 } from "../../../lib/uuid7.js";
@@ -32,6 +34,7 @@ import { Attempts } from "./attempts.js";
 import { Ceilings } from "./ceilings.js";
 import { insufficientBalance, isRefusal, refused } from "./diagnostics.js";
 import { InFlightBridge } from "./in-flight-bridge.js";
+import { callableBy } from "./model-resolver.js";
 import type { OpenInput } from "./open-input.js";
 import { PipelineTracer } from "./pipeline-trace.js";
 import { requestCaps } from "./request-controls.js";
@@ -46,7 +49,6 @@ import {
   type InferenceSession,
   type Modality,
   PAY_PER_REQUEST_CEILING_CENTS,
-  ROUTE_LABEL,
   type RoutableModel,
   type RouteKind,
   type Settled,
@@ -84,6 +86,9 @@ export interface PipelineDeps {
   soldOut?: SoldOut;
 }
 
+/** How long `close` waits for requests still running (inside the boot's 25 s hard stop, after its 15 s drain). */
+export const CLOSE_DRAIN_MS = 5_000;
+
 /** The price rules of a request whose price is still being asked (`OpenInput.askPrice`): nothing is admissible. */
 const UNPRICED: BurnPricer = Object.freeze({ plan: () => undefined, burn: () => 0n });
 
@@ -109,6 +114,8 @@ export class InferencePipeline {
   private readonly bridge: InFlightBridge;
   private readonly tracer: PipelineTracer;
   private stopListening: (() => void) | null = null;
+  /** requests between taking their gate slots and giving them back: `close` waits for them */
+  private readonly running = new Running();
 
   constructor(private readonly deps: PipelineDeps) {
     const { stores, clock, bus } = deps;
@@ -138,6 +145,7 @@ export class InferencePipeline {
       onKeyWait,
       onBalancePressure: (accountId) => bus.publish("routingChanged", { kind: "escrow_pressure", id: accountId }),
       idleElsewhere: (accountId) => this.escrow.idleElsewhere(accountId),
+      running: this.running,
     });
     this.endings = new Endings({
       clock,
@@ -191,6 +199,7 @@ export class InferencePipeline {
     const pricer = "price" in input ? input.price(model) : UNPRICED;
     const caps = requestCaps(input, model);
     const held = await takeRequestGates(this.deps, model, input);
+    this.running.enter();
     // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
     const startedAt = this.deps.clock.now();
     const draft: AdmissionDraft = {
@@ -252,25 +261,9 @@ export class InferencePipeline {
     }
   }
 
-  /**
-   * The live catalog row a route may call: unknown → 404 `model_not_found`; another modality's
-   * model → 400 `unsupported_modality`; listed but not live → 400 `model_not_live`.
-   */
+  /** The live catalog row a route may call (`callableBy`: 404, or 400 for another modality or not live). */
   async model(id: string, modality: Modality, route: RouteKind): Promise<RoutableModel> {
-    const model = await this.deps.resolveModel(id);
-    if (model.modality !== modality) {
-      throw new DomainError(
-        "unsupported_modality",
-        `${model.id} is a ${model.modality} model; it cannot be called through ${ROUTE_LABEL[route]}.`,
-      );
-    }
-    if (model.status !== "live") {
-      throw new DomainError(
-        "model_not_live",
-        `${model.id} is listed but not live yet (coming_soon); pick a live model from /v1/models.`,
-      );
-    }
-    return model;
+    return callableBy(await this.deps.resolveModel(id), modality, route);
   }
 
   /** The buyer's ceiling as this process last saw it (a top-up verifies it). */
@@ -383,8 +376,19 @@ export class InferencePipeline {
     });
   }
 
-  /** Stops listening and gives every escrow slice and gate slot back (call after the server drained). */
-  async close(): Promise<void> {
+  /**
+   * Stops listening and gives every escrow slice and gate slot back (call after the server
+   * drained). A request whose buyer left still runs to its end (a drain counts responses, not
+   * requests): a process's stop waits for it, up to `drainMs` (`CLOSE_DRAIN_MS`), so it ends on
+   * live slices and slots rather than after they went back (a fall-forward then would lease a gate
+   * anew, live after the process exits). Tests and the simulation close at once (0).
+   */
+  async close(drainMs = 0): Promise<void> {
+    if (!(await this.running.idle(drainMs)))
+      logger.warn(
+        { requests: this.running.size },
+        "requests still running at close; their slices and slots go back now",
+      );
     this.stopListening?.();
     await Promise.all([this.escrow.close(), this.deps.gates.close()]);
   }
