@@ -5,6 +5,7 @@
 // Sections: micro, serial, streaming, saturation, modalities, tracing, memory (docs/performance.md).
 // `capacity` (docs/scale.md: 1, 2 and 4 API processes on one Postgres) runs only when named:
 //   npm run bench -- --only=capacity
+// `append-shape` (the append's WAL as two rows or one, docs/performance.md) runs only when named too.
 // Issue 32's Portkey gateway runs as a fourth peer in serial, streaming and saturation
 // (`--only=portkey` names those three; BENCH_PORTKEY=off leaves it out).
 import { execFileSync } from "node:child_process";
@@ -14,6 +15,7 @@ import { computeCharge } from "../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "../testkit/fixtures.js";
 import { startTestApp } from "../testkit/harness.js";
 import { migrateTemplate } from "../testkit/template.js";
+import { benchAppendShape } from "./append-shape.js";
 import { benchCapacity } from "./capacity.js";
 import { type Market, pinnedWorld, startMarket } from "./market.js";
 import { benchMemory } from "./memory.js";
@@ -33,10 +35,11 @@ export const SECTIONS = [
   "tracing",
   "memory",
   "capacity",
+  "append-shape",
 ] as const;
 type Section = (typeof SECTIONS)[number];
 /** sections a bare `npm run bench` leaves out: they run only when named in `--only` */
-const ON_REQUEST: readonly Section[] = ["capacity"];
+const ON_REQUEST: readonly Section[] = ["capacity", "append-shape"];
 /** the sections Portkey runs in, as a peer beside direct, the proxy and the service */
 const PORTKEY_SECTIONS: readonly Section[] = ["serial", "streaming", "saturation"];
 /** names `--only` accepts for a group of sections: `portkey`, the sections Portkey is measured in */
@@ -180,6 +183,7 @@ if (marketSections.length > 0) {
 }
 if (sections.includes("memory")) await benchMemory(emit);
 if (sections.includes("capacity")) await benchCapacity(emit);
+if (sections.includes("append-shape")) await benchAppendShape(emit);
 emit({
   bench: "targets",
   met: targets.filter((t) => t.met === true).length,
