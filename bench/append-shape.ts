@@ -26,10 +26,11 @@ CREATE TABLE shape_one (LIKE inference_requests INCLUDING DEFAULTS INCLUDING IND
   supplier_account_id uuid, offer_id uuid, upstream_key_id uuid, fee_micro_usdc bigint,
   supplier_micro_usdc bigint, refunded_at timestamptz, supplier_held boolean, holder uuid, seq bigint,
   spend_day date);
--- the clears' indexes the request's own do not cover: the supplier's history, the holder's fold, the time
+-- the clears' indexes the request's own do not cover: the supplier's history, the holder's fold, the
+-- time (a block-range index, as clears_created_at_idx is)
 CREATE INDEX ON shape_one (supplier_account_id, started_at) WHERE supplier_account_id IS NOT NULL;
 CREATE INDEX ON shape_one (holder, seq) WHERE holder IS NOT NULL;
-CREATE INDEX ON shape_one (started_at) WHERE cost_micro_usdc IS NOT NULL;
+CREATE INDEX ON shape_one USING brin (started_at) WITH (autosummarize = on);
 CREATE TABLE shape_lean (LIKE shape_one INCLUDING DEFAULTS INCLUDING INDEXES);
 CREATE SEQUENCE shape_seq;`;
 
