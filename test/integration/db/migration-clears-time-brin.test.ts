@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { databaseBefore } from "../../../testkit/db.js";
+import { insertMarketParties } from "../../../testkit/migration-rows.js";
 import { partitionIndexes, partitionsOf, planOf } from "../../../testkit/partition-indexes.js";
 
 /**
@@ -36,24 +37,7 @@ describe("migration clears_time_brin", () => {
   beforeAll(async () => {
     db = await databaseBefore(TARGET);
     c = db.client;
-    await c.query(
-      `INSERT INTO accounts (id, wallet_address, auth_provider) VALUES
-         ($1, '0x00000000000000000000000000000000000000d1', 'siwe'),
-         ($2, '0x00000000000000000000000000000000000000d2', 'siwe')`,
-      [buyer, supplier],
-    );
-    await c.query(
-      `INSERT INTO upstream_keys (id, account_id, label, secret_ciphertext, secret_iv, secret_tag, encryption_key_id,
-                                  secret_fingerprint, secret_last4)
-       VALUES ($1, $2, 'k', '\\x00', '\\x00', '\\x00', 'k1', 'fp', 'abcd')`,
-      [key, supplier],
-    );
-    await c.query(
-      `INSERT INTO offers (id, account_id, upstream_key_id, price_cents_per_dollar, quantity_micro_diem,
-                           remaining_micro_diem, expires_at)
-       VALUES ($1, $2, $3, 40, 1000000, 1000000, '2027-06-01')`,
-      [offer, supplier, key],
-    );
+    await insertMarketParties(c, { buyer, supplier, key, offer }, { offer: { expiresAt: "2027-06-01" } });
     for (const at of AT)
       await c.query(
         `INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model,

@@ -3,6 +3,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { applyFunctions } from "../../../src/adapters/sql-functions.js";
 import { databaseBefore } from "../../../testkit/db.js";
+import { insertMarketParties } from "../../../testkit/migration-rows.js";
 
 /**
  * Issue 43's migration `one_append` on a database with balances, a clear and its books from before
@@ -21,24 +22,15 @@ describe("migration one_append", () => {
   beforeAll(async () => {
     db = await databaseBefore(TARGET);
     c = db.client;
-    await c.query(
-      `INSERT INTO accounts (id, wallet_address, auth_provider, confirmed_micro_usdc, reserved_micro_usdc,
-                             supplier_payable_micro_usdc)
-       VALUES ($1, '0x00000000000000000000000000000000000000ab', 'siwe', 9748000, 1000, 0),
-              ($2, '0x00000000000000000000000000000000000000cd', 'siwe', 0, 0, 226800)`,
-      [buyer, supplier],
-    );
-    await c.query(
-      `INSERT INTO upstream_keys (id, account_id, label, secret_ciphertext, secret_iv, secret_tag, encryption_key_id,
-                                  secret_fingerprint, secret_last4, last_balance_micro_diem)
-       VALUES ($1, $2, 'k', '\\x00', '\\x00', '\\x00', 'v1', 'fp', 'abcd', 99370000)`,
-      [key, supplier],
-    );
-    await c.query(
-      `INSERT INTO offers (id, account_id, upstream_key_id, price_cents_per_dollar, quantity_micro_diem,
-                           remaining_micro_diem, reserved_micro_diem, expires_at)
-       VALUES ($1, $2, $3, 40, 10000000, 9370000, 500, now() + interval '1 day')`,
-      [offer, supplier, key],
+    await insertMarketParties(
+      c,
+      { buyer, supplier, key, offer },
+      {
+        buyer: { confirmed: 9_748_000, reserved: 1000 },
+        supplierPayable: 226_800,
+        keyBalance: 99_370_000,
+        offer: { remaining: 9_370_000, reserved: 500 },
+      },
     );
     // a live holder with slices, as a router process left them
     await c.query("INSERT INTO escrow_holders (id, expires_at) VALUES ($1, now() + interval '1 minute')", [holder]);

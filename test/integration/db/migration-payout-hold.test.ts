@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { databaseBefore } from "../../../testkit/db.js";
+import { insertMarketParties } from "../../../testkit/migration-rows.js";
 
 /**
  * Issue 38's migration `payout_hold` on a database that has a video clear from before it: that
@@ -21,23 +22,10 @@ describe("migration payout_hold", () => {
   beforeAll(async () => {
     db = await databaseBefore(TARGET);
     c = db.client;
-    await c.query(
-      `INSERT INTO accounts (id, wallet_address, auth_provider, confirmed_micro_usdc, supplier_payable_micro_usdc)
-       VALUES ($1, '0x00000000000000000000000000000000000000ab', 'siwe', 9748000, 0),
-              ($2, '0x00000000000000000000000000000000000000cd', 'siwe', 0, 226800)`,
-      [buyer, supplier],
-    );
-    await c.query(
-      `INSERT INTO upstream_keys (id, account_id, label, secret_ciphertext, secret_iv, secret_tag, encryption_key_id,
-                                  secret_fingerprint, secret_last4)
-       VALUES ($1, $2, 'k', '\\x00', '\\x00', '\\x00', 'v1', 'fp', 'abcd')`,
-      [key, supplier],
-    );
-    await c.query(
-      `INSERT INTO offers (id, account_id, upstream_key_id, price_cents_per_dollar, quantity_micro_diem,
-                           remaining_micro_diem, expires_at)
-       VALUES ($1, $2, $3, 40, 10000000, 9370000, now() + interval '1 day')`,
-      [offer, supplier, key],
+    await insertMarketParties(
+      c,
+      { buyer, supplier, key, offer },
+      { buyer: { confirmed: 9_748_000 }, supplierPayable: 226_800, offer: { remaining: 9_370_000 } },
     );
     await c.query(
       `INSERT INTO inference_requests (id, support_reference, account_id, route, modality, model, max_price_cents)

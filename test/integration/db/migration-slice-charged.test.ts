@@ -3,6 +3,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { applyFunctions } from "../../../src/adapters/sql-functions.js";
 import { databaseBefore } from "../../../testkit/db.js";
+import { insertMarketParties } from "../../../testkit/migration-rows.js";
 
 /**
  * The migration `slice_charged` on a database where a holder's clears are appended and not yet
@@ -25,23 +26,10 @@ describe("migration slice_charged", () => {
     c = db.client;
     // the buyer's 10 USDC, of which the holder's slice reserves 1; two clears of 0.2 and 0.1 USDC
     // (burns of 0.5 and 0.25 DIEM) appended and not yet folded: the rows do not hold them yet
-    await c.query(
-      `INSERT INTO accounts (id, wallet_address, auth_provider, confirmed_micro_usdc, reserved_micro_usdc)
-       VALUES ($1, '0x00000000000000000000000000000000000000ab', 'siwe', 10000000, 1000000),
-              ($2, '0x00000000000000000000000000000000000000cd', 'siwe', 0, 0)`,
-      [buyer, supplier],
-    );
-    await c.query(
-      `INSERT INTO upstream_keys (id, account_id, label, secret_ciphertext, secret_iv, secret_tag, encryption_key_id,
-                                  secret_fingerprint, secret_last4, last_balance_micro_diem)
-       VALUES ($1, $2, 'k', '\\x00', '\\x00', '\\x00', 'v1', 'fp', 'abcd', 10000000)`,
-      [key, supplier],
-    );
-    await c.query(
-      `INSERT INTO offers (id, account_id, upstream_key_id, price_cents_per_dollar, quantity_micro_diem,
-                           remaining_micro_diem, reserved_micro_diem, expires_at)
-       VALUES ($1, $2, $3, 40, 10000000, 10000000, 2000000, now() + interval '1 day')`,
-      [offer, supplier, key],
+    await insertMarketParties(
+      c,
+      { buyer, supplier, key, offer },
+      { buyer: { confirmed: 10_000_000, reserved: 1_000_000 }, keyBalance: 10_000_000, offer: { reserved: 2_000_000 } },
     );
     await c.query("INSERT INTO escrow_holders (id, expires_at) VALUES ($1, now() + interval '1 minute')", [holder]);
     await c.query("INSERT INTO buyer_escrows (account_id, holder, amount_micro_usdc) VALUES ($1, $2, 1000000)", [
