@@ -63,7 +63,7 @@ export interface UpstreamKeyRow {
   cooldownUntil: Date | null;
 }
 
-/** One attempt of a request as its record keeps it (`inference_requests.attempts`). */
+/** One attempt of a request as the view `inference_request_attempts` reads it. */
 export interface AttemptRecord {
   ordinal: number;
   upstreamKeyId: string;
@@ -529,8 +529,10 @@ export class MarketDb {
       `SELECT r.id, r.account_id AS "accountId", r.api_key_id AS "apiKeyId", r.status::text AS status,
               r.error_code AS "errorCode", r.max_price_cents AS "ceilingCents",
               r.clearing_price_cents AS "clearingPriceCents", r.cost_micro_usdc AS "costMicroUsdc",
-              r.attempt_count AS "attemptCount", r.attempts, r.started_at AS "startedAt", c.id AS "clearId"
-         FROM inference_requests r LEFT JOIN clears c ON c.request_id = r.id
+              r.attempt_count AS "attemptCount", a.attempts, r.started_at AS "startedAt", c.id AS "clearId"
+         FROM inference_requests r
+         JOIN inference_request_attempts a ON a.request_id = r.id AND a.started_at = r.started_at
+         LEFT JOIN clears c ON c.request_id = r.id
         ORDER BY r.completed_at, r.id`,
     );
     return r.rows;

@@ -155,14 +155,21 @@ export function responses(app: TestApp, apiKey: string, body: Record<string, unk
 /** A request record with its attempts typed (in ordinal order), by support reference. */
 export async function requestByReference(app: TestApp, ref: string) {
   const r = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { supportReference: ref } });
-  return { ...r, attempts: storedAttempts(r.attempts) };
+  return { ...r, attempts: await attemptsOf(app, r) };
+}
+
+/** A record's attempts as the view `inference_request_attempts` reads them (a lone success from its clear). */
+async function attemptsOf(app: TestApp, r: { id: string; startedAt: Date }) {
+  const rows = await app.rt.db.$queryRaw<{ attempts: unknown }[]>`
+    SELECT attempts FROM inference_request_attempts WHERE request_id = ${r.id}::uuid AND started_at = ${r.startedAt}`;
+  return storedAttempts(rows[0]?.attempts);
 }
 
 /** The record of a request that is ending (it is written when the request ends), polled for up to 5 s. */
 export async function endedRequest(app: TestApp, ref: string) {
   for (let i = 0; i < 100; i++) {
     const found = await app.rt.db.inferenceRequest.findFirst({ where: { supportReference: ref } });
-    if (found) return { ...found, attempts: storedAttempts(found.attempts) };
+    if (found) return { ...found, attempts: await attemptsOf(app, found) };
     await new Promise((r) => setTimeout(r, 50));
   }
   return requestByReference(app, ref);

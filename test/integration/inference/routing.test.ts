@@ -134,6 +134,57 @@ describe("fall-forward", () => {
   });
 });
 
+describe("the record's attempts", () => {
+  /** The record's own column and what the view `inference_request_attempts` reads for it. */
+  const stored = async (ref: string) => {
+    const req = await requestByReference(world.app, ref);
+    const raw = await world.app.rt.db.$queryRaw<{ attempts: unknown; completed_at: Date }[]>`
+      SELECT attempts, completed_at FROM inference_requests WHERE id = ${req.id}::uuid AND started_at = ${req.startedAt}`;
+    return { req, column: raw[0]?.attempts, completedAt: raw[0]?.completed_at };
+  };
+
+  test("a lone successful attempt is its clear: none stored, read back from the clear", async () => {
+    const supply = await addSupply(world.app, world.sim, [{ priceCents: 37, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const r = await chat(world.app, buyer.apiKey, MSG("lone"));
+    expect(r.status).toBe(200);
+    const { req, column, completedAt } = await stored(r.headers.get("x-svc-support-reference") ?? "");
+    expect(column).toEqual([]);
+    expect(req.attemptCount).toBe(1);
+    const clear = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: req.id } });
+    expect(clear.upstreamKeyId).toBe(supply.keys[0]?.upstreamKeyId);
+    expect(req.attempts).toHaveLength(1);
+    expect(req.attempts[0]).toMatchObject({
+      ordinal: 1,
+      upstreamKeyId: clear.upstreamKeyId,
+      offerId: clear.offerId,
+      priceCents: 37,
+      outcome: "succeeded",
+      upstreamStatus: null,
+      errorKind: null,
+    });
+    expect(new Date(req.attempts[0]?.startedAt ?? "").getTime()).toBe(req.startedAt.getTime());
+    expect(new Date(req.attempts[0]?.endedAt ?? "").getTime()).toBe(completedAt?.getTime());
+  });
+
+  test("after a fall-forward every attempt is stored, the lost one's status and detail with it", async () => {
+    const supply = await addSupply(world.app, world.sim, [
+      { priceCents: 35, quantityMicroDiem: 50_000_000n },
+      { priceCents: 50, quantityMicroDiem: 50_000_000n },
+    ]);
+    world.sim.state.injectFault(supply.keys[0]?.secret ?? "", { kind: "http_500" });
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const r = await chat(world.app, buyer.apiKey, MSG("fell"));
+    expect(r.status).toBe(200);
+    const { req, column } = await stored(r.headers.get("x-svc-support-reference") ?? "");
+    expect(column).toEqual(req.attempts);
+    expect(req.attempts.map((a) => [a.upstreamKeyId, a.outcome, a.upstreamStatus])).toEqual([
+      [supply.keys[0]?.upstreamKeyId, "retryable_failure", 500],
+      [supply.keys[1]?.upstreamKeyId, "succeeded", null],
+    ]);
+  });
+});
+
 describe("streaming faults", () => {
   test("a stream that closes before its first content falls forward invisibly", async () => {
     const supply = await addSupply(world.app, world.sim, [

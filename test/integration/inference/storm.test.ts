@@ -185,7 +185,7 @@ describe("storm", () => {
     expect(await db.inferenceRequest.count({ where: { supportReference: { in: refs } } })).toBe(refs.length);
     expect(await db.inferenceRequest.count({ where: { status: "in_progress" } })).toBe(0);
     const inProgress = await db.$queryRaw<{ n: bigint }[]>`
-      SELECT count(*) AS n FROM inference_requests r, jsonb_array_elements(r.attempts) a
+      SELECT count(*) AS n FROM inference_request_attempts r, jsonb_array_elements(r.attempts) a
        WHERE a->>'outcome' = 'in_progress'`;
     expect(inProgress[0]?.n).toBe(0n);
 
@@ -233,7 +233,7 @@ describe("storm", () => {
     // the storm really went through the paths it is meant to prove
     const attempts = (
       await db.$queryRaw<{ outcome: string; n: bigint }[]>`
-        SELECT a->>'outcome' AS outcome, count(*) AS n FROM inference_requests r, jsonb_array_elements(r.attempts) a
+        SELECT a->>'outcome' AS outcome, count(*) AS n FROM inference_request_attempts r, jsonb_array_elements(r.attempts) a
          GROUP BY 1`
     ).map((a) => ({ outcome: a.outcome, _count: Number(a.n) }));
     const statuses: Record<number, number> = {};

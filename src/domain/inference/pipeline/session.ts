@@ -273,7 +273,10 @@ export interface StoredAttempt {
   endedAt: string | null;
 }
 
-/** A request record's `attempts` column, typed (the settlement casts every field on the way in). */
+/**
+ * A request's attempts as the view `inference_request_attempts` reads them, typed (the settlement
+ * casts every field on the way in; a lone successful attempt is read from its clear).
+ */
 export function storedAttempts(json: unknown): StoredAttempt[] {
   if (!Array.isArray(json)) throw new Error("a request's attempts must be a JSON array");
   return json as StoredAttempt[];

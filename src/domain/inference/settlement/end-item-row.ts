@@ -104,10 +104,40 @@ export function endItemRow(i: EndItem): EndItemRow {
               ? { holder: r.holder, account: r.accountId, amount: r.amountMicroUsdc.toString() }
               : { holder: r.holder, offer: r.offerId, amount: r.amountMicroDiem.toString() },
           ),
-    attempts: i.attempts,
+    attempts: recordedAttempts(i),
     video: i.rows.videoJob ? videoJobRow(i.rows.videoJob) : null,
     payment: i.paymentId,
   };
+}
+
+const NO_ATTEMPTS: AttemptRecord[] = [];
+
+/**
+ * The attempts a request's record stores (`inference_requests.attempts`): none when it was charged
+ * on its one attempt and that attempt succeeded at its clear's key, offer and price (the clear is
+ * that attempt; the view `inference_request_attempts` reads it back, its start as the request's),
+ * every one otherwise. The lone successful attempt is most requests, and its JSON was the largest
+ * part of the append (docs/decisions.md "A lone successful attempt is its clear").
+ */
+export function recordedAttempts(i: EndItem): AttemptRecord[] {
+  const c = i.charge;
+  const a = i.attempts[0];
+  if (
+    c &&
+    a &&
+    i.attempts.length === 1 &&
+    i.attemptCount === 1 &&
+    a.ordinal === 1 &&
+    a.outcome === "succeeded" &&
+    a.key === c.upstreamKeyId &&
+    a.offer === c.offerId &&
+    a.price === c.priceCentsPerDollar &&
+    a.status === null &&
+    a.detail === null &&
+    a.ended === i.endedAt.toISOString()
+  )
+    return NO_ATTEMPTS;
+  return i.attempts;
 }
 
 function videoJobRow(j: EndVideoJob): VideoJobRow {
