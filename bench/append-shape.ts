@@ -8,11 +8,17 @@
 //   one_row_lean  — that row with its lone successful attempt in those columns (no attempts JSON).
 // WAL is attributed to the scratch database with pg_waldump (bench/wal.ts); the shapes alternate
 // order each round. No fold, no slices, no ledger: this is the append's own write, not a clear's.
+// Then the ids at scale (`append_ids`): today's two rows, their tables first filled with
+// BENCH_APPEND_SCALE_ROWS ended requests (500,000) of random (v4) ids, take the same appends after a
+// CHECKPOINT with their request and clear ids random (v4) or in time order (v7), alternated. The
+// first change to a page after a checkpoint writes the whole page to the WAL: a random id changes a
+// random page of its primary key, an id in time order the right edge's
+// (docs/decisions.md "Record ids in time order").
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { createTestDatabase, PG_ADMIN_URL } from "../testkit/db.js";
 import { migrateTemplate } from "../testkit/template.js";
-import { databaseWal, walPosition } from "./wal.js";
+import { databaseWal, relationNames, walPosition } from "./wal.js";
 
 type Emit = (f: Record<string, unknown>) => void;
 
@@ -81,6 +87,63 @@ function statement(shape: string): string {
     '${ids.upstreamKey}', 24691, 469136, NULL, false, '${ids.holder}', nextval('shape_seq'), current_date FROM ${v} s`;
 }
 
+/** A v7 uuid of `t` in SQL (PostgreSQL 15 has no uuidv7()): 48 bits of ms, version 7, variant 10. */
+const V7 = (t: string) =>
+  `(lpad(to_hex((extract(epoch FROM ${t}) * 1000)::bigint), 12, '0') || '7' || substr(md5(random()::text), 1, 3)
+    || substr('89ab', 1 + floor(random() * 4)::int, 1) || substr(md5(random()::text), 1, 15))::uuid`;
+
+/** Today's append (two rows, the lone attempt stored as its clear) with ids `v4` or `v7`. */
+function idsStatement(kind: "v4" | "v7" | "fill", n: number): string {
+  const id = (t: string) => (kind === "v7" ? V7(t) : "gen_random_uuid()");
+  const at = kind === "fill" ? `now() - interval '1 day' + g * interval '1 ms'` : "now() + g * interval '1 ms'";
+  return `WITH v AS (SELECT ${id("t")} AS id, ${id("t")} AS clear, t
+                       FROM (SELECT ${at} AS t FROM generate_series(1, ${n}) g) s),
+      r AS (INSERT INTO shape_requests SELECT id, ${V7("t")}, '${ids.buyer}', '${ids.key}', 'chat', 'text',
+              'zai-org-glm-5-1', false, 'succeeded', NULL, 60, 40, 512, 812, 233, 0, 1234567, 493827, 1, t, t, t,
+              '[]', 0, NULL FROM v RETURNING 1)
+      INSERT INTO shape_clears SELECT clear, id, '${ids.buyer}', '${ids.supplier}', '${ids.offer}',
+        '${ids.upstreamKey}', 'zai-org-glm-5-1', 'text', 40, 60, 1234567, 493827, 24691, 469136, NULL, t, false,
+        NULL, '${ids.holder}', nextval('shape_seq'), '${ids.key}', current_date FROM v`;
+}
+
+/** The ids at scale: see the head of this file. */
+async function idsAtScale(emit: Emit, admin: pg.Client, c: pg.Client, oid: number, rounds: number): Promise<void> {
+  const rows = Number(process.env.BENCH_APPEND_SCALE_ROWS ?? 500_000);
+  await c.query("TRUNCATE shape_requests, shape_clears");
+  for (let done = 0; done < rows; done += 50_000) await c.query(idsStatement("fill", Math.min(50_000, rows - done)));
+  await c.query("VACUUM ANALYZE shape_requests, shape_clears");
+  const pages = await c.query<{ name: string; pages: number }>(
+    `SELECT relname AS name, relpages AS pages FROM pg_class
+      WHERE relname IN ('shape_requests_pkey', 'shape_clears_pkey') ORDER BY 1`,
+  );
+  for (let round = 1; round <= rounds; round++) {
+    const order: ("v4" | "v7")[] = round % 2 === 1 ? ["v4", "v7"] : ["v7", "v4"];
+    for (const kind of order) {
+      await admin.query("CHECKPOINT");
+      const from = await walPosition(admin);
+      for (let i = 0; i < STATEMENTS; i++) await c.query(idsStatement(kind, PER_STATEMENT));
+      const to = await walPosition(admin);
+      const wal = await databaseWal(admin, oid, from, to);
+      const requests = STATEMENTS * PER_STATEMENT;
+      emit(
+        "unavailable" in wal
+          ? { bench: "append_ids", ids: kind, round, unavailable: wal.unavailable }
+          : {
+              bench: "append_ids",
+              ids: kind,
+              round,
+              rowsBefore: rows,
+              primaryKeyLeafPages: Object.fromEntries(pages.rows.map((p) => [p.name, p.pages])),
+              requests,
+              walBytesPerRequest: Math.round(wal.bytes / requests),
+              walRecordsPerRequest: Number((wal.records / requests).toFixed(2)),
+              byRelation: await relationNames(c, wal.byFile, requests),
+            },
+      );
+    }
+  }
+}
+
 export async function benchAppendShape(emit: Emit, rounds = 2): Promise<void> {
   await migrateTemplate();
   const db = await createTestDatabase();
@@ -118,6 +181,7 @@ export async function benchAppendShape(emit: Emit, rounds = 2): Promise<void> {
         );
       }
     }
+    await idsAtScale(emit, admin, c, oid, rounds);
   } finally {
     await c.end();
     await admin.end();

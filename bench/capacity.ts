@@ -31,7 +31,7 @@ import { load, post } from "./client.js";
 import { cpuPerRequest, cpuSnapshot, procTicks, TICK_MS } from "./cpu.js";
 import { CHAT_BODY, marketWorld, serviceEnv, serviceNodeArgs, track } from "./market.js";
 import { ms, pct, series } from "./stats.js";
-import { databaseWal, walPosition } from "./wal.js";
+import { databaseWal, relationNames, walPosition } from "./wal.js";
 
 type Emit = (f: Record<string, unknown>) => void;
 
@@ -160,6 +160,15 @@ export async function benchCapacity(emit: Emit): Promise<void> {
   // per-function calls and time (track_functions, set on the bench's database before any API process
   // connects), and the database's commits: where a clear's Postgres time goes, and its transactions
   await admin.query(`ALTER DATABASE "${dbName}" SET track_functions = 'pl'`);
+  const walByRelationOf = async (byFile: Map<string, { bytes: number; records: number }>, clears: number) => {
+    const c = new pg.Client({ connectionString: world.databaseUrl });
+    await c.connect();
+    try {
+      return await relationNames(c, byFile, clears);
+    } finally {
+      await c.end();
+    }
+  };
   const dbStats = async () => {
     const c = new pg.Client({ connectionString: world.databaseUrl });
     await c.connect();
@@ -274,6 +283,7 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       }
       const loadAfter = loadavg().map((x) => +x.toFixed(2));
       const wal = await databaseWal(admin, dbOid, wal0, wal1);
+      const walByRelation = "unavailable" in wal ? null : await walByRelationOf(wal.byFile, clears);
       const cpu = cpuPerRequest(c0, c1, clears);
       const byGroup = (cpu.cpuMsPerRequest ?? {}) as Record<string, number>;
       const perProcess = targets.map((a) => byGroup[a.name] ?? 0);
@@ -313,6 +323,8 @@ export async function benchCapacity(emit: Emit): Promise<void> {
                 recordsPerClear: +(wal.records / clears).toFixed(2),
                 writeTransactionsPerClear: +(wal.transactions / clears).toFixed(3),
                 clusterBytesPerClear: Math.round(wal.clusterBytes / clears),
+                // per clear, by the relation (table or index) each record's first block is in
+                byRelation: walByRelation,
               },
         // commits of the bench's database per clear (the bench's own counting queries included), and
         // each stored function's calls and time (ms, its own and with what it calls) per clear

@@ -5,7 +5,7 @@
 // Sections: micro, serial, streaming, saturation, modalities, tracing, memory (docs/performance.md).
 // `capacity` (docs/scale.md: 1, 2 and 4 API processes on one Postgres) runs only when named:
 //   npm run bench -- --only=capacity
-// `append-shape` (the append's WAL as two rows or one, docs/performance.md) runs only when named too.
+// `append-shape` (the append's WAL as two rows or one, and its ids at scale; docs/performance.md) runs only when named too.
 // Issue 32's Portkey gateway runs as a fourth peer in serial, streaming and saturation
 // (`--only=portkey` names those three; BENCH_PORTKEY=off leaves it out).
 import { execFileSync } from "node:child_process";

@@ -23,6 +23,12 @@ export interface DatabaseWal {
   transactions: number;
   /** every byte of WAL between the two positions, all databases (pg_wal_lsn_diff) */
   clusterBytes: number;
+  /**
+   * the database's record bytes and records by the relation file of the first block each names (a
+   * `relfilenode`; `relationNames` turns them into names); records that name none (commits) are under
+   * "none"
+   */
+  byFile: Map<string, { bytes: number; records: number }>;
 }
 
 export async function walPosition(admin: pg.Client): Promise<WalPosition> {
@@ -48,7 +54,7 @@ async function locate(admin: pg.Client): Promise<{ waldump: string; walDir: stri
 }
 
 const RECORD = /len \(rec\/tot\):\s*\d+\/\s*(\d+), tx:\s*(\d+),/;
-const REL = / rel \d+\/(\d+)\/\d+/g;
+const REL = / rel \d+\/(\d+)\/(\d+)/g;
 
 export async function databaseWal(
   admin: pg.Client,
@@ -63,7 +69,14 @@ export async function databaseWal(
   const clusterBytes = Number(diff.rows[0]?.b ?? 0);
   const where = await locate(admin);
   if ("unavailable" in where) return { ...where, clusterBytes };
-  if (clusterBytes === 0) return { bytes: 0, records: 0, transactions: 0, clusterBytes };
+  const byFile = new Map<string, { bytes: number; records: number }>();
+  const add = (file: string, b: number, n: number) => {
+    const t = byFile.get(file) ?? { bytes: 0, records: 0 };
+    t.bytes += b;
+    t.records += n;
+    byFile.set(file, t);
+  };
+  if (clusterBytes === 0) return { bytes: 0, records: 0, transactions: 0, clusterBytes, byFile };
   const db = String(databaseOid);
   let bytes = 0;
   let records = 0;
@@ -83,10 +96,12 @@ export async function databaseWal(
     if (!m) continue;
     const tot = Number(m[1]);
     const xid = m[2] as string;
-    const dbs = [...line.matchAll(REL)].map((x) => x[1]);
+    const rels = [...line.matchAll(REL)];
+    const dbs = rels.map((x) => x[1]);
     if (dbs.includes(db)) {
       bytes += tot;
       records++;
+      add(rels.find((x) => x[1] === db)?.[2] ?? "none", tot, 1);
       if (xid !== "0") ours.add(xid);
     } else if (dbs.length === 0 && xid !== "0") {
       const t = byXid.get(xid) ?? { bytes: 0, records: 0 };
@@ -104,7 +119,39 @@ export async function databaseWal(
     if (t) {
       bytes += t.bytes;
       records += t.records;
+      add("none", t.bytes, t.records);
     }
   }
-  return { bytes, records, transactions: ours.size, clusterBytes };
+  return { bytes, records, transactions: ours.size, clusterBytes, byFile };
+}
+
+/**
+ * `byFile` by relation name, per `per` (a clear, a request), largest first: a partition is named as
+ * its partitioned table or index (`clears_2026_11_pkey` → `clears_pkey`), so months add up.
+ */
+export async function relationNames(
+  db: pg.Client,
+  byFile: Map<string, { bytes: number; records: number }>,
+  per: number,
+): Promise<Record<string, { bytes: number; records: number }>> {
+  const r = await db.query<{ f: string; name: string }>(
+    `SELECT c.relfilenode::text AS f,
+            COALESCE((SELECT p.relname FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent
+                       WHERE i.inhrelid = c.oid LIMIT 1), c.relname) AS name
+       FROM pg_class c WHERE c.relfilenode <> 0`,
+  );
+  const names = new Map(r.rows.map((x) => [x.f, x.name]));
+  const out = new Map<string, { bytes: number; records: number }>();
+  for (const [f, t] of byFile) {
+    const name = f === "none" ? "(commits and other records of its transactions)" : (names.get(f) ?? `file ${f}`);
+    const o = out.get(name) ?? { bytes: 0, records: 0 };
+    o.bytes += t.bytes;
+    o.records += t.records;
+    out.set(name, o);
+  }
+  return Object.fromEntries(
+    [...out]
+      .sort((a, b) => b[1].bytes - a[1].bytes)
+      .map(([k, t]) => [k, { bytes: Math.round(t.bytes / per), records: +(t.records / per).toFixed(2) }]),
+  );
 }

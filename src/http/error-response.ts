@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { NextFunction, Request, Response } from "express";
@@ -7,6 +6,7 @@ import { anthropicErrorObject } from "../contract/messages.js";
 import { invalidRequest } from "../contract/parse.js";
 import { DomainError, type ErrorDetails, isDomainError, retryAfterOf } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
+import { uuidV7 } from "../lib/uuid7.js";
 
 /**
  * The only place a DomainError becomes HTTP: status, `{"error":{"code","message",...details}}`,
@@ -219,7 +219,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   const body = JSON.stringify(p.body);
   const headers: Record<string, string> = {
     ...p.headers,
-    "X-Svc-Request-Id": randomUUID(),
+    "X-Svc-Request-Id": uuidV7(new Date()),
     "Content-Type": "application/json; charset=utf-8",
     "Content-Length": String(Buffer.byteLength(body)),
     Connection: "close",

@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQueryString } from "node:querystring";
 import { parse as parseUrl } from "node:url";
 import express, { type Request, type Response } from "express";
 import { type DomainError, errors } from "../lib/errors.js";
 import { describeProblem, findJsonProblem, textProblem } from "../lib/json-safety.js";
+import { uuidV7 } from "../lib/uuid7.js";
 
 /** Body limit for JSON requests (chat bodies may carry images as data URLs). */
 export const JSON_BODY_LIMIT = "20mb";
@@ -102,9 +102,13 @@ function isPlainTarget(url: string): boolean {
 
 export const REQUEST_ID_HEADER = "X-Svc-Request-Id";
 
-/** Sets a fresh `X-Svc-Request-Id` on the response and returns it (for logs). */
+/**
+ * Sets a fresh `X-Svc-Request-Id` on the response and returns it (for logs). A v7 uuid of now: an
+ * inference request's record takes it as its id, so new records land at the right edge of their
+ * primary key instead of on a random page (docs/decisions.md "Record ids in time order").
+ */
 export function setRequestId(res: ServerResponse): string {
-  const id = randomUUID();
+  const id = uuidV7(new Date());
   res.setHeader(REQUEST_ID_HEADER, id);
   return id;
 }

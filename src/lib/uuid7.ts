@@ -3,8 +3,10 @@ import { randomBytes } from "node:crypto";
 /**
  * UUID version 7 (RFC 9562 §5.7): 48 bits of Unix time in milliseconds, then 74 random bits. A
  * request's support reference is one whose time is the request's start, so a lookup by reference
- * knows the month partition to read (docs/decisions.md "Monthly partitions and retention"), and new
- * references land at the right edge of their index instead of at random pages. The random bits
+ * knows the month partition to read (docs/decisions.md "Monthly partitions and retention"). Request
+ * ids and clear ids are v7 too: what is appended per request lands at the right edge of its indexes
+ * instead of on random pages, each a whole page in the WAL after a checkpoint (docs/decisions.md
+ * "Record ids in time order"). The random bits
  * (crypto) keep a reference unguessable; its time tells its holder only when the request started.
  */
 export function uuidV7(at: Date, random: Buffer = randomBytes(10)): string {

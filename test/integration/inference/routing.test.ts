@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect } from "vitest";
 import { formatDecimal6, parseDecimal6 } from "../../../src/lib/money.js";
+import { uuidV7Time } from "../../../src/lib/uuid7.js";
 import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { assertBooksBalance } from "../../../testkit/books.js";
@@ -165,6 +166,22 @@ describe("the record's attempts", () => {
     });
     expect(new Date(req.attempts[0]?.startedAt ?? "").getTime()).toBe(req.startedAt.getTime());
     expect(new Date(req.attempts[0]?.endedAt ?? "").getTime()).toBe(completedAt?.getTime());
+  });
+
+  test("the record's id and its clear's are in time order (v7): the request's start, the clear's time", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 37, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const r = await chat(world.app, buyer.apiKey, MSG("ids"));
+    expect(r.status).toBe(200);
+    const req = await requestByReference(world.app, r.headers.get("x-svc-support-reference") ?? "");
+    expect(r.headers.get("x-svc-request-id")).toBe(req.id);
+    const clear = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: req.id } });
+    const idAt = uuidV7Time(req.id);
+    // made when the request arrived, before its start
+    expect(idAt).not.toBeNull();
+    expect(idAt?.getTime()).toBeLessThanOrEqual(req.startedAt.getTime());
+    expect(req.startedAt.getTime() - (idAt?.getTime() ?? 0)).toBeLessThan(60_000);
+    expect(uuidV7Time(clear.id)?.getTime()).toBe(clear.createdAt.getTime());
   });
 
   test("after a fall-forward every attempt is stored, the lost one's status and detail with it", async () => {

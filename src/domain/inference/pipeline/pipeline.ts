@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { EventBus, RoutingChange } from "../../../adapters/pubsub.js";
 import type { EscrowUsageBoard } from "../../../adapters/redis/escrow-usage.js";
 import type { InFlightRegistry } from "../../../adapters/redis/in-flight.js";
@@ -203,7 +202,7 @@ export class InferencePipeline {
     // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
     const startedAt = this.deps.clock.now();
     const draft: AdmissionDraft = {
-      requestId: input.requestId ?? randomUUID(),
+      requestId: input.requestId ?? uuidV7(startedAt),
       // its time is the start: a lookup by reference reads that month's partition alone
       supportReference: uuidV7(startedAt),
       accountId: input.accountId,

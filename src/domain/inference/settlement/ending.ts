@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { EventBus } from "../../../adapters/pubsub.js";
 import type { Clock } from "../../../lib/clock.js";
 import { DomainError } from "../../../lib/errors.js";
@@ -6,6 +5,7 @@ import { logger } from "../../../lib/logger.js";
 import type { Metrics } from "../../../lib/metrics.js";
 import { computeCharge, formatDecimal6, maxBig, minBig } from "../../../lib/money.js";
 import { withSpan } from "../../../lib/tracing.js";
+import { uuidV7 } from "../../../lib/uuid7.js";
 import { type Attempts, attemptRecord } from "../pipeline/attempts.js";
 import type { InFlightBridge } from "../pipeline/in-flight-bridge.js";
 import type { Attempt, AttemptRecord, InferenceSession, PreCallBalance, Settled, Usage } from "../pipeline/session.js";
@@ -120,7 +120,8 @@ export class Endings {
               grossMicroUsdc: split.grossMicroUsdc,
               feeMicroUsdc: split.feeMicroUsdc,
               supplierMicroUsdc: split.supplierMicroUsdc,
-              clearId: randomUUID(),
+              // in time order, as its record's (docs/decisions.md "Record ids in time order")
+              clearId: uuidV7(now),
               promptTokens: usage.promptTokens,
               completionTokens: usage.completionTokens,
               cachedTokens: usage.cachedTokens ?? 0,
