@@ -7,6 +7,7 @@ import type { Clock } from "../../lib/clock.js";
 import { DomainError } from "../../lib/errors.js";
 import { logger } from "../../lib/logger.js";
 import type { SecretBox } from "../../lib/secret-box.js";
+import { SharedCalls } from "../../lib/shared-calls.js";
 import { type NormalizedModel, normalizeUpstreamModel, regionRestrictionsOf } from "./catalog-normalize.js";
 import {
   type ModelBurn,
@@ -148,6 +149,8 @@ interface StatsBurnRow {
 
 /** Catalog sync, model rows and model statistics. */
 export class CatalogService {
+  private readonly statsCalls = new SharedCalls<ModelStats>();
+
   constructor(protected readonly deps: CatalogDeps) {}
 
   /**
@@ -272,9 +275,14 @@ export class CatalogService {
    * SQL: rank and share of burn per model, and per UTC day the model's share of that day's burn.
    * Models hidden by an operator (`disabled`) are left out. Below the privacy threshold (fewer than
    * STATS_MIN_CLEARS clears or STATS_MIN_BUYERS distinct buyers) `models` is empty. Never returns
-   * counts, tokens, wallets, keys or ids. Reads only.
+   * counts, tokens, wallets, keys or ids. Reads only. Public, and a scan of the window's clears:
+   * callers at once for one window share one computation.
    */
-  async modelStats(window: StatsWindow): Promise<ModelStats> {
+  modelStats(window: StatsWindow): Promise<ModelStats> {
+    return this.statsCalls.run(window, () => this.computeModelStats(window));
+  }
+
+  private async computeModelStats(window: StatsWindow): Promise<ModelStats> {
     const { db, clock } = this.deps;
     const now = clock.now();
     const from = new Date(now.getTime() - STATS_WINDOW_MS[window]);

@@ -15,6 +15,7 @@ import {
   usdcForDiem,
 } from "../../lib/money.js";
 import { newestReadBound } from "../../lib/partitions.js";
+import { SharedCalls } from "../../lib/shared-calls.js";
 import { eligibleOffers } from "../inference/routing/clearing.js";
 import type { Capacity, MarketLadder, MarketStats, ModalityDay, PriceLevel } from "./market-types.js";
 
@@ -27,6 +28,8 @@ export const CAPACITY_CACHE_SECONDS = 30;
  * prices now (`svc_effective_price`: price schedules). No supplier identity leaves here.
  */
 export class MarketService {
+  private readonly statsCalls = new SharedCalls<MarketStats>();
+
   constructor(
     private readonly db: Db,
     private readonly run: QueryRunner,
@@ -119,8 +122,15 @@ export class MarketService {
     return capacity;
   }
 
-  /** GET /v1/market/stats: corridor depth, buyer savings, today's clears (aggregates only). */
-  async stats(): Promise<MarketStats> {
+  /**
+   * GET /v1/market/stats (and GraphQL's): corridor depth, buyer savings, today's clears (aggregates
+   * only). Public, and a scan of every clear kept: callers at once share one computation.
+   */
+  stats(): Promise<MarketStats> {
+    return this.statsCalls.run("stats", () => this.computeStats());
+  }
+
+  private async computeStats(): Promise<MarketStats> {
     const now = this.clock.now();
     const day = utcDay(now);
     const dayStart = new Date(`${day}T00:00:00.000Z`);
