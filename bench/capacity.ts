@@ -17,7 +17,9 @@
 // (64 in all, closed loop), BENCH_CAPACITY_BUYERS (16; 1 puts every clear on one buyer's rows),
 // BENCH_CAPACITY_DB_POOL_SIZE (each process's DB_POOL_SIZE, 8: a process opens up to two pools of it,
 // and four at the service's default of 20 would take 160 connections of a server whose default
-// max_connections is 100).
+// max_connections is 100). BENCH_CAPACITY_PREFILL (0) fills this month's partitions first with that many
+// ended requests of other buyers, with random ids, and takes a CHECKPOINT before each run: the WAL of
+// a clear on a database that has served for a while (`prefillMonth`).
 //   npm run bench -- --only=capacity
 import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
@@ -25,6 +27,7 @@ import { cpus, loadavg } from "node:os";
 import pg from "pg";
 import { PG_ADMIN_URL } from "../testkit/db.js";
 import { freePort } from "../testkit/harness.js";
+import { generateScaleRows } from "../testkit/scale-rows.js";
 import { SoakRedis } from "../testkit/soak/processes.js";
 import { spawnMain, waitForExit, waitForHttp } from "../testkit/spawn.js";
 import { load, post } from "./client.js";
@@ -110,6 +113,45 @@ class Samples {
   }
 }
 
+/**
+ * BENCH_CAPACITY_PREFILL: this month's partitions first hold that many ended requests (95 % with
+ * their clear, their lone attempt stored as it) of 2,000 other buyers and two other suppliers, with
+ * random (v4) ids, as a database that has served for a while holds (testkit/scale-rows.ts, books balanced); their offers are cancelled, so
+ * the bench's requests route as they do on an empty database.
+ */
+async function prefillMonth(databaseUrl: string, requests: number): Promise<Record<string, unknown>> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const made = await generateScaleRows(c, {
+      requests,
+      months: 1,
+      buyers: 2_000,
+      suppliers: 2,
+      now: new Date(),
+      loneAttemptAsClear: true,
+    });
+    await c.query(
+      `UPDATE offers SET status = 'cancelled' WHERE upstream_key_id IN (SELECT id FROM upstream_keys WHERE label = 'scale')`,
+    );
+    await c.query("VACUUM ANALYZE inference_requests, clears");
+    const pages = await c.query<{ name: string; pages: number }>(
+      `SELECT p.relname AS name, sum(c.relpages)::int AS pages
+         FROM pg_class p JOIN pg_inherits i ON i.inhparent = p.oid JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE p.relname IN ('inference_requests_pkey', 'clears_pkey') GROUP BY 1 ORDER BY 1`,
+    );
+    return {
+      requests: made.requests,
+      clears: made.clears,
+      months: made.months,
+      loadMs: Math.round(made.loadMs),
+      primaryKeyPages: Object.fromEntries(pages.rows.map((p) => [p.name, p.pages])),
+    };
+  } finally {
+    await c.end();
+  }
+}
+
 export async function benchCapacity(emit: Emit): Promise<void> {
   const order = numbers("BENCH_CAPACITY_PROCESSES", "1,2,4,4,2,1");
   const requests = one("BENCH_CAPACITY_REQUESTS", 6_000);
@@ -125,6 +167,8 @@ export async function benchCapacity(emit: Emit): Promise<void> {
   const dbOid = Number(
     (await admin.query<{ oid: string }>("SELECT oid::text FROM pg_database WHERE datname = $1", [dbName])).rows[0]?.oid,
   );
+  const prefill = one("BENCH_CAPACITY_PREFILL", 0);
+  if (prefill > 0) emit({ bench: "capacity.prefill", ...(await prefillMonth(world.databaseUrl, prefill)) });
   const apis: Api[] = [];
   const start = async (i: number): Promise<Api> => {
     const name = `capacity-api-${i + 1}`;
@@ -253,6 +297,9 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       const size0 = await databaseSize();
       const redis0 = await redisCommands();
       const stats0 = await dbStats();
+      // at scale, every run starts where a checkpoint has just been: the first change to each page
+      // after it writes the whole page (docs/performance.md "Record ids in time order")
+      if (prefill > 0) await admin.query("CHECKPOINT");
       const wal0 = await walPosition(admin);
       const c0 = cpuSnapshot(pids);
       const pgSamples = new Samples();

@@ -26,6 +26,11 @@ export interface ScaleRowsOptions {
   v7Months?: number;
   /** setseed's argument, -1..1 */
   seed?: number;
+  /**
+   * a succeeded request's lone attempt stored as its clear (attempts `[]`), as endings have written it
+   * since docs/decisions.md "A lone successful attempt is its clear" (default: stored, as before)
+   */
+  loneAttemptAsClear?: boolean;
 }
 
 export interface ScaleRowsResult {
@@ -181,6 +186,11 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
          JOIN offers o ON o.id = (r.attempts->0->>'offerId')::uuid
         WHERE r.status = 'succeeded'`,
     );
+    if (opts.loneAttemptAsClear) {
+      // rewritten whole, so its pages are as full as appends of rows this size leave them
+      await c.query(`UPDATE inference_requests${suffix} SET attempts = '[]' WHERE status = 'succeeded'`);
+      await c.query(`VACUUM FULL inference_requests${suffix}`);
+    }
     for (const t of ["inference_requests", "clears"]) {
       await c.query(
         `ALTER TABLE ${t} ATTACH PARTITION ${t + suffix} FOR VALUES FROM ('${start.toISOString()}') TO ('${next.toISOString()}')`,
