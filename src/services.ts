@@ -169,7 +169,14 @@ export function createServices(deps: ServiceDeps): Services {
   const outbox = webhooks.outbox;
   const catalog = new CatalogService({ db, config, clock, upstream: deps.upstream, secrets });
   const apiKeys = new ApiKeyService(db, clock, deps.sql, bus, (ids) => catalog.listedIds(ids));
-  const inFlight = createInFlightRegistry(deps.redis, deps.keys);
+  // the in-flight gates this process leases; its holder names the streams it runs (in-flight records)
+  const gates = new GateLeases(deps.redis, {
+    holdersKey: deps.keys.gateHolders(),
+    clock,
+    // a process refused for want of slots another holds idle asks every process to give them back
+    onPressure: (gate) => bus.publish("routingChanged", { kind: "gate_pressure", id: gate }),
+  });
+  const inFlight = createInFlightRegistry(deps.redis, deps.keys, () => gates.holder);
   // read-only pages (history, dashboards, market statistics) may read a replica; nothing else does
   const reader = deps.reads ? (accountId: string | null) => (deps.reads as ReadRouting).reader(accountId) : undefined;
   const market = new MarketService(
@@ -200,12 +207,7 @@ export function createServices(deps: ServiceDeps): Services {
     config,
     clock,
     bus,
-    gates: new GateLeases(deps.redis, {
-      holdersKey: deps.keys.gateHolders(),
-      clock,
-      // a process refused for want of slots another holds idle asks every process to give them back
-      onPressure: (gate) => bus.publish("routingChanged", { kind: "gate_pressure", id: gate }),
-    }),
+    gates,
     keys: deps.keys,
     secrets,
     keyHealth,

@@ -89,6 +89,8 @@ export class GateLeases {
   private readonly redis: ScriptRedis;
   private readonly gates = new Map<string, LocalGate>();
   private registered: Promise<void> | null = null;
+  /** registered in Redis and not closed: its lease says whether this process runs */
+  private beating = false;
   /** gates with slots to give back at the end of this tick (shared gates' freed slots) */
   private readonly toGiveBack = new Set<string>();
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -218,9 +220,18 @@ export class GateLeases {
     this.toGiveBack.add(gate);
   }
 
+  /**
+   * This process's holder id once it is registered (its lease in the holders' set, renewed by the
+   * heartbeat), until it closes; null before and after. An in-flight stream's record names it.
+   */
+  get holder(): string | null {
+    return this.beating ? this.id : null;
+  }
+
   /** Stops the timers and gives every slot back (a clean shutdown; call once requests have drained). */
   async close(): Promise<void> {
     this.closed = true;
+    this.beating = false;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     if (this.trimTimer) clearInterval(this.trimTimer);
     this.heartbeatTimer = this.trimTimer = null;
@@ -298,6 +309,7 @@ export class GateLeases {
         .gateBeat(this.opts.holdersKey, this.id, GATE_HOLDER_TTL_MS)
         .then(() => {
           if (this.closed) return;
+          this.beating = true;
           this.heartbeatTimer = setInterval(() => void this.heartbeat(), GATE_HEARTBEAT_MS);
           this.heartbeatTimer.unref();
           this.trimTimer = setInterval(() => this.trim(), this.opts.trimMs ?? GATE_TRIM_MS);

@@ -84,6 +84,43 @@ describe("SKILL.md: looking a request up", () => {
       .poll(async () => ((await lookup(buyer.apiKey, ref)).body as { status?: string }).status)
       .toBe("succeeded");
   });
+
+  test("a stream whose process stopped answers 404 once its lease has lapsed", async () => {
+    says(
+      docs,
+      "/SKILL.md",
+      "A stream whose service process stopped before it ended (a crash) leaves no record and costs you nothing: its reference answers 404 once that process's lease has lapsed, within 30 seconds.",
+    );
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const res = await post(buyer.apiKey, "/v1/chat/completions", {
+      model: MODEL,
+      stream: true,
+      messages: [{ role: "user", content: "[[sim:tokens=20]] [[sim:chunks=8]] [[sim:chunk_delay_ms=150]]" }],
+    });
+    expect(res.status).toBe(200);
+    const ref = res.headers.get("x-svc-support-reference") ?? "";
+    const { command: redis } = world.app.rt.redis;
+    const holders = world.app.rt.keys.gateHolders();
+    const stored = await redis.get(world.app.rt.keys.inFlightRequest(ref));
+    const holder = (JSON.parse(stored ?? "{}") as { holder?: string }).holder ?? "";
+    expect(await redis.zscore(holders, holder)).not.toBeNull();
+    // the process's lease lapses (as if it had stopped heartbeating); its heartbeat may put it back
+    // between the two steps, so the lapse is made again until the lookup follows it
+    await redis.zadd(holders, 1, holder);
+    let lapsed = await lookup(buyer.apiKey, ref);
+    for (let i = 0; i < 3 && lapsed.status !== 404; i++) {
+      await redis.zadd(holders, 1, holder);
+      lapsed = await lookup(buyer.apiKey, ref);
+    }
+    expect(lapsed.status).toBe(404);
+    // the process is alive after all (its heartbeat renews the lease): the stream is running again
+    await redis.zadd(holders, Date.now() + 30_000, holder);
+    expect((await lookup(buyer.apiKey, ref)).body).toMatchObject({ status: "in_progress" });
+    await res.text();
+    await expect
+      .poll(async () => ((await lookup(buyer.apiKey, ref)).body as { status?: string }).status)
+      .toBe("succeeded");
+  });
 });
 
 describe("llms.txt and SKILL.md: which answers carry a support reference", () => {
