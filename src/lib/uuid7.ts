@@ -6,8 +6,8 @@ import { randomBytes } from "node:crypto";
  * knows the month partition to read (docs/decisions.md "Monthly partitions and retention"). Request
  * ids and clear ids are v7 too: what is appended per request lands at the right edge of its indexes
  * instead of on random pages, each a whole page in the WAL after a checkpoint (docs/decisions.md
- * "Record ids in time order"). The random bits
- * (crypto) keep a reference unguessable; its time tells its holder only when the request started.
+ * "Record ids in time order"). The random bits (crypto) keep an id unguessable; its time tells its
+ * holder only when the request started (or, for a clear, ended).
  */
 export function uuidV7(at: Date, random: Buffer = randomBytes(10)): string {
   const ms = at.getTime();
