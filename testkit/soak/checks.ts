@@ -34,6 +34,12 @@ export async function checkInvariants(
     /** a ready client of the soak's Redis or cluster (disconnected here) */
     redis: () => Promise<RedisClient>;
     redisKeys: RedisKeys;
+    /**
+     * gate holder leases count as live only past this instant (epoch ms): the last SIGKILL plus the
+     * holder lease, so a killed process's slots are back as the gates treat them however soon the
+     * check runs after the kill
+     */
+    gateLeasesAsOfMs?: number;
     chain: { rpcUrl: string; usdcAddress: `0x${string}`; payTo: `0x${string}` };
   },
 ): Promise<Invariant[]> {
@@ -200,7 +206,7 @@ export async function checkInvariants(
     holderRowsLeft: n(esc.holders),
   });
 
-  out.push(await checkGates(await opts.redis(), opts.redisKeys));
+  out.push(await checkGates(await opts.redis(), opts.redisKeys, opts.gateLeasesAsOfMs ?? 0));
 
   // no request both charged and failed, on the books and as the clients saw it
   const cf = await one<{ failed: bigint; odd: bigint; inProgress: bigint }>(
@@ -274,9 +280,10 @@ export async function checkInvariants(
 
 /**
  * No gate slot held: every gate hash in the soak's Redis holds no slot of a holder whose lease is
- * live (a SIGKILLed process's slots count as back once its lease has run out, as the gates treat them).
+ * live as of `asOfMs` or now, whichever is later (a SIGKILLed process's slots count as back once its
+ * lease has run out, as the gates treat them; the services have stopped, so no lease is renewed).
  */
-async function checkGates(redis: RedisClient, keys: RedisKeys): Promise<Invariant> {
+async function checkGates(redis: RedisClient, keys: RedisKeys, asOfMs: number): Promise<Invariant> {
   /** every key matching `pattern`: on a cluster, on every master */
   const scanAll = async (pattern: string): Promise<string[]> => {
     const nodes: Redis[] =
@@ -294,7 +301,7 @@ async function checkGates(redis: RedisClient, keys: RedisKeys): Promise<Invarian
   };
   try {
     const [sec, usec] = await redis.time();
-    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const now = Math.max(asOfMs, Number(sec) * 1000 + Math.floor(Number(usec) / 1000));
     const holdersKey = keys.gateHolders();
     let live = 0;
     let dead = 0;
@@ -323,6 +330,7 @@ async function checkGates(redis: RedisClient, keys: RedisKeys): Promise<Invarian
       slotsOfExpiredHolders: dead,
       liveHolders,
       inFlightMarkersLeft: inflight.length,
+      leasesCountedAsOf: new Date(now).toISOString(),
       ...(liveSample.length > 0 ? { liveSample } : {}),
     };
   } finally {

@@ -1,5 +1,6 @@
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { QUEUES } from "../../src/adapters/queues.js";
+import { GATE_HOLDER_TTL_MS } from "../../src/adapters/redis/gate-leases.js";
 import { createSql } from "../../src/adapters/sql.js";
 import { HOLDER_LEASE_MS, releaseExpiredHolders } from "../../src/domain/inference/escrow/holder-lease.js";
 import { sqlEscrowStore } from "../../src/domain/inference/settlement/sql-stores.js";
@@ -372,10 +373,22 @@ export async function runSoak(opts: SoakOptions, emit: Emit): Promise<SoakReport
     emit({ soak: "service_logs", ...Object.fromEntries(logs.map(([k, v]) => [k, v.count])) });
     for (const [k, v] of logs) if (v.sample) emit({ soak: "service_error_sample", kind: k, line: v.sample });
 
+    // a SIGKILLed process's gate slots are back once its holder lease has run out (the gates' rule)
+    const lastKill = Math.max(
+      t0,
+      ...chaosLog
+        .flatMap((c) => [
+          c.killedAt,
+          ...((c.killed as { killedAt?: number }[] | undefined) ?? []).map((k) => k.killedAt),
+        ])
+        .map(Number)
+        .filter(Number.isFinite),
+    );
     const invariants = await checkInvariants(world.db, {
       load,
       redis: () => world.redisClient(),
       redisKeys: world.redisKeys,
+      gateLeasesAsOfMs: lastKill + GATE_HOLDER_TTL_MS + 1_000,
       chain: {
         rpcUrl: world.chain.rpcUrl,
         usdcAddress: world.chain.usdcAddress,
@@ -576,7 +589,11 @@ function runChaos(
           }
           since = Date.now();
           await w.kill();
-          killed.push({ worker: w.name, activeJob: hit ? `${hit.queue}/${hit.job.name}#${hit.job.id}` : null });
+          killed.push({
+            worker: w.name,
+            activeJob: hit ? `${hit.queue}/${hit.job.name}#${hit.job.id}` : null,
+            killedAt: Date.now(),
+          });
         }
         // the last one was the only worker left: a job it had started was surely running in it
         log({ action: "workers_sigkill", killed, lastKilledMidJob: killed.at(-1)?.activeJob !== null });
