@@ -116,8 +116,9 @@ class Samples {
 /**
  * BENCH_CAPACITY_PREFILL: this month's partitions first hold that many ended requests (95 % with
  * their clear, their lone attempt stored as it) of 2,000 other buyers and two other suppliers, with
- * random (v4) ids, as a database that has served for a while holds (testkit/scale-rows.ts, books balanced); their offers are cancelled, so
- * the bench's requests route as they do on an empty database.
+ * random (v4) ids, as a database that has served for a while holds (testkit/scale-rows.ts, books
+ * balanced); their offers are cancelled, so the bench's requests route as they do on an empty
+ * database.
  */
 async function prefillMonth(databaseUrl: string, requests: number): Promise<Record<string, unknown>> {
   const c = new pg.Client({ connectionString: databaseUrl });

@@ -37,3 +37,22 @@ export async function planOf(c: pg.Client, sql: string, params: unknown[] = []):
   const r = await c.query<{ "QUERY PLAN": string }>(`EXPLAIN (COSTS OFF) ${sql}`, params);
   return r.rows.map((x) => x["QUERY PLAN"]).join("\n");
 }
+
+/**
+ * The index definitions of a month of `table` made after the migration (`PARTITION OF`, from the
+ * first of `month` to the first of the next; `month` as `YYYY-MM`): what a later month inherits.
+ */
+export async function laterMonthIndexDefs(c: pg.Client, table: string, month: string): Promise<string[]> {
+  const [y, m] = month.split("-").map(Number) as [number, number];
+  const next = m === 12 ? `${y + 1}-01` : `${y}-${String(m + 1).padStart(2, "0")}`;
+  const part = `${table}_y${y}m${String(m).padStart(2, "0")}`;
+  await c.query(
+    `CREATE TABLE ${part} PARTITION OF ${table}
+       FOR VALUES FROM ('${month}-01 00:00:00+00') TO ('${next}-01 00:00:00+00')`,
+  );
+  const r = await c.query<{ def: string }>(
+    "SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = $1::regclass",
+    [part],
+  );
+  return r.rows.map((x) => x.def);
+}

@@ -3,7 +3,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { databaseBefore } from "../../../testkit/db.js";
 import { insertMarketParties } from "../../../testkit/migration-rows.js";
-import { partitionIndexes, partitionsOf, planOf } from "../../../testkit/partition-indexes.js";
+import { laterMonthIndexDefs, partitionIndexes, partitionsOf, planOf } from "../../../testkit/partition-indexes.js";
 
 /**
  * The migration `clears_time_brin` on a database with clears in it (two months and the DEFAULT
@@ -82,13 +82,7 @@ describe("migration clears_time_brin", () => {
   });
 
   test("a month made later gets it", async () => {
-    await c.query(
-      `CREATE TABLE clears_y2030m02 PARTITION OF clears
-         FOR VALUES FROM ('2030-02-01 00:00:00+00') TO ('2030-03-01 00:00:00+00')`,
-    );
-    const defs = (
-      await rows("SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'clears_y2030m02'::regclass")
-    ).map((r) => r.def as string);
+    const defs = await laterMonthIndexDefs(c, "clears", "2030-02");
     expect(defs).toEqual(
       expect.arrayContaining([expect.stringMatching(/USING brin \(created_at\) WITH \(autosummarize='on'\)$/)]),
     );
