@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { addMonths, monthPartition } from "../src/domain/maintenance/month-closing.js";
 
 /** An index of a partitioned table or of one of its partitions, as a migration test reads it. */
 export interface PartitionIndex {
@@ -39,16 +40,14 @@ export async function planOf(c: pg.Client, sql: string, params: unknown[] = []):
 }
 
 /**
- * The index definitions of a month of `table` made after the migration (`PARTITION OF`, from the
- * first of `month` to the first of the next; `month` as `YYYY-MM`): what a later month inherits.
+ * The index definitions of a month of `table` made after the migration (`PARTITION OF`, named and
+ * bounded as svc_partitions_ensure makes them; `month` as `YYYY-MM`): what a later month inherits.
  */
 export async function laterMonthIndexDefs(c: pg.Client, table: string, month: string): Promise<string[]> {
-  const [y, m] = month.split("-").map(Number) as [number, number];
-  const next = m === 12 ? `${y + 1}-01` : `${y}-${String(m + 1).padStart(2, "0")}`;
-  const part = `${table}_y${y}m${String(m).padStart(2, "0")}`;
+  const from = new Date(`${month}-01T00:00:00Z`);
+  const part = monthPartition(table, from);
   await c.query(
-    `CREATE TABLE ${part} PARTITION OF ${table}
-       FOR VALUES FROM ('${month}-01 00:00:00+00') TO ('${next}-01 00:00:00+00')`,
+    `CREATE TABLE ${part} PARTITION OF ${table} FOR VALUES FROM ('${from.toISOString()}') TO ('${addMonths(from, 1).toISOString()}')`,
   );
   const r = await c.query<{ def: string }>(
     "SELECT pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = $1::regclass",
