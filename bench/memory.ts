@@ -257,7 +257,7 @@ export async function benchMemory(emit: Emit): Promise<void> {
     const ids = buyers.map((b) => b.accountId);
     // each record with its clear's gross (null: not charged)
     const rows = await app.rt.db.$queryRaw<{ ref: string; gross: bigint | null }[]>`
-      SELECT r.support_reference::text AS ref, c.gross_micro_usdc AS gross
+      SELECT COALESCE(r.support_reference, r.id)::text AS ref, c.gross_micro_usdc AS gross
         FROM inference_requests r LEFT JOIN clears c ON c.request_id = r.id
        WHERE r.account_id = ANY(${ids}::uuid[])`;
     const chargeByRef = new Map(rows.map((r) => [r.ref, r.gross === null ? null : BigInt(r.gross)]));

@@ -1,7 +1,8 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { Db } from "../src/adapters/db.js";
 import type { Prisma } from "../src/generated/prisma/client.js";
 import { nextUtcMidnight } from "../src/lib/clock.js";
+import { uuidV7 } from "../src/lib/uuid7.js";
 
 /** Builders for rows the foundation tests need before the domain services exist. */
 export function randomWallet(): string {
@@ -67,16 +68,19 @@ export async function createInferenceRequest(
   accountId: string,
   data: Partial<Prisma.InferenceRequestUncheckedCreateInput> = {},
 ) {
-  return db.inferenceRequest.create({
+  const startedAt = data.startedAt === undefined ? new Date() : new Date(data.startedAt);
+  const row = await db.inferenceRequest.create({
     data: {
-      id: randomUUID(),
-      supportReference: randomUUID(),
+      // as the service writes it: a v7 id whose reference it is (none stored)
+      id: uuidV7(startedAt),
       accountId,
       route: "chat",
       modality: "text",
       model: "llama-3.3-70b",
       maxPriceCents: 80,
+      startedAt,
       ...data,
     },
   });
+  return { ...row, supportReference: row.supportReference ?? row.id };
 }

@@ -152,9 +152,9 @@ export function responses(app: TestApp, apiKey: string, body: Record<string, unk
   return call(app, { method: "POST", path: "/v1/responses", headers: { authorization: `Bearer ${apiKey}` }, body });
 }
 
-/** A request record with its attempts typed (in ordinal order), by support reference. */
+/** A request record with its attempts typed (in ordinal order), by support reference (its request id). */
 export async function requestByReference(app: TestApp, ref: string) {
-  const r = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { supportReference: ref } });
+  const r = await app.rt.db.inferenceRequest.findFirstOrThrow({ where: { id: ref } });
   return { ...r, attempts: await attemptsOf(app, r) };
 }
 
@@ -168,7 +168,7 @@ async function attemptsOf(app: TestApp, r: { id: string; startedAt: Date }) {
 /** The record of a request that is ending (it is written when the request ends), polled for up to 5 s. */
 export async function endedRequest(app: TestApp, ref: string) {
   for (let i = 0; i < 100; i++) {
-    const found = await app.rt.db.inferenceRequest.findFirst({ where: { supportReference: ref } });
+    const found = await app.rt.db.inferenceRequest.findFirst({ where: { id: ref } });
     if (found) return { ...found, attempts: await attemptsOf(app, found) };
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -79,8 +79,8 @@ export interface ChargedRequest {
 /**
  * One request started at `at` and ended a second later with a clear against `s` (gross, 10% fee; the
  * share held for a video job), in one transaction with the balances it moves, as svc_end_items
- * writes them. `reference`: a v7 support reference (its time the start, as the pipeline makes them)
- * or a v4 one (made before). `payment`: a pay-per-request payment funds it (no balance moves; its
+ * writes them. `reference`: `id`, the request id (a v7 uuid of the start, none stored, as the
+ * pipeline makes them), or a stored one of an older record: `v7` (its time the start) or `v4`. `payment`: a pay-per-request payment funds it (no balance moves; its
  * buyer line is on the receivable).
  */
 export async function chargedRequest(
@@ -90,7 +90,7 @@ export async function chargedRequest(
     seller: Seller;
     at: Date;
     grossMicroUsdc?: bigint;
-    reference?: "v7" | "v4";
+    reference?: "id" | "v7" | "v4";
     video?: boolean;
     paymentId?: string;
     apiKeyId?: string;
@@ -99,9 +99,11 @@ export async function chargedRequest(
   const gross = opts.grossMicroUsdc ?? 40_000n;
   const fee = gross / 10n;
   const share = gross - fee;
-  const requestId = randomUUID();
+  const reference = opts.reference ?? "id";
+  const requestId = reference === "id" ? uuidV7(opts.at) : randomUUID();
   const clearId = randomUUID();
-  const supportReference = opts.reference === "v4" ? randomUUID() : uuidV7(opts.at);
+  const stored = reference === "v4" ? randomUUID() : reference === "v7" ? uuidV7(opts.at) : null;
+  const supportReference = stored ?? requestId;
   const ended = new Date(opts.at.getTime() + 1000);
   const modality = opts.video ? "video" : "text";
   await c.query("BEGIN");
@@ -112,7 +114,7 @@ export async function chargedRequest(
      VALUES ($1, $2, $3, $4, $5, $6, 'llama-3.3-70b', 'succeeded', 80, 40, $7, $8, 1, $9, $10, $11)`,
     [
       requestId,
-      supportReference,
+      stored,
       opts.accountId,
       opts.apiKeyId ?? null,
       opts.video ? "video_queue" : "chat",

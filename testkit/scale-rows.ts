@@ -11,9 +11,10 @@ import type pg from "pg";
  * The account mix is skewed as real traffic is: a request's buyer is `floor(buyers × u³)` for a
  * uniform u, so the busiest buyer makes about (1/buyers)^⅓ of all requests (3.7% of them with 20,000
  * buyers), the busiest 1% about a fifth, and the median buyer a few dozen. 95% of requests succeed
- * and carry a clear (against one of `suppliers` offers); 5% fail with none. Support references are
- * v7 uuids (their time is the start) in the newest `v7Months` months and v4 before, as a database
- * that lived through the change would have. Deterministic for a given `seed`.
+ * and carry a clear (against one of `suppliers` offers); 5% fail with none. In the newest `v7Months`
+ * months a request's id is a v7 uuid (its time the start) and its support reference (none stored);
+ * before, its id is random and it stores a v4 reference, as a database that lived through the changes
+ * would have. Deterministic for a given `seed`.
  */
 export interface ScaleRowsOptions {
   requests: number;
@@ -22,7 +23,7 @@ export interface ScaleRowsOptions {
   suppliers: number;
   /** the end of the generated traffic (its month is the newest) */
   now: Date;
-  /** months (newest first) whose references are v7; the older ones get v4 (default: half) */
+  /** months (newest first) whose request ids are v7 and their references; older ones store v4 references (default: half) */
   v7Months?: number;
   /** setseed's argument, -1..1 */
   seed?: number;
@@ -144,14 +145,14 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
     }
     // the request's start spreads evenly over [start, until); its buyer is skewed (u³); its supplier and
     // model by its number; 1 in 20 fails; a succeeded one burns 200-8,191 micro-DIEM-ish tokens. Its
-    // attempt (one) is its supplier's template, its v7 reference the start's milliseconds and the
+    // attempt (one) is its supplier's template, its v7 id the start's milliseconds and the
     // random bits of a v4 uuid: nothing per row but arithmetic, array lookups and gen_random_uuid
     await c.query(
       `INSERT INTO inference_requests${suffix}
          (id, support_reference, account_id, route, modality, model, stream, status, error_code, max_price_cents,
           clearing_price_cents, admitted_max_tokens, prompt_tokens, completion_tokens, cached_tokens,
           burn_micro_diem, cost_micro_usdc, attempt_count, attempts, started_at, first_byte_at, completed_at)
-       SELECT r.id, r.ref, r.account, 'chat', r.modality, r.model, r.g % 3 = 0, r.status,
+       SELECT CASE WHEN $6::boolean THEN r.ref ELSE r.id END, CASE WHEN $6::boolean THEN NULL ELSE r.ref END, r.account, 'chat', r.modality, r.model, r.g % 3 = 0, r.status,
               CASE WHEN r.ok THEN NULL ELSE 'upstream_unavailable' END, 80,
               CASE WHEN r.ok THEN r.price END, 4096, r.prompt, CASE WHEN r.ok THEN r.completion END, 0,
               CASE WHEN r.ok THEN r.burn END, CASE WHEN r.ok THEN (r.burn * r.price) / 100 END, 1,

@@ -87,11 +87,13 @@ BEGIN
     RAISE EXCEPTION 'end: a video job without its charge' USING ERRCODE = 'P0001';
   END IF;
   -- the attempts are a column of the request (issue 32), each field cast to its type on the way in
+  -- a reference that is the request id is not stored: the record is found by its id (decisions.md
+  -- "The support reference is the request id")
   INSERT INTO inference_requests (id, support_reference, account_id, api_key_id, route, modality, model, stream, status,
                                   error_code, max_price_cents, clearing_price_cents, admitted_max_tokens, prompt_tokens,
                                   completion_tokens, cached_tokens, cache_write_tokens, burn_micro_diem, cost_micro_usdc,
                                   attempt_count, attempts, started_at, first_byte_at, completed_at, payment_id)
-  SELECT i.request, i.support, i.account, i.api_key, i.route, i.modality, i.model, i.stream, i.status, i.error_code,
+  SELECT i.request, NULLIF(i.support, i.request), i.account, i.api_key, i.route, i.modality, i.model, i.stream, i.status, i.error_code,
          i.ceiling, i.price, i.admitted, i.prompt, i.completion, i.cached, i.cache_write, i.burn, i.gross,
          i.attempt_count,
          (SELECT COALESCE(jsonb_agg(jsonb_build_object('ordinal', a.ordinal, 'upstreamKeyId', a.key, 'offerId', a.offer,

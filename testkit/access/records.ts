@@ -110,7 +110,7 @@ export async function recordsOf(db: Db, accountId: string, secrets: string[] = [
     ...videoJobs.flatMap((j) => [j.queueId, j.upstreamQueueId]),
     ...payments.flatMap((p) => [p.id, p.authorizationNonce, ...(p.settlementTxHash ? [p.settlementTxHash] : [])]),
     ...payouts.flatMap((p) => [p.id, ...(p.txHash ? [p.txHash] : [])]),
-    ...requests.flatMap((r) => [r.id, r.supportReference]),
+    ...requests.flatMap((r) => (r.supportReference ? [r.id, r.supportReference] : [r.id])),
     ...ledger.map((l) => l.id),
     ...secrets,
   ];

@@ -56,7 +56,7 @@ interface Row {
 }
 
 const SELECT = Prisma.sql`
-  SELECT r.id::text AS id, r.support_reference::text AS support_reference, r.api_key_id::text AS api_key_id,
+  SELECT r.id::text AS id, COALESCE(r.support_reference, r.id)::text AS support_reference, r.api_key_id::text AS api_key_id,
          k.name AS key_name, r.route::text AS route, r.modality::text AS modality, r.model, r.stream,
          r.status::text AS status, r.error_code, r.max_price_cents, r.clearing_price_cents, r.prompt_tokens,
          r.completion_tokens, r.cached_tokens, r.cache_write_tokens, r.burn_micro_diem, r.cost_micro_usdc,
@@ -80,22 +80,26 @@ export async function historyPage(db: Pick<Db, "$queryRaw">, q: HistoryQuery): P
 }
 
 /**
- * A request by support reference. A v7 reference carries the request's start (`uuidV7Time`), so the
- * lookup reads that month's partition alone, on the unique index (support_reference, started_at); a
- * v4 reference (made before v7 ones), or a v7 one not found there, is looked up in every partition.
+ * A request by support reference: its request id (decisions.md "The support reference is the request
+ * id"), or the reference an older record stored beside its id. A v7 reference carries the request's
+ * arrival (`uuidV7Time`), and its record started within a day of it, so the lookup reads that day's
+ * partitions alone, on their primary keys (and, for an older record, the unique index (support_reference,
+ * started_at) at its start); a v4 reference (made before v7 ones), or one not found there, is looked up
+ * in every partition.
  */
 export async function requestByReference(
   db: Pick<Db, "$queryRaw">,
   supportReference: string,
 ): Promise<(HistoryRow & { accountId: string }) | null> {
-  const find = async (atStart: Prisma.Sql) =>
-    (
-      await db.$queryRaw<Row[]>`${SELECT}
-        WHERE r.support_reference = ${supportReference}::uuid ${atStart} LIMIT 1`
-    )[0];
+  const find = async (where: Prisma.Sql) => (await db.$queryRaw<Row[]>`${SELECT} WHERE ${where} LIMIT 1`)[0];
+  const ref = Prisma.sql`${supportReference}::uuid`;
   const at = uuidV7Time(supportReference);
   const row =
-    (at ? await find(Prisma.sql`AND r.started_at = ${at}::timestamptz`) : undefined) ?? (await find(Prisma.empty));
+    (at
+      ? await find(Prisma.sql`(r.id = ${ref} AND r.started_at >= ${at}::timestamptz
+                                 AND r.started_at < ${at}::timestamptz + interval '1 day')
+                              OR (r.support_reference = ${ref} AND r.started_at = ${at}::timestamptz)`)
+      : undefined) ?? (await find(Prisma.sql`r.id = ${ref} OR r.support_reference = ${ref}`));
   return row ? { ...historyRow(row), accountId: row.account_id } : null;
 }
 

@@ -54,7 +54,10 @@ async function requestsOf(db: Db, jobs: VideoJobRow[]): Promise<Map<string, JobR
     where: { id: { in: jobs.map((j) => j.requestId) }, startedAt: { lte: newest } },
     select: { id: true, supportReference: true, clearingPriceCents: true },
   });
-  return new Map(rows.map((r) => [r.id, r]));
+  // an older record stored its own reference; a newer one's is its id
+  return new Map(
+    rows.map((r) => [r.id, { supportReference: r.supportReference ?? r.id, clearingPriceCents: r.clearingPriceCents }]),
+  );
 }
 
 /** A job as its buyer sees it (REST status body, GraphQL). */

@@ -241,7 +241,7 @@ describe("privacy", () => {
     const keys = await world.app.rt.db.upstreamKey.findMany({ select: { id: true } });
     const secrets = new Set([
       ...accounts.flatMap((a) => [a.id, a.walletAddress]),
-      ...requests.flatMap((r) => [r.id, r.supportReference]),
+      ...requests.flatMap((r) => (r.supportReference ? [r.id, r.supportReference] : [r.id])),
       ...keys.map((k) => k.id),
       supply.offerId,
     ]);

@@ -221,13 +221,29 @@ describe("request detail by support reference", () => {
     expect((unknown.body as { error: { message: string } }).error.message).toBe(
       (r.body as { error: { message: string } }).error.message,
     );
-    // the request id is not a support reference
+  });
+
+  test("the support reference is the request id; an older record's stored reference and its id both resolve", async ({
+    app,
+  }) => {
+    const a = await agent(app);
     const own = await createInferenceRequest(app.rt.db, a.user.accountId);
-    expectError(
-      await call(app, { method: "GET", path: `/v1/agent/requests/${own.id}`, headers: bearer(a.key.apiKey) }),
-      404,
-      "not_found",
-    );
+    expect(own.supportReference).toBe(own.id);
+    const get = (ref: string) =>
+      call(app, { method: "GET", path: `/v1/agent/requests/${ref}`, headers: bearer(a.key.apiKey) });
+    const byId = await get(own.id);
+    expect(byId.status).toBe(200);
+    expect(byId.body).toMatchObject({ requestId: own.id, supportReference: own.id });
+    // written before the change: a random id and a reference of its own, both of which find it
+    const older = await createInferenceRequest(app.rt.db, a.user.accountId, {
+      id: randomUUID(),
+      supportReference: randomUUID(),
+    });
+    for (const ref of [older.supportReference, older.id]) {
+      const r = await get(ref);
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ requestId: older.id, supportReference: older.supportReference });
+    }
   });
 
   test("a non-uuid reference → 400 invalid_request", async ({ app }) => {

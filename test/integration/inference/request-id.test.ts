@@ -1,6 +1,7 @@
 // Issue 26 finding 7: one id per request. The `X-Svc-Request-Id` a paid request answers with (on
 // success and on every error after it was admitted) is the `requestId` of its record at
 // GET /v1/agent/requests/{support_reference}; before, an error answered a fresh uuid of the HTTP layer.
+// That id is also the answer's support reference (docs/decisions.md "The support reference is the request id").
 import { beforeEach, describe, expect } from "vitest";
 import { call, postWithKey } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
@@ -52,6 +53,13 @@ async function expectOneId(apiKey: string, r: { status: number; headers: Headers
   const header = r.headers.get("x-svc-request-id");
   expect(header).toMatch(/^[0-9a-f-]{36}$/);
   expect(header).toBe(await recordedRequestId(apiKey, r.headers));
+  // the support reference is the request id, and the record stores no second uuid for it
+  expect(r.headers.get("x-svc-support-reference")).toBe(header);
+  const stored = await world.app.rt.db.inferenceRequest.findFirstOrThrow({
+    where: { id: header ?? "" },
+    select: { supportReference: true },
+  });
+  expect(stored.supportReference).toBeNull();
 }
 
 describe("success: the header is the record's request id", () => {

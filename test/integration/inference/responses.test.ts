@@ -544,7 +544,7 @@ describe("errors", () => {
       const ref = r.headers.get("x-svc-support-reference");
       expect(ref).toMatch(/^[0-9a-f-]{36}$/);
       expect((r.body as { error: { supportReference: string } }).error.supportReference).toBe(ref);
-      const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { supportReference: ref ?? "" } });
+      const req = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { id: ref ?? "" } });
       expect(req.route).toBe("responses");
     }
     expect(await confirmedOf(world.app, buyer.accountId)).toBe(before);

@@ -179,10 +179,10 @@ describe("storm", () => {
     const refs = outcomes.map((o) => o.reference).filter((r): r is string => r !== undefined);
     expect(refs.length).toBe(outcomes.length);
     for (let i = 0; i < 100; i++) {
-      if ((await db.inferenceRequest.count({ where: { supportReference: { in: refs } } })) === refs.length) break;
+      if ((await db.inferenceRequest.count({ where: { id: { in: refs } } })) === refs.length) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(await db.inferenceRequest.count({ where: { supportReference: { in: refs } } })).toBe(refs.length);
+    expect(await db.inferenceRequest.count({ where: { id: { in: refs } } })).toBe(refs.length);
     expect(await db.inferenceRequest.count({ where: { status: "in_progress" } })).toBe(0);
     const inProgress = await db.$queryRaw<{ n: bigint }[]>`
       SELECT count(*) AS n FROM inference_request_attempts r, jsonb_array_elements(r.attempts) a
@@ -195,7 +195,7 @@ describe("storm", () => {
       where: { id: { in: clears.map((c) => c.requestId) } },
       select: { id: true, supportReference: true },
     });
-    const refOf = new Map(records.map((r) => [r.id, r.supportReference]));
+    const refOf = new Map(records.map((r) => [r.id, r.supportReference ?? r.id]));
     const byReference = new Map(clears.map((c) => [refOf.get(c.requestId), c]));
     for (const o of outcomes) {
       if (o.costUsdc !== undefined) {

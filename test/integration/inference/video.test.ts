@@ -275,7 +275,7 @@ describe("queue admission", () => {
     // the second key was never asked to queue
     expect(simVideoBurn(world.sim, k2.secret).jobs).toBe(0);
     const ref = r.headers.get("x-svc-support-reference");
-    const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { supportReference: ref ?? "" } });
+    const rec = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { id: ref ?? "" } });
     expect([rec.status, rec.errorCode, rec.attemptCount]).toEqual(["failed", "upstream_answer_lost", 1]);
     // an upstream 5xx is an answer: that falls forward to the next key, charged once
     world.sim.state.injectFault(k1.secret, { kind: "http_500", route: "/video/queue", count: 1 });

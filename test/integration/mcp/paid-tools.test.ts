@@ -161,7 +161,7 @@ describe("paid per call", () => {
     expect(value.balanceRemainingUsdc).toBeUndefined();
     // the record: under the payer's wallet, charged and settled exactly what moved
     const record = await world.app.rt.db.inferenceRequest.findFirstOrThrow({
-      where: { supportReference: value.supportReference as string },
+      where: { id: value.supportReference as string },
       include: { payment: true, account: true },
     });
     expect(record.costMicroUsdc).toBe(moved);

@@ -154,7 +154,7 @@ describe("paid with a default @x402/fetch client around the OpenAI SDK", () => {
     expect(account).toMatchObject({ authProvider: "x402", confirmedMicroUsdc: 0n, reservedMicroUsdc: 0n });
     expect(account.apiKeys).toHaveLength(0);
     const record = await app.rt.db.inferenceRequest.findFirstOrThrow({
-      where: { supportReference: response.headers.get("x-svc-support-reference") ?? "" },
+      where: { id: response.headers.get("x-svc-support-reference") ?? "" },
     });
     expect(record).toMatchObject({ accountId: account.id, apiKeyId: null, paymentId: payment.id, status: "succeeded" });
     await assertBooksBalance(app.rt.db);

@@ -64,9 +64,8 @@ describe("recentClears", () => {
       expect(c.modality).toBe("text");
       expect(String(c.grossUsdc)).toMatch(/^\d+$/);
     }
-    const request = await world.app.rt.db.inferenceRequest.findFirstOrThrow({
-      where: { supportReference: second.reference },
-    });
+    // the support reference is the request id
+    const request = await world.app.rt.db.inferenceRequest.findFirstOrThrow({ where: { id: second.reference } });
     const row = await world.app.rt.db.clear.findFirstOrThrow({ where: { requestId: request.id } });
     expect(rows[0]?.grossUsdc).toBe(row.grossMicroUsdc.toString());
     expect(rows[0]?.burnDiem).toBe(row.burnMicroDiem.toString());

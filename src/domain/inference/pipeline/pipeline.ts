@@ -201,10 +201,12 @@ export class InferencePipeline {
     this.running.enter();
     // the balance is unknown, so the first plan is uncapped and the buyer's slice (or its top-up) decides
     const startedAt = this.deps.clock.now();
+    // a v7 uuid of the request's arrival (or of its start): its record is found by it alone
+    const requestId = input.requestId ?? uuidV7(startedAt);
     const draft: AdmissionDraft = {
-      requestId: input.requestId ?? uuidV7(startedAt),
-      // its time is the start: a lookup by reference reads that month's partition alone
-      supportReference: uuidV7(startedAt),
+      requestId,
+      // the support reference is the request id (decisions.md "The support reference is the request id")
+      supportReference: requestId,
       accountId: input.accountId,
       apiKeyId: input.apiKeyId,
       route: input.route,
