@@ -48,8 +48,10 @@ const SONNET_OUT_GLM_IN = { max_price: { prompt: 1, completion: 4 } };
 
 type ErrorBody = { error: Record<string, unknown> & { code: string } };
 
+/** The account's records, oldest first, each with its support reference (its id: none is stored). */
 async function chatRecords(accountId: string) {
-  return world.app.rt.db.inferenceRequest.findMany({ where: { accountId }, orderBy: { startedAt: "asc" } });
+  const rows = await world.app.rt.db.inferenceRequest.findMany({ where: { accountId }, orderBy: { startedAt: "asc" } });
+  return rows.map((r) => ({ ...r, supportReference: r.supportReference ?? r.id }));
 }
 
 async function postStream(apiKey: string, path: string, body: Record<string, unknown>) {
