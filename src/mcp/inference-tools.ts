@@ -171,8 +171,8 @@ const chatTool = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   scope: "inference",
   parse: (args: unknown): ChatRequest => parseChatRequest(chatBody(args)),
-  async run(req: ChatRequest, { rt, viewer, signal, requestId }) {
-    return presentChat(await rt.services.chat.serve(caller(viewer, requestId), req, { signal }));
+  async run(req: ChatRequest, { rt, viewer, signal, takeRequestId }) {
+    return presentChat(await rt.services.chat.serve(caller(viewer, takeRequestId()), req, { signal }));
   },
 });
 
@@ -192,8 +192,11 @@ const imageTool = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   scope: "inference",
   parse: (args: unknown): ImageRequest => parseImageRequest(imageBody(args)),
-  async run(req: ImageRequest, { rt, viewer, signal, requestId }) {
-    return presentImage(await rt.services.image.serve(caller(viewer, requestId), req, { signal }), req.forward.format);
+  async run(req: ImageRequest, { rt, viewer, signal, takeRequestId }) {
+    return presentImage(
+      await rt.services.image.serve(caller(viewer, takeRequestId()), req, { signal }),
+      req.forward.format,
+    );
   },
   result: imageResult,
 });

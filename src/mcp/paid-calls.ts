@@ -54,7 +54,8 @@ async function payPerCall(
   const payment = paymentOf(meta);
   const service = ctx.rt.services.payPerRequest;
   const body = t.restBody(args);
-  const call = { route: t.route, body, signal: ctx.signal, ...(ctx.requestId ? { requestId: ctx.requestId } : {}) };
+  const requestId = ctx.takeRequestId();
+  const call = { route: t.route, body, signal: ctx.signal, ...(requestId ? { requestId } : {}) };
   let out: PaidOutcome;
   try {
     out = await service.serve({ ...call, payment });

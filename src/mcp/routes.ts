@@ -8,6 +8,7 @@ import { DomainError, isDomainError } from "../lib/errors.js";
 import { logger } from "../lib/logger.js";
 import type { Runtime } from "../runtime.js";
 import { createMcpServer } from "./server.js";
+import { recordIds } from "./tool-def.js";
 
 /** `{mcp_url}/mcp`: MCP_URL's path (empty by default) plus `/mcp`; the host is the deployment's routing. */
 export function mcpPath(mcpUrl: string): string {
@@ -91,7 +92,7 @@ export function mcpRoutes(rt: Runtime): Router {
     if (refusal) throw refusal;
     const requestId = res.locals.requestId as string | undefined;
     const ac = new AbortController();
-    const server = createMcpServer({ rt, viewer, signal: ac.signal, requestId });
+    const server = createMcpServer({ rt, viewer, signal: ac.signal, requestId, takeRequestId: recordIds(requestId) });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => {
       // the caller left before the answer: a paid call in flight ends without a charge

@@ -14,8 +14,27 @@ export interface ToolContext {
   viewer: Viewer;
   /** aborted when the HTTP client goes away (a paid call is then ended without a charge) */
   signal: AbortSignal;
-  /** the HTTP request's `X-Svc-Request-Id`: a paid call's record takes it (one id per request) */
+  /** the HTTP request's `X-Svc-Request-Id` (logs, an internal error's details) */
   requestId: string | undefined;
+  /**
+   * The id a paid call's record takes (`recordIds`): the POST's `X-Svc-Request-Id` for its first paid
+   * call, none for a later call of a batch (its record gets a fresh id), so no two records share one.
+   */
+  takeRequestId: () => string | undefined;
+}
+
+/**
+ * The record ids of one POST's paid calls (`ToolContext.takeRequestId`): `requestId` once, then none.
+ * A JSON-RPC batch may carry several paid calls; each is its own request, with its own record, id and
+ * support reference (docs/decisions.md "The support reference is the request id").
+ */
+export function recordIds(requestId: string | undefined): () => string | undefined {
+  let left = requestId;
+  return () => {
+    const id = left;
+    left = undefined;
+    return id;
+  };
 }
 
 export interface ToolDefinition {

@@ -278,6 +278,38 @@ describe("tools", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("a batch of paid calls in one POST: each call its own record, id and support reference", async () => {
+    const buyer = await fundedBuyerKey(world.app, 10_000_000n);
+    const before = await confirmedOf(world.app, buyer.accountId);
+    const call = (id: number) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "chat_completion", arguments: chatCall(`batch ${id} [[sim:tokens=20]]`) },
+    });
+    const res = await rawPost(bearer(buyer.apiKey), [call(11), call(12), call(13)]);
+    expect(res.status).toBe(200);
+    const answers = (await res.json()) as { id: number; result: CallToolResult }[];
+    const values = answers.map((a) => a.result.structuredContent as Record<string, unknown>);
+    expect(
+      answers.map((a) => a.result.isError ?? false),
+      JSON.stringify(answers).slice(0, 600),
+    ).toEqual([false, false, false]);
+    const ids = values.map((v) => v.requestId as string);
+    const refs = values.map((v) => v.supportReference as string);
+    expect(new Set(ids).size).toBe(3);
+    expect(new Set(refs).size).toBe(3);
+    // the POST's own id goes to one of them; each record is found by its reference
+    expect(ids).toContain(res.headers.get("x-svc-request-id"));
+    for (const [i, ref] of refs.entries()) {
+      const r = await rest(buyer.apiKey, "GET", `/v1/agent/requests/${ref}`);
+      expect(r.body).toMatchObject({ requestId: ids[i], status: "succeeded", costUsdc: values[i]?.costUsdc });
+    }
+    const spent = values.reduce((a, v) => a + (parseDecimal6(v.costUsdc as string) ?? 0n), 0n);
+    expect(before - (await confirmedOf(world.app, buyer.accountId))).toBe(spent);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("generate_image: the images as image blocks; the balance moves by exactly the reported cost", async () => {
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
     const client = await connect(bearer(buyer.apiKey));
