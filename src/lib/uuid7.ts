@@ -2,12 +2,13 @@ import { randomBytes } from "node:crypto";
 
 /**
  * UUID version 7 (RFC 9562 §5.7): 48 bits of Unix time in milliseconds, then 74 random bits. A
- * request's support reference is one whose time is the request's start, so a lookup by reference
- * knows the month partition to read (docs/decisions.md "Monthly partitions and retention"). Request
- * ids and clear ids are v7 too: what is appended per request lands at the right edge of its indexes
+ * request's id is one whose time is the request's arrival, and it is the request's support reference
+ * (docs/decisions.md "The support reference is the request id"), so a lookup by reference knows the
+ * day, and so the month partitions, to read (older stored references: their time is the request's
+ * start). Clear ids are v7 too: what is appended per request lands at the right edge of its indexes
  * instead of on random pages, each a whole page in the WAL after a checkpoint (docs/decisions.md
  * "Record ids in time order"). The random bits (crypto) keep an id unguessable; its time tells its
- * holder only when the request started (or, for a clear, ended).
+ * holder only when the request arrived (or, for a clear, ended).
  */
 export function uuidV7(at: Date, random: Buffer = randomBytes(10)): string {
   const ms = at.getTime();
