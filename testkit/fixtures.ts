@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Db } from "../src/adapters/db.js";
+import { supportReferenceOf } from "../src/domain/accounts/history-reads.js";
 import type { Prisma } from "../src/generated/prisma/client.js";
 import { nextUtcMidnight } from "../src/lib/clock.js";
 import { uuidV7 } from "../src/lib/uuid7.js";
@@ -82,5 +83,5 @@ export async function createInferenceRequest(
       ...data,
     },
   });
-  return { ...row, supportReference: row.supportReference ?? row.id };
+  return { ...row, supportReference: supportReferenceOf(row) };
 }

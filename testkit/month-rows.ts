@@ -80,8 +80,9 @@ export interface ChargedRequest {
  * One request started at `at` and ended a second later with a clear against `s` (gross, 10% fee; the
  * share held for a video job), in one transaction with the balances it moves, as svc_end_items
  * writes them. `reference`: `id`, the request id (a v7 uuid of the start, none stored, as the
- * pipeline makes them), or a stored one of an older record: `v7` (its time the start) or `v4`. `payment`: a pay-per-request payment funds it (no balance moves; its
- * buyer line is on the receivable).
+ * pipeline makes them), or a stored one of an older record: `v7` (its time the start) or `v4`.
+ * `payment`: a pay-per-request payment funds it (no balance moves; its buyer line is on the
+ * receivable).
  */
 export async function chargedRequest(
   c: pg.ClientBase,

@@ -221,10 +221,11 @@ export async function checkInvariants(
   const refs = [...opts.load.paid.keys(), ...opts.load.refused, ...opts.load.unfinishedStreams];
   const charged = new Map<string, bigint>();
   for (let i = 0; i < refs.length; i += 5000) {
+    const chunk = refs.slice(i, i + 5000);
     const rows = await db.$queryRaw<{ ref: string; gross: bigint }[]>`
       SELECT COALESCE(r.support_reference, r.id)::text AS ref, c.gross_micro_usdc AS gross
         FROM inference_requests r JOIN clears c ON c.request_id = r.id
-       WHERE r.id = ANY(${refs.slice(i, i + 5000)}::uuid[]) OR r.support_reference = ANY(${refs.slice(i, i + 5000)}::uuid[])`;
+       WHERE r.id = ANY(${chunk}::uuid[]) OR r.support_reference = ANY(${chunk}::uuid[])`;
     for (const r of rows) charged.set(r.ref, BigInt(r.gross));
   }
   const refusedButCharged = [...opts.load.refused].filter((ref) => charged.has(ref));

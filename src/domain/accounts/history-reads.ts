@@ -80,6 +80,15 @@ export async function historyPage(db: Pick<Db, "$queryRaw">, q: HistoryQuery): P
 }
 
 /**
+ * A record's support reference: its request id, or the reference a record written before that stored
+ * beside it (decisions.md "The support reference is the request id"); SQL reads it as
+ * `COALESCE(support_reference, id)`.
+ */
+export function supportReferenceOf(r: { id: string; supportReference: string | null }): string {
+  return r.supportReference ?? r.id;
+}
+
+/**
  * A request by support reference: its request id (decisions.md "The support reference is the request
  * id"), or the reference an older record stored beside its id. A v7 reference carries the request's
  * arrival (`uuidV7Time`), and its record started within a day of it, so the lookup reads that day's

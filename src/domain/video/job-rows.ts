@@ -1,5 +1,6 @@
 import type { Db } from "../../adapters/db.js";
 import type { Prisma } from "../../generated/prisma/client.js";
+import { supportReferenceOf } from "../accounts/history-reads.js";
 
 /**
  * The typed reads of `video_jobs`, in one place: every step of a job's life (retrieve, complete,
@@ -54,9 +55,8 @@ async function requestsOf(db: Db, jobs: VideoJobRow[]): Promise<Map<string, JobR
     where: { id: { in: jobs.map((j) => j.requestId) }, startedAt: { lte: newest } },
     select: { id: true, supportReference: true, clearingPriceCents: true },
   });
-  // an older record stored its own reference; a newer one's is its id
   return new Map(
-    rows.map((r) => [r.id, { supportReference: r.supportReference ?? r.id, clearingPriceCents: r.clearingPriceCents }]),
+    rows.map((r) => [r.id, { supportReference: supportReferenceOf(r), clearingPriceCents: r.clearingPriceCents }]),
   );
 }
 

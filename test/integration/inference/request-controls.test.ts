@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect } from "vitest";
+import { supportReferenceOf } from "../../../src/domain/accounts/history-reads.js";
 import {
   burnMicroDiem,
   formatDecimal6,
@@ -51,7 +52,7 @@ type ErrorBody = { error: Record<string, unknown> & { code: string } };
 /** The account's records, oldest first, each with its support reference (its id: none is stored). */
 async function chatRecords(accountId: string) {
   const rows = await world.app.rt.db.inferenceRequest.findMany({ where: { accountId }, orderBy: { startedAt: "asc" } });
-  return rows.map((r) => ({ ...r, supportReference: r.supportReference ?? r.id }));
+  return rows.map((r) => ({ ...r, supportReference: supportReferenceOf(r) }));
 }
 
 async function postStream(apiKey: string, path: string, body: Record<string, unknown>) {

@@ -4,6 +4,7 @@
 // each buyer was told it paid is what it was charged, nothing is held, nothing is left running, and
 // the books balance.
 import { describe, expect } from "vitest";
+import { supportReferenceOf } from "../../../src/domain/accounts/history-reads.js";
 import { parseDecimal6 } from "../../../src/lib/money.js";
 import type { SimFaultKind } from "../../../src/local/upstream-sim/faults.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
@@ -195,7 +196,7 @@ describe("storm", () => {
       where: { id: { in: clears.map((c) => c.requestId) } },
       select: { id: true, supportReference: true },
     });
-    const refOf = new Map(records.map((r) => [r.id, r.supportReference ?? r.id]));
+    const refOf = new Map(records.map((r) => [r.id, supportReferenceOf(r)]));
     const byReference = new Map(clears.map((c) => [refOf.get(c.requestId), c]));
     for (const o of outcomes) {
       if (o.costUsdc !== undefined) {
