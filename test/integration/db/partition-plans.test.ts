@@ -71,10 +71,28 @@ async function planOf(
   return { e: await explainJson(c, s), s };
 }
 
-const partition = (offset: number) => {
+const partition = (offset: number, table = "inference_requests") => {
   const m = monthStart(NOW, offset);
-  return `inference_requests_y${m.getUTCFullYear()}m${String(m.getUTCMonth() + 1).padStart(2, "0")}`;
+  return `${table}_y${m.getUTCFullYear()}m${String(m.getUTCMonth() + 1).padStart(2, "0")}`;
 };
+
+/**
+ * A newest-first read asks for rows up to now plus a day (`newestReadBound`), so on a month's last
+ * day the bound reaches into the next month: the planner keeps its partition, which holds nothing
+ * yet, and an ordered Append starts there (an empty read, by index or by a Seq Scan of no pages).
+ * Those scans are checked to have read nothing and set apart; on any other day there are none.
+ */
+function withoutEmptyAhead(scans: PlanNode[], table = "inference_requests"): PlanNode[] {
+  const next = partition(1, table);
+  const ahead = scans.filter((n) => n["Relation Name"] === next);
+  const lastDay = monthStart(NOW, 1).getTime() - NOW.getTime() <= 86_400_000 + 3_600_000;
+  if (!lastDay) expect(ahead).toEqual([]);
+  for (const n of ahead) {
+    expect(n["Actual Rows"]).toBe(0);
+    expect(n["Shared Hit Blocks"] + n["Shared Read Blocks"]).toBeLessThanOrEqual(2);
+  }
+  return scans.filter((n) => n["Relation Name"] !== next);
+}
 
 describe("plans on partitioned requests", () => {
   test("a history page: the newest month's index alone, stopped at the page", async ({ client: c, recorded }) => {
@@ -85,9 +103,11 @@ describe("plans on partitioned requests", () => {
     const types = planNodes(e.plan).map((n) => n["Node Type"]);
     expect(types).not.toContain("Merge Append");
     expect(types).not.toContain("Sort");
-    const requests = planNodes(e.plan).filter((n) => (n["Relation Name"] ?? "").startsWith("inference_requests_"));
+    const requests = withoutEmptyAhead(
+      planNodes(e.plan).filter((n) => (n["Relation Name"] ?? "").startsWith("inference_requests_")),
+    );
     expect(requests.map((n) => n["Node Type"])).not.toContain("Seq Scan");
-    const ran = executedScans(e.plan, "inference_requests");
+    const ran = withoutEmptyAhead(executedScans(e.plan, "inference_requests"));
     expect(ran.map((n) => n["Relation Name"])).toEqual([partition(0)]);
     expect(ran[0]?.["Index Name"]).toBe(`${partition(0)}_account_id_started_at_id_idx`);
     expect(e.plan["Actual Rows"]).toBe(21);
@@ -200,13 +220,11 @@ describe("plans on partitioned requests", () => {
     const s = recorded.statements.find((x) => /ledger_lines\(/.test(x.sql));
     if (!s) throw new Error("no statement on ledger_lines");
     const e = await explainJson(c, s);
-    const scans = executedScans(e.plan, "clears");
+    const scans = withoutEmptyAhead(executedScans(e.plan, "clears"), "clears");
     // (the partition for anything older is empty: a Seq Scan of it reads nothing)
     const months = scans.filter((n) => /_y\d{4}m\d{2}$/.test(n["Relation Name"] ?? ""));
     expect(months.map((n) => n["Node Type"])).not.toContain("Seq Scan");
-    expect(scans.map((n) => n["Relation Name"])).toContain(
-      `clears_y${NOW.getUTCFullYear()}m${String(NOW.getUTCMonth() + 1).padStart(2, "0")}`,
-    );
+    expect(scans.map((n) => n["Relation Name"])).toContain(partition(0, "clears"));
     // about a page per source that has lines, not the account's thousands (the held source filters
     // the supplier's index on supplier_held, a read of its clears that returns none: as before)
     expect(scans.reduce((a, n) => a + n["Actual Rows"] * n["Actual Loops"], 0)).toBeLessThanOrEqual(3 * 22);
