@@ -3,7 +3,8 @@
 // 12 months with their clears and the funding that balances the books (testkit/scale-rows.ts, INSERT …
 // SELECT generate_series, loaded month by month and attached); then a history page and a
 // support-reference lookup through AccountService as the routes call it, timed over many runs (p50,
-// p99) with their EXPLAIN (ANALYZE, BUFFERS); the books check (svc_books_check); and the migration
+// p99) with their EXPLAIN (ANALYZE, BUFFERS); the market statistics (MarketService.stats, beside the
+// scan of every clear they replaced); the books check (svc_books_check); and the migration
 // carrying existing rows (a database at the migration before it, --migration-rows of requests and as
 // many clears). One JSON line per figure.
 //   npm run scale:rows
@@ -14,7 +15,9 @@ import pg from "pg";
 import { createPrisma, runMigrations } from "../src/adapters/db.js";
 import { createEventBus } from "../src/adapters/pubsub.js";
 import { closeRedis, createRedis } from "../src/adapters/redis/client.js";
+import { createSql, sqlRunner } from "../src/adapters/sql.js";
 import { AccountService } from "../src/domain/accounts/account-service.js";
+import { MarketService } from "../src/domain/market/market-service.js";
 import { systemClock } from "../src/lib/clock.js";
 import { databaseBefore, dbUrl, withAdmin } from "../testkit/db.js";
 import { buffersOf, executedScans, explainJson, explainText, recordingPrisma, statementOn } from "../testkit/plans.js";
@@ -192,6 +195,40 @@ async function measure(c: pg.Client, url: string) {
       plan: await explainText(c, s),
     });
   }
+
+  // the market statistics (GET /v1/market/stats) as the service computes them, from the market's day
+  // rows (docs/decisions.md "Market totals at the fold"), alternated with the scan of every clear kept
+  // that they replaced (its totals must agree)
+  const pool = createSql(url, 2);
+  const market = new MarketService(db, sqlRunner(pool), bus, systemClock);
+  const viaRows: number[] = [];
+  const viaScan: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    let t0 = performance.now();
+    const stats = await market.stats();
+    viaRows.push(performance.now() - t0);
+    t0 = performance.now();
+    const scan = await c.query<{ clears: string; face: string; paid: string }>(
+      `SELECT COALESCE(SUM(x.clears), 0)::text AS clears, COALESCE(SUM(x.face), 0)::text AS face,
+              COALESCE(SUM(x.paid), 0)::text AS paid
+         FROM (SELECT COUNT(*) AS clears, SUM(burn_micro_diem) AS face, SUM(gross_micro_usdc) AS paid
+                 FROM clears WHERE refunded_at IS NULL
+               UNION ALL
+               SELECT SUM(clears), SUM(burn_micro_diem), SUM(gross_micro_usdc) FROM clear_closings) x`,
+    );
+    viaScan.push(performance.now() - t0);
+    const r = scan.rows[0];
+    if (
+      String(stats.savings.clears) !== r?.clears ||
+      String(stats.savings.faceMicroUsdc) !== r?.face ||
+      String(stats.savings.paidMicroUsdc) !== r?.paid
+    )
+      throw new Error(`market totals ${JSON.stringify(stats.savings)} differ from the scan ${JSON.stringify(r)}`);
+  }
+  const dayRows = await c.query<{ n: string }>("SELECT count(*)::text AS n FROM market_days");
+  emit({ figure: "scale.marketStats", dayRows: Number(dayRows.rows[0]?.n), ...percentiles(viaRows) });
+  emit({ figure: "scale.marketStats.scanOfClears", ...percentiles(viaScan) });
+  await pool.end();
 
   // the books check on all of it
   const t = performance.now();

@@ -114,4 +114,10 @@ export async function assertBooksBalance(db: Db): Promise<void> {
   const miscounted = await db.$queryRaw<{ rule: string; subject: string }[]>`
     SELECT rule, subject FROM svc_books_check() WHERE rule = 'slice_count'`;
   deepStrictEqual(miscounted, [], "every slice's count of unfolded charges is its holder's unfolded clears' sum");
+
+  // the market's totals (folded day rows, refunds out, plus the unfolded clears) are the clears'
+  // own, day by day and modality by modality (docs/decisions.md "Market totals at the fold")
+  const offMarket = await db.$queryRaw<{ rule: string; subject: string }[]>`
+    SELECT rule, subject FROM svc_books_check() WHERE rule = 'market_days'`;
+  deepStrictEqual(offMarket, [], "the market's day totals equal its unrefunded clears'");
 }

@@ -3,6 +3,7 @@ import type { Db } from "../src/adapters/db.js";
 import type { Modality } from "../src/generated/prisma/client.js";
 import { computeCharge } from "../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "./fixtures.js";
+import { MARKET_DAYS_ADD_IDS } from "./market-days.js";
 
 /** A row of the public catalog (`/v1/models`) as the tests read it. */
 export interface PublicRow {
@@ -99,7 +100,7 @@ export async function insertClear(
       completedAt: args.at,
     },
   });
-  await db.clear.create({
+  const clear = await db.clear.create({
     data: {
       requestId,
       buyerAccountId: args.buyerAccountId,
@@ -118,6 +119,7 @@ export async function insertClear(
       createdAt: args.at,
     },
   });
+  await db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [clear.id]);
 }
 
 export async function createBuyers(db: Db, n: number): Promise<string[]> {

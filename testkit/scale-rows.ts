@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { marketDaysAddSql } from "./market-days.js";
 
 /**
  * Generated traffic for the partitioning proofs (`npm run scale:rows`, 10 million requests, and the
@@ -187,6 +188,8 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
          JOIN offers o ON o.id = (r.attempts->0->>'offerId')::uuid
         WHERE r.status = 'succeeded'`,
     );
+    // as the folds would have counted them (the rows are written as folded: no holder)
+    await c.query(marketDaysAddSql(`clears${suffix}`));
     if (opts.loneAttemptAsClear) {
       // rewritten whole, so its pages are as full as appends of rows this size leave them
       await c.query(`UPDATE inference_requests${suffix} SET attempts = '[]' WHERE status = 'succeeded'`);

@@ -9,6 +9,8 @@
 --   account_books        an account whose live balances differ from its ledger books (its id)
 --   slice_count          an escrow slice whose count of unfolded charges is not the sum of its
 --                        holder's unfolded clears on it (subject: buyer|offer:<id>:<holder>)
+--   market_days          the market's totals of a day and modality (svc_market_days) differ from its
+--                        unrefunded clears' (subject: <day>:<modality>, or <month>:retired)
 --   ledger_total         the whole ledger does not sum to zero
 -- Reads one snapshot (a single statement): balances and lines are written in one transaction, so a
 -- check during traffic sees both or neither of a write.
@@ -38,6 +40,26 @@ LANGUAGE sql STABLE AS $$
                    CASE WHEN u.supplier_held THEN u.supplier_micro_usdc ELSE 0 END
               FROM svc_unfolded() u) x
      GROUP BY x.account_id
+  ),
+  -- the market's totals against the clears themselves: a retired month's days as its one closing
+  -- (whose modality and prices are not kept), every other day by modality
+  retired AS MATERIALIZED (SELECT DISTINCT k.month FROM clear_closings k),
+  market_kept AS MATERIALIZED (
+    SELECT CASE WHEN r.month IS NULL THEN m.day ELSE r.month END AS day,
+           CASE WHEN r.month IS NULL THEN m.modality END AS modality,
+           sum(m.clears) AS clears, sum(m.burn_micro_diem) AS burn, sum(m.gross_micro_usdc) AS gross,
+           sum(CASE WHEN r.month IS NULL THEN m.weighted ELSE 0 END) AS weighted
+      FROM svc_market_days() m LEFT JOIN retired r ON r.month = date_trunc('month', m.day)::date
+     GROUP BY 1, 2
+  ),
+  market_truth AS MATERIALIZED (
+    SELECT (c.created_at AT TIME ZONE 'UTC')::date AS day, c.modality, count(*) AS clears,
+           sum(c.burn_micro_diem) AS burn, sum(c.gross_micro_usdc) AS gross,
+           sum(c.burn_micro_diem * c.price_cents_per_dollar) AS weighted
+      FROM clears c WHERE c.refunded_at IS NULL GROUP BY 1, 2
+    UNION ALL
+    SELECT k.month, NULL, sum(k.clears), sum(k.burn_micro_diem), sum(k.gross_micro_usdc), 0
+      FROM clear_closings k GROUP BY k.month
   )
   SELECT 'journal_unbalanced', e.transaction_id::text
     FROM ledger_entries e GROUP BY e.transaction_id HAVING sum(e.amount_micro_usdc) <> 0
@@ -69,6 +91,11 @@ LANGUAGE sql STABLE AS $$
                  FROM svc_unfolded() x GROUP BY 1, 2) u
       ON u.offer = e.offer_id AND u.holder = e.holder
    WHERE COALESCE(e.charged_micro_diem, 0) <> COALESCE(u.burn, 0)
+  UNION ALL
+  SELECT 'market_days', COALESCE(a.day, b.day)::text || ':' || COALESCE(COALESCE(a.modality, b.modality)::text, 'retired')
+    FROM market_kept a FULL JOIN market_truth b ON b.day = a.day AND b.modality IS NOT DISTINCT FROM a.modality
+   WHERE COALESCE(a.clears, 0) <> COALESCE(b.clears, 0) OR COALESCE(a.burn, 0) <> COALESCE(b.burn, 0)
+      OR COALESCE(a.gross, 0) <> COALESCE(b.gross, 0) OR COALESCE(a.weighted, 0) <> COALESCE(b.weighted, 0)
   UNION ALL
   SELECT 'ledger_total', (SELECT COALESCE(sum(s.total), 0) FROM by_account s)::text
    WHERE (SELECT COALESCE(sum(s.total), 0) FROM by_account s) <> 0

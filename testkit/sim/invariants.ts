@@ -28,6 +28,9 @@ interface Clear {
   gross: bigint;
   fee: bigint;
   share: bigint;
+  /** the UTC day of its append (yyyy-mm-dd) and its modality: where the market's totals count it */
+  day: string;
+  modality: string;
 }
 
 /** What one refund moved, read from its journal (`refund:<clear>`). */
@@ -64,6 +67,8 @@ export interface MarketRows {
   released: Set<string>;
   /** supplier account → paid out in total */
   paidOut: Map<string, bigint>;
+  /** `${day}/${modality}` → the market's totals there (`svc_market_days`: the folds' rows and the unfolded) */
+  market: Map<string, { clears: bigint; burn: bigint; gross: bigint }>;
 }
 
 const READ = `
@@ -92,7 +97,8 @@ const READ = `
     FROM inference_requests r ORDER BY r.id;
   SELECT id, request_id AS request, buyer_account_id AS buyer, supplier_account_id AS supplier, offer_id AS offer,
          price_cents_per_dollar AS price, burn_micro_diem AS burn, gross_micro_usdc AS gross, fee_micro_usdc AS fee,
-         supplier_micro_usdc AS share, refunded_at IS NOT NULL AS refunded
+         supplier_micro_usdc AS share, refunded_at IS NOT NULL AS refunded,
+         (created_at AT TIME ZONE 'UTC')::date::text AS day, modality::text AS modality
     FROM clears ORDER BY request_id;
   SELECT id, limit_micro_usdc AS "limit", limit_reset::text AS reset, ancestor_ids::text[] AS ancestors
     FROM api_keys ORDER BY id;
@@ -103,7 +109,10 @@ const READ = `
    WHERE t.kind = 'refund' GROUP BY 1, 2;
   SELECT c.request_id AS request FROM ledger_transactions t JOIN clears c ON c.id = t.clear_id
    WHERE t.kind IN ('release', 'rehold') GROUP BY 1 HAVING count(*) % 2 = 1;
-  SELECT account_id AS id, sum(amount_micro_usdc)::bigint AS paid FROM payouts WHERE status <> 'failed' GROUP BY 1`;
+  SELECT account_id AS id, sum(amount_micro_usdc)::bigint AS paid FROM payouts WHERE status <> 'failed' GROUP BY 1;
+  SELECT day::text || '/' || COALESCE(modality::text, 'retired') AS k, clears, burn_micro_diem AS burn,
+         gross_micro_usdc AS gross
+    FROM svc_market_days()`;
 
 type Row = Record<string, unknown>;
 
@@ -128,7 +137,8 @@ export async function readMarket(sql: Sql): Promise<MarketRows> {
     refundLines,
     released,
     paid,
-  ] = sets as [Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[]];
+    market,
+  ] = sets as [Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[]];
   const refunds = new Map<string, Refund>();
   for (const c of clears as unknown as Array<Clear & { refunded: boolean }>)
     if (c.refunded) refunds.set(c.id, { buyer: 0n, supplier: 0n, platform: 0n });
@@ -153,6 +163,12 @@ export async function readMarket(sql: Sql): Promise<MarketRows> {
     refunds,
     released: new Set(released.map((r) => r.request as string)),
     paidOut: new Map(paid.map((r) => [r.id as string, r.paid as bigint])),
+    market: new Map(
+      market.map((r) => [
+        r.k as string,
+        { clears: r.clears as bigint, burn: r.burn as bigint, gross: r.gross as bigint },
+      ]),
+    ),
   };
 }
 
@@ -183,6 +199,24 @@ export function checkInvariants(w: SimWorld, t: MarketRows): string[] {
     const r = items.get(c.request);
     if (!r) bad.push(`clear of ${c.request} without its request`);
     else if (c.price > r.ceiling) bad.push(`clear of ${c.request} at ${c.price}¢ above its ceiling ${r.ceiling}¢`);
+  }
+
+  // the market's totals (GET /v1/market/stats reads them: svc_market_days) are its unrefunded clears',
+  // day by day and modality by modality, summed here from the clears themselves
+  const owed = new Map<string, { clears: bigint; burn: bigint; gross: bigint }>();
+  for (const c of t.clears) {
+    if (refunds.has(c.id)) continue;
+    const k = `${c.day}/${c.modality}`;
+    const o = owed.get(k) ?? { clears: 0n, burn: 0n, gross: 0n };
+    owed.set(k, { clears: o.clears + 1n, burn: o.burn + c.burn, gross: o.gross + c.gross });
+  }
+  for (const k of new Set([...owed.keys(), ...t.market.keys()])) {
+    const want = owed.get(k) ?? { clears: 0n, burn: 0n, gross: 0n };
+    const got = t.market.get(k) ?? { clears: 0n, burn: 0n, gross: 0n };
+    if (got.clears !== want.clears || got.burn !== want.burn || got.gross !== want.gross)
+      bad.push(
+        `the market's totals of ${k} (${got.clears} clears, burn ${got.burn}, gross ${got.gross}) ≠ its unrefunded clears' (${want.clears}, ${want.burn}, ${want.gross})`,
+      );
   }
 
   // buyers: confirmed = deposits − charges + refunds; 0 ≤ reserved = Σ its escrow slices ≤ confirmed

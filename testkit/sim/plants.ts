@@ -29,6 +29,8 @@ export const PLANTED_DEFECTS = [
   "payout-includes-held",
   /** a refund takes the whole gross from the platform and leaves the supplier its share */
   "refund-from-platform",
+  /** a refund leaves its clear in the market's totals (the public statistics keep counting it) */
+  "refund-keeps-market",
   /** the sweeper gives escrow back but leaves the dead holder's key budget holds */
   "sweep-keeps-holds",
   /** the append (`svc_end_items`) charges a buyer's slice without counting the charge on it */
@@ -137,7 +139,10 @@ export async function plantSql(sql: Sql, defects: readonly PlantedDefect[]): Pro
 export function plantWrappers(defects: readonly PlantedDefect[]): MarketWrappers {
   const has = (d: PlantedDefect) => defects.includes(d);
   return {
-    db: has("refund-from-platform") || has("payout-includes-held") ? (db) => plantedDb(db, defects) : undefined,
+    db:
+      has("refund-from-platform") || has("refund-keeps-market") || has("payout-includes-held")
+        ? (db) => plantedDb(db, defects)
+        : undefined,
     stores: has("lost-ack-unread") ? lostAckUnread : undefined,
   };
 }
@@ -164,11 +169,13 @@ function override<T extends object>(target: T, members: Record<string, unknown>)
  * The Prisma client as the refund and the payout run see it with their defects planted:
  * - `refund-from-platform`: the claimed clear reads as if its whole gross were the platform's fee
  *   and the supplier's share nothing, so `refundClear` posts and moves exactly that;
+ * - `refund-keeps-market`: `refundClear`'s statement on the market's day row does nothing;
  * - `payout-includes-held`: the payout run sees each supplier's held balance as payable, and its
  *   guarded debit loses its guard, so the held share is paid out.
  */
 function plantedDb(db: Db, defects: readonly PlantedDefect[]): Db {
   const refund = defects.includes("refund-from-platform");
+  const keepsMarket = defects.includes("refund-keeps-market");
   const payout = defects.includes("payout-includes-held");
   const client = <T extends object>(c: T): T => {
     const members: Record<string, unknown> = {};
@@ -179,6 +186,11 @@ function plantedDb(db: Db, defects: readonly PlantedDefect[]): Db {
         if (!strings.join("?").includes("UPDATE clears SET refunded_at")) return rows;
         return rows.map((r) => ({ ...r, fee: r.gross, share: 0n }));
       };
+    }
+    if (keepsMarket) {
+      const execute = Reflect.get(c, "$executeRaw") as Fn;
+      members.$executeRaw = async (strings: TemplateStringsArray, ...values: unknown[]) =>
+        strings.join("?").includes("INSERT INTO market_days") ? 0 : execute.call(c, strings, ...values);
     }
     if (payout) {
       const account = Reflect.get(c, "account") as Record<string, Fn>;

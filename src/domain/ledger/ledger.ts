@@ -1,6 +1,7 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { foldVideoClearOf } from "./live-figures.js";
+import { type MarketDayClear, takeOutOfMarketDay } from "./market-days.js";
 
 /**
  * Double-entry postings (docs/decisions.md "Books"). Each function writes one balanced journal and
@@ -328,24 +329,17 @@ export async function moveHeldShare(
  */
 export async function refundClear(tx: Tx, input: { clearId: string; at: Date }): Promise<Refunded | null> {
   const claimed = await tx.$queryRaw<
-    {
-      buyer: string;
-      supplier: string;
-      gross: bigint;
-      fee: bigint;
-      share: bigint;
-      held: boolean;
-      burn: bigint;
-      offer: string;
-    }[]
+    (MarketDayClear & { buyer: string; supplier: string; fee: bigint; share: bigint; held: boolean; offer: string })[]
   >`
     UPDATE clears SET refunded_at = ${input.at}
      WHERE id = ${input.clearId}::uuid AND refunded_at IS NULL
     RETURNING buyer_account_id AS buyer, supplier_account_id AS supplier, gross_micro_usdc AS gross,
               fee_micro_usdc AS fee, supplier_micro_usdc AS share, supplier_held AS held,
-              burn_micro_diem AS burn, offer_id AS offer`;
+              burn_micro_diem AS burn, offer_id AS offer, created_at AS at, modality::text AS modality,
+              price_cents_per_dollar AS price`;
   const c = claimed[0];
   if (!c) return null;
+  await takeOutOfMarketDay(tx, c);
   const gross = BigInt(c.gross);
   const fee = BigInt(c.fee);
   const share = BigInt(c.share);

@@ -124,7 +124,8 @@ export class MarketService {
 
   /**
    * GET /v1/market/stats (and GraphQL's): corridor depth, buyer savings, today's clears (aggregates
-   * only). Public, and a scan of every clear kept: callers at once share one computation.
+   * only). Public: it reads the market's day rows and the unfolded clears (svc_market_days), never
+   * the whole table of clears; callers at once share one computation.
    */
   stats(): Promise<MarketStats> {
     return this.statsCalls.run("stats", () => this.computeStats());
@@ -133,29 +134,30 @@ export class MarketService {
   private async computeStats(): Promise<MarketStats> {
     const now = this.clock.now();
     const day = utcDay(now);
-    const dayStart = new Date(`${day}T00:00:00.000Z`);
     const db = await this.read();
-    const [corridor, savingsRows, todayRows] = await Promise.all([
+    const [corridor, days] = await Promise.all([
       this.getLadder(MAX_CEILING_CENTS),
-      // every clear: those kept, and what the clears of retained months summed (clear_closings)
-      db.$queryRaw<{ clears: bigint; face: bigint; paid: bigint }[]>`
-        SELECT COALESCE(SUM(x.clears), 0)::bigint AS clears, COALESCE(SUM(x.face), 0)::bigint AS face,
-               COALESCE(SUM(x.paid), 0)::bigint AS paid
-          FROM (SELECT COUNT(*) AS clears, SUM(burn_micro_diem) AS face, SUM(gross_micro_usdc) AS paid
-                  FROM clears WHERE refunded_at IS NULL
-                UNION ALL
-                SELECT SUM(clears), SUM(burn_micro_diem), SUM(gross_micro_usdc) FROM clear_closings) x`,
-      db.$queryRaw<{ modality: string; clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]>`
-        SELECT modality::text AS modality, COUNT(*)::bigint AS clears,
-               COALESCE(SUM(burn_micro_diem), 0)::bigint AS burn,
-               COALESCE(SUM(gross_micro_usdc), 0)::bigint AS gross,
-               COALESCE(SUM(burn_micro_diem * price_cents_per_dollar), 0)::bigint AS weighted
-          FROM clears WHERE refunded_at IS NULL AND created_at >= ${dayStart}
-         GROUP BY modality`,
+      // the market's clears by day and modality, refunds out: the folds' rows and the unfolded
+      // clears (svc_market_days), summed into every day's and today's (or later: a writer's clock)
+      db.$queryRaw<
+        { today: boolean; modality: string | null; clears: bigint; burn: bigint; gross: bigint; weighted: bigint }[]
+      >`
+        SELECT (m.day >= ${day}::date) AS today, m.modality::text AS modality,
+               sum(m.clears)::bigint AS clears, sum(m.burn_micro_diem)::bigint AS burn,
+               sum(m.gross_micro_usdc)::bigint AS gross, sum(m.weighted)::bigint AS weighted
+          FROM svc_market_days() m
+         GROUP BY 1, 2`,
     ]);
-    const s = savingsRows[0];
-    const sum = (k: "clears" | "burn" | "gross" | "weighted") => todayRows.reduce((a, r) => a + BigInt(r[k]), 0n);
-    const t = { clears: sum("clears"), burn: sum("burn"), gross: sum("gross"), weighted: sum("weighted") };
+    const todayRows = days.filter((r) => r.today);
+    const total = (rows: typeof days, k: "clears" | "burn" | "gross" | "weighted") =>
+      rows.reduce((a, r) => a + BigInt(r[k]), 0n);
+    const s = { clears: total(days, "clears"), face: total(days, "burn"), paid: total(days, "gross") };
+    const t = {
+      clears: total(todayRows, "clears"),
+      burn: total(todayRows, "burn"),
+      gross: total(todayRows, "gross"),
+      weighted: total(todayRows, "weighted"),
+    };
     const ofModality = (m: "text" | "image" | "video"): ModalityDay => {
       const r = todayRows.find((x) => x.modality === m);
       return {
@@ -164,14 +166,14 @@ export class MarketService {
         grossMicroUsdc: BigInt(r?.gross ?? 0n),
       };
     };
-    const face = BigInt(s?.face ?? 0n);
-    const paid = BigInt(s?.paid ?? 0n);
+    const face = s.face;
+    const paid = s.paid;
     const burn = t.burn;
     return {
       generatedAt: now,
       corridor: { ...corridor, minCents: MIN_CEILING_CENTS, maxCents: MAX_CEILING_CENTS },
       savings: {
-        clears: Number(s?.clears ?? 0n),
+        clears: Number(s.clears),
         faceMicroUsdc: face,
         paidMicroUsdc: paid,
         savedMicroUsdc: face - paid,

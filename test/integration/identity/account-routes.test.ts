@@ -6,6 +6,7 @@ import { expectError } from "../../../testkit/errors.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { maxPriceOf } from "../../../testkit/identity.js";
+import { MARKET_DAYS_ADD_IDS } from "../../../testkit/market-days.js";
 
 /** SPEC "Account (session)": /v1/me, /v1/account, max price, inference history, savings. */
 
@@ -348,7 +349,7 @@ describe("savings", () => {
       c: { burn: bigint; price: number; ceiling: number; gross: bigint; fee: bigint; refunded?: boolean },
     ) => {
       const req = await createInferenceRequest(app.rt.db, buyerAccountId, { status: "succeeded" });
-      await app.rt.db.clear.create({
+      const made = await app.rt.db.clear.create({
         data: {
           requestId: req.id,
           buyerAccountId,
@@ -366,6 +367,7 @@ describe("savings", () => {
           refundedAt: c.refunded ? new Date() : null,
         },
       });
+      await app.rt.db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [made.id]);
     };
     // clear 1: burn 1.234567 at 45¢, ceiling 80: gross floor(1234567×45/100) = 555555
     await clear(user.accountId, { burn: 1_234_567n, price: 45, ceiling: 80, gross: 555_555n, fee: 55_555n });

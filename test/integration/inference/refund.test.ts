@@ -88,4 +88,28 @@ describe("refundClear", () => {
     });
     await assertBooksBalance(db);
   });
+
+  test("the market's totals lose a refunded clear once, whether the fold applied it or not", async () => {
+    const app = world.app;
+    const db = app.rt.db;
+    const folded = await oneClear(app);
+    await db.$queryRaw`SELECT * FROM svc_fold_all()`;
+    const unfolded = await oneClear(app);
+    const before = await app.rt.services.market.stats();
+    const refunds = await Promise.all(
+      [folded, unfolded, folded, unfolded].map(({ clear }) =>
+        db.$transaction((tx) => refundClear(tx, { clearId: clear.id, at: new Date() })),
+      ),
+    );
+    expect(refunds.filter((r) => r !== null)).toHaveLength(2);
+    const after = await app.rt.services.market.stats();
+    expect(before.savings.clears - after.savings.clears).toBe(2);
+    expect(before.savings.paidMicroUsdc - after.savings.paidMicroUsdc).toBe(16_000n);
+    expect(before.savings.faceMicroUsdc - after.savings.faceMicroUsdc).toBe(40_000n);
+    expect(before.today.byModality.image.clears - after.today.byModality.image.clears).toBe(2);
+    // the unfolded one's fold adds it to its holder's row, where the refund already took it out
+    await db.$queryRaw`SELECT * FROM svc_fold_all()`;
+    expect(await app.rt.services.market.stats()).toMatchObject({ savings: after.savings, today: after.today });
+    await assertBooksBalance(db);
+  });
 });

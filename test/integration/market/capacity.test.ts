@@ -5,6 +5,7 @@ import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import type { TestApp } from "../../../testkit/harness.js";
+import { MARKET_DAYS_ADD_IDS } from "../../../testkit/market-days.js";
 
 /** two app instances on one database and Redis prefix */
 test.override("appOptions", { peer: true });
@@ -187,7 +188,7 @@ describe("pool summary and market stats", () => {
       const req = await createInferenceRequest(db, buyer.id);
       const gross = (burn * BigInt(price)) / 100n;
       const fee = gross / 10n;
-      await db.clear.create({
+      const made = await db.clear.create({
         data: {
           requestId: req.id,
           buyerAccountId: buyer.id,
@@ -204,6 +205,7 @@ describe("pool summary and market stats", () => {
           supplierMicroUsdc: gross - fee,
         },
       });
+      await db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [made.id]);
     };
     await clear(1_000_000n, 40);
     await clear(3_000_000n, 60);

@@ -57,7 +57,7 @@ async function callersAtOnce(app: TestApp, table: string, marker: string, paths:
 describe("public aggregates: callers at once share one computation", () => {
   test("GET /v1/market/stats: 20 callers, one scan, one answer", async ({ app }) => {
     const paths = Array.from({ length: 20 }, () => "/v1/market/stats");
-    const { blocked, res, ran } = await callersAtOnce(app, "clear_closings", "FROM clear_closings", paths);
+    const { blocked, res, ran } = await callersAtOnce(app, "market_days", "FROM svc_market_days()", paths);
     expect(blocked).toBe(1);
     expect(ran).toBe(1);
     expect(res.map((r) => r.status)).toEqual(paths.map(() => 200));
@@ -66,7 +66,7 @@ describe("public aggregates: callers at once share one computation", () => {
     queries = [];
     const again = await call(app, { method: "GET", path: "/v1/market/stats" });
     expect(again.status).toBe(200);
-    expect(queries.filter((q) => q.includes("FROM clear_closings"))).toHaveLength(1);
+    expect(queries.filter((q) => q.includes("FROM svc_market_days()"))).toHaveLength(1);
   });
 
   test("GET /v1/models/stats: callers of one window share; each window computes its own", async ({ app }) => {

@@ -3,6 +3,7 @@ import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createInferenceRequest } from "../../../testkit/fixtures.js";
 import { addSupply } from "../../../testkit/market.js";
+import { MARKET_DAYS_ADD_IDS } from "../../../testkit/market-days.js";
 
 /**
  * SPEC 13: supplier identity is never exposed in public data. Crawl every public route (REST and
@@ -30,7 +31,7 @@ test("no public route reveals a supplier", async () => {
     const buyer = buyers[i % buyers.length];
     if (!buyer) continue;
     const req = await createInferenceRequest(db, buyer.id, { model: "zai-org-glm-5-1" });
-    await db.clear.create({
+    const made = await db.clear.create({
       data: {
         requestId: req.id,
         buyerAccountId: buyer.id,
@@ -47,6 +48,7 @@ test("no public route reveals a supplier", async () => {
         supplierMicroUsdc: 315n,
       },
     });
+    await db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [made.id]);
   }
 
   const forbidden = [

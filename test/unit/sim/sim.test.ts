@@ -75,6 +75,7 @@ describe("the seeded money simulation", { timeout: 900_000 }, () => {
     ["video-share-payable", /held 0 ≠ its unfinished video shares|payable .* ≠ final shares/],
     ["payout-includes-held", /was paid out \d+ > its final shares|payable .* ≠ final shares/],
     ["refund-from-platform", /the platform gave back \d+ > its fee/],
+    ["refund-keeps-market", /the market's totals of .* ≠ its unrefunded clears'/],
     ["sweep-keeps-holds", /a budget hold of .* outlives its holder/],
     ["charge-uncounted", /confirmed \d+ ≠ deposits − charges \+ refunds|reserved \d+ ≠ its slices/],
     ["lost-ack-unread", /answered settle_failed \("nothing was charged"\) but was charged \d+/],
