@@ -145,7 +145,8 @@ async function measure(c: pg.Client, url: string) {
 
   // references: v7 ones of the newer half of the months, v4 ones of the older half, sampled over all
   const refs = await c.query<{ ref: string; account: string; v7: boolean }>(
-    `SELECT support_reference::text AS ref, account_id::text AS account, substr(support_reference::text, 15, 1) = '7' AS v7
+    `SELECT COALESCE(support_reference, id)::text AS ref, account_id::text AS account,
+            substr(COALESCE(support_reference, id)::text, 15, 1) = '7' AS v7
        FROM inference_requests TABLESAMPLE BERNOULLI (1) ORDER BY random() LIMIT $1`,
     [opts.runs * 2],
   );
