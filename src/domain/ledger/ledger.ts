@@ -1,6 +1,6 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import { DomainError } from "../../lib/errors.js";
-import { foldVideoClearOf } from "./live-figures.js";
+import { foldClearOf, foldVideoClearOf } from "./live-figures.js";
 import { type MarketDayClear, takeOutOfMarketDay } from "./market-days.js";
 
 /**
@@ -323,11 +323,14 @@ export async function moveHeldShare(
  * refund. The share comes off the held balance while it is on hold (a video job not final: it was
  * never payable), else off the payable balance, which may go negative: a share already paid out is
  * recovered from the supplier's later earnings (carried forward; the payout run pays only a balance
- * at or above its minimum). Lock order as everywhere: the buyer's account, then the supplier's. The
- * offer's DIEM is the caller's concern (it comes back only when the upstream refunded it).
+ * at or above its minimum). Folds the clear first (`foldClearOf`: an unfolded clear is not yet in the
+ * balances it moves; a caller that locks accounts before calling folds first, as the video refund
+ * does). Lock order as everywhere: the buyer's account, then the supplier's. The offer's DIEM is the
+ * caller's concern (it comes back only when the upstream refunded it).
  * @throws internal_error if a held share is not covered by the held balance (books would break)
  */
 export async function refundClear(tx: Tx, input: { clearId: string; at: Date }): Promise<Refunded | null> {
+  await foldClearOf(tx, input.clearId);
   const claimed = await tx.$queryRaw<
     (MarketDayClear & { buyer: string; supplier: string; fee: bigint; share: bigint; held: boolean; offer: string })[]
   >`

@@ -1,5 +1,5 @@
 import type { Db } from "../../adapters/db.js";
-import type { Prisma } from "../../generated/prisma/client.js";
+import { Prisma } from "../../generated/prisma/client.js";
 
 /** An account's live balance columns, and its holders' slices of its balance. */
 export interface LiveBalanceColumns {
@@ -50,17 +50,26 @@ export async function liveBalanceColumns(
 }
 
 /**
- * Folds the holder of video request `requestId`'s clear (`svc_fold_holder`) when the clear is still
- * unfolded (docs/decisions.md "One append per clear"), so the balances hold it before a path moves
- * them from the clear (a video refund, a held share's release). Call it before the transaction
- * locks any account: the fold's lock order is the holder, then buyers, offers, keys, suppliers. Only a
- * video clear is found by its request (the index on `clears.request_id` is partial on video).
+ * Folds the holder of a clear (`svc_fold_holder`) when the clear is still unfolded (docs/decisions.md
+ * "One append per clear"), so the balances hold it before a path moves them from the clear (a
+ * refund, a held share's release): by the video request's id (`foldVideoClearOf`: only a video clear
+ * is found by its request, the index on `clears.request_id` is partial on video) or by the clear's
+ * id (`foldClearOf`). Call it before the transaction locks any account: the fold's lock order is the
+ * holder, then buyers, offers, keys, suppliers. A folded clear folds nothing and locks nothing.
  */
-export async function foldVideoClearOf(tx: Prisma.TransactionClient, requestId: string): Promise<void> {
+async function foldHolderOf(tx: Prisma.TransactionClient, clear: Prisma.Sql): Promise<void> {
   await tx.$queryRaw`
     SELECT (SELECT count(*) FROM svc_fold_holder(c.holder))::int AS sold_out
       FROM clears c JOIN escrow_holders h ON h.id = c.holder AND c.seq > h.folded_seq
-     WHERE c.request_id = ${requestId}::uuid AND c.modality = 'video'`;
+     WHERE ${clear}`;
+}
+
+export function foldVideoClearOf(tx: Prisma.TransactionClient, requestId: string): Promise<void> {
+  return foldHolderOf(tx, Prisma.sql`c.request_id = ${requestId}::uuid AND c.modality = 'video'`);
+}
+
+export function foldClearOf(tx: Prisma.TransactionClient, clearId: string): Promise<void> {
+  return foldHolderOf(tx, Prisma.sql`c.id = ${clearId}::uuid`);
 }
 
 /** What the appended clears not yet folded burned, per offer and per supplier key (micro-DIEM). */
