@@ -4,7 +4,8 @@
 // SELECT generate_series, loaded month by month and attached); then a history page and a
 // support-reference lookup through AccountService as the routes call it, timed over many runs (p50,
 // p99) with their EXPLAIN (ANALYZE, BUFFERS); the market statistics (MarketService.stats, beside the
-// scan of every clear they replaced); the books check (svc_books_check); and the migration
+// scan of every clear they replaced) and the model statistics' read (beside the scan of the window's
+// clears it replaced); the books check (svc_books_check); and the migration
 // carrying existing rows (a database at the migration before it, --migration-rows of requests and as
 // many clears). One JSON line per figure.
 //   npm run scale:rows
@@ -17,6 +18,8 @@ import { createEventBus } from "../src/adapters/pubsub.js";
 import { closeRedis, createRedis } from "../src/adapters/redis/client.js";
 import { createSql, sqlRunner } from "../src/adapters/sql.js";
 import { AccountService } from "../src/domain/accounts/account-service.js";
+import { STATS_MIN_BUYERS, STATS_WINDOW_MS } from "../src/domain/catalog/catalog-stats.js";
+import { moreBuyers, readModelWindow } from "../src/domain/catalog/model-window.js";
 import { MarketService } from "../src/domain/market/market-service.js";
 import { systemClock } from "../src/lib/clock.js";
 import { databaseBefore, dbUrl, withAdmin } from "../testkit/db.js";
@@ -230,6 +233,40 @@ async function measure(c: pg.Client, url: string) {
   emit({ figure: "scale.marketStats", dayRows: Number(dayRows.rows[0]?.n), ...percentiles(viaRows) });
   emit({ figure: "scale.marketStats.scanOfClears", ...percentiles(viaScan) });
   await pool.end();
+
+  // the model statistics' read (GET /v1/models/stats: the window's hour rows and its two partial hours,
+  // docs/decisions.md "Model statistics at the fold"), alternated with the scan of the window's clears it
+  // replaced (their burns by model and day, and the count, must agree)
+  for (const window of ["24h", "30d"] as const) {
+    const viaHours: number[] = [];
+    const viaWindowScan: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const now = new Date();
+      const from = new Date(now.getTime() - STATS_WINDOW_MS[window]);
+      let t0 = performance.now();
+      const read = await readModelWindow(db, from, now);
+      const buyers = await moreBuyers(db, from, now, read.buyers, STATS_MIN_BUYERS);
+      viaHours.push(performance.now() - t0);
+      t0 = performance.now();
+      const scan = await c.query<{ model: string; day: string; clears: string; burn: string; buyers: string }>(
+        `SELECT c.model, to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::text AS clears,
+                sum(c.burn_micro_diem)::text AS burn, count(DISTINCT c.buyer_account_id)::text AS buyers
+           FROM clears c LEFT JOIN catalog_models m ON m.id = c.model
+          WHERE c.created_at > $1 AND c.created_at <= $2 AND c.refunded_at IS NULL AND m.disabled IS NOT TRUE
+          GROUP BY 1, 2`,
+        [from, now],
+      );
+      viaWindowScan.push(performance.now() - t0);
+      const key = (m: string, d: string, n: string, b: string) => `${m}/${d}/${n}/${b}`;
+      const got = read.days.map((d) => key(d.model, d.day, String(d.clears), String(d.burn))).sort();
+      const want = scan.rows.map((r) => key(r.model, r.day, r.clears, r.burn)).sort();
+      if (JSON.stringify(got) !== JSON.stringify(want) || (scan.rows.length > 0 && buyers.length < STATS_MIN_BUYERS))
+        throw new Error(`model statistics of ${window} differ from the scan of its clears`);
+    }
+    const hourRows = await c.query<{ n: string }>("SELECT count(*)::text AS n FROM model_hours");
+    emit({ figure: `scale.modelStats.${window}`, hourRows: Number(hourRows.rows[0]?.n), ...percentiles(viaHours) });
+    emit({ figure: `scale.modelStats.${window}.scanOfClears`, ...percentiles(viaWindowScan) });
+  }
 
   // the books check on all of it
   const t = performance.now();

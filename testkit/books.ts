@@ -110,14 +110,23 @@ export async function assertBooksBalance(db: Db): Promise<void> {
                                                 WHERE e.offer_id = u.offer_id AND e.holder = u.holder), 0)`;
   deepStrictEqual(uncovered, [], "every holder's slices cover its unfolded charges and burns");
 
-  // each slice counts exactly its holder's unfolded clears on it (the live figures read the counts)
-  const miscounted = await db.$queryRaw<{ rule: string; subject: string }[]>`
-    SELECT rule, subject FROM svc_books_check() WHERE rule = 'slice_count'`;
-  deepStrictEqual(miscounted, [], "every slice's count of unfolded charges is its holder's unfolded clears' sum");
-
-  // the market's totals (folded day rows, refunds out, plus the unfolded clears) are the clears'
-  // own, day by day and modality by modality (docs/decisions.md "Market totals at the fold")
-  const offMarket = await db.$queryRaw<{ rule: string; subject: string }[]>`
-    SELECT rule, subject FROM svc_books_check() WHERE rule = 'market_days'`;
-  deepStrictEqual(offMarket, [], "the market's day totals equal its unrefunded clears'");
+  // the stored check's rules the lines above do not cover, in one call (each call reads every row):
+  // each slice counts exactly its holder's unfolded clears on it (the live figures read the counts);
+  // the market's totals (folded day rows, refunds out, plus the unfolded clears) are the clears' own,
+  // day by day and modality by modality (docs/decisions.md "Market totals at the fold"), and so are its
+  // hours per model, whose named buyers cleared there ("Model statistics at the fold")
+  const checked = await db.$queryRaw<{ rule: string; subject: string }[]>`
+    SELECT rule, subject FROM svc_books_check() WHERE rule IN ('slice_count', 'market_days', 'model_hours')`;
+  const broken = (rule: string) => checked.filter((r) => r.rule === rule);
+  deepStrictEqual(
+    broken("slice_count"),
+    [],
+    "every slice's count of unfolded charges is its holder's unfolded clears' sum",
+  );
+  deepStrictEqual(broken("market_days"), [], "the market's day totals equal its unrefunded clears'");
+  deepStrictEqual(
+    broken("model_hours"),
+    [],
+    "the market's hours per model equal its unrefunded clears', and name buyers who cleared",
+  );
 }

@@ -3,7 +3,7 @@ import type { Db } from "../src/adapters/db.js";
 import type { Modality } from "../src/generated/prisma/client.js";
 import { computeCharge } from "../src/lib/money.js";
 import { createAccount, createOffer, createUpstreamKey } from "./fixtures.js";
-import { MARKET_DAYS_ADD_IDS } from "./market-days.js";
+import { MARKET_ADD_IDS } from "./market-totals.js";
 
 /** A row of the public catalog (`/v1/models`) as the tests read it. */
 export interface PublicRow {
@@ -65,7 +65,7 @@ export async function createSupply(db: Db): Promise<Supply> {
 
 /**
  * A succeeded inference request and its clear, inserted directly (the router is not under test):
- * `burnMicroDiem` on `model` by `buyerAccountId` at `at`, optionally refunded.
+ * `burnMicroDiem` on `model` by `buyerAccountId` at `at`, optionally refunded. Returns the clear's id.
  */
 export async function insertClear(
   db: Db,
@@ -78,7 +78,7 @@ export async function insertClear(
     at: Date;
     refunded?: boolean;
   },
-): Promise<void> {
+): Promise<string> {
   const requestId = randomUUID();
   const modality = args.modality ?? "text";
   const charge = computeCharge(args.burnMicroDiem, 50, 1000);
@@ -119,7 +119,8 @@ export async function insertClear(
       createdAt: args.at,
     },
   });
-  await db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [clear.id]);
+  await db.$executeRawUnsafe(MARKET_ADD_IDS, [clear.id]);
+  return clear.id;
 }
 
 export async function createBuyers(db: Db, n: number): Promise<string[]> {

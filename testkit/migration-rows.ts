@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type pg from "pg";
 
 /** The rows a clear stands on, by id: its buyer, its supplier, the supplier's upstream key and offer. */
@@ -58,6 +59,94 @@ export async function insertMarketParties(
       offer.remaining ?? quantity,
       offer.reserved ?? 0,
       offer.expiresAt ?? null,
+    ],
+  );
+}
+
+/**
+ * A live escrow holder that has folded its clears up to `foldedSeq` (through `foldedThrough`), with the
+ * buyer's and the offer's slices holding, and counting, what its unfolded clears charged them.
+ */
+export async function insertFoldingHolder(
+  c: pg.Client,
+  h: {
+    holder: string;
+    foldedSeq: number;
+    foldedThrough: string;
+    buyer: string;
+    offer: string;
+    gross: number;
+    burn: number;
+  },
+): Promise<void> {
+  await c.query(
+    `INSERT INTO escrow_holders (id, expires_at, folded_seq, folded_through)
+     VALUES ($1, now() + interval '1 minute', $2, $3)`,
+    [h.holder, h.foldedSeq, h.foldedThrough],
+  );
+  await c.query(
+    `INSERT INTO buyer_escrows (account_id, holder, amount_micro_usdc, charged_micro_usdc) VALUES ($1, $2, $3, $3)`,
+    [h.buyer, h.holder, h.gross],
+  );
+  await c.query(
+    `INSERT INTO offer_escrows (offer_id, holder, amount_micro_diem, charged_micro_diem) VALUES ($1, $2, $3, $3)`,
+    [h.offer, h.holder, h.burn],
+  );
+}
+
+/**
+ * A request and its clear, raw (a migration test's schema): `burn` at `price` cents, split 10 % to the
+ * platform, appended at `at` by `holder` as its `seq` (none: written as folded), refunded at `at` if told.
+ */
+export async function insertClearRow(
+  c: pg.Client,
+  p: MarketParties,
+  x: {
+    id: string;
+    buyer?: string;
+    holder: string | null;
+    seq: number | null;
+    burn: number;
+    price: number;
+    refunded: boolean;
+    at: string;
+    model?: string;
+    modality: string;
+  },
+): Promise<void> {
+  const request = randomUUID();
+  const buyer = x.buyer ?? p.buyer;
+  const model = x.model ?? "zai-org-glm-5-1";
+  await c.query(
+    `INSERT INTO inference_requests (id, account_id, route, modality, model, max_price_cents, started_at)
+     VALUES ($1, $2, 'chat', $3, $4, 80, $5)`,
+    [request, buyer, x.modality, model, x.at],
+  );
+  const gross = (x.burn * x.price) / 100;
+  await c.query(
+    `INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model,
+                         modality, price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc,
+                         fee_micro_usdc, supplier_micro_usdc, created_at, holder, seq, refunded_at, spend_day)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 80, $10, $11, $12, $13, $14, $15, $16,
+             CASE WHEN $17 THEN $14::timestamptz END, ($14::timestamptz AT TIME ZONE 'UTC')::date)`,
+    [
+      x.id,
+      request,
+      buyer,
+      p.supplier,
+      p.offer,
+      p.key,
+      model,
+      x.modality,
+      x.price,
+      x.burn,
+      gross,
+      gross / 10,
+      gross - gross / 10,
+      x.at,
+      x.holder,
+      x.seq,
+      x.refunded,
     ],
   );
 }

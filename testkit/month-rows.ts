@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type pg from "pg";
 import { uuidV7 } from "../src/lib/uuid7.js";
-import { MARKET_DAYS_ADD_IDS } from "./market-days.js";
+import { MARKET_ADD_IDS } from "./market-totals.js";
 
 /**
  * Requests and clears at chosen instants (months ago, across a month's boundary), written as the
@@ -150,7 +150,7 @@ export async function chargedRequest(
       ended,
     ],
   );
-  await c.query(MARKET_DAYS_ADD_IDS, [[clearId]]);
+  await c.query(MARKET_ADD_IDS, [[clearId]]);
   if (!opts.paymentId) {
     await c.query("UPDATE accounts SET confirmed_micro_usdc = confirmed_micro_usdc - $2 WHERE id = $1", [
       opts.accountId,

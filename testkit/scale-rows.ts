@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { marketDaysAddSql } from "./market-days.js";
+import { marketAddSql } from "./market-totals.js";
 
 /**
  * Generated traffic for the partitioning proofs (`npm run scale:rows`, 10 million requests, and the
@@ -188,8 +188,6 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
          JOIN offers o ON o.id = (r.attempts->0->>'offerId')::uuid
         WHERE r.status = 'succeeded'`,
     );
-    // as the folds would have counted them (the rows are written as folded: no holder)
-    await c.query(marketDaysAddSql(`clears${suffix}`));
     if (opts.loneAttemptAsClear) {
       // rewritten whole, so its pages are as full as appends of rows this size leave them
       await c.query(`UPDATE inference_requests${suffix} SET attempts = '[]' WHERE status = 'succeeded'`);
@@ -199,6 +197,10 @@ export async function generateScaleRows(c: pg.Client, opts: ScaleRowsOptions): P
       await c.query(
         `ALTER TABLE ${t} ATTACH PARTITION ${t + suffix} FOR VALUES FROM ('${start.toISOString()}') TO ('${next.toISOString()}')`,
       );
+    }
+    // as the folds would have counted them (the rows are written as folded: no holder), a day at a time
+    for (let d = start.getTime(); d < until.getTime(); d += 86_400_000) {
+      await c.query(marketAddSql("c.created_at >= $1 AND c.created_at < $2"), [new Date(d), new Date(d + 86_400_000)]);
     }
     made += n;
   }

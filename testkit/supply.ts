@@ -5,7 +5,7 @@ import { postJournal } from "../src/domain/ledger/ledger.js";
 import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { call, type Res, type SignedInUser } from "./actors.js";
 import type { TestApp } from "./harness.js";
-import { MARKET_DAYS_ADD_IDS } from "./market-days.js";
+import { MARKET_ADD_IDS } from "./market-totals.js";
 
 /** The supply side as tests drive it: upstream keys, offers, earnings, and the day's clock. */
 
@@ -203,7 +203,7 @@ export async function creditClear(
         ...(input.createdAt ? { createdAt: input.createdAt } : {}),
       },
     });
-    await tx.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [clear.id]);
+    await tx.$executeRawUnsafe(MARKET_ADD_IDS, [clear.id]);
     await tx.account.update({
       where: { id: input.buyerAccountId },
       data: { confirmedMicroUsdc: { decrement: input.grossMicroUsdc } },

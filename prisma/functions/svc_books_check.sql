@@ -11,6 +11,9 @@
 --                        holder's unfolded clears on it (subject: buyer|offer:<id>:<holder>)
 --   market_days          the market's totals of a day and modality (svc_market_days) differ from its
 --                        unrefunded clears' (subject: <day>:<modality>, or <month>:retired)
+--   model_hours          the market's totals of an hour and model (svc_model_hours) differ from its
+--                        unrefunded clears', or a buyer they name has none there
+--                        (subject: <yyyy-mm-ddThh>:<model>[:<buyer>])
 --   ledger_total         the whole ledger does not sum to zero
 -- Reads one snapshot (a single statement): balances and lines are written in one transaction, so a
 -- check during traffic sees both or neither of a write.
@@ -51,6 +54,12 @@ LANGUAGE sql STABLE AS $$
            sum(CASE WHEN r.month IS NULL THEN m.weighted ELSE 0 END) AS weighted
       FROM svc_market_days() m LEFT JOIN retired r ON r.month = date_trunc('month', m.day)::date
      GROUP BY 1, 2
+  ),
+  model_kept AS MATERIALIZED (SELECT * FROM svc_model_hours('-infinity', 'infinity')),
+  model_truth AS MATERIALIZED (
+    SELECT date_trunc('hour', c.created_at, 'UTC') AS hour, c.model, c.modality, count(*) AS clears,
+           sum(c.burn_micro_diem) AS burn
+      FROM clears c WHERE c.refunded_at IS NULL GROUP BY 1, 2, 3
   ),
   market_truth AS MATERIALIZED (
     SELECT (c.created_at AT TIME ZONE 'UTC')::date AS day, c.modality, count(*) AS clears,
@@ -96,6 +105,16 @@ LANGUAGE sql STABLE AS $$
     FROM market_kept a FULL JOIN market_truth b ON b.day = a.day AND b.modality IS NOT DISTINCT FROM a.modality
    WHERE COALESCE(a.clears, 0) <> COALESCE(b.clears, 0) OR COALESCE(a.burn, 0) <> COALESCE(b.burn, 0)
       OR COALESCE(a.gross, 0) <> COALESCE(b.gross, 0) OR COALESCE(a.weighted, 0) <> COALESCE(b.weighted, 0)
+  UNION ALL
+  SELECT 'model_hours', to_char(COALESCE(a.hour, b.hour) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') || ':' || COALESCE(a.model, b.model)
+    FROM model_kept a FULL JOIN model_truth b ON b.hour = a.hour AND b.model = a.model AND b.modality = a.modality
+   WHERE COALESCE(a.clears, 0) <> COALESCE(b.clears, 0) OR COALESCE(a.burn_micro_diem, 0) <> COALESCE(b.burn, 0)
+  UNION ALL
+  SELECT 'model_hours', to_char(a.hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') || ':' || a.model || ':' || x.b::text
+    FROM model_kept a CROSS JOIN LATERAL unnest(a.buyers) x(b)
+   WHERE NOT EXISTS (SELECT 1 FROM clears c
+                      WHERE c.buyer_account_id = x.b AND c.model = a.model AND c.refunded_at IS NULL
+                        AND c.created_at >= a.hour AND c.created_at < a.hour + interval '1 hour')
   UNION ALL
   SELECT 'ledger_total', (SELECT COALESCE(sum(s.total), 0) FROM by_account s)::text
    WHERE (SELECT COALESCE(sum(s.total), 0) FROM by_account s) <> 0

@@ -9,7 +9,8 @@
 --   the supplier key's last known balance down by the burn (not below 0);
 --   the supplier's payable up by the share (held, for a video job's);
 --   the API key's spend of the request's start day up by the gross;
---   the market's totals of the clear's day and modality (market_days, the holder's row) up by it.
+--   the market's totals of the clear's day and modality, and of its hour and model (svc_market_add:
+--     market_days and model_hours, the holder's rows) up by it.
 -- A slice's count is its holder's unfolded clears' sum (the append adds each, under the slice's
 -- CHECK charged <= amount), so a short count, slice or balance is a broken invariant and raises. Returns the live offers it
 -- sold out: the caller marks them depleted with their webhook (OfferService.markDepletedIfEmpty; the
@@ -111,17 +112,8 @@ BEGIN
   ON CONFLICT (api_key_id, day)
   DO UPDATE SET spent_micro_usdc = api_key_spend.spent_micro_usdc + EXCLUDED.spent_micro_usdc;
 
-  -- the market's totals (svc_market_days): the holder's own rows, so no other fold waits on them
-  INSERT INTO market_days (day, modality, source, clears, burn_micro_diem, gross_micro_usdc, weighted)
-  SELECT (x.created_at AT TIME ZONE 'UTC')::date, x.modality, p_holder, count(*), sum(x.burn_micro_diem)::bigint,
-         sum(x.gross_micro_usdc)::bigint, sum(x.burn_micro_diem * x.price_cents_per_dollar)::bigint
-    FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x
-   GROUP BY 1, 2 ORDER BY 1, 2
-  ON CONFLICT ON CONSTRAINT market_days_key
-  DO UPDATE SET clears = market_days.clears + EXCLUDED.clears,
-                burn_micro_diem = market_days.burn_micro_diem + EXCLUDED.burn_micro_diem,
-                gross_micro_usdc = market_days.gross_micro_usdc + EXCLUDED.gross_micro_usdc,
-                weighted = market_days.weighted + EXCLUDED.weighted;
+  -- the market's totals (svc_market_days, svc_model_hours): the holder's own rows, so no other fold waits on them
+  PERFORM svc_market_add(p_holder, 1, ARRAY(SELECT x FROM svc_holder_clears(p_holder, v_from, v_to, v_after) x));
 
   UPDATE escrow_holders h SET folded_seq = v_to, folded_through = GREATEST(h.folded_through, v_through)
    WHERE h.id = p_holder;

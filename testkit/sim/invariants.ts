@@ -31,6 +31,9 @@ interface Clear {
   /** the UTC day of its append (yyyy-mm-dd) and its modality: where the market's totals count it */
   day: string;
   modality: string;
+  /** the UTC hour of its append (yyyy-mm-ddThh) and its model: where the model statistics count it */
+  hour: string;
+  model: string;
 }
 
 /** What one refund moved, read from its journal (`refund:<clear>`). */
@@ -69,6 +72,8 @@ export interface MarketRows {
   paidOut: Map<string, bigint>;
   /** `${day}/${modality}` → the market's totals there (`svc_market_days`: the folds' rows and the unfolded) */
   market: Map<string, { clears: bigint; burn: bigint; gross: bigint }>;
+  /** `${hour}/${model}` → the market's hours (`svc_model_hours`: the folds' rows and the unfolded) */
+  modelHours: Map<string, { clears: bigint; burn: bigint; buyers: string[] }>;
 }
 
 const READ = `
@@ -98,7 +103,8 @@ const READ = `
   SELECT id, request_id AS request, buyer_account_id AS buyer, supplier_account_id AS supplier, offer_id AS offer,
          price_cents_per_dollar AS price, burn_micro_diem AS burn, gross_micro_usdc AS gross, fee_micro_usdc AS fee,
          supplier_micro_usdc AS share, refunded_at IS NOT NULL AS refunded,
-         (created_at AT TIME ZONE 'UTC')::date::text AS day, modality::text AS modality
+         (created_at AT TIME ZONE 'UTC')::date::text AS day, modality::text AS modality,
+         to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS hour, model
     FROM clears ORDER BY request_id;
   SELECT id, limit_micro_usdc AS "limit", limit_reset::text AS reset, ancestor_ids::text[] AS ancestors
     FROM api_keys ORDER BY id;
@@ -112,7 +118,10 @@ const READ = `
   SELECT account_id AS id, sum(amount_micro_usdc)::bigint AS paid FROM payouts WHERE status <> 'failed' GROUP BY 1;
   SELECT day::text || '/' || COALESCE(modality::text, 'retired') AS k, clears, burn_micro_diem AS burn,
          gross_micro_usdc AS gross
-    FROM svc_market_days()`;
+    FROM svc_market_days();
+  SELECT to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') || '/' || model AS k, clears, burn_micro_diem AS burn,
+         buyers::text[] AS buyers
+    FROM svc_model_hours('-infinity', 'infinity')`;
 
 type Row = Record<string, unknown>;
 
@@ -138,7 +147,8 @@ export async function readMarket(sql: Sql): Promise<MarketRows> {
     released,
     paid,
     market,
-  ] = sets as [Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[]];
+    hours,
+  ] = sets as [Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[], Row[]];
   const refunds = new Map<string, Refund>();
   for (const c of clears as unknown as Array<Clear & { refunded: boolean }>)
     if (c.refunded) refunds.set(c.id, { buyer: 0n, supplier: 0n, platform: 0n });
@@ -167,6 +177,12 @@ export async function readMarket(sql: Sql): Promise<MarketRows> {
       market.map((r) => [
         r.k as string,
         { clears: r.clears as bigint, burn: r.burn as bigint, gross: r.gross as bigint },
+      ]),
+    ),
+    modelHours: new Map(
+      hours.map((r) => [
+        r.k as string,
+        { clears: r.clears as bigint, burn: r.burn as bigint, buyers: r.buyers as string[] },
       ]),
     ),
   };
@@ -217,6 +233,27 @@ export function checkInvariants(w: SimWorld, t: MarketRows): string[] {
       bad.push(
         `the market's totals of ${k} (${got.clears} clears, burn ${got.burn}, gross ${got.gross}) ≠ its unrefunded clears' (${want.clears}, ${want.burn}, ${want.gross})`,
       );
+  }
+
+  // the model statistics' hours (GET /v1/models/stats reads them: svc_model_hours) are its unrefunded
+  // clears', hour by hour and model by model, and every buyer they name cleared there unrefunded
+  const hourOwed = new Map<string, { clears: bigint; burn: bigint; buyers: Set<string> }>();
+  for (const c of t.clears) {
+    if (refunds.has(c.id)) continue;
+    const k = `${c.hour}/${c.model}`;
+    const o = hourOwed.get(k) ?? { clears: 0n, burn: 0n, buyers: new Set<string>() };
+    hourOwed.set(k, { clears: o.clears + 1n, burn: o.burn + c.burn, buyers: o.buyers.add(c.buyer) });
+  }
+  for (const k of new Set([...hourOwed.keys(), ...t.modelHours.keys()])) {
+    const want = hourOwed.get(k) ?? { clears: 0n, burn: 0n, buyers: new Set<string>() };
+    const got = t.modelHours.get(k) ?? { clears: 0n, burn: 0n, buyers: [] };
+    if (got.clears !== want.clears || got.burn !== want.burn)
+      bad.push(
+        `the market's hour ${k} (${got.clears} clears, burn ${got.burn}) ≠ its unrefunded clears' (${want.clears}, ${want.burn})`,
+      );
+    for (const b of got.buyers)
+      if (!want.buyers.has(b))
+        bad.push(`the market's hour ${k} names buyer ${L(b)}, who has no unrefunded clear there`);
   }
 
   // buyers: confirmed = deposits − charges + refunds; 0 ≤ reserved = Σ its escrow slices ≤ confirmed

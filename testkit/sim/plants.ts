@@ -169,7 +169,7 @@ function override<T extends object>(target: T, members: Record<string, unknown>)
  * The Prisma client as the refund and the payout run see it with their defects planted:
  * - `refund-from-platform`: the claimed clear reads as if its whole gross were the platform's fee
  *   and the supplier's share nothing, so `refundClear` posts and moves exactly that;
- * - `refund-keeps-market`: `refundClear`'s statement on the market's day row does nothing;
+ * - `refund-keeps-market`: `refundClear`'s statement on the market's totals (`svc_market_add`) does nothing;
  * - `payout-includes-held`: the payout run sees each supplier's held balance as payable, and its
  *   guarded debit loses its guard, so the held share is paid out.
  */
@@ -190,7 +190,7 @@ function plantedDb(db: Db, defects: readonly PlantedDefect[]): Db {
     if (keepsMarket) {
       const execute = Reflect.get(c, "$executeRaw") as Fn;
       members.$executeRaw = async (strings: TemplateStringsArray, ...values: unknown[]) =>
-        strings.join("?").includes("INSERT INTO market_days") ? 0 : execute.call(c, strings, ...values);
+        strings.join("?").includes("svc_market_add") ? 0 : execute.call(c, strings, ...values);
     }
     if (payout) {
       const account = Reflect.get(c, "account") as Record<string, Fn>;

@@ -27,6 +27,7 @@ import type {
   ModelStats,
   StatsWindow,
 } from "./catalog-types.js";
+import { moreBuyers, readModelWindow } from "./model-window.js";
 
 export interface CatalogDeps {
   db: Db;
@@ -133,18 +134,6 @@ function columnsOf(m: NormalizedModel, now: Date) {
     upstreamRow: json(m.upstreamRow),
     syncedAt: now,
   };
-}
-
-interface StatsCountRow {
-  clears: bigint;
-  buyers: bigint;
-}
-
-interface StatsBurnRow {
-  model: string;
-  modality: CatalogModality;
-  day: string;
-  burn: bigint;
 }
 
 /** Catalog sync, model rows and model statistics. */
@@ -275,8 +264,9 @@ export class CatalogService {
    * SQL: rank and share of burn per model, and per UTC day the model's share of that day's burn.
    * Models hidden by an operator (`disabled`) are left out. Below the privacy threshold (fewer than
    * STATS_MIN_CLEARS clears or STATS_MIN_BUYERS distinct buyers) `models` is empty. Never returns
-   * counts, tokens, wallets, keys or ids. Reads only. Public, and a scan of the window's clears:
-   * callers at once for one window share one computation.
+   * counts, tokens, wallets, keys or ids. Reads only. Public: it reads the market's hour rows and the
+   * window's two partial hours (model-window.ts), and callers at once for one window share one
+   * computation.
    */
   modelStats(window: StatsWindow): Promise<ModelStats> {
     return this.statsCalls.run(window, () => this.computeModelStats(window));
@@ -286,38 +276,21 @@ export class CatalogService {
     const { db, clock } = this.deps;
     const now = clock.now();
     const from = new Date(now.getTime() - STATS_WINDOW_MS[window]);
-    const [volume] = await db.$queryRaw<StatsCountRow[]>`
-      SELECT COUNT(*)::bigint AS clears, COUNT(DISTINCT c.buyer_account_id)::bigint AS buyers
-        FROM clears c
-        LEFT JOIN catalog_models m ON m.id = c.model
-       WHERE c.created_at > ${from} AND c.created_at <= ${now}
-         AND c.refunded_at IS NULL
-         AND m.disabled IS NOT TRUE`;
+    const read = await readModelWindow(db, from, now);
+    const clears = read.days.reduce((n, d) => n + d.clears, 0n);
     const sufficient =
-      volume !== undefined &&
-      BigInt(volume.clears) >= BigInt(STATS_MIN_CLEARS) &&
-      BigInt(volume.buyers) >= BigInt(STATS_MIN_BUYERS);
+      clears >= BigInt(STATS_MIN_CLEARS) &&
+      (read.buyers.length >= STATS_MIN_BUYERS ||
+        (await moreBuyers(db, from, now, read.buyers, STATS_MIN_BUYERS)).length >= STATS_MIN_BUYERS);
     if (!sufficient) return { window, generatedAt: now, hasSufficientVolume: false, models: [] };
 
-    const rows = await db.$queryRaw<StatsBurnRow[]>`
-      SELECT c.model,
-             MIN(c.modality::text) AS modality,
-             to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
-             SUM(c.burn_micro_diem)::bigint AS burn
-        FROM clears c
-        LEFT JOIN catalog_models m ON m.id = c.model
-       WHERE c.created_at > ${from} AND c.created_at <= ${now}
-         AND c.refunded_at IS NULL
-         AND m.disabled IS NOT TRUE
-       GROUP BY c.model, day`;
     const totals = new Map<string, ModelBurn>();
     const perDay: ModelDayBurn[] = [];
-    for (const r of rows) {
-      const burn = BigInt(r.burn);
-      perDay.push({ model: r.model, day: r.day, burnMicroDiem: burn });
+    for (const r of read.days) {
+      perDay.push({ model: r.model, day: r.day, burnMicroDiem: r.burn });
       const t = totals.get(r.model);
-      if (t) t.burnMicroDiem += burn;
-      else totals.set(r.model, { model: r.model, modality: r.modality, burnMicroDiem: burn });
+      if (t) t.burnMicroDiem += r.burn;
+      else totals.set(r.model, { model: r.model, modality: r.modality, burnMicroDiem: r.burn });
     }
     return {
       window,

@@ -1,7 +1,7 @@
 import type { Prisma } from "../../generated/prisma/client.js";
 import { DomainError } from "../../lib/errors.js";
 import { foldClearOf, foldVideoClearOf } from "./live-figures.js";
-import { type MarketDayClear, takeOutOfMarketDay } from "./market-days.js";
+import { takeOutOfMarket } from "./market-totals.js";
 
 /**
  * Double-entry postings (docs/decisions.md "Books"). Each function writes one balanced journal and
@@ -332,23 +332,23 @@ export async function moveHeldShare(
 export async function refundClear(tx: Tx, input: { clearId: string; at: Date }): Promise<Refunded | null> {
   await foldClearOf(tx, input.clearId);
   const claimed = await tx.$queryRaw<
-    (MarketDayClear & { buyer: string; supplier: string; fee: bigint; share: bigint; held: boolean; offer: string })[]
+    (Record<"buyer" | "supplier" | "offer", string> &
+      Record<"gross" | "fee" | "share" | "burn", bigint> & { held: boolean; at: Date })[]
   >`
     UPDATE clears SET refunded_at = ${input.at}
      WHERE id = ${input.clearId}::uuid AND refunded_at IS NULL
     RETURNING buyer_account_id AS buyer, supplier_account_id AS supplier, gross_micro_usdc AS gross,
               fee_micro_usdc AS fee, supplier_micro_usdc AS share, supplier_held AS held,
-              burn_micro_diem AS burn, offer_id AS offer, created_at AS at, modality::text AS modality,
-              price_cents_per_dollar AS price`;
+              burn_micro_diem AS burn, offer_id AS offer, created_at AS at`;
   const c = claimed[0];
   if (!c) return null;
-  await takeOutOfMarketDay(tx, c);
   const gross = BigInt(c.gross);
   const fee = BigInt(c.fee);
   const share = BigInt(c.share);
   const fromHeld = c.held && !(await holdState(tx, input.clearId)).released;
   await tx.$executeRaw`SELECT 1 FROM accounts WHERE id = ${c.buyer}::uuid FOR NO KEY UPDATE`;
   await tx.$executeRaw`SELECT 1 FROM accounts WHERE id = ${c.supplier}::uuid FOR NO KEY UPDATE`;
+  await takeOutOfMarket(tx, { id: input.clearId, at: c.at });
   if (gross > 0n) {
     await postJournal(tx, {
       kind: "refund",

@@ -112,6 +112,10 @@ export async function closeMonth(
         GROUP BY c.buyer_account_id`,
       [day, next],
     );
+    // the month's hours per model go with its clears: no statistics window reaches a retired month, and
+    // the books check compares the hours with the clears kept (docs/decisions.md "Model statistics at
+    // the fold")
+    await c.query("DELETE FROM model_hours WHERE hour >= $1 AND hour < $2", [month, next]);
     // only now the parents' lock (ACCESS EXCLUSIVE, held to the commit): briefly, and never queued for long
     await c.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
     for (const { table } of RETAINED_TABLES) {

@@ -3,7 +3,12 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { applyFunctions } from "../../../src/adapters/sql-functions.js";
 import { databaseBefore } from "../../../testkit/db.js";
-import { insertMarketParties } from "../../../testkit/migration-rows.js";
+import {
+  insertClearRow,
+  insertFoldingHolder,
+  insertMarketParties,
+  type MarketParties,
+} from "../../../testkit/migration-rows.js";
 
 /**
  * The migration `market_days` on a database from before it (docs/decisions.md "Market totals at the
@@ -63,52 +68,18 @@ describe("migration market_days", () => {
         keyBalance: 90_000_000,
       },
     );
-    await c.query(
-      `INSERT INTO escrow_holders (id, expires_at, folded_seq, folded_through)
-       VALUES ($1, now() + interval '1 minute', 2, $2)`,
-      [holder, AT],
-    );
-    await c.query(
-      `INSERT INTO buyer_escrows (account_id, holder, amount_micro_usdc, charged_micro_usdc) VALUES ($1, $2, $3, $3)`,
-      [buyer, holder, unfoldedGross],
-    );
-    await c.query(
-      `INSERT INTO offer_escrows (offer_id, holder, amount_micro_diem, charged_micro_diem) VALUES ($1, $2, $3, $3)`,
-      [offer, holder, unfoldedBurn],
-    );
+    await insertFoldingHolder(c, {
+      holder,
+      foldedSeq: 2,
+      foldedThrough: AT,
+      buyer: buyer as string,
+      offer: offer as string,
+      gross: unfoldedGross,
+      burn: unfoldedBurn,
+    });
+    const parties = { buyer, supplier, key, offer } as MarketParties;
     for (const [id, h, seq, burn, price, refunded, at, modality] of clears) {
-      const request = randomUUID();
-      await c.query(
-        `INSERT INTO inference_requests (id, account_id, route, modality, model, max_price_cents, started_at)
-         VALUES ($1, $2, 'chat', $3, 'zai-org-glm-5-1', 80, $4)`,
-        [request, buyer, modality, at],
-      );
-      const gross = (burn * price) / 100;
-      await c.query(
-        `INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model,
-                             modality, price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc,
-                             fee_micro_usdc, supplier_micro_usdc, created_at, holder, seq, refunded_at, spend_day)
-         VALUES ($1, $2, $3, $4, $5, $6, 'zai-org-glm-5-1', $7, $8, 80, $9, $10, $11, $12, $13, $14, $15,
-                 CASE WHEN $16 THEN $13::timestamptz END, ($13::timestamptz AT TIME ZONE 'UTC')::date)`,
-        [
-          id,
-          request,
-          buyer,
-          supplier,
-          offer,
-          key,
-          modality,
-          price,
-          burn,
-          gross,
-          gross / 10,
-          gross - gross / 10,
-          at,
-          h,
-          seq,
-          refunded,
-        ],
-      );
+      await insertClearRow(c, parties, { id, holder: h, seq, burn, price, refunded, at, modality });
     }
     // a month retired before the table existed: its closing, net of its refunds, with no modality
     await c.query(

@@ -6,7 +6,7 @@ import { expectError } from "../../../testkit/errors.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import type { TestApp } from "../../../testkit/harness.js";
 import { maxPriceOf } from "../../../testkit/identity.js";
-import { MARKET_DAYS_ADD_IDS } from "../../../testkit/market-days.js";
+import { MARKET_ADD_IDS } from "../../../testkit/market-totals.js";
 
 /** SPEC "Account (session)": /v1/me, /v1/account, max price, inference history, savings. */
 
@@ -367,7 +367,7 @@ describe("savings", () => {
           refundedAt: c.refunded ? new Date() : null,
         },
       });
-      await app.rt.db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [made.id]);
+      await app.rt.db.$executeRawUnsafe(MARKET_ADD_IDS, [made.id]);
     };
     // clear 1: burn 1.234567 at 45¢, ceiling 80: gross floor(1234567×45/100) = 555555
     await clear(user.accountId, { burn: 1_234_567n, price: 45, ceiling: 80, gross: 555_555n, fee: 55_555n });

@@ -5,7 +5,7 @@ import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createInferenceRequest, createOffer, createUpstreamKey } from "../../../testkit/fixtures.js";
 import type { TestApp } from "../../../testkit/harness.js";
-import { MARKET_DAYS_ADD_IDS } from "../../../testkit/market-days.js";
+import { MARKET_ADD_IDS } from "../../../testkit/market-totals.js";
 
 /** two app instances on one database and Redis prefix */
 test.override("appOptions", { peer: true });
@@ -205,7 +205,7 @@ describe("pool summary and market stats", () => {
           supplierMicroUsdc: gross - fee,
         },
       });
-      await db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [made.id]);
+      await db.$executeRawUnsafe(MARKET_ADD_IDS, [made.id]);
     };
     await clear(1_000_000n, 40);
     await clear(3_000_000n, 60);

@@ -74,7 +74,7 @@ describe("public aggregates: callers at once share one computation", () => {
       ...Array.from({ length: 10 }, () => "/v1/models/stats?window=30d"),
       ...Array.from({ length: 10 }, () => "/v1/models/stats?window=24h"),
     ];
-    const marker = "COUNT(DISTINCT c.buyer_account_id)";
+    const marker = "FROM svc_model_hours(";
     const { blocked, res, ran } = await callersAtOnce(app, "catalog_models", marker, paths);
     expect(blocked).toBe(2);
     expect(ran).toBe(2);

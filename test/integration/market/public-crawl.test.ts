@@ -3,7 +3,7 @@ import { call } from "../../../testkit/actors.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
 import { createAccount, createInferenceRequest } from "../../../testkit/fixtures.js";
 import { addSupply } from "../../../testkit/market.js";
-import { MARKET_DAYS_ADD_IDS } from "../../../testkit/market-days.js";
+import { MARKET_ADD_IDS } from "../../../testkit/market-totals.js";
 
 /**
  * SPEC 13: supplier identity is never exposed in public data. Crawl every public route (REST and
@@ -48,7 +48,7 @@ test("no public route reveals a supplier", async () => {
         supplierMicroUsdc: 315n,
       },
     });
-    await db.$executeRawUnsafe(MARKET_DAYS_ADD_IDS, [made.id]);
+    await db.$executeRawUnsafe(MARKET_ADD_IDS, [made.id]);
   }
 
   const forbidden = [
