@@ -56,16 +56,18 @@ LANGUAGE sql STABLE AS $$
      GROUP BY 1, 2
   ),
   model_kept AS MATERIALIZED (SELECT * FROM svc_model_hours('-infinity', 'infinity')),
+  -- the unrefunded clears by hour, model and modality, in one pass over the table; the days are
+  -- summed from these hours
   model_truth AS MATERIALIZED (
     SELECT date_trunc('hour', c.created_at, 'UTC') AS hour, c.model, c.modality, count(*) AS clears,
-           sum(c.burn_micro_diem) AS burn
+           sum(c.burn_micro_diem) AS burn, sum(c.gross_micro_usdc) AS gross,
+           sum(c.burn_micro_diem * c.price_cents_per_dollar) AS weighted
       FROM clears c WHERE c.refunded_at IS NULL GROUP BY 1, 2, 3
   ),
   market_truth AS MATERIALIZED (
-    SELECT (c.created_at AT TIME ZONE 'UTC')::date AS day, c.modality, count(*) AS clears,
-           sum(c.burn_micro_diem) AS burn, sum(c.gross_micro_usdc) AS gross,
-           sum(c.burn_micro_diem * c.price_cents_per_dollar) AS weighted
-      FROM clears c WHERE c.refunded_at IS NULL GROUP BY 1, 2
+    SELECT (t.hour AT TIME ZONE 'UTC')::date AS day, t.modality, sum(t.clears) AS clears, sum(t.burn) AS burn,
+           sum(t.gross) AS gross, sum(t.weighted) AS weighted
+      FROM model_truth t GROUP BY 1, 2
     UNION ALL
     SELECT k.month, NULL, sum(k.clears), sum(k.burn_micro_diem), sum(k.gross_micro_usdc), 0
       FROM clear_closings k GROUP BY k.month
