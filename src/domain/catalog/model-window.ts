@@ -24,7 +24,7 @@ export interface WindowDay {
 
 export interface WindowRead {
   days: WindowDay[];
-  /** up to 3 distinct buyers certainly among the window's (the rows' pairs, the clears read whole) */
+  /** up to 3 distinct buyers certainly among the window's (the hour rows' pairs, the partial hours' clears) */
   buyers: string[];
 }
 
