@@ -111,13 +111,21 @@ export async function assertBooksBalance(db: Db): Promise<void> {
   deepStrictEqual(uncovered, [], "every holder's slices cover its unfolded charges and burns");
 
   // the stored check's rules the lines above do not cover, in one call (each call reads every row):
+  // each clear names parties on record (no foreign key holds them: docs/decisions.md "The append
+  // names its parties without locking them");
   // each slice counts exactly its holder's unfolded clears on it (the live figures read the counts);
   // the market's totals (folded day rows, refunds out, plus the unfolded clears) are the clears' own,
   // day by day and modality by modality (docs/decisions.md "Market totals at the fold"), and so are its
   // hours per model, whose named buyers cleared there ("Model statistics at the fold")
   const checked = await db.$queryRaw<{ rule: string; subject: string }[]>`
-    SELECT rule, subject FROM svc_books_check() WHERE rule IN ('slice_count', 'market_days', 'model_hours')`;
+    SELECT rule, subject FROM svc_books_check()
+     WHERE rule IN ('clear_parties', 'slice_count', 'market_days', 'model_hours')`;
   const broken = (rule: string) => checked.filter((r) => r.rule === rule);
+  deepStrictEqual(
+    broken("clear_parties"),
+    [],
+    "every clear names a buyer, an offer with its supplier and key, and a key of its buyer, all on record",
+  );
   deepStrictEqual(
     broken("slice_count"),
     [],

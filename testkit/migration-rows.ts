@@ -112,6 +112,8 @@ export async function insertClearRow(
     at: string;
     model?: string;
     modality: string;
+    /** the buyer's API key it was made with (none: a clear without a key) */
+    apiKey?: string;
   },
 ): Promise<void> {
   const request = randomUUID();
@@ -126,9 +128,9 @@ export async function insertClearRow(
   await c.query(
     `INSERT INTO clears (id, request_id, buyer_account_id, supplier_account_id, offer_id, upstream_key_id, model,
                          modality, price_cents_per_dollar, ceiling_cents, burn_micro_diem, gross_micro_usdc,
-                         fee_micro_usdc, supplier_micro_usdc, created_at, holder, seq, refunded_at, spend_day)
+                         fee_micro_usdc, supplier_micro_usdc, created_at, holder, seq, refunded_at, spend_day, api_key_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 80, $10, $11, $12, $13, $14, $15, $16,
-             CASE WHEN $17 THEN $14::timestamptz END, ($14::timestamptz AT TIME ZONE 'UTC')::date)`,
+             CASE WHEN $17 THEN $14::timestamptz END, ($14::timestamptz AT TIME ZONE 'UTC')::date, $18)`,
     [
       x.id,
       request,
@@ -147,6 +149,7 @@ export async function insertClearRow(
       x.holder,
       x.seq,
       x.refunded,
+      x.apiKey ?? null,
     ],
   );
 }

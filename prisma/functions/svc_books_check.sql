@@ -5,6 +5,10 @@
 -- account:
 --   journal_unbalanced   a written journal whose entries do not sum to zero (subject: its id)
 --   clear_unsplit        a clear whose gross is not its fee plus the supplier's share (its id)
+--   clear_parties        a clear whose buyer is not on record, whose offer is not on record with its
+--                        supplier and supplier key, or whose API key is not its buyer's (its id: no
+--                        foreign key holds them, docs/decisions.md "The append names its parties
+--                        without locking them")
 --   closing_unbalanced   a retained month whose closing lines do not sum to zero (the month)
 --   account_books        an account whose live balances differ from its ledger books (its id)
 --   slice_count          an escrow slice whose count of unfolded charges is not the sum of its
@@ -75,8 +79,16 @@ LANGUAGE sql STABLE AS $$
   SELECT 'journal_unbalanced', e.transaction_id::text
     FROM ledger_entries e GROUP BY e.transaction_id HAVING sum(e.amount_micro_usdc) <> 0
   UNION ALL
-  SELECT 'clear_unsplit', c.id::text
-    FROM clears c WHERE c.gross_micro_usdc <> c.fee_micro_usdc + c.supplier_micro_usdc
+  SELECT r.rule, x.id::text
+    FROM (SELECT c.id, c.gross_micro_usdc <> c.fee_micro_usdc + c.supplier_micro_usdc AS unsplit,
+                 (o.id IS NULL OR o.account_id <> c.supplier_account_id OR o.upstream_key_id <> c.upstream_key_id
+                  OR b.id IS NULL OR (c.api_key_id IS NOT NULL AND k.id IS NULL)) AS unnamed
+            FROM clears c
+            LEFT JOIN offers o ON o.id = c.offer_id
+            LEFT JOIN accounts b ON b.id = c.buyer_account_id
+            LEFT JOIN api_keys k ON k.id = c.api_key_id AND k.account_id = c.buyer_account_id) x
+   CROSS JOIN LATERAL (VALUES ('clear_unsplit', x.unsplit), ('clear_parties', x.unnamed)) r(rule, broken)
+   WHERE (x.unsplit OR x.unnamed) AND r.broken
   UNION ALL
   SELECT 'closing_unbalanced', k.month::text
     FROM ledger_closings k GROUP BY k.month HAVING sum(k.amount_micro_usdc) <> 0

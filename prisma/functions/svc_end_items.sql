@@ -8,11 +8,12 @@
 -- whose slices fund it), a seq from clear_seq, its API key and the request's start day: the holder's
 -- fold (svc_fold_holder) applies it to the hot rows later (balance, offer, supplier key, payable, key
 -- spend), and until then every reader adds it through the live figures (svc_unfolded). So the append
--- writes no hot row and, without give-backs, locks no row. It holds each holder's fold lock shared
--- (svc_fold_key: an advisory lock, which writes nothing), which a fold takes alone, and refuses an
--- item whose holder is gone (its slices were swept: a stalled process cannot charge
--- against them) or whose time is a day older than the holder's last fold (so lookups of unfolded
--- clears read the newest months only).
+-- writes no hot row and, without give-backs, locks no row but its own (its holder's slices, the
+-- request's payment and key hold): no foreign key names the accounts, keys and offers it records, so
+-- no check locks them. It holds each holder's fold lock shared (svc_fold_key: an advisory lock, which
+-- writes nothing), which a fold takes alone, and refuses an item whose holder is gone (its slices
+-- were swept: a stalled process cannot charge against them) or whose time is a day older than the
+-- holder's last fold (so lookups of unfolded clears read the newest months only).
 -- A queued video job (`video`: id, queue_id, upstream_queue_id, upstream_quote, body, download_url)
 -- gets its video_jobs row in the same statement as its charge, and its supplier share is held
 -- (clears.supplier_held: payable only once the job is final, docs/decisions.md "Payout hold"). A
@@ -69,6 +70,18 @@ BEGIN
                 WHERE i.clear IS NOT NULL AND i.now < h.folded_through - interval '1 day') THEN
       RAISE EXCEPTION 'end: a charge a day older than its holder''s last fold' USING ERRCODE = 'P0001';
     END IF;
+  END IF;
+  -- the parties the records name, read and not locked (docs/decisions.md "The append names its
+  -- parties without locking them"): no foreign key names them, so the append takes no row lock and
+  -- writes nothing for them; they are never deleted (their DELETE triggers), so what is read holds
+  IF EXISTS (SELECT 1 FROM unnest(v) i
+              WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account)
+                 OR (i.api_key IS NOT NULL
+                     AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = i.api_key AND k.account_id = i.account))
+                 OR (i.clear IS NOT NULL
+                     AND NOT EXISTS (SELECT 1 FROM offers o
+                                      WHERE o.id = i.offer AND o.account_id = i.supplier AND o.upstream_key_id = i.key))) THEN
+    RAISE EXCEPTION 'end: a record names an account, key or offer not on record' USING ERRCODE = 'P0001';
   END IF;
   -- a payment-funded charge: the payment takes it (open, the same account, at most its maximum)
   SELECT count(*) INTO c FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NOT NULL;

@@ -383,6 +383,18 @@ describe("escrow", () => {
     await expect(ask((s) => s.settlement.commit([item(4), item(4)]))).rejects.toThrow();
     await expect(ask((s) => s.settlement.commit([charge(5, { gross: 10n, burn: 10n, fee: 9n })]))).rejects.toThrow();
     await expect(ask((s) => s.settlement.commit([item(1)]))).rejects.toThrow();
+    // the parties no foreign key checks: a charge naming another supplier or supplier key than its
+    // offer's, a request on another account's API key, an account not on record
+    const named = charge(6, { gross: 10n, burn: 10n });
+    const party = named.charge as NonNullable<EndItem["charge"]>;
+    for (const wrong of [
+      { ...named, charge: { ...party, supplierAccountId: POOR } },
+      { ...named, charge: { ...party, upstreamKeyId: TWIN.key.id } },
+      { ...named, apiKeyId: POOR_KEY },
+      item(7, { accountId: id(0x5fe), apiKeyId: null }),
+    ]) {
+      await expect(ask((s) => s.settlement.commit([wrong]))).rejects.toThrow(/not on record/);
+    }
     const rows = await sameRows();
     expect(rows.requests.map((r) => r.id)).toEqual([id(0x901), id(0x902)]);
     expect(rows.clears).toEqual([{ id: id(0xa01), offer: CHEAP.id, burn: "1000", gross: "300" }]);

@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-// A request's ending inserts rows that name accounts, keys, offers and payments by foreign key;
-// each check takes FOR KEY SHARE on the named row, which only FOR UPDATE (and a key change) blocks.
-// A FOR UPDATE on such a row made an ending wait for, and once deadlock with, a payment's claim
-// (docs/decisions.md "Account locks do not hold up endings"). Lock those rows FOR NO KEY UPDATE.
+// A request's ending inserts rows that name accounts, keys, offers and payments. The payment is named
+// by foreign key, whose check takes FOR KEY SHARE on its row, which only FOR UPDATE (and a key change)
+// blocks; the others were too, until migration append_names_without_locks. A FOR UPDATE on such a row
+// made an ending wait for, and once deadlock with, a payment's claim (docs/decisions.md "Account locks
+// do not hold up endings"). Lock those rows FOR NO KEY UPDATE, so a foreign key put back is harmless.
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const NAMED_BY_AN_ENDING = new Set(["accounts", "api_keys", "offers", "upstream_keys", "request_payments"]);
 
