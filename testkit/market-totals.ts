@@ -1,3 +1,5 @@
+import { NIL_SOURCE } from "../src/domain/ledger/market-totals.js";
+
 /**
  * What a fold adds to the market's totals (`svc_market_add`: market_days and model_hours), for
  * fixtures that write clears as already folded (no holder): without it, GET /v1/market/stats and
@@ -6,7 +8,7 @@
  * (docs/decisions.md "Market totals at the fold", "Model statistics at the fold").
  */
 export function marketAddSql(where: string): string {
-  return `SELECT svc_market_add('00000000-0000-0000-0000-000000000000'::uuid, 1,
+  return `SELECT svc_market_add('${NIL_SOURCE}'::uuid, 1,
                                 ARRAY(SELECT c FROM clears c WHERE (${where}) AND c.refunded_at IS NULL))`;
 }
 
