@@ -23,6 +23,8 @@ interface Clear {
   buyer: string;
   supplier: string;
   offer: string;
+  /** the supplier key it burned */
+  key: string;
   price: number;
   burn: bigint;
   gross: bigint;
@@ -54,13 +56,15 @@ export interface MarketRows {
     status: string;
     expiresAt: Date;
     keyStatus: string;
+    supplier: string;
+    key: string;
   }[];
   buyerEscrows: { id: string; holder: string; amount: bigint }[];
   offerEscrows: { id: string; holder: string; amount: bigint }[];
   holders: Set<string>;
-  requests: { id: string; apiKey: string | null; started: Date; ceiling: number; video: boolean }[];
+  requests: { id: string; account: string; apiKey: string | null; started: Date; ceiling: number; video: boolean }[];
   clears: Clear[];
-  apiKeys: { id: string; limit: bigint | null; reset: LimitReset; ancestors: string[] }[];
+  apiKeys: { id: string; account: string; limit: bigint | null; reset: LimitReset; ancestors: string[] }[];
   /** `${apiKeyId}/${yyyy-mm-dd}` → `svc_key_spend` (folded and unfolded) */
   keySpend: Map<string, bigint>;
   keyHolds: { request: string; apiKey: string; holder: string; amount: bigint }[];
@@ -81,7 +85,8 @@ const READ = `
     FROM accounts a CROSS JOIN LATERAL svc_account_live(a.id) l ORDER BY a.id;
   SELECT o.id, o.quantity_micro_diem AS quantity, o.remaining_micro_diem - COALESCE(u.burn, 0) AS remaining,
          o.reserved_micro_diem - COALESCE(u.burn, 0) AS reserved, o.status::text AS status,
-         o.expires_at AS "expiresAt", k.status::text AS "keyStatus"
+         o.expires_at AS "expiresAt", k.status::text AS "keyStatus", o.account_id AS supplier,
+         o.upstream_key_id AS key
     FROM offers o JOIN upstream_keys k ON k.id = o.upstream_key_id
     LEFT JOIN (SELECT x.offer_id, sum(x.burn_micro_diem)::bigint AS burn FROM svc_unfolded() x GROUP BY 1) u
       ON u.offer_id = o.id
@@ -97,16 +102,16 @@ const READ = `
                 GROUP BY 1, 2) u ON u.offer_id = e.offer_id AND u.holder = e.holder
    ORDER BY 1, 2;
   SELECT id FROM escrow_holders;
-  SELECT r.id, r.api_key_id AS "apiKey", r.started_at AS started, r.max_price_cents AS ceiling,
+  SELECT r.id, r.account_id AS account, r.api_key_id AS "apiKey", r.started_at AS started, r.max_price_cents AS ceiling,
          EXISTS (SELECT 1 FROM video_jobs v WHERE v.request_id = r.id) AS video
     FROM inference_requests r ORDER BY r.id;
   SELECT id, request_id AS request, buyer_account_id AS buyer, supplier_account_id AS supplier, offer_id AS offer,
-         price_cents_per_dollar AS price, burn_micro_diem AS burn, gross_micro_usdc AS gross, fee_micro_usdc AS fee,
+         upstream_key_id AS key, price_cents_per_dollar AS price, burn_micro_diem AS burn, gross_micro_usdc AS gross, fee_micro_usdc AS fee,
          supplier_micro_usdc AS share, refunded_at IS NOT NULL AS refunded,
          (created_at AT TIME ZONE 'UTC')::date::text AS day, modality::text AS modality,
          to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS hour, model
     FROM clears ORDER BY request_id;
-  SELECT id, limit_micro_usdc AS "limit", limit_reset::text AS reset, ancestor_ids::text[] AS ancestors
+  SELECT id, account_id AS account, limit_micro_usdc AS "limit", limit_reset::text AS reset, ancestor_ids::text[] AS ancestors
     FROM api_keys ORDER BY id;
   SELECT api_key_id || '/' || day::text AS k, sum(spent_micro_usdc)::bigint AS spent FROM svc_key_spend() GROUP BY 1;
   SELECT request_id AS request, api_key_id AS "apiKey", holder, amount_micro_usdc AS amount FROM key_budget_holds;
@@ -215,6 +220,25 @@ export function checkInvariants(w: SimWorld, t: MarketRows): string[] {
     const r = items.get(c.request);
     if (!r) bad.push(`clear of ${c.request} without its request`);
     else if (c.price > r.ceiling) bad.push(`clear of ${c.request} at ${c.price}¢ above its ceiling ${r.ceiling}¢`);
+  }
+
+  // the parties each record names, which no foreign key holds (docs/decisions.md "The append names its
+  // parties without locking them"): a request's account is on record and its API key is that
+  // account's; a clear's buyer is its request's account, and its supplier and key are its offer's
+  const accountIds = new Set(t.accounts.map((a) => a.id));
+  const keyOwner = new Map(t.apiKeys.map((k) => [k.id, k.account]));
+  const offerById = new Map(t.offers.map((o) => [o.id, o]));
+  for (const r of t.requests) {
+    if (!accountIds.has(r.account)) bad.push(`request ${r.id} names an account not on record`);
+    if (r.apiKey !== null && keyOwner.get(r.apiKey) !== r.account)
+      bad.push(`request ${r.id} names an API key that is not its account's`);
+  }
+  for (const c of t.clears) {
+    const o = offerById.get(c.offer);
+    if (items.get(c.request)?.account !== c.buyer)
+      bad.push(`clear of ${c.request} names a buyer other than its request's`);
+    if (o?.supplier !== c.supplier || o?.key !== c.key)
+      bad.push(`clear of ${c.request} names a supplier or key other than its offer's`);
   }
 
   // the market's totals (GET /v1/market/stats reads them: svc_market_days) are its unrefunded clears',

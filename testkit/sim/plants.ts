@@ -35,6 +35,8 @@ export const PLANTED_DEFECTS = [
   "sweep-keeps-holds",
   /** the append (`svc_end_items`) charges a buyer's slice without counting the charge on it */
   "charge-uncounted",
+  /** the append writes a clear naming a supplier key that is not on record (no foreign key refuses it) */
+  "clear-names-no-key",
   /** the pipeline never learns that a commit whose answer was lost did happen (`SettlementStore.ended` says no) */
   "lost-ack-unread",
 ] as const;
@@ -86,6 +88,13 @@ const FUNCTION_EDITS: Partial<Record<PlantedDefect, Edit[]>> = {
       file: "svc_end_items.sql",
       from: "SET charged_micro_usdc = e.charged_micro_usdc + g.gross",
       to: "SET charged_micro_usdc = e.charged_micro_usdc",
+    },
+  ],
+  "clear-names-no-key": [
+    {
+      file: "svc_end_items.sql",
+      from: "SELECT i.clear, i.request, i.account, i.supplier, i.offer, i.key, i.model",
+      to: "SELECT i.clear, i.request, i.account, i.supplier, i.offer, gen_random_uuid(), i.model",
     },
   ],
   "video-share-payable": [

@@ -91,6 +91,7 @@ describe("the seeded money simulation", { timeout: 900_000 }, () => {
     ["refund-keeps-market", /the market's totals of .* ≠ its unrefunded clears'/],
     ["sweep-keeps-holds", /a budget hold of .* outlives its holder/],
     ["charge-uncounted", /confirmed \d+ ≠ deposits − charges \+ refunds|reserved \d+ ≠ its slices/],
+    ["clear-names-no-key", /names a supplier or key other than its offer's/],
     ["lost-ack-unread", /answered settle_failed \("nothing was charged"\) but was charged \d+/],
   ];
   test.each(planted)(
