@@ -1,4 +1,22 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
+
+/** Random bytes drawn ahead for ids: one fill from the CSPRNG serves this many ids (as Node's `randomUUID` caches). */
+const POOL_IDS = 256;
+let pool = Buffer.allocUnsafe(0);
+let taken = 0;
+
+/** Ten random bytes of the pool (refilled from the CSPRNG when it runs out): where they start in it. */
+function tenFromPool(): number {
+  if (taken + 10 > pool.length) {
+    pool = randomFillSync(Buffer.allocUnsafe(10 * POOL_IDS));
+    taken = 0;
+  }
+  const at = taken;
+  taken += 10;
+  return at;
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
 /**
  * UUID version 7 (RFC 9562 §5.7): 48 bits of Unix time in milliseconds, then 74 random bits. A
@@ -8,21 +26,23 @@ import { randomBytes } from "node:crypto";
  * start). Clear ids are v7 too: what is appended per request lands at the right edge of its indexes
  * instead of on random pages, each a whole page in the WAL after a checkpoint (docs/decisions.md
  * "Record ids in time order"). The random bits (crypto) keep an id unguessable; its time tells its
- * holder only when the request arrived (or, for a clear, ended).
+ * holder only when the request arrived (or, for a clear, ended). They come from a pool filled from the
+ * CSPRNG 256 ids at a time, each byte used once: one system call per id was 4 % of the API process's
+ * CPU at saturation (docs/performance.md "Ids from a pool of random bytes").
  */
-export function uuidV7(at: Date, random: Buffer = randomBytes(10)): string {
+export function uuidV7(at: Date, random?: Buffer): string {
   const ms = at.getTime();
   if (!Number.isInteger(ms) || ms < 0 || ms > 0xffff_ffff_ffff) throw new RangeError(`uuidV7: bad time ${ms}`);
-  if (random.length < 10) throw new RangeError("uuidV7: needs 10 random bytes");
-  const b = Buffer.alloc(16);
-  b.writeUIntBE(ms, 0, 6);
-  random.copy(b, 6, 0, 10);
-  b[6] = 0x70 | ((b[6] ?? 0) & 0x0f); // version 7
-  b[8] = 0x80 | ((b[8] ?? 0) & 0x3f); // variant 10
-  const h = b.toString("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  if (random !== undefined && random.length < 10) throw new RangeError("uuidV7: needs 10 random bytes");
+  const r = random ?? pool;
+  const o = random ? 0 : tenFromPool();
+  const byte = (i: number) => HEX[r[o + i] ?? 0];
+  const high = Math.floor(ms / 0x1_0000); // the first 32 bits of the 48
+  const time = `${high.toString(16).padStart(8, "0")}-${(ms % 0x1_0000).toString(16).padStart(4, "0")}`;
+  const version = `7${((r[o] ?? 0) & 0x0f).toString(16)}${byte(1)}`; // version 7
+  const variant = `${HEX[0x80 | ((r[o + 2] ?? 0) & 0x3f)]}${byte(3)}`; // variant 10
+  return `${time}-${version}-${variant}-${byte(4)}${byte(5)}${byte(6)}${byte(7)}${byte(8)}${byte(9)}`;
 }
-
 /** The time a v7 uuid carries; null for any other uuid (a v4 reference made before v7 ones). */
 export function uuidV7Time(id: string): Date | null {
   const m = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.exec(id);
