@@ -29,10 +29,10 @@ import { PG_ADMIN_URL } from "../testkit/db.js";
 import { freePort } from "../testkit/harness.js";
 import { generateScaleRows } from "../testkit/scale-rows.js";
 import { SoakRedis } from "../testkit/soak/processes.js";
-import { spawnMain, waitForExit, waitForHttp } from "../testkit/spawn.js";
+import { waitForExit, waitForHttp } from "../testkit/spawn.js";
 import { load, post } from "./client.js";
 import { cpuPerRequest, cpuSnapshot, procTicks, TICK_MS } from "./cpu.js";
-import { CHAT_BODY, marketWorld, serviceEnv, serviceNodeArgs, track } from "./market.js";
+import { CHAT_BODY, marketWorld, serviceEnv, spawnService, track } from "./market.js";
 import { ms, pct, series } from "./stats.js";
 import { databaseWal, relationNames, walPosition } from "./wal.js";
 
@@ -181,7 +181,7 @@ export async function benchCapacity(emit: Emit): Promise<void> {
       REDIS_URL: redis.url,
       DB_POOL_SIZE: String(poolSize),
     });
-    const child = track(spawnMain(["--role=api"], env, serviceNodeArgs()));
+    const child = track(spawnService(env));
     const api = { name, url: `http://127.0.0.1:${port}`, child };
     await waitForHttp(`${api.url}/healthz`, 90_000, child);
     return api;

@@ -17,7 +17,7 @@ import { startTestApp } from "../testkit/harness.js";
 import { migrateTemplate } from "../testkit/template.js";
 import { benchAppendShape } from "./append-shape.js";
 import { benchCapacity } from "./capacity.js";
-import { type Market, pinnedWorld, startMarket } from "./market.js";
+import { type Market, pinnedWorld, serviceBuild, startMarket } from "./market.js";
 import { benchMemory } from "./memory.js";
 import { benchModalities } from "./modalities.js";
 import { type PortkeyPeer, portkeyDisabled, startPortkey } from "./portkey.js";
@@ -154,6 +154,8 @@ emit({
   sections,
   portkey: withPortkey,
   commit: commit(),
+  // the production build as `npm run start:api` runs it, or src/main.ts through tsx (BENCH_SERVICE_BUILD)
+  service: serviceBuild(),
   cpus: cpus().length,
   loadavg: loadavg().map((x) => +x.toFixed(2)),
 });

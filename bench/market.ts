@@ -1,7 +1,7 @@
 // The world the latency and throughput sections share: the upstream simulator (in the bench
 // process, beside the load client), a database and Redis prefix of its own, supply, a funded buyer,
 // the service in its own process (as `npm start` runs it) and the bare pass-through proxy in another.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import pg from "pg";
 import type { UpstreamSimulator } from "../src/local/upstream-sim/index.js";
@@ -96,6 +96,37 @@ export function track<T extends ChildProcess>(child: T): T {
 /** e.g. BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the service */
 export function serviceNodeArgs(): string[] {
   return (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter(Boolean);
+}
+
+/**
+ * What the bench runs as the service: `compiled` (the default), the production build as `npm run
+ * start:api` runs it, built first when it is not current (its prestart, scripts/ensure-build.mjs); or `source`
+ * (`BENCH_SERVICE_BUILD=source`), `src/main.ts` through tsx, as the bench did before (for A/B runs
+ * against commits whose bench knows only that).
+ */
+export function serviceBuild(): "compiled" | "source" {
+  const v = (process.env.BENCH_SERVICE_BUILD ?? "compiled").trim().toLowerCase();
+  if (v !== "compiled" && v !== "source") throw new Error(`BENCH_SERVICE_BUILD: compiled or source, not ${v}`);
+  return v;
+}
+
+let built = false;
+
+/** How an API process of the service is run (`--role=api`), as `serviceBuild` says; the build made first. */
+export function serviceCommand(): { args: string[]; nodeArgs: string[]; opts: { compiled: boolean } } {
+  const compiled = serviceBuild() === "compiled";
+  if (compiled && !built) {
+    // what `npm run start:api` runs first (its prestart): builds this tree unless its build is current
+    execFileSync(process.execPath, ["scripts/ensure-build.mjs"], { stdio: ["ignore", "ignore", "inherit"] });
+    built = true;
+  }
+  return { args: ["--role=api"], nodeArgs: serviceNodeArgs(), opts: { compiled } };
+}
+
+/** One API process of the service with exactly `env` (see `serviceCommand`). */
+export function spawnService(env: Record<string, string>): ReturnType<typeof spawnMain> {
+  const c = serviceCommand();
+  return spawnMain(c.args, env, c.nodeArgs, c.opts);
 }
 
 /** The bare pass-through proxy (bench/passthrough.ts) in its own process; resolves once it listens. */
@@ -211,7 +242,7 @@ export async function startMarket(): Promise<Market> {
   const imageBuyers: Market["imageBuyers"] = [];
   for (let i = 0; i < 16; i++) imageBuyers.push(await fundedBuyerKey(app, 100_000_000n));
   const port = await freePort();
-  const svc = track(spawnMain(["--role=api"], serviceEnv(app, sim, world, port), serviceNodeArgs()));
+  const svc = track(spawnService(serviceEnv(app, sim, world, port)));
   const svcUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${svcUrl}/healthz`, 60_000, svc);
   const proxy = await startPassthrough(sim.baseUrl);

@@ -12,8 +12,8 @@ import { startUpstreamSimulator } from "../src/local/upstream-sim/index.js";
 import { assertBooksBalance } from "../testkit/books.js";
 import { freePort, startTestApp } from "../testkit/harness.js";
 import { addSupply, CATALOG_KEY, fundedBuyerKey, simEnv } from "../testkit/market.js";
-import { waitForExit, waitForHttp } from "../testkit/spawn.js";
-import { MODEL, memoryOf, pinnedWorld, serviceEnv, serviceNodeArgs, track } from "./market.js";
+import { mainCommand, waitForExit, waitForHttp } from "../testkit/spawn.js";
+import { MODEL, memoryOf, pinnedWorld, serviceCommand, serviceEnv, track } from "./market.js";
 import { targetLine } from "./stats.js";
 
 type Emit = (f: Record<string, unknown>) => void;
@@ -149,7 +149,8 @@ export async function benchMemory(emit: Emit): Promise<void> {
 
     const port = await freePort();
     const env = serviceEnv(app, sim, world, port, { KEY_MAX_IN_FLIGHT: String(Math.ceil(streams / BUYERS) * 2) });
-    const svc = spawnWithFiles(files, [...serviceNodeArgs(), "--import", "tsx", "src/main.ts", "--role=api"], env);
+    const c = serviceCommand();
+    const svc = spawnWithFiles(files, mainCommand(c.args, c.nodeArgs, c.opts), env);
     children.push(svc);
     let svcErr = "";
     svc.stderr?.on("data", (d: Buffer) => {

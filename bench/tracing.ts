@@ -5,10 +5,10 @@
 // alternated off, on, on, off (a drift in the machine cancels), with each process's CPU per request.
 import { freePort } from "../testkit/harness.js";
 import { startOtlpReceiver } from "../testkit/otlp.js";
-import { spawnMain, waitForExit, waitForHttp } from "../testkit/spawn.js";
+import { waitForExit, waitForHttp } from "../testkit/spawn.js";
 import { interleave, load, post, type Sample } from "./client.js";
 import { cpuPerRequest, cpuSnapshot } from "./cpu.js";
-import { CHAT_BODY, type Market, STREAM_BODY, serviceEnv, serviceNodeArgs, track } from "./market.js";
+import { CHAT_BODY, type Market, STREAM_BODY, serviceEnv, spawnService, track } from "./market.js";
 import { ms, p50p99 } from "./stats.js";
 
 type Emit = (f: Record<string, unknown>) => void;
@@ -46,7 +46,7 @@ export async function benchTracing(m: Market, emit: Emit): Promise<void> {
   const world = { databaseUrl: m.databaseUrl, prefix: m.app.rt.config.redis.prefix };
   const start = async (extra: Record<string, string>) => {
     const port = await freePort();
-    const child = track(spawnMain(["--role=api"], serviceEnv(m.app, m.sim, world, port, extra), serviceNodeArgs()));
+    const child = track(spawnService(serviceEnv(m.app, m.sim, world, port, extra)));
     return { child, url: `http://127.0.0.1:${port}` };
   };
   const untraced = await start({});

@@ -3,18 +3,29 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+/** The arguments after `node` that run the service as `spawnMain` says (the one place that knows them). */
+export function mainCommand(args: string[], nodeArgs: string[] = [], opts: { compiled?: boolean } = {}): string[] {
+  const entry = args[0] === "--local" ? ["src/dev.ts", ...args.slice(1)] : ["src/main.ts", ...args];
+  if (opts.compiled && entry[0] !== "src/main.ts")
+    throw new Error("mainCommand: only the production entry is compiled");
+  return opts.compiled
+    ? [...nodeArgs, "--enable-source-maps", "dist/server/main.js", ...entry.slice(1)]
+    : [...nodeArgs, "--import", "tsx", ...entry];
+}
+
 /**
- * Runs the service from source the way the npm scripts do (`node --import tsx`), with exactly the
- * given environment: `src/main.ts` (production, `npm start`), or with `--local` first the dev entry
- * `src/dev.ts` (`npm run dev`).
+ * Runs the service with exactly the given environment: from source the way the npm scripts do
+ * (`node --import tsx`), `src/main.ts` (the production entry), or with `--local` first the dev entry
+ * `src/dev.ts` (`npm run dev`); or, `compiled`, the production build as `npm start` runs it (`node
+ * --enable-source-maps dist/server/main.js`: `npm run build` must have made it).
  */
 export function spawnMain(
   args: string[],
   env: Record<string, string>,
   nodeArgs: string[] = [],
+  opts: { compiled?: boolean } = {},
 ): ChildProcess & { output: () => { stdout: string; stderr: string } } {
-  const entry = args[0] === "--local" ? ["src/dev.ts", ...args.slice(1)] : ["src/main.ts", ...args];
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", ...entry], {
+  const child = spawn(process.execPath, mainCommand(args, nodeArgs, opts), {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
     stdio: ["ignore", "pipe", "pipe"],
