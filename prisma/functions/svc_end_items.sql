@@ -44,47 +44,73 @@ DECLARE
   e_holder uuid[];
   e_amount bigint[];
   h_ids uuid[];
+  twice boolean;
+  unbalanced boolean;
+  two_holders boolean;
+  unnamed boolean;
+  video_uncharged boolean;
+  any_video boolean;
+  any_returns boolean;
+  any_charge boolean;
+  stale boolean;
+  over_hold boolean;
 BEGIN
-  IF n > 1 AND (SELECT count(DISTINCT i.request) FROM unnest(v) i) <> n THEN
+  -- one pass over the items: what is wrong with them (raised below, in this order) and what they
+  -- hold (a statement each costs the lone ending more than its work: each one skipped when no item
+  -- needs it). The parties the records name are read and not locked (docs/decisions.md "The append
+  -- names its parties without locking them"): no foreign key names them, so the append takes no row
+  -- lock and writes nothing for them; they are never deleted (their DELETE triggers), so what is read
+  -- holds
+  SELECT n > 1 AND count(DISTINCT i.request) <> n,
+         COALESCE(bool_or(i.clear IS NOT NULL
+                          AND ((i.buyer_holder IS NULL) = (i.payment IS NULL) OR i.offer_holder IS NULL OR i.gross < 0
+                               OR i.burn < 0 OR i.fee + i.share <> i.gross)), false),
+         COALESCE(bool_or(i.clear IS NOT NULL AND i.buyer_holder <> i.offer_holder), false),
+         array_agg(DISTINCT i.offer_holder ORDER BY i.offer_holder) FILTER (WHERE i.clear IS NOT NULL),
+         COALESCE(bool_or(NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account)
+                          OR (i.api_key IS NOT NULL
+                              AND NOT EXISTS (SELECT 1 FROM api_keys ak WHERE ak.id = i.api_key AND ak.account_id = i.account))
+                          OR (i.clear IS NOT NULL
+                              AND NOT EXISTS (SELECT 1 FROM offers o
+                                               WHERE o.id = i.offer AND o.account_id = i.supplier AND o.upstream_key_id = i.key))),
+                  false),
+         count(*) FILTER (WHERE i.clear IS NOT NULL AND i.payment IS NOT NULL),
+         COALESCE(bool_or(i.video IS NOT NULL AND i.clear IS NULL), false),
+         COALESCE(bool_or(i.video IS NOT NULL), false),
+         COALESCE(bool_or(i.returns IS NOT NULL AND i.returns <> '[]'::jsonb), false),
+         COALESCE(bool_or(i.clear IS NOT NULL), false)
+    INTO twice, unbalanced, two_holders, h_ids, unnamed, c, video_uncharged, any_video, any_returns, any_charge
+    FROM unnest(v) i;
+  IF twice THEN
     RAISE EXCEPTION 'end: a request appears twice in one batch' USING ERRCODE = 'P0001';
   END IF;
-  IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.clear IS NOT NULL
-               AND ((i.buyer_holder IS NULL) = (i.payment IS NULL) OR i.offer_holder IS NULL OR i.gross < 0
-                    OR i.burn < 0 OR i.fee + i.share <> i.gross)) THEN
+  IF unbalanced THEN
     RAISE EXCEPTION 'end: a charge without its slices or not balanced' USING ERRCODE = 'P0001';
   END IF;
-  IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.buyer_holder <> i.offer_holder) THEN
+  IF two_holders THEN
     RAISE EXCEPTION 'end: a charge funded by two holders' USING ERRCODE = 'P0001';
   END IF;
   -- the holders funding the charges: each one's fold lock, shared (svc_fold_holder takes it alone, so
   -- no fold of the holder runs during this statement and every later one sees its clears), then the
-  -- holder must still exist (a sweeper that released it held the lock alone and committed first)
-  SELECT array_agg(DISTINCT i.offer_holder ORDER BY i.offer_holder) INTO h_ids FROM unnest(v) i WHERE i.clear IS NOT NULL;
+  -- holder must still exist (a sweeper that released it held the lock alone and committed first):
+  -- read in a statement after the lock's, so its snapshot sees what such a sweeper committed
   IF h_ids IS NOT NULL THEN
     PERFORM pg_advisory_xact_lock_shared(svc_fold_key(x)) FROM unnest(h_ids) AS x ORDER BY x;
-    SELECT count(*) INTO c FROM escrow_holders h WHERE h.id = ANY(h_ids);
-    IF c <> cardinality(h_ids) THEN
+    SELECT count(*), COALESCE(bool_or(EXISTS (SELECT 1 FROM unnest(v) i
+                                               WHERE i.offer_holder = h.id AND i.clear IS NOT NULL
+                                                 AND i.now < h.folded_through - interval '1 day')), false)
+      INTO k, stale FROM escrow_holders h WHERE h.id = ANY(h_ids);
+    IF k <> cardinality(h_ids) THEN
       RAISE EXCEPTION 'end: a charge whose holder is gone' USING ERRCODE = 'P0001';
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(v) i JOIN escrow_holders h ON h.id = i.offer_holder
-                WHERE i.clear IS NOT NULL AND i.now < h.folded_through - interval '1 day') THEN
+    IF stale THEN
       RAISE EXCEPTION 'end: a charge a day older than its holder''s last fold' USING ERRCODE = 'P0001';
     END IF;
   END IF;
-  -- the parties the records name, read and not locked (docs/decisions.md "The append names its
-  -- parties without locking them"): no foreign key names them, so the append takes no row lock and
-  -- writes nothing for them; they are never deleted (their DELETE triggers), so what is read holds
-  IF EXISTS (SELECT 1 FROM unnest(v) i
-              WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account)
-                 OR (i.api_key IS NOT NULL
-                     AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = i.api_key AND k.account_id = i.account))
-                 OR (i.clear IS NOT NULL
-                     AND NOT EXISTS (SELECT 1 FROM offers o
-                                      WHERE o.id = i.offer AND o.account_id = i.supplier AND o.upstream_key_id = i.key))) THEN
+  IF unnamed THEN
     RAISE EXCEPTION 'end: a record names an account, key or offer not on record' USING ERRCODE = 'P0001';
   END IF;
   -- a payment-funded charge: the payment takes it (open, the same account, at most its maximum)
-  SELECT count(*) INTO c FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NOT NULL;
   IF c > 0 THEN
     UPDATE request_payments p
        SET status = 'charged', charge_micro_usdc = i.gross, charged_at = i.now, updated_at = i.now
@@ -96,7 +122,7 @@ BEGIN
       RAISE EXCEPTION 'end: a payment-funded charge its payment cannot take' USING ERRCODE = 'P0001';
     END IF;
   END IF;
-  IF EXISTS (SELECT 1 FROM unnest(v) i WHERE i.video IS NOT NULL AND i.clear IS NULL) THEN
+  IF video_uncharged THEN
     RAISE EXCEPTION 'end: a video job without its charge' USING ERRCODE = 'P0001';
   END IF;
   -- the attempts are a column of the request (issue 32), each field cast to its type on the way in
@@ -127,30 +153,34 @@ BEGIN
          i.api_key, (i.started AT TIME ZONE 'UTC')::date
     FROM unnest(v) i WHERE i.clear IS NOT NULL;
   -- a queued video job is written with its charge, so a charge never exists without its job
-  INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id,
-                          quote_micro_diem, upstream_quote_micro_diem, charge_micro_usdc, request_body, download_url,
-                          created_at)
-  SELECT (i.video->>'id')::uuid, i.request, i.account, i.key, i.model, i.video->>'queue_id',
-         i.video->>'upstream_queue_id', i.burn, (i.video->>'upstream_quote')::bigint, i.gross, i.video->'body',
-         i.video->>'download_url', i.now
-    FROM unnest(v) i WHERE i.video IS NOT NULL;
+  IF any_video THEN
+    INSERT INTO video_jobs (id, request_id, account_id, upstream_key_id, model, queue_id, upstream_queue_id,
+                            quote_micro_diem, upstream_quote_micro_diem, charge_micro_usdc, request_body, download_url,
+                            created_at)
+    SELECT (i.video->>'id')::uuid, i.request, i.account, i.key, i.model, i.video->>'queue_id',
+           i.video->>'upstream_queue_id', i.burn, (i.video->>'upstream_quote')::bigint, i.gross, i.video->'body',
+           i.video->>'download_url', i.now
+      FROM unnest(v) i WHERE i.video IS NOT NULL;
+  END IF;
   -- what the items give back of each buyer slice and each offer slice (a slice that does not linger)
-  SELECT array_agg(s.account ORDER BY s.account, s.holder), array_agg(s.holder ORDER BY s.account, s.holder),
-         array_agg(s.amount ORDER BY s.account, s.holder)
-    INTO d_account, d_holder, d_amount
-    FROM (SELECT x.account, x.holder, sum(x.amount)::bigint AS amount
-            FROM (SELECT (r->>'account')::uuid AS account, (r->>'holder')::uuid AS holder, (r->>'amount')::bigint AS amount
-                    FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
-                   WHERE r ? 'account') x
-           GROUP BY x.account, x.holder HAVING sum(x.amount) > 0) s;
-  SELECT array_agg(s.offer ORDER BY s.offer, s.holder), array_agg(s.holder ORDER BY s.offer, s.holder),
-         array_agg(s.amount ORDER BY s.offer, s.holder)
-    INTO e_offer, e_holder, e_amount
-    FROM (SELECT x.offer, x.holder, sum(x.amount)::bigint AS amount
-            FROM (SELECT (r->>'offer')::uuid AS offer, (r->>'holder')::uuid AS holder, (r->>'amount')::bigint AS amount
-                    FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
-                   WHERE r ? 'offer') x
-           GROUP BY x.offer, x.holder HAVING sum(x.amount) > 0) s;
+  IF any_returns THEN
+    SELECT array_agg(s.account ORDER BY s.account, s.holder), array_agg(s.holder ORDER BY s.account, s.holder),
+           array_agg(s.amount ORDER BY s.account, s.holder)
+      INTO d_account, d_holder, d_amount
+      FROM (SELECT x.account, x.holder, sum(x.amount)::bigint AS amount
+              FROM (SELECT (r->>'account')::uuid AS account, (r->>'holder')::uuid AS holder, (r->>'amount')::bigint AS amount
+                      FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
+                     WHERE r ? 'account') x
+             GROUP BY x.account, x.holder HAVING sum(x.amount) > 0) s;
+    SELECT array_agg(s.offer ORDER BY s.offer, s.holder), array_agg(s.holder ORDER BY s.offer, s.holder),
+           array_agg(s.amount ORDER BY s.offer, s.holder)
+      INTO e_offer, e_holder, e_amount
+      FROM (SELECT x.offer, x.holder, sum(x.amount)::bigint AS amount
+              FROM (SELECT (r->>'offer')::uuid AS offer, (r->>'holder')::uuid AS holder, (r->>'amount')::bigint AS amount
+                      FROM unnest(v) i CROSS JOIN LATERAL jsonb_array_elements(COALESCE(i.returns, '[]')) r
+                     WHERE r ? 'offer') x
+             GROUP BY x.offer, x.holder HAVING sum(x.amount) > 0) s;
+  END IF;
 
   -- Each charge adds to its slices' counts (buyer_escrows.charged_micro_usdc,
   -- offer_escrows.charged_micro_diem: what the holder's unfolded clears charged each), guarded by
@@ -168,16 +198,18 @@ BEGIN
         OR a.id IN (SELECT i.account FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NULL)
      ORDER BY a.id FOR NO KEY UPDATE;
   END IF;
-  WITH g AS (SELECT i.account, i.buyer_holder AS holder, sum(i.gross)::bigint AS gross
-               FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NULL
-              GROUP BY 1, 2 HAVING sum(i.gross) > 0),
-       u AS (UPDATE buyer_escrows e SET charged_micro_usdc = e.charged_micro_usdc + g.gross
-               FROM g WHERE e.account_id = g.account AND e.holder = g.holder
-                 AND e.amount_micro_usdc - e.charged_micro_usdc >= g.gross
-             RETURNING 1)
-  SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM u) INTO c, k;
-  IF k <> c THEN
-    RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
+  IF any_charge THEN
+    WITH g AS (SELECT i.account, i.buyer_holder AS holder, sum(i.gross)::bigint AS gross
+                 FROM unnest(v) i WHERE i.clear IS NOT NULL AND i.payment IS NULL
+                GROUP BY 1, 2 HAVING sum(i.gross) > 0),
+         u AS (UPDATE buyer_escrows e SET charged_micro_usdc = e.charged_micro_usdc + g.gross
+                 FROM g WHERE e.account_id = g.account AND e.holder = g.holder
+                   AND e.amount_micro_usdc - e.charged_micro_usdc >= g.gross
+               RETURNING 1)
+    SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM u) INTO c, k;
+    IF k <> c THEN
+      RAISE EXCEPTION 'end: a buyer slice is missing or short' USING ERRCODE = 'P0001';
+    END IF;
   END IF;
   IF d_account IS NOT NULL THEN
     UPDATE buyer_escrows e SET amount_micro_usdc = e.amount_micro_usdc - d.amount
@@ -204,16 +236,18 @@ BEGIN
      WHERE o.id = ANY(e_offer) OR o.id IN (SELECT i.offer FROM unnest(v) i WHERE i.clear IS NOT NULL)
      ORDER BY o.id FOR NO KEY UPDATE;
   END IF;
-  WITH g AS (SELECT i.offer, i.offer_holder AS holder, sum(i.burn)::bigint AS burn
-               FROM unnest(v) i WHERE i.clear IS NOT NULL
-              GROUP BY 1, 2 HAVING sum(i.burn) > 0),
-       u AS (UPDATE offer_escrows e SET charged_micro_diem = e.charged_micro_diem + g.burn
-               FROM g WHERE e.offer_id = g.offer AND e.holder = g.holder
-                 AND e.amount_micro_diem - e.charged_micro_diem >= g.burn
-             RETURNING 1)
-  SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM u) INTO c, k;
-  IF k <> c THEN
-    RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
+  IF any_charge THEN
+    WITH g AS (SELECT i.offer, i.offer_holder AS holder, sum(i.burn)::bigint AS burn
+                 FROM unnest(v) i WHERE i.clear IS NOT NULL
+                GROUP BY 1, 2 HAVING sum(i.burn) > 0),
+         u AS (UPDATE offer_escrows e SET charged_micro_diem = e.charged_micro_diem + g.burn
+                 FROM g WHERE e.offer_id = g.offer AND e.holder = g.holder
+                   AND e.amount_micro_diem - e.charged_micro_diem >= g.burn
+               RETURNING 1)
+    SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM u) INTO c, k;
+    IF k <> c THEN
+      RAISE EXCEPTION 'end: an offer slice is missing or short' USING ERRCODE = 'P0001';
+    END IF;
   END IF;
   IF e_offer IS NOT NULL THEN
     UPDATE offer_escrows e SET amount_micro_diem = e.amount_micro_diem - d.amount
@@ -236,12 +270,14 @@ BEGIN
     END IF;
   END IF;
   -- key budgets (docs/decisions.md "Key budgets"): a request's hold (a key with a limit) ends with it;
-  -- its charge counts toward its key's spend of the request's start day as its clear (svc_key_spend)
-  IF EXISTS (SELECT 1 FROM key_budget_holds h JOIN unnest(v) i ON h.request_id = i.request
-              WHERE i.clear IS NOT NULL AND i.gross > h.amount_micro_usdc) THEN
+  -- its charge counts toward its key's spend of the request's start day as its clear (svc_key_spend);
+  -- a charge above its hold raises (and the deletion rolls back with everything else)
+  WITH d AS (DELETE FROM key_budget_holds h USING unnest(v) i WHERE h.request_id = i.request
+             RETURNING i.clear IS NOT NULL AND i.gross > h.amount_micro_usdc AS over)
+  SELECT COALESCE(bool_or(d.over), false) INTO over_hold FROM d;
+  IF over_hold THEN
     RAISE EXCEPTION 'end: a charge beyond its key budget hold' USING ERRCODE = 'P0001';
   END IF;
-  DELETE FROM key_budget_holds h USING unnest(v) i WHERE h.request_id = i.request;
   -- the buyer's live confirmed balance: the row's, less its slices' unfolded charges (svc_buyer_unfolded)
   RETURN QUERY
     SELECT (x.o - 1)::integer,

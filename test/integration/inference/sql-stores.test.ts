@@ -400,6 +400,58 @@ describe("escrow", () => {
     expect(rows.clears).toEqual([{ id: id(0xa01), offer: CHEAP.id, burn: "1000", gross: "300" }]);
   });
 
+  test("the append's guards: each refuses with its own reason and commits nothing", async () => {
+    const before = await sameRows();
+    const hold = async () => {
+      const r = await sql.query<{ t: Date }>("SELECT folded_through AS t FROM escrow_holders WHERE id = $1", [H1]);
+      return r.rows[0]?.t;
+    };
+    const foldedThrough = await hold();
+    const c = (n: number) => charge(n, { gross: 10n, burn: 10n });
+    const part = (i: EndItem) => i.charge as NonNullable<EndItem["charge"]>;
+    const refused = (items: EndItem[], reason: RegExp) =>
+      expect(ask((s) => s.settlement.commit(items))).rejects.toThrow(reason);
+    await refused([item(11), item(11)], /a request appears twice in one batch/);
+    await refused([charge(12, { gross: 10n, burn: 10n, fee: 9n })], /a charge without its slices or not balanced/);
+    await refused([{ ...c(13), charge: { ...part(c(13)), offerHolder: H2 } }], /a charge funded by two holders/);
+    await refused(
+      [{ ...c(14), charge: { ...part(c(14)), buyerHolder: GONE, offerHolder: GONE } }],
+      /whose holder is gone/,
+    );
+    await sql.query("UPDATE escrow_holders SET folded_through = $2 WHERE id = $1", [H1, NOW]);
+    await refused(
+      [charge(15, { gross: 10n, burn: 10n })].map((i) => ({ ...i, endedAt: at(-2 * 86_400_000) })),
+      /a day older than its holder's last fold/,
+    );
+    await sql.query("UPDATE escrow_holders SET folded_through = $2 WHERE id = $1", [H1, foldedThrough]);
+    await refused(
+      [{ ...c(16), paymentId: id(0x5fd), charge: { ...part(c(16)), buyerHolder: null } }],
+      /a payment-funded charge its payment cannot take/,
+    );
+    const videoJob = {
+      id: id(0xb17),
+      queueId: "q",
+      upstreamQueueId: "uq",
+      upstreamQuoteMicroDiem: 1n,
+      body: {},
+      downloadUrl: null,
+    };
+    await refused([item(17, { rows: { videoJob } })], /a video job without its charge/);
+    await refused([charge(18, { gross: 9_000_000n, burn: 1n })], /a buyer slice is missing or short/);
+    await refused([charge(19, { gross: 10n, burn: 5_000_000n })], /an offer slice is missing or short/);
+    await sql.query(
+      "INSERT INTO key_budget_holds (request_id, api_key_id, holder, amount_micro_usdc) VALUES ($1, $2, $3, 5)",
+      [id(0x900 + 20), KEY, H1],
+    );
+    await refused([c(20)], /a charge beyond its key budget hold/);
+    // the hold's deletion rolled back with the rest
+    const held = await sql.query("SELECT 1 FROM key_budget_holds WHERE request_id = $1", [id(0x900 + 20)]);
+    expect(held.rowCount).toBe(1);
+    await sql.query("DELETE FROM key_budget_holds WHERE request_id = $1", [id(0x900 + 20)]);
+    expect(await hold()).toEqual(foldedThrough);
+    expect(await sameRows()).toEqual(before);
+  });
+
   test("ended: whether a request's ending committed, with its buyer's balance now (a lost commit answer)", async () => {
     expect(await ask((s) => s.settlement.ended(id(0x901)))).toEqual({
       status: "succeeded",
