@@ -28,7 +28,7 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"
  * "Record ids in time order"). The random bits (crypto) keep an id unguessable; its time tells its
  * holder only when the request arrived (or, for a clear, ended). They come from a pool filled from the
  * CSPRNG 256 ids at a time, each byte used once: one system call per id was 4 % of the API process's
- * CPU at saturation (docs/performance.md "Ids from a pool of random bytes").
+ * CPU at saturation (docs/performance.md "Fewer instructions per request").
  */
 export function uuidV7(at: Date, random?: Buffer): string {
   const ms = at.getTime();
