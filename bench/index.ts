@@ -156,6 +156,8 @@ emit({
   commit: commit(),
   // the production build as `npm run start:api` runs it, or src/main.ts through tsx (BENCH_SERVICE_BUILD)
   service: serviceBuild(),
+  // every peer runs on this Node (the service, the proxy, Portkey): the image ships Node 24
+  node: process.version,
   cpus: cpus().length,
   loadavg: loadavg().map((x) => +x.toFixed(2)),
 });
