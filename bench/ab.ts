@@ -11,7 +11,7 @@
 // the Prisma client generated there). Both sides must contain this bench (`--only`). BENCH_*
 // variables pass through to every run. Prints JSON lines.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -100,6 +100,20 @@ if (!a || !b || !only || !Number.isInteger(runs) || runs < 1) {
 }
 const trees = { a: treeOf(a), b: treeOf(b) };
 console.log(JSON.stringify({ ab: "trees", a: { side: a, dir: trees.a }, b: { side: b, dir: trees.b }, only, runs }));
+// a tree whose bench predates BENCH_SERVICE_BUILD runs the service from source through tsx; one that
+// knows it runs the production build (unless told `source`): say so when the two sides differ
+const runsFromSource = (dir: string) =>
+  !readFileSync(join(dir, "bench", "market.ts"), "utf8").includes("BENCH_SERVICE_BUILD") ||
+  process.env.BENCH_SERVICE_BUILD === "source";
+if (runsFromSource(trees.a) !== runsFromSource(trees.b)) {
+  console.log(
+    JSON.stringify({
+      ab: "note",
+      note: "one side runs the service through tsx, the other its production build: the difference includes that",
+      source: { a: runsFromSource(trees.a), b: runsFromSource(trees.b) },
+    }),
+  );
+}
 
 /** per side: figure name → one value per run */
 const series: Record<"a" | "b", Map<string, number[]>> = { a: new Map(), b: new Map() };
