@@ -34,8 +34,9 @@ export function uuidV7(at: Date, random?: Buffer): string {
   const ms = at.getTime();
   if (!Number.isInteger(ms) || ms < 0 || ms > 0xffff_ffff_ffff) throw new RangeError(`uuidV7: bad time ${ms}`);
   if (random !== undefined && random.length < 10) throw new RangeError("uuidV7: needs 10 random bytes");
-  const r = random ?? pool;
+  // the pool's offset first: drawing may refill it with a new buffer
   const o = random ? 0 : tenFromPool();
+  const r = random ?? pool;
   const byte = (i: number) => HEX[r[o + i] ?? 0];
   const high = Math.floor(ms / 0x1_0000); // the first 32 bits of the 48
   const time = `${high.toString(16).padStart(8, "0")}-${(ms % 0x1_0000).toString(16).padStart(4, "0")}`;
@@ -43,6 +44,7 @@ export function uuidV7(at: Date, random?: Buffer): string {
   const variant = `${HEX[0x80 | ((r[o + 2] ?? 0) & 0x3f)]}${byte(3)}`; // variant 10
   return `${time}-${version}-${variant}-${byte(4)}${byte(5)}${byte(6)}${byte(7)}${byte(8)}${byte(9)}`;
 }
+
 /** The time a v7 uuid carries; null for any other uuid (a v4 reference made before v7 ones). */
 export function uuidV7Time(id: string): Date | null {
   const m = /^([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i.exec(id);
