@@ -44,6 +44,7 @@ DECLARE
   e_holder uuid[];
   e_amount bigint[];
   h_ids uuid[];
+  paid integer;
   twice boolean;
   unbalanced boolean;
   two_holders boolean;
@@ -79,7 +80,7 @@ BEGIN
          COALESCE(bool_or(i.video IS NOT NULL), false),
          COALESCE(bool_or(i.returns IS NOT NULL AND i.returns <> '[]'::jsonb), false),
          COALESCE(bool_or(i.clear IS NOT NULL), false)
-    INTO twice, unbalanced, two_holders, h_ids, unnamed, c, video_uncharged, any_video, any_returns, any_charge
+    INTO twice, unbalanced, two_holders, h_ids, unnamed, paid, video_uncharged, any_video, any_returns, any_charge
     FROM unnest(v) i;
   IF twice THEN
     RAISE EXCEPTION 'end: a request appears twice in one batch' USING ERRCODE = 'P0001';
@@ -111,14 +112,14 @@ BEGIN
     RAISE EXCEPTION 'end: a record names an account, key or offer not on record' USING ERRCODE = 'P0001';
   END IF;
   -- a payment-funded charge: the payment takes it (open, the same account, at most its maximum)
-  IF c > 0 THEN
+  IF paid > 0 THEN
     UPDATE request_payments p
        SET status = 'charged', charge_micro_usdc = i.gross, charged_at = i.now, updated_at = i.now
       FROM unnest(v) i
      WHERE i.clear IS NOT NULL AND p.id = i.payment AND p.status = 'open' AND p.account_id = i.account
        AND i.gross <= p.max_micro_usdc;
     GET DIAGNOSTICS k = ROW_COUNT;
-    IF k <> c THEN
+    IF k <> paid THEN
       RAISE EXCEPTION 'end: a payment-funded charge its payment cannot take' USING ERRCODE = 'P0001';
     END IF;
   END IF;
