@@ -24,6 +24,7 @@ import { detailedError, isRecord, type Json, sleepUnlessClosed, typeIssue } from
 import type { SimTextModel } from "./models.js";
 import {
   chunkTokens,
+  countDefinitionTokens,
   countPromptTokens,
   DEFAULT_STREAM_CHUNKS,
   parseDirectives,
@@ -98,7 +99,8 @@ export async function handleChatCompletions(ctx: ApiContext): Promise<void> {
     return;
   }
 
-  const promptTokens = countPromptTokens(messages);
+  const promptTokens =
+    countPromptTokens(messages) + countDefinitionTokens(body.tools, body.tool_choice, body.response_format);
   if (promptTokens > model.model_spec.availableContextTokens) {
     contextLengthExceeded(ctx, model.model_spec.availableContextTokens, promptTokens);
     return;

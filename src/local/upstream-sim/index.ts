@@ -26,6 +26,7 @@ export {
 } from "./server.js";
 export { SimState } from "./state.js";
 export {
+  countDefinitionTokens,
   countPromptTokens,
   PER_MESSAGE_OVERHEAD_TOKENS,
   parseDirectives,

@@ -16,6 +16,7 @@ import { detailedError, isRecord, type Json, sleepUnlessClosed, typeIssue } from
 import type { SimTextModel } from "./models.js";
 import {
   chunkTokens,
+  countDefinitionTokens,
   countPromptTokens,
   DEFAULT_STREAM_CHUNKS,
   parseDirectives,
@@ -74,7 +75,7 @@ export async function handleResponses(ctx: ApiContext): Promise<void> {
     return;
   }
   const messages = responsesInputToMessages(body.input, body.instructions);
-  const promptTokens = countPromptTokens(messages);
+  const promptTokens = countPromptTokens(messages) + countDefinitionTokens(body.tools, body.tool_choice);
   if (promptTokens > model.model_spec.availableContextTokens) {
     contextLengthExceeded(ctx, model.model_spec.availableContextTokens, promptTokens);
     return;

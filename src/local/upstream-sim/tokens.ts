@@ -3,7 +3,9 @@
  *
  * Prompt tokens: for every message, PER_MESSAGE_OVERHEAD_TOKENS + ceil(chars / 4), where chars is the
  * UTF-16 length of the message's text (string `content`, plus the `text` of every content part, plus
- * assistant `tool_calls[].function.arguments`). Non-text parts (images, audio) count 0.
+ * assistant `tool_calls[].function.arguments`). Non-text parts (images, audio) count 0. Definitions
+ * sent beside the messages (`tools`, `tool_choice`, `response_format`) are part of the prompt, as a
+ * provider renders them into it: ceil(chars of their JSON / 4) each (`countDefinitionTokens`).
  *
  * Completion tokens: the reply is `desired` tokens long, where desired = the `[[sim:tokens=N]]`
  * directive if present, else clamp(prompt_tokens, 8, 64); it is cut to the request's max tokens
@@ -43,6 +45,18 @@ export function messageText(message: unknown): string {
     }
   }
   return text;
+}
+
+/**
+ * Prompt tokens of the definitions sent beside the messages (tools, a tool choice, a response
+ * format): ceil(chars of each one's JSON / 4); an absent or null one counts 0. Pure.
+ */
+export function countDefinitionTokens(...definitions: unknown[]): number {
+  let total = 0;
+  for (const d of definitions) {
+    if (d !== undefined && d !== null) total += Math.ceil(JSON.stringify(d).length / CHARS_PER_TOKEN);
+  }
+  return total;
 }
 
 /** Prompt tokens of a chat `messages` array: Σ (4 + ceil(chars / 4)). Pure. */

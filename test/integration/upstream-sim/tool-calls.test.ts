@@ -1,5 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { countPromptTokens, type UpstreamSimulator } from "../../../src/local/upstream-sim/index.js";
+import {
+  countDefinitionTokens,
+  countPromptTokens,
+  type UpstreamSimulator,
+} from "../../../src/local/upstream-sim/index.js";
 import {
   parseToolCallDirective,
   planToolCall,
@@ -112,7 +116,11 @@ describe("POST /chat/completions with a tool call", () => {
         function: { name: "get_weather", arguments: ARGS },
       },
     ]);
-    expect(body.usage).toMatchObject({ prompt_tokens: countPromptTokens(messages), completion_tokens: CALL_TOKENS });
+    // the tool definitions are prompt too
+    expect(body.usage).toMatchObject({
+      prompt_tokens: countPromptTokens(messages) + countDefinitionTokens([WEATHER]),
+      completion_tokens: CALL_TOKENS,
+    });
     expect(diemOf(sim)).toBeLessThan(before);
 
     // the result goes back as a `tool` message: the answer is text
@@ -125,7 +133,7 @@ describe("POST /chat/completions with a tool call", () => {
     const body2 = (await res2.json()) as typeof body;
     expect(body2.choices[0]?.finish_reason).toBe("stop");
     expect(typeof body2.choices[0]?.message.content).toBe("string");
-    expect(body2.usage.prompt_tokens).toBe(countPromptTokens(second));
+    expect(body2.usage.prompt_tokens).toBe(countPromptTokens(second) + countDefinitionTokens([WEATHER]));
   });
 
   test("streamed: the call's head, its arguments in pieces, finish tool_calls, then usage", async () => {

@@ -28,6 +28,25 @@ export function estimatePromptTokens(payload: unknown, messages: number): number
   return Math.ceil(bytes / BYTES_PER_TOKEN) + PER_MESSAGE_TOKENS * Math.max(1, messages);
 }
 
+/**
+ * THE prompt estimate of a text request (chat, Responses, Messages): the generous bytes/3 rule over
+ * everything that goes upstream as prompt — its messages (or input) and the definitions sent beside
+ * them (tools, a tool choice, a response format), which the provider renders into the prompt and
+ * bills as prompt tokens — plus 16 per message. The charge is capped at the maximum this estimate
+ * admits, so what it leaves out the supplier would pay. Absent or null definitions add nothing.
+ */
+export function textPromptEstimate(messages: unknown, count: number, definitions: Record<string, unknown>): number {
+  const present = Object.entries(definitions).filter(([, v]) => v !== undefined && v !== null);
+  return estimatePromptTokens(present.length === 0 ? messages : { messages, ...Object.fromEntries(present) }, count);
+}
+
+/** The definitions' share of a rough prompt count (a stream that ended without usage): chars / 4. */
+export function approxDefinitionTokens(definitions: Record<string, unknown>): number {
+  let chars = 0;
+  for (const v of Object.values(definitions)) if (v !== undefined && v !== null) chars += JSON.stringify(v).length;
+  return Math.ceil(chars / 4);
+}
+
 /** A request not planned yet: nothing admitted. */
 export const NO_PLAN: AdmissionPlan = Object.freeze({
   promptEstimate: 0,

@@ -4,7 +4,7 @@ import { type ChatRequest, type Json, parseChatRequest } from "../../../../contr
 import { DomainError } from "../../../../lib/errors.js";
 import { formatDecimal6 } from "../../../../lib/money.js";
 import { dataFrame, errorFrame } from "../../../../lib/sse.js";
-import { estimatePromptTokens, textPricer } from "../../pipeline/admission.js";
+import { approxDefinitionTokens, textPricer, textPromptEstimate } from "../../pipeline/admission.js";
 import type { InferenceModality } from "../../pipeline/endpoint.js";
 import type { InferenceSession, Settled } from "../../pipeline/session.js";
 import type { StreamRelay, StreamRenderer } from "../../pipeline/stream-relay.js";
@@ -111,6 +111,7 @@ class ChatStream implements StreamRenderer {
   incomplete() {
     let approxPromptTokens = 0;
     for (const m of this.req.messages) approxPromptTokens += approxItemTokens(JSON.stringify(m?.content ?? "").length);
+    approxPromptTokens += approxDefinitionTokens(chatDefinitions(this.req));
     return { approxPromptTokens, relayedChars: this.relayedChars };
   }
 
@@ -143,6 +144,16 @@ class ChatStream implements StreamRenderer {
   }
 }
 
+/** What a chat request sends beside its messages that the provider bills as prompt. */
+function chatDefinitions(req: ChatRequest): Record<string, unknown> {
+  return { tools: req.body.tools, tool_choice: req.body.tool_choice, response_format: req.body.response_format };
+}
+
+/** The admission estimate of a chat request: its messages and its definitions (`textPromptEstimate`). */
+export function chatPromptEstimate(req: ChatRequest): number {
+  return textPromptEstimate(req.messages, req.messages.length, chatDefinitions(req));
+}
+
 /**
  * Chat completions (SPEC "Inference" POST /v1/chat/completions) as a modality: the fields of the
  * OpenAI-compatible body that the upstream documents go upstream with the admitted completion cap,
@@ -153,7 +164,7 @@ export const chatModality: InferenceModality<ChatRequest> = {
   modality: "text",
   path: "/chat/completions",
   parse: parseChatRequest,
-  price: (req, model) => textPricer(model, estimatePromptTokens(req.messages, req.messages.length), req.maxTokens),
+  price: (req, model) => textPricer(model, chatPromptEstimate(req), req.maxTokens),
   upstreamBody(req, session, stream) {
     // only what the reference documents (undocumented fields dropped); `fallbacks` is refused by the
     // contract, so here it is at most an empty list

@@ -4,7 +4,7 @@ import type {
   AnthropicPrompt,
   AnthropicToolChoice,
 } from "../../../../contract/messages.js";
-import { estimatePromptTokens } from "../../pipeline/admission.js";
+import { approxDefinitionTokens, textPromptEstimate } from "../../pipeline/admission.js";
 import type { Settled } from "../../pipeline/session.js";
 import { approxItemTokens, usageOf, usageWithCost } from "../../settlement/usage.js";
 
@@ -156,12 +156,11 @@ export function chatPromptOf(p: AnthropicPrompt): ChatPrompt {
 
 /**
  * THE prompt estimate of a Messages request, for admission and for `count_tokens`: the generous
- * bytes/3 rule (`estimatePromptTokens`, as on chat) over what goes upstream — the translated
- * messages and the tool definitions — plus 16 per message.
+ * bytes/3 rule (`textPromptEstimate`, as on chat) over what goes upstream — the translated
+ * messages, the tool definitions and the tool choice — plus 16 per message.
  */
 export function messagesPromptEstimate(chat: ChatPrompt): number {
-  const payload = chat.tools ? { messages: chat.messages, tools: chat.tools } : chat.messages;
-  return estimatePromptTokens(payload, chat.messages.length);
+  return textPromptEstimate(chat.messages, chat.messages.length, { tools: chat.tools, tool_choice: chat.tool_choice });
 }
 
 /** The rough upstream-like prompt count (per chat message) for billing a stream that ended without usage. */
@@ -172,7 +171,7 @@ export function approxMessagesPromptTokens(chat: ChatPrompt): number {
     if (Array.isArray(m.tool_calls)) chars += JSON.stringify(m.tool_calls).length;
     tokens += approxItemTokens(chars);
   }
-  return tokens;
+  return tokens + approxDefinitionTokens({ tools: chat.tools, tool_choice: chat.tool_choice });
 }
 
 /** A tool call's arguments as Anthropic's `input` object (arguments that are not a JSON object: `{}`). */

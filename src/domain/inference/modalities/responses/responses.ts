@@ -1,6 +1,6 @@
 import { documentedBody } from "../../../../adapters/upstream/reference.js";
 import { type Json, parseResponsesRequest, type ResponsesRequest } from "../../../../contract/inference.js";
-import { estimatePromptTokens, textPricer } from "../../pipeline/admission.js";
+import { approxDefinitionTokens, textPricer, textPromptEstimate } from "../../pipeline/admission.js";
 import type { InferenceModality } from "../../pipeline/endpoint.js";
 import { approxItemTokens, usageOf, usageWithCost } from "../../settlement/usage.js";
 import { ResponsesStream, withoutExtras } from "./responses-stream.js";
@@ -18,17 +18,28 @@ export function inputWithInstructions(input: string | unknown[], instructions: s
   return typeof input === "string" ? [system, { role: "user", content: input }] : [system, ...input];
 }
 
-/** The admission estimate: the generous bytes/3 rule over the input (and the instructions, if any). */
-export function responsesPromptEstimate(req: Pick<ResponsesRequest, "input" | "instructions">): number {
+/** What a Responses request sends beside its input that the provider bills as prompt. */
+function responsesDefinitions(req: Pick<ResponsesRequest, "body">): Record<string, unknown> {
+  return { tools: req.body.tools, tool_choice: req.body.tool_choice };
+}
+
+/**
+ * The admission estimate (`textPromptEstimate`): the generous bytes/3 rule over the input (and the
+ * instructions, if any) and the tool definitions.
+ */
+export function responsesPromptEstimate(req: Pick<ResponsesRequest, "input" | "instructions" | "body">): number {
   const items = typeof req.input === "string" ? 1 : req.input.length;
-  if (req.instructions === undefined) return estimatePromptTokens(req.input, items);
-  return estimatePromptTokens([req.instructions, req.input], items + 1);
+  const definitions = responsesDefinitions(req);
+  if (req.instructions === undefined) return textPromptEstimate(req.input, items, definitions);
+  return textPromptEstimate([req.instructions, req.input], items + 1, definitions);
 }
 
 /** The rough upstream-like prompt count (per input item) for billing a stream that ended without usage. */
-export function approxResponsesPromptTokens(req: Pick<ResponsesRequest, "input" | "instructions">): number {
+export function approxResponsesPromptTokens(req: Pick<ResponsesRequest, "input" | "instructions" | "body">): number {
   const text = (v: unknown) => (typeof v === "string" ? v.length : JSON.stringify(v ?? "").length);
-  let t = req.instructions ? approxItemTokens(req.instructions.length) : 0;
+  let t =
+    (req.instructions ? approxItemTokens(req.instructions.length) : 0) +
+    approxDefinitionTokens(responsesDefinitions(req));
   if (typeof req.input === "string") return t + approxItemTokens(req.input.length);
   for (const item of req.input) {
     const x = item as Json;
