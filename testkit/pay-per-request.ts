@@ -101,13 +101,15 @@ export function paymentOfPayer(app: TestApp, payer: string) {
 /**
  * The buyer signs a call's 402 as `@x402/fetch` does (the 402's extensions echoed) and, with `id`,
  * adds a payment-identifier (`unchecked`: as given, valid or not): the `PAYMENT-SIGNATURE` value.
+ * `timeoutSeconds` signs as a client that asks for another validity than the 402's
+ * `maxTimeoutSeconds` (its authorization's deadline is now + that).
  */
 export async function signedUpto(
   app: TestApp,
   buyer: { privateKey: `0x${string}` },
   path: string,
   body: unknown,
-  o: { id?: string; unchecked?: boolean } = {},
+  o: { id?: string; unchecked?: boolean; timeoutSeconds?: number } = {},
 ): Promise<string> {
   const challenge = await x402Post(app, path, body);
   const header = challenge.headers.get("payment-required");
@@ -115,7 +117,13 @@ export async function signedUpto(
   const client = new x402Client()
     .register("eip155:*", new UptoEvmScheme(toClientEvmSigner(privateKeyToAccount(buyer.privateKey))))
     .setSpendControls(false);
-  const payload = await client.createPaymentPayload(decodePaymentRequiredHeader(header));
+  const required = decodePaymentRequiredHeader(header);
+  const timeout = o.timeoutSeconds;
+  const asked =
+    timeout === undefined
+      ? required
+      : { ...required, accepts: required.accepts.map((a) => ({ ...a, maxTimeoutSeconds: timeout })) };
+  const payload = await client.createPaymentPayload(asked);
   if (o.id === undefined) return encodePaymentSignatureHeader(payload);
   const extensions = { ...(payload.extensions ?? {}) };
   if (o.unchecked) {

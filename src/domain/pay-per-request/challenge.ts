@@ -34,6 +34,15 @@ import { PAYMENT_REQUIRED_HEADER, RECEIPT_HEADER } from "../funding/x402.js";
  */
 export const UPTO_MAX_TIMEOUT_SECONDS = 3600;
 
+/**
+ * The least time an `upto` authorization must have left when it arrives: the time asked for, less ten
+ * minutes for the client's clock and its signing. Nothing else bounds it (the facilitator's verify
+ * refuses only a deadline a few seconds away), and a charge is settled after its answer: an
+ * authorization signed to expire in seconds would let a stream be served, its settle be refused, and
+ * the charge fall on the platform.
+ */
+export const UPTO_MIN_REMAINING_SECONDS = UPTO_MAX_TIMEOUT_SECONDS - 600;
+
 export interface UptoChallengeInput {
   maxMicroUsdc: bigint;
   route: PaidRoute;
@@ -158,12 +167,13 @@ export function decodeUpto(sent: { header: string } | { payload: unknown }): Upt
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /**
- * Does the payment answer this challenge? The requirement it accepted must be ours (scheme,
+ * Does the payment answer this challenge at `now`? The requirement it accepted must be ours (scheme,
  * network, asset, payTo, amount = the maximum), and the signed authorization must carry the same
- * maximum, token and payee and name our facilitator. The maximum is recomputed from the request on
- * every call: a payment signed for another body (or before the catalog's price changed) does not pay.
+ * maximum, token and payee, name our facilitator, and stay valid for at least
+ * `UPTO_MIN_REMAINING_SECONDS`. The maximum is recomputed from the request on every call: a payment
+ * signed for another body (or before the catalog's price changed) does not pay.
  */
-export function uptoMismatch(sent: UptoPaymentSent, c: UptoChallenge): string | undefined {
+export function uptoMismatch(sent: UptoPaymentSent, c: UptoChallenge, now: Date): string | undefined {
   const a = sent.payload.accepted;
   const r = c.accepted;
   const f = sent.facts;
@@ -176,6 +186,9 @@ export function uptoMismatch(sent: UptoPaymentSent, c: UptoChallenge): string | 
   }
   const facilitator = String(c.requirements.extra.facilitatorAddress ?? "");
   if (!same(f.facilitator, facilitator)) return `the authorization must name the facilitator ${facilitator}`;
+  if (f.deadline < BigInt(Math.floor(now.getTime() / 1000) + UPTO_MIN_REMAINING_SECONDS)) {
+    return `the authorization's deadline must be at least ${UPTO_MIN_REMAINING_SECONDS} seconds away (sign deadline = now + maxTimeoutSeconds, ${UPTO_MAX_TIMEOUT_SECONDS})`;
+  }
   return undefined;
 }
 

@@ -127,7 +127,7 @@ export class PayPerRequestService {
     }
     const sent = decodeUpto(call.payment);
     if (!sent) return paidChallenge(challenge, "invalid_payment", `${HEADER} is not an x402 v2 upto payment payload.`);
-    const wrong = uptoMismatch(sent, challenge);
+    const wrong = uptoMismatch(sent, challenge, this.deps.clock.now());
     if (wrong) return paidChallenge(challenge, "invalid_payment", `${HEADER} does not match this challenge: ${wrong}.`);
 
     const payer = getAddress(sent.facts.payer);

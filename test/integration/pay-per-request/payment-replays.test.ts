@@ -153,6 +153,29 @@ describe("the payment-identifier", () => {
   });
 });
 
+describe("an authorization that expires too soon", () => {
+  test("is refused before anything runs or is recorded: its settle could come after its deadline", async ({
+    app,
+    chain,
+  }) => {
+    const buyer = await uptoBuyer(chain);
+    const body = chatBody("Quick [[sim:tokens=10]]");
+    const before = await usdcBalance(chain, buyer.address);
+    // a deadline seconds away: the facilitator's verify takes it, the stream would outlive it
+    const short = await signedUpto(app, buyer, CHAT, { ...body, stream: true }, { timeoutSeconds: 30 });
+    const r = await x402Post(app, CHAT, { ...body, stream: true }, sig(short));
+    expect(r.status).toBe(402);
+    expect(r.body).toMatchObject({ error: { code: "invalid_payment", message: expect.stringContaining("deadline") } });
+    expect(await paymentsOf(app, buyer.address)).toHaveLength(0);
+    // the same client signing the validity the 402 asks for pays
+    const full = await signedUpto(app, buyer, CHAT, body);
+    expect((await x402Post(app, CHAT, body, sig(full))).status).toBe(200);
+    expect(await paymentsOf(app, buyer.address)).toHaveLength(1);
+    expect(await usdcBalance(chain, buyer.address)).toBeLessThan(before);
+    await assertBooksBalance(app.rt.db);
+  });
+});
+
 describe("one wallet, many payments", () => {
   test("at once: only the payments its USDC covers together run; the rest are refused unrun", async ({
     app,
