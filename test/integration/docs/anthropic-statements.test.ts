@@ -96,7 +96,7 @@ describe("llms.txt and SKILL.md: Anthropic's Messages API", () => {
     says(
       docs,
       "/SKILL.md",
-      "the estimate the service reserves a request's prompt at (UTF-8 bytes / 3, plus 16 per message, over the messages and tool definitions as they go upstream), not a tokenizer's count; it is free and needs a live model.",
+      "the estimate the service reserves a request's prompt at (UTF-8 bytes / 3, plus 16 per message, over the messages, the tool definitions and the tool choice as they go upstream), not a tokenizer's count; it is free and needs a live model.",
     );
     says(
       docs,
