@@ -61,7 +61,7 @@ const offOnly = (message: string) => withRule(z.unknown(), (v) => (v === false ?
 
 /**
  * The native image body in two steps, in the order a 400 names them: first what is refused
- * outright (web search, streaming, binary answers) and `variants` and `n` with different values,
+ * outright (web search, the prompt rewrite, streaming, binary answers) and `variants` and `n` with different values,
  * then the priced fields.
  */
 const imageRequestBody = z
@@ -70,6 +70,7 @@ const imageRequestBody = z
       model: modelId,
       prompt,
       enable_web_search: offSwitch("enable_web_search is refused: it bills beyond published pricing."),
+      enhance_prompt: offSwitch("enhance_prompt is refused: its prompt rewrite bills beyond published pricing."),
       stream: offOnly("Image generation does not stream."),
       return_binary: offOnly("return_binary is not supported: images come back base64 in images[]."),
     },

@@ -50,17 +50,23 @@ export const offSwitch = (message: string) =>
 
 /**
  * The text routes' paid add-ons: the provider's web search, scraping and X search
- * (`venice_parameters.enable_*`), OpenAI's `web_search`, and paid tool types, each a 400 naming its
- * field. Not in the documented bodies (no client sends them expecting them to work), so their
+ * (`venice_parameters.enable_*`), a provider character (`venice_parameters.character_slug`: its
+ * prompt is billed but not in the request, so no estimate bounds it), OpenAI's `web_search`, and paid
+ * tool types, each a 400 naming its field. Not in the documented bodies (no client sends them expecting them to work), so their
  * rules are `withRule`s, which cost nothing when the field is not sent.
  */
 export const paidAddOns = {
   venice_parameters: withRule(
     z.record(z.unknown(), { invalid_type_error: "venice_parameters must be an object." }),
-    (vp) =>
-      switchedOn(vp.enable_web_search) || switchedOn(vp.enable_web_scraping) || switchedOn(vp.enable_x_search)
-        ? "Web search, scraping and X search are refused: they bill beyond published pricing."
-        : undefined,
+    (vp) => {
+      if (switchedOn(vp.enable_web_search) || switchedOn(vp.enable_web_scraping) || switchedOn(vp.enable_x_search)) {
+        return "Web search, scraping and X search are refused: they bill beyond published pricing.";
+      }
+      if (vp.character_slug !== undefined && vp.character_slug !== null) {
+        return "venice_parameters.character_slug is refused: a character's prompt is billed as prompt tokens the request does not show, beyond its maximum charge.";
+      }
+      return undefined;
+    },
   )
     .nullable()
     .optional(),

@@ -25,6 +25,8 @@ const TOKENS_PER_PRICE_UNIT = 1_000_000n;
 
 /** Extra DIEM charged per request with Venice web search turned on (≈ $0.01, §1). */
 export const WEB_SEARCH_FEE_MICRO_DIEM = 10_000n;
+/** `enhance_prompt` on an image: the rewrite the reference says bills extra (about $0.04). */
+export const ENHANCE_PROMPT_FEE_MICRO_DIEM = 40_000n;
 
 const cache = new WeakMap<SimTextPricing, TextPricingMicro>();
 

@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { VENICE_REQUEST_FIELDS } from "../../adapters/upstream/venice-fields.js";
 import { admitRequest, MSG_MODEL_NOT_FOUND } from "./admission.js";
+import { ENHANCE_PROMPT_FEE_MICRO_DIEM } from "./burn.js";
 import { type ApiContext, resolveModel, sendApiError, sendApiJson } from "./context.js";
 import { detailedError, type Issue, isRecord, type Json, typeIssue } from "./http-util.js";
 import { chargePrepaid, modelOfType } from "./media-admission.js";
@@ -158,7 +159,8 @@ export async function handleImageGenerate(ctx: ApiContext): Promise<void> {
   };
   if (!free) {
     const unit = imageUnitPriceMicro(model, resolution, quality) ?? 0n;
-    if (!chargePrepaid(ctx, { ...admitted, headers }, unit * BigInt(variants))) return;
+    const rewrite = body.enhance_prompt === true ? ENHANCE_PROMPT_FEE_MICRO_DIEM : 0n;
+    if (!chargePrepaid(ctx, { ...admitted, headers }, unit * BigInt(variants) + rewrite)) return;
   }
   const image = IMAGE_BYTES[format] ?? { bytes: WEBP_1X1, mime: "image/webp" };
   if (returnBinary) {

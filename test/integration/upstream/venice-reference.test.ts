@@ -273,7 +273,7 @@ describe("only documented fields go upstream", () => {
       metadata: { a: "b" },
       text: { format: { type: "text" } },
       user: "u-1",
-      venice_parameters: { character_slug: "venice", strip_thinking_response: true },
+      venice_parameters: { include_search_results_in_stream: false, strip_thinking_response: true },
     });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const sent = lastCall("/responses").body as Json;
@@ -283,7 +283,10 @@ describe("only documented fields go upstream", () => {
       { role: "user", content: "hello" },
     ]);
     // strip_thinking_response is a chat parameter: the Responses body does not list it
-    expect(sent.venice_parameters).toEqual({ include_venice_system_prompt: false, character_slug: "venice" });
+    expect(sent.venice_parameters).toEqual({
+      include_venice_system_prompt: false,
+      include_search_results_in_stream: false,
+    });
     // the upstream counts the instructions as the simulator always did: same usage as before the mapping
     const usage = (r.body as { usage: { input_tokens: number } }).usage;
     expect(usage.input_tokens).toBe(4 + Math.ceil("Answer in French.".length / 4) + 4 + Math.ceil(5 / 4));

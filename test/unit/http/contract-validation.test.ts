@@ -152,6 +152,15 @@ describe("paid add-ons (SPEC 12): one refusal for chat and Responses", () => {
     ["scraping", { venice_parameters: { enable_web_scraping: true } }, ADD_ONS],
     ["X search", { venice_parameters: { enable_x_search: true } }, ADD_ONS],
     [
+      "a provider character",
+      { venice_parameters: { character_slug: "alan-watts" } },
+      refused(
+        "venice_parameters",
+        "venice_parameters.character_slug is refused: a character's prompt is billed as prompt tokens the request does not show, beyond its maximum charge.",
+      ),
+    ],
+    ["no character", { venice_parameters: { character_slug: null } }, "ok"],
+    [
       "venice_parameters not an object",
       { venice_parameters: 3 },
       refused("venice_parameters", "venice_parameters must be an object."),
@@ -258,6 +267,12 @@ describe("images: parseImageRequest (native) and parseOpenAiImageRequest (OpenAI
       refused("enable_web_search", "enable_web_search is refused: it bills beyond published pricing."),
     ],
     ["web search off", { ...P, enable_web_search: "off" }, "ok"],
+    [
+      "the prompt rewrite",
+      { ...P, enhance_prompt: true },
+      refused("enhance_prompt", "enhance_prompt is refused: its prompt rewrite bills beyond published pricing."),
+    ],
+    ["the prompt rewrite off", { ...P, enhance_prompt: false }, "ok"],
     ["stream", { ...P, stream: true }, refused("stream", "Image generation does not stream.")],
     ["stream false", { ...P, stream: false }, "ok"],
     [
