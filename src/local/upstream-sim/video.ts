@@ -23,13 +23,27 @@ function durationSeconds(duration: string, autoSeconds: number): number {
   return match ? Number(match[1]) : autoSeconds;
 }
 
+/** The length the simulator gives each reference video a job fetches (`reference_video_urls`). */
+export const SIM_REFERENCE_CLIP_SECONDS = 10;
+/** The most reference video a job takes in all, seconds (the reference: "max 150s"). */
+export const SIM_REFERENCE_TOTAL_MAX_SECONDS = 150;
+
+/** The reference video a queued job fetched, seconds: each clip SIM_REFERENCE_CLIP_SECONDS, capped. */
+export function referenceSecondsOf(body: Record<string, unknown>): number {
+  const clips = Array.isArray(body.reference_video_urls) ? body.reference_video_urls.length : 0;
+  return Math.min(SIM_REFERENCE_TOTAL_MAX_SECONDS, clips * SIM_REFERENCE_CLIP_SECONDS);
+}
+
 /**
  * Deterministic quote in micro-USD (= micro-DIEM): seconds × (rate[resolution] + audio rate when the
- * model makes audio and `audio` is not false). Rates: SIM_VIDEO_PRICING.
+ * model makes audio and `audio` is not false), plus `referenceSeconds` × rate[resolution] for
+ * reference videos (the reference's "input with video" tier: a quote names their total in
+ * `reference_video_total_duration`; a queued job is charged for the clips it fetched). Rates:
+ * SIM_VIDEO_PRICING.
  */
 export function quoteVideoMicro(
   model: SimVideoModel,
-  args: { duration: string; resolution?: string; audio?: boolean },
+  args: { duration: string; resolution?: string; audio?: boolean; referenceSeconds?: number },
 ): bigint {
   const price = SIM_VIDEO_PRICING[model.id] ?? SIM_VIDEO_FALLBACK_PRICE;
   const c = model.model_spec.constraints;
@@ -37,7 +51,8 @@ export function quoteVideoMicro(
   const rate =
     price.perSecondMicro[resolution] ?? price.perSecondMicro.default ?? Object.values(price.perSecondMicro)[0] ?? 0n;
   const audio = c.audio && args.audio !== false ? price.audioPerSecondMicro : 0n;
-  return BigInt(durationSeconds(args.duration, price.autoSeconds)) * (rate + audio);
+  const references = BigInt(Math.ceil(args.referenceSeconds ?? 0)) * rate;
+  return BigInt(durationSeconds(args.duration, price.autoSeconds)) * (rate + audio) + references;
 }
 
 function videoParamIssues(body: Record<string, unknown>, model: SimVideoModel, forQueue: boolean): Issue[] {
@@ -117,10 +132,12 @@ export async function handleVideoQuote(ctx: ApiContext): Promise<void> {
     sendApiJson(ctx, 400, detailedError(issues));
     return;
   }
+  const stated = body.reference_video_total_duration;
   const quote = quoteVideoMicro(model, {
     duration: body.duration as string,
     resolution: body.resolution as string | undefined,
     audio: body.audio === false ? false : undefined,
+    referenceSeconds: typeof stated === "number" && stated > 0 ? stated : undefined,
   });
   sendApiJson(ctx, 200, { quote: microToNumber(quote) });
 }
@@ -164,6 +181,7 @@ export async function handleVideoQueue(ctx: ApiContext): Promise<void> {
     duration: body.duration as string,
     resolution: body.resolution as string | undefined,
     audio: body.audio === false ? false : undefined,
+    referenceSeconds: referenceSecondsOf(body),
   });
   const charged = chargePrepaid(ctx, admitted, quote);
   if (!charged) return;

@@ -241,6 +241,34 @@ describe("queue admission", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("reference videos are quoted at the most their clips can run: the job covers what the upstream charges", async () => {
+    const supply = await market(40);
+    const key = supply.keys[0];
+    if (!key) throw new Error("no key");
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    // two clips, their total understated: the upstream charges the clips it fetches (the simulator's:
+    // 10 s each), not the total a caller states
+    const body = {
+      model: "vidu-q2-reference-to-video",
+      prompt: "the two clips, blended",
+      duration: "5s",
+      resolution: "720p",
+      reference_image_urls: ["https://example.com/a.png"],
+      reference_video_urls: ["https://example.com/a.mp4", "https://example.com/b.mp4"],
+      reference_video_total_duration: 4,
+    };
+    // 5 s × 0.05 DIEM + 60 s of reference (two clips at their 30 s most) × 0.05, + 5 % markup
+    const quote = await postWithKey(world.app, buyer.apiKey, "/v1/video/quote", body);
+    expect(quote.status, JSON.stringify(quote.body)).toBe(200);
+    expect((quote.body as { quote_diem: string }).quote_diem).toBe("3.412500");
+    const queued = await queue(buyer.apiKey, body);
+    expect(queued.status, JSON.stringify(queued.body)).toBe(200);
+    // the upstream charged 5 s + 20 s of fetched clips; the job the offer sold covers it
+    expect(simVideoBurn(world.sim, key.secret).chargedMicro).toBe(1_250_000n);
+    expect(10_000_000n - (await offerRemaining(key.offerId))).toBe(3_412_500n);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("503 insufficient_routable_at_price when no single offer holds the whole job", async () => {
     // 0.5 + 0.5 DIEM is more than the 0.63 job, but no one offer holds it
     await addSupply(world.app, world.sim, [

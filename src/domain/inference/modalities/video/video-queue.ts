@@ -10,7 +10,7 @@ import { flatJobPricer } from "../../pipeline/admission.js";
 import type { CostFacts } from "../../pipeline/answer-facts.js";
 import type { InferenceEndpoint, InferenceModality } from "../../pipeline/endpoint.js";
 import type { BurnPricer, Caller, RoutableModel } from "../../pipeline/session.js";
-import type { VideoQuotes } from "./video-quote.js";
+import { type VideoQuotes, videoQuoteBody } from "./video-quote.js";
 import { checkVideoRequest, type VideoRequest } from "./video-request.js";
 
 /** A queue call gives up after this long; its answer then counts as lost (never re-queued). */
@@ -89,9 +89,11 @@ export function videoQueueModality(deps: {
     parse: parseVideoRequest,
     checkModel: checkVideoRequest,
     askPrice: async (req, session) => {
+      // the quote route's body (`videoQuoteBody`), not the queue's: the quote's own fields (the
+      // reference videos' total) are not queue fields
       const upstreamQuoteMicroDiem = await deps.quotes.askUpstream(
         session.effectiveCeilingCents,
-        queueBody(req, session.model),
+        videoQuoteBody(req.body, session.model.id),
         true,
       );
       const jobMicroDiem = videoJobMicroDiem(upstreamQuoteMicroDiem, deps.markupBps);

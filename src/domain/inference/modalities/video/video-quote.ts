@@ -44,6 +44,24 @@ export interface VideoQuoteDeps {
   markupBps: number;
 }
 
+/** The most seconds one reference video may run (the reference: "source must be 4–30s"). */
+export const REFERENCE_CLIP_MAX_SECONDS = 30;
+/** The most seconds of reference video one job takes in all (the reference: "max 150s"). */
+export const REFERENCE_TOTAL_MAX_SECONDS = 150;
+
+/**
+ * THE body a video job is quoted from, for the quote route and a queue call alike: the buyer's, with
+ * the row's id. With reference videos (`reference_video_urls`), their total is quoted at the most the
+ * clips can run (30 s each, 150 s in all), whatever `reference_video_total_duration` says: the upstream
+ * charges the queued job for the clips it fetches, and a stated total could understate them.
+ */
+export function videoQuoteBody(body: Record<string, unknown>, modelId: string): Record<string, unknown> {
+  const clips = Array.isArray(body.reference_video_urls) ? body.reference_video_urls.length : 0;
+  if (clips === 0) return { ...body, model: modelId };
+  const most = Math.min(REFERENCE_TOTAL_MAX_SECONDS, clips * REFERENCE_CLIP_MAX_SECONDS);
+  return { ...body, model: modelId, reference_video_total_duration: most };
+}
+
 /**
  * `POST /v1/video/quote`: the body checked against the row, the upstream's quote asked with a
  * supplier key not at its in-flight limit (503 `keys_busy` when every eligible one is), the markup
@@ -63,7 +81,7 @@ export class VideoQuotes {
       await pipeline.ceilingOf(caller.accountId),
       capOf(caller.key?.maxPriceCents, req.maxPriceCents),
     );
-    const upstreamQuote = await this.askUpstream(ceiling, { ...req.body, model: model.id });
+    const upstreamQuote = await this.askUpstream(ceiling, videoQuoteBody(req.body, model.id));
     const job = videoJobMicroDiem(upstreamQuote, this.deps.markupBps);
     const offers = await eligibleOffers(this.deps.run, { now: this.deps.clock.now(), maxPriceCents: ceiling });
     const maxOffer = maxBig(0n, ...offers.map((o) => o.routableMicroDiem));
