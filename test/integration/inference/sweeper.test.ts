@@ -170,6 +170,36 @@ describe("escrow holders and the sweeper", () => {
     await assertBooksBalance(world.app.rt.db);
   });
 
+  test("a fold of an expired holder running now: the sweeper passes over it, and neither waits on the other", async () => {
+    await addSupply(world.app, world.sim, [{ priceCents: 43, quantityMicroDiem: 50_000_000n }]);
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const router = world.app.rt.services.inference;
+    const session = await openSession(world.app, buyer.accountId);
+    const holder = router.escrow.snapshot().holder;
+    const held = await reservedOf(world.app, buyer.accountId);
+    await expireHolder(holder);
+    const fold = new pg.Client({ connectionString: world.app.rt.config.database.url });
+    await fold.connect();
+    try {
+      // as svc_fold_holder does: the holder's fold lock, then (at its end) the holder's row
+      await fold.query("BEGIN");
+      await fold.query("SELECT pg_advisory_xact_lock(svc_fold_key($1))", [holder]);
+      // the sweeper passes over the holder being folded instead of waiting for its fold lock while
+      // it holds the holder's row (which the fold is about to update: a deadlock)
+      expect((await router.escrow.releaseExpired()).released).toBe(0);
+      await fold.query("UPDATE escrow_holders SET folded_seq = folded_seq WHERE id = $1", [holder]);
+      await fold.query("COMMIT");
+      expect(await reservedOf(world.app, buyer.accountId)).toBe(held);
+      // the fold done, the next sweep releases it
+      expect((await router.escrow.releaseExpired()).released).toBe(1);
+      expect(await reservedOf(world.app, buyer.accountId)).toBe(0n);
+    } finally {
+      await fold.end();
+    }
+    expect(session.plan.maxChargeMicroUsdc).toBeGreaterThan(0n);
+    await assertBooksBalance(world.app.rt.db);
+  });
+
   test("the heartbeat pushes the lease ahead, so a long request's slices outlive the sweeper", async () => {
     await addSupply(world.app, world.sim, [{ priceCents: 45, quantityMicroDiem: 50_000_000n }]);
     const buyer = await fundedBuyerKey(world.app, 5_000_000n);
