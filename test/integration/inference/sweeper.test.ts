@@ -3,6 +3,7 @@
 // lost its lease cannot charge against slices it no longer has, and registers anew.
 import pg from "pg";
 import { describe, expect } from "vitest";
+import { textPricer } from "../../../src/domain/inference/pipeline/admission.js";
 import { Attempted } from "../../../src/domain/inference/pipeline/attempt-loop.js";
 import type { AttemptingSession } from "../../../src/domain/inference/pipeline/session.js";
 import { fileWorld, appTest as test } from "../../../testkit/app-test.js";
@@ -198,6 +199,56 @@ describe("escrow holders and the sweeper", () => {
     }
     expect(session.plan.maxChargeMicroUsdc).toBeGreaterThan(0n);
     await assertBooksBalance(world.app.rt.db);
+  });
+
+  test("a key budget hold follows its request to a new holder, so sweeping the lost one keeps it", async () => {
+    const supply = await addSupply(world.app, world.sim, [
+      { priceCents: 30, quantityMicroDiem: 50_000_000n },
+      { priceCents: 31, quantityMicroDiem: 50_000_000n },
+    ]);
+    world.app.rt.services.inference.invalidateBook();
+    const buyer = await fundedBuyerKey(world.app, 5_000_000n);
+    const key = await world.app.rt.db.apiKey.findFirstOrThrow({ where: { accountId: buyer.accountId } });
+    await world.app.rt.db.apiKey.update({
+      where: { id: key.id },
+      data: { limitMicroUsdc: 2_000_000n, limitReset: "daily" },
+    });
+    const router = world.app.rt.services.inference;
+    const session = await router.open({
+      accountId: buyer.accountId,
+      apiKeyId: key.id,
+      route: "chat",
+      modality: "text",
+      model: "zai-org-glm-5-1",
+      stream: false,
+      key: { budgeted: true, maxPriceCents: null, models: [] },
+      price: (model) => textPricer(model, 40, 20),
+    });
+    const holdOf = async () =>
+      (await world.app.rt.db.keyBudgetHold.findUnique({ where: { requestId: session.requestId } }))?.holder ?? null;
+    const first = router.escrow.snapshot().holder;
+    expect(await holdOf()).toBe(first);
+    expect(session.attempt.offerId).toBe(supply.keys[0]?.offerId);
+    // the process's lease runs out mid-request: its next top-up (the fall-forward's, on the second
+    // offer) finds the holder lost and registers a new one
+    await expireHolder(first);
+    await new Promise<void>((onSecond) => {
+      let calls = 0;
+      void router
+        .run(session, async () => {
+          if (calls++ === 0) return Attempted.fallForward({ kind: "retryable", status: 500, detail: "test" });
+          onSecond();
+          return new Promise<never>(() => {});
+        })
+        .catch(() => undefined);
+    });
+    const second = router.escrow.snapshot().holder;
+    expect(second).not.toBe(first);
+    // the hold went with the request, so the sweeper's release of the lost holder leaves it
+    expect(await holdOf()).toBe(second);
+    expect((await router.escrow.releaseExpired()).released).toBeGreaterThanOrEqual(1);
+    expect(await world.app.rt.db.escrowHolder.findUnique({ where: { id: first ?? "" } })).toBeNull();
+    expect(await holdOf()).toBe(second);
   });
 
   test("the heartbeat pushes the lease ahead, so a long request's slices outlive the sweeper", async () => {

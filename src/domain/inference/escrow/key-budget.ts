@@ -54,6 +54,9 @@ export interface KeyBudgetDeps {
 const MAX_HOLD_TRIES = 6;
 
 export class KeyBudgets {
+  /** the holder each held request's hold is filed under (it follows the request: `follow`) */
+  private readonly holders = new WeakMap<InferenceSession, string>();
+
   constructor(private readonly deps: KeyBudgetDeps) {}
 
   /**
@@ -84,6 +87,7 @@ export class KeyBudgets {
       });
       if (r.outcome === "ok") {
         session.budgetHold = amount;
+        this.holders.set(session, holder.id);
         return;
       }
       if (r.outcome === "unlimited") return;
@@ -99,5 +103,40 @@ export class KeyBudgets {
           throw refused(keyBudgetExceeded(session, left, resetsAt));
       }
     }
+  }
+
+  /** The admitted request (a frozen copy of its draft) keeps the draft's hold where it was filed. */
+  carry(draft: InferenceSession, admitted: InferenceSession): void {
+    const filed = this.holders.get(draft);
+    if (filed !== undefined) this.holders.set(admitted, filed);
+  }
+
+  /**
+   * Before each attempt: a held request whose process lost the holder its hold was taken under (the
+   * lease expired and a top-up registered a new one) moves the hold to the holder it now runs under
+   * (`svc_key_rehold`). The sweeper deletes a dead holder's holds with it, and a hold gone while its
+   * request may still charge would let other requests spend what it holds (found by reading,
+   * 2026-11-30). A hold already gone is taken again; 402 `key_budget_exceeded` when the budgets no
+   * longer cover it (before any further upstream call).
+   */
+  async follow(session: InferenceSession, holder: { id: string }): Promise<"ok" | "holder_lost"> {
+    const filed = this.holders.get(session);
+    if (session.budgetHold === null || filed === undefined || filed === holder.id) return "ok";
+    const periods = budgetPeriods(session.startedAt);
+    const r = await this.deps.budgets.rehold({
+      holder: holder.id,
+      requestId: session.requestId,
+      apiKeyId: session.apiKeyId,
+      periods,
+      amountMicroUsdc: session.budgetHold,
+      now: this.deps.clock.now(),
+    });
+    if (r.outcome === "holder_lost") return "holder_lost";
+    if (r.outcome === "key_inactive") throw new DomainError("authentication_failed", "Invalid or revoked API key.");
+    if (r.outcome === "exceeded") {
+      throw refused(keyBudgetExceeded(session, r.remainingMicroUsdc ?? 0n, r.reset ? periods[r.reset].end : null));
+    }
+    this.holders.set(session, holder.id);
+    return "ok";
   }
 }

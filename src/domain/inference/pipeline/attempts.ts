@@ -29,6 +29,8 @@ export interface AttemptDeps {
   onKeyWait?: (seconds: number) => void;
   /** the requests holding gate slots here: each leaves when its slots go back (`releaseSlots`) */
   running?: Running;
+  /** a held request's key budget hold moved to the holder it runs under (`KeyBudgets.follow`) */
+  followBudget?: (session: InferenceSession, holder: Holder) => Promise<"ok" | "holder_lost">;
 }
 
 /**
@@ -82,6 +84,11 @@ export class Attempts {
     const { clock, lease, book, keys } = this.deps;
     const holderOrPromise = lease.current();
     const holder = holderOrPromise instanceof Promise ? await holderOrPromise : holderOrPromise;
+    // a budget hold taken under a holder since lost goes where the request now runs
+    if (session.budgetHold !== null && (await this.deps.followBudget?.(session, holder)) === "holder_lost") {
+      lease.lose(holder);
+      return undefined;
+    }
     const entries = await book.current();
     if (holder.lost) return undefined;
     // from here to the admission nothing awaits: what is free cannot change under us

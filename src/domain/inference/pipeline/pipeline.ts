@@ -145,6 +145,7 @@ export class InferencePipeline {
       onBalancePressure: (accountId) => bus.publish("routingChanged", { kind: "escrow_pressure", id: accountId }),
       idleElsewhere: (accountId) => this.escrow.idleElsewhere(accountId),
       running: this.running,
+      followBudget: (session, holder) => this.budgets.follow(session, holder),
     });
     this.endings = new Endings({
       clock,
@@ -234,6 +235,7 @@ export class InferencePipeline {
       const attempt = await this.attempts.next(draft, draft);
       const { plans: _plans, ...decided } = draft;
       const admitted: AttemptingSession = Object.freeze({ ...decided, admitMs: performance.now() - start, attempt });
+      this.budgets.carry(draft, admitted);
       if (admitted.stream) this.bridge.open(admitted);
       return admitted;
     } catch (e) {

@@ -283,8 +283,9 @@ function byIndex<T extends { idx: number }>(rows: T[], n: number): T[] {
 const day = (d: Date | null) => (d ? utcDay(d) : null);
 
 export function sqlKeyBudgetStore(sql: Sql): KeyBudgetStore {
-  return {
-    async reserve(ask: KeyBudgetAsk): Promise<KeyBudgetResult> {
+  const hold =
+    (fn: "svc_key_reserve" | "svc_key_rehold") =>
+    async (ask: KeyBudgetAsk): Promise<KeyBudgetResult> => {
       const periods: Record<string, { start: string | null; end: string | null }> = {};
       for (const [reset, p] of Object.entries(ask.periods)) periods[reset] = { start: day(p.start), end: day(p.end) };
       const r = await sql.query<{
@@ -293,8 +294,8 @@ export function sqlKeyBudgetStore(sql: Sql): KeyBudgetStore {
         lim: string | null;
         reset: LimitReset | null;
       }>({
-        name: "svc_key_reserve",
-        text: "SELECT * FROM svc_key_reserve($1::uuid, $2::uuid, $3::uuid, $4::jsonb, $5::bigint, $6::timestamptz)",
+        name: fn,
+        text: `SELECT * FROM ${fn}($1::uuid, $2::uuid, $3::uuid, $4::jsonb, $5::bigint, $6::timestamptz)`,
         values: [
           ask.holder,
           ask.requestId,
@@ -305,13 +306,13 @@ export function sqlKeyBudgetStore(sql: Sql): KeyBudgetStore {
         ],
       });
       const row = r.rows[0];
-      if (!row) throw new Error("svc_key_reserve returned nothing");
+      if (!row) throw new Error(`${fn} returned nothing`);
       return {
         outcome: row.outcome,
         remainingMicroUsdc: row.remaining === null ? null : BigInt(row.remaining),
         limitMicroUsdc: row.lim === null ? null : BigInt(row.lim),
         reset: row.reset,
       };
-    },
-  };
+    };
+  return { reserve: hold("svc_key_reserve"), rehold: hold("svc_key_rehold") };
 }

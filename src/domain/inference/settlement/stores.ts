@@ -187,6 +187,8 @@ export interface KeyBudgetResult {
 /** Per-key budgets (docs/decisions.md "Key budgets"): the hold; endings release it with their charge. */
 export interface KeyBudgetStore {
   reserve(ask: KeyBudgetAsk): Promise<KeyBudgetResult>;
+  /** the request's hold moved to `ask.holder`, or held again there when it is gone (`svc_key_rehold`) */
+  rehold(ask: KeyBudgetAsk): Promise<KeyBudgetResult>;
 }
 
 /** The pipeline's stores (`sqlStores`). */
