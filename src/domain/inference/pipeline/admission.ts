@@ -40,13 +40,6 @@ export function textPromptEstimate(messages: unknown, count: number, definitions
   return estimatePromptTokens(present.length === 0 ? messages : { messages, ...Object.fromEntries(present) }, count);
 }
 
-/** The definitions' share of a rough prompt count (a stream that ended without usage): chars / 4. */
-export function approxDefinitionTokens(definitions: Record<string, unknown>): number {
-  let chars = 0;
-  for (const v of Object.values(definitions)) if (v !== undefined && v !== null) chars += JSON.stringify(v).length;
-  return Math.ceil(chars / 4);
-}
-
 /** A request not planned yet: nothing admitted. */
 export const NO_PLAN: AdmissionPlan = Object.freeze({
   promptEstimate: 0,

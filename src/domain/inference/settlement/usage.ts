@@ -96,6 +96,13 @@ export function approxItemTokens(chars: number): number {
   return ITEM_TOKENS + Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
+/** The definitions' share of a rough prompt count (tools, a tool choice, a response format): chars / 4. */
+export function approxDefinitionTokens(definitions: Record<string, unknown>): number {
+  let chars = 0;
+  for (const v of Object.values(definitions)) if (v !== undefined && v !== null) chars += JSON.stringify(v).length;
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
 /**
  * THE bill of a stream that ended without its usage (SPEC "Events" Chat SSE 6 `stream_incomplete`,
  * Responses SSE 4 `response.incomplete`), every cap in one place:

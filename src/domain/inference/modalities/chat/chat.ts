@@ -4,11 +4,17 @@ import { type ChatRequest, type Json, parseChatRequest } from "../../../../contr
 import { DomainError } from "../../../../lib/errors.js";
 import { formatDecimal6 } from "../../../../lib/money.js";
 import { dataFrame, errorFrame } from "../../../../lib/sse.js";
-import { approxDefinitionTokens, textPricer, textPromptEstimate } from "../../pipeline/admission.js";
+import { textPricer, textPromptEstimate } from "../../pipeline/admission.js";
 import type { InferenceModality } from "../../pipeline/endpoint.js";
 import type { InferenceSession, Settled } from "../../pipeline/session.js";
 import type { StreamRelay, StreamRenderer } from "../../pipeline/stream-relay.js";
-import { approxItemTokens, paymentFields, usageOf, usageWithCost } from "../../settlement/usage.js";
+import {
+  approxDefinitionTokens,
+  approxItemTokens,
+  paymentFields,
+  usageOf,
+  usageWithCost,
+} from "../../settlement/usage.js";
 
 export type { ChatRequest };
 

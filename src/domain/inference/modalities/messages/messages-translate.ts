@@ -4,9 +4,9 @@ import type {
   AnthropicPrompt,
   AnthropicToolChoice,
 } from "../../../../contract/messages.js";
-import { approxDefinitionTokens, textPromptEstimate } from "../../pipeline/admission.js";
+import { textPromptEstimate } from "../../pipeline/admission.js";
 import type { Settled } from "../../pipeline/session.js";
-import { approxItemTokens, usageOf, usageWithCost } from "../../settlement/usage.js";
+import { approxDefinitionTokens, approxItemTokens, usageOf, usageWithCost } from "../../settlement/usage.js";
 
 /**
  * Anthropic's Messages API onto the upstream's chat completions and back (docs/decisions.md

@@ -1,8 +1,8 @@
 import { documentedBody } from "../../../../adapters/upstream/reference.js";
 import { type Json, parseResponsesRequest, type ResponsesRequest } from "../../../../contract/inference.js";
-import { approxDefinitionTokens, textPricer, textPromptEstimate } from "../../pipeline/admission.js";
+import { textPricer, textPromptEstimate } from "../../pipeline/admission.js";
 import type { InferenceModality } from "../../pipeline/endpoint.js";
-import { approxItemTokens, usageOf, usageWithCost } from "../../settlement/usage.js";
+import { approxDefinitionTokens, approxItemTokens, usageOf, usageWithCost } from "../../settlement/usage.js";
 import { ResponsesStream, withoutExtras } from "./responses-stream.js";
 
 export type { ResponsesRequest };
